@@ -1,0 +1,76 @@
+"""The `tilescope` entry point.
+
+Each sub-command lives in its own module under `analyzer/commands/` and exposes
+`register(app: typer.Typer) -> None`. This module owns only the error-to-exit-code contract of
+docs/product.md: 0 ok, 1 gate tripped, 2 bad input/usage, 3 missing component.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import typer
+
+from analyzer.errors import TilescopeError
+
+COMMAND_MODULES = ("info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "serve")
+
+app = typer.Typer(
+    name="tilescope",
+    help="Profiling and performance diagnosis for TileLang kernels on Ascend NPUs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+) -> None:
+    if debug:
+        os.environ["TILESCOPE_DEBUG"] = "1"
+
+
+def _register_commands() -> None:
+    for name in COMMAND_MODULES:
+        spec = importlib.util.find_spec(f"analyzer.commands.{name}")
+        if spec is None:  # a command still being built; the rest of the CLI works
+            continue
+        importlib.import_module(f"analyzer.commands.{name}").register(app)
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> int:
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("TILESCOPE_DEBUG")
+    try:
+        app(args=argv, standalone_mode=False)
+    except TilescopeError as exc:
+        if debug:
+            raise
+        typer.echo(f"tilescope: error: {exc.one_line()}", err=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        typer.echo("tilescope: interrupted", err=True)
+        return 130
+    except Exception as exc:
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            return int(exc.exit_code)
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return 2
+        if isinstance(exc, click.exceptions.Abort):
+            return 130
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

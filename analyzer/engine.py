@@ -1,0 +1,177 @@
+"""The rule engine: discover rules, run those whose inputs exist, isolate crashes.
+
+A rule is a module in the `rules` package (one per file) with:
+  CODE: str, SLUG: str, NEEDS: tuple[str, ...] (see Profile.has), KIND: "runtime" | "static",
+  THRESHOLDS: dict[str, float | int | str] (defaults; users override them in config),
+  check(profile, ctx) -> list[Finding], and a docstring on check() with the sections of DOC_SECTIONS.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import traceback
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Protocol, cast
+
+from analyzer.chips import ChipSpec
+from analyzer.config import Config
+from analyzer.findings import Finding, Severity, severity_for_share
+from analyzer.profile import Profile
+
+DOC_SECTIONS = (
+    "What it does",
+    "Why is this bad?",
+    "Example",
+    "What to do instead",
+    "Thresholds",
+    "Known limits",
+)
+
+
+class RuleModule(Protocol):
+    CODE: str
+    SLUG: str
+    NEEDS: tuple[str, ...]
+    KIND: str
+    THRESHOLDS: dict[str, Any]
+
+    def check(self, profile: Profile, ctx: RuleContext) -> list[Finding]: ...
+
+
+@dataclass
+class RuleContext:
+    """What a rule may read besides the profile."""
+
+    chip: ChipSpec
+    thresholds: dict[str, Any]
+    total_device_us: float
+    severity_cuts: dict[str, float] = field(default_factory=lambda: {"high": 0.05, "medium": 0.03, "low": 0.005})
+
+    def share(self, saving_us: float) -> float:
+        return saving_us / self.total_device_us if self.total_device_us > 0 else 0.0
+
+    def severity(self, saving_us: float) -> Severity:
+        c = self.severity_cuts
+        return severity_for_share(self.share(saving_us), c["high"], c["medium"], c.get("low", 0.005))
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    code: str
+    slug: str
+    kind: str
+    needs: tuple[str, ...]
+    thresholds: dict[str, Any]
+    doc: str
+    module: ModuleType
+
+    @property
+    def summary(self) -> str:
+        """First sentence under '## What it does'."""
+        text = self.doc.split("## What it does", 1)[-1].split("##", 1)[0].strip()
+        return " ".join(text.split()).split(". ")[0].rstrip(".")
+
+
+@dataclass(frozen=True)
+class SkippedRule:
+    code: str
+    slug: str
+    missing: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "slug": self.slug, "missing": list(self.missing)}
+
+
+@dataclass
+class AnalysisResult:
+    findings: list[Finding]
+    skipped: list[SkippedRule]
+    errors: list[Finding]
+    total_device_us: float
+    rules_run: list[str]
+
+
+def discover_rules() -> list[RuleInfo]:
+    """Every rule module in the `rules` package, sorted by code."""
+    import rules as rules_pkg
+
+    infos: list[RuleInfo] = []
+    for mod_info in pkgutil.iter_modules(rules_pkg.__path__):
+        if mod_info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"rules.{mod_info.name}")
+        if not hasattr(mod, "CODE") or not hasattr(mod, "check"):
+            continue
+        rule = cast(RuleModule, mod)
+        infos.append(
+            RuleInfo(
+                code=rule.CODE,
+                slug=rule.SLUG,
+                kind=getattr(mod, "KIND", "runtime"),
+                needs=tuple(rule.NEEDS),
+                thresholds=dict(getattr(mod, "THRESHOLDS", {})),
+                doc=inspect.cleandoc(rule.check.__doc__ or ""),
+                module=mod,
+            )
+        )
+    return sorted(infos, key=lambda r: r.code)
+
+
+def get_rule(code_or_slug: str) -> RuleInfo | None:
+    key = code_or_slug.strip()
+    for info in discover_rules():
+        if key.upper() == info.code or key == info.slug:
+            return info
+    return None
+
+
+def device_busy_us(profile: Profile) -> float:
+    """Total device busy time: the sum of kernel durations (µs)."""
+    if "duration_us" not in profile.kernels:
+        return 0.0
+    return float(profile.kernels["duration_us"].fillna(0).sum())
+
+
+def run_rules(
+    profile: Profile,
+    config: Config | None = None,
+    kinds: tuple[str, ...] = ("runtime", "static"),
+) -> AnalysisResult:
+    config = config or Config()
+    total = device_busy_us(profile)
+    findings: list[Finding] = []
+    skipped: list[SkippedRule] = []
+    errors: list[Finding] = []
+    ran: list[str] = []
+    for info in discover_rules():
+        if info.kind not in kinds or not config.selects(info.code):
+            continue
+        missing = tuple(n for n in info.needs if not profile.has(n))
+        if missing:
+            skipped.append(SkippedRule(info.code, info.slug, missing))
+            continue
+        thresholds = {**info.thresholds, **config.thresholds_for(info.code, info.slug)}
+        ctx = RuleContext(chip=profile.chip, thresholds=thresholds, total_device_us=total,
+                          severity_cuts=config.severity)
+        ran.append(info.code)
+        try:
+            findings.extend(cast(RuleModule, info.module).check(profile, ctx))
+        except Exception as exc:  # a rule bug must not kill the run, nor vanish
+            tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            errors.append(
+                Finding(
+                    code=info.code,
+                    slug=info.slug,
+                    severity=Severity.INFO,
+                    kernels=(),
+                    message=f"rule {info.code} ({info.slug}) crashed and was skipped: {tb}",
+                    evidence={"exception": type(exc).__name__},
+                    source="tilescope-engine-error",
+                )
+            )
+    findings.sort(key=lambda f: (-f.est_saving_us, -f.severity.rank, f.code))
+    return AnalysisResult(findings=findings, skipped=skipped, errors=errors, total_device_us=total,
+                          rules_run=ran)

@@ -1,0 +1,96 @@
+"""The Finding model shared by rules, reports, the dashboard and diff."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Severity(StrEnum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"high": 3, "medium": 2, "low": 1, "info": 0}[self.value]
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place a finding points at.
+
+    stage: "source" (the kernel .py), "tvmscript" (before lowering), "lowered" (after the passes),
+    "ascendc" (generated C) or "trace" (a profiler file).
+    """
+
+    file: str
+    line: int | None = None
+    end_line: int | None = None
+    stage: str = "source"
+    label: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    slug: str
+    severity: Severity
+    kernels: tuple[str, ...]
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    recommendation: str = ""
+    est_saving_us: float = 0.0
+    share_of_total: float = 0.0  # of device busy time, 0-1
+    locations: tuple[Location, ...] = ()
+    source: str = "tilescope"
+    occurrences: int = 1  # launches/chains grouped into this finding
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "slug": self.slug,
+            "severity": self.severity.value,
+            "kernels": list(self.kernels),
+            "message": self.message,
+            "evidence": self.evidence,
+            "recommendation": self.recommendation,
+            "est_saving_us": round(float(self.est_saving_us), 3),
+            "share_of_total": round(float(self.share_of_total), 6),
+            "locations": [loc.to_dict() for loc in self.locations],
+            "source": self.source,
+            "occurrences": self.occurrences,
+        }
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Finding:
+        return Finding(
+            code=d["code"],
+            slug=d["slug"],
+            severity=Severity(d["severity"]),
+            kernels=tuple(d.get("kernels", ())),
+            message=d["message"],
+            evidence=dict(d.get("evidence", {})),
+            recommendation=d.get("recommendation", ""),
+            est_saving_us=float(d.get("est_saving_us", 0.0)),
+            share_of_total=float(d.get("share_of_total", 0.0)),
+            locations=tuple(Location(**loc) for loc in d.get("locations", ())),
+            source=d.get("source", "tilescope"),
+            occurrences=int(d.get("occurrences", 1)),
+        )
+
+
+def severity_for_share(share: float, high: float = 0.05, medium: float = 0.03, low: float = 0.005) -> Severity:
+    """Severity follows the share of device time a problem costs (issue #3 defaults)."""
+    if share >= high:
+        return Severity.HIGH
+    if share >= medium:
+        return Severity.MEDIUM
+    if share >= low:
+        return Severity.LOW
+    return Severity.INFO

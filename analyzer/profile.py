@@ -1,0 +1,98 @@
+"""The canonical Profile: what every parser returns and every rule, report and view reads.
+
+Tables are pandas DataFrames with the canonical column names of design.md §3 (see
+`analyzer.columns`). Missing metrics are NaN/None; a table the input did not carry is `None`, never
+an empty stand-in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analyzer.chips import ChipSpec
+
+
+@dataclass
+class SourceInfo:
+    """Where a profile came from and what was detected."""
+
+    path: Path
+    format: str  # "torch_npu", "msprof", "msprof_op", "msprof_op_multi", "kernel_csv", "timeline_json", "sqlite", "bundle"
+    producer: str | None = None  # "torch_npu" | "msprof" | "msprof_op"
+    files: list[Path] = field(default_factory=list)
+    metric_groups: list[str] = field(default_factory=list)  # e.g. ["PipeUtilization"]
+
+
+@dataclass
+class DeviceInfo:
+    device_id: int | None = None
+    ai_core_num: int | None = None
+    aiv_num: int | None = None
+    aic_frequency_mhz: float | None = None
+    rated_frequency_mhz: float | None = None
+    model_name: str | None = None
+    cann_version: str | None = None
+
+
+@dataclass
+class Timeline:
+    """Timeline tables (from trace_view.json / msprof_*.json / SQLite), all times exact int64 ns.
+
+    kernels:  name, pid, tid, stream_id, task_id, start_ns, duration_us, connection_id, task_type
+    host_ops: lane ("Python"|"CANN"|...), name, cat, pid, tid, start_ns, duration_us
+    counters: name, pid, start_ns, series, value       (e.g. "AI Core Freq", "MHz", 1800.0)
+    flows:    cat, flow_id, host_index, kernel_index  (indexes into host_ops / kernels; -1 unresolved)
+    """
+
+    kernels: pd.DataFrame
+    host_ops: pd.DataFrame
+    counters: pd.DataFrame
+    flows: pd.DataFrame
+    lanes: dict[int, str] = field(default_factory=dict)
+    source_file: Path | None = None
+
+
+@dataclass
+class Profile:
+    source: SourceInfo
+    kernels: pd.DataFrame  # one row per kernel launch, canonical columns
+    chip: ChipSpec
+    device: DeviceInfo = field(default_factory=DeviceInfo)
+    blocks: pd.DataFrame | None = None  # msprof op per-block rows (block_id, sub_block_id, ...)
+    launches: pd.DataFrame | None = None  # msprof op OpBasicInfo rows
+    timeline: Timeline | None = None
+    rank: int | None = None
+    ir: dict[str, Any] | None = None  # a bundle's ir/ir.json, when present
+    ir_dir: Path | None = None
+    manifest: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def has(self, need: str) -> bool:
+        """True when the profile can satisfy one rule input.
+
+        A need is a capability token ("kernels", "timeline", "blocks", "ir", "launches") or a
+        kernel-table column that must exist and hold at least one value.
+        """
+        if need == "kernels":
+            return len(self.kernels) > 0
+        if need == "timeline":
+            return self.timeline is not None and len(self.timeline.kernels) > 0
+        if need == "blocks":
+            return self.blocks is not None and len(self.blocks) > 0
+        if need == "launches":
+            return self.launches is not None and len(self.launches) > 0
+        if need == "ir":
+            return self.ir is not None
+        if need.startswith("blocks."):
+            col = need.split(".", 1)[1]
+            return self.blocks is not None and col in self.blocks and bool(self.blocks[col].notna().any())
+        return need in self.kernels.columns and bool(self.kernels[need].notna().any())
+
+    @property
+    def label(self) -> str:
+        r = f" rank {self.rank}" if self.rank is not None else ""
+        return f"{self.source.path}{r}"
