@@ -1,0 +1,101 @@
+"""Per-kernel tables: msprof `op_summary_*.csv` and torch_npu `kernel_details.csv` (formats doc §3).
+
+The producer is detected from the header row, never from the file name: kernel_details renames six
+op_summary columns (`Name`, `Type`, `Accelerator Core`, `Start Time(us)`, ...).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from analyzer.columns import KERNEL_CONTRACT, canonical_header, metric_groups_of
+from analyzer.errors import ProfileFormatError
+from analyzer.io.tables import convert_columns, null_unused_side, read_csv_strings, read_header, to_frame
+
+# Header names that tell the producer apart (formats doc §3.3).
+_TORCH_NPU_MARKERS = frozenset({"Name", "Accelerator Core", "Start Time(us)", "Duration(us)"})
+_MSPROF_MARKERS = frozenset({"Op Name", "Task Type", "Task Start Time(us)", "Task Duration(us)"})
+REQUIRED = ("name", "start_ns", "duration_us")
+
+# Example: "op_summary_20260606121516.csv", "op_summary_20260606121516_1.csv", "op_summary_slice_0.csv"
+OP_SUMMARY_RE = re.compile(r"^op_summary_(?:(?P<slice>slice_)?(?P<a>\d{1,20})(?:_(?P<b>\d+))?)[^/]*\.csv$")
+
+
+@dataclass
+class KernelTable:
+    kernels: pd.DataFrame
+    producer: str  # "torch_npu" | "msprof"
+    files: list[Path]
+    metric_groups: list[str] = field(default_factory=list)
+    coupled: bool = False
+
+
+def detect_producer(header: list[str]) -> str | None:
+    names = {h.strip() for h in header}
+    if len(names & _TORCH_NPU_MARKERS) >= 2:
+        return "torch_npu"
+    if len(names & _MSPROF_MARKERS) >= 2:
+        return "msprof"
+    return None
+
+
+def is_kernel_table(path: Path) -> bool:
+    """Cheap sniff used by detection: does the header look like op_summary/kernel_details?"""
+    try:
+        return detect_producer(read_header(path)) is not None
+    except ProfileFormatError:
+        return False
+
+
+def slice_order(paths: list[Path]) -> list[Path]:
+    """Sort op_summary slices: the unsliced file first, then `_<n>` / `slice_<n>` by n."""
+
+    def key(p: Path) -> tuple[int, int, str]:
+        m = OP_SUMMARY_RE.match(p.name)
+        if not m:
+            return (2, 0, p.name)
+        if m.group("slice"):
+            return (1, int(m.group("a")), p.name)
+        return (0 if m.group("b") is None else 1, int(m.group("b") or 0), p.name)
+
+    return sorted(paths, key=key)
+
+
+def _read_arrow(path: Path) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int, str, bool]:
+    header = read_header(path)
+    producer = detect_producer(header)
+    if producer is None:
+        raise ProfileFormatError(path, "line 1", "expected an op_summary / kernel_details header "
+                                 "(columns 'Op Name'/'Name', 'Task Start Time(us)'/'Start Time(us)', ...)")
+    canonical = canonical_header(header)
+    for req in REQUIRED:
+        if req not in canonical:
+            src = {"name": "Name / Op Name", "start_ns": "Start Time(us) / Task Start Time(us)",
+                   "duration_us": "Duration(us) / Task Duration(us)"}[req]
+            raise ProfileFormatError(path, "line 1", f"missing required column {src!r}")
+    header, raw = read_csv_strings(path, header)
+    cols = convert_columns(path, header, raw, canonical=canonical)
+    null_unused_side(cols)
+    coupled = any(c.startswith("aic_") for c in cols) and not any(h.startswith("aic_") for h in header)
+    return cols, raw.num_rows, producer, coupled
+
+
+def read_kernel_table(paths: Path | list[Path]) -> KernelTable:
+    """Read one kernel table, or several slices of one (concatenated in slice order)."""
+    files = slice_order(list(paths)) if isinstance(paths, list) else [paths]
+    parts = [_read_arrow(p) for p in files]
+    producers = {p[2] for p in parts}
+    if len(parts) == 1:
+        cols, n, producer, coupled = parts[0]
+    else:
+        tables = [pa.table(p[0]) for p in parts]
+        merged = pa.concat_tables(tables, promote_options="permissive")
+        cols = {name: merged.column(name) for name in merged.column_names}
+        n, producer, coupled = merged.num_rows, sorted(producers)[0], any(p[3] for p in parts)
+    df = to_frame(cols, n, ensure=KERNEL_CONTRACT)
+    return KernelTable(df, producer, files, metric_groups_of(list(df.columns)), coupled)

@@ -1,0 +1,265 @@
+"""Vectorised CSV reading and value cleaning shared by every table reader.
+
+Files are read with pyarrow.csv with every column as a string (the profilers mix `N/A`, quoted
+values with TABs and numbers in one column, so type inference cannot be trusted), then each column
+is cleaned and cast with pyarrow.compute kernels. No per-row Python code runs on the hot path; the
+error paths (locating a bad row to name it) may be slow because they run once.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from analyzer.columns import SHAPE_LIST_COLUMNS, canonical_header, dtype_of
+from analyzer.errors import ProfileFormatError
+
+MISSING_VALUES = ["", "N/A", "NA"]
+# Characters stripped from both ends of every value: whitespace (trailing TAB after timestamps) and
+# the literal quote characters torch_npu leaves around shapes after CSV unquoting.
+_TRIM_CHARS = ' \t\r\n"'
+NO_MODEL_ID = 4294967295
+SHAPE_LIST_TYPE = pa.list_(pa.list_(pa.int64()))
+
+# Example: "1736413971558972.912" -> i="1736413971558972", f="912"; "1699529623143480" -> f=""
+_DECIMAL_US_RE = r"^(?P<i>-?\d+)(?:\.(?P<f>\d*))?$"
+
+
+def read_header(path: Path) -> list[str]:
+    """The first CSV record of a text file; typed errors for binary, empty or unreadable files."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 20)
+    except PermissionError as exc:
+        raise ProfileFormatError(path, None, "cannot read file (permission denied)") from exc
+    except IsADirectoryError as exc:
+        raise ProfileFormatError(path, None, "expected a file, found a directory") from exc
+    except OSError as exc:
+        raise ProfileFormatError(path, None, f"cannot read file ({exc.strerror})") from exc
+    if not head.strip():
+        raise ProfileFormatError(path, None, "empty file; expected a CSV header row")
+    if b"\x00" in head:
+        raise ProfileFormatError(path, "byte %d" % head.index(b"\x00"), "binary data; expected CSV text")
+    line = head.split(b"\n", 1)[0]
+    try:
+        text = line.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ProfileFormatError(path, "line 1", "not UTF-8 text; expected a CSV header row") from exc
+    return next(csv.reader([text]), [])
+
+
+def read_csv_strings(path: Path, header: list[str] | None = None) -> tuple[list[str], pa.Table]:
+    """Read a CSV with every column as a string; returns the raw header and the data table.
+
+    Columns are named `c0..cN` internally because real headers may repeat or end in an empty name
+    (the trailing comma of `msprof op` files); the caller renames them.
+    """
+    if header is None:
+        header = read_header(path)
+    names = [f"c{i}" for i in range(len(header))]
+    try:
+        table = pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=16 << 20),
+            parse_options=pacsv.ParseOptions(newlines_in_values=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={n: pa.string() for n in names},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except pa.ArrowInvalid as exc:
+        raise _locate_csv_error(path, len(header), str(exc)) from exc
+    except PermissionError as exc:
+        raise ProfileFormatError(path, None, "cannot read file (permission denied)") from exc
+    return header, table
+
+
+def _locate_csv_error(path: Path, n_fields: int, message: str) -> ProfileFormatError:
+    """Name the first bad row (slow path, runs once on a broken file)."""
+    if "UTF8" in message or "UTF-8" in message:
+        return ProfileFormatError(path, None, "not UTF-8 text; expected a CSV file")
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            for i, row in enumerate(csv.reader(fh)):
+                if i == 0 or not row:
+                    continue
+                if len(row) != n_fields:
+                    return ProfileFormatError(
+                        path, f"row {i} (line {i + 1})",
+                        f"expected {n_fields} fields as in the header, found {len(row)} (truncated row?)",
+                    )
+    except csv.Error as exc:
+        return ProfileFormatError(path, None, f"malformed CSV ({exc})")
+    first = message.splitlines()[0] if message else "malformed CSV"
+    return ProfileFormatError(path, None, f"malformed CSV ({first[:120]})")
+
+
+def clean_strings(arr: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+    """Strip whitespace/TAB and literal quotes; `N/A`, `NA` and empty become null."""
+    trimmed = pc.utf8_trim(arr, characters=_TRIM_CHARS)
+    missing = pc.is_in(trimmed, value_set=pa.array(MISSING_VALUES))
+    return pc.if_else(missing, pa.scalar(None, pa.string()), trimmed)
+
+
+def _first_bad_row(raw: pa.Array | pa.ChunkedArray, ok: pa.Array | pa.ChunkedArray) -> int:
+    """Index of the first value that was present but did not convert (error path only)."""
+    bad = pc.and_(pc.is_valid(raw), pc.invert(pc.fill_null(ok, False)))
+    idx = pc.index(bad, True).as_py()
+    return int(idx) if idx is not None else -1
+
+
+def to_float(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.ChunkedArray | pa.Array:
+    try:
+        return pc.cast(arr, pa.float64())
+    except pa.ArrowInvalid as exc:
+        ok = pc.match_substring_regex(arr, r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$",
+                                      ignore_case=True)
+        row = _first_bad_row(arr, ok)
+        value = arr[row].as_py() if row >= 0 else "?"
+        raise ProfileFormatError(path, f"row {row + 1}", f"column {column!r}: expected a number, found "
+                                 f"{str(value)[:40]!r}") from exc
+
+
+def to_int(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.ChunkedArray | pa.Array:
+    try:
+        return pc.cast(arr, pa.int64())
+    except pa.ArrowInvalid:
+        # "16.0" style integers: go through float64 (ids and counts are far below 2**53)
+        return pc.cast(pc.floor(to_float(arr, path, column)), pa.int64())
+
+
+def to_exact_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.ChunkedArray | pa.Array:
+    """µs decimal strings -> exact int64 ns with integer arithmetic (no float64 round trip)."""
+    parts = pc.extract_regex(arr, _DECIMAL_US_RE)
+    ok = pc.is_valid(parts)
+    if pc.any(pc.and_(pc.is_valid(arr), pc.invert(ok))).as_py():
+        row = _first_bad_row(arr, ok)
+        raise ProfileFormatError(path, f"row {row + 1}", f"column {column!r}: expected a decimal "
+                                 f"timestamp in µs, found {str(arr[row].as_py())[:40]!r}")
+    whole = pc.cast(pc.struct_field(parts, "i"), pa.int64())
+    frac = pc.struct_field(parts, "f")
+    # sub-ns digits beyond the third decimal are truncated: profilers write at most 3
+    frac = pc.utf8_slice_codeunits(pc.utf8_rpad(frac, 3, "0"), 0, 3)
+    frac_ns = pc.cast(frac, pa.int64())
+    sign = pc.if_else(pc.starts_with(pc.struct_field(parts, "i"), "-"), -1, 1)
+    ns = pc.add(pc.multiply(whole, 1000), pc.multiply(frac_ns, sign))
+    return pc.if_else(ok, ns, pa.scalar(None, pa.int64()))
+
+
+@lru_cache(maxsize=65536)
+def parse_shape(text: str) -> list[list[int]] | None:
+    """`"4096,2,512;;8"` -> [[4096, 2, 512], [], [8]]; None when a dim is not an integer."""
+    try:
+        return [[int(d) for d in t.split(",") if d.strip()] for t in text.split(";")]
+    except ValueError:
+        return None
+
+
+def shape_lists(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Parse a shape-string column once per unique string (shapes repeat a lot), then gather."""
+    combined = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    encoded = pc.dictionary_encode(combined)
+    uniques = encoded.dictionary.to_pylist()
+    parsed = pa.array([parse_shape(u) if u is not None else None for u in uniques], type=SHAPE_LIST_TYPE)
+    return pc.take(parsed, encoded.indices)
+
+
+def convert_columns(path: Path, header: list[str], raw: pa.Table, *,
+                    canonical: list[str] | None = None) -> dict[str, pa.Array | pa.ChunkedArray]:
+    """Clean every raw string column and cast it to its declared canonical dtype.
+
+    Unknown metric columns are cast to float64 when every value is numeric, else kept as strings.
+    The empty trailing column of `msprof op` files is dropped.
+    """
+    names = canonical if canonical is not None else canonical_header(header)
+    out: dict[str, pa.Array | pa.ChunkedArray] = {}
+    for i, (src, name) in enumerate(zip(header, names, strict=True)):
+        if not src.strip() and not name:
+            continue  # trailing comma -> empty last column
+        col = clean_strings(raw.column(i))
+        dtype = dtype_of(name)
+        if dtype == "string":
+            out[name] = col
+        elif dtype == "int64_ns":
+            out[name] = to_exact_ns(col, path, src)
+        elif dtype == "Int64":
+            out[name] = to_int(col, path, src)
+        elif name in _KNOWN_FLOATS:
+            out[name] = to_float(col, path, src)
+        else:
+            try:
+                out[name] = pc.cast(col, pa.float64())
+            except pa.ArrowInvalid:
+                out[name] = col  # a text column we do not know: keep it as text, never drop it
+        if name in SHAPE_LIST_COLUMNS:
+            out[SHAPE_LIST_COLUMNS[name]] = shape_lists(out[name])
+    return out
+
+
+def _known_floats() -> frozenset[str]:
+    from analyzer.columns import COLUMNS
+
+    return frozenset(s.name for s in COLUMNS if s.dtype == "float64")
+
+
+_KNOWN_FLOATS = _known_floats()
+
+
+def null_unused_side(cols: dict[str, pa.Array | pa.ChunkedArray]) -> None:
+    """`0` on the unused core side means "not measured": aiv_* of AI_CORE, aic_* of AI_VECTOR_CORE."""
+    core = cols.get("core_type")
+    if core is None:
+        return
+    masks = {
+        "aiv_": pc.fill_null(pc.equal(core, "AI_CORE"), False),
+        "aic_": pc.fill_null(pc.equal(core, "AI_VECTOR_CORE"), False),
+    }
+    for name, col in list(cols.items()):
+        prefix = name[:4]
+        if prefix in masks and pa.types.is_floating(col.type):
+            drop = pc.and_(masks[prefix], pc.fill_null(pc.equal(col, 0.0), False))
+            cols[name] = pc.if_else(drop, pa.scalar(None, col.type), col)
+    if "model_id" in cols:
+        m = cols["model_id"]
+        cols["model_id"] = pc.if_else(pc.fill_null(pc.equal(m, NO_MODEL_ID), False), pa.scalar(None, m.type), m)
+
+
+def _pandas_type(t: pa.DataType) -> object:
+    if pa.types.is_integer(t):
+        return pd.Int64Dtype()
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pd.ArrowDtype(t)
+    return None
+
+
+def to_frame(cols: dict[str, pa.Array | pa.ChunkedArray], n_rows: int,
+             ensure: Iterable[str] = ()) -> pd.DataFrame:
+    """Arrow columns -> DataFrame: float64 with NaN, nullable Int64, `str`, ArrowDtype lists.
+
+    Columns named in `ensure` but absent are added as all-null of their declared dtype.
+    """
+    arrays: dict[str, pa.Array | pa.ChunkedArray] = dict(cols)
+    for name in ensure:
+        if name not in arrays:
+            arrays[name] = pa.nulls(n_rows, _arrow_type(dtype_of(name)))
+    table = pa.table(arrays) if arrays else pa.table({})
+    df = table.to_pandas(types_mapper=_pandas_type)
+    if not arrays:
+        df = pd.DataFrame(index=range(n_rows))
+    return df
+
+
+def _arrow_type(dtype: str) -> pa.DataType:
+    return {"string": pa.string(), "Int64": pa.int64(), "int64_ns": pa.int64()}.get(dtype, pa.float64())
+
+
+def empty_kernels(ensure: Iterable[str]) -> pd.DataFrame:
+    return to_frame({}, 0, ensure)
