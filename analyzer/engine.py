@@ -1,7 +1,8 @@
 """The rule engine: discover rules, run those whose inputs exist, isolate crashes.
 
 A rule is a module in the `rules` package (one per file) with:
-  CODE: str, SLUG: str, NEEDS: tuple[str, ...] (see Profile.has), KIND: "runtime" | "static",
+  CODE: str, SLUG: str, NEEDS: tuple[str, ...] (see Profile.has; "a|b" = either), KIND: "runtime" | "static",
+  optionally missing_inputs(profile) -> tuple[str, ...] for needs Profile.has cannot express,
   THRESHOLDS: dict[str, float | int | str] (defaults; users override them in config),
   check(profile, ctx) -> list[Finding], and a docstring on check() with the sections of DOC_SECTIONS.
 """
@@ -135,6 +136,11 @@ def device_busy_us(profile: Profile) -> float:
     return float(profile.kernels["duration_us"].fillna(0).sum())
 
 
+def _has_any(profile: Profile, need: str) -> bool:
+    """A need "a|b" is met when any alternative is (e.g. MTE ratios or measured bandwidth)."""
+    return any(profile.has(n.strip()) for n in need.split("|"))
+
+
 def run_rules(
     profile: Profile,
     config: Config | None = None,
@@ -149,7 +155,10 @@ def run_rules(
     for info in discover_rules():
         if info.kind not in kinds or not config.selects(info.code):
             continue
-        missing = tuple(n for n in info.needs if not profile.has(n))
+        missing = tuple(n for n in info.needs if not _has_any(profile, n))
+        extra = getattr(info.module, "missing_inputs", None)  # a rule's own finer-grained check
+        if not missing and callable(extra):
+            missing = tuple(extra(profile))
         if missing:
             skipped.append(SkippedRule(info.code, info.slug, missing))
             continue
