@@ -1,0 +1,348 @@
+"""Read Chrome-trace timelines (torch_npu `trace_view.json`, msprof `msprof_*.json`) into a `Timeline`.
+
+Spec: ../shared/docs/ascend-profiler-formats.md §7; measured design: ../shared/docs/timeline-ingest.md.
+
+One DuckDB `read_json` scan with explicit columns streams Arrow record batches; each batch is split
+into X / flow / counter / metadata rows as it arrives, so the only whole-file state is compact
+column data (dictionary-encoded strings, int64 times), never the JSON text or Python objects.
+Lanes are classified only after the scan because the lane metadata (`process_name`) sits in the
+middle of real files. Links (flow pairs, flow end → kernel) are joins on the small flow table; the
+flow start → enclosing host op lookup is a sort-based sweep (`timeline_links`).
+
+Choices worth knowing:
+- `ts` is declared DECIMAL(38,3): DuckDB then converts the JSON *text* of the value, so both the
+  usual string ts ("1704161511422904.204") and a numeric ts give exact int64 ns. (Declared VARCHAR
+  or DOUBLE, a numeric ts goes through a double and loses digits.) Digits past the ns are rounded.
+- `id` is VARCHAR: flow ids are integers in some flows and strings in others.
+- `args` is JSON, decoded only where needed: a fixed struct of the kernel keys for X events, the
+  raw text for counters (their keys vary: "MHz", "Value", ...), `args.name` for metadata. Keys we
+  do not read (e.g. `Call stack`) are never materialised.
+- SQE lanes are not skipped (msprof-analyze drops a (pid, tid) lane after an `args.name` ending in
+  `_SQE`); none of our real samples has one, so they stay as kernels with their `task_type`.
+- Only `X`, `s`/`f`, `C` and `M` events are read; `B`/`E`, instant and async events are ignored
+  (Ascend profilers do not write them). Unpaired flow ends are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from analyzer.errors import ProfileFormatError
+from analyzer.io.timeline_links import innermost_enclosing, lane_codes
+from analyzer.profile import Timeline
+
+EXPECTED = "expected a Chrome-trace JSON array of events (trace_view.json / msprof_*.json)"
+HARDWARE_LANE = "Ascend Hardware"
+OVERLAP_LANE = "Overlap Analysis"
+BATCH_ROWS = 1 << 19
+# Two threads and 1 GB: the machine is shared and the peak-RSS budget is 1.5 GB for a 1 GB file.
+DUCKDB_CONFIG: dict[str, str | int | bool] = {"threads": 2, "memory_limit": "1GB"}
+MAX_OBJECT_BYTES = 64 << 20  # one event; call stacks can be long, a single event is never this big
+
+_EVENT_COLUMNS = (
+    "{'ph': 'VARCHAR', 'name': 'VARCHAR', 'cat': 'VARCHAR', 'pid': 'BIGINT', 'tid': 'BIGINT', "
+    "'ts': 'DECIMAL(38,3)', 'dur': 'DOUBLE', 'id': 'VARCHAR', 'args': 'JSON'}"
+)
+_EVENT_STRUCT = (
+    "STRUCT(ph VARCHAR, name VARCHAR, cat VARCHAR, pid BIGINT, tid BIGINT, ts DECIMAL(38,3), "
+    "dur DOUBLE, id VARCHAR, args JSON)"
+)
+_KERNEL_ARGS = (
+    '{"Stream Id": "BIGINT", "Physic Stream Id": "BIGINT", "Task Id": "BIGINT", '
+    '"Task Type": "VARCHAR", "connection_id": "BIGINT"}'
+)
+_PROJECTION = f"""
+SELECT ph, name, cat, pid, tid, CAST(ts * 1000 AS BIGINT) AS ts_ns, dur, id,
+       k."Stream Id" AS stream_id, k."Physic Stream Id" AS physic_stream_id, k."Task Id" AS task_id,
+       k."Task Type" AS task_type, k.connection_id AS connection_id,
+       CASE WHEN ph = 'C' THEN CAST(args AS VARCHAR) END AS counter_args,
+       CASE WHEN ph = 'M' THEN args->>'name' END AS meta_name
+FROM (SELECT *, CASE WHEN ph = 'X' THEN json_transform(args, '{_KERNEL_ARGS}') END AS k FROM __SOURCE__)
+"""
+
+# Example: Malformed JSON in file "/t/trace_view.json", at byte 60 in record/value 2: unexpected end of data.
+_MALFORMED = re.compile(r"at byte (\d+) in record/value \d+: ([^\n]*)")
+# Example: JSON transform error in file "e.json", in record/value 4: Expected OBJECT, but got UBIGINT: 5
+_TRANSFORM = re.compile(r"in record/value (\d+): ([^\n]*)")
+# Example: Stream 212
+_STREAM_THREAD = r"^Stream (?P<stream>\d+)$"
+
+_X_COLS = ["name", "cat", "pid", "tid", "ts_ns", "dur", "stream_id", "physic_stream_id", "task_id",
+           "task_type", "connection_id"]
+_FLOW_COLS = ["ph", "cat", "id", "name", "pid", "tid", "ts_ns", "seq"]
+_DICT_COLS = {"name", "cat", "task_type"}
+
+
+def read_timeline(path: str | Path) -> Timeline:
+    """Read a torch_npu trace_view.json or msprof msprof_*.json timeline (bare array or
+    `{"traceEvents": [...]}`) into a `Timeline` with exact int64 ns times.
+
+    Raises ProfileFormatError (file, byte offset when known) for empty, truncated, binary or
+    non-array input.
+    """
+    path = Path(path)
+    source = _source_clause(path)
+    tmp = tempfile.mkdtemp(prefix="tilescope-duckdb-")
+    try:
+        con = duckdb.connect(config={**DUCKDB_CONFIG, "temp_directory": tmp})
+        try:
+            parts = _scan(con, path, source)
+            return _build(con, path, parts)
+        finally:
+            con.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _sql_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _source_clause(path: Path) -> str:
+    """The read_json source for this file; rejects what is plainly not a JSON array or object."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError as exc:
+        raise ProfileFormatError(path, None, f"{EXPECTED}; cannot read it ({exc.strerror})") from None
+    if size == 0:
+        raise ProfileFormatError(path, None, f"{EXPECTED}; the file is empty")
+    stripped = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    offset = len(head) - len(stripped)
+    if not stripped:
+        if size <= len(head):
+            raise ProfileFormatError(path, None, f"{EXPECTED}; the file holds only whitespace")
+        raise ProfileFormatError(path, f"byte {offset}", f"{EXPECTED}; found a long run of whitespace")
+    first = stripped[:1]
+    quoted = _sql_str(str(path))
+    if first == b"[":
+        return (f"read_json({quoted}, format='array', columns={_EVENT_COLUMNS}, "
+                f"maximum_object_size={MAX_OBJECT_BYTES})")
+    if first == b"{":
+        # The msprof op simulator's {"traceEvents": [...]} form: one object holding the whole
+        # list, so DuckDB materialises it at once (fine for simulator-sized files).
+        limit = max(size + 1, 1 << 24)
+        inner = (f"read_json({quoted}, format='unstructured', records=true, "
+                 f"columns={{'traceEvents': '{_EVENT_STRUCT}[]'}}, maximum_object_size={limit})")
+        return f"(SELECT unnest(e) FROM (SELECT unnest(traceEvents) AS e FROM {inner}))"
+    shown = repr(first.decode("latin-1"))
+    raise ProfileFormatError(path, f"byte {offset}", f"{EXPECTED}; found {shown}")
+
+
+def _format_error(path: Path, exc: duckdb.Error) -> ProfileFormatError:
+    """Map a DuckDB error to one line: where (byte / event) and a short reason."""
+    msg = str(exc).replace(str(path), "<file>")
+    found = _MALFORMED.search(msg)
+    if found:
+        reason = found[2].rstrip(". ")
+        return ProfileFormatError(path, f"byte {found[1]}", f"{EXPECTED}; malformed JSON: {reason}")
+    found = _TRANSFORM.search(msg)
+    if found:
+        return ProfileFormatError(path, f"event {found[1]}", f"{EXPECTED}; {found[2][:160]}")
+    first_line = msg.splitlines()[0] if msg else type(exc).__name__
+    first_line = re.sub(r"^[A-Za-z ]+Error: ", "", first_line)
+    return ProfileFormatError(path, None, f"{EXPECTED}; {first_line[:160]}")
+
+
+def _encode(table: pa.Table, columns: list[str]) -> pa.Table:
+    """Keep `columns`, dictionary-encoding the repeated strings (names, categories, task types)."""
+    arrays = [pc.dictionary_encode(table[c]) if c in _DICT_COLS else table[c] for c in columns]
+    return pa.table(arrays, names=columns)
+
+
+def _scan(con: duckdb.DuckDBPyConnection, path: Path, source: str) -> dict[str, pa.Table]:
+    """Stream the file once; split each Arrow batch by phase as it arrives."""
+    pieces: dict[str, list[pa.Table]] = {"X": [], "flow": [], "C": [], "M": []}
+    rows = 0
+    try:
+        reader = con.sql(_PROJECTION.replace("__SOURCE__", source)).to_arrow_reader(BATCH_ROWS)
+        for batch in reader:
+            table = pa.Table.from_batches([batch])
+            table = table.append_column("seq", pa.array(np.arange(rows, rows + len(table), dtype=np.int64)))
+            rows += len(table)
+            ph = table["ph"]
+            pieces["X"].append(_encode(table.filter(pc.equal(ph, "X")), _X_COLS))
+            flow_mask = pc.is_in(ph, pa.array(["s", "f"]))
+            pieces["flow"].append(_encode(table.filter(flow_mask), _FLOW_COLS))
+            counters = table.filter(pc.equal(ph, "C"))
+            pieces["C"].append(counters.select(["name", "pid", "ts_ns", "counter_args"]))
+            pieces["M"].append(table.filter(pc.equal(ph, "M")).select(["name", "pid", "tid", "meta_name"]))
+    except duckdb.Error as exc:
+        raise _format_error(path, exc) from None
+    parts = {k: pa.concat_tables(v).unify_dictionaries().combine_chunks() for k, v in pieces.items() if v}
+    known = sum(len(t) for t in parts.values())
+    if rows and not known:
+        raise ProfileFormatError(path, None, f"{EXPECTED}; none of the {rows} objects has a known \"ph\"")
+    if not parts:
+        raise ProfileFormatError(path, None, f"{EXPECTED}; the array holds no events")
+    return parts
+
+
+def _lane_names(meta: pa.Table) -> tuple[dict[int, str], pd.DataFrame]:
+    """{pid: process_name} and a (pid, tid, thread_name) frame from the metadata events."""
+    df = meta.to_pandas()
+    procs = df[df["name"] == "process_name"].dropna(subset=["meta_name"])
+    lanes = {int(p): str(n) for p, n in zip(procs["pid"], procs["meta_name"], strict=True)}
+    threads = df[df["name"] == "thread_name"][["pid", "tid", "meta_name"]]
+    threads = threads.drop_duplicates(["pid", "tid"], keep="last")
+    threads = threads.rename(columns={"meta_name": "thread_name"})
+    return lanes, threads
+
+
+def _build(con: duckdb.DuckDBPyConnection, path: Path, parts: dict[str, pa.Table]) -> Timeline:
+    lanes, threads = _lane_names(parts["M"]) if "M" in parts else ({}, pd.DataFrame())
+    x = parts.get("X", _empty(_X_COLS))
+    hw = pa.array([p for p, n in lanes.items() if n == HARDWARE_LANE], pa.int64())
+    overlap = pa.array([p for p, n in lanes.items() if n == OVERLAP_LANE], pa.int64())
+    on_hw = pc.fill_null(pc.is_in(x["pid"], hw), False)
+    on_overlap = pc.fill_null(pc.is_in(x["pid"], overlap), False)
+    kernels = _kernels(x.filter(on_hw), threads)
+    host_ops = _host_ops(x.filter(pc.and_(pc.invert(on_hw), pc.invert(on_overlap))), lanes)
+    flows = _flows(con, parts.get("flow", _empty(_FLOW_COLS)), kernels, host_ops)
+    counters = _counters(con, parts.get("C"))
+    return Timeline(kernels=kernels, host_ops=host_ops, counters=counters, flows=flows, lanes=lanes,
+                    source_file=path)
+
+
+def _empty(columns: list[str]) -> pa.Table:
+    ints = ("pid", "tid", "ts_ns", "seq", "stream_id", "physic_stream_id", "task_id", "connection_id")
+    types = {**dict.fromkeys(ints, pa.int64()), "dur": pa.float64()}
+    return pa.table({c: pa.array([], types.get(c, pa.string())) for c in columns})
+
+
+def _nullable_int(col: pa.ChunkedArray | pa.Array) -> pd.Series:
+    """Int64 (nullable) whether or not this file happened to have nulls: a stable dtype."""
+    return pd.Series(col.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get))
+
+
+def _kernels(k: pa.Table, threads: pd.DataFrame) -> pd.DataFrame:
+    stream = pc.coalesce(k["stream_id"], k["physic_stream_id"])
+    df = pd.DataFrame({
+        "name": k["name"].to_pandas(),
+        "pid": k["pid"].to_numpy(),
+        "tid": k["tid"].to_numpy(),
+        "stream_id": _nullable_int(stream),
+        "task_id": _nullable_int(k["task_id"]),
+        "start_ns": k["ts_ns"].to_numpy(),
+        "duration_us": k["dur"].to_numpy(zero_copy_only=False),
+        "connection_id": _nullable_int(k["connection_id"]),
+        "task_type": k["task_type"].to_pandas(),
+    })
+    if df["stream_id"].isna().any():
+        # No stream arg: the lane's thread name says "Stream N"; failing that the tid is the stream.
+        from_thread = _thread_streams(threads)
+        keys = pd.MultiIndex.from_arrays([df["pid"], df["tid"]])
+        named = from_thread.reindex(keys).to_numpy() if len(from_thread) else np.full(len(df), np.nan)
+        fallback = pd.array(np.where(pd.isna(named), df["tid"], named).astype(np.int64), dtype="Int64")
+        df["stream_id"] = df["stream_id"].fillna(pd.Series(fallback, index=df.index))
+    return df
+
+
+def _thread_streams(threads: pd.DataFrame) -> pd.Series:
+    if threads.empty:
+        return pd.Series(dtype="float64")
+    num = threads["thread_name"].astype(str).str.extract(_STREAM_THREAD)["stream"].astype("float64")
+    idx = pd.MultiIndex.from_arrays([threads["pid"], threads["tid"]])
+    return pd.Series(num.to_numpy(), index=idx).dropna()
+
+
+def _host_ops(h: pa.Table, lanes: dict[int, str]) -> pd.DataFrame:
+    pid = h["pid"].to_numpy()
+    lane = pd.Series(pid).map(lanes).astype("category")
+    return pd.DataFrame({
+        "lane": lane,
+        "name": h["name"].to_pandas(),
+        "cat": h["cat"].to_pandas(),
+        "pid": pid,
+        "tid": h["tid"].to_numpy(),
+        "start_ns": h["ts_ns"].to_numpy(),
+        "duration_us": h["dur"].to_numpy(zero_copy_only=False),
+    })
+
+
+_FLOW_SQL = """
+WITH s AS (SELECT *, row_number() OVER (PARTITION BY cat, id ORDER BY ts_ns, seq) AS k
+           FROM flow_events WHERE ph = 's'),
+     f AS (SELECT *, row_number() OVER (PARTITION BY cat, id ORDER BY ts_ns, seq) AS k
+           FROM flow_events WHERE ph = 'f'),
+     kk AS (SELECT pid, tid, start_ns, min(idx) AS idx FROM kernel_keys GROUP BY ALL)
+SELECT s.cat::VARCHAR AS cat, s.id AS flow_id, s.name::VARCHAR AS name, s.ts_ns AS start_ns,
+       f.ts_ns AS end_ns, s.pid AS start_pid, s.tid AS start_tid, f.pid AS end_pid, f.tid AS end_tid,
+       coalesce(kk.idx, -1) AS kernel_index
+FROM s JOIN f ON s.cat IS NOT DISTINCT FROM f.cat AND s.id = f.id AND s.k = f.k
+LEFT JOIN kk ON kk.pid = f.pid AND kk.tid = f.tid AND kk.start_ns = f.ts_ns
+ORDER BY s.seq
+"""
+
+
+def _flows(con: duckdb.DuckDBPyConnection, events: pa.Table, kernels: pd.DataFrame,
+           host_ops: pd.DataFrame) -> pd.DataFrame:
+    """Pair s/f by (cat, id) in order of time; link ends to kernels and starts to host ops."""
+    kernel_keys = pa.table({
+        "pid": kernels["pid"].to_numpy(), "tid": kernels["tid"].to_numpy(),
+        "start_ns": kernels["start_ns"].to_numpy(), "idx": np.arange(len(kernels), dtype=np.int64),
+    })
+    con.register("flow_events", events)
+    con.register("kernel_keys", kernel_keys)
+    table = con.sql(_FLOW_SQL).to_arrow_table()
+    con.unregister("flow_events")
+    con.unregister("kernel_keys")
+    start_pid = table["start_pid"].to_numpy()
+    start_tid = table["start_tid"].to_numpy()
+    start_ns = table["start_ns"].to_numpy()
+    h_pid, h_tid = host_ops["pid"].to_numpy(), host_ops["tid"].to_numpy()
+    h_start = host_ops["start_ns"].to_numpy()
+    h_end = h_start + np.rint(host_ops["duration_us"].to_numpy() * 1000.0).astype(np.int64)
+    codes = lane_codes(np.concatenate([h_pid, start_pid]), np.concatenate([h_tid, start_tid]))
+    host_index = innermost_enclosing(codes[: len(h_pid)], h_start, h_end, codes[len(h_pid):], start_ns)
+    df = pd.DataFrame({
+        "cat": pd.Series(table["cat"].to_pandas(), dtype="category"),
+        "flow_id": table["flow_id"].to_pandas(),
+        "name": pd.Series(table["name"].to_pandas(), dtype="category"),
+        "start_ns": start_ns,
+        "end_ns": table["end_ns"].to_numpy(),
+        "start_pid": start_pid,
+        "start_tid": start_tid,
+        "end_pid": table["end_pid"].to_numpy(),
+        "end_tid": table["end_tid"].to_numpy(),
+        "host_index": host_index,
+        "kernel_index": table["kernel_index"].to_numpy(),
+    })
+    return df
+
+
+_COUNTER_SQL = """
+SELECT name::VARCHAR AS name, pid, ts_ns AS start_ns, e.key AS series, TRY_CAST(e.value AS DOUBLE) AS value
+FROM (SELECT *, unnest(map_entries(json_transform(counter_args::JSON, '"MAP(VARCHAR, JSON)"'))) AS e
+      FROM counter_events)
+"""
+
+
+def _counters(con: duckdb.DuckDBPyConnection, events: pa.Table | None) -> pd.DataFrame:
+    """One row per (counter event, args key); a non-numeric value becomes NaN."""
+    if events is None or len(events) == 0:
+        return pd.DataFrame({"name": pd.Series(dtype="category"), "pid": pd.Series(dtype="int64"),
+                             "start_ns": pd.Series(dtype="int64"), "series": pd.Series(dtype="category"),
+                             "value": pd.Series(dtype="float64")})
+    con.register("counter_events", events)
+    table = con.sql(_COUNTER_SQL).to_arrow_table()
+    con.unregister("counter_events")
+    out: dict[str, Any] = {
+        "name": pd.Series(table["name"].to_pandas(), dtype="category"),
+        "pid": table["pid"].to_numpy(),
+        "start_ns": table["start_ns"].to_numpy(),
+        "series": pd.Series(table["series"].to_pandas(), dtype="category"),
+        "value": table["value"].to_numpy(zero_copy_only=False).astype(np.float64),
+    }
+    return pd.DataFrame(out)
