@@ -1,0 +1,50 @@
+"""Merging the runs of one workload profiled once per metric group (a bundle's profile/<Group>/...).
+
+torch_npu and msprof collect a single `aic_metrics` group per run, so a bundle holds one run per
+group. Launches line up by name and order: the n-th launch of kernel X in one run is the n-th
+launch of X in the others (same program, same launch sequence). Columns a run adds are joined on
+(name, occurrence); columns already present (duration, aic_time_us, ...) are taken from the first.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analyzer.io.msprof_op import BLOCK_KEYS
+
+
+def _occurrence_key(k: pd.DataFrame) -> pd.DataFrame:
+    out = k.copy()
+    order = out["start_ns"].astype("float64").rank(method="first") if "start_ns" in out else None
+    if order is not None and order.notna().any():
+        out = out.assign(_order=order.fillna(float("inf"))).sort_values("_order", kind="stable").drop(columns="_order")
+    out["_occurrence"] = out.groupby(out["name"].astype("str"), sort=False).cumcount()
+    return out
+
+
+def merge_kernel_tables(tables: list[pd.DataFrame]) -> tuple[pd.DataFrame, list[str]]:
+    """One kernel table from several metric-group runs; notes say where rows did not line up."""
+    notes: list[str] = []
+    base = _occurrence_key(tables[0])
+    for i, other in enumerate(tables[1:], start=2):
+        o = _occurrence_key(other)
+        new = [c for c in o.columns if c not in base.columns]
+        if len(o) != len(base):
+            notes.append(f"metric-group run {i} has {len(o)} kernels, the first has {len(base)}; rows matched "
+                         "by name and launch order, unmatched rows keep null metrics")
+        if new:
+            right = o[["name", "_occurrence", *new]].assign(name=o["name"].astype("str"))
+            base = base.assign(_name=base["name"].astype("str")).merge(
+                right.rename(columns={"name": "_name"}), on=["_name", "_occurrence"], how="left"
+            ).drop(columns="_name")
+    return base.drop(columns="_occurrence").reset_index(drop=True), notes
+
+
+def merge_blocks(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    base = tables[0]
+    keys = [k for k in BLOCK_KEYS if k in base]
+    for other in tables[1:]:
+        new = [c for c in other.columns if c not in base.columns]
+        if new:
+            base = base.merge(other[[*keys, *new]], on=keys, how="outer")
+    return base

@@ -1,0 +1,201 @@
+"""`msprof op` output (formats doc §2.3, §4): per-block metric CSVs plus OpBasicInfo.csv.
+
+Layouts:
+  single      OPPROF_*/OpBasicInfo.csv + {Metric}.csv
+  multi       OPPROF_*/{OpName}/{launch}/OpBasicInfo*.csv + {Metric}_{ts}.csv
+  multi-dev   OPPROF_*/device{N}/{OpName}/{launch}/...
+
+Three tables come out: `blocks` (one row per op, launch, block_id, sub_block_id), `launches` (one
+row per OpBasicInfo row) and `kernels` (one row per launch, aggregated from the blocks).
+
+Kernel-level aggregation of the block metrics, per side (aic_* over `cube*` rows, aiv_* over
+`vector*` rows, where the other side is NA anyway):
+  *_total_cycles, counts (*_instructions, *_fops, cache hits/misses, *_kb): summed over blocks
+  *_ratio, *_rate, *_pct: cycle-weighted mean (weight = that side's total cycles per block), so a
+                    block that ran longer counts more, matching op_summary's whole-kernel ratios
+  *_us (times):     max over blocks = the critical path of the launch
+  *_gbps:           summed over blocks: blocks run concurrently, so the device-level bandwidth is the
+                    sum of per-block bandwidths (an upper estimate when blocks do not fully overlap)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analyzer.columns import KERNEL_CONTRACT, canonical_header
+from analyzer.errors import ProfileFormatError
+from analyzer.io.tables import convert_columns, read_csv_strings, read_header, to_frame
+
+METRIC_FILES = ("PipeUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio", "L2Cache",
+                "ArithmeticUtilization")
+# Example: "L2Cache_20240603022812284.csv" -> metric "L2Cache"; "OpBasicInfo.csv" -> "OpBasicInfo"
+METRIC_FILE_RE = re.compile(r"^(?P<metric>[A-Za-z0-9]+?)(?:_\d{8,20})?\.csv$")
+# Example: "device3" -> 3
+DEVICE_DIR_RE = re.compile(r"^device_?(?P<n>\d{1,3})$")
+BLOCK_KEYS = ["op_name", "launch", "block_id", "sub_block_id"]
+
+
+@dataclass
+class MsprofOpData:
+    kernels: pd.DataFrame
+    blocks: pd.DataFrame
+    launches: pd.DataFrame
+    files: list[Path] = field(default_factory=list)
+    metric_groups: list[str] = field(default_factory=list)
+    layout: str = "single"  # "single" | "multi"
+
+
+def _metric_files(launch_dir: Path) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for p in sorted(launch_dir.iterdir()):
+        m = METRIC_FILE_RE.match(p.name)
+        if p.is_file() and m and (m.group("metric") in METRIC_FILES or m.group("metric") == "OpBasicInfo"):
+            found.setdefault(m.group("metric"), p)
+    return found
+
+
+def find_launch_dirs(root: Path) -> list[tuple[Path, int | None, str | None, int]]:
+    """(dir, device, op name, launch index) for every directory holding an OpBasicInfo file."""
+    if "OpBasicInfo" in _metric_files(root):
+        return [(root, None, None, 0)]
+    out: list[tuple[Path, int | None, str | None, int]] = []
+    for basic in sorted(root.rglob("OpBasicInfo*.csv")):
+        launch_dir = basic.parent
+        rel = launch_dir.relative_to(root).parts
+        if "dump" in rel or "simulator" in rel:
+            continue
+        device: int | None = None
+        if rel and (m := DEVICE_DIR_RE.match(rel[0])):
+            device, rel = int(m.group("n")), rel[1:]
+        op_name = rel[0] if len(rel) >= 2 else (rel[0] if rel else None)
+        launch = int(rel[-1]) if rel and rel[-1].isdigit() else 0
+        out.append((launch_dir, device, op_name, launch))
+    return out
+
+
+def is_msprof_op_dir(path: Path) -> bool:
+    if not path.is_dir():
+        return False
+    if "OpBasicInfo" in _metric_files(path):
+        return True
+    return path.name.startswith("OPPROF_") and bool(find_launch_dirs(path))
+
+
+def _read_small_csv(path: Path) -> pd.DataFrame:
+    header = read_header(path)
+    header, raw = read_csv_strings(path, header)
+    cols = convert_columns(path, header, raw, canonical=canonical_header(header))
+    return to_frame(cols, raw.num_rows)
+
+
+def _read_launch(launch_dir: Path, device: int | None, op_name: str | None, launch: int
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path], list[str]]:
+    files = _metric_files(launch_dir)
+    basic_path = files.pop("OpBasicInfo")
+    basic = _read_small_csv(basic_path)
+    if "name" not in basic:
+        raise ProfileFormatError(basic_path, "line 1", "missing required column 'Op Name'")
+    name = op_name or (str(basic["name"].iloc[0]) if len(basic) else launch_dir.name)
+    basic.insert(0, "launch", launch)
+    basic.insert(0, "op_name", name)
+    if device is not None:
+        basic["device_id"] = device
+    blocks: pd.DataFrame | None = None
+    groups: list[str] = []
+    for metric in METRIC_FILES:
+        if metric not in files:
+            continue
+        part = _read_small_csv(files[metric])
+        groups.append(metric)
+        if "block_id" not in part:  # coupled-chip files (310P) have one row per core, no block ids
+            part.insert(0, "block_id", pd.array(np.arange(len(part)), dtype="Int64"))
+        if "sub_block_id" not in part:
+            part.insert(1, "sub_block_id", pd.Series(["core"] * len(part), dtype="str"))
+        if blocks is None:
+            blocks = part
+        else:
+            # columns present in several files (aic_time_us, aic_total_cycles, ...) are taken once
+            new = [c for c in part.columns if c not in blocks.columns]
+            blocks = blocks.merge(part[["block_id", "sub_block_id", *new]], on=["block_id", "sub_block_id"],
+                                  how="outer", sort=False)
+    if blocks is None:
+        blocks = pd.DataFrame({"block_id": pd.array([], dtype="Int64"),
+                               "sub_block_id": pd.Series([], dtype="str")})
+    blocks.insert(0, "launch", launch)
+    blocks.insert(0, "op_name", name)
+    if device is not None:
+        blocks.insert(0, "device_id", device)
+    return basic, blocks, [basic_path, *files.values()], groups
+
+
+def _side_aggregate(blocks: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per-launch aggregates of the per-block metrics (rules in the module docstring)."""
+    side = blocks["sub_block_id"].astype("str").str[:4]
+    frames: list[pd.DataFrame] = []
+    for prefix, rows in (("aic_", side != "vect"), ("aiv_", side != "cube")):
+        sub = blocks.loc[rows.to_numpy()]
+        cols = [c for c in sub.columns if c.startswith(prefix) and pd.api.types.is_float_dtype(sub[c])]
+        if not cols:
+            continue
+        cyc = f"{prefix}total_cycles"
+        weight = sub[cyc].fillna(0.0) if cyc in sub else pd.Series(1.0, index=sub.index)
+        g = sub.groupby(keys, sort=False)
+        agg: dict[str, pd.Series] = {}
+        for c in cols:
+            if c.endswith(("_ratio", "_rate", "_pct")):
+                num = (sub[c] * weight).groupby([sub[k] for k in keys], sort=False).sum(min_count=1)
+                den = weight.where(sub[c].notna()).groupby([sub[k] for k in keys], sort=False).sum()
+                agg[c] = num / den.replace(0.0, np.nan)
+            elif c.endswith("_us"):
+                agg[c] = g[c].max()
+            else:
+                agg[c] = g[c].sum(min_count=1)
+        frames.append(pd.DataFrame(agg))
+    if not frames:
+        return pd.DataFrame(index=blocks.groupby(keys, sort=False).size().index)
+    return pd.concat(frames, axis=1)
+
+
+def _kernels_from(launches: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:
+    keys = ["op_name", "launch"]
+    agg = _side_aggregate(blocks, keys).reset_index() if len(blocks) else pd.DataFrame(columns=keys)
+    base = launches.rename(columns={"name": "basic_name"})
+    k = base.merge(agg, on=keys, how="left") if len(agg.columns) > 2 else base
+    k["name"] = k["basic_name"].astype("str") if "basic_name" in k else k["op_name"].astype("str")
+    k = k.drop(columns=[c for c in ("basic_name",) if c in k])
+    aic = k["aic_total_cycles"].fillna(0.0) > 0 if "aic_total_cycles" in k else pd.Series(False, index=k.index)
+    aiv = k["aiv_total_cycles"].fillna(0.0) > 0 if "aiv_total_cycles" in k else pd.Series(False, index=k.index)
+    k["core_type"] = pd.Series(np.select([aic & aiv, aic, aiv], ["MIX_AIC", "AI_CORE", "AI_VECTOR_CORE"],
+                                         default=None), index=k.index, dtype="str")
+    for col in KERNEL_CONTRACT:
+        if col not in k:
+            k[col] = np.nan
+    k["start_ns"] = pd.array([pd.NA] * len(k), dtype="Int64")
+    return k
+
+
+def read_msprof_op(root: Path) -> MsprofOpData:
+    """Read a single- or multi-operator `msprof op` directory."""
+    launch_dirs = find_launch_dirs(root)
+    if not launch_dirs:
+        raise ProfileFormatError(root, None, "expected OpBasicInfo.csv in an msprof op (OPPROF_*) directory")
+    all_launches: list[pd.DataFrame] = []
+    all_blocks: list[pd.DataFrame] = []
+    files: list[Path] = []
+    groups: list[str] = []
+    for launch_dir, device, op_name, launch in launch_dirs:
+        basic, blocks, used, g = _read_launch(launch_dir, device, op_name, launch)
+        all_launches.append(basic)
+        all_blocks.append(blocks)
+        files.extend(used)
+        groups.extend(x for x in g if x not in groups)
+    launches = pd.concat(all_launches, ignore_index=True)
+    blocks = pd.concat(all_blocks, ignore_index=True)
+    kernels = _kernels_from(launches, blocks)
+    layout = "single" if launch_dirs[0][0] == root else "multi"
+    return MsprofOpData(kernels, blocks, launches, files, groups, layout)

@@ -1,0 +1,173 @@
+"""SQLite exports: `msprof_*.db` and `ascend_pytorch_profiler*.db` (formats doc §8).
+
+Kernels = COMPUTE_TASK_INFO joined with TASK (times in ns) and STRING_IDS (interned names), plus
+TASK_PMU_INFO pivoted from long (task, metric, value) to wide with the raw metric names renamed to
+the canonical ones (`aic_total_time` -> `aic_time_us`, times ns -> µs).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analyzer.columns import KERNEL_CONTRACT, metric_groups_of, sqlite_pmu_canonical
+from analyzer.errors import ProfileFormatError
+
+REQUIRED_TABLES = ("TASK", "COMPUTE_TASK_INFO", "STRING_IDS")
+# Example: "ascend_pytorch_profiler_3.db" -> rank 3
+RANK_DB_RE = re.compile(r"^ascend_pytorch_profiler_(?P<rank>\d+)\.db$")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# COMPUTE_TASK_INFO column -> canonical name; names may be interned in STRING_IDS or plain text
+_TEXT_COLUMNS = {
+    "name": "name", "opType": "op_type", "taskType": "core_type", "opState": "op_state",
+    "inputShapes": "input_shapes", "inputDataTypes": "input_dtypes", "inputFormats": "input_formats",
+    "outputShapes": "output_shapes", "outputDataTypes": "output_dtypes", "outputFormats": "output_formats",
+    "hf32Eligible": "hf32_eligible",
+}
+
+
+@dataclass
+class SqliteData:
+    kernels: pd.DataFrame
+    model_name: str | None = None
+    cann_version: str | None = None
+    rank: int | None = None
+    files: list[Path] = field(default_factory=list)
+    metric_groups: list[str] = field(default_factory=list)
+
+
+def is_sqlite_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == _SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(16)
+    except PermissionError as exc:
+        raise ProfileFormatError(path, None, "cannot read file (permission denied)") from exc
+    except OSError as exc:
+        raise ProfileFormatError(path, None, f"cannot read file ({exc.strerror})") from exc
+    if magic != _SQLITE_MAGIC:
+        raise ProfileFormatError(path, "byte 0", "not an SQLite database (expected 'SQLite format 3')")
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def _columns(con: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+
+
+def _scalar(con: sqlite3.Connection, sql: str) -> str | None:
+    try:
+        row = con.execute(sql).fetchone()
+    except sqlite3.Error:
+        return None
+    return str(row[0]) if row and row[0] is not None else None
+
+
+def read_sqlite(path: Path) -> SqliteData:
+    con = _connect(path)
+    try:
+        return _read(con, path)
+    except sqlite3.DatabaseError as exc:
+        raise ProfileFormatError(path, None, f"unreadable SQLite database ({exc})") from exc
+    finally:
+        con.close()
+
+
+def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    missing = [t for t in REQUIRED_TABLES if t not in tables]
+    if missing:
+        raise ProfileFormatError(path, None, f"missing table(s) {', '.join(missing)}; expected an msprof / "
+                                 "torch_npu profiler database with TASK, COMPUTE_TASK_INFO, STRING_IDS")
+    ctcols = _columns(con, "COMPUTE_TASK_INFO")
+    # old exports say blockDim/mixBlockDim, newer ones blockNum/mixBlockNum
+    blocks = "blockNum" if "blockNum" in ctcols else "blockDim"
+    mix = "mixBlockNum" if "mixBlockNum" in ctcols else "mixBlockDim"
+    select = ["c.globalTaskId AS global_task_id"]
+    joins = []
+    for i, (src, canon) in enumerate(_TEXT_COLUMNS.items()):
+        if src in ctcols:
+            joins.append(f"LEFT JOIN STRING_IDS AS s{i} ON s{i}.id = c.{src}")
+            select.append(f"COALESCE(s{i}.value, CAST(c.{src} AS TEXT)) AS {canon}")
+    for src, canon in ((blocks, "block_dim"), (mix, "mix_block_dim")):
+        if src in ctcols:
+            select.append(f"c.{src} AS {canon}")
+    tcols = _columns(con, "TASK")
+    for src, canon in (("startNs", "start_ns"), ("deviceId", "device_id"), ("streamId", "stream_id"),
+                       ("taskId", "task_id"), ("contextId", "context_id"), ("modelId", "model_id")):
+        if src in tcols:
+            select.append(f"t.{src} AS {canon}")
+    if "startNs" not in tcols or "endNs" not in tcols:
+        raise ProfileFormatError(path, None, "table TASK: missing column startNs/endNs")
+    select.append("(t.endNs - t.startNs) AS duration_ns")
+    sql = (f"SELECT {', '.join(select)} FROM COMPUTE_TASK_INFO AS c "
+           f"JOIN TASK AS t ON t.globalTaskId = c.globalTaskId {' '.join(joins)} ORDER BY t.startNs")
+    k = pd.read_sql_query(sql, con)
+    k["duration_us"] = k.pop("duration_ns").astype("float64") / 1000.0
+    for col in ("start_ns", "device_id", "stream_id", "task_id", "block_dim", "mix_block_dim", "context_id",
+                "model_id"):
+        if col in k:
+            k[col] = pd.to_numeric(k[col], errors="coerce").astype("Int64")
+    if "model_id" in k:
+        k["model_id"] = k["model_id"].mask(k["model_id"] == 4294967295)
+    for col in _TEXT_COLUMNS.values():
+        if col in k:
+            k[col] = k[col].astype("str").str.strip('"').replace({"N/A": None, "NA": None, "": None})
+    k = _add_wait(k)
+    if "TASK_PMU_INFO" in tables:
+        k = k.merge(_pmu_wide(con), left_on="global_task_id", right_index=True, how="left")
+    for col in KERNEL_CONTRACT:
+        if col not in k:
+            k[col] = np.nan
+    model = _scalar(con, "SELECT name FROM NPU_INFO LIMIT 1") if "NPU_INFO" in tables else None
+    cann = None
+    if "META_DATA" in tables:
+        cann = _scalar(con, "SELECT value FROM META_DATA WHERE lower(name) LIKE '%cann%version%' LIMIT 1") or \
+            _scalar(con, "SELECT value FROM META_DATA WHERE lower(name) LIKE '%version%' LIMIT 1")
+    m = RANK_DB_RE.match(path.name)
+    rank = int(m.group("rank")) if m else None
+    if rank is None and "RANK_DEVICE_MAP" in tables:
+        r = _scalar(con, "SELECT rankId FROM RANK_DEVICE_MAP LIMIT 1")
+        rank = int(r) if r is not None and r.lstrip("-").isdigit() and int(r) >= 0 else None
+    return SqliteData(k.reset_index(drop=True), model, cann, rank, [path], metric_groups_of(list(k.columns)))
+
+
+def _add_wait(k: pd.DataFrame) -> pd.DataFrame:
+    """wait_us = gap between the previous task's end and this start on the same device and stream."""
+    if not len(k):
+        k["wait_us"] = pd.Series(dtype="float64")
+        return k
+    keys = [c for c in ("device_id", "stream_id") if c in k]
+    start = k["start_ns"].astype("float64")
+    end = start + k["duration_us"] * 1000.0
+    prev_end = end.groupby([k[c] for c in keys], dropna=False).shift(1) if keys else end.shift(1)
+    k["wait_us"] = ((start - prev_end) / 1000.0).clip(lower=0.0)
+    return k
+
+
+def _pmu_wide(con: sqlite3.Connection) -> pd.DataFrame:
+    long = pd.read_sql_query(
+        "SELECT p.globalTaskId AS gid, COALESCE(s.value, CAST(p.name AS TEXT)) AS metric, p.value AS value "
+        "FROM TASK_PMU_INFO AS p LEFT JOIN STRING_IDS AS s ON s.id = p.name", con)
+    if long.empty:
+        return pd.DataFrame()
+    raw = long["metric"].astype("str").unique()
+    mapping = {r: sqlite_pmu_canonical(r) for r in raw}
+    long["canon"] = long["metric"].map({r: c for r, (c, _) in mapping.items()})
+    long["value"] = pd.to_numeric(long["value"], errors="coerce") * long["metric"].map(
+        {r: s for r, (_, s) in mapping.items()})
+    wide = long.pivot_table(index="gid", columns="canon", values="value", aggfunc="first")
+    wide.columns.name = None
+    return wide.astype("float64")
