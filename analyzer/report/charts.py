@@ -1,0 +1,274 @@
+"""Plotly figure builders shared by the HTML report and the dashboard.
+
+Pure functions: they take rows (mappings or a DataFrame) or the report dict and return a
+`plotly.graph_objects.Figure`; they never read files. Colours are those of docs/product.md.
+Every label that can come from a trace goes through `plotly_text`, because plotly interprets a
+subset of HTML in labels.
+
+The report accessors below (`report_summary`, `report_kernels`, ...) are the one place that knows
+the key names of the JSON report, so renderers and the dashboard stay in step with its schema.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from analyzer.report.escape import plotly_text
+
+CUBE = "#1f77b4"
+VECTOR = "#ff7f0e"
+MTE1, MTE2, MTE3 = "#98df8a", "#2ca02c", "#1a6e1a"  # the #2ca02c family, light to dark
+SCALAR = "#9467bd"
+FIXPIPE = "#8c564b"
+IDLE = "#c7c7c7"
+SEVERITY_COLOURS = {"high": "#c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
+CORE_COLOURS = {"AI_CORE": CUBE, "MIX_AIC": CUBE, "AIC": CUBE, "AI_VECTOR_CORE": VECTOR,
+                "MIX_AIV": VECTOR, "AIV": VECTOR}
+
+# (column, label, colour) for the per-kernel pipe bars: Cube-side pipes then Vector-side pipes.
+PIPE_SERIES: tuple[tuple[str, str, str], ...] = (
+    ("aic_cube_ratio", "Cube", CUBE),
+    ("aic_mte1_ratio", "MTE1 (AIC)", MTE1),
+    ("aic_mte2_ratio", "MTE2 (AIC)", MTE2),
+    ("aic_mte3_ratio", "MTE3 (AIC)", MTE3),
+    ("aic_fixpipe_ratio", "FixPipe", FIXPIPE),
+    ("aic_scalar_ratio", "Scalar (AIC)", SCALAR),
+    ("aiv_vec_ratio", "Vector", VECTOR),
+    ("aiv_mte2_ratio", "MTE2 (AIV)", MTE2),
+    ("aiv_mte3_ratio", "MTE3 (AIV)", MTE3),
+    ("aiv_scalar_ratio", "Scalar (AIV)", SCALAR),
+)
+SHARE_SERIES: tuple[tuple[str, str, str], ...] = (
+    ("cube", "Cube", CUBE), ("vector", "Vector", VECTOR), ("mte", "Data movement (MTE)", MTE2),
+    ("scalar", "Scalar", SCALAR), ("other", "Other / idle", IDLE),
+)
+
+Rows = Sequence[Mapping[str, Any]]
+
+
+# ---------------------------------------------------------------- report accessors
+
+def _first(d: Mapping[str, Any], *keys: str, default: Any = None) -> Any:
+    for k in keys:
+        if k in d and d[k] is not None:
+            return d[k]
+    return default
+
+
+def num(value: Any) -> float | None:
+    """A finite float, or None for missing/NaN/non-numeric values."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def report_summary(report: Mapping[str, Any]) -> dict[str, Any]:
+    """Device time (µs), unit shares (0-1: cube, vector, mte, scalar, other) and counts."""
+    s = _first(report, "summary", default={}) or {}
+    total = num(_first(s, "total_device_us", "device_busy_us", "device_time_us", "total_us"))
+    if total is None:
+        total = num(_first(report, "total_device_us"))
+    raw = _first(s, "shares", "unit_shares", default={}) or {}
+    shares = {k: num(_first(raw, k, f"{k}_share")) for k in ("cube", "vector", "mte", "scalar")}
+    for k in ("cube", "vector", "mte", "scalar"):  # flat keys such as summary["cube_share"]
+        if shares[k] is None:
+            shares[k] = num(_first(s, f"{k}_share"))
+    known = [v for v in shares.values() if v is not None]
+    shares["other"] = max(0.0, 1.0 - sum(known)) if known else None
+    return {
+        "total_device_us": total,
+        "shares": shares,
+        "kernel_count": _first(s, "kernel_count", "kernels", "distinct_kernels"),
+        "launch_count": _first(s, "launch_count", "launches"),
+    }
+
+
+def report_kernels(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per-kernel aggregate rows (top kernels first), whatever key the report stores them under."""
+    rows = _first(report, "top_kernels", "kernels", default=None)
+    if rows is None:
+        rows = _first(report.get("summary", {}) or {}, "top_kernels", default=[])
+    return [dict(r) for r in rows or []]
+
+
+def kernel_time_us(row: Mapping[str, Any]) -> float | None:
+    return num(_first(row, "total_us", "total_duration_us", "duration_us", "time_us"))
+
+
+def report_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [dict(f) for f in report.get("findings", []) or []]
+
+
+def report_chip(report: Mapping[str, Any]) -> dict[str, Any]:
+    inputs = report.get("inputs", {}) or {}
+    chip = _first(inputs, "chip", default=None) or _first(report, "chip", default={}) or {}
+    return dict(chip) if isinstance(chip, Mapping) else {"name": str(chip)}
+
+
+def report_input_path(report: Mapping[str, Any]) -> str | None:
+    inputs = report.get("inputs", {}) or {}
+    if isinstance(inputs, Mapping):
+        p = _first(inputs, "path", "bundle", "source")
+        if isinstance(p, str):
+            return p
+        paths = inputs.get("paths")
+        if isinstance(paths, list) and paths:
+            return str(paths[0])
+    return None
+
+
+def report_timeline(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Launch rows with start_ns and duration_us, when the report carries them."""
+    rows = _first(report, "timeline", "launches", default=[]) or []
+    if isinstance(rows, Mapping):
+        rows = rows.get("kernels", []) or []
+    return [dict(r) for r in rows if "start_ns" in r and "duration_us" in r]
+
+
+def _rows(data: Rows | Any) -> list[Mapping[str, Any]]:
+    if hasattr(data, "to_dict") and hasattr(data, "columns"):  # a DataFrame
+        return list(data.to_dict("records"))
+    return list(data)
+
+
+# ---------------------------------------------------------------- figures
+
+def _layout(fig: go.Figure, title: str, height: int = 420, **extra: Any) -> go.Figure:
+    # An explicit height: a responsive plot otherwise takes its container's (empty) height.
+    fig.update_layout(title={"text": plotly_text(title)}, template="plotly_white", height=height,
+                      margin={"l": 60, "r": 20, "t": 50, "b": 60}, legend={"orientation": "h", "y": -0.25},
+                      **extra)
+    return fig
+
+
+def unit_share_bar(report: Mapping[str, Any]) -> go.Figure:
+    """One stacked horizontal bar: share of device time per unit (Cube, Vector, MTE, Scalar)."""
+    shares = report_summary(report)["shares"]
+    fig = go.Figure()
+    for key, label, colour in SHARE_SERIES:
+        v = shares.get(key)
+        if v is None:
+            continue
+        fig.add_bar(y=["device time"], x=[v * 100], name=label, orientation="h", marker_color=colour,
+                    hovertemplate=f"{label}: %{{x:.1f}} %<extra></extra>")
+    return _layout(fig, "Share of device time by unit", barmode="stack", height=220,
+                   xaxis={"title": "%", "range": [0, 100]})
+
+
+def pipe_ratio_bars(kernels: Rows | Any, max_kernels: int = 15) -> go.Figure:
+    """Grouped bars of each pipe's busy ratio (0-1 shown as %) for the top kernels."""
+    rows = _rows(kernels)[:max_kernels]
+    labels = [plotly_text(r.get("name", "?"), 60) for r in rows]
+    labels = _dedupe_labels(labels)
+    fig = go.Figure()
+    for col, label, colour in PIPE_SERIES:
+        values = [num(r.get(col)) for r in rows]
+        if all(v is None for v in values):
+            continue
+        fig.add_bar(x=labels, y=[None if v is None else v * 100 for v in values], name=label,
+                    marker_color=colour, hovertemplate=f"%{{x}}<br>{label}: %{{y:.1f}} %<extra></extra>")
+    return _layout(fig, "Pipe busy ratio per kernel", barmode="group",
+                   yaxis={"title": "% of kernel time", "range": [0, 100]}, xaxis={"tickangle": -30})
+
+
+def _dedupe_labels(labels: list[str]) -> list[str]:
+    # Plotly merges bars that share a category label; two kernels shortened to the same text must
+    # stay two bars.
+    seen: dict[str, int] = {}
+    out = []
+    for lab in labels:
+        n = seen.get(lab, 0)
+        seen[lab] = n + 1
+        out.append(lab if n == 0 else f"{lab} ({n + 1})")
+    return out
+
+
+def roofline(kernels: Rows | Any, chip: Mapping[str, Any]) -> go.Figure:
+    """Achieved TFLOP/s against arithmetic intensity, under the chip's compute and HBM roofs."""
+    rows = [r for r in _rows(kernels)
+            if num(r.get("arithmetic_intensity")) and num(r.get("achieved_tflops")) is not None]
+    fig = go.Figure()
+    peak = num(chip.get("peak_fp16_tflops"))
+    bw = num(chip.get("hbm_bandwidth_gbps"))
+    xs = [num(r["arithmetic_intensity"]) or 0.0 for r in rows]
+    lo = min([*xs, 1.0]) / 4
+    hi = max([*xs, (peak * 1e3 / bw) if peak and bw else 100.0]) * 4
+    if peak and bw:
+        ridge = peak * 1e3 / bw  # TFLOP/s over GB/s: FLOP per byte where the roofs meet
+        fig.add_scatter(x=[lo, ridge, hi], y=[bw * lo / 1e3, peak, peak], mode="lines", name="roof",
+                        line={"color": IDLE, "dash": "dash"},
+                        hovertemplate="roof: %{y:.1f} TFLOP/s<extra></extra>")
+    for core, colour in (("Cube", CUBE), ("Vector", VECTOR)):
+        sel = [r for r in rows if _is_cube(r) == (core == "Cube")]
+        if not sel:
+            continue
+        fig.add_scatter(
+            x=[num(r["arithmetic_intensity"]) for r in sel], y=[num(r["achieved_tflops"]) for r in sel],
+            mode="markers", name=core, marker={"color": colour, "size": 10},
+            text=[plotly_text(r.get("name", "?"), 80) for r in sel],
+            hovertemplate="%{text}<br>%{x:.2f} FLOP/B, %{y:.2f} TFLOP/s<extra></extra>")
+    title = "Roofline" + ("" if peak and bw else " (chip peak or HBM bandwidth unknown: no roof drawn)")
+    return _layout(fig, title, xaxis={"type": "log", "title": "arithmetic intensity (FLOP/byte)"},
+                   yaxis={"type": "log", "title": "achieved TFLOP/s"})
+
+
+def _is_cube(row: Mapping[str, Any]) -> bool:
+    core = str(row.get("core_type", "")).upper()
+    if core:
+        return CORE_COLOURS.get(core, VECTOR) == CUBE
+    return (num(row.get("aic_cube_ratio")) or 0) > 0
+
+
+def timeline(launches: Rows | Any, max_rows: int = 5000) -> go.Figure:
+    """Kernel launches on a time axis (µs from the first launch), one lane per stream."""
+    rows = sorted(_rows(launches), key=lambda r: int(r["start_ns"]))[:max_rows]
+    fig = go.Figure()
+    if rows:
+        t0 = int(rows[0]["start_ns"])
+        by_colour: dict[str, list[Mapping[str, Any]]] = {}
+        for r in rows:
+            by_colour.setdefault(CORE_COLOURS.get(str(r.get("core_type", "")).upper(), IDLE), []).append(r)
+        names = {CUBE: "Cube", VECTOR: "Vector", IDLE: "other"}
+        for colour, sel in by_colour.items():
+            fig.add_bar(
+                base=[(int(r["start_ns"]) - t0) / 1e3 for r in sel],
+                x=[num(r["duration_us"]) or 0.0 for r in sel],
+                y=[plotly_text(f"stream {r.get('stream_id', '?')}", 40) for r in sel],
+                orientation="h", name=names[colour], marker_color=colour,
+                text=[plotly_text(r.get("name", "?"), 80) for r in sel], textposition="none",
+                hovertemplate="%{text}<br>start %{base:.1f} µs, %{x:.2f} µs<extra></extra>")
+    return _layout(fig, "Timeline of kernel launches", barmode="overlay",
+                   xaxis={"title": "µs since first launch"})
+
+
+def findings_by_saving(findings: Iterable[Mapping[str, Any]], max_findings: int = 20) -> go.Figure:
+    """Horizontal bars of estimated saving per finding, coloured by severity."""
+    rows = sorted(findings, key=lambda f: -(num(f.get("est_saving_us")) or 0.0))[:max_findings]
+    labels = _dedupe_labels([plotly_text(f"{f.get('code', '?')} {f.get('slug', '')}", 60) for f in rows])
+    fig = go.Figure(go.Bar(
+        y=labels[::-1], x=[num(f.get("est_saving_us")) or 0.0 for f in rows][::-1], orientation="h",
+        marker_color=[SEVERITY_COLOURS.get(str(f.get("severity")), IDLE) for f in rows][::-1],
+        hovertemplate="%{y}: %{x:.1f} µs<extra></extra>"))
+    return _layout(fig, "Estimated saving per finding", xaxis={"title": "µs"}, showlegend=False)
+
+
+def figures_from_report(report: Mapping[str, Any]) -> dict[str, go.Figure | str]:
+    """Every chart the report's data allow; a string (why it is absent) in place of the others."""
+    kernels = report_kernels(report)
+    out: dict[str, go.Figure | str] = {"shares": unit_share_bar(report)}
+    has_pipes = any(num(k.get(col)) is not None for k in kernels for col, _, _ in PIPE_SERIES)
+    out["pipes"] = pipe_ratio_bars(kernels) if has_pipes else \
+        "The profile has no pipe ratios (collect with --aic-metrics PipeUtilization)."
+    has_roof = any(num(k.get("arithmetic_intensity")) for k in kernels)
+    out["roofline"] = roofline(kernels, report_chip(report)) if has_roof else \
+        "No kernel has FLOP and byte counts, so there is no roofline."
+    launches = report_timeline(report)
+    out["timeline"] = timeline(launches) if launches else \
+        "The report carries no launch timestamps, so there is no timeline."
+    return out

@@ -1,0 +1,145 @@
+"""Neutralise untrusted text (kernel names, shapes, paths from trace files) for Markdown and HTML.
+
+Everything a profiler writes can be chosen by whoever produced the trace, and reports are posted
+into pull requests and opened in browsers. Each helper here targets one output context; callers
+pick the helper for the context they write into and never concatenate raw strings.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from typing import Any
+
+# CommonMark lets any ASCII punctuation be backslash-escaped. We escape every character that can
+# start markup in an inline context: emphasis, code, links and images, HTML tags and entities,
+# table cells, strikethrough, GitHub math (`$`), and the `:` and `.` of autolinks
+# (`http://`, `www.`). Values are always placed after other text on a line, so characters that are
+# special only at the start of a line (`-`, `=`, `1.`) are escaped only there.
+_MD_PUNCT = frozenset("\\`*_{}[]()#+.!|<>~:&$")
+_MD_LINE_START = frozenset("-=+>")
+
+# GitHub turns `@user`, `@org/team` and `#123` into mentions and cross-references even after
+# backslash escapes (it works on the rendered text). A zero-width space after the sigil breaks
+# the reference while the text still reads the same — the approach Dependabot uses for
+# release notes.
+_ZWSP = "\u200b"
+
+# Example: "line\nbreak\ttab\x00nul" -> control characters and newlines (which would end a table
+# row or start a new Markdown block) become single spaces.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+
+MAX_INLINE = 200  # characters of one untrusted value shown inline before it is shortened
+
+
+def one_line(text: object, limit: int | None = MAX_INLINE) -> str:
+    """Flatten `text` to one line and shorten it (with an ellipsis) beyond `limit` characters."""
+    s = _CONTROL.sub(" ", str(text))
+    if limit is not None and len(s) > limit:
+        s = s[: max(limit - 1, 0)] + "…"
+    return s
+
+
+def _break_mentions(s: str) -> str:
+    # Example: "@org/team" -> "@\u200borg/team"; "#12" -> "#\u200b12"
+    return re.sub(r"([@#])(?=[\w-])", "\\1" + _ZWSP, s)
+
+
+def md_text(text: object, limit: int | None = MAX_INLINE) -> str:
+    """Untrusted text as inert inline Markdown (safe in paragraphs, list items and table cells)."""
+    flat = one_line(text, limit)
+    escaped = "".join("\\" + ch if ch in _MD_PUNCT else ch for ch in flat)
+    if escaped[:1] in _MD_LINE_START:
+        escaped = "\\" + escaped
+    return _break_mentions(escaped)
+
+
+def md_code_span(text: object, limit: int | None = MAX_INLINE) -> str:
+    """Untrusted text as an inline code span, safe inside a GFM table cell.
+
+    The delimiter is a backtick run longer than any run inside; `|` still needs a backslash
+    because GFM splits table cells before it parses code spans.
+    """
+    flat = one_line(text, limit).replace("|", "\\|")
+    longest = max((len(m) for m in re.findall(r"`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    # A space pad stops a leading/trailing backtick from merging with the delimiter.
+    pad = " " if flat.startswith("`") or flat.endswith("`") or not flat.strip() else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def md_code_block(code: str, lang: str = "") -> str:
+    """A fenced code block whose fence is longer than any backtick run inside `code`.
+
+    Mentions, HTML and link syntax are inert inside a fence, so the content is kept verbatim
+    (newlines included); only the info string is restricted, since it comes from a file suffix.
+    """
+    longest = max((len(m) for m in re.findall(r"`{3,}", code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    # Example: "c++" ok, "py`x" or "py onclick" -> "" (an info string may not hold backticks/spaces)
+    info = lang if re.fullmatch(r"[A-Za-z0-9_+-]{0,20}", lang) else ""
+    body = code if code.endswith("\n") else code + "\n"
+    return f"{fence}{info}\n{body}{fence}"
+
+
+def html_text(text: object, limit: int | None = None) -> str:
+    """Untrusted text for an HTML text node or a quoted attribute value."""
+    s = str(text) if limit is None else one_line(text, limit)
+    return html.escape(s, quote=True)
+
+
+def md_html_text(text: object, limit: int | None = MAX_INLINE) -> str:
+    """Untrusted text inside raw HTML that GitHub renders (e.g. a `<details><summary>`).
+
+    Markdown is not parsed there, so backslashes would show; HTML escaping is what applies, and
+    mentions are still linked by GitHub, so they are broken too.
+    """
+    return _break_mentions(html.escape(one_line(text, limit), quote=True))
+
+
+def plotly_text(text: object, limit: int | None = MAX_INLINE) -> str:
+    """Untrusted text for a plotly label, title or hover text.
+
+    Plotly interprets a subset of HTML in labels (`<b>`, `<br>`, `<a href>`); it decodes `&lt;`,
+    `&gt;` and `&amp;` back into characters as plain SVG text, so escaping those three makes the
+    label show the literal string.
+    """
+    return one_line(text, limit).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def json_for_script(value: Any) -> str:
+    """JSON that is safe inside an HTML `<script>` element.
+
+    `</script>` or `<!--` in a string would end or confuse the script element, so `<`, `>` and
+    `&` are written as \\u escapes (still the same JSON value); U+2028/U+2029 are escaped because
+    older JavaScript parsers treat them as line terminators inside string literals.
+    """
+    return script_safe(json.dumps(_finite(value), ensure_ascii=False, allow_nan=False, default=str))
+
+
+def script_safe(json_text: str) -> str:
+    """Make already-serialised JSON safe inside `<script>` (see `json_for_script`).
+
+    In JSON text `<`, `>`, `&` and the two separators can only occur inside strings, where the
+    \\u escape denotes the same character, so the replacement never changes the value.
+    """
+    return (
+        json_text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _finite(value: Any) -> Any:
+    # JSON has no NaN/Infinity; a metric the profile did not collect becomes null.
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

@@ -1,0 +1,337 @@
+"""One self-contained HTML report: charts, findings, rule documentation and IR excerpts.
+
+plotly.js is inlined from the installed plotly package, so the file opens offline and makes no
+request at all; a Content-Security-Policy forbids network access as a second line of defence.
+Every untrusted value is HTML-escaped; data for scripts travels as JSON in
+`<script type="application/json">` with `<`, `>` and `&` \\u-escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
+
+from analyzer.report.charts import (
+    CUBE,
+    IDLE,
+    MTE2,
+    SCALAR,
+    SEVERITY_COLOURS,
+    VECTOR,
+    figures_from_report,
+    report_chip,
+    report_findings,
+    report_input_path,
+    report_kernels,
+    report_summary,
+)
+from analyzer.report.escape import html_text, json_for_script, script_safe
+from analyzer.report.render_md import (
+    Excerpt,
+    excerpt_roots,
+    finding_excerpts,
+    findings_headline,
+    fmt_pct,
+    fmt_us,
+    format_value,
+    kernels_text,
+)
+
+# No network at all; inline scripts and styles only (plotly.js builds its styles at run time).
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+       "img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+PLOT_CONFIG = {"displaylogo": False, "responsive": True, "showLink": False}
+
+CSS = f"""
+body {{ font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 1em 2em;
+       color: #222; }}
+h1 {{ font-size: 1.5em; margin-bottom: .2em; }} h2 {{ border-bottom: 1px solid #ddd; }}
+.facts span {{ margin-right: 1.2em; white-space: nowrap; }}
+.cube {{ color: {CUBE}; }} .vector {{ color: {VECTOR}; }} .mte {{ color: {MTE2}; }}
+.scalar {{ color: {SCALAR}; }}
+table {{ border-collapse: collapse; margin: .5em 0 1em; }}
+th, td {{ border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }}
+td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
+code, pre {{ font-family: ui-monospace, monospace; }}
+.sev {{ display: inline-block; border-radius: 3px; padding: 0 6px; color: #fff; font-weight: 600; }}
+.sev-high {{ background: {SEVERITY_COLOURS['high']}; }}
+.sev-medium {{ background: {SEVERITY_COLOURS['medium']}; }}
+.sev-low {{ background: {SEVERITY_COLOURS['low']}; color: #222; }}
+.sev-info {{ background: {SEVERITY_COLOURS['info']}; }}
+details.finding {{ border: 1px solid #ddd; border-left-width: 6px; border-radius: 4px; margin: .6em 0;
+                   padding: .3em .8em; }}
+details.finding.high {{ border-left-color: {SEVERITY_COLOURS['high']}; }}
+details.finding.medium {{ border-left-color: {SEVERITY_COLOURS['medium']}; }}
+details.finding.low {{ border-left-color: {SEVERITY_COLOURS['low']}; }}
+details.finding.info {{ border-left-color: {SEVERITY_COLOURS['info']}; }}
+details.finding > summary {{ cursor: pointer; }}
+.excerpt .hll {{ background: #fff3b0; display: block; }}
+.excerpt pre {{ margin: 0; padding: .4em; background: #f8f8f8; overflow-x: auto; }}
+.note {{ color: #666; font-style: italic; }}
+.chart {{ min-height: 120px; }}
+.ruledoc pre {{ background: #f8f8f8; padding: .4em; }}
+"""
+
+
+def render(report: Mapping[str, Any], *, ir_root: str | Path | None = None,
+           source_root: str | Path | None = None, title: str | None = None, **_opts: Any) -> str:
+    findings = report_findings(report)
+    roots = excerpt_roots(report, ir_root, source_root)
+    src = report_input_path(report)
+    page_title = title or ("tilescope report — " + (src or "profile"))
+    parts = [
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html_text(page_title, 200)}</title>",
+        f"<style>{CSS}{_pygments_css()}</style></head><body>",
+        _header(report, findings, page_title),
+        _charts(report),
+        _top_kernels(report),
+        _findings(findings, roots),
+        _rule_docs(findings),
+        _skipped_and_errors(report),
+        f'<script type="application/json" id="tilescope-report">{json_for_script(report)}</script>',
+        f"<script>{_plotly_js()}</script>",
+        f"<script>{_BOOT}</script>",
+        "</body></html>\n",
+    ]
+    return "\n".join(parts)
+
+
+# The plot bootstrap reads figures from JSON data blocks; it never builds HTML from strings.
+_BOOT = """
+(function () {
+  var cfg = JSON.parse(document.getElementById('tilescope-plot-config').textContent);
+  document.querySelectorAll('script.tilescope-figure').forEach(function (el) {
+    var fig = JSON.parse(el.textContent);
+    Plotly.newPlot(el.getAttribute('data-target'), fig.data, fig.layout, cfg);
+  });
+})();
+"""
+
+
+@lru_cache(maxsize=1)
+def _plotly_js() -> str:
+    # The minified bundle never contains "</script" (plotly's own offline HTML inlines it the
+    # same way); checked once so a future bundle that does cannot break out silently.
+    js = get_plotlyjs()
+    if re.search(r"</script", js, re.IGNORECASE):
+        js = re.sub(r"</(script)", r"<\\/\1", js, flags=re.IGNORECASE)
+    return js
+
+
+@lru_cache(maxsize=1)
+def _pygments_css() -> str:
+    return str(HtmlFormatter(style="default").get_style_defs(".excerpt"))
+
+
+def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], page_title: str) -> str:
+    s = report_summary(report)
+    shares = s["shares"]
+    chip = report_chip(report).get("name")
+    facts = [f'<span><b>Device time {html_text(fmt_us(s["total_device_us"]))}</b></span>']
+    for key, label in (("cube", "Cube"), ("vector", "Vector"), ("mte", "Data movement (MTE)"),
+                       ("scalar", "Scalar")):
+        if shares.get(key) is not None:
+            facts.append(f'<span class="{key}">{label} {html_text(fmt_pct(shares[key], 0))}</span>')
+    if chip:
+        facts.append(f"<span>chip {html_text(chip, 60)}</span>")
+    for key, noun in (("kernel_count", "kernels"), ("launch_count", "launches")):
+        if s[key] is not None:
+            facts.append(f"<span>{html_text(s[key], 20)} {noun}</span>")
+    return (f"<header><h1>{html_text(page_title, 200)}</h1>"
+            f'<p class="facts">{"".join(facts)}</p>'
+            f'<p id="headline"><b>{html_text(findings_headline(findings, s["total_device_us"]))}</b></p>'
+            "</header>")
+
+
+def _charts(report: Mapping[str, Any]) -> str:
+    out = ['<section id="charts"><h2>Where the time goes</h2><script type="application/json" '
+           f'id="tilescope-plot-config">{json_for_script(PLOT_CONFIG)}</script>']
+    for key, fig in figures_from_report(report).items():
+        if isinstance(fig, str):
+            out.append(f'<p class="note" id="chart-{key}-absent">{html_text(fig)}</p>')
+            continue
+        out.append(f'<div class="chart" id="chart-{key}"></div>')
+        out.append(f'<script type="application/json" class="tilescope-figure" data-target="chart-{key}">'
+                   f"{script_safe(pio.to_json(fig, validate=False))}</script>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _td(value: str, numeric: bool = False) -> str:
+    return f'<td class="num">{value}</td>' if numeric else f"<td>{value}</td>"
+
+
+def _top_kernels(report: Mapping[str, Any]) -> str:
+    rows = report_kernels(report)
+    if not rows:
+        return ""
+    out = ['<section id="kernels"><h2>Top kernels</h2><table><thead><tr><th>#</th><th>kernel</th>'
+           "<th>op type</th><th>core</th><th>launches</th><th>time</th><th>share</th><th>Cube</th>"
+           "<th>Vector</th></tr></thead><tbody>"]
+    for i, r in enumerate(rows, 1):
+        out.append("<tr>" + "".join([
+            _td(str(i), True), _td(f'<code class="kernel-name">{html_text(r.get("name", "?"))}</code>'),
+            _td(html_text(r.get("op_type", ""))), _td(html_text(r.get("core_type", ""))),
+            _td(html_text(r.get("launches", r.get("count", ""))), True),
+            _td(html_text(fmt_us(r.get("total_us", r.get("duration_us")))), True),
+            _td(html_text(fmt_pct(r.get("share"))), True),
+            _td(html_text(fmt_pct(r.get("cube_share", r.get("aic_cube_ratio")))), True),
+            _td(html_text(fmt_pct(r.get("vector_share", r.get("aiv_vec_ratio")))), True),
+        ]) + "</tr>")
+    out.append("</tbody></table></section>")
+    return "\n".join(out)
+
+
+def _findings(findings: Sequence[Mapping[str, Any]], roots: Sequence[Path]) -> str:
+    out = ['<section id="findings"><h2>Findings by estimated saving</h2>']
+    if not findings:
+        out.append('<p class="note">No findings.</p>')
+    for i, f in enumerate(findings, 1):
+        out.append(_finding(i, f, roots))
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _finding(index: int, f: Mapping[str, Any], roots: Sequence[Path]) -> str:
+    sev = str(f.get("severity", "info"))
+    sev_cls = sev if sev in SEVERITY_COLOURS else "info"
+    code = html_text(f.get("code", "?"), 20)
+    parts = [
+        f'<details class="finding {sev_cls}" id="finding-{index}" data-code="{code}" '
+        f'data-severity="{html_text(sev, 10)}"' + (" open" if index <= 3 else "") + ">",
+        f'<summary><span class="sev sev-{sev_cls}">{html_text(sev.upper(), 10)}</span> '
+        f'<code>{code}</code> <span class="slug">{html_text(f.get("slug", ""), 80)}</span> · est. '
+        f'{html_text(fmt_us(f.get("est_saving_us")))} ({html_text(fmt_pct(f.get("share_of_total")))}) — '
+        f'<span class="message">{html_text(f.get("message", ""))}</span></summary>',
+    ]
+    names, more = kernels_text(f.get("kernels", []) or [], shown=20)
+    if names:
+        parts.append("<p><b>Kernels:</b> " + ", ".join(
+            f'<code class="kernel-name">{html_text(n)}</code>' for n in names)
+            + (f" and {more} more" if more else "") + "</p>")
+    evidence = f.get("evidence") or {}
+    if isinstance(evidence, Mapping) and evidence:
+        parts.append('<table class="evidence"><thead><tr><th>evidence</th><th>value</th></tr>'
+                     "</thead><tbody>")
+        parts += [f"<tr><td>{html_text(k)}</td><td>{html_text(format_value(v))}</td></tr>"
+                  for k, v in evidence.items()]
+        parts.append("</tbody></table>")
+    if f.get("recommendation"):
+        parts.append(f'<p class="recommendation"><b>What to do:</b> {html_text(f["recommendation"])}</p>')
+    locs = [loc for loc in f.get("locations", []) or [] if isinstance(loc, Mapping)]
+    if locs:
+        parts.append("<p><b>Where:</b> " + ", ".join(
+            f'<code>{html_text(loc.get("file", "?"))}:{html_text(loc.get("line") or "")}</code>'
+            + (f' ({html_text(loc.get("stage"))})' if loc.get("stage") else "") for loc in locs) + "</p>")
+    for ex in finding_excerpts(f, roots):
+        parts.append(_excerpt_html(ex))
+    parts.append(f'<p><a href="#rule-{code}">Rule {code} documentation</a></p></details>')
+    return "\n".join(parts)
+
+
+def _excerpt_html(ex: Excerpt) -> str:
+    try:
+        lexer = get_lexer_by_name(ex.language or "text", stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        lexer = get_lexer_by_name("text", stripnl=False, ensurenl=False)
+    hl = sorted(n - ex.first_line + 1 for n in ex.marked)  # Pygments counts from the snippet's line 1
+    formatter = HtmlFormatter(linenos="inline", linenostart=ex.first_line, hl_lines=hl, wrapcode=True)
+    body = highlight("\n".join(ex.lines) + "\n", lexer, formatter)
+    return (f'<div class="excerpt" data-stage="{html_text(ex.stage)}" '
+            f'data-marked="{",".join(map(str, sorted(ex.marked)))}">'
+            f"<p>{html_text(ex.stage or 'source')} · <code>{html_text(ex.display)}</code></p>{body}</div>")
+
+
+def _rule_docs(findings: Sequence[Mapping[str, Any]]) -> str:
+    codes = sorted({str(f.get("code", "")) for f in findings if f.get("code")})
+    if not codes:
+        return ""
+    out = ['<section id="rules"><h2>Rule documentation</h2>']
+    for code in codes:
+        out.append(f'<details class="ruledoc" id="rule-{html_text(code)}"><summary><code>'
+                   f"{html_text(code)}</code> {html_text(_rule_slug(code))}</summary>"
+                   f"{doc_to_html(_rule_doc(code))}</details>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _rule_info(code: str) -> Any:
+    try:
+        from analyzer.engine import get_rule
+
+        return get_rule(code)
+    except Exception:  # the rules package is being written or a rule fails to import
+        return None
+
+
+def _rule_slug(code: str) -> str:
+    info = _rule_info(code)
+    return str(info.slug) if info is not None else ""
+
+
+def _rule_doc(code: str) -> str:
+    info = _rule_info(code)
+    if info is None or not info.doc:
+        return f"No documentation found for {code} (is the rule installed?)."
+    return str(info.doc)
+
+
+def doc_to_html(doc: str) -> str:
+    """The small Markdown subset rule docstrings use: `##` headings, fenced code, paragraphs."""
+    out: list[str] = []
+    for block in re.split(r"(```.*?```)", doc, flags=re.DOTALL):
+        if block.startswith("```"):
+            code = block.strip("`").split("\n", 1)[-1]
+            out.append(f"<pre><code>{html_text(code)}</code></pre>")
+            continue
+        for para in re.split(r"\n\s*\n", block):
+            para = para.strip()
+            if not para:
+                continue
+            if para.startswith("#"):
+                head, _, rest = para.partition("\n")
+                out.append(f"<h4>{html_text(head.lstrip('#').strip())}</h4>")
+                para = rest.strip()
+                if not para:
+                    continue
+            # Example: "use `T.Pipelined`" -> "use <code>T.Pipelined</code>" (escaped first)
+            out.append("<p>" + re.sub(r"`([^`]+)`", r"<code>\1</code>", html_text(para)) + "</p>")
+    return "\n".join(out)
+
+
+def _skipped_and_errors(report: Mapping[str, Any]) -> str:
+    out = []
+    skipped = list(report.get("skipped", []) or [])
+    if skipped:
+        out.append('<section id="skipped"><h2>Rules not run (missing inputs)</h2><ul>')
+        out += [f"<li><code>{html_text(s.get('code', '?'))}</code> {html_text(s.get('slug', ''))}: needs "
+                + ", ".join(f"<code>{html_text(m)}</code>" for m in s.get("missing") or []) + "</li>"
+                for s in skipped]
+        out.append("</ul></section>")
+    errors = list(report.get("errors", []) or [])
+    if errors:
+        out.append('<section id="errors"><h2>Rule errors</h2><ul>')
+        out += [f"<li><code>{html_text(e.get('code', '?'))}</code> {html_text(e.get('message', ''))}</li>"
+                for e in errors]
+        out.append("</ul></section>")
+    tool = report.get("tool", {}) or {}
+    version = tool.get("version", "") if isinstance(tool, Mapping) else ""
+    out.append(f'<footer class="note">tilescope {html_text(version)} · report schema '
+               f'{html_text(report.get("schema_version", "?"))} · colours: '
+               f'<span class="cube">Cube</span>, <span class="vector">Vector</span>, '
+               f'<span class="mte">MTE</span>, <span class="scalar">Scalar</span>, '
+               f'<span style="color:{IDLE}">idle</span></footer>')
+    return "\n".join(out)

@@ -1,0 +1,369 @@
+"""GitHub-flavoured Markdown report for pull-request comments and job summaries.
+
+Every value that can come from a trace (kernel names, shapes, paths, evidence, messages) goes
+through `analyzer.report.escape`; the output stays under GitHub's comment limit by dropping the
+least valuable parts first and saying exactly what was dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analyzer.errors import UsageError
+from analyzer.report.charts import (
+    num,
+    report_chip,
+    report_findings,
+    report_input_path,
+    report_kernels,
+    report_summary,
+)
+from analyzer.report.escape import md_code_block, md_code_span, md_html_text, md_text
+
+GITHUB_COMMENT_LIMIT = 65_536
+# Leave room for the marker line a workflow prepends to find and update its own comment.
+DEFAULT_MAX_CHARS = GITHUB_COMMENT_LIMIT - 1_024
+SEVERITY_ORDER = ("high", "medium", "low", "info")
+SEVERITY_ICON = {"high": "🔴", "medium": "🟠", "low": "🟡", "info": "⚪"}
+MAX_TOP_KERNELS = 15
+MAX_LISTED = 30  # skipped rules / rule errors listed before "and N more"
+EXCERPT_CONTEXT = 3
+EXCERPT_MAX_LINES = 40
+_LEXER_BY_SUFFIX = {".py": "python", ".cpp": "cpp", ".cc": "cpp", ".h": "cpp", ".hpp": "cpp",
+                    ".json": "json", ".mlir": "mlir", ".ll": "llvm"}
+
+
+# ---------------------------------------------------------------- number formats (docs/product.md)
+
+def fmt_us(value: Any) -> str:
+    """µs in tables, ms from 10 ms up."""
+    v = num(value)
+    if v is None:
+        return "–"
+    if abs(v) >= 10_000:
+        return f"{v / 1000:,.2f} ms"
+    return f"{v:,.2f} µs" if abs(v) < 100 else f"{v:,.1f} µs"
+
+
+def fmt_pct(ratio: Any, digits: int = 1) -> str:
+    """A 0-1 ratio as a percentage."""
+    v = num(ratio)
+    return "–" if v is None else f"{v * 100:.{digits}f} %"
+
+
+# ---------------------------------------------------------------- IR / source excerpts
+
+@dataclass(frozen=True)
+class Excerpt:
+    path: Path
+    display: str  # the location's file as the finding names it
+    stage: str
+    first_line: int  # 1-based number of lines[0]
+    lines: tuple[str, ...]
+    marked: frozenset[int]  # 1-based line numbers the finding points at
+
+    @property
+    def language(self) -> str:
+        return _LEXER_BY_SUFFIX.get(self.path.suffix.lower(), "")
+
+
+def excerpt_roots(report: Mapping[str, Any], ir_root: str | Path | None = None,
+                  source_root: str | Path | None = None) -> list[Path]:
+    """Directories excerpts may be read from: the bundle of the report's input, plus explicit ones.
+
+    Locations come from trace and IR files, so a path like `../../home/u/.ssh/id_rsa` must not
+    leak a file into a pull-request comment: only files inside these roots are ever read.
+    """
+    roots: list[Path] = []
+    for cand in (ir_root, source_root, report_input_path(report)):
+        if cand is None:
+            continue
+        p = Path(cand)
+        if p.is_file():
+            p = p.parent
+        if p.is_dir():
+            roots.append(p.resolve())
+    return roots
+
+
+def read_excerpt(loc: Mapping[str, Any], roots: Sequence[Path], context: int = EXCERPT_CONTEXT,
+                 max_lines: int = EXCERPT_MAX_LINES) -> Excerpt | None:
+    """The lines a location points at with some context, or None when the file is not reachable."""
+    line = loc.get("line")
+    name = str(loc.get("file") or "")
+    if not name or not isinstance(line, int) or line < 1:
+        return None
+    end = loc.get("end_line")
+    end = end if isinstance(end, int) and end >= line else line
+    path = _confined(name, roots)
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    if line > len(text):
+        return None
+    end = min(end, len(text), line + max_lines - 1)
+    first = max(1, line - context)
+    last = min(len(text), end + context)
+    return Excerpt(path=path, display=name, stage=str(loc.get("stage", "")), first_line=first,
+                   lines=tuple(text[first - 1:last]), marked=frozenset(range(line, end + 1)))
+
+
+def _confined(name: str, roots: Sequence[Path]) -> Path | None:
+    max_bytes = 20 * 1024 * 1024
+    for root in roots:
+        for cand in (Path(name), root / name, root / "ir" / name):
+            full = cand if cand.is_absolute() else root / cand
+            try:
+                resolved = full.resolve()
+            except (OSError, RuntimeError):
+                continue
+            if resolved.is_relative_to(root) and resolved.is_file() and resolved.stat().st_size < max_bytes:
+                return resolved
+    return None
+
+
+def finding_excerpts(finding: Mapping[str, Any], roots: Sequence[Path]) -> list[Excerpt]:
+    out = []
+    for loc in finding.get("locations", []) or []:
+        ex = read_excerpt(loc, roots) if isinstance(loc, Mapping) else None
+        if ex is not None:
+            out.append(ex)
+    return out
+
+
+# ---------------------------------------------------------------- shared prose
+
+def findings_headline(findings: Sequence[Mapping[str, Any]], total_us: float | None) -> str:
+    """`7 findings: 2 high, 3 medium, 2 low — est. 1.84 ms (23 % of device time) recoverable`."""
+    if not findings:
+        return "No findings."
+    counts = Counter(str(f.get("severity")) for f in findings)
+    parts = ", ".join(f"{counts[s]} {s}" for s in SEVERITY_ORDER if counts[s])
+    saving = sum(num(f.get("est_saving_us")) or 0.0 for f in findings)
+    share = f" ({saving / total_us * 100:.0f} % of device time)" if total_us else ""
+    noun = "finding" if len(findings) == 1 else "findings"
+    return f"{len(findings)} {noun}: {parts} — est. {fmt_us(saving)}{share} recoverable"
+
+
+def unit_shares_line(shares: Mapping[str, float | None]) -> str:
+    labels = (("cube", "Cube"), ("vector", "Vector"), ("mte", "data movement (MTE)"), ("scalar", "Scalar"))
+    return " · ".join(f"{label} {fmt_pct(shares.get(k), 0)}" for k, label in labels
+                      if shares.get(k) is not None)
+
+
+def format_value(value: Any) -> str:
+    """An evidence value as plain text (numbers rounded, containers as compact JSON)."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def kernels_text(kernels: Sequence[Any], shown: int = 5) -> tuple[list[str], int]:
+    names = [str(k) for k in kernels]
+    return names[:shown], max(0, len(names) - shown)
+
+
+# ---------------------------------------------------------------- Markdown blocks
+
+def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) -> str:
+    s = report_summary(report)
+    src = report_input_path(report)
+    chip = report_chip(report).get("name")
+    out = ["## tilescope performance report" + (f" — {md_code_span(src, 120)}" if src else ""), ""]
+    facts = [f"**Device time {fmt_us(s['total_device_us'])}**"]
+    shares = unit_shares_line(s["shares"])
+    if shares:
+        facts.append(shares)
+    if chip:
+        facts.append(f"chip {md_text(chip, 40)}")
+    if s["kernel_count"] is not None:
+        facts.append(f"{md_text(s['kernel_count'])} kernels")
+    if s["launch_count"] is not None:
+        facts.append(f"{md_text(s['launch_count'])} launches")
+    out += [" · ".join(facts), "", f"**{md_text(findings_headline(findings, s['total_device_us']), None)}**"]
+    return "\n".join(out) + "\n"
+
+
+def _top_kernels(report: Mapping[str, Any], limit: int) -> str:
+    rows = report_kernels(report)
+    if not rows:
+        return ""
+    out = ["### Top kernels", "", "| # | kernel | op type | core | launches | time | share | Cube | Vector |",
+           "|--:|---|---|---|--:|--:|--:|--:|--:|"]
+    for i, r in enumerate(rows[:limit], 1):
+        out.append("| " + " | ".join([
+            str(i), md_code_span(r.get("name", "?"), 80), md_text(r.get("op_type", ""), 40),
+            md_text(r.get("core_type", ""), 20), md_text(r.get("launches", r.get("count", "")), 12),
+            fmt_us(r.get("total_us", r.get("duration_us"))), fmt_pct(r.get("share")),
+            fmt_pct(r.get("cube_share", r.get("aic_cube_ratio"))),
+            fmt_pct(r.get("vector_share", r.get("aiv_vec_ratio"))),
+        ]) + " |")
+    if len(rows) > limit:
+        out.append(f"\n_{len(rows) - limit} more kernels in the full report._")
+    return "\n".join(out) + "\n"
+
+
+def finding_summary_line(f: Mapping[str, Any]) -> str:
+    """The text of a finding's `<summary>` (already HTML-escaped: summary is raw HTML on GitHub)."""
+    sev = str(f.get("severity", "info"))
+    saving = num(f.get("est_saving_us")) or 0.0
+    return (f"{SEVERITY_ICON.get(sev, '')} <b>{md_html_text(sev.upper(), 10)}</b> "
+            f"<code>{md_html_text(f.get('code', '?'), 12)}</code> {md_html_text(f.get('slug', ''), 60)}"
+            f" · est. {fmt_us(saving)} ({fmt_pct(f.get('share_of_total'))}) — "
+            f"{md_html_text(f.get('message', ''), 200)}")
+
+
+def _finding_block(f: Mapping[str, Any], roots: Sequence[Path], with_excerpts: bool) -> str:
+    out = ["<details>", f"<summary>{finding_summary_line(f)}</summary>", ""]
+    names, more = kernels_text(f.get("kernels", []) or [])
+    if names:
+        out.append("**Kernels:** " + ", ".join(md_code_span(n, 100) for n in names)
+                   + (f" and {more} more" if more else ""))
+        out.append("")
+    occ = f.get("occurrences")
+    if isinstance(occ, int) and occ > 1:
+        out += [f"**Occurrences:** {occ}", ""]
+    evidence = f.get("evidence") or {}
+    if isinstance(evidence, Mapping) and evidence:
+        out += ["| evidence | value |", "|---|---|"]
+        out += [f"| {md_text(k, 60)} | {md_text(format_value(v), 160)} |" for k, v in evidence.items()]
+        out.append("")
+    if f.get("recommendation"):
+        out += [f"**What to do:** {md_text(f['recommendation'], 1000)}", ""]
+    locs = [loc for loc in f.get("locations", []) or [] if isinstance(loc, Mapping)]
+    if locs:
+        out.append("**Where:** " + ", ".join(
+            md_code_span(f"{loc.get('file', '?')}:{loc.get('line') or ''}", 120)
+            + (f" ({md_text(loc.get('stage'), 20)})" if loc.get("stage") else "") for loc in locs[:6]))
+        out.append("")
+    if with_excerpts:
+        for ex in finding_excerpts(f, roots):
+            out += [f"{md_text(ex.stage or 'source', 20)} · {md_code_span(ex.display, 120)}:", "",
+                    md_code_block(_numbered(ex), ex.language), ""]
+    out.append("</details>")
+    return "\n".join(out) + "\n"
+
+
+def _numbered(ex: Excerpt) -> str:
+    # A ">" gutter marks the referenced lines, since a fenced block cannot be highlighted.
+    width = len(str(ex.first_line + len(ex.lines)))
+    return "\n".join(
+        f"{'>' if ex.first_line + i in ex.marked else ' '} {ex.first_line + i:>{width}} | {text}"
+        for i, text in enumerate(ex.lines))
+
+
+def _tail(report: Mapping[str, Any]) -> str:
+    out: list[str] = []
+    skipped = list(report.get("skipped", []) or [])
+    if skipped:
+        out += ["### Rules not run (missing inputs)", ""]
+        for s in skipped[:MAX_LISTED]:
+            missing = ", ".join(md_code_span(m, 40) for m in (s.get("missing") or [])[:8])
+            rule = f"{md_text(s.get('code', '?'), 12)} {md_text(s.get('slug', ''), 60)}"
+            out.append(f"- {rule}: needs {missing}")
+        if len(skipped) > MAX_LISTED:
+            out.append(f"- and {len(skipped) - MAX_LISTED} more")
+        out.append("")
+    errors = list(report.get("errors", []) or [])
+    if errors:
+        out += ["### Rule errors", ""]
+        out += [f"- {md_text(e.get('code', '?'), 12)}: {md_text(e.get('message', ''), 300)}"
+                for e in errors[:MAX_LISTED]]
+        if len(errors) > MAX_LISTED:
+            out.append(f"- and {len(errors) - MAX_LISTED} more")
+        out.append("")
+    tool = report.get("tool", {}) or {}
+    version = md_text(tool.get("version", ""), 20) if isinstance(tool, Mapping) else ""
+    out.append(f"<sub>tilescope {version} · report schema "
+               f"{md_text(report.get('schema_version', '?'), 10)}</sub>")
+    return "\n".join(out) + "\n"
+
+
+def _truncation_note(total: int, compact: Sequence[Mapping[str, Any]],
+                     dropped: Sequence[Mapping[str, Any]], limit: int) -> str:
+    parts = []
+    if compact:
+        parts.append(f"{len(compact)} shown without evidence and excerpts")
+    if dropped:
+        codes = Counter(str(f.get("code", "?")) for f in dropped)
+        listed = ", ".join(f"{md_text(c, 12)} ×{n}" for c, n in codes.most_common(20))
+        more = " …" if len(codes) > 20 else ""
+        parts.append(f"{len(dropped)} omitted ({listed}{more})")
+    return (f"> [!NOTE]\n> **Truncated** to stay under GitHub's {limit:,}-character comment limit: of "
+            f"{total} findings, {'; '.join(parts)}. The HTML, JSON and SARIF reports have all of them.\n")
+
+
+def render(report: Mapping[str, Any], *, max_chars: int = DEFAULT_MAX_CHARS,
+           ir_root: str | Path | None = None, source_root: str | Path | None = None,
+           **_opts: Any) -> str:
+    """The Markdown report. Findings keep the report's order (by estimated saving)."""
+    findings = report_findings(report)
+    roots = excerpt_roots(report, ir_root, source_root)
+    head = _headline(report, findings) + "\n"
+    kernels = _top_kernels(report, MAX_TOP_KERNELS)
+    if len(head) + len(kernels) > max_chars // 3:  # very long hostile names: keep the headline
+        kernels = _top_kernels(report, 3)
+    tail = _tail(report)
+    if len(head) + len(kernels) + len(tail) > max_chars // 2:
+        tail = tail[-200:] if len(tail) > 200 else tail
+    body = [head, kernels + "\n" if kernels else ""]
+    if findings:
+        body.append("### Findings by estimated saving\n\n")
+    used = sum(map(len, body)) + len(tail)
+    reserve = len(_truncation_note(len(findings), findings, findings, max_chars)) + 64
+    compact: list[Mapping[str, Any]] = []
+    dropped: list[Mapping[str, Any]] = []
+    for f in findings:
+        full = _finding_block(f, roots, with_excerpts=True)
+        if used + len(full) + reserve <= max_chars:
+            body.append(full + "\n")
+            used += len(full) + 1
+            continue
+        short = f"- {finding_summary_line(f)}\n"
+        if used + len(short) + reserve <= max_chars:
+            compact.append(f)
+            body.append(short)
+            used += len(short)
+        else:
+            dropped.append(f)
+    if compact or dropped:
+        body.append("\n" + _truncation_note(len(findings), compact, dropped, GITHUB_COMMENT_LIMIT) + "\n")
+    text = "".join(body) + tail
+    if len(text) > max_chars:  # only reachable with an absurdly small max_chars
+        cut = "\n\n> **Truncated**: the report did not fit the character limit.\n"
+        text = text[: max(0, max_chars - len(cut))] + cut
+    return text
+
+
+def append_github_summary(markdown: str, path: str | Path | None = None) -> Path:
+    """Append the report to the job summary file ($GITHUB_STEP_SUMMARY).
+
+    The file is shared by every step of the job, so it is appended, never rewritten; one
+    `write()` on an O_APPEND descriptor keeps our block contiguous even if another process
+    appends at the same time.
+    """
+    target = path or os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        raise UsageError("--github-summary: GITHUB_STEP_SUMMARY is not set (it is set inside GitHub Actions)")
+    data = ("\n" + markdown.rstrip("\n") + "\n").encode("utf-8")
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+    finally:
+        os.close(fd)
+    return Path(target)
