@@ -129,11 +129,22 @@ def get_rule(code_or_slug: str) -> RuleInfo | None:
     return None
 
 
+COMMUNICATION_TYPES = frozenset({"HCCL", "COMMUNICATION", "HCCL_AI_CPU"})
+
+
 def device_busy_us(profile: Profile) -> float:
-    """Total device busy time: the sum of kernel durations (µs)."""
-    if "duration_us" not in profile.kernels:
+    """Total device compute time: the sum of kernel durations (µs), communication tasks excluded.
+
+    HCCL tasks run on the communication engines beside the compute; a 300 ms broadcast at start-up
+    would otherwise make every compute finding look negligible (severity is a share of this).
+    """
+    k = profile.kernels
+    if "duration_us" not in k:
         return 0.0
-    return float(profile.kernels["duration_us"].fillna(0).sum())
+    dur = k["duration_us"].fillna(0)
+    if "core_type" in k:
+        dur = dur[~k["core_type"].astype("str").str.upper().isin(COMMUNICATION_TYPES).to_numpy()]
+    return float(dur.sum())
 
 
 def _has_any(profile: Profile, need: str) -> bool:
