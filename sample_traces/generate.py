@@ -1058,6 +1058,11 @@ def _f(x: float) -> str:
     return f"{x:.6f}"
 
 
+def gbps(nbytes: float, us: float) -> str:
+    """Bytes moved in ``us`` microseconds as GB/s (msprof op prints 6 decimals)."""
+    return _f(nbytes / us / 1e3) if us else "0.000000"
+
+
 def _msop_rows(
     metric: str, block: int, sub: str, v: dict[str, float], rng: random.Random, l2_hit: float
 ) -> str:
@@ -1066,7 +1071,6 @@ def _msop_rows(
     t = v["time"]
     cyc = round(t * FREQ_MHZ)
     na = "NA"
-    gbps = lambda b, us: _f(b / us / 1e3) if us else "0.000000"  # noqa: E731 - bytes/µs -> GB/s
     aic = [_f(t), str(cyc)] if cube else [na, na]
     aiv = [_f(t), str(cyc)] if not cube else [na, na]
     if metric == "PipeUtilization":
