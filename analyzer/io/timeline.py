@@ -25,6 +25,7 @@ Choices worth knowing:
 
 from __future__ import annotations
 
+import mmap
 import re
 import shutil
 import tempfile
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -72,6 +74,8 @@ FROM (SELECT *, CASE WHEN ph = 'X' THEN json_transform(args, '{_KERNEL_ARGS}') E
 
 # Example: Malformed JSON in file "/t/trace_view.json", at byte 60 in record/value 2: unexpected end of data.
 _MALFORMED = re.compile(r"at byte (\d+) in record/value \d+: ([^\n]*)")
+# Example: JSON is malformed: invalid character (byte 27)
+_MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
 # Example: JSON transform error in file "e.json", in record/value 4: Expected OBJECT, but got UBIGINT: 5
 _TRANSFORM = re.compile(r"in record/value (\d+): ([^\n]*)")
 # Example: Stream 212
@@ -140,19 +144,41 @@ def _source_clause(path: Path) -> str:
     raise ProfileFormatError(path, f"byte {offset}", f"{EXPECTED}; found {shown}")
 
 
-def _format_error(path: Path, exc: duckdb.Error) -> ProfileFormatError:
+def _format_error(path: Path, exc: Exception) -> ProfileFormatError:
     """Map a DuckDB error to one line: where (byte / event) and a short reason."""
     msg = str(exc).replace(str(path), "<file>")
     found = _MALFORMED.search(msg)
     if found:
-        reason = found[2].rstrip(". ")
-        return ProfileFormatError(path, f"byte {found[1]}", f"{EXPECTED}; malformed JSON: {reason}")
+        # DuckDB's "at byte N" counts from the start of the bad record, not of the file.
+        offset = _malformed_offset(path)
+        where = f"byte {offset}" if offset is not None else f"event {found[1]}"
+        return ProfileFormatError(path, where, f"{EXPECTED}; malformed JSON: {found[2].rstrip('. ')}")
     found = _TRANSFORM.search(msg)
     if found:
         return ProfileFormatError(path, f"event {found[1]}", f"{EXPECTED}; {found[2][:160]}")
     first_line = msg.splitlines()[0] if msg else type(exc).__name__
     first_line = re.sub(r"^[A-Za-z ]+Error: ", "", first_line)
     return ProfileFormatError(path, None, f"{EXPECTED}; {first_line[:160]}")
+
+
+def _malformed_offset(path: Path) -> int | None:
+    """File offset of the first JSON syntax error (error path only: a second, validating pass).
+
+    msgspec validates into zero-copy `Raw` views over a memory map, so even a 1 GB file costs a
+    list of small objects, not a decoded document.
+    """
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            size = len(data)
+            msgspec.json.decode(data, type=list[msgspec.Raw])
+    except msgspec.DecodeError as exc:
+        if "truncated" in str(exc):
+            return size
+        found = _MSGSPEC_BYTE.search(str(exc))
+        return int(found[1]) if found else None
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _encode(table: pa.Table, columns: list[str]) -> pa.Table:
@@ -178,14 +204,16 @@ def _scan(con: duckdb.DuckDBPyConnection, path: Path, source: str) -> dict[str, 
             counters = table.filter(pc.equal(ph, "C"))
             pieces["C"].append(counters.select(["name", "pid", "ts_ns", "counter_args"]))
             pieces["M"].append(table.filter(pc.equal(ph, "M")).select(["name", "pid", "tid", "meta_name"]))
-    except duckdb.Error as exc:
+    except (duckdb.Error, OSError) as exc:
+        # Errors raised while streaming reach us through pyarrow's reader as OSError.
         raise _format_error(path, exc) from None
     parts = {k: pa.concat_tables(v).unify_dictionaries().combine_chunks() for k, v in pieces.items() if v}
     known = sum(len(t) for t in parts.values())
     if rows and not known:
         raise ProfileFormatError(path, None, f"{EXPECTED}; none of the {rows} objects has a known \"ph\"")
     if not parts:
-        raise ProfileFormatError(path, None, f"{EXPECTED}; the array holds no events")
+        raise ProfileFormatError(path, None, f"{EXPECTED}; found no events (an empty array, or an object "
+                                             "without a \"traceEvents\" list)")
     return parts
 
 

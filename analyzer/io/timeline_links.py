@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 I64 = npt.NDArray[np.int64]
 
@@ -17,10 +18,10 @@ _END, _START, _QUERY = 0, 1, 2  # order of boundaries that share a lane and a ti
 
 def lane_codes(pid: I64, tid: I64) -> I64:
     """Dense int64 code per (pid, tid) pair, equal codes for equal pairs."""
-    if len(pid) == 0:
-        return np.zeros(0, dtype=np.int64)
-    _, codes = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
-    return np.asarray(codes, dtype=np.int64).reshape(-1)
+    # Hash factorisation of each column (O(n)); np.unique(axis=0) sorts rows and is ~10x slower.
+    pid_codes, _ = pd.factorize(pid)
+    tid_codes, tid_uniques = pd.factorize(tid)
+    return pid_codes.astype(np.int64) * max(len(tid_uniques), 1) + tid_codes.astype(np.int64)
 
 
 def innermost_enclosing(
