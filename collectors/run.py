@@ -1,0 +1,228 @@
+"""`tilescope collect` orchestration: checks, IR, correctness, profiling, manifest — atomically.
+
+Order matters:
+1. usage errors (kernel file, metric groups, existing bundle without --force) — exit 2, nothing done;
+2. missing components (torch_npu / NPU / msprof; tilelang) — exit 3, before any hardware work;
+3. inside `atomic_dir`: kernel copy, IR (analyzer.ir.capture, the code `tilescope lint` runs),
+   correctness check in a child (CPU target "c" for --ir-only, the NPU otherwise), one profiler run
+   per backend rules, manifest (schema-validated). Only a complete bundle is renamed into place; an
+   exception or Ctrl-C removes the temporary directory and kills the child process group.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analyzer.atomic import atomic_dir
+from analyzer.errors import TilescopeError, UsageError
+from collectors import bundle as bundlemod
+from collectors import preflight
+from collectors.msprof_op_backend import MSPROF_OP_EXTRA_GROUPS, profile_msprof_op
+from collectors.proc import CommandRecord, run_command, tail
+from collectors.spec import KernelRef, file_sha256, parse_kernel_ref
+from collectors.torch_npu_backend import AIC_METRICS, profile_groups
+
+BACKENDS = ("torch_npu", "msprof-op")
+DEFAULT_METRICS = ("PipeUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio",
+                   "L2Cache", "ArithmeticUtilization")
+DEFAULT_WARMUP = 5
+DEFAULT_REPEAT = 10
+DEFAULT_TIMEOUT_S = 900.0
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class CollectRequest:
+    kernel: str  # KERNEL.py[:FUNCTION]
+    out: Path
+    params: dict[str, Any] = field(default_factory=dict)
+    backend: str = "torch_npu"
+    metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
+    warmup: int = DEFAULT_WARMUP
+    repeat: int = DEFAULT_REPEAT
+    ir_only: bool = False
+    force: bool = False
+    chip: str | None = None
+    timeout: float | None = DEFAULT_TIMEOUT_S
+    replay_mode: str = "application"
+
+
+def validate_request(req: CollectRequest) -> KernelRef:
+    ref = parse_kernel_ref(req.kernel)
+    if req.backend not in BACKENDS:
+        raise UsageError(f"--backend {req.backend!r}: expected one of {', '.join(BACKENDS)}")
+    if req.warmup < 0 or req.repeat < 1:
+        raise UsageError("--warmup must be >= 0 and --repeat >= 1")
+    if req.timeout is not None and req.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    if len(set(req.metrics)) != len(req.metrics) or not req.metrics:
+        raise UsageError("--metrics: give each metric group once, at least one")
+    allowed = (set(AIC_METRICS) if req.backend == "torch_npu"
+               else set(DEFAULT_METRICS + MSPROF_OP_EXTRA_GROUPS))
+    unknown = [m for m in req.metrics if m not in allowed]
+    if unknown:
+        raise UsageError(f"--metrics: {', '.join(unknown)} not supported by {req.backend} "
+                         f"(known: {', '.join(sorted(allowed))})")
+    if req.out.exists() and not req.force:
+        raise UsageError(f"{req.out}: already exists (use --force to replace it)")
+    if req.out.exists() and not (req.out / bundlemod.MANIFEST_NAME).is_file() and any(req.out.iterdir()):
+        # --force replaces bundles, not arbitrary directories someone pointed --out at by mistake.
+        raise UsageError(f"{req.out}: exists and is not a tilescope bundle; refusing to replace it")
+    return ref
+
+
+def resolve_function(ref: KernelRef) -> KernelRef:
+    """Pick the builder as `tilescope lint` does when KERNEL.py has no :FUNCTION."""
+    if ref.function:
+        return ref
+    from analyzer.ir.capture import candidates
+
+    found = candidates(ast.parse(ref.path.read_text(encoding="utf-8"), filename=str(ref.path)))
+    if len(found) != 1:
+        raise UsageError(f"{ref.path}: pick a function with {ref.path}:NAME "
+                         f"(candidates: {', '.join(found) or 'none'})")
+    return KernelRef(path=ref.path, function=found[0])
+
+
+def resolve_chip_name(requested: str | None) -> Any:
+    from analyzer.chips import resolve_chip
+    from analyzer.config import load_config
+
+    return resolve_chip(requested or load_config().chip)
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # The worker imports `collectors` from this checkout/installation, whatever the cwd is.
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def run_check(bundle: Path, ref: KernelRef, params: dict[str, Any], device: str,
+              timeout: float | None, python: str = sys.executable) -> tuple[CommandRecord, dict[str, Any]]:
+    """Build + compile + compare with the reference in a child; returns its record and answer."""
+    collect_dir = bundle / "collect"
+    collect_dir.mkdir(parents=True, exist_ok=True)
+    result = collect_dir / f"check_{device}.result.json"
+    job = {"kernel": str(ref.path), "function": ref.function, "params": params, "device": device,
+           "mode": "check", "warmup": 0, "repeat": 1, "result": str(result)}
+    job_path = collect_dir / f"check_{device}.job.json"
+    job_path.write_text(json.dumps(job, indent=2), encoding="utf-8")
+    log = collect_dir / f"check_{device}.log"
+    rec = CommandRecord([python, "-m", "collectors.worker", str(job_path)],
+                        f"correctness check ({device})", log=f"collect/{log.name}")
+    run_command(rec, timeout, log, env=_child_env())
+    try:
+        answer: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        answer = {"error": f"the check worker exited {rec.returncode} without an answer"}
+    if "error" in answer:
+        first = str(answer["error"]).splitlines()[0]
+        if first.startswith(("UsageError", "TilescopeError")):
+            raise UsageError(first.split(": ", 1)[-1])
+        raise TilescopeError(
+            f"{ref.text}: correctness check failed to run ({first}); log: {log}\n{tail(log)}")
+    return rec, answer
+
+
+def capture_ir_into(bundle: Path, ref: KernelRef, params: dict[str, Any], chip: Any) -> dict[str, Any]:
+    """ir/ exactly as `tilescope lint` writes it (the IR engineer's analyzer.ir.capture)."""
+    from analyzer.ir.capture import capture_ir, write_ir_dir
+
+    capture = capture_ir(ref.text, params, chip)
+    write_ir_dir(capture, bundle / "ir")
+    return {"path": "ir", "captured": True}
+
+
+def collect(req: CollectRequest, log: Log | None = None,
+            probe: Callable[[str], dict[str, Any]] | None = None) -> Path:
+    """Build the bundle at req.out; returns its path. Raises TilescopeError subclasses (exit codes)."""
+    say: Log = log or (lambda msg: print(f"tilescope: {msg}", file=sys.stderr))
+    ref = validate_request(req)
+    device_probe: dict[str, Any] = {}
+    if not req.ir_only:
+        device_probe = probe(req.backend) if probe else preflight.check_backend(req.backend)
+    preflight.require_tilelang()
+    ref = resolve_function(ref)
+    chip = resolve_chip_name(req.chip)
+
+    manifest = bundlemod.base_manifest()
+    manifest.update(
+        ir_only=req.ir_only, parameters=bundlemod.jsonable(req.params),
+        backend=None if req.ir_only else req.backend, metric_groups=[] if req.ir_only else list(req.metrics),
+        warmup=req.warmup, repeat=req.repeat, timeout_s=req.timeout, chip=chip.name,
+        device_name=device_probe.get("device_name"),
+    )
+    commands: list[CommandRecord] = []
+    with atomic_dir(req.out, force=req.force) as tmp:
+        manifest["build_dir"] = str(tmp)
+        kernel_copy = tmp / "kernel" / ref.path.name
+        kernel_copy.parent.mkdir(parents=True)
+        shutil.copy2(ref.path, kernel_copy)  # the exact source that was profiled, next to its profile
+        manifest["kernel"] = {"file": str(ref.path), "name": ref.path.name, "sha256": file_sha256(ref.path),
+                              "function": ref.function, "entry": None, "source": f"kernel/{ref.path.name}"}
+
+        say(f"capturing IR of {ref.text} for {chip.name}")
+        manifest["ir"] = capture_ir_into(tmp, ref, req.params, chip)
+
+        device = "cpu" if req.ir_only else "npu"
+        say(f"checking the result against the reference ({'CPU target c' if req.ir_only else 'NPU'})")
+        rec, answer = run_check(tmp, ref, req.params, device, req.timeout)
+        commands.append(rec)
+        manifest["kernel"].update(function=answer.get("function"), entry=answer.get("kernel_name"))
+        manifest["resolved_parameters"] = answer.get("params", {})
+        manifest["correctness"] = answer["correctness"]
+        manifest["device_name"] = answer.get("device_name") or manifest["device_name"]
+        _report_check(answer["correctness"], say)
+
+        if not req.ir_only:
+            if not answer.get("spec"):
+                raise UsageError(f"{ref.path}: no TILESCOPE_SPEC entry for {answer.get('function')!r}; "
+                                 "collect needs it to make the kernel's inputs (docs/collecting.md)")
+            job_base = {"kernel": str(ref.path), "function": answer.get("function"), "params": req.params}
+            recs, runs = _profile(req, tmp, job_base, answer.get("kernel_name"), say)
+            commands.extend(recs)
+            manifest["profile"] = {"path": "profile", "runs": runs,
+                                   "layout": "torch_npu" if req.backend == "torch_npu" else "msprof_op"}
+        else:
+            (tmp / "profile").mkdir(exist_ok=True)  # present and empty: "no runtime metrics"
+
+        manifest["commands"] = [c.to_dict() for c in commands]
+        bundlemod.write_manifest(tmp, manifest)
+    say(f"wrote {req.out}")
+    return req.out
+
+
+def _profile(req: CollectRequest, tmp: Path, job_base: dict[str, Any], kernel_name: str | None,
+             say: Log) -> tuple[list[CommandRecord], list[dict[str, Any]]]:
+    env = _child_env()
+    if req.backend == "torch_npu":
+        say(f"profiling with torch_npu: {len(req.metrics)} run(s), one per metric group")
+        return profile_groups(tmp / "collect", tmp, job_base, list(req.metrics), req.warmup, req.repeat,
+                              req.timeout, env=env)
+    if not kernel_name:
+        raise TilescopeError("cannot tell the kernel's entry symbol for msprof op --kernel-name")
+    say(f"profiling with msprof op ({','.join(req.metrics)})")
+    return profile_msprof_op(tmp / "collect", tmp, job_base, list(req.metrics), kernel_name, req.warmup,
+                             req.repeat, req.timeout, req.replay_mode, env=env)
+
+
+def _report_check(result: dict[str, Any], say: Log) -> None:
+    status = result.get("status")
+    if status in ("pass", "fail"):
+        say(f"correctness: {status} (max abs err {result.get('max_abs_err')}, "
+            f"max rel err {result.get('max_rel_err')}, tolerance {result.get('tolerance')})")
+        if status == "fail":
+            say("warning: the kernel's result differs from the reference; profiling it anyway")
+    else:
+        say(f"correctness: {status} ({result.get('reason')})")
