@@ -1,0 +1,101 @@
+"""`tilescope info PATH`: what a profile holds — format, producer, metric groups, device, chip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from analyzer.errors import UsageError
+from analyzer.metrics import profile_summary
+from analyzer.profile import Profile
+
+
+def profile_info(pr: Profile) -> dict[str, Any]:
+    """JSON-serialisable description of one loaded profile."""
+    d = pr.device
+    tl = pr.timeline
+    return {
+        "path": str(pr.source.path),
+        "format": pr.source.format,
+        "producer": pr.source.producer,
+        "metric_groups": list(pr.source.metric_groups),
+        "rank": pr.rank,
+        "device": {
+            "device_id": d.device_id, "model_name": d.model_name, "ai_core_num": d.ai_core_num,
+            "aiv_num": d.aiv_num, "aic_frequency_mhz": d.aic_frequency_mhz,
+            "rated_frequency_mhz": d.rated_frequency_mhz, "cann_version": d.cann_version,
+        },
+        "chip": {
+            "name": pr.chip.name, "aic_count": pr.chip.aic_count, "aiv_count": pr.chip.aiv_count,
+            "clock_mhz": pr.chip.clock_mhz, "assumptions": list(pr.chip.assumptions),
+        },
+        "rows": {
+            "kernels": len(pr.kernels),
+            "blocks": None if pr.blocks is None else len(pr.blocks),
+            "launches": None if pr.launches is None else len(pr.launches),
+            "timeline_kernels": None if tl is None else len(tl.kernels),
+            "timeline_host_ops": None if tl is None else len(tl.host_ops),
+            "timeline_flows": None if tl is None else len(tl.flows),
+        },
+        "has_ir": pr.ir is not None,
+        "has_manifest": pr.manifest is not None,
+        "summary": profile_summary(pr),
+        "warnings": list(pr.warnings),
+        "files": [str(f) for f in pr.source.files],
+    }
+
+
+def _print_text(info: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    c = Console(highlight=False)
+    rank = f" (rank {info['rank']})" if info["rank"] is not None else ""
+    c.print(f"[bold]{escape(info['path'])}[/bold]{rank}")
+    c.print(f"  format        {info['format']}  (producer: {info['producer'] or 'unknown'})")
+    c.print(f"  metric groups {', '.join(info['metric_groups']) or 'none (no PMU columns)'}")
+    d = info["device"]
+    dev = ", ".join(f"{k}={v}" for k, v in d.items() if v is not None) or "not recorded"
+    c.print(f"  device        {escape(dev)}")
+    ch = info["chip"]
+    c.print(f"  chip          {escape(str(ch['name']))}: {ch['aic_count']} AIC / {ch['aiv_count']} AIV @ "
+            f"{ch['clock_mhz']} MHz")
+    for a in ch["assumptions"]:
+        c.print(f"                assumption: {escape(a)}")
+    rows = ", ".join(f"{k} {v}" for k, v in info["rows"].items() if v is not None)
+    c.print(f"  rows          {rows}")
+    s = info["summary"]
+    c.print(f"  device busy   {s['device_busy_us']:,.3f} µs over {s['kernel_count']} kernels")
+    for w in info["warnings"]:
+        c.print(f"  note          {escape(w)}")
+    c.print(f"  files read    {len(info['files'])}")
+    for f in info["files"]:
+        c.print(f"                {escape(f)}")
+
+
+def info_command(
+    path: Path = typer.Argument(..., help="Profiler output directory or file"),
+    fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
+    chip: str | None = typer.Option(None, "--chip", help="Chip name or chip TOML file"),
+) -> None:
+    """Describe a profile: format, producer, metric groups, ranks, device, chip, table sizes, files.
+
+    Example: tilescope info ./localhost_123_ascend_pt --format json
+    """
+    from analyzer.io.load import load_profiles
+
+    if fmt not in ("text", "json"):
+        raise UsageError(f"--format must be text or json, not {fmt!r}")
+    infos = [profile_info(pr) for pr in load_profiles(path, chip=chip, progress=True)]
+    if fmt == "json":
+        typer.echo(json.dumps(infos[0] if len(infos) == 1 else infos, indent=2, ensure_ascii=False))
+        return
+    for info in infos:
+        _print_text(info)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("info")(info_command)
