@@ -115,7 +115,8 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
     sql = (f"SELECT {', '.join(select)} FROM COMPUTE_TASK_INFO AS c "
            f"JOIN TASK AS t ON t.globalTaskId = c.globalTaskId {' '.join(joins)} ORDER BY t.startNs")
     k = pd.read_sql_query(sql, con)
-    k["duration_us"] = k.pop("duration_ns").astype("float64") / 1000.0
+    dur_ns = pd.to_numeric(k.pop("duration_ns"), errors="coerce").astype("Int64")
+    k["duration_us"] = dur_ns.astype("float64") / 1000.0
     for col in ("start_ns", "device_id", "stream_id", "task_id", "block_dim", "mix_block_dim", "context_id",
                 "model_id"):
         if col in k:
@@ -125,7 +126,7 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
     for col in _TEXT_COLUMNS.values():
         if col in k:
             k[col] = k[col].astype("str").str.strip('"').replace({"N/A": None, "NA": None, "": None})
-    k = _add_wait(k)
+    k = _add_wait(k, dur_ns)
     if "TASK_PMU_INFO" in tables:
         k = k.merge(_pmu_wide(con), left_on="global_task_id", right_index=True, how="left")
     for col in KERNEL_CONTRACT:
@@ -144,16 +145,19 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
     return SqliteData(k.reset_index(drop=True), model, cann, rank, [path], metric_groups_of(list(k.columns)))
 
 
-def _add_wait(k: pd.DataFrame) -> pd.DataFrame:
-    """wait_us = gap between the previous task's end and this start on the same device and stream."""
+def _add_wait(k: pd.DataFrame, dur_ns: pd.Series) -> pd.DataFrame:
+    """wait_us = gap between the previous task's end and this start on the same device and stream.
+
+    Integer ns arithmetic: float64 cannot subtract two epoch-ns values exactly.
+    """
     if not len(k):
         k["wait_us"] = pd.Series(dtype="float64")
         return k
     keys = [c for c in ("device_id", "stream_id") if c in k]
-    start = k["start_ns"].astype("float64")
-    end = start + k["duration_us"] * 1000.0
+    start = k["start_ns"].astype("Int64")
+    end = start + dur_ns
     prev_end = end.groupby([k[c] for c in keys], dropna=False).shift(1) if keys else end.shift(1)
-    k["wait_us"] = ((start - prev_end) / 1000.0).clip(lower=0.0)
+    k["wait_us"] = ((start - prev_end).astype("float64") / 1000.0).clip(lower=0.0)
     return k
 
 
