@@ -1,0 +1,182 @@
+"""`tilescope lint KERNEL.py[:FUNCTION[,F2...]]`: static diagnosis of a TileLang kernel before any NPU time."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from analyzer.errors import GateTrippedError, UsageError
+from analyzer.findings import Finding, Severity
+
+_SEV_STYLE = {"high": "bold #c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
+
+
+def _chip(name: str | None, config_chip: str | None) -> Any:
+    from analyzer.chips import resolve_chip
+
+    return resolve_chip(name or config_chip or "910B2")
+
+
+def _loc_text(f: Finding) -> str:
+    parts = []
+    for loc in f.locations:
+        if loc.line is None:
+            continue
+        short = Path(loc.file).name if loc.stage == "source" else loc.file
+        parts.append(f"{short}:{loc.line}")
+    return " ".join(dict.fromkeys(parts))
+
+
+def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> None:
+    from rich.console import Console
+
+    con = Console(highlight=False, soft_wrap=True)
+    names = ", ".join(k["name"] for k in ir["kernels"])
+    con.print(f"[bold]{ir['kernel_file']}[/]:{ir['function']}  kernels: {names}  chip: {chip_name}  "
+              f"lowered: {'yes' if ir['lowered'] else 'NO'}")
+    for k in ir["kernels"]:
+        fps = k.get("footprint", {})
+        if fps:
+            con.print("  " + k["name"] + ": " + "  ".join(
+                f"{hw} {fp['bytes']}/{fp['capacity_bytes']} B" for hw, fp in fps.items()))
+    for f in findings:
+        # Linter-style: one line per finding, then where it points (wide tables fold badly in CI logs).
+        con.print(f"[{_SEV_STYLE[f.severity.value]}]{f.severity.value:<6}[/] {f.code} {f.slug} "
+                  f"[{', '.join(f.kernels)}] {f.message}", markup=True)
+        where = _loc_text(f)
+        if where:
+            con.print(f"       at {where}")
+    counts = {s.value: sum(1 for f in findings if f.severity == s) for s in Severity}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    con.print(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
+              + (f": {summary}" if summary else "") + " (static: no device time, est. saving 0 µs)")
+
+
+def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]]) -> None:
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"sweep": rows}, indent=1, default=str) + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    scopes = [hw for hw in ("UB", "L1", "L0A", "L0B", "L0C") if any(hw in r["footprint"] for r in rows)]
+    t = Table(show_header=True, header_style="bold")
+    for col in (*grid, *scopes, "fits", "waste %", "est. Cube occ.", "findings"):
+        t.add_column(col)
+    for r in rows:
+        cells = [str(r["params"].get(k)) for k in grid]
+        for hw in scopes:
+            fp = r["footprint"].get(hw)
+            cells.append("" if fp is None else (f"{fp['bytes']}" if fp["fits"] else f"[red]{fp['bytes']}[/]"))
+        cells.append("yes" if r["fits"] else f"no: {'; '.join(r['why_not'])[:80]}")
+        cells.append("" if r.get("waste_pct") is None else f"{r['waste_pct']:.1f}")
+        cells.append("" if r.get("occupancy") is None else f"{r['occupancy']:.2f}")
+        cells.append(",".join(r["findings"]))
+        t.add_row(*cells)
+    Console(highlight=False).print(t)
+
+
+def lint(
+    kernel: str = typer.Argument(..., help="KERNEL.py[:FUNCTION[,F2,...]] — a builder, a @tilelang.jit kernel "
+                                           "or several PrimFuncs of a chain."),
+    param: list[str] = typer.Option([], "--param", "-p", help="NAME=VALUE (Python literal, else string); repeatable."),
+    chip: str | None = typer.Option(None, "--chip", help="Chip name (910B2, 950, ...) or a chip TOML file."),
+    fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
+    out: Path | None = typer.Option(None, "--out", help="Write BUNDLE/ir/ and BUNDLE/manifest.json."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --out bundle."),
+    fail_on: str | None = typer.Option(None, "--fail-on", help="Exit 1 if a finding of this severity or higher: "
+                                                                 "high, medium or low."),
+    sweep: list[str] = typer.Option([], "--sweep", help="NAME=V1,V2,... ; repeatable: lower every combination."),
+    config: Path | None = typer.Option(None, "--config", help="tilescope.toml / pyproject.toml to read."),
+) -> None:
+    """Lower a TileLang kernel for Ascend and report static problems (capacity, fractals, precision, pipelining).
+
+    Example: tilescope lint sample_traces/kernels/matmul.py:matmul --param block_M=100 --param accum_dtype=float16
+    """
+    from analyzer.config import load_config
+    from analyzer.ir.capture import import_tilelang, parse_param
+
+    if fmt not in ("text", "json"):
+        raise UsageError(f"--format {fmt!r}: expected text or json")
+    if fail_on is not None and fail_on not in ("high", "medium", "low"):
+        raise UsageError(f"--fail-on {fail_on!r}: expected high, medium or low")
+    cfg = load_config(config)
+    params = dict(parse_param(p) for p in param)
+    spec = _chip(chip, cfg.chip)
+    import_tilelang()  # exit 3 with the install hint before doing anything else
+    if sweep:
+        from analyzer.ir.sweep import parse_sweep, run_sweep
+
+        grid = parse_sweep(sweep)
+        rows = run_sweep(kernel, params, grid, spec)
+        _print_sweep(rows, fmt, grid)
+        return
+    findings = _lint_once(kernel, params, spec, cfg, fmt, out, force)
+    if fail_on is not None:
+        level = Severity(fail_on).rank
+        tripped = [f for f in findings if f.severity.rank >= level]
+        if tripped:
+            raise GateTrippedError(f"--fail-on {fail_on}: {len(tripped)} finding(s) at or above {fail_on}")
+
+
+def _lint_once(kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: str, out: Path | None,
+               force: bool) -> list[Finding]:
+    import pandas as pd
+
+    from analyzer.engine import run_rules
+    from analyzer.ir.capture import capture_ir
+    from analyzer.profile import Profile, SourceInfo
+
+    cap = capture_ir(kernel, params, spec)
+    profile = Profile(source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(), chip=spec,
+                      ir=cap.ir)
+    result = run_rules(profile, cfg, kinds=("static",))
+    findings = sorted(result.findings + result.errors, key=lambda f: (-f.severity.rank, f.code))
+    if out is not None:
+        _write_bundle(cap, out, force)
+    if fmt == "json":
+        doc = {
+            "schema_version": "1.0",
+            "kernel_file": str(cap.kernel_file),
+            "function": cap.function,
+            "params": cap.ir["params"],
+            "chip": spec.name,
+            "lowered": cap.ok,
+            "kernels": [{"name": k["name"], "entry": k["entry"], "footprint": k.get("footprint", {}),
+                         "failure": k.get("failure")} for k in cap.ir["kernels"]],
+            "findings": [f.to_dict() for f in findings],
+            "skipped": [s.to_dict() for s in result.skipped],
+            "timings": cap.ir.get("timings", {}),
+        }
+        sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
+    else:
+        _print_text(cap.ir, findings, spec.name)
+    return findings
+
+
+def _write_bundle(cap: Any, out: Path, force: bool) -> None:
+    from analyzer.atomic import atomic_dir
+    from analyzer.ir.capture import write_ir_dir
+
+    manifest = {
+        "kind": "tilescope-bundle",
+        "ir_only": True,
+        "kernel_file": str(cap.kernel_file),
+        "kernel_sha256": hashlib.sha256(cap.kernel_file.read_bytes()).hexdigest(),
+        "function": cap.function,
+        "params": cap.ir["params"],
+        "chip": cap.chip.name,
+        "versions": dict(cap.ir["tool"]),
+    }
+    with atomic_dir(out, force=force) as tmp:
+        write_ir_dir(cap, tmp / "ir")
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("lint")(lint)

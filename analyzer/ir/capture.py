@@ -1,0 +1,380 @@
+"""Build a TileLang kernel from a file, lower it for Ascend and record every IR stage.
+
+`capture_ir(kernel_ref, params, chip)` and `write_ir_dir(capture, dir)` are the API that
+`tilescope lint` and `tilescope collect` share. TileLang is imported inside functions only: the rest
+of tilescope works without it.
+
+kernel_ref: `path/to/kernel.py`, `path/to/kernel.py:builder` or `path/to/kernel.py:f1,f2,f3`. A
+builder may return one PrimFunc, a tuple/list of them or a dict name -> PrimFunc (an unfused chain
+of kernels); a `@tilelang.jit` kernel is built with `get_tir(**params)`.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import importlib.util
+import inspect
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from analyzer.chips import ChipSpec
+from analyzer.errors import MissingComponentError, UsageError
+
+INSTALL_HINT = "install the tilelang extra: pip install torch==2.13.0 && pip install 'tilescope[tilelang]'"
+
+# Passes after which the IR is recorded (stage name -> pass name); "final" is the lowered device module.
+STAGE_PASSES = {
+    "layout_inference": "tl.AscendLayoutInference",
+    "auto_schedule": "tl.AutoSchedule",
+    "multi_buffer": "tl.MaterializeMultiBuffer",
+}
+
+# Example: Z3 loop scheduling failed: scope "shared.l1" capacity 524288 is insufficient for minimum
+#          buffer usage 786432. Try using T.annotate_unlimit_memory("shared.l1") or reduce buffer sizes.
+CAPACITY_RE = re.compile(
+    r'scope "(?P<scope>[\w.]+)" capacity (?P<capacity>\d+) is insufficient for minimum buffer usage '
+    r"(?P<required>\d+)"
+)
+
+
+@dataclass
+class KernelCapture:
+    """One PrimFunc: its texts per stage and what the walker read."""
+
+    name: str  # PrimFunc name (global_symbol)
+    label: str  # how the user selected it (function name, tuple index or dict key)
+    stages: dict[str, str] = field(default_factory=dict)  # stage -> text ("tvmscript", ..., "ascendc")
+    walked: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, int] = field(default_factory=dict)
+    lowered_allocations: list[dict[str, Any]] = field(default_factory=list)
+    failure: dict[str, Any] | None = None
+    lower_seconds: float = 0.0
+
+
+@dataclass
+class IRCapture:
+    kernel_file: Path
+    function: str
+    params: dict[str, Any]
+    chip: ChipSpec
+    kernels: list[KernelCapture]
+    ir: dict[str, Any]  # the ir.json document
+    tilelang_version: str
+    sha256: str
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(k.failure is None for k in self.kernels)
+
+
+def import_tilelang() -> ModuleType:
+    """Import tilelang hermetically (no shared kernel cache), or raise MissingComponentError (exit 3)."""
+    os.environ.setdefault("TILELANG_DISABLE_CACHE", "1")
+    os.environ.setdefault("TILELANG_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"tilescope-tl-{os.getpid()}"))
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            import tilelang
+    except Exception as exc:  # ImportError, or torch missing underneath
+        raise MissingComponentError(f"TileLang is not importable ({type(exc).__name__}: {exc}); "
+                                    f"{INSTALL_HINT}") from exc
+    # tilelang logs INFO lines; machine formats on stdout must stay clean.
+    for name in ("tilelang", "TileLang"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return tilelang
+
+
+def parse_kernel_ref(kernel_ref: str) -> tuple[Path, list[str]]:
+    """`file.py[:f1[,f2...]]` -> (path, names). Windows drive letters are not supported."""
+    path_s, _, funcs = kernel_ref.partition(":")
+    path = Path(path_s)
+    if not path.is_file():
+        raise UsageError(f"{path}: kernel file not found")
+    names = [f.strip() for f in funcs.split(",") if f.strip()] if funcs else []
+    return path, names
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """`NAME=VALUE`: VALUE as a Python literal (ast.literal_eval), else as a string."""
+    name, sep, raw = text.partition("=")
+    if not sep or not name.strip().isidentifier():
+        raise UsageError(f"--param {text!r}: expected NAME=VALUE")
+    try:
+        value: Any = ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError):
+        value = raw.strip()
+    return name.strip(), value
+
+
+def _load_module(path: Path) -> ModuleType:
+    mod_name = f"tilescope_kernel_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path}: cannot import")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = mod  # @T.prim_func reads the source through inspect
+    parent = str(path.resolve().parent)
+    added = parent not in sys.path
+    if added:
+        sys.path.insert(0, parent)  # kernels may import their siblings
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            spec.loader.exec_module(mod)
+    except Exception as exc:
+        raise UsageError(f"{path}: importing the kernel file failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if added:
+            sys.path.remove(parent)
+    return mod
+
+
+def candidates(tree: ast.Module) -> list[str]:
+    """Public top-level builders (a def containing a `@T.prim_func`) and `@tilelang.jit`/prim_func defs."""
+    out = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+            continue
+        decos = [ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list]
+        if any(d.endswith(("jit", "prim_func")) for d in decos):
+            out.append(node.name)
+            continue
+        nested = any(isinstance(n, ast.FunctionDef) and n is not node and any(
+            ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith("prim_func") for d in n.decorator_list)
+            for n in ast.walk(node))
+        if nested:
+            out.append(node.name)
+    return out
+
+
+def _accepted(fn: Any, params: dict[str, Any]) -> dict[str, Any]:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return dict(params)
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return dict(params)
+    return {k: v for k, v in params.items() if k in sig.parameters}
+
+
+def _flatten(label: str, obj: Any, prim_func_type: type) -> list[tuple[str, Any]]:
+    if isinstance(obj, prim_func_type):
+        return [(label, obj)]
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() for x in _flatten(str(k), v, prim_func_type)]
+    if isinstance(obj, (list, tuple)):
+        return [x for i, v in enumerate(obj) for x in _flatten(f"{label}[{i}]", v, prim_func_type)]
+    raise UsageError(f"{label} returned {type(obj).__name__}, not a T.prim_func (or a tuple/dict of them)")
+
+
+def build_primfuncs(mod: ModuleType, names: list[str], params: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Call each builder / jit kernel with the parameters it accepts; unknown parameters are an error."""
+    from tvm import tirx  # noqa: PLC0415 - tilelang is imported by now
+
+    built: list[tuple[str, Any]] = []
+    used: set[str] = set()
+    for name in names:
+        obj = getattr(mod, name, None)
+        if obj is None:
+            raise UsageError(f"{name!r} is not defined in {mod.__file__}")
+        if isinstance(obj, tirx.PrimFunc):
+            built.append((name, obj))
+            continue
+        if hasattr(obj, "get_tir"):  # eager @tilelang.jit kernel: shapes bound by get_tir
+            target = getattr(obj, "func", None) or getattr(obj, "orig_func", None) or obj
+            kw = _accepted(target, params) if target is not obj else dict(params)
+            used.update(kw)
+            with contextlib.redirect_stdout(sys.stderr):
+                built.extend(_flatten(name, obj.get_tir(**kw), tirx.PrimFunc))
+            continue
+        if not callable(obj):
+            raise UsageError(f"{name!r} is neither a builder function nor a @tilelang.jit kernel")
+        kw = _accepted(obj, params)
+        used.update(kw)
+        with contextlib.redirect_stdout(sys.stderr):
+            built.extend(_flatten(name, obj(**kw), tirx.PrimFunc))
+    unknown = sorted(set(params) - used)
+    if unknown:
+        accepted = sorted({p for n in names for p in _param_names(getattr(mod, n, None))})
+        raise UsageError(f"unknown --param {', '.join(unknown)}; {', '.join(names)} accept: {', '.join(accepted)}")
+    return built
+
+
+def _param_names(fn: Any) -> list[str]:
+    try:
+        return list(inspect.signature(getattr(fn, "func", fn)).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+@contextlib.contextmanager
+def _captured_fd2() -> Iterator[list[str]]:
+    """Route native stderr (TVM's `[hh:mm:ss] : Fatal: ...` lines) to a buffer we can quote."""
+    out: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield out
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            out.append(tmp.read().decode("utf-8", "replace"))
+
+
+def classify_failure(exc: BaseException, stage: str, last_pass: str | None) -> dict[str, Any]:
+    """A lowering/build exception as a finding-ready dict (numbers parsed from the capacity message)."""
+    from analyzer.ir.scopes import ASCEND_0115, hardware_for
+
+    text = str(exc)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    m = CAPACITY_RE.search(text)
+    msg = next((ln for ln in reversed(lines) if "capacity" in ln), None) if m else None
+    if msg is None:
+        msg = next((ln for ln in reversed(lines) if "Check failed" in ln or "Error" in ln), lines[-1] if lines else "")
+    failure: dict[str, Any] = {
+        "stage": stage,
+        "pass": last_pass,
+        "kind": "capacity" if m else ("internal" if type(exc).__name__ == "InternalError" else "exception"),
+        "exception": type(exc).__name__,
+        "message": msg[:1000],
+    }
+    if m:
+        scope = m.group("scope")
+        # The scheduler names UB "shared" although UB tiles are allocated as shared.dyn.
+        failure.update(scope=scope, hardware=hardware_for(scope, ASCEND_0115),
+                       capacity_bytes=int(m.group("capacity")), required_bytes=int(m.group("required")))
+    return failure
+
+
+def _lower(func: Any, kc: KernelCapture) -> Any:
+    import tilelang
+    import tvm
+    from tvm.target import Target
+
+    from analyzer.ir.walk import buffer_versions
+
+    wanted = {v: k for k, v in STAGE_PASSES.items()}
+
+    @tvm.instrument.pass_instrument
+    class _Keep:
+        """Script the module after each pass we record (do not assign self.name: it is a property)."""
+
+        def __init__(self) -> None:
+            self.last: str | None = None
+
+        def run_after_pass(self, mod: Any, info: Any) -> None:
+            self.last = str(info.name)
+            stage = wanted.get(self.last)
+            if stage is not None:
+                kc.stages[stage] = mod.script()
+                if stage == "auto_schedule":
+                    kc.versions = buffer_versions(mod)
+
+    keep = _Keep()
+    t0 = time.perf_counter()
+    try:
+        with _captured_fd2(), contextlib.redirect_stdout(sys.stderr), \
+                tvm.transform.PassContext(instruments=[keep]), Target("ascend"):
+            art = tilelang.lower(func, target="ascend")
+    except Exception as exc:  # InternalError (capacity), AssertionError, ValueError from tile ops
+        kc.failure = classify_failure(exc, "lower", keep.last)
+        return None
+    finally:
+        kc.lower_seconds = time.perf_counter() - t0
+    return art
+
+
+def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCapture:
+    """Build, lower and record one kernel file's PrimFunc(s); lowering failures are recorded, not raised."""
+    from analyzer.ir.model import assemble_ir_json
+    from analyzer.ir.walk import lowered_allocations, walk_primfunc
+
+    path, names = parse_kernel_ref(kernel_ref)
+    tilelang = import_tilelang()
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source, filename=str(path))
+    if not names:
+        found = candidates(tree)
+        if len(found) != 1:
+            listed = ", ".join(found) if found else "none"
+            raise UsageError(f"{path}: pick a function with {path}:NAME (candidates: {listed})")
+        names = found
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    mod = _load_module(path)
+    kernels: list[KernelCapture] = []
+    try:
+        built = build_primfuncs(mod, names, params)
+    except UsageError:
+        raise
+    except Exception as exc:  # the builder itself raised (e.g. a T.gemm shape assertion)
+        kc = KernelCapture(name=names[0], label=",".join(names))
+        kc.failure = classify_failure(exc, "build", None)
+        built = []
+        kernels.append(kc)
+    timings["build_s"] = time.perf_counter() - t0
+    lower_s = walk_s = 0.0
+    for label, func in built:
+        name = str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else label
+        kc = KernelCapture(name=name, label=label)
+        kc.stages["tvmscript"] = func.script()
+        t1 = time.perf_counter()
+        kc.walked = walk_primfunc(func)
+        walk_s += time.perf_counter() - t1
+        art = _lower(func, kc)
+        lower_s += kc.lower_seconds
+        if art is not None:
+            kc.stages["final"] = art.device_mod.script()
+            kc.stages["ascendc"] = art.kernel_source
+            kc.lowered_allocations = lowered_allocations(art.device_mod, kc.walked["dialect"])
+        kernels.append(kc)
+    timings["lower_s"] = lower_s
+    t2 = time.perf_counter()
+    sha = hashlib.sha256(source.encode("utf-8")).hexdigest()
+    version = str(getattr(tilelang, "__version__", "unknown"))
+    ir = assemble_ir_json(path, ",".join(names), params, chip, kernels, tree, version, sha)
+    timings["analyse_s"] = time.perf_counter() - t2 + walk_s
+    ir["timings"] = {k: round(v, 4) for k, v in timings.items()}
+    return IRCapture(kernel_file=path, function=",".join(names), params=dict(params), chip=chip, kernels=kernels,
+                     ir=ir, tilelang_version=version, sha256=sha, timings=timings)
+
+
+STAGE_FILES = {"tvmscript": "tvmscript.py", "layout_inference": "layout_inference.py",
+               "auto_schedule": "auto_schedule.py", "multi_buffer": "multi_buffer.py", "final": "final.py",
+               "ascendc": "kernel.cpp"}
+
+
+def stage_file(kernel_name: str, stage: str, several: bool) -> str:
+    """Path of a stage text inside ir/: plain names for one kernel, `<kernel>/...` for a chain."""
+    base = STAGE_FILES[stage]
+    return f"{kernel_name}/{base}" if several else base
+
+
+def write_ir_dir(capture: IRCapture, directory: str | Path) -> Path:
+    """Write ir.json and the stage texts (tvmscript.py, <stage>.py, kernel.cpp) into `directory`."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    several = len(capture.kernels) > 1
+    for kc in capture.kernels:
+        for stage, text in kc.stages.items():
+            target = d / stage_file(kc.name, stage, several)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+    (d / "ir.json").write_text(json.dumps(capture.ir, indent=1, sort_keys=False, default=str) + "\n",
+                               encoding="utf-8")
+    return d

@@ -1,0 +1,152 @@
+"""The ir.json document: assembly from captured kernels, schema and validation.
+
+Versioned by `schema_version` (major.minor: a minor bump only adds optional fields). The JSON Schema
+is `analyzer/ir/schema/ir.schema.json`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from analyzer.chips import ChipSpec
+from analyzer.ir.footprint import annotate_allocations, clamp_total_k, footprints
+from analyzer.ir.linemap import build_line_map, find_kernel_def, map_kernel
+
+if TYPE_CHECKING:
+    from analyzer.ir.capture import KernelCapture
+
+SCHEMA_VERSION = "1.0"
+SCHEMA_PATH = Path(__file__).parent / "schema" / "ir.schema.json"
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _tilescope_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("tilescope")
+    except Exception:  # not installed as a distribution (a checkout on sys.path)
+        return "0.1.0"
+
+
+def entry_name(prim_func_name: str) -> str:
+    """TileLang names the device entry `{prim_func}_kernel`."""
+    return f"{prim_func_name}_kernel"
+
+
+def assemble_ir_json(path: Path, function: str, params: dict[str, Any], chip: ChipSpec,
+                     kernels: list[KernelCapture], tree: ast.Module, tilelang_version: str,
+                     sha256: str) -> dict[str, Any]:
+    from analyzer.ir.capture import STAGE_PASSES, stage_file
+
+    several = len(kernels) > 1
+    out_kernels: list[dict[str, Any]] = []
+    line_map: list[dict[str, Any]] = []
+    dialect = None
+    tvm_module = None
+    for kc in kernels:
+        entry = entry_name(kc.name)
+        rec: dict[str, Any] = {"name": kc.name, "entry": entry, "label": kc.label, "failure": kc.failure,
+                               "lower_seconds": round(kc.lower_seconds, 4)}
+        rec["stages"] = [
+            {"name": s, "file": stage_file(kc.name, s, several), "pass": STAGE_PASSES.get(s),
+             "lines": len(kc.stages[s].splitlines())}
+            for s in ("tvmscript", *STAGE_PASSES, "final", "ascendc") if s in kc.stages
+        ]
+        w = kc.walked
+        if w:
+            dialect = dialect or w["dialect"]
+            tvm_module = tvm_module or w["tvm_module"]
+            annotate_allocations(w, kc.versions)
+            clamp_total_k(w)
+            map_kernel(w, find_kernel_def(tree, kc.name), kc.stages.get("tvmscript", ""), kc.stages.get("ascendc"),
+                       entry)
+            for r in w["reduces"]:
+                r["kind"] = (r["kind"] or "").strip('"')
+            rec.update({
+                "dialect": w["dialect"],
+                "grid": w["grid"],
+                "source_def_line": w.get("source_def_line"),
+                "gm_tensors": w["gm_tensors"],
+                "allocations": w["allocations"],
+                "versions": kc.versions,
+                "lowered_allocations": kc.lowered_allocations,
+                "footprint": footprints(w, kc.lowered_allocations, chip),
+                "loops": w["loops"],
+                "gemms": w["gemms"],
+                "copies": w["copies"],
+                "elementwise": w["elementwise"],
+                "reduces": w["reduces"],
+                "fills": w["fills"],
+                "gm_reads": sorted({c["src"] for c in w["copies"] if c["src_level"] == "GM"}),
+                "gm_writes": sorted({c["dst"] for c in w["copies"] if c["dst_level"] == "GM"}),
+            })
+            rec["core_type"] = _core_type(w)
+            line_map.extend(build_line_map(w, kc.name))
+        else:
+            kdef = find_kernel_def(tree, function.split(",")[0])
+            rec["source_def_line"] = kdef.lineno if kdef is not None else None
+        out_kernels.append(rec)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"tilescope": _tilescope_version(), "tilelang": tilelang_version},
+        "kernel_file": str(path),
+        "kernel_sha256": sha256,
+        "function": function,
+        "params": {k: _jsonable(v) for k, v in params.items()},
+        "chip": chip.name,
+        "dialect": dialect,
+        "tvm_module": tvm_module,
+        "lowered": all(k.failure is None for k in kernels),
+        "kernels": out_kernels,
+        "line_map": line_map,
+        "line_map_notes": (
+            "source lines come from the kernel file's AST (allocations, T.copy/T.gemm/T.reduce calls, "
+            "loops), matched to IR records by buffer names in order; Ascend C lines by intrinsic family "
+            "plus GM tensor name; merged on-chip buffers map by order; Python-unrolled ops share one line."
+        ),
+    }
+
+
+def _core_type(w: dict[str, Any]) -> str:
+    cube = bool(w["gemms"])
+    vector = bool(w["elementwise"] or w["reduces"]) or any(a["hardware"] == "UB" for a in w["allocations"])
+    return "mix" if cube and vector else ("cube" if cube else ("vector" if vector else "unknown"))
+
+
+@cache
+def load_schema() -> dict[str, Any]:
+    return dict(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+
+
+def validate_ir(doc: dict[str, Any]) -> None:
+    """Raise jsonschema.ValidationError when `doc` does not follow ir.schema.json."""
+    import jsonschema
+
+    jsonschema.validate(doc, load_schema())
+
+
+def find_kernel(ir: dict[str, Any], kernel_name: str) -> dict[str, Any] | None:
+    """The ir.json kernel a profiler row belongs to: `{prim_func}_kernel`, plus `_mix_aic`/`_mix_aiv`."""
+    name = kernel_name
+    for suffix in ("_mix_aic", "_mix_aiv"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    for k in ir.get("kernels", []):
+        if name in (k["entry"], k["name"]):
+            return dict(k)
+    for k in ir.get("kernels", []):  # profilers may decorate further (e.g. prefixes); last resort
+        if k["entry"] in name:
+            return dict(k)
+    return None

@@ -1,0 +1,47 @@
+"""Helpers the static rules (rules/ts5*_*.py) share: locations and iteration over ir.json kernels."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from analyzer.findings import Location
+
+
+def _stage_file(kernel: dict[str, Any], stage: str) -> str | None:
+    for s in kernel.get("stages", []):
+        if s["name"] == stage:
+            return f"ir/{s['file']}"
+    return None
+
+
+def locations(ir: dict[str, Any], kernel: dict[str, Any], rec: dict[str, Any] | None, label: str = ""
+              ) -> tuple[Location, ...]:
+    """Kernel source line + TVMScript line + Ascend C line(s) of one IR record (or the kernel def)."""
+    out: list[Location] = []
+    src_line = (rec or {}).get("source_line") or kernel.get("source_def_line")
+    out.append(Location(file=ir.get("kernel_file", ""), line=src_line, stage="source", label=label))
+    ts = (rec or {}).get("tvmscript_line")
+    ts_file = _stage_file(kernel, "tvmscript")
+    if ts and ts_file:
+        out.append(Location(file=ts_file, line=ts, stage="tvmscript", label=label))
+    cc_file = _stage_file(kernel, "ascendc")
+    for line in ((rec or {}).get("ascendc_lines") or [])[:2]:
+        if cc_file:
+            out.append(Location(file=cc_file, line=line, stage="ascendc", label=label))
+    return tuple(out)
+
+
+def lowered_kernels(ir: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Kernels that were walked (built), whether or not the lowering succeeded."""
+    for k in ir.get("kernels", []):
+        if "allocations" in k:
+            yield k
+
+
+def alloc(kernel: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((a for a in kernel.get("allocations", []) if a["name"] == name), None)
+
+
+def fmt_kib(nbytes: int | float) -> str:
+    return f"{nbytes / 1024:.1f} KiB"

@@ -1,0 +1,116 @@
+"""`tilescope lint --sweep`: lower every parameter combination and rank them.
+
+Each combination is lowered in a worker process (a pool of 2, spawn start method: TVM's thread pools do
+not survive fork) that imports TileLang once. Rows hold per-scope footprints, whether the tiling fits
+(and why not), fractal waste and the estimated Cube occupancy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any
+
+from analyzer.chips import ChipSpec
+from analyzer.errors import UsageError
+from analyzer.ir.footprint import cube_occupancy, padding_waste, problem_shape
+
+
+def parse_sweep(specs: list[str]) -> dict[str, list[Any]]:
+    """`--sweep block_M=64,128` (repeatable) -> {"block_M": [64, 128]} (values as Python literals)."""
+    from analyzer.ir.capture import parse_param
+
+    grid: dict[str, list[Any]] = {}
+    for spec in specs:
+        name, _, raw = spec.partition("=")
+        if not raw:
+            raise UsageError(f"--sweep {spec!r}: expected NAME=V1,V2,...")
+        grid[name.strip()] = [parse_param(f"{name.strip()}={v}")[1] for v in raw.split(",") if v.strip()]
+    return grid
+
+
+def combinations(base: dict[str, Any], grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    keys = list(grid)
+    return [{**base, **dict(zip(keys, values, strict=True))} for values in itertools.product(*grid.values())]
+
+
+def summarise(ir: dict[str, Any], chip: ChipSpec, codes: list[str]) -> dict[str, Any]:
+    """One sweep row from an ir.json document and the static finding codes it produced."""
+    row: dict[str, Any] = {"lowered": ir["lowered"], "footprint": {}, "why_not": [], "findings": codes,
+                           "waste_pct": 0.0, "occupancy": None}
+    for k in ir["kernels"]:
+        f = k.get("failure")
+        if f:
+            row["why_not"].append(f"{f.get('hardware', '')} {f['message'][:120]}".strip())
+        for hw, fp in k.get("footprint", {}).items():
+            cur = row["footprint"].get(hw, {"bytes": 0, "capacity_bytes": chip.capacity(hw)})
+            cur["bytes"] = max(cur["bytes"], fp["bytes"])
+            row["footprint"][hw] = cur
+        for g in k.get("gemms", []):
+            if not all(isinstance(g[x], int) for x in ("m", "n", "k")):
+                continue
+            row["waste_pct"] = max(row["waste_pct"], padding_waste(g["m"], g["n"], g["k"], g["in_dtype"])["waste_pct"])
+            prob = problem_shape(k, g)
+            if prob is not None and row["occupancy"] is None:
+                versions = [a.get("versions", 1) for a in k["allocations"] if a["name"] in (g["a"], g["b"])]
+                occ = cube_occupancy(g["m"], g["n"], g["k"], prob[0], prob[1], g["in_dtype"], chip,
+                                     double_buffered=bool(versions) and min(versions) > 1)
+                row["occupancy"] = occ["occupancy"]
+    for hw, fp in row["footprint"].items():
+        fp["fits"] = fp["bytes"] <= fp["capacity_bytes"]
+        if not fp["fits"]:
+            row["why_not"].append(f"{hw} {fp['bytes']} B > {fp['capacity_bytes']} B")
+    row["fits"] = row["lowered"] and not row["why_not"]
+    return row
+
+
+def sweep_one(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> dict[str, Any]:
+    """Worker: capture one combination and run the static rules (top-level so spawn can pickle it)."""
+    import pandas as pd
+
+    from analyzer.engine import run_rules
+    from analyzer.ir.capture import capture_ir
+    from analyzer.profile import Profile, SourceInfo
+
+    cap = capture_ir(kernel_ref, params, chip)
+    prof = Profile(source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(), chip=chip, ir=cap.ir)
+    res = run_rules(prof, kinds=("static",))
+    row = summarise(cap.ir, chip, sorted({f.code for f in res.findings}))
+    row["params"] = {k: v for k, v in params.items()}
+    row["lower_s"] = round(cap.timings.get("lower_s", 0.0), 3)
+    return row
+
+
+def _init_worker() -> None:
+    from analyzer.ir.capture import import_tilelang
+
+    import_tilelang()
+
+
+def run_sweep(kernel_ref: str, base: dict[str, Any], grid: dict[str, list[Any]], chip: ChipSpec,
+              workers: int = 2, progress: bool = True) -> list[dict[str, Any]]:
+    """All combinations, best first: fitting rows by estimated occupancy, then the rest."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    combos = combinations(base, grid)
+    rows: list[dict[str, Any]] = []
+    console = Console(stderr=True)
+    ctx = multiprocessing.get_context("spawn")
+    with Progress(TextColumn("lowering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, disable=not (progress and console.is_terminal)) as bar, \
+            ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool:
+        task = bar.add_task("sweep", total=len(combos))
+        futures = {pool.submit(sweep_one, kernel_ref, p, chip): p for p in combos}
+        for fut in as_completed(futures):
+            p = futures[fut]
+            try:
+                rows.append(fut.result())
+            except Exception as exc:  # a bad combination (e.g. a builder assertion) is a row, not a crash
+                rows.append({"params": p, "lowered": False, "fits": False, "footprint": {}, "findings": [],
+                             "why_not": [f"{type(exc).__name__}: {str(exc)[:160]}"], "waste_pct": None,
+                             "occupancy": None})
+            bar.advance(task)
+    rows.sort(key=lambda r: (not r["fits"], -(r["occupancy"] or 0.0), r.get("waste_pct") or 0.0))
+    return rows
