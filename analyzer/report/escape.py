@@ -143,3 +143,13 @@ def _finite(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_finite(v) for v in value]
     return value
+
+
+def sarif_text(text: object, limit: int | None = 2000) -> str:
+    """Untrusted text for a SARIF `message.text`.
+
+    SARIF plain-text messages turn `[text](target)` into embedded links (SARIF 2.1.0 §3.11.6);
+    the spec's escape for literal brackets (and the backslash itself) is a backslash.
+    """
+    s = str(text) if limit is None else one_line(text, limit)
+    return s.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")

@@ -1,0 +1,205 @@
+"""`tilescope diff BASE HEAD`: what changed between two runs, and a regression gate."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from analyzer.atomic import write_text_atomic
+from analyzer.diff import DiffResult, KernelDelta, diff_paths
+from analyzer.errors import GateTrippedError, UsageError
+from analyzer.report.escape import md_code_span, md_text, one_line
+from analyzer.report.render_md import fmt_pct, fmt_us
+
+SHOWN_KERNELS = 15
+SHARE_LABELS = (("cube", "Cube"), ("vector", "Vector"), ("mte", "data movement (MTE)"))
+PIPE_LABELS = {"aic_cube_ratio": "Cube", "aiv_vec_ratio": "Vector", "aic_mte2_ratio": "MTE2 (AIC)",
+               "aiv_mte2_ratio": "MTE2 (AIV)", "aic_mte1_ratio": "MTE1", "aic_mte3_ratio": "MTE3 (AIC)",
+               "aiv_mte3_ratio": "MTE3 (AIV)", "aic_fixpipe_ratio": "FixPipe",
+               "aic_scalar_ratio": "Scalar (AIC)", "aiv_scalar_ratio": "Scalar (AIV)"}
+
+
+def _squeeze(text: str, width: int) -> str:
+    # Keep both ends: generated names share long prefixes and differ in their suffix or shapes.
+    if len(text) <= width:
+        return text
+    half = (width - 1) // 2
+    return text[:half] + "…" + text[-(width - 1 - half):]
+
+
+def _signed_us(v: float) -> str:
+    return ("+" if v > 0 else "−" if v < 0 else "±") + fmt_us(abs(v))
+
+
+def _signed_pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:+.1f} %".replace("-", "−")
+
+
+def _spread_text(d: KernelDelta, side: str) -> str:
+    s = d.base if side == "base" else d.head
+    if s is None:
+        return "–"
+    p = s.per_launch
+    if p.kind in ("one value", "unknown"):
+        return f"{fmt_us(p.median)} (n={p.n})"
+    return f"{fmt_us(p.median)} [{fmt_us(p.lo)}–{fmt_us(p.hi)}] (n={p.n})"
+
+
+def _total_line(r: DiffResult) -> str:
+    b, h = r.base_total, r.head_total
+    return (f"{fmt_us(b.median)} → {fmt_us(h.median)}  {_signed_us(h.median - b.median)} "
+            f"({_signed_pct(r.total_delta_pct)}), {r.total_verdict}; "
+            f"spread base {fmt_us(b.lo)}–{fmt_us(b.hi)}, head {fmt_us(h.lo)}–{fmt_us(h.hi)} over {b.kind}")
+
+
+def _finding_line(f: Mapping[str, Any], esc: Callable[[object], str]) -> str:
+    kernels = [str(k) for k in f.get("kernels", []) or []]
+    shown = " → ".join(kernels[:6]) + (f" (+{len(kernels) - 6})" if len(kernels) > 6 else "")
+    saving = fmt_us(f.get("est_saving_us"))
+    return (f"{esc(f.get('severity', ''))} {esc(f.get('code', '?'))} {esc(f.get('slug', ''))}: "
+            f"{esc(shown)} — est. {saving}")
+
+
+def kernel_label(d: KernelDelta, repeated: set[str]) -> str:
+    """The kernel's name, plus its input shapes when several rows share the name."""
+    s = d.head or d.base
+    if s is None or d.name not in repeated or not s.shapes:
+        return d.name
+    return f"{d.name} [{s.shapes}]"
+
+
+def _repeated_names(r: DiffResult) -> set[str]:
+    counts: dict[str, int] = {}
+    for d in r.kernels[:SHOWN_KERNELS]:
+        counts[d.name] = counts.get(d.name, 0) + 1
+    return {n for n, c in counts.items() if c > 1}
+
+
+def _kernel_groups(r: DiffResult) -> tuple[list[KernelDelta], list[KernelDelta], list[KernelDelta]]:
+    matched = [d for d in r.kernels if d.base is not None and d.head is not None]
+    removed = [d for d in r.kernels if d.verdict == "removed"]
+    added = [d for d in r.kernels if d.verdict == "added"]
+    return matched, removed, added
+
+
+def render_text(r: DiffResult) -> str:
+    esc = one_line  # drops control characters: a kernel name must not drive the terminal
+    matched, removed, added = _kernel_groups(r)
+    out = [f"tilescope diff: {esc(r.base_label)} → {esc(r.head_label)}",
+           f"device time per step: {_total_line(r)}"]
+    shares = ", ".join(f"{label} {fmt_pct(r.shares[k][0], 0)} → {fmt_pct(r.shares[k][1], 0)}"
+                       for k, label in SHARE_LABELS if r.shares[k] != (None, None))
+    if shares:
+        out.append(f"unit shares: {shares}")
+    out.append(f"kernels: {len(matched)} matched, {len(removed)} removed "
+               f"({_signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
+               f"({_signed_us(sum(d.head_per_step_us for d in added))} per step)")
+    out.append("")
+    out.append(f"{'kernel':<48} {'verdict':<17} {'Δ per step':>12} {'Δ median':>9}  "
+               "base → head median per launch [IQR]")
+    repeated = _repeated_names(r)
+    for d in r.kernels[:SHOWN_KERNELS]:
+        label = _squeeze(esc(kernel_label(d, repeated), None), 48)
+        out.append(f"{label:<48} {d.verdict:<17} {_signed_us(d.delta_us):>12} "
+                   f"{_signed_pct(d.median_delta_pct):>9}  "
+                   f"{_spread_text(d, 'base')} → {_spread_text(d, 'head')}")
+        for col, (a, b) in d.pipe_changes.items():
+            out.append(f"{'':<48}   {PIPE_LABELS.get(col, col)} {fmt_pct(a, 0)} → {fmt_pct(b, 0)}")
+    if len(r.kernels) > SHOWN_KERNELS:
+        out.append(f"… {len(r.kernels) - SHOWN_KERNELS} more kernels (--format json has all)")
+    out.append("")
+    out.append(f"findings: {len(r.resolved)} resolved, {len(r.new)} new, {r.persisting} persisting")
+    out += [f"  resolved {_finding_line(f, esc)}" for f in r.resolved]
+    out += [f"  new      {_finding_line(f, esc)}" for f in r.new]
+    out.append("")
+    out.append(_gate_line(r))
+    return "\n".join(out) + "\n"
+
+
+def _gate_line(r: DiffResult) -> str:
+    if not r.regressions:
+        return f"regression gate ({r.threshold_pct:g} %, noise-aware): passed"
+    return f"regression gate ({r.threshold_pct:g} %, noise-aware): TRIPPED — " + "; ".join(
+        one_line(x) for x in r.regressions)
+
+
+def render_md(r: DiffResult) -> str:
+    matched, removed, added = _kernel_groups(r)
+    icon = "❌" if r.regressions else "✅"
+    out = [f"## tilescope diff — {md_code_span(r.base_label, 100)} → {md_code_span(r.head_label, 100)}", "",
+           f"{icon} **Device time per step: {md_text(_total_line(r), None)}**", ""]
+    out += ["| unit share | base | head |", "|---|--:|--:|"]
+    out += [f"| {label} | {fmt_pct(r.shares[k][0])} | {fmt_pct(r.shares[k][1])} |"
+            for k, label in SHARE_LABELS]
+    out += ["", f"**Kernels:** {len(matched)} matched, {len(removed)} removed "
+            f"({_signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
+            f"({_signed_us(sum(d.head_per_step_us for d in added))} per step)", "",
+            "| kernel | op type | verdict | Δ per step | Δ median | base median [spread] "
+            "| head median [spread] | pipe changes |", "|---|---|---|--:|--:|--:|--:|---|"]
+    repeated = _repeated_names(r)
+    for d in r.kernels[:SHOWN_KERNELS]:
+        s = d.head or d.base
+        pipes = ", ".join(f"{PIPE_LABELS.get(c, c)} {fmt_pct(a, 0)} → {fmt_pct(b, 0)}"
+                          for c, (a, b) in d.pipe_changes.items())
+        out.append(f"| {md_code_span(kernel_label(d, repeated), 120)} | "
+                   f"{md_text(s.op_type if s else '', 40)} | {d.verdict} | "
+                   f"{_signed_us(d.delta_us)} | {_signed_pct(d.median_delta_pct)} | "
+                   f"{_spread_text(d, 'base')} | {_spread_text(d, 'head')} | {pipes} |")
+    if len(r.kernels) > SHOWN_KERNELS:
+        out.append(f"\n_{len(r.kernels) - SHOWN_KERNELS} more kernels in `--format json`._")
+    out += ["", f"**Findings:** {len(r.resolved)} resolved, {len(r.new)} new, {r.persisting} persisting", ""]
+    out += [f"- ✅ resolved {_finding_line(f, md_text)}" for f in r.resolved]
+    out += [f"- 🆕 new {_finding_line(f, md_text)}" for f in r.new]
+    out += ["", md_text(_gate_line(r), None)]
+    return "\n".join(out) + "\n"
+
+
+RENDERERS: dict[str, Callable[[DiffResult], str]] = {
+    "text": render_text,
+    "md": render_md,
+    "json": lambda r: json.dumps(r.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n",
+}
+
+
+_OUT_HELP = "Write here (atomically) instead of stdout."
+_GATE_HELP = "Exit 1 when device time or a top kernel's median is PCT % slower, beyond the spread."
+_CONFIG_HELP = "tilescope.toml / pyproject.toml with rule settings."
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("diff")
+    def diff_cmd(
+        base: Annotated[Path, typer.Argument(help="Base run: profiler directory, bundle, or JSON report.")],
+        head: Annotated[Path, typer.Argument(help="Head run (the change under review).")],
+        fmt: Annotated[str, typer.Option("--format", "-f", help="text, md or json.")] = "text",
+        output: Annotated[Path | None, typer.Option("-o", "--output", help=_OUT_HELP)] = None,
+        fail_on_regression: Annotated[float | None, typer.Option(
+            "--fail-on-regression", metavar="PCT", help=_GATE_HELP)] = None,
+        chip: Annotated[str | None, typer.Option("--chip", help="Chip name or TOML file.")] = None,
+        config: Annotated[str | None, typer.Option("--config", help=_CONFIG_HELP)] = None,
+    ) -> None:
+        """Compare two runs: device time, kernels, pipes and findings.
+
+        Example: tilescope diff runs/fa-v1 runs/fa-v2 --format md -o diff.md --fail-on-regression 5
+        """
+        if fmt not in RENDERERS:
+            raise UsageError(f"--format {fmt!r}: choose one of {', '.join(RENDERERS)}")
+        if fail_on_regression is not None and fail_on_regression < 0:
+            raise UsageError("--fail-on-regression must be a percentage >= 0")
+        threshold = 5.0 if fail_on_regression is None else fail_on_regression
+        for p in (base, head):
+            if not p.exists():
+                raise UsageError(f"{p}: no such file or directory")
+        result = diff_paths(base, head, threshold, chip, config)
+        text = RENDERERS[fmt](result)  # rendered in full before anything is written
+        if output is not None:
+            write_text_atomic(output, text)
+        else:
+            typer.echo(text, nl=False)
+        if fail_on_regression is not None and result.regressions:
+            reasons = "; ".join(one_line(x) for x in result.regressions)
+            raise GateTrippedError(f"regression gate tripped: {reasons}")

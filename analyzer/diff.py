@@ -1,0 +1,380 @@
+"""Compare two runs (profiles, bundles or saved JSON reports): time, pipes and findings.
+
+Kernels are matched across runs by a normalised name, op type and input shapes, loosening the
+key step by step when generated names changed. Times are MEDIANS over launches (or over steps,
+for the total) with their spread, and a change counts as a regression only when it is beyond the
+threshold AND the two spreads do not overlap: launch-to-launch noise is not a regression.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.errors import UsageError
+from analyzer.report.charts import PIPE_SERIES, num, report_findings, report_kernels, report_summary
+
+DIFF_SCHEMA_VERSION = "1"
+TOP_KERNELS = 10  # the gate watches the base run's top kernels by device time
+PIPE_CHANGE_MIN = 0.05  # pipe-ratio changes smaller than 5 points are not reported
+
+# Example: "flash_attn_fwd_kernel_mix_aic_3f2a9c1b" -> "flash_attn_fwd"; "hcom_allReduce__123_0_1" ->
+# "hcom_allReduce"; "MatMul_17" -> "MatMul". Hash suffixes need a digit so words like "_facade"
+# survive.
+_SUFFIXES = (
+    re.compile(r"_(?=[0-9a-f]*\d)[0-9a-f]{6,}$", re.IGNORECASE),  # build hash
+    re.compile(r"_mix_ai[cv]$", re.IGNORECASE),  # the Cube / Vector halves of a MIX kernel
+    re.compile(r"_\d+$"),  # instance / launch counter
+    re.compile(r"_kernel$"),  # TileLang's generated entry name
+    re.compile(r"_+$"),
+)
+
+
+def normalise_kernel_name(name: str) -> str:
+    """A kernel name without the generated suffixes that change between builds."""
+    prev = None
+    out = str(name).strip()
+    while prev != out:
+        prev = out
+        for pat in _SUFFIXES:
+            stripped = pat.sub("", out)
+            out = stripped or out  # never reduce a name to nothing
+    return out
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A median with its spread: IQR over launches, or min-max over steps."""
+
+    median: float
+    lo: float
+    hi: float
+    n: int
+    kind: str  # "launches (IQR)", "steps (min-max)", "one value", "unknown"
+
+    def overlaps(self, other: Spread) -> bool:
+        return self.lo <= other.hi and other.lo <= self.hi
+
+
+@dataclass
+class KernelStats:
+    key: tuple[str, str, str]  # normalised name, op type, input shapes
+    name: str  # as the run spells it
+    op_type: str
+    shapes: str
+    launches: int
+    total_us: float
+    per_launch: Spread
+    ratios: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RunData:
+    label: str
+    total: Spread  # device time per step
+    steps: int
+    kernels: dict[tuple[str, str, str], KernelStats]
+    shares: dict[str, float | None]
+    findings: list[dict[str, Any]]
+
+
+# ---------------------------------------------------------------- loading a run
+
+def analyse_path(path: str | Path, chip: str | None = None, config_path: str | None = None) -> dict[str, Any]:
+    """The report dict for a profile/bundle path (or a saved JSON report, read as is)."""
+    p = Path(path)
+    if p.is_file() and p.suffix.lower() == ".json":
+        return load_report_json(p)
+    from analyzer.analysis import analyze
+    from analyzer.config import load_config
+    from analyzer.io.load import load_profile
+
+    profile = load_profile(p, chip=chip)
+    result = analyze(profile, load_config(config_path))
+    try:
+        from analyzer.report.data import build_report  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # the JSON report module is not installed yet: keep what diff needs
+        build_report = None
+    report: dict[str, Any] = (build_report(profile, result) if build_report is not None else
+                              {"findings": [f.to_dict() for f in result.findings]})
+    report["_profile"] = profile  # diff prefers per-launch data; stripped before any output
+    return report
+
+
+def load_report_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: not a readable JSON report ({exc})") from exc
+    if not isinstance(data, dict) or "findings" not in data:
+        raise UsageError(f"{path}: not a tilescope JSON report (no 'findings')")
+    return data
+
+
+def run_from_report(report: Mapping[str, Any], label: str) -> RunData:
+    """Per-kernel stats from the profile when the report carries it, else from the report's table."""
+    profile = report.get("_profile")
+    if profile is not None:
+        return _run_from_kernels(profile.kernels, report_findings(report), label)
+    return _run_from_summary(report, label)
+
+
+def _run_from_kernels(k: pd.DataFrame, findings: list[dict[str, Any]], label: str) -> RunData:
+    if len(k) == 0 or "duration_us" not in k:
+        raise UsageError(f"{label}: the profile has no kernel durations to compare")
+    dur = k["duration_us"].astype("float64").fillna(0.0)
+    steps_col = k["step_id"] if "step_id" in k else pd.Series(np.nan, index=k.index)
+    step_ids = steps_col.dropna().unique()
+    steps = max(1, len(step_ids))
+    frame = pd.DataFrame({
+        "norm": k["name"].astype("str").map(normalise_kernel_name),
+        "name": k["name"].astype("str"),
+        "op": k["op_type"].astype("str").fillna("") if "op_type" in k else "",
+        "shapes": k["input_shapes"].astype("str").fillna("") if "input_shapes" in k else "",
+        "d": dur,
+    })
+    frame = frame.replace({"op": {"nan": "", "None": ""}, "shapes": {"nan": "", "None": ""}})
+    ratio_cols = [c for c, _, _ in PIPE_SERIES if c in k]
+    for c in ratio_cols:
+        frame[c] = k[c].astype("float64")
+    kernels: dict[tuple[str, str, str], KernelStats] = {}
+    for key, g in frame.groupby(["norm", "op", "shapes"], sort=False):
+        d = g["d"].to_numpy()
+        ratios = {}
+        for c in ratio_cols:
+            ok = g[c].notna().to_numpy()
+            if ok.any() and d[ok].sum() > 0:
+                ratios[c] = float((g[c].to_numpy()[ok] * d[ok]).sum() / d[ok].sum())
+        q1, med, q3 = (float(x) for x in np.percentile(d, [25, 50, 75]))
+        kernels[(str(key[0]), str(key[1]), str(key[2]))] = KernelStats(
+            key=(str(key[0]), str(key[1]), str(key[2])), name=str(g["name"].iloc[0]), op_type=str(key[1]),
+            shapes=str(key[2]), launches=len(d), total_us=float(d.sum()),
+            per_launch=Spread(med, q1, q3, len(d), "launches (IQR)" if len(d) > 1 else "one value"),
+            ratios=ratios)
+    if steps > 1:
+        per_step = dur.groupby(steps_col).sum().to_numpy()
+        total = Spread(float(np.median(per_step)), float(per_step.min()), float(per_step.max()),
+                       len(per_step), "steps (min-max)")
+    else:
+        # One step: bound the total by every kernel running at its launches' quartiles.
+        lo = sum(s.per_launch.lo * s.launches for s in kernels.values())
+        hi = sum(s.per_launch.hi * s.launches for s in kernels.values())
+        total = Spread(float(dur.sum()), lo, hi, 1, "launch IQRs")
+    shares = _shares(frame, ratio_cols)
+    return RunData(label, total, steps, kernels, shares, findings)
+
+
+def _shares(frame: pd.DataFrame, ratio_cols: Sequence[str]) -> dict[str, float | None]:
+    d = frame["d"]
+
+    def weighted(cols: Sequence[str]) -> float | None:
+        cols = [c for c in cols if c in ratio_cols]
+        if not cols:
+            return None
+        r = frame[cols].max(axis=1, skipna=True)
+        ok = r.notna()
+        den = float(d[ok].sum())
+        return float((r[ok] * d[ok]).sum() / den) if den > 0 else None
+
+    return {"cube": weighted(["aic_cube_ratio"]), "vector": weighted(["aiv_vec_ratio"]),
+            "mte": weighted(["aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aiv_mte2_ratio",
+                             "aiv_mte3_ratio"])}
+
+
+def _run_from_summary(report: Mapping[str, Any], label: str) -> RunData:
+    summary = report_summary(report)
+    total_us = summary["total_device_us"]
+    if total_us is None:
+        raise UsageError(f"{label}: the report has no device time to compare")
+    kernels: dict[tuple[str, str, str], KernelStats] = {}
+    for row in report_kernels(report):
+        name = str(row.get("name", "?"))
+        key = (normalise_kernel_name(name), str(row.get("op_type") or ""), str(row.get("input_shapes") or ""))
+        n = int(num(row.get("launches", row.get("count"))) or 1)
+        total = num(row.get("total_us")) or 0.0
+        med = num(row.get("median_us")) or num(row.get("mean_us")) or (total / n if n else 0.0)
+        lo = num(row.get("p25_us", row.get("q1_us"))) or num(row.get("min_us"))
+        hi = num(row.get("p75_us", row.get("q3_us"))) or num(row.get("max_us"))
+        spread = Spread(med, lo, hi, n, "report") if lo is not None and hi is not None else \
+            Spread(med, med, med, n, "unknown")
+        ratios = {c: v for c, _, _ in PIPE_SERIES if (v := num(row.get(c))) is not None}
+        kernels[key] = KernelStats(key, name, key[1], key[2], n, total, spread, ratios)
+    shares = {k: summary["shares"].get(k) for k in ("cube", "vector", "mte")}
+    return RunData(label, Spread(total_us, total_us, total_us, 1, "unknown"), 1, kernels, shares,
+                   report_findings(report))
+
+
+# ---------------------------------------------------------------- matching and comparing
+
+@dataclass
+class KernelDelta:
+    base: KernelStats | None
+    head: KernelStats | None
+    matched_by: str  # "name+op+shapes", "name+op", "name", "" (added/removed)
+    base_per_step_us: float
+    head_per_step_us: float
+    verdict: str  # regressed / improved / within noise / within threshold / added / removed
+    pipe_changes: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return (self.head or self.base).name  # type: ignore[union-attr]
+
+    @property
+    def delta_us(self) -> float:
+        return self.head_per_step_us - self.base_per_step_us
+
+    @property
+    def median_delta_pct(self) -> float | None:
+        if self.base is None or self.head is None or self.base.per_launch.median <= 0:
+            return None
+        return (self.head.per_launch.median / self.base.per_launch.median - 1) * 100
+
+
+def match_kernels(base: Mapping[tuple[str, str, str], KernelStats],
+                  head: Mapping[tuple[str, str, str], KernelStats]) -> list[tuple[KernelStats | None,
+                                                                                   KernelStats | None, str]]:
+    """Pairs (base, head, how) — exact key first, then looser keys where they are unambiguous."""
+    left, right = dict(base), dict(head)
+    pairs: list[tuple[KernelStats | None, KernelStats | None, str]] = []
+    for key in [k for k in left if k in right]:
+        pairs.append((left.pop(key), right.pop(key), "name+op+shapes"))
+    for how, width in (("name+op", 2), ("name", 1)):
+        lk = Counter(k[:width] for k in left)
+        rk = Counter(k[:width] for k in right)
+        for key in [k for k in left if lk[k[:width]] == 1 and rk[k[:width]] == 1]:
+            other = next(k for k in right if k[:width] == key[:width])
+            pairs.append((left.pop(key), right.pop(other), how))
+    pairs += [(s, None, "") for s in left.values()]
+    pairs += [(None, s, "") for s in right.values()]
+    return pairs
+
+
+def _verdict(b: Spread, h: Spread, threshold_pct: float) -> str:
+    if b.median <= 0:
+        return "within threshold"
+    pct = (h.median / b.median - 1) * 100
+    if abs(pct) < threshold_pct:
+        return "within threshold"
+    if b.overlaps(h):
+        return "within noise"
+    return "regressed" if pct > 0 else "improved"
+
+
+def finding_identity(f: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """What makes two findings 'the same problem' across runs: code plus normalised kernels."""
+    kernels = tuple(sorted({normalise_kernel_name(str(k)) for k in f.get("kernels", []) or []}))
+    return (str(f.get("code", "")), kernels)
+
+
+@dataclass
+class DiffResult:
+    base_label: str
+    head_label: str
+    threshold_pct: float
+    base_total: Spread
+    head_total: Spread
+    total_verdict: str
+    kernels: list[KernelDelta]
+    shares: dict[str, tuple[float | None, float | None]]
+    resolved: list[dict[str, Any]]
+    new: list[dict[str, Any]]
+    persisting: int
+    regressions: list[str]  # why the gate trips; empty = passes
+
+    @property
+    def total_delta_pct(self) -> float | None:
+        b = self.base_total.median
+        return (self.head_total.median / b - 1) * 100 if b > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        def stats(s: KernelStats | None) -> dict[str, Any] | None:
+            if s is None:
+                return None
+            return {"name": s.name, "op_type": s.op_type, "input_shapes": s.shapes, "launches": s.launches,
+                    "total_us": round(s.total_us, 3), "median_us": round(s.per_launch.median, 3),
+                    "spread_lo_us": round(s.per_launch.lo, 3), "spread_hi_us": round(s.per_launch.hi, 3),
+                    "spread": s.per_launch.kind, "pipe_ratios": {k: round(v, 4) for k, v in s.ratios.items()}}
+
+        return {
+            "diff_schema_version": DIFF_SCHEMA_VERSION,
+            "base": self.base_label, "head": self.head_label, "threshold_pct": self.threshold_pct,
+            "total": {"base": asdict(self.base_total), "head": asdict(self.head_total),
+                      "delta_us": round(self.head_total.median - self.base_total.median, 3),
+                      "delta_pct": _r(self.total_delta_pct), "verdict": self.total_verdict},
+            "shares": {k: {"base": _r(b, 4), "head": _r(h, 4)} for k, (b, h) in self.shares.items()},
+            "kernels": [{"key": list((d.base or d.head).key),  # type: ignore[union-attr]
+                         "matched_by": d.matched_by, "verdict": d.verdict,
+                         "base_per_step_us": round(d.base_per_step_us, 3),
+                         "head_per_step_us": round(d.head_per_step_us, 3),
+                         "delta_us": round(d.delta_us, 3), "median_delta_pct": _r(d.median_delta_pct),
+                         "pipe_changes": {k: [round(a, 4), round(b, 4)]
+                                          for k, (a, b) in d.pipe_changes.items()},
+                         "base": stats(d.base), "head": stats(d.head)} for d in self.kernels],
+            "findings": {"resolved": self.resolved, "new": self.new, "persisting": self.persisting},
+            "gate": {"regressions": self.regressions, "tripped": bool(self.regressions)},
+        }
+
+
+def _r(v: float | None, digits: int = 2) -> float | None:
+    return None if v is None else round(v, digits)
+
+
+def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
+                 top: int = TOP_KERNELS) -> DiffResult:
+    deltas: list[KernelDelta] = []
+    for b, h, how in match_kernels(base.kernels, head.kernels):
+        b_step = b.total_us / base.steps if b else 0.0
+        h_step = h.total_us / head.steps if h else 0.0
+        if b is None or h is None:
+            verdict = "added" if b is None else "removed"
+        else:
+            verdict = _verdict(b.per_launch, h.per_launch, threshold_pct)
+        changes = {}
+        if b and h:
+            for c in set(b.ratios) & set(h.ratios):
+                if abs(h.ratios[c] - b.ratios[c]) >= PIPE_CHANGE_MIN:
+                    changes[c] = (b.ratios[c], h.ratios[c])
+        deltas.append(KernelDelta(b, h, how, b_step, h_step, verdict, changes))
+    deltas.sort(key=lambda d: -max(d.base_per_step_us, d.head_per_step_us))
+    total_verdict = _verdict(base.total, head.total, threshold_pct)
+    regressions = []
+    if total_verdict == "regressed":
+        regressions.append(f"device time per step {_pct(base.total.median, head.total.median)} "
+                           f"(beyond the {threshold_pct:g} % threshold and outside the spread)")
+    top_keys = {s.key for s in sorted(base.kernels.values(), key=lambda s: -s.total_us)[:top]}
+    for d in deltas:
+        if d.base is not None and d.base.key in top_keys and d.verdict == "regressed":
+            regressions.append(f"top kernel {d.name!r}: median per launch "
+                               f"{_pct(d.base.per_launch.median, d.head.per_launch.median)}")  # type: ignore[union-attr]
+    base_ids = {finding_identity(f): f for f in base.findings}
+    head_ids = {finding_identity(f): f for f in head.findings}
+    return DiffResult(
+        base.label, head.label, threshold_pct, base.total, head.total, total_verdict, deltas,
+        {k: (base.shares.get(k), head.shares.get(k)) for k in ("cube", "vector", "mte")},
+        resolved=[f for i, f in base_ids.items() if i not in head_ids],
+        new=[f for i, f in head_ids.items() if i not in base_ids],
+        persisting=len(set(base_ids) & set(head_ids)), regressions=regressions)
+
+
+def _pct(b: float, h: float) -> str:
+    return f"{(h / b - 1) * 100:+.1f} %" if b > 0 else "n/a"
+
+
+def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, chip: str | None = None,
+               config_path: str | None = None) -> DiffResult:
+    runs = [run_from_report(analyse_path(p, chip, config_path), str(p)) for p in (base, head)]
+    return compare_runs(runs[0], runs[1], threshold_pct)
+
+
+def kernels_changed(result: DiffResult, verdicts: Iterable[str]) -> list[KernelDelta]:
+    wanted = set(verdicts)
+    return [d for d in result.kernels if d.verdict in wanted]
