@@ -28,7 +28,11 @@ def merge_kernel_tables(tables: list[pd.DataFrame]) -> tuple[pd.DataFrame, list[
     base = _occurrence_key(tables[0])
     for i, other in enumerate(tables[1:], start=2):
         o = _occurrence_key(other)
-        new = [c for c in o.columns if c not in base.columns]
+        # a column counts as new when the base lacks it or holds only nulls there (contract columns
+        # are present everywhere, filled with nulls where a group did not measure them)
+        new = [c for c in o.columns if c not in ("name", "_occurrence") and o[c].notna().any()
+               and (c not in base.columns or not base[c].notna().any())]
+        base = base.drop(columns=[c for c in new if c in base.columns])
         if len(o) != len(base):
             notes.append(f"metric-group run {i} has {len(o)} kernels, the first has {len(base)}; rows matched "
                          "by name and launch order, unmatched rows keep null metrics")
