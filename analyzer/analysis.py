@@ -1,0 +1,127 @@
+"""Analysis entry points: run the rules on one or many profiles, and explain skipped rules.
+
+`analyze()` is `engine.run_rules` plus what the engine does not know about: the user's extra
+fusible-pattern files (`[tool.tilescope] patterns = [...]`) and the mapping from missing kernel
+columns to the `aic_metrics` group that would provide them ("needs aic_metrics=Memory").
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analyzer.config import Config
+from analyzer.engine import AnalysisResult, SkippedRule, run_rules
+from analyzer.findings import Finding
+from analyzer.profile import Profile
+
+# Which collection setting provides a kernel column (formats doc §3.2, §4). Prefixes are matched
+# after the exact names; a column not listed is reported by name.
+METRIC_GROUP_OF: dict[str, str] = {
+    "aic_cube_ratio": "PipeUtilization", "aiv_vec_ratio": "PipeUtilization",
+    "aic_scalar_ratio": "PipeUtilization", "aiv_scalar_ratio": "PipeUtilization",
+    "aic_mte1_ratio": "PipeUtilization", "aic_mte2_ratio": "PipeUtilization",
+    "aic_mte3_ratio": "PipeUtilization", "aic_fixpipe_ratio": "PipeUtilization",
+    "aiv_mte2_ratio": "PipeUtilization", "aiv_mte3_ratio": "PipeUtilization",
+    "aic_time_us": "PipeUtilization", "aiv_time_us": "PipeUtilization",
+    "aic_main_mem_read_gbps": "Memory", "aic_main_mem_write_gbps": "Memory",
+    "aiv_main_mem_read_gbps": "Memory", "aiv_main_mem_write_gbps": "Memory",
+    "aic_read_main_memory_datas_kb": "MemoryAccess", "aiv_read_main_memory_datas_kb": "MemoryAccess",
+    "read_main_memory_datas_kb": "Memory (msprof op)",
+    "aiv_vec_bank_cflt_ratio": "ResourceConflictRatio", "aiv_vec_bankgroup_cflt_ratio": "ResourceConflictRatio",
+    "aiv_vec_resc_cflt_ratio": "ResourceConflictRatio",
+    "aic_cube_fops": "ArithmeticUtilization", "aiv_vector_fops": "ArithmeticUtilization",
+}
+_PREFIX_GROUPS = (
+    ("aic_write_cache", "L2Cache"), ("aiv_write_cache", "L2Cache"), ("aic_r0_", "L2Cache"),
+    ("aiv_r0_", "L2Cache"), ("aic_total_hit_rate", "L2Cache"), ("aiv_total_hit_rate", "L2Cache"),
+    ("aic_l0", "MemoryL0"), ("aiv_ub_", "MemoryUB"), ("aic_l1_", "Memory"), ("aiv_l2_", "Memory"),
+)
+_CAPABILITY_HINTS = {
+    "kernels": "a kernel table (op_summary / kernel_details / msprof op)",
+    "timeline": "a timeline (trace_view.json / msprof_*.json)",
+    "blocks": "msprof op per-block data (msprof op --aic-metrics=...)",
+    "launches": "msprof op OpBasicInfo.csv",
+    "ir": "a run bundle with IR (tilescope collect)",
+    "input_shapes": "shapes (torch_npu record_shapes / profiler level >= Level1)",
+    "output_shapes": "shapes (torch_npu record_shapes / profiler level >= Level1)",
+    "op_type": "op types (profiler level >= Level1)",
+    "core_type": "task types (profiler level >= Level1)",
+    "block_dim": "block dims (profiler level >= Level1)",
+    "wait_us": "task wait times (op_summary / kernel_details)",
+    "timeline.counters:AI Core Freq": "the timeline's 'AI Core Freq' counter (msprof --sys-hardware-mem / "
+                                       "torch_npu with the AI Core frequency lane)",
+}
+
+
+def explain_need(need: str) -> str:
+    """One human phrase for a missing rule input, e.g. "aic_metrics=Memory" for a Memory column."""
+    alternatives = [n.strip() for n in need.split("|")]
+    phrases = list(dict.fromkeys(_explain_one(n) for n in alternatives))
+    return " or ".join(phrases)
+
+
+def _explain_one(need: str) -> str:
+    col = need.split(".", 1)[1] if need.startswith("blocks.") else need
+    group = METRIC_GROUP_OF.get(col) or next((g for p, g in _PREFIX_GROUPS if col.startswith(p)), None)
+    if group:
+        return f"aic_metrics={group}"
+    return _CAPABILITY_HINTS.get(need, need)
+
+
+@dataclass
+class ProfileAnalysis:
+    profile: Profile
+    result: AnalysisResult
+
+
+def pattern_files(config: Config) -> list[str]:
+    """`patterns = [...]` from the configuration file, resolved against the file's directory."""
+    if config.source is None or not Path(config.source).is_file():
+        return list(getattr(config, "patterns", []) or [])
+    try:
+        data = tomllib.loads(Path(config.source).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    table = data.get("tool", {}).get("tilescope", data)
+    raw = table.get("patterns", [])
+    if isinstance(raw, str):
+        raw = [raw]
+    base = Path(config.source).parent
+    return [str(p if Path(p).is_absolute() else base / p) for p in raw]
+
+
+def with_patterns(config: Config, extra: Sequence[str] = ()) -> Config:
+    """A copy of `config` whose TS102/TS101 thresholds carry the extra pattern files."""
+    files = [*pattern_files(config), *extra]
+    if not files:
+        return config
+    cfg = copy.deepcopy(config)
+    for code in ("TS102", "TS101"):
+        cfg.rules.setdefault(code, {})["pattern_files"] = files
+    return cfg
+
+
+def analyze(profile: Profile, config: Config | None = None, kinds: tuple[str, ...] = ("runtime", "static"),
+            extra_patterns: Sequence[str] = ()) -> AnalysisResult:
+    """Run every selected rule whose inputs the profile has."""
+    cfg = with_patterns(config or Config(), extra_patterns)
+    return run_rules(profile, cfg, kinds)
+
+
+def analyze_all(profiles: Sequence[Profile], config: Config | None = None,
+                kinds: tuple[str, ...] = ("runtime", "static")) -> list[ProfileAnalysis]:
+    """One analysis per profile (per rank for multi-rank input)."""
+    return [ProfileAnalysis(p, analyze(p, config, kinds)) for p in profiles]
+
+
+def skipped_to_dict(s: SkippedRule) -> dict[str, Any]:
+    return {**s.to_dict(), "needs": [explain_need(m) for m in s.missing]}
+
+
+def worst_severity_rank(findings: Sequence[Finding]) -> int:
+    return max((f.severity.rank for f in findings), default=-1)

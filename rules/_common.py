@@ -1,0 +1,383 @@
+"""Helpers shared by the runtime rules (TS1xx-TS4xx): column access, launch grouping, interval maths,
+byte counts from shapes, and one way to build a Finding (share, severity, chip figures, locations).
+
+Everything here works on whole columns: a rule flags rows with vectorised masks, then groups the
+flagged launches per kernel name, so the only Python loops run over distinct kernels, never rows.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.chips import ChipSpec
+from analyzer.engine import RuleContext
+from analyzer.findings import Finding, Location
+from analyzer.profile import Profile
+
+CUBE_TYPES = frozenset({"AI_CORE", "MIX_AIC"})
+VECTOR_TYPES = frozenset({"AI_VECTOR_CORE", "MIX_AIV"})
+MIX_TYPES = frozenset({"MIX_AIC", "MIX_AIV"})
+AICORE_TYPES = CUBE_TYPES | VECTOR_TYPES
+# Tasks that are not AI Core work; they have no PMU metrics and must not break AI Core sequences.
+NON_COMPUTE_TYPES = frozenset({"HCCL", "COMMUNICATION", "HCCL_AI_CPU", "EVENT_WAIT_SQE", "SDMA_SQE",
+                               "PCIE_DMA_SQE", "C_CORE_SQE", "FFTS_PLUS"})
+
+# Byte sizes of the dtype spellings seen in kernel tables (FLOAT16, DT_BF16, float32, ...).
+DTYPE_BYTES: dict[str, int] = {
+    "float16": 2, "fp16": 2, "half": 2, "bf16": 2, "bfloat16": 2, "float": 4, "float32": 4, "fp32": 4,
+    "float64": 8, "double": 8, "int8": 1, "uint8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4,
+    "uint32": 4, "int64": 8, "uint64": 8, "hifloat8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
+    "complex64": 8,
+}
+DEFAULT_DTYPE_BYTES = 2  # fp16: the common case when a table has shapes but no dtypes
+
+
+# ---------------------------------------------------------------------------------------------
+# column access
+# ---------------------------------------------------------------------------------------------
+
+def num(df: pd.DataFrame, col: str) -> pd.Series:
+    """A numeric column as float64 (NaN where missing); an all-NaN series when the column is absent."""
+    if col not in df.columns:
+        return pd.Series(np.nan, index=df.index, dtype="float64")
+    return pd.to_numeric(df[col], errors="coerce").astype("float64")
+
+
+def text(df: pd.DataFrame, col: str) -> pd.Series:
+    """A string column with "" for missing values."""
+    if col not in df.columns:
+        return pd.Series("", index=df.index, dtype="object")
+    return df[col].astype("object").where(df[col].notna(), "").astype(str)
+
+
+def core_types(df: pd.DataFrame) -> pd.Series:
+    return text(df, "core_type").str.upper()
+
+
+def op_types(df: pd.DataFrame) -> pd.Series:
+    """op_type, falling back to the kernel name (TileLang kernels have op_type == name or none)."""
+    op = text(df, "op_type")
+    return op.where(op != "", text(df, "name"))
+
+
+def has_values(df: pd.DataFrame, col: str) -> bool:
+    return col in df.columns and bool(df[col].notna().any())
+
+
+def first_present(df: pd.DataFrame, cols: Sequence[str]) -> str | None:
+    return next((c for c in cols if has_values(df, c)), None)
+
+
+def thr(ctx: RuleContext, key: str) -> float:
+    return float(ctx.thresholds[key])
+
+
+def stream_key(df: pd.DataFrame) -> pd.Series:
+    """Stream id as a sortable int; rows without one share stream -1."""
+    return num(df, "stream_id").fillna(-1).astype("int64")
+
+
+def start_ns(df: pd.DataFrame) -> pd.Series:
+    if "start_ns" not in df.columns:
+        return pd.Series(np.arange(len(df), dtype="int64"), index=df.index)
+    s = pd.to_numeric(df["start_ns"], errors="coerce")
+    return s.fillna(-1).astype("int64")
+
+
+def end_ns(df: pd.DataFrame) -> pd.Series:
+    return start_ns(df) + (num(df, "duration_us").fillna(0) * 1000).round().astype("int64")
+
+
+def stream_ordered(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows sorted by (stream, start), keeping the original positional row in `_row`."""
+    out = pd.DataFrame({
+        "_row": np.arange(len(df)),
+        "_stream": stream_key(df).to_numpy(),
+        "_start": start_ns(df).to_numpy(),
+    })
+    return out.sort_values(["_stream", "_start", "_row"], kind="stable").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# grouping launches of one kernel
+# ---------------------------------------------------------------------------------------------
+
+def group_launches(df: pd.DataFrame, saving: pd.Series, metrics: Sequence[str] = (),
+                   key: str = "name") -> pd.DataFrame:
+    """One row per kernel name: launches, total/median/max duration, summed saving, metric medians.
+
+    Sorted by saving, largest first. `df` holds only the flagged launches.
+    """
+    if df.empty:
+        return pd.DataFrame()
+    work = pd.DataFrame({
+        "kernel": text(df, key).where(text(df, key) != "", "<unnamed>").to_numpy(),
+        "duration_us": num(df, "duration_us").to_numpy(),
+        "saving_us": saving.reindex(df.index).fillna(0).to_numpy(),
+    })
+    for m in metrics:
+        work[m] = num(df, m).to_numpy()
+    g = work.groupby("kernel", sort=False)
+    out = g.agg(launches=("duration_us", "size"), total_us=("duration_us", "sum"),
+                median_us=("duration_us", "median"), max_us=("duration_us", "max"),
+                saving_us=("saving_us", "sum"))
+    for m in metrics:
+        out[m] = g[m].median()
+    return out.sort_values("saving_us", ascending=False)
+
+
+def launch_stats(row: pd.Series) -> dict[str, Any]:
+    return {
+        "launches": int(row["launches"]),
+        "total_us": r3(row["total_us"]),
+        "median_us": r3(row["median_us"]),
+        "max_us": r3(row["max_us"]),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# numbers
+# ---------------------------------------------------------------------------------------------
+
+def r3(x: Any) -> float | None:
+    """Round for evidence; NaN/None become None so JSON stays valid."""
+    if x is None:
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else round(f, 3)
+
+
+def r4(x: Any) -> float | None:
+    v = r3(x)
+    return None if v is None else round(float(x), 4)
+
+
+def pct(x: float) -> str:
+    return f"{100.0 * x:.0f} %"
+
+
+def fmt_us(us: float) -> str:
+    if us >= 10_000:
+        return f"{us / 1000:.2f} ms"
+    return f"{us:.1f} µs"
+
+
+def fmt_bytes(n: float) -> str:
+    if n >= 1024**3:
+        return f"{n / 1024**3:.2f} GiB"
+    if n >= 1024**2:
+        return f"{n / 1024**2:.1f} MiB"
+    return f"{n / 1024:.1f} KiB"
+
+
+# ---------------------------------------------------------------------------------------------
+# shapes and bytes
+# ---------------------------------------------------------------------------------------------
+
+def _tensor_elems(shape: str) -> int:
+    dims = [d for d in shape.split(",") if d.strip()]
+    if not dims:
+        return 0
+    try:
+        return math.prod(int(float(d)) for d in dims)
+    except ValueError:
+        return 0
+
+
+def _shape_string_bytes(shapes: str, dtypes: str) -> float:
+    tensors = shapes.split(";")
+    types = dtypes.split(";") if dtypes else []
+    total = 0
+    for i, t in enumerate(tensors):
+        dt = types[i].strip().lower().removeprefix("dt_") if i < len(types) else ""
+        total += _tensor_elems(t) * DTYPE_BYTES.get(dt, DEFAULT_DTYPE_BYTES)
+    return float(total)
+
+
+def shape_bytes(shapes: pd.Series, dtypes: pd.Series) -> pd.Series:
+    """Bytes of all tensors in a ';'-separated shape column, per row.
+
+    Computed once per distinct (shapes, dtypes) pair: a million-launch table has a few thousand.
+    """
+    key = shapes.astype(str) + "\x00" + dtypes.astype(str)
+    uniq = pd.unique(key)
+    table = {k: _shape_string_bytes(*k.split("\x00", 1)) for k in uniq}
+    return key.map(table).astype("float64")
+
+
+def tensor_elems(shapes: pd.Series) -> pd.Series:
+    uniq = pd.unique(shapes.astype(str))
+    table = {k: float(_tensor_elems(k)) for k in uniq}
+    return shapes.astype(str).map(table).astype("float64")
+
+
+# ---------------------------------------------------------------------------------------------
+# intervals
+# ---------------------------------------------------------------------------------------------
+
+def interval_union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge intervals into disjoint sorted ones (vectorised: sort, running max of ends)."""
+    if len(starts) == 0:
+        return np.array([], dtype="int64"), np.array([], dtype="int64")
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > run_end[:-1]
+    group = np.cumsum(new) - 1
+    u_start = s[new]
+    u_end = np.zeros(len(u_start), dtype=e.dtype)
+    np.maximum.at(u_end, group, e)
+    return u_start, u_end
+
+
+def overlap_with_union(starts: np.ndarray, ends: np.ndarray, u_start: np.ndarray,
+                       u_end: np.ndarray) -> np.ndarray:
+    """Length of [starts, ends) covered by the disjoint sorted union, per interval."""
+    if len(u_start) == 0 or len(starts) == 0:
+        return np.zeros(len(starts), dtype="float64")
+    lengths = (u_end - u_start).astype("float64")
+    cum = np.concatenate([[0.0], np.cumsum(lengths)])
+
+    def covered_before(t: np.ndarray) -> np.ndarray:
+        # covered length of (-inf, t): full intervals that end before t plus the part of the one holding t
+        i = np.searchsorted(u_start, t, side="right")  # intervals starting at or before t
+        full = cum[i]
+        last = np.clip(i - 1, 0, len(u_start) - 1)
+        excess = np.where(i > 0, np.maximum(u_end[last] - t, 0), 0).astype("float64")
+        return np.asarray(full - excess, dtype="float64")
+
+    return np.maximum(covered_before(ends) - covered_before(starts), 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# findings
+# ---------------------------------------------------------------------------------------------
+
+def chip_figures(chip: ChipSpec, *fields: str) -> dict[str, Any]:
+    """The chip numbers a verdict used, plus any assumption that mentions them."""
+    out: dict[str, Any] = {"chip": chip.name}
+    for f in fields:
+        if f == "ridge_point":
+            out[f] = r3(chip.ridge_point())
+        elif f == "peak_fp16_tflops":
+            peak = chip.peak_flops()
+            out[f] = r3(peak / 1e12) if peak else None
+        else:
+            out[f] = getattr(chip, f, None)
+    keys = [f.split("_")[0] for f in fields] + list(fields)
+    notes = [a for a in chip.assumptions if any(k in a for k in fields)]
+    if not notes and any(k in ("hbm", "ridge") for k in keys):
+        notes = [a for a in chip.assumptions if "hbm" in a.lower()]
+    if notes:
+        out["assumptions"] = notes
+    return out
+
+
+def locate(profile: Profile, kernel: str, topic: str) -> tuple[Location, ...]:
+    """Source/IR locations for a kernel when the profile carries IR and the locator exists."""
+    if profile.ir is None or importlib.util.find_spec("analyzer.ir.locate") is None:
+        return ()
+    try:
+        mod = importlib.import_module("analyzer.ir.locate")
+        locs = mod.locate(profile.ir, kernel, topic)
+    except Exception:  # a locator failure must not cost the finding itself
+        return ()
+    out: list[Location] = []
+    for loc in locs or ():
+        if isinstance(loc, Location):
+            out.append(loc)
+        elif isinstance(loc, dict):
+            out.append(Location(**loc))
+    return tuple(out)
+
+
+def make_finding(
+    ctx: RuleContext,
+    *,
+    code: str,
+    slug: str,
+    kernels: Iterable[str],
+    message: str,
+    evidence: dict[str, Any],
+    recommendation: str,
+    saving_us: float,
+    occurrences: int = 1,
+    locations: tuple[Location, ...] = (),
+) -> Finding:
+    saving = max(0.0, float(saving_us)) if not math.isnan(float(saving_us)) else 0.0
+    return Finding(
+        code=code,
+        slug=slug,
+        severity=ctx.severity(saving),
+        kernels=tuple(dict.fromkeys(kernels)),
+        message=message,
+        evidence=evidence,
+        recommendation=recommendation,
+        est_saving_us=saving,
+        share_of_total=ctx.share(saving),
+        locations=locations,
+        occurrences=int(occurrences),
+    )
+
+
+def thresholds_used(ctx: RuleContext, *keys: str) -> dict[str, Any]:
+    return {k: ctx.thresholds[k] for k in keys if k in ctx.thresholds}
+
+
+def capped(groups: pd.DataFrame, ctx: RuleContext) -> tuple[pd.DataFrame, int]:
+    """The top `max_findings` groups and how many were left out (reported in the last finding)."""
+    limit = int(ctx.thresholds.get("max_findings", 20))
+    return groups.head(limit), max(0, len(groups) - limit)
+
+
+def grouped_findings(
+    profile: Profile,
+    ctx: RuleContext,
+    *,
+    code: str,
+    slug: str,
+    flagged: np.ndarray,
+    saving: pd.Series,
+    metrics: Sequence[str],
+    message: Callable[[str, pd.Series], str],
+    recommendation: str,
+    topic: str,
+    chip_fields: Sequence[str] = (),
+    extra: Callable[[str, pd.Series], dict[str, Any]] | None = None,
+) -> list[Finding]:
+    """One finding per kernel name over the flagged launches (every row was evaluated), largest
+    saving first, at most `max_findings`; the last one says how many kernels were left out."""
+    df = profile.kernels[flagged]
+    groups = group_launches(df, saving[flagged], metrics)
+    if groups.empty:
+        return []
+    groups = groups[groups["saving_us"] >= float(ctx.thresholds.get("min_saving_us", 0.0))]
+    top, left_out = capped(groups, ctx)
+    keys = [k for k in ctx.thresholds if k not in ("max_findings", "pattern_files")]
+    findings = []
+    for kernel, row in top.iterrows():
+        ev: dict[str, Any] = {**launch_stats(row), "measured": {m: r4(row[m]) for m in metrics},
+                              "thresholds": thresholds_used(ctx, *keys)}
+        if chip_fields:
+            ev["chip_figures"] = chip_figures(profile.chip, *chip_fields)
+        if extra is not None:
+            ev.update(extra(str(kernel), row))
+        findings.append(make_finding(
+            ctx, code=code, slug=slug, kernels=[str(kernel)], message=message(str(kernel), row), evidence=ev,
+            recommendation=recommendation, saving_us=float(row["saving_us"]), occurrences=int(row["launches"]),
+            locations=locate(profile, str(kernel), topic),
+        ))
+    if left_out and findings:
+        findings[-1].evidence["more_kernels_not_listed"] = left_out
+    return findings

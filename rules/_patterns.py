@@ -1,0 +1,248 @@
+"""Fusible-pattern matching for TS102 (and TS101, which leaves matched kernels to TS102).
+
+Each kernel's op type becomes one code point; a stream's kernels become a string; each pattern
+becomes a regular expression over those code points. One `re.finditer` per pattern then scans a
+million-launch table in linear time, with no per-row Python.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.errors import UsageError
+from rules._common import (
+    AICORE_TYPES,
+    NON_COMPUTE_TYPES,
+    _tensor_elems,
+    core_types,
+    end_ns,
+    num,
+    op_types,
+    start_ns,
+    stream_key,
+    stream_ordered,
+    text,
+)
+
+# ---------------------------------------------------------------------------------------------
+# fusible-pattern matching (TS102, and TS101 to avoid reporting the same kernels twice)
+# ---------------------------------------------------------------------------------------------
+
+BUILTIN_PATTERNS = Path(__file__).with_name("patterns.toml")
+_REPEATS = {"1": "", "?": "?", "*": "{0,8}", "+": "{1,8}"}
+_SEP, _OTHER, _CLAIMED, _BASE = 0x0A, 0x20, 0x21, 0x100
+
+
+@dataclass(frozen=True)
+class PatternStep:
+    name: str
+    ops: tuple[str, ...]
+    repeat: str = "1"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    id: str
+    title: str
+    replacement: str
+    steps: tuple[PatternStep, ...]
+    host_steps: tuple[PatternStep, ...] = ()
+    keep: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    require_one_of: tuple[str, ...] = ()
+    tilelang: str = ""
+    linked: bool = False  # each kernel must consume a tensor the previous one produced (same elements)
+    source: str = ""
+
+
+@dataclass
+class PatternMatch:
+    pattern: Pattern
+    rows: list[int]  # positional rows of the kernel table, in stream order
+    roles: list[str]
+    interleaved: list[int] = field(default_factory=list)
+
+
+def _steps(raw: Any, where: str) -> tuple[PatternStep, ...]:
+    out = []
+    for i, s in enumerate(raw or ()):
+        rep = str(s.get("repeat", "1"))
+        if rep not in _REPEATS or not s.get("ops"):
+            raise UsageError(f"{where}: step {i + 1} needs 'ops' and a repeat of 1, ?, * or +")
+        out.append(PatternStep(str(s.get("name", f"step{i + 1}")), tuple(str(o) for o in s["ops"]), rep))
+    return tuple(out)
+
+
+def load_patterns(extra_files: Sequence[str | Path] = ()) -> list[Pattern]:
+    """Built-in patterns plus the user's files, in order; a later pattern with the same id wins."""
+    by_id: dict[str, Pattern] = {}
+    for path in [BUILTIN_PATTERNS, *[Path(p) for p in extra_files]]:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise UsageError(f"{path}: cannot read pattern file ({exc})") from exc
+        for j, p in enumerate(data.get("pattern", [])):
+            where = f"{path}: pattern {j + 1}"
+            if "id" not in p or "steps" not in p:
+                raise UsageError(f"{where}: needs 'id' and 'steps'")
+            by_id[str(p["id"])] = Pattern(
+                id=str(p["id"]), title=str(p.get("title", p["id"])), replacement=str(p.get("replacement", "")),
+                steps=_steps(p["steps"], where), host_steps=_steps(p.get("host_steps"), where),
+                keep=tuple(p.get("keep", ())), exclude=tuple(p.get("exclude", ())),
+                require_one_of=tuple(p.get("require_one_of", ())), tilelang=str(p.get("tilelang", "")),
+                linked=bool(p.get("linked", False)),
+                source=str(path),
+            )
+    return list(by_id.values())
+
+
+def _glob_codes(vocab: dict[str, int], globs: Sequence[str], exclude: Sequence[str]) -> list[int]:
+    lowered = [g.lower() for g in globs]
+    ex = [g.lower() for g in exclude]
+    return [code for op, code in vocab.items()
+            if any(fnmatch.fnmatchcase(op.lower(), g) for g in lowered)
+            and not any(fnmatch.fnmatchcase(op.lower(), g) for g in ex)]
+
+
+def _pattern_regex(pattern: Pattern, steps: tuple[PatternStep, ...], vocab: dict[str, int]) -> re.Pattern[str] | None:
+    parts = []
+    for i, step in enumerate(steps):
+        codes = _glob_codes(vocab, step.ops, pattern.exclude)
+        if not codes:
+            if step.repeat in ("?", "*"):
+                parts.append(f"(?P<s{i}>)")
+                continue
+            return None  # a mandatory step no op type of this profile can play
+        cls = "[" + "".join(re.escape(chr(c)) for c in codes) + "]"
+        parts.append(f"(?P<s{i}>{cls}{_REPEATS[step.repeat]})")
+    return re.compile("".join(parts))
+
+
+def _run_matches(codes: np.ndarray, patterns: Sequence[Pattern], vocab: dict[str, int], host: bool
+                 ) -> list[tuple[Pattern, list[int], list[str]]]:
+    """Match every pattern over one code-point sequence; earlier patterns claim their kernels."""
+    out: list[tuple[Pattern, list[int], list[str]]] = []
+    codes = codes.copy()
+    for pat in patterns:
+        steps = pat.host_steps if host else pat.steps
+        if not steps:
+            continue
+        rx = _pattern_regex(pat, steps, vocab)
+        if rx is None:
+            continue
+        text_ = codes.astype("<u4").tobytes().decode("utf-32-le")
+        for m in rx.finditer(text_):
+            if m.end() == m.start():
+                continue
+            if pat.require_one_of and not any(
+                m.group(f"s{i}") for i, s in enumerate(steps) if s.name in pat.require_one_of
+            ):
+                continue
+            roles: list[str] = []
+            for i, s in enumerate(steps):
+                roles.extend([s.name] * (m.end(f"s{i}") - m.start(f"s{i}")))
+            out.append((pat, list(range(m.start(), m.end())), roles))
+            codes[m.start():m.end()] = _CLAIMED
+    return out
+
+
+def match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[PatternMatch]:
+    """Find every occurrence of every pattern in the AI Core kernel sequence of each stream."""
+    if df.empty or not patterns:
+        return []
+    ct = core_types(df)
+    in_seq = (ct.isin(AICORE_TYPES) | (ct == "")).to_numpy()
+    order = stream_ordered(df)
+    order = order[in_seq[order["_row"].to_numpy()]].reset_index(drop=True)
+    if order.empty:
+        return []
+    ops = op_types(df).to_numpy()[order["_row"].to_numpy()]
+    vocab = {op: _BASE + i for i, op in enumerate(pd.unique(ops))}
+    seq_codes = pd.Series(ops).map(vocab).to_numpy(dtype="int64")
+    rows = order["_row"].to_numpy()
+    # A separator between streams keeps a match inside one stream.
+    boundaries = np.flatnonzero(np.diff(order["_stream"].to_numpy()) != 0) + 1
+    codes = np.insert(seq_codes, boundaries, _SEP)
+    pos_rows = np.insert(rows, boundaries, -1)
+    found = _run_matches(codes, patterns, vocab, host=False)
+    if not found:
+        return []
+    # Kernels outside the sequence (other streams, AI_CPU, DSA_SQE) that ran inside a match's window.
+    starts, ends = start_ns(df).to_numpy(), end_ns(df).to_numpy()
+    streams = stream_key(df).to_numpy()
+    others = np.flatnonzero(~ct.isin(NON_COMPUTE_TYPES).to_numpy())
+    others_sorted = others[np.argsort(starts[others], kind="stable")]
+    other_starts = starts[others_sorted]
+    ins, outs = text(df, "input_shapes").to_numpy(), text(df, "output_shapes").to_numpy()
+    result = []
+    for pat, positions, roles in found:
+        krows = [int(pos_rows[p]) for p in positions]
+        if pat.linked and not _linked(krows, ins, outs):
+            continue
+        w0, w1 = int(starts[krows[0]]), int(ends[krows[-1]])
+        lo, hi = np.searchsorted(other_starts, w0, "left"), np.searchsorted(other_starts, w1, "right")
+        cand = others_sorted[lo:hi]
+        cand = cand[(streams[cand] != streams[krows[0]]) | ~in_seq[cand]]
+        result.append(PatternMatch(pat, krows, roles, [int(c) for c in cand]))
+    return result
+
+
+def _elem_set(shapes: str) -> set[int]:
+    return {n for n in (_tensor_elems(t) for t in shapes.split(";")) if n > 1}
+
+
+def _linked(rows: list[int], ins: np.ndarray, outs: np.ndarray) -> bool:
+    """Each kernel reads a tensor with as many elements as one its predecessor wrote (views allowed).
+
+    Unknown shapes do not veto a match: TileLang and level-0 tables carry none.
+    """
+    for a, b in zip(rows, rows[1:], strict=False):
+        out_s, in_s = str(outs[a]), str(ins[b])
+        if out_s and in_s and not _elem_set(out_s) & _elem_set(in_s):
+            return False
+    return True
+
+
+_HOST_IGNORE = ("aten::view", "aten::as_strided", "aten::empty*", "aten::unsqueeze", "aten::squeeze",
+                "aten::t", "aten::transpose", "aten::reshape", "aten::_reshape_alias", "aten::expand",
+                "aten::item", "aten::_local_scalar_dense", "aten::to", "aten::_to_copy", "aten::copy_",
+                "aten::detach", "aten::contiguous", "aten::permute", "aten::slice", "aten::select")
+
+
+def match_host_patterns(host_ops: pd.DataFrame, patterns: Sequence[Pattern]) -> list[tuple[Pattern, pd.DataFrame]]:
+    """Match `host_steps` on torch ops (aten::*) of the timeline, per thread, ignoring view ops and
+    ops nested inside the previous kept op (aten::softmax encloses aten::_softmax)."""
+    if host_ops is None or host_ops.empty or not any(p.host_steps for p in patterns):
+        return []
+    names = text(host_ops, "name")
+    keep = names.str.startswith("aten::") | names.str.startswith("npu_")
+    low = names.str.lower()
+    for g in _HOST_IGNORE:
+        keep &= ~low.map(lambda n, g=g: fnmatch.fnmatchcase(n, g)) if "*" in g else (low != g)
+    ops = host_ops[keep.to_numpy()].copy()
+    if ops.empty:
+        return []
+    ops["_tid"] = num(ops, "tid").fillna(-1).astype("int64")
+    ops["_start"] = start_ns(ops)
+    ops["_end"] = end_ns(ops)
+    ops = ops.sort_values(["_tid", "_start"], kind="stable")
+    run_end = ops.groupby("_tid")["_end"].cummax().shift(1)
+    same_tid = ops["_tid"].eq(ops["_tid"].shift(1))
+    nested = same_tid & (ops["_end"] <= run_end)
+    ops = ops[~nested.to_numpy()].reset_index()
+    vocab = {op: _BASE + i for i, op in enumerate(pd.unique(text(ops, "name")))}
+    seq = text(ops, "name").map(vocab).to_numpy(dtype="int64")
+    boundaries = np.flatnonzero(np.diff(ops["_tid"].to_numpy()) != 0) + 1
+    codes = np.insert(seq, boundaries, _SEP)
+    pos = np.insert(np.arange(len(ops)), boundaries, -1)
+    return [(pat, ops.iloc[[int(pos[p]) for p in positions]])
+            for pat, positions, _roles in _run_matches(codes, patterns, vocab, host=True)]

@@ -1,0 +1,194 @@
+"""TS101 unfused-elementwise-chain: Vector kernels passing intermediates through global memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.engine import RuleContext
+from analyzer.findings import Finding
+from analyzer.profile import Profile
+from rules._common import (
+    VECTOR_TYPES,
+    chip_figures,
+    core_types,
+    fmt_bytes,
+    fmt_us,
+    locate,
+    make_finding,
+    num,
+    op_types,
+    r3,
+    shape_bytes,
+    stream_ordered,
+    tensor_elems,
+    text,
+)
+from rules._patterns import load_patterns, match_patterns
+
+CODE = "TS101"
+SLUG = "unfused-elementwise-chain"
+KIND = "runtime"
+NEEDS = ("kernels", "duration_us", "core_type", "input_shapes", "output_shapes")
+THRESHOLDS: dict[str, Any] = {
+    "min_chain_length": 2,  # kernels in a chain
+    "min_occurrences": 2,  # a chain must recur this often in the run
+    "launch_overhead_us": 3.0,  # device-side cost of one extra launch (assumption, configurable)
+    "min_mte_share": 0.3,  # when MTE ratios exist: (mte2 + mte3) of the chain's Vector time at least this
+    "min_saving_us": 1.0,
+    "max_findings": 20,
+    "pattern_files": [],
+}
+# Fills and memsets are launched by the framework, not written by the user: not worth fusing.
+_SKIP_OPS = ("MemSet", "ZerosLike", "OnesLike", "Fill", "atomic_memset")
+
+
+def _links(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray:
+    """link[i] (in stream order): kernel i reads a tensor kernel i-1 wrote, both Vector-only, same stream.
+
+    Tensors are compared by element count so that views (4096x4608 vs 1024x4x4608) still link.
+    """
+    rows = order["_row"].to_numpy()
+    prev_ok = np.zeros(len(rows), dtype=bool)
+    prev_ok[1:] = (order["_stream"].to_numpy()[1:] == order["_stream"].to_numpy()[:-1])
+    # The same op on the same shapes back to back is a per-tensor loop (casts or optimizer updates
+    # over a parameter list), not a data dependency: a multi-tensor kernel, not fusion, fixes it.
+    sig = (op_types(df) + "|" + text(df, "input_shapes")).to_numpy()[rows]
+    prev_ok[1:] &= sig[1:] != sig[:-1]
+    cand = np.flatnonzero(prev_ok & vec[rows] & np.roll(vec[rows], 1))
+    if len(cand) == 0:
+        return np.zeros(len(rows), dtype=bool)
+    outs = text(df, "output_shapes").to_numpy()[rows[cand - 1]]
+    ins = text(df, "input_shapes").to_numpy()[rows[cand]]
+    o = pd.DataFrame({"i": cand, "t": outs}).assign(t=lambda d: d["t"].str.split(";")).explode("t")
+    n = pd.DataFrame({"i": cand, "t": ins}).assign(t=lambda d: d["t"].str.split(";")).explode("t")
+    o["e"], n["e"] = tensor_elems(o["t"].fillna("")).to_numpy(), tensor_elems(n["t"].fillna("")).to_numpy()
+    o, n = o[o["e"] > 1], n[n["e"] > 1]
+    hit = o.merge(n, on=["i", "e"])[["i", "e"]].drop_duplicates("i")
+    link = np.zeros(len(rows), dtype=bool)
+    link[hit["i"].to_numpy(dtype="int64")] = True
+    return link
+
+
+def _intermediate_bytes(df: pd.DataFrame, producer_rows: np.ndarray) -> np.ndarray:
+    first_out = text(df, "output_shapes").str.split(";").str[0].fillna("")
+    first_dt = text(df, "output_dtypes").str.split(";").str[0].fillna("")
+    return shape_bytes(first_out.iloc[producer_rows].reset_index(drop=True),
+                       first_dt.iloc[producer_rows].reset_index(drop=True)).to_numpy()
+
+
+def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
+    """
+    ## What it does
+    Finds chains of two or more consecutive Vector-only kernels (AI_VECTOR_CORE / MIX_AIV) on one
+    stream where each kernel reads the tensor the previous one wrote, and which recur in the run.
+    Identical chains (same op types and shapes) are grouped into one finding.
+
+    ## Why is this bad?
+    Every link writes the intermediate tensor to global memory and reads it back: two HBM passes
+    and one launch per link for work that a single kernel would do on its UB tile. Element-wise
+    kernels are memory-bound, so the traffic is the time.
+
+    ## Example
+    `BroadcastTo21 → Add22 → DropOutDoMask24 → Add22` (1024x4x12288 fp16 each) four times per step.
+
+    ## What to do instead
+    Fold the chain into the epilogue of the neighbouring matmul, or write one TileLang kernel
+    that loads each tile into UB once and applies all the element-wise steps before writing it
+    back. Chains that are a known fused operator are reported by TS102 instead.
+
+    ## Thresholds
+    `min_chain_length` (2), `min_occurrences` (2), `launch_overhead_us` (3.0, an assumption),
+    `min_mte_share` (0.3, used only when MTE ratios exist), `min_saving_us` (1.0),
+    `max_findings` (20).
+
+    ## Known limits
+    Links are found by tensor element counts, not by tensor identity: two unrelated tensors of
+    the same size on consecutive kernels link too. The saving (intermediate bytes x 2 ÷ HBM
+    bandwidth + launch overhead per removed kernel) is capped at the chain's time minus its
+    longest kernel, and uses the configured HBM bandwidth (an assumption on every 910B).
+    """
+    df = profile.kernels
+    order = stream_ordered(df)
+    rows = order["_row"].to_numpy()
+    ops = op_types(df)
+    vec = core_types(df).isin(VECTOR_TYPES).to_numpy() & ~ops.str.startswith(_SKIP_OPS).to_numpy()
+    # Kernels already inside a known fusible pattern belong to TS102.
+    claimed = np.zeros(len(df), dtype=bool)
+    for m in match_patterns(df, load_patterns(list(ctx.thresholds.get("pattern_files") or ()))):
+        claimed[m.rows] = True
+    vec &= ~claimed
+    link = _links(df, order, vec)
+    # Chains = runs of links; chain k spans positions [start-1, end].
+    starts = np.flatnonzero(link & ~np.concatenate([[False], link[:-1]]))
+    if len(starts) == 0:
+        return []
+    run_id = np.cumsum(link & ~np.concatenate([[False], link[:-1]]))
+    ends = pd.Series(np.arange(len(link)))[link].groupby(run_id[link]).max().to_numpy()
+    lengths = ends - starts + 2
+    keep = lengths >= int(ctx.thresholds["min_chain_length"])
+    starts, ends = starts[keep], ends[keep]
+    if len(starts) == 0:
+        return []
+    dur = num(df, "duration_us").fillna(0).to_numpy()
+    names, opv = text(df, "name").to_numpy(), ops.to_numpy()
+    outs = text(df, "output_shapes").to_numpy()
+    mte = (num(df, "aiv_mte2_ratio") + num(df, "aiv_mte3_ratio").fillna(0)).to_numpy()
+    bw = profile.chip.hbm_bandwidth_gbps or 0.0
+    overhead = float(ctx.thresholds["launch_overhead_us"])
+    chains: dict[str, list[dict[str, Any]]] = {}
+    for s, e in zip(starts, ends, strict=True):  # one iteration per chain, not per kernel
+        pos = np.arange(s - 1, e + 1)
+        krows = rows[pos]
+        inter = _intermediate_bytes(df, krows[:-1])
+        moved = float(2 * inter.sum())
+        d = dur[krows]
+        traffic_us = moved / (bw * 1e3) if bw else 0.0
+        saving = min(traffic_us + overhead * (len(krows) - 1), float(d.sum() - d.max()))
+        sig = " → ".join(f"{opv[r]}[{outs[r]}]" for r in krows)
+        chains.setdefault(sig, []).append({
+            "kernels": [str(names[r]) for r in krows], "device_us": float(d.sum()), "bytes": moved,
+            "saving_us": max(saving, 0.0), "mte_share": float(np.nanmean(mte[krows])) if np.isfinite(mte[krows]).any()
+            else None, "start_ns": int(order["_start"].iat[s - 1]), "stream_id": int(order["_stream"].iat[s - 1]),
+        })
+    findings: list[Finding] = []
+    min_mte = float(ctx.thresholds["min_mte_share"])
+    for sig, occ in sorted(chains.items(), key=lambda kv: -sum(o["saving_us"] for o in kv[1])):
+        if len(occ) < int(ctx.thresholds["min_occurrences"]):
+            continue
+        mtes = [o["mte_share"] for o in occ if o["mte_share"] is not None]
+        if mtes and float(np.mean(mtes)) < min_mte:
+            continue
+        saving = sum(o["saving_us"] for o in occ)
+        if saving < float(ctx.thresholds["min_saving_us"]):
+            continue
+        first = occ[0]
+        device = sum(o["device_us"] for o in occ)
+        evidence = {
+            "chain": first["kernels"], "signature": sig, "occurrences": len(occ),
+            "total_device_us": r3(device), "median_device_us": r3(np.median([o["device_us"] for o in occ])),
+            "intermediate_bytes_per_chain": int(first["bytes"]),
+            "mean_mte_share": r3(np.mean(mtes)) if mtes else None,
+            "instances": [{"start_ns": o["start_ns"], "stream_id": o["stream_id"], "device_us": r3(o["device_us"]),
+                           "saving_us": r3(o["saving_us"])} for o in occ[:50]],
+            "saving_model": "2 x intermediate bytes / HBM bandwidth + launch_overhead_us per removed kernel, "
+                            "capped at chain time minus its longest kernel",
+            "thresholds": {k: ctx.thresholds[k] for k in ("min_chain_length", "min_occurrences",
+                                                          "launch_overhead_us", "min_mte_share")},
+            "chip_figures": chip_figures(profile.chip, "hbm_bandwidth_gbps"),
+        }
+        msg = (f"{len(first['kernels'])} Vector kernels ({' → '.join(first['kernels'])}) pass "
+               f"{fmt_bytes(first['bytes'])} through global memory, {len(occ)} times "
+               f"({fmt_us(device)} in total)")
+        findings.append(make_finding(
+            ctx, code=CODE, slug=SLUG, kernels=first["kernels"], message=msg, evidence=evidence,
+            recommendation="Fuse the chain: fold it into the neighbouring matmul's epilogue, or write one "
+                           "TileLang kernel that applies every element-wise step to the tile in UB and writes "
+                           "global memory once.",
+            saving_us=saving, occurrences=len(occ), locations=locate(profile, first["kernels"][0], "memory"),
+        ))
+        if len(findings) >= int(ctx.thresholds["max_findings"]):
+            break
+    return findings

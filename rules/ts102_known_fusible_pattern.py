@@ -1,0 +1,212 @@
+"""TS102 known-fusible-pattern: operator sequences that one fused kernel replaces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.engine import RuleContext
+from analyzer.findings import Finding
+from analyzer.profile import Profile
+from rules._common import (
+    end_ns,
+    fmt_us,
+    locate,
+    make_finding,
+    num,
+    op_types,
+    r3,
+    start_ns,
+    stream_key,
+    text,
+)
+from rules._patterns import Pattern, PatternMatch, load_patterns, match_host_patterns, match_patterns
+
+CODE = "TS102"
+SLUG = "known-fusible-pattern"
+KIND = "runtime"
+NEEDS = ("kernels", "duration_us")
+THRESHOLDS: dict[str, Any] = {
+    "min_occurrences": 1,  # report a pattern seen at least this often
+    "min_saving_us": 0.0,  # drop groups whose estimated saving is below this
+    "pattern_files": [],  # extra pattern files (set from [tool.tilescope] patterns = [...])
+}
+
+
+def _columns(df: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The columns an occurrence lists, as arrays computed once (not per listed kernel)."""
+    return {"name": text(df, "name").to_numpy(), "op_type": op_types(df).to_numpy(),
+            "core_type": text(df, "core_type").to_numpy(), "stream_id": stream_key(df).to_numpy(),
+            "start_ns": start_ns(df).to_numpy(), "end_ns": end_ns(df).to_numpy(),
+            "duration_us": num(df, "duration_us").fillna(0).to_numpy()}
+
+
+def _kernel_entry(c: dict[str, np.ndarray], row: int, role: str | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": str(c["name"][row]),
+        "op_type": str(c["op_type"][row]),
+        "core_type": str(c["core_type"][row]) or None,
+        "stream_id": int(c["stream_id"][row]),
+        "start_ns": int(c["start_ns"][row]),
+        "duration_us": r3(c["duration_us"][row]),
+    }
+    if role is not None:
+        entry["role"] = role
+    return entry
+
+
+def _occurrence(c: dict[str, np.ndarray], m: PatternMatch) -> dict[str, Any]:
+    d = c["duration_us"][m.rows]
+    kept = np.array([role in m.pattern.keep for role in m.roles])
+    removable = float(d[~kept].sum())
+    # With no kept step the fused kernel still makes one pass over the data: assume it costs the
+    # longest member; with kept steps (the matmuls) the rest is hidden under them.
+    saving = removable if kept.any() else removable - float(d.max())
+    starts, ends = c["start_ns"], c["end_ns"]
+    return {
+        "stream_id": int(c["stream_id"][m.rows[0]]),
+        "start_ns": int(starts[m.rows[0]]),
+        "span_us": r3((ends[m.rows[-1]] - starts[m.rows[0]]) / 1000.0),
+        "device_us": r3(d.sum()),
+        "removable_us": r3(removable),
+        "saving_us": r3(max(saving, 0.0)),
+        "kernels": [_kernel_entry(c, r, role) for r, role in zip(m.rows, m.roles, strict=True)],
+        "interleaved": [_kernel_entry(c, r, None) for r in m.interleaved],
+    }
+
+
+def _recommendation(p: Pattern) -> str:
+    rec = f"Replace the sequence with {p.replacement}"
+    return rec + (f", {p.tilelang}." if p.tilelang else ".")
+
+
+def _kernel_findings(profile: Profile, ctx: RuleContext, patterns: list[Pattern]) -> list[Finding]:
+    df = profile.kernels
+    matches = match_patterns(df, patterns)
+    cols = _columns(df)
+    ops = cols["op_type"]
+    groups: dict[tuple[str, tuple[str, ...]], list[PatternMatch]] = {}
+    for m in matches:
+        groups.setdefault((m.pattern.id, tuple(ops[m.rows])), []).append(m)
+    findings = []
+    for (_pid, signature), ms in groups.items():
+        if len(ms) < int(ctx.thresholds["min_occurrences"]):
+            continue
+        pat = ms[0].pattern
+        occ = [_occurrence(cols, m) for m in ms]
+        for i, o in enumerate(occ, start=1):
+            o["index"] = i
+        saving = float(sum(o["saving_us"] or 0 for o in occ))
+        if saving < float(ctx.thresholds["min_saving_us"]):
+            continue
+        device = float(sum(o["device_us"] or 0 for o in occ))
+        names = [k["name"] for o in occ for k in o["kernels"]]
+        evidence = {
+            "pattern": {"id": pat.id, "title": pat.title, "source": pat.source, "keep": list(pat.keep)},
+            "op_sequence": list(signature),
+            "occurrences": occ,
+            "total_device_us": r3(device),
+            "median_device_us": r3(float(np.median([o["device_us"] or 0 for o in occ]))),
+            "saving_model": ("time of the non-kept steps (hidden under the kept matmuls)" if pat.keep
+                             else "sum of the members minus the longest (one fused pass remains)"),
+            "thresholds": {k: ctx.thresholds[k] for k in ("min_occurrences", "min_saving_us")},
+        }
+        n = len(occ)
+        msg = (f"{pat.title}: {n} occurrence{'s' if n != 1 else ''} of {len(signature)} kernels "
+               f"({' → '.join(signature)}), {fmt_us(device)} on the device; "
+               f"{pat.replacement} does it in one kernel")
+        findings.append(make_finding(
+            ctx, code=CODE, slug=SLUG, kernels=names, message=msg, evidence=evidence,
+            recommendation=_recommendation(pat), saving_us=saving, occurrences=n,
+            locations=locate(profile, names[0], "vector"),
+        ))
+    return findings
+
+
+def _host_findings(profile: Profile, ctx: RuleContext, patterns: list[Pattern]) -> list[Finding]:
+    tl = profile.timeline
+    if tl is None or tl.host_ops is None or tl.host_ops.empty:
+        return []
+    found = match_host_patterns(tl.host_ops, patterns)
+    # Device time per host op through the flow links (async_npu / HostToDevice).
+    linked = pd.DataFrame(columns=["host_index", "duration_us"])
+    if tl.flows is not None and not tl.flows.empty and "kernel_index" in tl.flows:
+        fl = tl.flows[(tl.flows["kernel_index"] >= 0) & (tl.flows["host_index"] >= 0)]
+        kd = num(tl.kernels, "duration_us").to_numpy()
+        linked = pd.DataFrame({"host_index": fl["host_index"].to_numpy(),
+                               "duration_us": kd[fl["kernel_index"].to_numpy().astype("int64")]})
+    host_start = start_ns(tl.host_ops).to_numpy()
+    link_start = host_start[linked["host_index"].to_numpy().astype("int64")] if len(linked) else np.array([])
+    link_dur = linked["duration_us"].to_numpy(dtype="float64") if len(linked) else np.array([])
+    groups: dict[str, list[pd.DataFrame]] = {}
+    pats = {p.id: p for p in patterns}
+    for pat, ops in found:
+        groups.setdefault(pat.id, []).append(ops)
+    findings = []
+    for pid, occs in groups.items():
+        pat = pats[pid]
+        occ_ev, saving = [], 0.0
+        for i, ops in enumerate(occs, start=1):
+            w0, w1 = int(ops["_start"].min()), int(ops["_end"].max())
+            sel = link_dur[(link_start >= w0) & (link_start <= w1)]
+            dev = float(sel.sum())
+            s = dev - float(sel.max()) if len(sel) else 0.0
+            saving += s
+            occ_ev.append({"index": i, "host_ops": text(ops, "name").tolist(), "start_ns": w0,
+                           "host_span_us": r3((w1 - w0) / 1000), "linked_kernels": len(sel),
+                           "device_us": r3(dev), "saving_us": r3(s)})
+        msg = (f"{pat.title}: {len(occs)} occurrence{'s' if len(occs) != 1 else ''} in the torch ops "
+               f"of the timeline; {pat.replacement} replaces them")
+        findings.append(make_finding(
+            ctx, code=CODE, slug=SLUG, kernels=[st.name for st in pat.host_steps],
+            message=msg, recommendation=_recommendation(pat), saving_us=saving, occurrences=len(occs),
+            evidence={"pattern": {"id": pat.id, "title": pat.title, "source": pat.source},
+                      "matched_on": "host ops (timeline)", "occurrences": occ_ev,
+                      "saving_model": "device time of the linked kernels minus the longest"},
+        ))
+    return findings
+
+
+def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
+    """
+    ## What it does
+    Finds operator sequences with a known fused replacement: unfused attention (MatMul/BatchMatMul →
+    scale/mask → softmax → dropout/cast → BatchMatMul), RMSNorm, RoPE, SwiGLU, Add+LayerNorm,
+    Add+RmsNorm, MatMul + bias/activation epilogue and per-tensor Adam updates. It matches the op
+    types of consecutive AI Core kernels on each stream (and, for timeline-only input, the torch
+    ops of the timeline). Every occurrence is listed with its kernels and time; identical
+    occurrences are grouped into one finding.
+
+    ## Why is this bad?
+    Each kernel of the sequence writes its result to global memory (HBM) and the next one reads
+    it back; in unfused attention that is the whole S = QK^T and P = softmax(S) matrix, per head.
+    A fused kernel keeps those tiles in L0C/UB, overlaps the Vector work with the Cube, and saves
+    the launches.
+
+    ## Example
+    `gpt_step_arith_591`: `BatchMatMul96, Mul97, ScaledMaskedSoftmax98, DropOutDoMask100,
+    AsStrided93, BatchMatMul101` on stream 16 (with `Cast` on AI_CPU and
+    `DSAStatelessGenBitMask` on DSA_SQE interleaved on stream 17), twice per step.
+
+    ## What to do instead
+    Call the fused operator named in the finding (`torch_npu.npu_fusion_attention`,
+    `npu_rms_norm`, `npu_rotary_mul`, `npu_swiglu`, `npu_add_layer_norm`, ...) or write one
+    TileLang kernel that keeps the intermediate tiles on chip.
+
+    ## Thresholds
+    `min_occurrences` (1), `min_saving_us` (0). Patterns live in `rules/patterns.toml`; add your
+    own with `[tool.tilescope] patterns = ["my.toml"]`.
+
+    ## Known limits
+    Matching is by op type and order, plus tensor sizes for patterns marked `linked`; a sequence
+    interrupted by an unrelated kernel on the same stream is not matched. The saving assumes the
+    fused kernel hides the non-matmul steps entirely (attention, epilogues) or costs as much as
+    the longest member (norms): an upper bound, not a measurement.
+    """
+    patterns = load_patterns(list(ctx.thresholds.get("pattern_files") or ()))
+    findings = _kernel_findings(profile, ctx, patterns)
+    if not findings and not profile.has("op_type"):
+        findings = _host_findings(profile, ctx, patterns)
+    return findings

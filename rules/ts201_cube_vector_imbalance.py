@@ -1,0 +1,97 @@
+"""TS201 cube-vector-imbalance: mixed kernels whose Cube and Vector work does not overlap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.engine import RuleContext
+from analyzer.findings import Finding
+from analyzer.profile import Profile
+from rules._common import MIX_TYPES, core_types, grouped_findings, num, op_types, pct, r3
+
+CODE = "TS201"
+SLUG = "cube-vector-imbalance"
+KIND = "runtime"
+NEEDS = ("duration_us", "aic_cube_ratio", "aiv_vec_ratio")
+THRESHOLDS: dict[str, Any] = {
+    "min_duration_us": 10.0,  # shorter launches are not worth the restructuring
+    "min_hidden_share": 0.1,  # the shorter side's non-overlapped work, as a share of the kernel
+    "idle_side_max": 0.1,  # a side at or below this while the other is busy counts as idle
+    "busy_side_min": 0.5,
+    "min_saving_us": 1.0,
+    "max_findings": 20,
+}
+
+
+def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
+    """
+    ## What it does
+    For every launch of a mixed kernel (MIX_AIC / MIX_AIV, e.g. flash attention), takes the share
+    of the kernel during which the Cube pipe was busy (`aic_cube_ratio`) and the Vector pipe was
+    busy (`aiv_vec_ratio`). When the two shares add up to no more than 1 they may have run one
+    after the other; the shorter side's work that is not provably overlapped (`min(c, v) -
+    max(0, c + v - 1)`) is what overlapping would hide. It also notes a side that sits idle.
+
+    ## Why is this bad?
+    A mixed kernel pairs each Cube core with two Vector cores. If the softmax (Vector) waits for
+    QK^T (Cube) and PV waits for the softmax, each unit idles while the other works: the kernel
+    takes c + v instead of max(c, v).
+
+    ## Example
+    `flash_fwd_kernel_mix_aic`, 400 µs, Cube 28 %, Vector 70 %: up to 112 µs per launch.
+
+    ## What to do instead
+    Software-pipeline the loop: compute softmax of tile i on the Vector cores while the Cube
+    computes QK^T of tile i+1 (`T.Pipelined(..., num_stages=2)`, double-buffered L1/UB tiles and
+    cross-core flags); make sure the Vector side does not wait on a full-kernel barrier.
+
+    ## Thresholds
+    `min_duration_us` (10), `min_hidden_share` (0.1), `busy_side_min` (0.5), `idle_side_max`
+    (0.1), `min_saving_us` (1), `max_findings` (20).
+
+    ## Known limits
+    PMU ratios are averages over the kernel and its cores: they bound the overlap but do not
+    prove serialisation. The saving is an upper bound (perfect overlap). Per-block imbalance is
+    TS402's.
+    """
+    df = profile.kernels
+    dur = num(df, "duration_us")
+    c, v = num(df, "aic_cube_ratio").clip(0, 1), num(df, "aiv_vec_ratio").clip(0, 1)
+    mixed = core_types(df).isin(MIX_TYPES) | op_types(df).str.contains("Attention", case=False)
+    both = c.notna() & v.notna()
+    hidden = (np.minimum(c, v) - np.maximum(c + v - 1, 0)).clip(lower=0)
+    idle = (np.maximum(c, v) >= float(ctx.thresholds["busy_side_min"])) & (
+        np.minimum(c, v) <= float(ctx.thresholds["idle_side_max"]))
+    flagged = (mixed & both & (dur >= float(ctx.thresholds["min_duration_us"]))
+               & ((hidden >= float(ctx.thresholds["min_hidden_share"])) | idle)).to_numpy()
+    saving = (hidden * dur).fillna(0)
+    work = df.assign(hidden_share=hidden, cube_busy_us=c * dur, vector_busy_us=v * dur)
+    prof = Profile(**{**profile.__dict__, "kernels": work})
+
+    def message(kernel: str, row: pd.Series) -> str:
+        cc, vv = row["aic_cube_ratio"], row["aiv_vec_ratio"]
+        if min(cc, vv) <= float(ctx.thresholds["idle_side_max"]):
+            side = "Vector" if vv < cc else "Cube"
+            return (f"{kernel}: Cube {pct(cc)}, Vector {pct(vv)} of the kernel — the {side} cores of this "
+                    f"mixed kernel sit idle ({int(row['launches'])} launches)")
+        return (f"{kernel}: Cube busy {pct(cc)}, Vector busy {pct(vv)} of {r3(row['median_us'])} µs — together "
+                f"≤ 100 %, so the sides may run one after the other; overlapping could hide up to "
+                f"{pct(row['hidden_share'])} of the kernel")
+
+    def extra(kernel: str, row: pd.Series) -> dict[str, Any]:
+        return {"split_us": {"cube_busy": r3(row["cube_busy_us"]), "vector_busy": r3(row["vector_busy_us"]),
+                             "kernel_median": r3(row["median_us"])},
+                "saving_model": "(min(c, v) - max(0, c + v - 1)) x duration per launch: perfect overlap"}
+
+    return grouped_findings(
+        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
+        metrics=("aic_cube_ratio", "aiv_vec_ratio", "hidden_share", "cube_busy_us", "vector_busy_us"),
+        message=message, topic="vector", extra=extra,
+        recommendation="Pipeline the Cube and Vector stages (T.Pipelined with num_stages >= 2, double-buffered "
+                       "L1/UB tiles, cross-core flags instead of full barriers) so the softmax of one tile runs "
+                       "while the Cube works on the next; if one side is idle, move work to it or use a "
+                       "single-side kernel.",
+    )

@@ -1,0 +1,127 @@
+"""TS202 memory-bound-kernel: MTE2/MTE3 dominate, bandwidth near the limit or intensity below ridge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.engine import RuleContext
+from analyzer.findings import Finding
+from analyzer.profile import Profile
+from rules._common import grouped_findings, num, pct, r3
+
+CODE = "TS202"
+SLUG = "memory-bound-kernel"
+KIND = "runtime"
+NEEDS = ("duration_us", "aic_mte2_ratio|aiv_mte2_ratio|aic_main_mem_read_gbps|aiv_main_mem_read_gbps")
+THRESHOLDS: dict[str, Any] = {
+    "min_duration_us": 10.0,
+    "cube_mte2_ratio": 0.95,  # msprof-analyze's cube operator mte2-bound threshold
+    "vector_mte_ratio": 0.7,  # msprof-analyze's vector operator mte2/mte3 threshold
+    "bw_near_limit": 0.8,  # achieved HBM bandwidth / configured peak
+    "min_saving_us": 1.0,
+    "max_findings": 20,
+}
+
+
+def _side_bound(df: pd.DataFrame, side: str, mte_cols: tuple[str, ...], compute_cols: tuple[str, ...],
+                limit: float) -> tuple[pd.Series, pd.Series, pd.Series]:
+    mte = pd.concat([num(df, c) for c in mte_cols], axis=1).max(axis=1, skipna=True)
+    comp = pd.concat([num(df, c) for c in compute_cols], axis=1).max(axis=1, skipna=True)
+    ratio = mte / comp.where(comp > 0)
+    bound = (mte >= limit) & ((comp.isna()) | (mte > comp))
+    return bound.fillna(False), mte, ratio
+
+
+def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
+    """
+    ## What it does
+    Flags every launch whose data movement dominates: on the Cube side `aic_mte2_ratio` at or
+    above `cube_mte2_ratio` and above the Cube/FixPipe ratios, on the Vector side the larger of
+    `aiv_mte2_ratio` / `aiv_mte3_ratio` at or above `vector_mte_ratio` and above `aiv_vec_ratio`;
+    or, with Memory metrics, achieved global-memory bandwidth at or above `bw_near_limit` of the
+    configured HBM bandwidth. When FLOPs and bytes are both known it places the kernel on the
+    roofline (arithmetic intensity vs the chip's ridge point).
+
+    ## Why is this bad?
+    The kernel waits for data: the compute units idle while MTE2 (GM→L1/UB) or MTE3 (UB→GM)
+    work. More compute will not help; less traffic or better reuse will.
+
+    ## Example
+    `aclnnMatmul_MatMulCommon_MatMulV2`: MTE2 96 % vs Cube 82 % of 185.5 µs.
+
+    ## What to do instead
+    Raise data reuse: larger tiles along the reused dimension (block_M/block_N for GEMM), keep
+    operands in L1 across iterations, double-buffer (`T.Pipelined(num_stages=2..3)`) so MTE2
+    overlaps compute; fuse neighbouring element-wise kernels (TS101/TS102) so intermediates stay
+    on chip; use lower-precision storage when accuracy allows.
+
+    ## Thresholds
+    `cube_mte2_ratio` (0.95) and `vector_mte_ratio` (0.7) are msprof-analyze's; `bw_near_limit`
+    (0.8) of `hbm_bandwidth_gbps`; `min_duration_us` (10); `min_saving_us` (1); `max_findings`
+    (20).
+
+    ## Known limits
+    The HBM bandwidth is a configurable assumption (no vendor figure for any 910B); verdicts that
+    use it say so in `chip_figures.assumptions`. The saving (time by which data movement exceeds
+    compute, or the bandwidth headroom) is an estimate: traffic rarely drops to the compute time.
+    """
+    df = profile.kernels
+    dur = num(df, "duration_us")
+    lim_c, lim_v = float(ctx.thresholds["cube_mte2_ratio"]), float(ctx.thresholds["vector_mte_ratio"])
+    c_bound, c_mte, c_ratio = _side_bound(df, "aic", ("aic_mte2_ratio",), ("aic_cube_ratio", "aic_fixpipe_ratio"),
+                                          lim_c)
+    v_bound, v_mte, v_ratio = _side_bound(df, "aiv", ("aiv_mte2_ratio", "aiv_mte3_ratio"), ("aiv_vec_ratio",), lim_v)
+    c_comp = num(df, "aic_cube_ratio").fillna(0)
+    v_comp = num(df, "aiv_vec_ratio").fillna(0)
+    # Saving: how long data movement runs beyond the compute it could hide behind.
+    ratio_saving = np.maximum(np.where(c_bound, (c_mte - c_comp) * dur, 0), np.where(v_bound, (v_mte - v_comp) * dur, 0))
+    read_bw = num(df, "aic_main_mem_read_gbps").fillna(0) + num(df, "aiv_main_mem_read_gbps").fillna(0)
+    write_bw = num(df, "aic_main_mem_write_gbps").fillna(0) + num(df, "aiv_main_mem_write_gbps").fillna(0)
+    achieved = read_bw + write_bw
+    peak = profile.chip.hbm_bandwidth_gbps or np.nan
+    bw_frac = achieved / peak
+    bw_bound = (bw_frac >= float(ctx.thresholds["bw_near_limit"])).fillna(False)
+    bytes_moved = achieved * 1e9 * dur * 1e-6
+    flops = num(df, "aic_cube_fops").fillna(0) + num(df, "aiv_vector_fops").fillna(0)
+    if "flops" in df.columns:
+        flops = flops.where(flops > 0, num(df, "flops"))
+    intensity = (flops / bytes_moved.where(bytes_moved > 0)).where(flops > 0)
+    ridge = profile.chip.ridge_point()
+    bw_saving = (dur - bytes_moved / (peak * 1e3)).clip(lower=0) if peak == peak else dur * 0
+    saving = pd.Series(np.fmax(ratio_saving, np.where(bw_bound, bw_saving, 0)), index=df.index).fillna(0)
+    flagged = ((c_bound | v_bound | bw_bound) & (dur >= float(ctx.thresholds["min_duration_us"]))).to_numpy()
+    work = df.assign(mte_ratio_cube=c_mte, mte_ratio_vector=v_mte, achieved_gbps=achieved.where(achieved > 0),
+                     bandwidth_of_peak=bw_frac.where(achieved > 0), arithmetic_intensity=intensity,
+                     mte_over_compute_cube=c_ratio, mte_over_compute_vector=v_ratio)
+    prof = Profile(**{**profile.__dict__, "kernels": work})
+
+    def message(kernel: str, row: pd.Series) -> str:
+        parts = []
+        if row["mte_ratio_cube"] == row["mte_ratio_cube"] and row["mte_ratio_cube"] >= lim_c:
+            parts.append(f"Cube-side MTE2 {pct(row['mte_ratio_cube'])} vs Cube {pct(row['aic_cube_ratio'] or 0)}")
+        if row["mte_ratio_vector"] == row["mte_ratio_vector"] and row["mte_ratio_vector"] >= lim_v:
+            parts.append(f"Vector-side MTE {pct(row['mte_ratio_vector'])} vs Vector {pct(row['aiv_vec_ratio'] or 0)}")
+        if row["bandwidth_of_peak"] == row["bandwidth_of_peak"]:
+            parts.append(f"{r3(row['achieved_gbps'])} GB/s = {pct(row['bandwidth_of_peak'])} of the assumed HBM peak")
+        return f"{kernel} is memory-bound: " + "; ".join(parts or ["data movement dominates"])
+
+    def extra(kernel: str, row: pd.Series) -> dict[str, Any]:
+        ai = row["arithmetic_intensity"]
+        roof: dict[str, Any] = {"arithmetic_intensity_flop_per_byte": r3(ai), "ridge_point": r3(ridge)}
+        if ai == ai and ridge:
+            roof["position"] = "below ridge (memory side)" if ai < ridge else "above ridge (compute side)"
+        return {"roofline": roof,
+                "saving_model": "max((MTE ratio - compute ratio) x duration, duration - bytes / peak bandwidth)"}
+
+    return grouped_findings(
+        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
+        metrics=("mte_ratio_cube", "aic_cube_ratio", "mte_ratio_vector", "aiv_vec_ratio", "achieved_gbps",
+                 "bandwidth_of_peak", "arithmetic_intensity"),
+        message=message, topic="memory", extra=extra, chip_fields=("hbm_bandwidth_gbps", "ridge_point"),
+        recommendation="Cut global-memory traffic: bigger tiles along the reused dimension, keep operands in L1 "
+                       "across iterations, double-buffer (T.Pipelined num_stages 2-3) so MTE2 overlaps compute, "
+                       "fuse neighbouring element-wise kernels so intermediates stay on chip.",
+    )

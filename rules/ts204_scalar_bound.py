@@ -1,0 +1,83 @@
+"""TS204 scalar-bound: the Scalar unit dominates one side of a kernel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.engine import RuleContext
+from analyzer.findings import Finding
+from analyzer.profile import Profile
+from rules._common import grouped_findings, num, pct
+
+CODE = "TS204"
+SLUG = "scalar-bound"
+KIND = "runtime"
+NEEDS = ("duration_us", "aic_scalar_ratio|aiv_scalar_ratio")
+THRESHOLDS: dict[str, Any] = {
+    "scalar_ratio": 0.5,  # scalar busy at least this share of the side's time
+    "min_duration_us": 10.0,
+    "min_saving_us": 1.0,
+    "max_findings": 20,
+}
+OTHERS = {"aic": ("aic_cube_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aic_fixpipe_ratio"),
+          "aiv": ("aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio")}
+
+
+def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
+    """
+    ## What it does
+    Flags every launch where, on the Cube or the Vector side, `*_scalar_ratio` is at least
+    `scalar_ratio` and higher than every other pipe of that side.
+
+    ## Why is this bad?
+    The Scalar unit issues every instruction and computes addresses and loop bounds. When it is
+    the busiest pipe, Cube/Vector/MTE wait for instructions: the kernel spends its time on
+    control, not on data.
+
+    ## Example
+    A TileLang vector kernel with Scalar 72 %, Vector 20 %: per-element index arithmetic in an
+    inner `T.serial` loop.
+
+    ## What to do instead
+    Vectorise inner loops (`T.Parallel`/tile ops instead of `T.serial` over elements), hoist
+    address arithmetic out of loops, use larger tiles so each instruction moves more data, avoid
+    data-dependent branches and scalar reads from GM in the loop body.
+
+    ## Thresholds
+    `scalar_ratio` (0.5), `min_duration_us` (10), `min_saving_us` (1), `max_findings` (20).
+
+    ## Known limits
+    The saving assumes scalar work could drop to the next busiest pipe's level
+    (duration x (scalar - next pipe)); scalar work that is needed stays.
+    """
+    df = profile.kernels
+    dur = num(df, "duration_us")
+    best = pd.Series(0.0, index=df.index)
+    side = pd.Series("", index=df.index)
+    scal = pd.Series(np.nan, index=df.index)
+    lim = float(ctx.thresholds["scalar_ratio"])
+    for s, others in OTHERS.items():
+        sc = num(df, f"{s}_scalar_ratio")
+        nxt = pd.concat([num(df, c) for c in others], axis=1).max(axis=1, skipna=True).fillna(0)
+        gain = (sc - nxt).where((sc >= lim) & (sc > nxt)).fillna(0)
+        better = gain > best
+        best, side, scal = best.where(~better, gain), side.where(~better, s), scal.where(~better, sc)
+    flagged = ((best > 0) & (dur >= float(ctx.thresholds["min_duration_us"]))).to_numpy()
+    saving = (best * dur).fillna(0)
+    prof = Profile(**{**profile.__dict__, "kernels": df.assign(scalar_ratio=scal, scalar_excess=best)})
+
+    def message(kernel: str, row: pd.Series) -> str:
+        return (f"{kernel}: Scalar busy {pct(row['scalar_ratio'])}, {pct(row['scalar_excess'])} above the next "
+                f"busiest pipe — the kernel is bound by instruction issue and address arithmetic")
+
+    return grouped_findings(
+        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
+        metrics=("scalar_ratio", "scalar_excess", "aic_scalar_ratio", "aiv_scalar_ratio", "aic_cube_ratio",
+                 "aiv_vec_ratio"), message=message, topic="scalar",
+        extra=lambda k, r: {"saving_model": "duration x (scalar ratio - next busiest pipe ratio)"},
+        recommendation="Vectorise inner loops (tile ops / T.Parallel instead of element-wise T.serial), hoist "
+                       "address arithmetic out of loops, and use larger tiles so each instruction moves more data.",
+    )

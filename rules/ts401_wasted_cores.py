@@ -1,0 +1,83 @@
+"""TS401 wasted-cores: block counts that leave AI Cores idle (below, or not a multiple of, the core count)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.engine import RuleContext
+from analyzer.findings import Finding
+from analyzer.profile import Profile
+from rules._common import CUBE_TYPES, VECTOR_TYPES, core_types, grouped_findings, num, pct
+
+CODE = "TS401"
+SLUG = "wasted-cores"
+KIND = "runtime"
+NEEDS = ("duration_us", "block_dim", "core_type")
+THRESHOLDS: dict[str, Any] = {
+    "min_duration_us": 20.0,
+    "max_core_efficiency": 0.9,  # flag when blocks / (waves x cores) is below this
+    "min_saving_us": 1.0,
+    "max_findings": 20,
+}
+
+
+def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
+    """
+    ## What it does
+    For every launch, compares its block count with the chip's cores of the kind it runs on —
+    AIC cores (`aic_count`) for AI_CORE/MIX_AIC kernels, AIV cores (`aiv_count`) for
+    AI_VECTOR_CORE/MIX_AIV — and computes the core efficiency blocks / (waves x cores), waves =
+    ceil(blocks / cores). 33 blocks on 48 AIV cores: 69 %; 52 blocks: 2 waves, 54 %.
+
+    ## Why is this bad?
+    Cores without a block idle for the whole kernel; a partial last wave idles most cores for
+    one wave's time.
+
+    ## Example
+    `ReduceSum` launched with 52 blocks on 48 Vector cores.
+
+    ## What to do instead
+    Choose the grid so blocks are a multiple of the cores (or at least the core count): split
+    the work along another axis, use a persistent-kernel loop over tiles (`for t in T.serial(
+    ceildiv(tiles, cores))`), or adjust the tile size so tiles divide evenly.
+
+    ## Thresholds
+    `max_core_efficiency` (0.9), `min_duration_us` (20), `min_saving_us` (1), `max_findings`
+    (20). Core counts come from the chip (`aic_count`, `aiv_count`; overridden by the profile's
+    device info).
+
+    ## Known limits
+    Assumes blocks take equal time and the kernel scales with cores (saving = duration x (1 -
+    efficiency), an upper bound). Per-block imbalance is TS402's.
+    """
+    df = profile.kernels
+    ct = core_types(df)
+    cores = pd.Series(np.nan, index=df.index)
+    if profile.chip.aic_count:
+        cores = cores.mask(ct.isin(CUBE_TYPES), float(profile.chip.aic_count))
+    if profile.chip.aiv_count:
+        cores = cores.mask(ct.isin(VECTOR_TYPES), float(profile.chip.aiv_count))
+    blocks = num(df, "block_dim")
+    waves = np.ceil(blocks / cores)
+    eff = blocks / (waves * cores)
+    dur = num(df, "duration_us")
+    flagged = ((eff < float(ctx.thresholds["max_core_efficiency"])) & (blocks > 0)
+               & (dur >= float(ctx.thresholds["min_duration_us"]))).fillna(False).to_numpy()
+    saving = (dur * (1 - eff)).clip(lower=0).fillna(0)
+    prof = Profile(**{**profile.__dict__, "kernels": df.assign(cores=cores, waves=waves, core_efficiency=eff)})
+
+    def message(kernel: str, row: pd.Series) -> str:
+        return (f"{kernel}: {int(row['block_dim'])} blocks on {int(row['cores'])} cores ({int(row['waves'])} "
+                f"wave{'s' if row['waves'] > 1 else ''}) keeps {pct(1 - row['core_efficiency'])} of the core time idle")
+
+    return grouped_findings(
+        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
+        metrics=("block_dim", "cores", "waves", "core_efficiency"), message=message, topic="cube",
+        chip_fields=("aic_count", "aiv_count"),
+        extra=lambda k, r: {"saving_model": "duration x (1 - blocks / (waves x cores))"},
+        recommendation="Make the block count a multiple of the core count (split along another axis, adjust the "
+                       "tile size, or loop persistently over tiles inside each block).",
+    )

@@ -1,0 +1,88 @@
+"""TS404 host-bound-gaps: the device idles between many short kernels (launch overhead dominates)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from analyzer.engine import RuleContext
+from analyzer.findings import Finding
+from analyzer.profile import Profile
+from rules._common import NON_COMPUTE_TYPES, core_types, fmt_us, make_finding, num, pct, r3, text
+
+CODE = "TS404"
+SLUG = "host-bound-gaps"
+KIND = "runtime"
+NEEDS = ("duration_us", "wait_us")
+THRESHOLDS: dict[str, Any] = {
+    "min_idle_share": 0.2,  # idle gaps / (busy + idle) at least this
+    "short_kernel_us": 20.0,  # kernels this short cannot hide a host launch
+    "launch_floor_us": 2.0,  # gap the device needs anyway between dependent kernels (not recoverable)
+    "max_gap_us": 5000.0,  # longer gaps are synchronisation / data loading, reported separately
+}
+
+
+def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
+    """
+    ## What it does
+    Adds up the device idle time between kernels (`wait_us`: the gap after the previous task
+    ended; communication tasks excluded), ignoring gaps longer than `max_gap_us` (host syncs,
+    data loading). When idle time is at least `min_idle_share` of busy + idle time and most
+    kernels are short, the host cannot launch fast enough: the run is host-bound.
+
+    ## Why is this bad?
+    Every µs the device waits for the next launch is lost. With 2-µs kernels and 80-µs gaps, the
+    NPU is idle 97 % of the time whatever the kernels do.
+
+    ## Example
+    `gpt_step_arith_591`: median gap about 86 µs before kernels of median 3 µs.
+
+    ## What to do instead
+    Capture the step in a graph (`torch.npu.NPUGraph` / torchair), enable the level-2 task queue
+    (`TASK_QUEUE_ENABLE=2`), bind the host process to cores, fuse small kernels (TS101/TS102),
+    and remove host syncs (`.item()`, `.cpu()`, `nonzero`) from the step.
+
+    ## Thresholds
+    `min_idle_share` (0.2), `short_kernel_us` (20), `launch_floor_us` (2), `max_gap_us` (5000).
+
+    ## Known limits
+    The saving (every gap minus `launch_floor_us`) assumes a graph launch removes the gaps
+    entirely. Gaps before the first kernel of a stream and across streams are taken from
+    `wait_us` as the profiler wrote it.
+    """
+    df = profile.kernels
+    keep = ~core_types(df).isin(NON_COMPUTE_TYPES).to_numpy()
+    dur = num(df, "duration_us").to_numpy()[keep]
+    wait = num(df, "wait_us").fillna(0).to_numpy()[keep]
+    if len(dur) == 0:
+        return []
+    max_gap = float(ctx.thresholds["max_gap_us"])
+    launch_gaps = wait[(wait > 0) & (wait <= max_gap)]
+    long_gaps = wait[wait > max_gap]
+    busy, idle = float(np.nansum(dur)), float(launch_gaps.sum())
+    share = idle / (busy + idle) if busy + idle > 0 else 0.0
+    short = float(np.mean(dur < float(ctx.thresholds["short_kernel_us"])))
+    if share < float(ctx.thresholds["min_idle_share"]) or short < 0.5:
+        return []
+    floor = float(ctx.thresholds["launch_floor_us"])
+    saving = float(np.clip(launch_gaps - floor, 0, None).sum())
+    names = text(df, "name").to_numpy()[keep]
+    order = np.argsort(-wait)[:10]
+    evidence = {
+        "kernels": int(len(dur)), "busy_us": r3(busy), "idle_us": r3(idle), "idle_share": r3(share),
+        "short_kernel_share": r3(short), "median_gap_us": r3(np.median(launch_gaps)) if len(launch_gaps) else None,
+        "median_kernel_us": r3(np.nanmedian(dur)),
+        "long_gaps": {"count": int(len(long_gaps)), "total_us": r3(long_gaps.sum())},
+        "largest_gaps": [{"before": str(names[i]), "gap_us": r3(wait[i])} for i in order if wait[i] > 0],
+        "thresholds": dict(ctx.thresholds),
+        "saving_model": "sum of (gap - launch_floor_us) over gaps up to max_gap_us",
+    }
+    msg = (f"device idle {pct(share)} of the time between {len(dur)} kernels ({fmt_us(idle)} of gaps, median gap "
+           f"{evidence['median_gap_us']} µs vs median kernel {evidence['median_kernel_us']} µs): host-bound")
+    return [make_finding(
+        ctx, code=CODE, slug=SLUG, kernels=[], message=msg, evidence=evidence, saving_us=saving,
+        occurrences=int(len(launch_gaps)),
+        recommendation="Capture the step in a graph (torch.npu.NPUGraph / torchair), set TASK_QUEUE_ENABLE=2, "
+                       "remove host syncs (.item(), .cpu(), nonzero) from the step and fuse small kernels.",
+    )]

@@ -1,0 +1,106 @@
+"""TS405 aicpu-on-hot-path: operators running on the AI CPU instead of the AI Cores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.engine import RuleContext
+from analyzer.findings import Finding
+from analyzer.profile import Profile
+from rules._common import (
+    AICORE_TYPES,
+    core_types,
+    end_ns,
+    grouped_findings,
+    interval_union,
+    num,
+    op_types,
+    overlap_with_union,
+    pct,
+    start_ns,
+)
+
+CODE = "TS405"
+SLUG = "aicpu-on-hot-path"
+KIND = "runtime"
+NEEDS = ("duration_us", "core_type")
+THRESHOLDS: dict[str, Any] = {
+    "min_total_us": 20.0,  # per kernel name, over all launches (msprof-analyze: 20 µs per task)
+    "min_saving_us": 0.0,
+    "max_findings": 20,
+}
+# What usually replaces an AI CPU operator (op type -> advice).
+REPLACEMENTS = {
+    "Cast": "cast to a dtype the AI Core Cast supports (int64/uint64/double casts fall back to AI CPU)",
+    "NonZero": "avoid data-dependent shapes (torch.nonzero / boolean indexing); use masks with fixed shapes",
+    "Unique": "avoid torch.unique in the step, or move it out of the hot loop",
+    "Index": "use index_select/gather with int32 indices",
+    "DropOutGenMask": "use the DSA/AI Core dropout mask path (npu_dropout_gen_mask) or fused attention",
+    "Range": "precompute index ranges once on the device",
+}
+
+
+def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
+    """
+    ## What it does
+    Lists AI_CPU tasks per kernel name with their total time, and how much of that time the AI
+    Cores were busy anyway (overlap with the union of AI Core kernels) — the rest is on the
+    critical path.
+
+    ## Why is this bad?
+    The AI CPU is a few ARM cores: operators there are slow, and they often force host/device
+    synchronisation or dtype conversions (`trans_Cast_*`). A kernel waiting for one stalls the
+    stream.
+
+    ## Example
+    `gpt_step_arith_591`: seven `trans_Cast_*` tasks (Cast) on stream 17.
+
+    ## What to do instead
+    See the replacement in the finding: usually a dtype the AI Core supports (int32 instead of
+    int64), no data-dependent shapes, or the fused operator that does the work on the AI Core.
+
+    ## Thresholds
+    `min_total_us` (20 per kernel name, msprof-analyze's per-task threshold applied to the
+    total), `min_saving_us` (0), `max_findings` (20).
+
+    ## Known limits
+    The saving is the AI CPU time not overlapped by AI Core work (the part on the critical path
+    if the streams depend on it); an AI Core replacement still costs something.
+    """
+    df = profile.kernels
+    ct = core_types(df)
+    aicpu = (ct == "AI_CPU").to_numpy()
+    if not aicpu.any():
+        return []
+    s, e = start_ns(df).to_numpy(), end_ns(df).to_numpy()
+    core = ct.isin(AICORE_TYPES).to_numpy()
+    us, ue = interval_union(s[core], e[core])
+    overlap_us = overlap_with_union(s, e, us, ue) / 1000.0
+    dur = num(df, "duration_us")
+    exposed = (dur - pd.Series(overlap_us, index=df.index)).clip(lower=0)
+    totals = dur[aicpu].groupby(df["name"].astype(str)[aicpu]).transform("sum")
+    flagged = np.zeros(len(df), dtype=bool)
+    flagged[np.flatnonzero(aicpu)] = (totals >= float(ctx.thresholds["min_total_us"])).to_numpy()
+    ops = op_types(df)
+    prof = Profile(**{**profile.__dict__, "kernels": df.assign(overlapped_us=overlap_us, exposed_us=exposed)})
+    op_of = dict(zip(df["name"].astype(str)[aicpu], ops[aicpu], strict=False))
+
+    def message(kernel: str, row: pd.Series) -> str:
+        return (f"{kernel} ({op_of.get(kernel, '?')}) runs on the AI CPU: {int(row['launches'])} launches, "
+                f"{row['total_us']:.1f} µs, {pct(row['saving_us'] / row['total_us'] if row['total_us'] else 0)} "
+                f"not overlapped by AI Core work")
+
+    def extra(kernel: str, row: pd.Series) -> dict[str, Any]:
+        op = op_of.get(kernel, "")
+        return {"op_type": op, "replacement": REPLACEMENTS.get(op, "an AI Core implementation of the operator"),
+                "saving_model": "AI CPU time not overlapped by AI Core kernels"}
+
+    return grouped_findings(
+        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=exposed.fillna(0),
+        metrics=("overlapped_us", "exposed_us"), message=message, topic="scalar", extra=extra,
+        recommendation="Move the operator to the AI Core: use a dtype the AI Core kernel supports, avoid "
+                       "data-dependent shapes, or use the fused operator (see evidence.replacement).",
+    )
