@@ -75,7 +75,9 @@ def report_summary(report: Mapping[str, Any]) -> dict[str, Any]:
     if total is None:
         total = num(_first(report, "total_device_us"))
     raw = _first(s, "shares", "unit_shares", default={}) or {}
-    shares = {k: num(_first(raw, k, f"{k}_share")) for k in ("cube", "vector", "mte", "scalar")}
+    aliases = {"mte": ("mte", "data_movement", "mte_share")}  # profile_summary says "data_movement"
+    shares = {k: num(_first(raw, *aliases.get(k, (k, f"{k}_share"))))
+              for k in ("cube", "vector", "mte", "scalar")}
     for k in ("cube", "vector", "mte", "scalar"):  # flat keys such as summary["cube_share"]
         if shares[k] is None:
             shares[k] = num(_first(s, f"{k}_share"))

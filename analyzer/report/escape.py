@@ -116,7 +116,7 @@ def json_for_script(value: Any) -> str:
     `&` are written as \\u escapes (still the same JSON value); U+2028/U+2029 are escaped because
     older JavaScript parsers treat them as line terminators inside string literals.
     """
-    return script_safe(json.dumps(_finite(value), ensure_ascii=False, allow_nan=False, default=str))
+    return script_safe(json.dumps(finite(value), ensure_ascii=False, allow_nan=False, default=str))
 
 
 def script_safe(json_text: str) -> str:
@@ -134,14 +134,15 @@ def script_safe(json_text: str) -> str:
     )
 
 
-def _finite(value: Any) -> Any:
-    # JSON has no NaN/Infinity; a metric the profile did not collect becomes null.
+def finite(value: Any) -> Any:
+    """`value` with NaN/Infinity floats replaced by None (JSON has neither; a metric the profile
+    did not collect becomes null)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {str(k): _finite(v) for k, v in value.items()}
+        return {str(k): finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
+        return [finite(v) for v in value]
     return value
 
 
