@@ -1,0 +1,59 @@
+"""`create_app(profiles, roots, ...)`: the Dash app over a DataStore, usable by `serve` and by tests.
+
+Everything is served from this process (`serve_locally=True`): Dash's and AG Grid's JavaScript come
+from the installed packages and the CSS from dashboard/assets, so the dashboard works offline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import dash
+
+from analyzer.profile import Profile
+from dashboard import callbacks
+from dashboard.data import DataStore
+from dashboard.layout import build_layout
+from dashboard.paths import RootSet
+
+ASSETS = Path(__file__).with_name("assets")
+
+
+def create_app(
+    profiles: Sequence[Profile | Path | str] = (),
+    roots: Iterable[str | Path] = (),
+    chip: str | None = None,
+    reports: Sequence[dict[str, Any] | None] | None = None,
+    labels: Sequence[str | None] | None = None,
+) -> dash.Dash:
+    """Build the app. `profiles` are Profile objects or paths (loaded now, trusted like the command
+    line); `roots` are the only directories a browser request can open profiles from. `reports`
+    optionally supplies prebuilt report dicts (tests), otherwise each profile is analysed once.
+    """
+    store = DataStore(RootSet.of(roots), chip=chip)
+    for i, item in enumerate(profiles):
+        report = reports[i] if reports and i < len(reports) else None
+        label = labels[i] if labels and i < len(labels) else None
+        if isinstance(item, Profile):
+            store.add_profile(item, label=label, report=report)
+        else:
+            store.add_path(Path(item))
+    app = dash.Dash(
+        __name__,
+        title="tilescope",
+        assets_folder=str(ASSETS),
+        serve_locally=True,
+        suppress_callback_exceptions=True,
+        update_title="",
+    )
+    app.layout = lambda: build_layout(store.options(), store.first_key())
+    callbacks.register(app, store)
+    app.server.config["TILESCOPE_STORE"] = store
+    return app
+
+
+def store_of(app: dash.Dash) -> DataStore:
+    store: DataStore = app.server.config["TILESCOPE_STORE"]
+    return store

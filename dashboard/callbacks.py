@@ -1,0 +1,383 @@
+"""Thin callbacks: read the request, ask the store / views, return components. No logic of their own.
+
+A view's callback runs only when its tab is visible (`_active`), so switching profiles on a large
+run computes one view, not eight.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash
+from dash import ALL, Input, Output, State, ctx, html, no_update
+from dash.exceptions import PreventUpdate
+
+from dashboard import compare as C
+from dashboard import figures as F
+from dashboard import views as V
+from dashboard.data import DataStore, ProfileEntry
+from dashboard.ir_view import SIDE_BY_SIDE, load_stages, mark_locations, stage_component
+from dashboard.layout import kernel_grid
+from dashboard.query import build_lanes, kernel_page, timeline_window
+
+
+def _entry(store: DataStore, key: str | None) -> ProfileEntry:
+    entry = store.get(key)
+    if entry is None:
+        raise PreventUpdate
+    return entry
+
+
+def _active(tab: str, wanted: str) -> None:
+    if tab != wanted:
+        raise PreventUpdate
+
+
+def register(app: dash.Dash, store: DataStore) -> None:
+    @app.callback(
+        Output("chip-info", "children"),
+        Output("load-error", "children"),
+        Output("d-kernel", "value", allow_duplicate=True),
+        Input("profile", "value"),
+        prevent_initial_call="initial_duplicate",
+    )
+    def on_profile(key: str | None) -> tuple[Any, Any, Any]:
+        try:
+            entry = store.get(key)
+        except Exception as exc:  # a bad pick shows one line; the app keeps serving
+            return [], f"Cannot open this profile: {getattr(exc, 'args', [''])[0]}", None
+        if entry is None:
+            return [], "No profile loaded: pass a path or --root to `tilescope serve`.", None
+        top = str(entry.by_name["name"].iloc[0]) if len(entry.by_name) else None
+        return V.chip_info(entry), "", top
+
+    @app.callback(
+        Output("ov-kpis", "children"),
+        Output("ov-core", "figure"),
+        Output("ov-shares", "figure"),
+        Output("ov-sev", "figure"),
+        Output("ov-top", "figure"),
+        Output("ov-findings", "children"),
+        Input("profile", "value"),
+        Input("tabs", "value"),
+    )
+    def on_overview(key: str | None, tab: str) -> tuple[Any, ...]:
+        _active(tab, "overview")
+        entry = _entry(store, key)
+        core, shares, sev, top = V.overview_figures(entry)
+        items = [V.finding_item(i, f, "ov-finding") for i, f in enumerate(entry.findings[:6])]
+        if not items:
+            items = [html.Div("No findings.", className="muted")]
+        return V.overview_kpis(entry), core, shares, sev, top, [html.H4("Top findings"), *items]
+
+    # --- Kernels ----------------------------------------------------------------------------
+    @app.callback(
+        Output("k-grid-box", "children"),
+        Input("profile", "value"),
+        Input("k-mode", "value"),
+        Input("k-search", "value"),
+        Input("tabs", "value"),
+    )
+    def on_grid_shape(key: str | None, mode: str, _search: str | None, tab: str) -> Any:
+        # The grid is rebuilt (not just re-fed) so the infinite cache restarts for the new query.
+        _active(tab, "kernels")
+        entry = _entry(store, key)
+        return kernel_grid(V.column_defs(entry, mode == "grouped"), mode)
+
+    @app.callback(
+        Output("k-grid", "getRowsResponse"),
+        Output("k-count", "children"),
+        Input("k-grid", "getRowsRequest"),
+        State("profile", "value"),
+        State("k-mode", "value"),
+        State("k-search", "value"),
+    )
+    def on_rows(
+        request: dict[str, Any] | None, key: str | None, mode: str, search: str | None
+    ) -> tuple[Any, str]:
+        if not request:
+            raise PreventUpdate
+        entry = _entry(store, key)
+        response = kernel_page(entry, request, search, grouped=mode == "grouped")
+        unit = "kernels" if mode == "grouped" else "launches"
+        total = len(entry.by_name) if mode == "grouped" else len(entry.kernels)
+        return response, f"{response['rowCount']:,} of {total:,} {unit} match"
+
+    @app.callback(
+        Output("d-kernel", "value", allow_duplicate=True),
+        Output("tabs", "value", allow_duplicate=True),
+        Input("k-grid", "cellClicked"),
+        Input("roofline", "clickData"),
+        Input("ov-top", "clickData"),
+        prevent_initial_call=True,
+    )
+    def on_open_kernel(
+        cell: dict[str, Any] | None, roof: dict[str, Any] | None, top: dict[str, Any] | None
+    ) -> tuple[Any, Any]:
+        if ctx.triggered_id == "k-grid":
+            if not cell or cell.get("colId") != "name" or not cell.get("value"):
+                raise PreventUpdate
+            return str(cell["value"]), "detail"
+        click = roof if ctx.triggered_id == "roofline" else top
+        points = (click or {}).get("points") or []
+        name = points[0].get("customdata") if points else None
+        if not name:
+            raise PreventUpdate
+        return str(name), "detail"
+
+    # --- Kernel detail ----------------------------------------------------------------------
+    @app.callback(Output("d-kernel", "options"), Input("profile", "value"), Input("d-kernel", "value"))
+    def on_kernel_options(key: str | None, name: str | None) -> list[dict[str, str]]:
+        entry = _entry(store, key)
+        names = [str(n) for n in entry.by_name["name"].head(300)]
+        if name and name not in names:
+            names.insert(0, name)
+        return [{"label": n, "value": n} for n in names]
+
+    @app.callback(
+        Output("d-info", "children"),
+        Output("d-pipes", "figure"),
+        Output("d-split", "figure"),
+        Output("d-bw", "figure"),
+        Output("d-blocks", "figure"),
+        Input("profile", "value"),
+        Input("d-kernel", "value"),
+        Input("tabs", "value"),
+    )
+    def on_detail(key: str | None, name: str | None, tab: str) -> tuple[Any, ...]:
+        _active(tab, "detail")
+        entry = _entry(store, key)
+        return (V.detail_kpis(entry, name), *V.detail_figures(entry, name))
+
+    # --- Roofline and timeline ---------------------------------------------------------------
+    @app.callback(
+        Output("roofline", "figure"),
+        Output("roofline-note", "children"),
+        Input("profile", "value"),
+        Input("tabs", "value"),
+    )
+    def on_roofline(key: str | None, tab: str) -> tuple[Any, str]:
+        _active(tab, "roofline")
+        entry = _entry(store, key)
+        chip = entry.profile.chip
+        note = "Click a point to open that kernel. " + (
+            "Dashed/dotted ceilings are configured assumptions: " + "; ".join(chip.assumptions)
+            if chip.assumptions
+            else ""
+        )
+        return F.roofline_figure(V.roofline_points(entry), chip), note
+
+    @app.callback(
+        Output("timeline", "figure"),
+        Output("tl-info", "children"),
+        Input("profile", "value"),
+        Input("tabs", "value"),
+        Input("timeline", "relayoutData"),
+    )
+    def on_timeline(key: str | None, tab: str, relayout: dict[str, Any] | None) -> tuple[Any, str]:
+        _active(tab, "timeline")
+        entry = _entry(store, key)
+        lanes = _lanes(entry)
+        if not lanes:
+            return F.empty_figure("No start times in this profile: nothing to place on a timeline"), ""
+        x0, x1 = _x_window(relayout if ctx.triggered_id == "timeline" else None)
+        seg = timeline_window(lanes, x0, x1)
+        fig = F.timeline_figure(
+            seg.lane,
+            seg.start,
+            seg.end,
+            seg.text,
+            seg.category,
+            [ln.label for ln in lanes],
+            seg.merged,
+            (x0, x1) if x0 is not None and x1 is not None else None,
+        )
+        info = (
+            f"{seg.total_in_window:,} segments drawn"
+            + (" (merged to fit; zoom in for single kernels)" if seg.merged else "")
+            + ". Drag to zoom; double-click to reset."
+        )
+        return fig, info
+
+    # --- Findings ---------------------------------------------------------------------------
+    @app.callback(Output("f-rule", "options"), Input("profile", "value"))
+    def on_rule_options(key: str | None) -> list[dict[str, str]]:
+        entry = _entry(store, key)
+        codes = sorted({f"{f.get('code')}|{f.get('slug')}" for f in entry.findings})
+        return [{"label": f"{c.split('|')[0]} {c.split('|')[1]}", "value": c.split("|")[0]} for c in codes]
+
+    @app.callback(
+        Output("f-list", "children"),
+        Output("f-count", "children"),
+        Input("profile", "value"),
+        Input("f-sev", "value"),
+        Input("f-rule", "value"),
+        Input("finding-sel", "data"),
+        Input("tabs", "value"),
+    )
+    def on_findings(
+        key: str | None, sev: list[str] | None, rules: list[str] | None, sel: int | None, tab: str
+    ) -> tuple[Any, str]:
+        _active(tab, "findings")
+        entry = _entry(store, key)
+        shown = V.filter_findings(entry.findings, sev, rules)
+        items = [V.finding_item(i, f, "f-item", selected=i == sel) for i, f in shown]
+        return items or [
+            html.Div("No findings match.", className="muted")
+        ], f"{len(shown)} of {len(entry.findings)} findings"
+
+    @app.callback(
+        Output("finding-sel", "data"),
+        Output("tabs", "value", allow_duplicate=True),
+        Input({"type": "f-item", "index": ALL}, "n_clicks"),
+        Input({"type": "ov-finding", "index": ALL}, "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def on_pick_finding(_a: list[int | None], _b: list[int | None]) -> tuple[Any, Any]:
+        trig = ctx.triggered_id
+        if not isinstance(trig, dict) or not ctx.triggered or not ctx.triggered[0].get("value"):
+            raise PreventUpdate
+        return int(trig["index"]), "findings" if trig["type"] == "ov-finding" else no_update
+
+    @app.callback(Output("f-detail", "children"), Input("finding-sel", "data"), Input("profile", "value"))
+    def on_finding_detail(sel: int | None, key: str | None) -> Any:
+        entry = _entry(store, key)
+        found = entry.findings[sel] if sel is not None and 0 <= sel < len(entry.findings) else None
+        return V.finding_detail(found)
+
+    @app.callback(
+        Output("ir-finding", "value"),
+        Output("tabs", "value", allow_duplicate=True),
+        Input("f-to-ir", "n_clicks"),
+        State("finding-sel", "data"),
+        prevent_initial_call=True,
+    )
+    def on_to_ir(clicks: int | None, sel: int | None) -> tuple[Any, str]:
+        if not clicks or sel is None:
+            raise PreventUpdate
+        return sel, "ir"
+
+    @app.callback(
+        Output("d-kernel", "value", allow_duplicate=True),
+        Output("tabs", "value", allow_duplicate=True),
+        Input("f-to-kernel", "n_clicks"),
+        State("finding-sel", "data"),
+        State("profile", "value"),
+        prevent_initial_call=True,
+    )
+    def on_to_kernel(clicks: int | None, sel: int | None, key: str | None) -> tuple[Any, str]:
+        entry = _entry(store, key)
+        if not clicks or sel is None or not entry.findings[sel].get("kernels"):
+            raise PreventUpdate
+        return str(entry.findings[sel]["kernels"][0]), "detail"
+
+    # --- IR ---------------------------------------------------------------------------------
+    @app.callback(Output("ir-finding", "options"), Input("profile", "value"))
+    def on_ir_options(key: str | None) -> list[dict[str, Any]]:
+        entry = _entry(store, key)
+        return [
+            {"label": V.finding_label(f), "value": i}
+            for i, f in enumerate(entry.findings)
+            if f.get("locations")
+        ]
+
+    @app.callback(
+        Output("ir-panes", "children"),
+        Output("ir-info", "children"),
+        Input("profile", "value"),
+        Input("ir-finding", "value"),
+        Input("tabs", "value"),
+    )
+    def on_ir(key: str | None, sel: int | None, tab: str) -> tuple[Any, str]:
+        _active(tab, "ir")
+        entry = _entry(store, key)
+        profile = entry.profile
+        stages = load_stages(profile.ir_dir, profile.ir)
+        if not stages:
+            return [], "This profile has no IR: run `tilescope collect` (or lint) to get a bundle with ir/."
+        finding = entry.findings[sel] if sel is not None and 0 <= sel < len(entry.findings) else None
+        line_map = (profile.ir or {}).get("line_map") if isinstance(profile.ir, dict) else None
+        mark_locations(stages, (finding or {}).get("locations", []), line_map)
+        shown = [s for s in stages if s.stage in SIDE_BY_SIDE] or stages
+        panes = [stage_component(s, f"ir-{s.stage}") for s in shown]
+        info = (
+            f"Marked: lines of {V.finding_label(finding)}"
+            if finding
+            else "Pick a finding (or use “Show in IR” on one) to mark the lines it points at."
+        )
+        return panes, info
+
+    # Scroll each pane to its first marked line once the panes are in the DOM.
+    app.clientside_callback(
+        """
+        function(children) {
+            setTimeout(function() {
+                document.querySelectorAll('.ir-code').forEach(function(pane) {
+                    var hit = pane.querySelector('.ir-line.hl');
+                    if (hit) { pane.scrollTop = Math.max(hit.offsetTop - pane.clientHeight / 3, 0); }
+                });
+            }, 50);
+            return window.dash_clientside.no_update;
+        }
+        """,
+        Output("ir-info", "title"),
+        Input("ir-panes", "children"),
+    )
+
+    # --- Compare ----------------------------------------------------------------------------
+    @app.callback(
+        Output("c-base", "options"),
+        Output("c-head", "options"),
+        Output("c-base", "value"),
+        Output("c-head", "value"),
+        Input("tabs", "value"),
+        State("c-base", "value"),
+        State("c-head", "value"),
+    )
+    def on_compare_options(tab: str, base: str | None, head: str | None) -> tuple[Any, ...]:
+        _active(tab, "compare")
+        opts = store.options()
+        keys = [o["value"] for o in opts]
+        base = base if base in keys else (keys[0] if keys else None)
+        head = head if head in keys else (keys[1] if len(keys) > 1 else base)
+        return opts, opts, base, head
+
+    @app.callback(
+        Output("c-kpis", "children"),
+        Output("c-delta", "figure"),
+        Output("c-findings", "children"),
+        Output("c-grid", "rowData"),
+        Output("c-grid", "columnDefs"),
+        Input("c-base", "value"),
+        Input("c-head", "value"),
+        Input("tabs", "value"),
+    )
+    def on_compare(base_key: str | None, head_key: str | None, tab: str) -> tuple[Any, ...]:
+        _active(tab, "compare")
+        if not base_key or not head_key:
+            raise PreventUpdate
+        result = C.compare_entries(_entry(store, base_key), _entry(store, head_key))
+        return (
+            C.compare_kpis(result),
+            F.delta_figure(result.deltas),
+            C.findings_changes(result),
+            C.grid_rows(result),
+            C.grid_columns(),
+        )
+
+
+def _lanes(entry: ProfileEntry) -> list[Any]:
+    if "lanes" not in entry.cache:
+        entry.cache["lanes"] = build_lanes(entry, F.core_categories)
+    return list(entry.cache["lanes"])
+
+
+def _x_window(relayout: dict[str, Any] | None) -> tuple[float | None, float | None]:
+    if not relayout or relayout.get("xaxis.autorange"):
+        return None, None
+    if "xaxis.range[0]" in relayout:
+        return float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])
+    rng = relayout.get("xaxis.range")
+    if isinstance(rng, list) and len(rng) == 2:
+        return float(rng[0]), float(rng[1])
+    raise PreventUpdate  # y-only zoom or hover: nothing to re-query

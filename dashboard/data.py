@@ -1,0 +1,278 @@
+"""The server-side data store: parsed profiles, their reports, and the tables the views page through.
+
+Parse once, render many times (design.md §1): each profile is loaded and analysed once, then kept
+here with a DuckDB copy of its kernel table so that a browser request for rows 4,000-4,100 of a
+1,000,000-launch profile is one indexed SQL query, not a re-read. The diagnosis (findings, summary)
+comes from `analyzer.report.data.build_report`; this module only reshapes it for display.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from analyzer.profile import Profile
+from dashboard.paths import RootSet, discover_profiles
+
+# Canonical columns shown in the Kernels grid, in this order when present (design.md §3 plus the
+# derived metrics of analyzer/metrics.py). Anything else stays on the server.
+GRID_COLUMNS = (
+    "name",
+    "op_type",
+    "core_type",
+    "stream_id",
+    "start_us",
+    "duration_us",
+    "wait_us",
+    "block_dim",
+    "mix_block_dim",
+    "bound_pipe",
+    "cube_utilization_pct",
+    "aic_cube_ratio",
+    "aic_mte1_ratio",
+    "aic_mte2_ratio",
+    "aic_fixpipe_ratio",
+    "aic_scalar_ratio",
+    "aiv_vec_ratio",
+    "aiv_mte2_ratio",
+    "aiv_mte3_ratio",
+    "aiv_scalar_ratio",
+    "achieved_tflops",
+    "arithmetic_intensity",
+    "bytes_moved",
+    "aic_main_mem_read_gbps",
+    "aic_main_mem_write_gbps",
+    "aiv_main_mem_read_gbps",
+    "aiv_main_mem_write_gbps",
+    "input_shapes",
+    "input_dtypes",
+)
+# Per-name aggregation of the grouped grid; (output column, SQL aggregate over the launch table).
+GROUP_AGGREGATES = (
+    ("launches", "count(*)"),
+    ("total_us", "sum(duration_us)"),
+    ("mean_us", "avg(duration_us)"),
+    ("min_us", "min(duration_us)"),
+    ("max_us", "max(duration_us)"),
+)
+GROUP_MEANS = (
+    "cube_utilization_pct",
+    "aic_cube_ratio",
+    "aic_mte2_ratio",
+    "aiv_vec_ratio",
+    "aiv_mte2_ratio",
+    "achieved_tflops",
+    "arithmetic_intensity",
+)
+MAX_LAZY_ENTRIES = 4  # profiles picked from --root stay cached; least recently used ones are dropped
+
+
+@dataclass
+class ProfileEntry:
+    """One loaded profile with its report and its query tables."""
+
+    key: str
+    label: str
+    profile: Profile
+    report: dict[str, Any]
+    kernels: pd.DataFrame  # canonical + derived columns, plus `_row` (launch index) and `start_us`
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)  # per-view derived data (timeline lanes)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @cached_property
+    def db(self) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB holding `k` (launches) and `g` (per-name aggregates)."""
+        con = duckdb.connect(":memory:", config={"threads": 2})
+        frame = self.kernels[[c for c in self.kernels.columns if c in self.grid_columns or c == "_row"]]
+        con.register("k_src", frame)
+        con.execute("CREATE TABLE k AS SELECT * FROM k_src")
+        con.unregister("k_src")
+        aggs = [f"{sql} AS {name}" for name, sql in GROUP_AGGREGATES]
+        aggs += [f"avg({c}) AS {c}" for c in GROUP_MEANS if c in frame.columns]
+        firsts = [f"any_value({c}) AS {c}" for c in ("op_type", "core_type") if c in frame.columns]
+        con.execute(f"CREATE TABLE g AS SELECT name, {', '.join(firsts + aggs)} FROM k GROUP BY name")
+        return con
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A per-request cursor: DuckDB connections are not shared between server threads."""
+        with self._lock:
+            return self.db.cursor()
+
+    @cached_property
+    def grid_columns(self) -> list[str]:
+        return [c for c in GRID_COLUMNS if c in self.kernels.columns]
+
+    @cached_property
+    def group_columns(self) -> list[str]:
+        cols = ["name"] + [c for c in ("op_type", "core_type") if c in self.kernels.columns]
+        cols += [n for n, _ in GROUP_AGGREGATES]
+        return cols + [c for c in GROUP_MEANS if c in self.kernels.columns]
+
+    @cached_property
+    def by_name(self) -> pd.DataFrame:
+        """Per kernel name: total time, launches, core type, FLOPs and bytes (for roofline/top lists)."""
+        k = self.kernels
+        agg: dict[str, tuple[str, str]] = {
+            "total_us": ("duration_us", "sum"),
+            "launches": ("duration_us", "size"),
+        }
+        if "core_type" in k:
+            agg["core_type"] = ("core_type", "first")
+        for col in ("flops", "bytes_moved"):
+            if col in k:
+                agg[col] = (col, "sum")
+        out = k.groupby("name", sort=False, observed=True).agg(**agg).reset_index()
+        return out.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        return list(self.report.get("findings", []))
+
+    @property
+    def total_device_us(self) -> float:
+        return float(self.kernels["duration_us"].fillna(0).sum()) if "duration_us" in self.kernels else 0.0
+
+
+def prepare_kernels(profile: Profile) -> pd.DataFrame:
+    """The kernel table with derived metrics, a stable launch index and a readable start time.
+
+    Derived metrics come from `analyzer.metrics` (the one place that defines them); a profile
+    missing a column simply lacks it in the views.
+    """
+    kernels = profile.kernels
+    try:
+        from analyzer.metrics import add_derived_metrics
+    except ImportError:  # metrics module not installed yet: show the canonical columns only
+        kernels = kernels.copy()
+    else:
+        kernels = add_derived_metrics(kernels, profile.chip)
+    kernels = kernels.reset_index(drop=True)
+    kernels["_row"] = np.arange(len(kernels), dtype=np.int64)
+    if "start_ns" in kernels and len(kernels):
+        start = kernels["start_ns"].astype("Int64")
+        origin = start.min()
+        kernels["start_us"] = ((start - origin).astype("float64") / 1000.0).round(3)
+    if "name" not in kernels:
+        kernels["name"] = kernels.get("op_type", pd.Series(["?"] * len(kernels)))
+    kernels["name"] = kernels["name"].astype("string").fillna("?")
+    return kernels
+
+
+def analyse(profile: Profile) -> dict[str, Any]:
+    """The versioned report dict for a profile, built by the analyzer (never by the dashboard)."""
+    from analyzer.config import load_config
+
+    config = load_config()
+    try:
+        from analyzer.analysis import analyze
+    except ImportError:
+        from analyzer.engine import run_rules
+
+        result = run_rules(profile, config)
+    else:
+        result = analyze(profile, config)
+    try:
+        from analyzer.report.data import build_report
+    except ImportError:  # report module not installed yet: the same content, unversioned
+        return {
+            "summary": {"total_device_us": result.total_device_us},
+            "findings": [f.to_dict() for f in result.findings],
+            "skipped": [s.to_dict() for s in result.skipped],
+            "errors": [e.to_dict() for e in result.errors],
+        }
+    return build_report(profile, result)
+
+
+def make_entry(key: str, label: str, profile: Profile, report: dict[str, Any] | None = None) -> ProfileEntry:
+    return ProfileEntry(
+        key=key,
+        label=label,
+        profile=profile,
+        report=report if report is not None else analyse(profile),
+        kernels=prepare_kernels(profile),
+    )
+
+
+def load_path(path: Path, chip: str | None) -> list[Profile]:
+    from analyzer.io.load import load_profiles
+
+    return load_profiles(path, chip=chip)
+
+
+class DataStore:
+    """Every profile the app can show: preloaded ones and those picked from the roots."""
+
+    def __init__(self, roots: RootSet | None = None, chip: str | None = None) -> None:
+        self.roots = roots or RootSet(())
+        self.chip = chip
+        self._fixed: dict[str, ProfileEntry] = {}
+        self._lazy: OrderedDict[str, ProfileEntry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, entry: ProfileEntry) -> ProfileEntry:
+        self._fixed[entry.key] = entry
+        return entry
+
+    def add_profile(
+        self, profile: Profile, label: str | None = None, report: dict[str, Any] | None = None
+    ) -> ProfileEntry:
+        key = f"p{len(self._fixed)}"
+        return self.add(make_entry(key, label or profile.label, profile, report))
+
+    def add_path(self, path: Path) -> list[ProfileEntry]:
+        """A profile named on the command line: trusted like the command line itself."""
+        out = []
+        for profile in load_path(path, self.chip):
+            out.append(self.add_profile(profile, label=_short_label(profile)))
+        return out
+
+    def options(self) -> list[dict[str, str]]:
+        """Picker options: loaded profiles first, then profiles found under the roots."""
+        opts = [{"label": e.label, "value": e.key} for e in self._fixed.values()]
+        opts += [{"label": f"{label} (root)", "value": key} for key, label in discover_profiles(self.roots)]
+        return opts
+
+    def loaded(self) -> list[ProfileEntry]:
+        return [*self._fixed.values(), *self._lazy.values()]
+
+    def get(self, key: str | None) -> ProfileEntry | None:
+        """The entry for a picker key; loads (confined to the roots) on first use.
+
+        Raises PathRejected for a key that escapes the roots, and the loader's typed errors for a
+        directory that is not a profile.
+        """
+        if not key:
+            return None
+        if key in self._fixed:
+            return self._fixed[key]
+        with self._lock:
+            if key in self._lazy:
+                self._lazy.move_to_end(key)
+                return self._lazy[key]
+        base_key, _, rank_text = key.partition("#")
+        path = self.roots.resolve_key(base_key)
+        profiles = load_path(path, self.chip)
+        rank = int(rank_text) if rank_text.isdigit() else 0
+        profile = profiles[min(rank, len(profiles) - 1)]
+        entry = make_entry(key, _short_label(profile), profile)
+        with self._lock:
+            self._lazy[key] = entry
+            while len(self._lazy) > MAX_LAZY_ENTRIES:
+                self._lazy.popitem(last=False)
+        return entry
+
+    def first_key(self) -> str | None:
+        return next(iter(self._fixed), None)
+
+
+def _short_label(profile: Profile) -> str:
+    name = profile.source.path.name or str(profile.source.path)
+    return f"{name} (rank {profile.rank})" if profile.rank is not None else name

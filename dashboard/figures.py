@@ -1,0 +1,523 @@
+"""Pure figure builders: tables in, Plotly figures out (no Dash, no I/O), one colour vocabulary.
+
+Colours follow docs/product.md exactly, so the dashboard and the HTML report read the same. Every
+string that came from a profile passes through `plot_text()` before reaching Plotly, because
+Plotly interprets a subset of HTML in labels and hover text; escaped, a kernel named
+`<img src=x onerror=alert(1)>` shows as those characters.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from analyzer.chips import ChipSpec
+
+CUBE, VECTOR, MIX_CUBE, MIX_VECTOR, OTHER, HOST = (
+    "Cube",
+    "Vector",
+    "Mix (Cube)",
+    "Mix (Vector)",
+    "Other",
+    "Host",
+)
+COLORS = {
+    CUBE: "#1f77b4",
+    VECTOR: "#ff7f0e",
+    MIX_CUBE: "#1f77b4",
+    MIX_VECTOR: "#ff7f0e",
+    "MTE1": "#98df8a",
+    "MTE2": "#2ca02c",
+    "MTE3": "#1b5e20",
+    "Data movement": "#2ca02c",
+    "Scalar": "#9467bd",
+    "FixPipe": "#8c564b",
+    OTHER: "#c7c7c7",
+    HOST: "#c7c7c7",
+    "Idle": "#c7c7c7",
+}
+SEVERITY_COLORS = {"high": "#c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
+SEVERITIES = ("high", "medium", "low", "info")
+# Mix kernels use their side's colour with a different marker, so the palette stays the product's.
+SYMBOLS = {CUBE: "circle", VECTOR: "circle", MIX_CUBE: "diamond", MIX_VECTOR: "diamond", OTHER: "square"}
+_CORE_CATEGORY = {"AI_CORE": CUBE, "AI_VECTOR_CORE": VECTOR, "MIX_AIC": MIX_CUBE, "MIX_AIV": MIX_VECTOR}
+# (label, column, colour key) of the pipe bars; AIC pipes first, then AIV, as MindStudio lists them.
+PIPES = (
+    ("Cube", "aic_cube_ratio", "Cube"),
+    ("MTE1 (AIC)", "aic_mte1_ratio", "MTE1"),
+    ("MTE2 (AIC)", "aic_mte2_ratio", "MTE2"),
+    ("MTE3 (AIC)", "aic_mte3_ratio", "MTE3"),
+    ("FixPipe", "aic_fixpipe_ratio", "FixPipe"),
+    ("Scalar (AIC)", "aic_scalar_ratio", "Scalar"),
+    ("Vector", "aiv_vec_ratio", "Vector"),
+    ("MTE2 (AIV)", "aiv_mte2_ratio", "MTE2"),
+    ("MTE3 (AIV)", "aiv_mte3_ratio", "MTE3"),
+    ("Scalar (AIV)", "aiv_scalar_ratio", "Scalar"),
+)
+FONT = dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=12)
+MAX_BAR_LABEL = 48
+
+
+def plot_text(value: Any, limit: int | None = None) -> str:
+    """A profile string made safe for Plotly's label renderer (and shortened for axes)."""
+    text = str(value)
+    if limit and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return html.escape(text, quote=False)
+
+
+def core_category(core_type: Any) -> str:
+    return _CORE_CATEGORY.get(str(core_type), OTHER)
+
+
+def core_categories(frame: pd.DataFrame) -> np.ndarray:
+    if "core_type" not in frame:
+        return np.full(len(frame), OTHER, dtype=object)
+    return frame["core_type"].astype(str).map(lambda c: _CORE_CATEGORY.get(c, OTHER)).to_numpy(dtype=object)
+
+
+def _layout(fig: go.Figure, title: str, height: int = 320, **extra: Any) -> go.Figure:
+    fig.update_layout(
+        title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)),
+        template="plotly_white",
+        font=FONT,
+        height=height,
+        margin=dict(l=60, r=20, t=44, b=48),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0),
+        **extra,
+    )
+    return fig
+
+
+def empty_figure(message: str, height: int = 260) -> go.Figure:
+    """A placeholder that says what is missing and how to get it, instead of blank axes."""
+    fig = go.Figure()
+    fig.add_annotation(
+        text=plot_text(message),
+        x=0.5,
+        y=0.5,
+        xref="paper",
+        yref="paper",
+        showarrow=False,
+        font=dict(size=13, color="#555"),
+    )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, "", height)
+
+
+def format_us(us: float) -> str:
+    """µs in tables, ms from 10 ms on (product.md 'Words and units')."""
+    return f"{us / 1000:,.2f} ms" if us >= 10_000 else f"{us:,.1f} µs"
+
+
+# --- Overview -----------------------------------------------------------------------------------
+
+
+def busy_by_core_type_figure(busy_us: dict[str, float]) -> go.Figure:
+    """Horizontal bar of device busy time per core-type category."""
+    if not busy_us:
+        return empty_figure("No kernel durations in this profile")
+    labels = list(busy_us)
+    fig = go.Figure(
+        go.Bar(
+            x=[busy_us[k] for k in labels],
+            y=[plot_text(k) for k in labels],
+            orientation="h",
+            marker_color=[COLORS.get(k, COLORS[OTHER]) for k in labels],
+            text=[format_us(busy_us[k]) for k in labels],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:,.1f} µs<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text="device busy time (µs)")
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, "Device busy time by core type", 240)
+
+
+def pipe_share_figure(shares: dict[str, float]) -> go.Figure:
+    """Share of busy time per pipe family (Cube / Vector / data movement / Scalar / FixPipe)."""
+    items = [(k, v) for k, v in shares.items() if v is not None and math.isfinite(v)]
+    if not items:
+        return empty_figure("No pipe ratios: collect aic_metrics=PipeUtilization")
+    fig = go.Figure(
+        go.Bar(
+            x=[v * 100 for _, v in items],
+            y=[plot_text(k) for k, _ in items],
+            orientation="h",
+            marker_color=[COLORS.get(k, COLORS[OTHER]) for k, _ in items],
+            text=[f"{v * 100:.1f} %" for _, v in items],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.1f} % of busy time<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text="share of device busy time (%)", range=[0, 100])
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, "Cube / Vector / data movement / Scalar", 240)
+
+
+def top_kernels_figure(by_name: pd.DataFrame, n: int = 12) -> go.Figure:
+    """Top kernels by total time, coloured by core type; customdata carries the kernel name."""
+    if by_name.empty:
+        return empty_figure("No kernels")
+    top = by_name.head(n)
+    cats = core_categories(top)
+    fig = go.Figure(
+        go.Bar(
+            x=top["total_us"],
+            y=[plot_text(s, MAX_BAR_LABEL) for s in top["name"]],
+            orientation="h",
+            marker_color=[COLORS[c] for c in cats],
+            customdata=np.array(top["name"].astype(str), dtype=object),
+            hovertext=[
+                f"{plot_text(nm)}<br>{int(lc)} launch(es), {c}"
+                for nm, lc, c in zip(top["name"], top["launches"], cats, strict=True)
+            ],
+            hovertemplate="%{hovertext}<br>%{x:,.1f} µs<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text="total time (µs)")
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return _layout(fig, f"Top {len(top)} kernels by time", 80 + 26 * len(top))
+
+
+def findings_by_severity_figure(findings: Sequence[dict[str, Any]]) -> go.Figure:
+    """Count and estimated saving per severity."""
+    counts = {s: 0 for s in SEVERITIES}
+    saving = {s: 0.0 for s in SEVERITIES}
+    for f in findings:
+        sev = str(f.get("severity", "info"))
+        counts[sev] = counts.get(sev, 0) + 1
+        saving[sev] = saving.get(sev, 0.0) + float(f.get("est_saving_us", 0.0) or 0.0)
+    fig = go.Figure(
+        go.Bar(
+            x=list(SEVERITIES),
+            y=[counts[s] for s in SEVERITIES],
+            marker_color=[SEVERITY_COLORS[s] for s in SEVERITIES],
+            text=[f"{counts[s]} · est. {format_us(saving[s])}" if counts[s] else "" for s in SEVERITIES],
+            textposition="auto",
+            textangle=0,
+            hovertemplate="%{x}: %{y} finding(s)<extra></extra>",
+        )
+    )
+    fig.update_yaxes(title_text="findings", rangemode="tozero", dtick=1)
+    fig.update_xaxes(title_text="severity")
+    return _layout(fig, "Findings by severity (est. saving)", 240)
+
+
+# --- Kernel detail ------------------------------------------------------------------------------
+
+
+def pipe_ratio_figure(rows: pd.DataFrame, title: str) -> go.Figure:
+    """Mean busy % per pipe over the given launches, with min-max whiskers when several."""
+    present = [(label, col, key) for label, col, key in PIPES if col in rows and rows[col].notna().any()]
+    if rows.empty or not present:
+        return empty_figure("No pipe ratios for this kernel: collect aic_metrics=PipeUtilization")
+    means = [float(rows[c].mean()) * 100 for _, c, _ in present]
+    lo = [m - float(rows[c].min()) * 100 for m, (_, c, _) in zip(means, present, strict=True)]
+    hi = [float(rows[c].max()) * 100 - m for m, (_, c, _) in zip(means, present, strict=True)]
+    several = len(rows) > 1
+    fig = go.Figure(
+        go.Bar(
+            x=[label for label, _, _ in present],
+            y=means,
+            marker_color=[COLORS[k] for _, _, k in present],
+            error_y=dict(type="data", array=hi, arrayminus=lo, visible=several, color="#555"),
+            text=[f"{m:.0f} %" for m in means],
+            textposition="outside",
+            hovertemplate="%{x}: %{y:.1f} % busy<extra></extra>",
+        )
+    )
+    fig.update_yaxes(title_text="pipe busy (% of side's cycles)", range=[0, 110])
+    fig.update_xaxes(title_text="pipe (AIC = Cube core, AIV = Vector core)")
+    suffix = f" — mean of {len(rows)} launches, whiskers min–max" if several else ""
+    return _layout(fig, plot_text(title, 60) + suffix, 320)
+
+
+def cube_vector_split_figure(rows: pd.DataFrame) -> go.Figure:
+    """Cube-side vs Vector-side busy time against the wall duration of the launches."""
+    parts = []
+    for label, cols in ((CUBE, ("cube_busy_us", "aic_time_us")), (VECTOR, ("vector_busy_us", "aiv_time_us"))):
+        col = next((c for c in cols if c in rows and rows[c].notna().any()), None)
+        if col:
+            parts.append((label, float(rows[col].fillna(0).sum())))
+    if rows.empty or not parts or "duration_us" not in rows:
+        return empty_figure("No per-side core times (aicore_time / aiv_time) for this kernel")
+    wall = float(rows["duration_us"].fillna(0).sum())
+    fig = go.Figure()
+    for label, value in parts:
+        fig.add_trace(
+            go.Bar(
+                name=label,
+                x=[value],
+                y=[label],
+                orientation="h",
+                marker_color=COLORS[label],
+                text=[format_us(value)],
+                textposition="auto",
+                hovertemplate=f"{label}: %{{x:,.1f}} µs<extra></extra>",
+            )
+        )
+    fig.add_vline(
+        x=wall,
+        line=dict(color="#333", dash="dash"),
+        annotation_text=f"wall time {format_us(wall)}",
+        annotation_position="top",
+    )
+    fig.update_xaxes(title_text="busy time (µs, summed over launches)")
+    fig.update_layout(showlegend=False)
+    return _layout(fig, "Cube / Vector split", 200)
+
+
+def bandwidth_figure(rows: pd.DataFrame, chip: ChipSpec) -> go.Figure:
+    """Measured GM bandwidth per direction against the chip's HBM figure (marked if assumed)."""
+    cols = [c for c in rows.columns if c.endswith("_gbps") and rows[c].notna().any()]
+    if rows.empty or not cols:
+        return empty_figure("No bandwidth counters: collect aic_metrics=Memory")
+    values = [float(rows[c].mean()) for c in cols]
+    fig = go.Figure(
+        go.Bar(
+            x=[_bw_label(c) for c in cols],
+            y=values,
+            marker_color=[COLORS["MTE2"] if "read" in c else COLORS["MTE3"] for c in cols],
+            hovertemplate="%{x}: %{y:,.1f} GB/s<extra></extra>",
+        )
+    )
+    if chip.hbm_bandwidth_gbps:
+        note = " (assumption)" if assumed(chip, "hbm_bandwidth_gbps") else ""
+        fig.add_hline(
+            y=chip.hbm_bandwidth_gbps,
+            line=dict(color="#c0392b", dash="dash"),
+            annotation_text=f"{chip.name} HBM {chip.hbm_bandwidth_gbps:,.0f} GB/s{note}",
+        )
+    fig.update_yaxes(title_text="bandwidth (GB/s)")
+    fig.update_xaxes(title_text="counter")
+    return _layout(fig, "Bandwidth vs chip limit", 300)
+
+
+def _bw_label(column: str) -> str:
+    """`aic_main_mem_read_gbps` → `AIC GM read` (the profiler's 'main memory' is GM/HBM)."""
+    words = column.removesuffix("_gbps").split("_")
+    side = words[0].upper() if words[0] in ("aic", "aiv") else words[0]
+    rest = " ".join(words[1:]).replace("main mem", "GM")
+    return f"{side} {rest}".strip()
+
+
+def block_heatmap_figure(blocks: pd.DataFrame) -> go.Figure:
+    """Per-block busy time, block × cube0/vector0/vector1 (msprof op), with the imbalance ratio."""
+    if blocks is None or blocks.empty or "block_id" not in blocks or "sub_block_id" not in blocks:
+        return empty_figure("No per-block data: run `msprof op` on this kernel for the block heatmap")
+    metric = next(
+        (
+            c
+            for c in ("duration_us", "aic_time_us", "aiv_time_us", "aic_total_cycles")
+            if c in blocks and blocks[c].notna().any()
+        ),
+        None,
+    )
+    value = blocks[metric].astype("float64") if metric else pd.Series(np.nan, index=blocks.index)
+    if "aic_time_us" in blocks and "aiv_time_us" in blocks:
+        # Each sub-block row carries the time of its own side: cube0 rows the AIC, vector rows the AIV.
+        is_cube = blocks["sub_block_id"].astype(str).str.startswith("cube")
+        value = blocks["aic_time_us"].where(is_cube, blocks["aiv_time_us"]).astype("float64")
+        metric = "core time_us"
+    table = pd.DataFrame(
+        {"block": blocks["block_id"].astype("int64"), "sub": blocks["sub_block_id"].astype(str), "v": value}
+    )
+    grid = table.pivot_table(index="sub", columns="block", values="v", aggfunc="mean")
+    grid = grid.reindex(sorted(grid.index, key=lambda s: (not s.startswith("cube"), s)))
+    flat = grid.to_numpy(dtype=float)
+    mean = float(np.nanmean(flat)) if np.isfinite(flat).any() else float("nan")
+    imbalance = float(np.nanmax(flat)) / mean if mean and math.isfinite(mean) else float("nan")
+    unit = "µs" if metric and metric.endswith("us") else "cycles"
+    fig = go.Figure(
+        go.Heatmap(
+            z=flat,
+            x=[str(c) for c in grid.columns],
+            y=[plot_text(s) for s in grid.index],
+            colorscale="Blues",
+            colorbar=dict(title=unit),
+            hovertemplate="block %{x}, %{y}: %{z:,.2f} " + unit + "<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text="block id", type="category")
+    fig.update_yaxes(title_text="sub-block")
+    title = f"Per-block time — max/mean = {imbalance:.2f}" if math.isfinite(imbalance) else "Per-block time"
+    return _layout(fig, title, 260)
+
+
+# --- Roofline -----------------------------------------------------------------------------------
+
+
+def assumed(chip: ChipSpec, field_name: str) -> bool:
+    """True when the chip's figure for `field_name` is a configured assumption, not a vendor number."""
+    key = field_name.split("_")[0]
+    return any(field_name in a or (key in a.lower() and "assum" in a.lower()) for a in chip.assumptions)
+
+
+def roofline_figure(points: pd.DataFrame, chip: ChipSpec, max_points: int = 2000) -> go.Figure:
+    """Log-log roofline of per-kernel points (`name, core_type, flops, bytes_moved, total_us`).
+
+    Chip ceilings are drawn from the ChipSpec; those that are assumptions say so in their label.
+    Points carry the kernel name in customdata so a click can open the kernel's detail.
+    """
+    need = {"flops", "bytes_moved", "total_us"}
+    if points.empty or not need <= set(points.columns):
+        return empty_figure("No FLOP / byte counts: collect ArithmeticUtilization and Memory for a roofline")
+    pts = points[(points["flops"] > 0) & (points["bytes_moved"] > 0) & (points["total_us"] > 0)]
+    pts = pts.nlargest(max_points, "total_us")
+    if pts.empty:
+        return empty_figure("No kernel has both FLOPs and bytes moved")
+    ai = pts["flops"] / pts["bytes_moved"]
+    tflops = pts["flops"] / (pts["total_us"] * 1e-6) / 1e12
+    fig = go.Figure()
+    x_lo = max(float(ai.min()) / 4, 1e-3)
+    x_hi = max(float(ai.max()) * 4, (chip.ridge_point() or 1) * 4)
+    xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 64)
+    ceilings = []
+    if chip.peak_flops("float16"):
+        ceilings.append(("Cube FP16/BF16 peak", chip.peak_flops("float16") or 0.0, CUBE, False))
+    if chip.peak_vector_flops():
+        # vector FLOP/cycle is a default of ChipSpec, not a vendor figure
+        ceilings.append(("Vector peak", chip.peak_vector_flops() or 0.0, VECTOR, True))
+    for label, peak, colour, is_assumed in ceilings:
+        fig.add_trace(
+            go.Scatter(
+                x=[x_lo, x_hi],
+                y=[peak / 1e12] * 2,
+                mode="lines",
+                hoverinfo="skip",
+                name=f"{label} {peak / 1e12:,.0f} TFLOP/s" + (" (assumption)" if is_assumed else ""),
+                line=dict(color=COLORS[colour], width=1.5, dash="dot" if is_assumed else "solid"),
+            )
+        )
+    top = max((p for _, p, _, _ in ceilings), default=float(tflops.max()) * 1e12 * 2)
+    for label, bw, field_name in (
+        ("HBM", chip.hbm_bandwidth_gbps, "hbm_bandwidth_gbps"),
+        ("L2", chip.l2_bandwidth_gbps, "l2_bandwidth_gbps"),
+    ):
+        if not bw:
+            continue
+        ys = np.minimum(xs * bw * 1e9, top) / 1e12
+        note = " (assumption)" if assumed(chip, field_name) else ""
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                hoverinfo="skip",
+                name=f"{label} {bw:,.0f} GB/s{note}",
+                line=dict(color="#555" if label == "HBM" else "#999", dash="dash" if note else "solid"),
+            )
+        )
+    cats = core_categories(pts)
+    for cat in dict.fromkeys(cats):
+        mask = cats == cat
+        sub = pts[mask]
+        fig.add_trace(
+            go.Scattergl(
+                x=ai[mask],
+                y=tflops[mask],
+                mode="markers",
+                name=cat,
+                marker=dict(
+                    color=COLORS[cat],
+                    symbol=SYMBOLS.get(cat, "circle"),
+                    size=_sizes(sub["total_us"]),
+                    line=dict(color="#222", width=0.5),
+                    opacity=0.85,
+                ),
+                customdata=np.array(sub["name"].astype(str), dtype=object),
+                hovertext=[plot_text(n) for n in sub["name"]],
+                hovertemplate="%{hovertext}<br>%{x:.2f} FLOP/B, %{y:.2f} TFLOP/s<extra>" + cat + "</extra>",
+            )
+        )
+    fig.update_xaxes(type="log", dtick=1, title_text="arithmetic intensity (FLOP/byte)")
+    fig.update_yaxes(type="log", dtick=1, title_text="achieved TFLOP/s")
+    title = f"Roofline — {plot_text(chip.name)}"
+    if len(points) > len(pts):
+        title += f" (top {len(pts)} of {len(points)} kernels by time)"
+    return _layout(fig, title, 520, clickmode="event")
+
+
+def _sizes(total_us: pd.Series) -> list[float]:
+    """Marker area grows with time so the kernels worth fixing stand out."""
+    t = total_us.to_numpy(dtype=float)
+    top = float(t.max()) if len(t) else 1.0
+    return list(8 + 22 * np.sqrt(t / top if top > 0 else t))
+
+
+# --- Timeline -----------------------------------------------------------------------------------
+
+
+def timeline_figure(
+    lanes: Sequence[str],
+    starts: Sequence[float],
+    ends: Sequence[float],
+    texts: Sequence[str],
+    categories: Sequence[str],
+    lane_order: Iterable[str],
+    merged: bool,
+    x_range: tuple[float, float] | None = None,
+) -> go.Figure:
+    """Segments as WebGL lines, one trace per category; NaN breaks keep it one draw call each."""
+    order = list(lane_order)
+    fig = go.Figure()
+    cats = np.asarray(categories, dtype=object)
+    s_all, e_all = np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
+    lane_arr = np.asarray(lanes, dtype=object)
+    text_arr = np.asarray([plot_text(t, 120) for t in texts], dtype=object)
+    for cat in dict.fromkeys(cats.tolist()):
+        m = cats == cat
+        s, e, ln, tx = s_all[m], e_all[m], lane_arr[m], text_arr[m]
+        xs = np.column_stack([s, e, np.full(len(s), np.nan)]).ravel()
+        ys = np.column_stack([ln, ln, np.full(len(s), None, dtype=object)]).ravel()
+        hover = np.column_stack([tx, tx, np.full(len(s), "", dtype=object)]).ravel()
+        fig.add_trace(
+            go.Scattergl(
+                x=xs,
+                y=ys,
+                mode="lines",
+                name=str(cat),
+                hovertext=hover,
+                hovertemplate="%{hovertext}<br>%{x:,.1f} µs<extra></extra>",
+                line=dict(color=COLORS.get(str(cat), COLORS[OTHER]), width=12),
+                connectgaps=False,
+            )
+        )
+    fig.update_yaxes(categoryorder="array", categoryarray=order[::-1], type="category", title_text="")
+    fig.update_xaxes(title_text="time since first event (µs)")
+    if x_range:
+        fig.update_xaxes(range=list(x_range))
+    title = "Timeline — streams and host threads"
+    if merged:
+        title += " (zoom in: neighbouring kernels merged to fit the screen)"
+    return _layout(fig, title, max(260, 60 + 34 * len(order)), dragmode="zoom", uirevision="timeline")
+
+
+# --- Compare ------------------------------------------------------------------------------------
+
+
+def delta_figure(deltas: pd.DataFrame, n: int = 15) -> go.Figure:
+    """Largest per-kernel time changes (head − base), slower in red, faster in green."""
+    if deltas.empty or "delta_us" not in deltas:
+        return empty_figure("No kernels in common to compare")
+    top = deltas.reindex(deltas["delta_us"].abs().sort_values(ascending=False).index).head(n)
+    fig = go.Figure(
+        go.Bar(
+            x=top["delta_us"],
+            y=[plot_text(s, MAX_BAR_LABEL) for s in top["name"]],
+            orientation="h",
+            marker_color=["#c0392b" if d > 0 else "#2ca02c" for d in top["delta_us"]],
+            hovertemplate="%{y}: %{x:+,.1f} µs<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text="time change, head − base (µs)")
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return _layout(fig, "Largest per-kernel changes", 80 + 26 * len(top))

@@ -1,0 +1,193 @@
+"""The IR view: a bundle's stages as highlighted, line-numbered Dash components.
+
+Code is tokenised with Pygments and every token becomes an `html.Span` whose text React escapes;
+no HTML string from the bundle ever reaches the page. File names listed in `ir.json` are confined
+to the bundle's `ir/` directory (dashboard.paths), since a bundle is untrusted input.
+
+Stages: TVMScript before lowering, after lowering, and the generated Ascend C, shown side by side.
+A finding's locations mark lines in the stages they name; the `ir.json` line map
+(source <-> tvmscript <-> ascendc rows, analyzer/ir/linemap.py) carries the mark across stages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dash import html
+from pygments.lexers import CppLexer, PythonLexer
+from pygments.token import STANDARD_TYPES, _TokenType
+
+from dashboard.paths import PathRejected, confine
+
+MAX_LINES = 4000  # per stage; beyond this the pane says the file was cut (payload stays < ~2 MB)
+MAX_BYTES = 2_000_000
+# (stage id, title, candidate file names under ir/, lexer) — names follow design.md §1's bundle.
+STAGES = (
+    ("source", "Kernel source", ("kernel.py", "source.py"), "python"),
+    ("tvmscript", "TVMScript (before lowering)", ("tvmscript.py", "tvmscript_before.py"), "python"),
+    (
+        "lowered",
+        "TVMScript (after lowering)",
+        ("lowered.py", "tvmscript_lowered.py", "tvmscript_after.py"),
+        "python",
+    ),
+    ("ascendc", "Ascend C", ("kernel.cpp", "ascendc.cpp", "kernel.cce"), "cpp"),
+)
+SIDE_BY_SIDE = ("tvmscript", "lowered", "ascendc")
+_LINE_MAP_KEYS = {"source": "source_line", "tvmscript": "tvmscript_line", "ascendc": "ascendc_lines"}
+
+
+@dataclass
+class Stage:
+    stage: str
+    title: str
+    file: str  # name relative to ir/
+    text: str
+    lexer: str
+    truncated: bool = False
+    marked: set[int] = field(default_factory=set)
+
+
+def _stage_files(ir: dict[str, Any] | None) -> dict[str, str]:
+    """Stage → file name as ir.json lists it (`stages: [{name|stage, file|path}]` or `files: {}`)."""
+    out: dict[str, str] = {}
+    if not isinstance(ir, dict):
+        return out
+    for item in ir.get("stages", []) or []:
+        if isinstance(item, dict):
+            name = str(item.get("stage") or item.get("name") or "")
+            path = item.get("file") or item.get("path")
+            if name and isinstance(path, str):
+                out[name] = path
+    files = ir.get("files")
+    if isinstance(files, dict):
+        out.update({str(k): str(v) for k, v in files.items() if isinstance(v, str)})
+    return out
+
+
+def _read_confined(ir_dir: Path, name: str) -> tuple[str, bool] | None:
+    try:
+        path = confine(ir_dir, name)
+    except PathRejected:
+        return None
+    if not path.is_file():
+        return None
+    with path.open("rb") as fh:
+        raw = fh.read(MAX_BYTES + 1)
+    text = raw[:MAX_BYTES].decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    truncated = len(raw) > MAX_BYTES or len(lines) > MAX_LINES
+    return "\n".join(lines[:MAX_LINES]), truncated
+
+
+def load_stages(ir_dir: Path | None, ir: dict[str, Any] | None) -> list[Stage]:
+    """The stages present in a bundle's ir/ directory, in display order."""
+    if ir_dir is None or not ir_dir.is_dir():
+        return []
+    root = ir_dir.resolve()
+    listed = _stage_files(ir)
+    stages: list[Stage] = []
+    for stage, title, names, lexer in STAGES:
+        candidates = [listed[stage]] if stage in listed else list(names)
+        if stage == "lowered" and stage not in listed:
+            lowered_dir = root / "lowered"
+            if lowered_dir.is_dir():  # several passes: show the last one (the input of codegen)
+                candidates += [f"lowered/{p.name}" for p in sorted(lowered_dir.glob("*.py"))[-1:]]
+        for name in candidates:
+            got = _read_confined(root, name)
+            if got is not None:
+                stages.append(Stage(stage, title, name, got[0], lexer, got[1]))
+                break
+    return stages
+
+
+def mark_locations(
+    stages: list[Stage], locations: Iterable[dict[str, Any]], line_map: list[dict[str, Any]] | None = None
+) -> None:
+    """Mark the lines a finding points at, then spread the marks across stages via the line map."""
+    by_stage = {s.stage: s for s in stages}
+    for loc in locations:
+        stage = by_stage.get(str(loc.get("stage", "")))
+        line = loc.get("line")
+        if stage is None or not isinstance(line, int):
+            continue
+        end_line = loc.get("end_line")
+        end = end_line if isinstance(end_line, int) else line
+        stage.marked.update(range(line, max(line, end) + 1))
+    for row in line_map or []:
+        hit = any(_row_lines(row, st) & by_stage[st].marked for st in _LINE_MAP_KEYS if st in by_stage)
+        if hit:
+            for st in _LINE_MAP_KEYS:
+                if st in by_stage:
+                    by_stage[st].marked |= _row_lines(row, st)
+    # "lowered" has no line-map column; a tvmscript mark does not carry over to it.
+
+
+def _row_lines(row: dict[str, Any], stage: str) -> set[int]:
+    value = row.get(_LINE_MAP_KEYS[stage])
+    if isinstance(value, int):
+        return {value}
+    if isinstance(value, list):
+        return {v for v in value if isinstance(v, int)}
+    return set()
+
+
+def _css_class(ttype: _TokenType) -> str:
+    """Pygments' short class ('k', 'nf', 's2'...), falling back to the parent token type's."""
+    while ttype not in STANDARD_TYPES and ttype.parent is not None:
+        ttype = ttype.parent
+    return STANDARD_TYPES.get(ttype, "")
+
+
+def highlight_lines(text: str, lexer: str) -> list[list[tuple[str, str]]]:
+    """Per line, (css class, text) runs with adjacent same-class tokens merged."""
+    lex = (
+        CppLexer(stripnl=False, ensurenl=False)
+        if lexer == "cpp"
+        else PythonLexer(stripnl=False, ensurenl=False)
+    )
+    lines: list[list[tuple[str, str]]] = [[]]
+    for ttype, value in lex.get_tokens(text):
+        cls = _css_class(ttype)
+        parts = value.split("\n")
+        for i, part in enumerate(parts):
+            if i:
+                lines.append([])
+            if not part:
+                continue
+            run = lines[-1]
+            if run and run[-1][0] == cls:
+                run[-1] = (cls, run[-1][1] + part)
+            else:
+                run.append((cls, part))
+    if lines and not lines[-1] and text.endswith("\n"):
+        lines.pop()
+    return lines
+
+
+def stage_component(stage: Stage, pane_id: str) -> html.Div:
+    """One scrollable pane; each line a div with its number, marked lines with class `hl`."""
+    rows = []
+    for n, runs in enumerate(highlight_lines(stage.text, stage.lexer), start=1):
+        cls = "ir-line hl" if n in stage.marked else "ir-line"
+        spans = [html.Span(str(n), className="ln")]
+        spans += [html.Span(t, className=c) if c else html.Span(t) for c, t in runs]
+        rows.append(html.Div(spans, className=cls, **{"data-line": str(n)}))  # type: ignore[arg-type]
+    note = [html.Div(f"(cut after {MAX_LINES} lines)", className="ir-note")] if stage.truncated else []
+    header = html.Div(
+        [html.Span(stage.title, className="ir-title"), html.Code(stage.file, className="ir-file")],
+        className="ir-head",
+    )
+    marked = sorted(stage.marked)
+    summary = f"lines {marked[0]}–{marked[-1]} marked" if marked else "no line marked"
+    return html.Div(
+        [
+            header,
+            html.Div(summary, className="ir-marks"),
+            html.Pre(rows + note, className="ir-code", id=pane_id),
+        ],
+        className="ir-pane",
+    )

@@ -1,0 +1,290 @@
+"""The page: a header with the profile picker, then one tab per view. Static structure only.
+
+Ids are the contract with callbacks.py. Every view's content is filled by a callback that runs
+when its tab is shown, so opening the app on a large profile does not compute eight views at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash_ag_grid as dag
+from dash import dcc, html
+
+from dashboard.figures import SEVERITIES
+
+TABS = (
+    ("overview", "Overview"),
+    ("kernels", "Kernels"),
+    ("detail", "Kernel detail"),
+    ("roofline", "Roofline"),
+    ("timeline", "Timeline"),
+    ("findings", "Findings"),
+    ("ir", "IR"),
+    ("compare", "Compare"),
+)
+GRAPH_CONFIG: dict[str, Any] = {
+    "displaylogo": False,
+    "responsive": True,
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+}
+
+
+def graph(graph_id: str, **kw: Any) -> dcc.Graph:
+    return dcc.Graph(id=graph_id, config=GRAPH_CONFIG, **kw)  # type: ignore[arg-type]
+
+
+def _overview() -> html.Div:
+    return html.Div(
+        [
+            html.Div(id="ov-kpis", className="kpis"),
+            html.Div(
+                [
+                    html.Div([graph("ov-core"), graph("ov-shares")], className="col"),
+                    html.Div(
+                        [graph("ov-sev"), html.Div(id="ov-findings", className="finding-list compact")],
+                        className="col",
+                    ),
+                ],
+                className="row",
+            ),
+            html.Div(graph("ov-top"), className="card"),
+        ],
+        className="view",
+    )
+
+
+def _kernels() -> html.Div:
+    return html.Div(
+        [
+            html.Div(
+                [
+                    dcc.RadioItems(
+                        id="k-mode",
+                        value="launches",
+                        inline=True,
+                        className="radio",
+                        options=[
+                            {"label": "every launch", "value": "launches"},
+                            {"label": "grouped by kernel name", "value": "grouped"},
+                        ],
+                    ),
+                    dcc.Input(
+                        id="k-search",
+                        type="search",
+                        placeholder="search kernel name or op type…",
+                        debounce=0.3,
+                        className="search",
+                    ),
+                    html.Span(id="k-count", className="muted"),
+                ],
+                className="toolbar",
+            ),
+            html.Div(id="k-grid-box", children=kernel_grid([], "launches")),
+            html.Div(
+                "Click a kernel name to open its detail. Sorting, filtering and paging run on the server.",
+                className="muted small",
+            ),
+        ],
+        className="view",
+    )
+
+
+def kernel_grid(column_defs: list[dict[str, Any]], mode: str) -> dag.AgGrid:
+    """The Kernels grid in infinite row model: the server sends only the rows in view."""
+    return dag.AgGrid(
+        id="k-grid",
+        rowModelType="infinite",
+        columnDefs=column_defs,
+        defaultColDef={
+            "sortable": True,
+            "filter": True,
+            "resizable": True,
+            "floatingFilter": True,
+            "minWidth": 90,
+        },
+        dashGridOptions={
+            "cacheBlockSize": 100,
+            "maxBlocksInCache": 20,
+            "rowBuffer": 10,
+            "infiniteInitialRowCount": 100,
+            "suppressCellFocus": False,
+            "tooltipShowDelay": 300,
+        },
+        style={"height": "560px", "width": "100%"},
+        className="ag-theme-alpine",
+    )
+
+
+def _detail() -> html.Div:
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Label("Kernel", htmlFor="d-kernel"),
+                    dcc.Dropdown(id="d-kernel", clearable=False, searchable=True, className="wide-dd"),
+                ],
+                className="toolbar",
+            ),
+            html.Div(id="d-info", className="kpis"),
+            html.Div(
+                [
+                    html.Div(graph("d-pipes"), className="col"),
+                    html.Div([graph("d-split"), graph("d-bw")], className="col"),
+                ],
+                className="row",
+            ),
+            html.Div(graph("d-blocks"), className="card"),
+        ],
+        className="view",
+    )
+
+
+def _findings() -> html.Div:
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Label("Severity"),
+                    dcc.Dropdown(
+                        id="f-sev",
+                        multi=True,
+                        placeholder="all",
+                        className="dd",
+                        options=[{"label": s, "value": s} for s in SEVERITIES],
+                    ),
+                    html.Label("Rule"),
+                    dcc.Dropdown(id="f-rule", multi=True, placeholder="all", className="dd"),
+                    html.Span(id="f-count", className="muted"),
+                ],
+                className="toolbar",
+            ),
+            html.Div(
+                [
+                    html.Div(id="f-list", className="finding-list col-narrow"),
+                    html.Div(id="f-detail", className="finding-detail col-wide"),
+                ],
+                className="row",
+            ),
+        ],
+        className="view",
+    )
+
+
+def _ir() -> html.Div:
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Label("Finding", htmlFor="ir-finding"),
+                    dcc.Dropdown(
+                        id="ir-finding",
+                        clearable=True,
+                        placeholder="pick a finding to mark its lines",
+                        className="wide-dd",
+                    ),
+                ],
+                className="toolbar",
+            ),
+            html.Div(id="ir-info", className="muted"),
+            html.Div(id="ir-panes", className="ir-panes"),
+        ],
+        className="view",
+    )
+
+
+def _compare() -> html.Div:
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Label("Base"),
+                    dcc.Dropdown(id="c-base", className="dd wide"),
+                    html.Label("Head"),
+                    dcc.Dropdown(id="c-head", className="dd wide"),
+                ],
+                className="toolbar",
+            ),
+            html.Div(id="c-kpis", className="kpis"),
+            html.Div(
+                [html.Div(graph("c-delta"), className="col"), html.Div(id="c-findings", className="col")],
+                className="row",
+            ),
+            dag.AgGrid(
+                id="c-grid",
+                rowData=[],
+                columnDefs=[],
+                className="ag-theme-alpine",
+                defaultColDef={"sortable": True, "filter": True, "resizable": True},
+                dashGridOptions={"pagination": True, "paginationPageSize": 50},
+                style={"height": "360px", "width": "100%"},
+            ),
+        ],
+        className="view",
+    )
+
+
+VIEWS = {
+    "overview": _overview,
+    "kernels": _kernels,
+    "detail": _detail,
+    "roofline": lambda: html.Div(
+        [graph("roofline"), html.Div(id="roofline-note", className="muted small")], className="view"
+    ),
+    "timeline": lambda: html.Div(
+        [html.Div(id="tl-info", className="muted small"), graph("timeline")], className="view"
+    ),
+    "findings": _findings,
+    "ir": _ir,
+    "compare": _compare,
+}
+
+
+def build_layout(options: list[dict[str, str]], initial: str | None) -> html.Div:
+    return html.Div(
+        [
+            html.Header(
+                [
+                    html.Div(
+                        [
+                            html.Span("tilescope", className="brand"),
+                            html.Span("TileLang on Ascend — profile diagnosis", className="tagline"),
+                        ]
+                    ),
+                    html.Div(
+                        [
+                            html.Label("Profile", htmlFor="profile"),
+                            dcc.Dropdown(
+                                id="profile",
+                                options=options,
+                                value=initial,
+                                clearable=False,
+                                className="profile-dd",
+                            ),
+                        ],
+                        className="picker",
+                    ),
+                    html.Div(id="chip-info", className="chip-info"),
+                ],
+                className="header",
+            ),
+            html.Div(id="load-error", className="error", role="alert"),
+            dcc.Store(id="finding-sel"),
+            dcc.Tabs(
+                id="tabs",
+                value="overview",
+                className="tabs",
+                children=[
+                    dcc.Tab(
+                        label=label,
+                        value=value,
+                        children=VIEWS[value](),
+                        className="tab",
+                        selected_className="tab--selected",
+                    )
+                    for value, label in TABS
+                ],
+            ),
+        ],
+        className="app",
+    )

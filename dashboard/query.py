@@ -1,0 +1,260 @@
+"""Server-side paging and windowing: what the browser asks for, answered from the DuckDB copy.
+
+The Kernels grid uses AG Grid's infinite row model: the browser sends `{startRow, endRow,
+sortModel, filterModel}` and receives only that block plus the total row count, so a million-row
+profile never crosses the wire. Column names from the request are checked against the table's own
+columns and every value is a bound parameter: a request cannot inject SQL.
+
+The timeline is windowed the same way: given the visible x range it returns at most a few thousand
+segments per view, merging neighbouring kernels of a lane into one "N kernels" bar when there are
+more than fit on screen.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dashboard.data import ProfileEntry
+
+MAX_PAGE_ROWS = 1000  # one infinite-model block; the grid asks for 100 at a time
+_TEXT_OPS = {
+    "contains": "contains(lower(CAST({c} AS VARCHAR)), lower(?))",
+    "notContains": "NOT contains(lower(CAST({c} AS VARCHAR)), lower(?))",
+    "equals": "lower(CAST({c} AS VARCHAR)) = lower(?)",
+    "notEqual": "lower(CAST({c} AS VARCHAR)) <> lower(?)",
+    "startsWith": "starts_with(lower(CAST({c} AS VARCHAR)), lower(?))",
+    "endsWith": "ends_with(lower(CAST({c} AS VARCHAR)), lower(?))",
+}
+_NUMBER_OPS = {
+    "equals": "{c} = ?",
+    "notEqual": "{c} <> ?",
+    "lessThan": "{c} < ?",
+    "lessThanOrEqual": "{c} <= ?",
+    "greaterThan": "{c} > ?",
+    "greaterThanOrEqual": "{c} >= ?",
+}
+
+
+def _quote(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def _condition(column: str, model: dict[str, Any], params: list[Any]) -> str | None:
+    """One AG Grid filter condition as SQL; unknown filter types are ignored, not trusted."""
+    if "conditions" in model:  # combined: {"operator": "AND"|"OR", "conditions": [...]}
+        parts = [p for p in (_condition(column, m, params) for m in model["conditions"]) if p]
+        joiner = " OR " if str(model.get("operator", "AND")).upper() == "OR" else " AND "
+        return "(" + joiner.join(parts) + ")" if parts else None
+    kind = model.get("type", "contains")
+    c = _quote(column)
+    if kind == "blank":
+        return f"{c} IS NULL"
+    if kind == "notBlank":
+        return f"{c} IS NOT NULL"
+    if model.get("filterType") == "number":
+        if kind == "inRange":
+            params.extend([float(model.get("filter", 0)), float(model.get("filterTo", 0))])
+            return f"{c} BETWEEN ? AND ?"
+        template = _NUMBER_OPS.get(kind)
+        if template is None or model.get("filter") is None:
+            return None
+        params.append(float(model["filter"]))
+        return template.format(c=c)
+    template = _TEXT_OPS.get(kind)
+    if template is None or model.get("filter") in (None, ""):
+        return None
+    params.append(str(model["filter"]))
+    return template.format(c=c)
+
+
+def where_clause(
+    filter_model: dict[str, Any] | None, search: str | None, columns: list[str], params: list[Any]
+) -> str:
+    parts: list[str] = []
+    for column, model in (filter_model or {}).items():
+        if column in columns and isinstance(model, dict):
+            cond = _condition(column, model, params)
+            if cond:
+                parts.append(cond)
+    if search:
+        # The search box matches kernel names and op types, the two things a user remembers.
+        text_cols = [c for c in ("name", "op_type") if c in columns]
+        if text_cols:
+            ors = [f"contains(lower(CAST({_quote(c)} AS VARCHAR)), lower(?))" for c in text_cols]
+            params.extend([search] * len(text_cols))
+            parts.append("(" + " OR ".join(ors) + ")")
+    return " WHERE " + " AND ".join(parts) if parts else ""
+
+
+def order_clause(sort_model: list[dict[str, Any]] | None, columns: list[str], default: str) -> str:
+    keys = []
+    for item in sort_model or []:
+        col = item.get("colId")
+        if col in columns:
+            keys.append(f"{_quote(col)} {'DESC' if item.get('sort') == 'desc' else 'ASC'} NULLS LAST")
+    return " ORDER BY " + ", ".join(keys or [default])
+
+
+def _json_safe(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as plain JSON values (NaN/NA → None; floats rounded so payloads stay small)."""
+    out = frame.astype(object).where(frame.notna(), None)
+    for col in out.columns:
+        if pd.api.types.is_float_dtype(frame[col].dtype):
+            out[col] = [None if v is None else round(float(v), 4) for v in out[col]]
+    return [{str(k): v for k, v in row.items()} for row in out.to_dict("records")]
+
+
+def kernel_page(
+    entry: ProfileEntry, request: dict[str, Any] | None, search: str | None = None, grouped: bool = False
+) -> dict[str, Any]:
+    """`getRowsResponse` for one `getRowsRequest`: the rows of the block and the total count."""
+    request = request or {}
+    start = max(int(request.get("startRow", 0) or 0), 0)
+    end = int(request.get("endRow", start + 100) or start + 100)
+    limit = max(min(end - start, MAX_PAGE_ROWS), 0)
+    table, columns = ("g", entry.group_columns) if grouped else ("k", [*entry.grid_columns, "_row"])
+    default = (
+        '"total_us" DESC' if grouped else ('"duration_us" DESC' if "duration_us" in columns else '"_row"')
+    )
+    params: list[Any] = []
+    where = where_clause(request.get("filterModel"), search, columns, params)
+    order = order_clause(request.get("sortModel"), columns, default)
+    cur = entry.cursor()
+    count = int(cur.execute(f"SELECT count(*) FROM {table}{where}", params).fetchone()[0])  # type: ignore[index]
+    select = ", ".join(_quote(c) for c in columns)
+    page = cur.execute(
+        f"SELECT {select} FROM {table}{where}{order} LIMIT ? OFFSET ?", [*params, limit, start]
+    ).df()
+    return {"rowData": _json_safe(page), "rowCount": count}
+
+
+# --- timeline ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Lane:
+    """One timeline row: kernels of a stream, or host ops of a thread; sorted by start (µs)."""
+
+    label: str
+    kind: str  # "kernel" | "host"
+    start: np.ndarray  # float64 µs since the profile's first event
+    end: np.ndarray
+    names: np.ndarray  # object array of str
+    category: np.ndarray  # core-type category per segment ("Cube", "Vector", ...) or "Host"
+
+
+@dataclass
+class Segments:
+    """What the timeline figure draws for one view window."""
+
+    lane: list[str]
+    start: list[float]
+    end: list[float]
+    text: list[str]
+    category: list[str]
+    merged: bool  # True when neighbouring kernels were merged to fit the budget
+    total_in_window: int
+
+
+def window_lane(
+    lane: Lane, x0: float, x1: float, bins: int
+) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, bool]:
+    """Segments of one lane intersecting [x0, x1], merged into at most `bins` buckets if needed."""
+    # Segments are sorted by start; those ending before x0 may still overlap, so search by start
+    # from x0 minus the longest segment of the lane.
+    longest = float((lane.end - lane.start).max()) if len(lane.start) else 0.0
+    lo = int(np.searchsorted(lane.start, x0 - longest, side="left"))
+    hi = int(np.searchsorted(lane.start, x1, side="right"))
+    s, e = lane.start[lo:hi], lane.end[lo:hi]
+    keep = e >= x0
+    s, e, names, cats = s[keep], e[keep], lane.names[lo:hi][keep], lane.category[lo:hi][keep]
+    if len(s) <= bins:
+        return s, e, [str(n) for n in names], cats, False
+    width = (x1 - x0) / bins if x1 > x0 else 1.0
+    bucket = np.clip(((s - x0) // width).astype(np.int64), 0, bins - 1)
+    edges = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+    ms = np.minimum.reduceat(s, edges)
+    me = np.maximum.reduceat(e, edges)
+    counts = np.diff(np.r_[edges, len(s)])
+    busy = np.add.reduceat(e - s, edges)
+    text = [
+        f"{n} kernels, {b:,.1f} µs busy" if n > 1 else str(names[i])
+        for n, b, i in zip(counts, busy, edges, strict=True)
+    ]
+    return ms, me, text, cats[edges], True
+
+
+def timeline_window(
+    lanes: list[Lane], x0: float | None = None, x1: float | None = None, budget: int = 6000
+) -> Segments:
+    """All lanes cut to the window, within `budget` segments in total."""
+    if x0 is None or x1 is None:
+        starts = [ln.start[0] for ln in lanes if len(ln.start)]
+        ends = [ln.end.max() for ln in lanes if len(ln.end)]
+        x0 = float(min(starts)) if starts else 0.0
+        x1 = float(max(ends)) if ends else 1.0
+    bins = max(budget // max(len(lanes), 1), 50)
+    seg = Segments([], [], [], [], [], False, 0)
+    for lane in lanes:
+        s, e, text, cats, merged = window_lane(lane, x0, x1, bins)
+        seg.lane += [lane.label] * len(s)
+        seg.start += s.tolist()
+        seg.end += e.tolist()
+        seg.text += text
+        seg.category += [str(c) for c in cats]
+        seg.merged |= merged
+        seg.total_in_window += len(s)
+    return seg
+
+
+def build_lanes(entry: ProfileEntry, category_of: Any) -> list[Lane]:
+    """Lanes from the profile's timeline (host ops + kernels) or, lacking one, its kernel table."""
+    tl = entry.profile.timeline
+    if tl is not None and len(tl.kernels):
+        kernels, host = tl.kernels, tl.host_ops
+    else:
+        kernels, host = entry.kernels, None
+    if "start_ns" not in kernels or "duration_us" not in kernels or not len(kernels):
+        return []
+    origin = int(kernels["start_ns"].min())
+    if host is not None and len(host):
+        origin = min(origin, int(host["start_ns"].min()))
+    lanes: list[Lane] = []
+    if host is not None and len(host):
+        key = "lane" if "lane" in host else "tid"
+        for label, part in host.groupby(key, sort=True, observed=True):
+            lanes.append(
+                _lane(f"host {label}", "host", part, origin, lambda p: np.full(len(p), "Host", object))
+            )
+    if "core_type" not in kernels and "core_type" in entry.kernels and "name" in kernels:
+        # Timeline kernels carry no core type: take it from the kernel table by name.
+        core_of = entry.kernels.drop_duplicates("name").set_index("name")["core_type"]
+        kernels = kernels.assign(core_type=kernels["name"].map(core_of))
+    stream = "stream_id" if "stream_id" in kernels else None
+    groups = kernels.groupby(stream, sort=True, observed=True) if stream else [("0", kernels)]
+    for label, part in groups:
+        lanes.append(_lane(f"stream {label}", "kernel", part, origin, category_of))
+    return lanes
+
+
+def _lane(label: str, kind: str, part: pd.DataFrame, origin: int, category_of: Any) -> Lane:
+    part = part.sort_values("start_ns", kind="stable")
+    start = (part["start_ns"].astype("int64").to_numpy() - origin) / 1000.0
+    end = start + part["duration_us"].astype("float64").fillna(0).to_numpy()
+    names = (
+        part["name"].astype(str).to_numpy(dtype=object) if "name" in part else np.full(len(part), "?", object)
+    )
+    return Lane(label, kind, start, end, names, np.asarray(category_of(part), dtype=object))
+
+
+def finite(value: Any) -> float | None:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None

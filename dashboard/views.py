@@ -1,0 +1,340 @@
+"""View content builders: ProfileEntry in, Dash components and figures out (no callbacks here).
+
+Each function is pure over the entry so that tests can call it directly and measure its payload.
+All profile strings become component children (React escapes them), never HTML.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from dash import dcc, html
+
+from dashboard import figures as F
+from dashboard.data import ProfileEntry
+
+SHARE_LABELS = (
+    ("cube", F.CUBE),
+    ("vector", F.VECTOR),
+    ("data_movement", "Data movement"),
+    ("scalar", "Scalar"),
+    ("fixpipe", "FixPipe"),
+)
+GRID_HEADERS = {
+    "name": "Kernel",
+    "op_type": "Op type",
+    "core_type": "Core type",
+    "stream_id": "Stream",
+    "start_us": "Start (µs)",
+    "duration_us": "Duration (µs)",
+    "wait_us": "Wait (µs)",
+    "block_dim": "Blocks",
+    "mix_block_dim": "Mix blocks",
+    "bound_pipe": "Bound by",
+    "cube_utilization_pct": "Cube util (%)",
+    "achieved_tflops": "TFLOP/s",
+    "arithmetic_intensity": "FLOP/B",
+    "bytes_moved": "Bytes moved",
+    "launches": "Launches",
+    "total_us": "Total (µs)",
+    "mean_us": "Mean (µs)",
+    "min_us": "Min (µs)",
+    "max_us": "Max (µs)",
+    "input_shapes": "Input shapes",
+    "input_dtypes": "Input dtypes",
+}
+TEXT_COLUMNS = {"name", "op_type", "core_type", "bound_pipe", "input_shapes", "input_dtypes"}
+
+
+def summary_of(entry: ProfileEntry) -> dict[str, Any]:
+    """The report's summary; `analyzer.metrics.profile_summary` when the report lacks a key."""
+    summary = dict(entry.report.get("summary") or {})
+    if not {"shares", "time_by_core_type_us"} <= set(summary):
+        try:
+            from analyzer.metrics import profile_summary
+        except ImportError:
+            return summary
+        summary = {**profile_summary(entry.profile), **summary}
+    return summary
+
+
+def _num(value: Any) -> float | None:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def kpi(label: str, value: str, tone: str = "") -> html.Div:
+    return html.Div(
+        [html.Div(value, className="kpi-value"), html.Div(label, className="kpi-label")],
+        className=f"kpi {tone}".strip(),
+    )
+
+
+def overview_kpis(entry: ProfileEntry) -> list[html.Div]:
+    s = summary_of(entry)
+    busy = _num(s.get("device_busy_us")) or entry.total_device_us
+    findings = entry.findings
+    saving = sum(_num(f.get("est_saving_us")) or 0.0 for f in findings)
+    high = sum(1 for f in findings if f.get("severity") == "high")
+    share = saving / busy * 100 if busy else 0.0
+    return [
+        kpi("device busy time", F.format_us(busy)),
+        kpi("kernel launches", f"{len(entry.kernels):,}"),
+        kpi("distinct kernels", f"{len(entry.by_name):,}"),
+        kpi("findings", f"{len(findings)} ({high} high)", "warn" if high else ""),
+        kpi("est. recoverable", f"{F.format_us(saving)} ({share:.0f} %)", "good" if saving else ""),
+        kpi("chip", entry.profile.chip.name),
+    ]
+
+
+def busy_by_category(entry: ProfileEntry) -> dict[str, float]:
+    """Busy µs per core-type category (Cube / Vector / Mix / Other), from the summary."""
+    raw = summary_of(entry).get("time_by_core_type_us") or {}
+    out: dict[str, float] = {}
+    for core_type, us in raw.items():
+        cat = F.core_category(core_type)
+        label = cat if cat != F.OTHER else f"Other ({core_type})"
+        out[label] = out.get(label, 0.0) + (_num(us) or 0.0)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def overview_figures(entry: ProfileEntry) -> tuple[go.Figure, go.Figure, go.Figure, go.Figure]:
+    shares_raw = summary_of(entry).get("shares") or {}
+    shares = {label: v for key, label in SHARE_LABELS if (v := _num(shares_raw.get(key))) is not None}
+    return (
+        F.busy_by_core_type_figure(busy_by_category(entry)),
+        F.pipe_share_figure(shares),
+        F.findings_by_severity_figure(entry.findings),
+        F.top_kernels_figure(entry.by_name),
+    )
+
+
+def severity_badge(severity: str) -> html.Span:
+    return html.Span(severity, className=f"sev sev-{severity if severity in F.SEVERITY_COLORS else 'info'}")
+
+
+def finding_item(index: int, f: dict[str, Any], kind: str, selected: bool = False) -> html.Div:
+    """A clickable one-line finding, like linter output: severity, code, slug, kernel, saving."""
+    kernels = ", ".join(str(k) for k in f.get("kernels", [])[:3])
+    saving = _num(f.get("est_saving_us")) or 0.0
+    share = (_num(f.get("share_of_total")) or 0.0) * 100
+    return html.Div(
+        [
+            severity_badge(str(f.get("severity", "info"))),
+            html.Span(str(f.get("code", "")), className="code"),
+            html.Span(str(f.get("slug", "")), className="slug"),
+            html.Span(kernels, className="kernel-name"),
+            html.Span(f"est. {F.format_us(saving)} ({share:.1f} %)", className="saving"),
+            html.Div(str(f.get("message", "")), className="message"),
+        ],
+        id={"type": kind, "index": index},
+        n_clicks=0,
+        role="button",
+        tabIndex="0",
+        className="finding-item selected" if selected else "finding-item",
+    )
+
+
+def filter_findings(
+    findings: list[dict[str, Any]], severities: list[str] | None, rules: list[str] | None
+) -> list[tuple[int, dict[str, Any]]]:
+    return [
+        (i, f)
+        for i, f in enumerate(findings)
+        if (not severities or f.get("severity") in severities) and (not rules or f.get("code") in rules)
+    ]
+
+
+def rule_doc(code: str) -> str | None:
+    try:
+        from analyzer.engine import get_rule
+
+        info = get_rule(code)
+    except Exception:  # a broken rules package must not take the findings view down
+        return None
+    return info.doc if info else None
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, dict | list):
+        return (
+            ", ".join(f"{k}: {_value_text(v)}" for k, v in value.items())
+            if isinstance(value, dict)
+            else ", ".join(_value_text(v) for v in value)
+        )
+    return str(value)
+
+
+def finding_detail(f: dict[str, Any] | None) -> list[Any]:
+    """Evidence table, recommendation, locations and the rule's own documentation."""
+    if not f:
+        return [
+            html.Div(
+                "Select a finding to see its evidence, recommendation and rule documentation.",
+                className="muted",
+            )
+        ]
+    evidence = f.get("evidence") or {}
+    rows = [html.Tr([html.Th(str(k)), html.Td(_value_text(v))]) for k, v in evidence.items()]
+    locs = [
+        html.Li(
+            f"{loc.get('stage', '')}: {loc.get('file', '')}:{loc.get('line', '')}"
+            + (f" — {loc['label']}" if loc.get("label") else "")
+        )
+        for loc in f.get("locations", [])
+    ]
+    doc = rule_doc(str(f.get("code", "")))
+    out: list[Any] = [
+        html.H3(
+            [
+                severity_badge(str(f.get("severity", "info"))),
+                " ",
+                str(f.get("code", "")),
+                " ",
+                str(f.get("slug", "")),
+            ]
+        ),
+        html.P(str(f.get("message", "")), className="message"),
+        html.Div(
+            ["Kernels: ", html.Span(", ".join(str(k) for k in f.get("kernels", [])), className="kernel-name")]
+        ),
+        html.Div(
+            f"Estimated saving: {F.format_us(_num(f.get('est_saving_us')) or 0.0)} "
+            f"({(_num(f.get('share_of_total')) or 0.0) * 100:.1f} % of device time)",
+            className="saving",
+        ),
+        html.H4("Evidence"),
+        html.Table(html.Tbody(rows), className="evidence") if rows else html.Div("—"),
+        html.H4("Recommendation"),
+        html.P(str(f.get("recommendation", "")) or "—"),
+    ]
+    if locs:
+        out += [html.H4("Locations"), html.Ul(locs)]
+    out += [
+        html.Div(
+            [
+                html.Button("Show in IR", id="f-to-ir", n_clicks=0, disabled=not locs, className="btn"),
+                html.Button(
+                    "Open kernel",
+                    id="f-to-kernel",
+                    n_clicks=0,
+                    disabled=not f.get("kernels"),
+                    className="btn",
+                ),
+            ],
+            className="toolbar",
+        )
+    ]
+    if doc:
+        # Rule docstrings are ours (rules/*.py), Markdown without raw HTML.
+        out += [html.H4("Rule documentation"), dcc.Markdown(doc, className="rule-doc")]
+    return out
+
+
+def column_defs(entry: ProfileEntry, grouped: bool) -> list[dict[str, Any]]:
+    cols = entry.group_columns if grouped else entry.grid_columns
+    defs = []
+    for c in cols:
+        d: dict[str, Any] = {"field": c, "headerName": GRID_HEADERS.get(c, c), "headerTooltip": c}
+        if c in TEXT_COLUMNS:
+            d["filter"] = "agTextColumnFilter"
+            d["filterParams"] = {
+                "filterOptions": ["contains", "notContains", "equals", "startsWith", "endsWith"],
+                "maxNumConditions": 1,
+            }
+        else:
+            d["filter"] = "agNumberColumnFilter"
+            d["filterParams"] = {
+                "filterOptions": ["greaterThan", "lessThan", "inRange", "equals"],
+                "maxNumConditions": 1,
+            }
+            d["type"] = "rightAligned"
+        if c == "name":
+            d.update(pinned="left", width=300, cellClass="kernel-link", tooltipField="name")
+        defs.append(d)
+    return defs
+
+
+def kernel_rows(entry: ProfileEntry, name: str | None) -> pd.DataFrame:
+    if not name:
+        return entry.kernels.iloc[0:0]
+    return entry.kernels[entry.kernels["name"] == name]
+
+
+def detail_kpis(entry: ProfileEntry, name: str | None) -> list[html.Div]:
+    rows = kernel_rows(entry, name)
+    if rows.empty:
+        return [
+            html.Div(
+                "Pick a kernel (or click one in the Kernels grid, the roofline or the top-kernels chart).",
+                className="muted",
+            )
+        ]
+    total = float(rows["duration_us"].sum()) if "duration_us" in rows else 0.0
+    share = total / entry.total_device_us * 100 if entry.total_device_us else 0.0
+    out = [
+        kpi("launches", f"{len(rows):,}"),
+        kpi("total time", f"{F.format_us(total)} ({share:.1f} %)"),
+        kpi("mean", F.format_us(total / len(rows))),
+    ]
+    for col, label, fmt in (
+        ("core_type", "core type", "{}"),
+        ("block_dim", "blocks", "{:.0f}"),
+        ("bound_pipe", "bound by", "{}"),
+        ("achieved_tflops", "TFLOP/s", "{:.2f}"),
+        ("cube_utilization_pct", "Cube util", "{:.1f} %"),
+    ):
+        if col in rows and rows[col].notna().any():
+            v = rows[col].mode().iloc[0] if col in TEXT_COLUMNS or col == "core_type" else rows[col].mean()
+            out.append(kpi(label, fmt.format(v)))
+    findings = [f for f in entry.findings if name in f.get("kernels", [])]
+    if findings:
+        out.append(kpi("findings", ", ".join(str(f.get("code")) for f in findings[:4]), "warn"))
+    return out
+
+
+def detail_figures(entry: ProfileEntry, name: str | None) -> tuple[go.Figure, ...]:
+    rows = kernel_rows(entry, name)
+    blocks = entry.profile.blocks
+    if blocks is not None and name is not None and "name" in blocks and (blocks["name"] == name).any():
+        blocks = blocks[blocks["name"] == name]
+    elif blocks is not None and "name" in blocks:
+        blocks = None  # per-block rows of another kernel: do not pretend they are this one's
+    return (
+        F.pipe_ratio_figure(rows, name or ""),
+        F.cube_vector_split_figure(rows),
+        F.bandwidth_figure(rows, entry.profile.chip),
+        F.block_heatmap_figure(blocks) if blocks is not None else F.block_heatmap_figure(pd.DataFrame()),
+    )
+
+
+def roofline_points(entry: ProfileEntry) -> pd.DataFrame:
+    return entry.by_name
+
+
+def finding_label(f: dict[str, Any]) -> str:
+    kernels = ", ".join(str(k) for k in f.get("kernels", [])[:2])
+    return f"{f.get('code', '')} {f.get('slug', '')} — {kernels}"
+
+
+def chip_info(entry: ProfileEntry) -> list[Any]:
+    chip = entry.profile.chip
+    peak = chip.peak_flops("float16")
+    parts = [html.Span(chip.name, className="chip-name")]
+    if peak:
+        parts.append(
+            html.Span(
+                f"{chip.aic_count} Cube / {chip.aiv_count} Vector cores · {peak / 1e12:,.0f} TFLOP/s FP16"
+            )
+        )
+    if chip.assumptions:
+        parts.append(html.Span("assumptions", title="\n".join(chip.assumptions), className="assume"))
+    return parts
