@@ -49,23 +49,68 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     _c("task_id", "Int64", "", op_summary=("Task ID",), sqlite=("taskId",)),
     _c("stream_id", "Int64", "", op_summary=("Stream ID",), sqlite=("streamId",)),
     _c("name", "string", "", op_summary=("Op Name",), kernel_details=("Name",), msprof_op=("Op Name",)),
-    _c("op_type", "string", "", op_summary=("OP Type",), kernel_details=("Type",), msprof_op=("Op Type",),
-       sqlite=("opType",)),
+    _c(
+        "op_type",
+        "string",
+        "",
+        op_summary=("OP Type",),
+        kernel_details=("Type",),
+        msprof_op=("Op Type",),
+        sqlite=("opType",),
+    ),
     _c("op_state", "string", "", op_summary=("OP State",), sqlite=("opState",)),
-    _c("core_type", "string", "", "AI_CORE, AI_VECTOR_CORE, MIX_AIC, MIX_AIV, AI_CPU, HCCL, ...",
-       op_summary=("Task Type",), kernel_details=("Accelerator Core",), sqlite=("taskType",)),
-    _c("start_ns", "int64_ns", "ns", "exact integer ns parsed from the µs decimal string",
-       op_summary=("Task Start Time(us)",), kernel_details=("Start Time(us)",), sqlite=("startNs",)),
-    _c("duration_us", "float64", "us", op_summary=("Task Duration(us)",), kernel_details=("Duration(us)",),
-       msprof_op=("Task Duration(us)",)),
+    _c(
+        "core_type",
+        "string",
+        "",
+        "AI_CORE, AI_VECTOR_CORE, MIX_AIC, MIX_AIV, AI_CPU, HCCL, ...",
+        op_summary=("Task Type",),
+        kernel_details=("Accelerator Core",),
+        sqlite=("taskType",),
+    ),
+    _c(
+        "start_ns",
+        "int64_ns",
+        "ns",
+        "exact integer ns parsed from the µs decimal string",
+        op_summary=("Task Start Time(us)",),
+        kernel_details=("Start Time(us)",),
+        sqlite=("startNs",),
+    ),
+    _c(
+        "duration_us",
+        "float64",
+        "us",
+        op_summary=("Task Duration(us)",),
+        kernel_details=("Duration(us)",),
+        msprof_op=("Task Duration(us)",),
+    ),
     _c("wait_us", "float64", "us", op_summary=("Task Wait Time(us)",), kernel_details=("Wait Time(us)",)),
-    _c("block_dim", "Int64", "count", op_summary=("Block Dim", "Block Num"), msprof_op=("Block Dim",),
-       sqlite=("blockDim", "blockNum")),
-    _c("mix_block_dim", "Int64", "count", op_summary=("Mix Block Dim", "Mix Block Num"),
-       msprof_op=("Mix Block Dim",), sqlite=("mixBlockDim", "mixBlockNum")),
+    _c(
+        "block_dim",
+        "Int64",
+        "count",
+        op_summary=("Block Dim", "Block Num"),
+        msprof_op=("Block Dim",),
+        sqlite=("blockDim", "blockNum"),
+    ),
+    _c(
+        "mix_block_dim",
+        "Int64",
+        "count",
+        op_summary=("Mix Block Dim", "Mix Block Num"),
+        msprof_op=("Mix Block Dim",),
+        sqlite=("mixBlockDim", "mixBlockNum"),
+    ),
     _c("hf32_eligible", "string", "", op_summary=("HF32 Eligible",), sqlite=("hf32Eligible",)),
-    _c("input_shapes", "string", "", "';' between tensors, ',' between dims, literal quotes removed",
-       op_summary=("Input Shapes",), sqlite=("inputShapes",)),
+    _c(
+        "input_shapes",
+        "string",
+        "",
+        "';' between tensors, ',' between dims, literal quotes removed",
+        op_summary=("Input Shapes",),
+        sqlite=("inputShapes",),
+    ),
     _c("input_dtypes", "string", "", op_summary=("Input Data Types",), sqlite=("inputDataTypes",)),
     _c("input_formats", "string", "", op_summary=("Input Formats",), sqlite=("inputFormats",)),
     _c("output_shapes", "string", "", op_summary=("Output Shapes",), sqlite=("outputShapes",)),
@@ -80,51 +125,140 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     _c("block_id", "Int64", "", msprof_op=("block_id",)),
     _c("sub_block_id", "string", "", "cube0, vector0, vector1", msprof_op=("sub_block_id",)),
     # --- Cube side (AIC) ---------------------------------------------------------------------------
-    _c("aic_time_us", "float64", "us", "theoretical time, all blocks assumed to start together",
-       op_summary=("aicore_time(us)",), msprof_op=("aic_time(us)",), sqlite=("aic_total_time",),
-       coupled=("aicore_time(us)", "total_time(us)")),
-    _c("aic_total_cycles", "float64", "cycles", op_summary=("aic_total_cycles",),
-       msprof_op=("aic_total_cycles",), sqlite=("aic_total_cycles",), coupled=("total_cycles",)),
-    _c("aic_cube_time_us", "float64", "us", op_summary=("aic_mac_time(us)",),
-       msprof_op=("aic_cube_time(us)",), sqlite=("aic_mac_time",), coupled=("mac_time(us)",)),
-    _c("aic_cube_ratio", "float64", "ratio", op_summary=("aic_mac_ratio",), msprof_op=("aic_cube_ratio",),
-       sqlite=("aic_mac_ratio",), coupled=("mac_ratio",)),
+    _c(
+        "aic_time_us",
+        "float64",
+        "us",
+        "theoretical time, all blocks assumed to start together",
+        op_summary=("aicore_time(us)",),
+        msprof_op=("aic_time(us)",),
+        sqlite=("aic_total_time",),
+        coupled=("aicore_time(us)", "total_time(us)"),
+    ),
+    _c(
+        "aic_total_cycles",
+        "float64",
+        "cycles",
+        op_summary=("aic_total_cycles",),
+        msprof_op=("aic_total_cycles",),
+        sqlite=("aic_total_cycles",),
+        coupled=("total_cycles",),
+    ),
+    _c(
+        "aic_cube_time_us",
+        "float64",
+        "us",
+        op_summary=("aic_mac_time(us)",),
+        msprof_op=("aic_cube_time(us)",),
+        sqlite=("aic_mac_time",),
+        coupled=("mac_time(us)",),
+    ),
+    _c(
+        "aic_cube_ratio",
+        "float64",
+        "ratio",
+        op_summary=("aic_mac_ratio",),
+        msprof_op=("aic_cube_ratio",),
+        sqlite=("aic_mac_ratio",),
+        coupled=("mac_ratio",),
+    ),
     *(
         spec
         for pipe in ("scalar", "mte1", "mte2", "mte3", "fixpipe")
         for spec in (
-            _c(f"aic_{pipe}_time_us", "float64", "us", op_summary=(f"aic_{pipe}_time(us)",),
-               sqlite=(f"aic_{pipe}_time",), coupled=(f"{pipe}_time(us)",)),
-            _c(f"aic_{pipe}_ratio", "float64", "ratio", op_summary=(f"aic_{pipe}_ratio",),
-               sqlite=(f"aic_{pipe}_ratio",), coupled=(f"{pipe}_ratio",)),
+            _c(
+                f"aic_{pipe}_time_us",
+                "float64",
+                "us",
+                op_summary=(f"aic_{pipe}_time(us)",),
+                sqlite=(f"aic_{pipe}_time",),
+                coupled=(f"{pipe}_time(us)",),
+            ),
+            _c(
+                f"aic_{pipe}_ratio",
+                "float64",
+                "ratio",
+                op_summary=(f"aic_{pipe}_ratio",),
+                sqlite=(f"aic_{pipe}_ratio",),
+                coupled=(f"{pipe}_ratio",),
+            ),
         )
     ),
-    _c("aic_icache_miss_rate", "float64", "ratio", op_summary=("aic_icache_miss_rate",),
-       coupled=("icache_miss_rate",)),
+    _c(
+        "aic_icache_miss_rate",
+        "float64",
+        "ratio",
+        op_summary=("aic_icache_miss_rate",),
+        coupled=("icache_miss_rate",),
+    ),
     # --- Vector side (AIV) -------------------------------------------------------------------------
-    _c("aiv_time_us", "float64", "us", op_summary=("aiv_time(us)",), msprof_op=("aiv_time(us)",),
-       sqlite=("aiv_total_time",)),
-    _c("aiv_total_cycles", "float64", "cycles", op_summary=("aiv_total_cycles",), sqlite=("aiv_total_cycles",)),
-    _c("aiv_vec_time_us", "float64", "us", op_summary=("aiv_vec_time(us)",), sqlite=("aiv_vec_time",),
-       coupled=("vec_time(us)",)),
-    _c("aiv_vec_ratio", "float64", "ratio", op_summary=("aiv_vec_ratio",), sqlite=("aiv_vec_ratio",),
-       coupled=("vec_ratio",)),
+    _c(
+        "aiv_time_us",
+        "float64",
+        "us",
+        op_summary=("aiv_time(us)",),
+        msprof_op=("aiv_time(us)",),
+        sqlite=("aiv_total_time",),
+    ),
+    _c(
+        "aiv_total_cycles",
+        "float64",
+        "cycles",
+        op_summary=("aiv_total_cycles",),
+        sqlite=("aiv_total_cycles",),
+    ),
+    _c(
+        "aiv_vec_time_us",
+        "float64",
+        "us",
+        op_summary=("aiv_vec_time(us)",),
+        sqlite=("aiv_vec_time",),
+        coupled=("vec_time(us)",),
+    ),
+    _c(
+        "aiv_vec_ratio",
+        "float64",
+        "ratio",
+        op_summary=("aiv_vec_ratio",),
+        sqlite=("aiv_vec_ratio",),
+        coupled=("vec_ratio",),
+    ),
     *(
         spec
         for pipe in ("scalar", "mte2", "mte3")
         for spec in (
-            _c(f"aiv_{pipe}_time_us", "float64", "us", op_summary=(f"aiv_{pipe}_time(us)",),
-               sqlite=(f"aiv_{pipe}_time",)),
-            _c(f"aiv_{pipe}_ratio", "float64", "ratio", op_summary=(f"aiv_{pipe}_ratio",),
-               sqlite=(f"aiv_{pipe}_ratio",)),
+            _c(
+                f"aiv_{pipe}_time_us",
+                "float64",
+                "us",
+                op_summary=(f"aiv_{pipe}_time(us)",),
+                sqlite=(f"aiv_{pipe}_time",),
+            ),
+            _c(
+                f"aiv_{pipe}_ratio",
+                "float64",
+                "ratio",
+                op_summary=(f"aiv_{pipe}_ratio",),
+                sqlite=(f"aiv_{pipe}_ratio",),
+            ),
         )
     ),
     _c("aiv_icache_miss_rate", "float64", "ratio", op_summary=("aiv_icache_miss_rate",)),
     # --- whole-kernel metrics ----------------------------------------------------------------------
-    _c("cube_utilization_pct", "float64", "pct", "cycles / (MHz x device AIC count x duration) x 100",
-       op_summary=("cube_utilization(%)",)),
-    _c("memory_bound", "float64", "ratio", "mte2_ratio / max(mac_ratio, vec_ratio); coupled chips only",
-       coupled=("memory_bound",)),
+    _c(
+        "cube_utilization_pct",
+        "float64",
+        "pct",
+        "cycles / (MHz x device AIC count x duration) x 100",
+        op_summary=("cube_utilization(%)",),
+    ),
+    _c(
+        "memory_bound",
+        "float64",
+        "ratio",
+        "mte2_ratio / max(mac_ratio, vec_ratio); coupled chips only",
+        coupled=("memory_bound",),
+    ),
     _c("aic_main_mem_read_gbps", "float64", "gbps", op_summary=("aic_main_mem_read_bw(GB/s)",)),
     _c("aic_main_mem_write_gbps", "float64", "gbps", op_summary=("aic_main_mem_write_bw(GB/s)",)),
     _c("aiv_main_mem_read_gbps", "float64", "gbps", op_summary=("aiv_main_mem_read_bw(GB/s)",)),
@@ -138,16 +272,44 @@ SPECS: dict[str, ColumnSpec] = {s.name: s for s in COLUMNS}
 # The minimum kernel-table contract of design.md §3: every loader returns at least these columns
 # (null where the input did not carry them), so rules can test `profile.has(col)` uniformly.
 KERNEL_CONTRACT: tuple[str, ...] = (
-    "name", "op_type", "core_type", "start_ns", "duration_us", "wait_us", "block_dim", "mix_block_dim",
-    "step_id", "device_id", "stream_id", "task_id", "input_shapes", "input_dtypes", "output_shapes",
-    "output_dtypes", "aic_time_us", "aic_total_cycles", "aic_cube_ratio", "aic_scalar_ratio",
-    "aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aic_fixpipe_ratio", "aiv_time_us",
-    "aiv_total_cycles", "aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio",
+    "name",
+    "op_type",
+    "core_type",
+    "start_ns",
+    "duration_us",
+    "wait_us",
+    "block_dim",
+    "mix_block_dim",
+    "step_id",
+    "device_id",
+    "stream_id",
+    "task_id",
+    "input_shapes",
+    "input_dtypes",
+    "output_shapes",
+    "output_dtypes",
+    "aic_time_us",
+    "aic_total_cycles",
+    "aic_cube_ratio",
+    "aic_scalar_ratio",
+    "aic_mte1_ratio",
+    "aic_mte2_ratio",
+    "aic_mte3_ratio",
+    "aic_fixpipe_ratio",
+    "aiv_time_us",
+    "aiv_total_cycles",
+    "aiv_vec_ratio",
+    "aiv_scalar_ratio",
+    "aiv_mte2_ratio",
+    "aiv_mte3_ratio",
     "cube_utilization_pct",
 )
 
 # Shape strings parsed into list<list<int64>> beside the string form.
-SHAPE_LIST_COLUMNS: dict[str, str] = {"input_shapes": "input_shape_list", "output_shapes": "output_shape_list"}
+SHAPE_LIST_COLUMNS: dict[str, str] = {
+    "input_shapes": "input_shape_list",
+    "output_shapes": "output_shape_list",
+}
 
 COUPLED_MARKERS = frozenset({"total_cycles", "mac_ratio", "vec_ratio", "memory_bound", "mac_time(us)"})
 
@@ -204,7 +366,7 @@ def generic_canonical(source: str) -> str:
         parts = [p for p in parts if p != "bw"]
     s = "_".join(parts)
     if s.startswith("aicore_"):
-        s = "aic_" + s[len("aicore_"):]
+        s = "aic_" + s[len("aicore_") :]
     m = _MAC_RE.match(s)
     if m:
         s = f"{m.group(1)}_cube_{m.group(2)}"
@@ -235,9 +397,9 @@ def canonical_name(source: str, coupled: bool = False) -> str:
 
 def _looks_like_pmu(low: str) -> bool:
     # Example: "mte2_ratio", "vec_time(us)", "ub_read_bw(GB/s)" are PMU metrics; "cube_utilization(%)" is not
-    return bool(re.search(r"(_ratio|_time\(us\)|_cycles|\(gb/s\)|_rate|_fops|_hit|_miss|_allocate)", low)) and not (
-        low.startswith("cube_utilization")
-    )
+    return bool(
+        re.search(r"(_ratio|_time\(us\)|_cycles|\(gb/s\)|_rate|_fops|_hit|_miss|_allocate)", low)
+    ) and not (low.startswith("cube_utilization"))
 
 
 def canonical_header(header: list[str]) -> list[str]:
@@ -299,7 +461,10 @@ def is_aiv_column(name: str) -> bool:
 # A column that only one `aic_metrics` group writes identifies the group (formats doc §3.2, §4).
 METRIC_GROUP_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("PipeUtilization", ("aic_cube_time_us", "aiv_vec_time_us", "aic_mte2_time_us", "aiv_mte2_time_us")),
-    ("ArithmeticUtilization", ("aic_cube_fp16_ratio", "aiv_vec_fp16_ratio", "aic_cube_fops", "aiv_vector_fops")),
+    (
+        "ArithmeticUtilization",
+        ("aic_cube_fp16_ratio", "aiv_vec_fp16_ratio", "aic_cube_fops", "aiv_vector_fops"),
+    ),
     ("Memory", ("aic_main_mem_read_gbps", "aiv_main_mem_read_gbps", "aic_l1_read_gbps")),
     ("MemoryL0", ("aic_l0a_read_gbps", "aic_l0b_read_gbps")),
     ("MemoryUB", ("aiv_ub_read_vector_gbps", "aic_ub_read_scalar_gbps")),

@@ -43,10 +43,27 @@ PIPE_RATIOS: dict[str, tuple[str, ...]] = {
     "scalar": ("aic_scalar_ratio", "aiv_scalar_ratio"),
 }
 DTYPE_BYTES = {
-    "FLOAT16": 2, "FP16": 2, "HALF": 2, "BF16": 2, "BFLOAT16": 2, "INT16": 2, "UINT16": 2,
-    "FLOAT": 4, "FLOAT32": 4, "FP32": 4, "INT32": 4, "UINT32": 4,
-    "INT64": 8, "UINT64": 8, "DOUBLE": 8, "FLOAT64": 8,
-    "INT8": 1, "UINT8": 1, "BOOL": 1, "FP8": 1, "HIFLOAT8": 1,
+    "FLOAT16": 2,
+    "FP16": 2,
+    "HALF": 2,
+    "BF16": 2,
+    "BFLOAT16": 2,
+    "INT16": 2,
+    "UINT16": 2,
+    "FLOAT": 4,
+    "FLOAT32": 4,
+    "FP32": 4,
+    "INT32": 4,
+    "UINT32": 4,
+    "INT64": 8,
+    "UINT64": 8,
+    "DOUBLE": 8,
+    "FLOAT64": 8,
+    "INT8": 1,
+    "UINT8": 1,
+    "BOOL": 1,
+    "FP8": 1,
+    "HIFLOAT8": 1,
 }
 _FLOP_KEYS = ("op_type", "input_shapes", "output_shapes", "input_dtypes", "output_dtypes")
 
@@ -101,7 +118,9 @@ def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec) -> pd.DataFrame:
 def _measured_bytes(k: pd.DataFrame) -> pd.Series:
     total = pd.Series(np.nan, index=k.index, dtype="float64")
     for side in ("aic", "aiv"):
-        gbps = _col(k, f"{side}_main_mem_read_gbps").add(_col(k, f"{side}_main_mem_write_gbps"), fill_value=0.0)
+        gbps = _col(k, f"{side}_main_mem_read_gbps").add(
+            _col(k, f"{side}_main_mem_write_gbps"), fill_value=0.0
+        )
         part = gbps * _col(k, f"{side}_time_us") * 1e3  # GB/s × µs = 1e3 bytes
         total = total.add(part, fill_value=0.0)
     return total
@@ -109,11 +128,18 @@ def _measured_bytes(k: pd.DataFrame) -> pd.Series:
 
 def bound_pipe(k: pd.DataFrame) -> pd.Series:
     names = list(PIPE_RATIOS)
-    mat = np.column_stack([
-        np.fmax.reduce([_col(k, c).to_numpy() for c in PIPE_RATIOS[p]]) if len(PIPE_RATIOS[p]) > 1
-        else _col(k, PIPE_RATIOS[p][0]).to_numpy()
-        for p in names
-    ]) if len(k) else np.empty((0, len(names)))
+    mat = (
+        np.column_stack(
+            [
+                np.fmax.reduce([_col(k, c).to_numpy() for c in PIPE_RATIOS[p]])
+                if len(PIPE_RATIOS[p]) > 1
+                else _col(k, PIPE_RATIOS[p][0]).to_numpy()
+                for p in names
+            ]
+        )
+        if len(k)
+        else np.empty((0, len(names)))
+    )
     has = ~np.isnan(mat).all(axis=1) if len(k) else np.zeros(0, dtype=bool)
     filled = np.where(np.isnan(mat), -1.0, mat)
     idx = filled.argmax(axis=1) if len(k) else np.zeros(0, dtype=int)
@@ -125,6 +151,7 @@ def bound_pipe(k: pd.DataFrame) -> pd.Series:
 
 
 # ---- shapes -> FLOPs and bytes (computed once per unique shape/dtype combination) -----------------
+
 
 def _split_shapes(text: Any) -> list[list[int]] | None:
     if not isinstance(text, str) or not text:
@@ -216,12 +243,14 @@ def _shape_metrics(k: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
         return nan, nan.copy()
     keys = [k[c].astype("str") if c in k else pd.Series("", index=k.index, dtype="str") for c in _FLOP_KEYS]
     codes, uniques = pd.MultiIndex.from_arrays(keys).factorize()
-    vals = np.array([_one_combo(*(None if pd.isna(x) else x for x in u)) for u in uniques],
-                    dtype="float64").reshape(-1, 2)
+    vals = np.array(
+        [_one_combo(*(None if pd.isna(x) else x for x in u)) for u in uniques], dtype="float64"
+    ).reshape(-1, 2)
     return (pd.Series(vals[codes, 0], index=k.index), pd.Series(vals[codes, 1], index=k.index))
 
 
 # ---- profile summary -------------------------------------------------------------------------------
+
 
 def _busy_union_us(k: pd.DataFrame) -> float | None:
     """Device busy time = union of kernel intervals (overlapping streams counted once)."""
@@ -254,8 +283,10 @@ def profile_summary(profile: Profile, top: int = 10) -> dict[str, Any]:
     total = float(dur.sum()) if len(k) else 0.0
     by_core: dict[str, float] = {}
     if "core_type" in k and len(k):
-        by_core = {str(c): round(float(v), 3)
-                   for c, v in dur.groupby(k["core_type"].astype("str").fillna("UNKNOWN")).sum().items()}
+        by_core = {
+            str(c): round(float(v), 3)
+            for c, v in dur.groupby(k["core_type"].astype("str").fillna("UNKNOWN")).sum().items()
+        }
 
     def share(ratio: pd.Series) -> float | None:
         ok = ratio.notna() & dur.notna()
@@ -269,24 +300,38 @@ def profile_summary(profile: Profile, top: int = 10) -> dict[str, Any]:
     shares = {
         "cube": share(_col(k, "aic_cube_ratio")),
         "vector": share(_col(k, "aiv_vec_ratio")),
-        "data_movement": share(fmax("aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio",
-                                    "aiv_mte2_ratio", "aiv_mte3_ratio")),
+        "data_movement": share(
+            fmax("aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio")
+        ),
         "scalar": share(fmax("aic_scalar_ratio", "aiv_scalar_ratio")),
     }
     tops: list[dict[str, Any]] = []
     if len(k):
-        g = pd.DataFrame({"name": k["name"].astype("str"), "d": dur,
-                          "core_type": k["core_type"].astype("str") if "core_type" in k else None})
-        agg = g.groupby("name", sort=False).agg(count=("d", "size"), total_us=("d", "sum"), mean_us=("d", "mean"),
-                                                core_type=("core_type", "first"))
+        g = pd.DataFrame(
+            {
+                "name": k["name"].astype("str"),
+                "d": dur,
+                "core_type": k["core_type"].astype("str") if "core_type" in k else None,
+            }
+        )
+        agg = g.groupby("name", sort=False).agg(
+            count=("d", "size"),
+            total_us=("d", "sum"),
+            mean_us=("d", "mean"),
+            core_type=("core_type", "first"),
+        )
         agg = agg.sort_values("total_us", ascending=False).head(top)
         for name, row in agg.iterrows():
-            tops.append({
-                "name": str(name), "core_type": None if pd.isna(row["core_type"]) else str(row["core_type"]),
-                "count": int(row["count"]), "total_us": round(float(row["total_us"]), 3),
-                "mean_us": round(float(row["mean_us"]), 3),
-                "share": round(float(row["total_us"]) / total, 4) if total > 0 else None,
-            })
+            tops.append(
+                {
+                    "name": str(name),
+                    "core_type": None if pd.isna(row["core_type"]) else str(row["core_type"]),
+                    "count": int(row["count"]),
+                    "total_us": round(float(row["total_us"]), 3),
+                    "mean_us": round(float(row["mean_us"]), 3),
+                    "share": round(float(row["total_us"]) / total, 4) if total > 0 else None,
+                }
+            )
     busy = _busy_union_us(k)
     return {
         "kernel_count": len(k),

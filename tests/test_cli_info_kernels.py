@@ -17,13 +17,26 @@ REPO = Path(__file__).resolve().parent.parent
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200"}  # wide enough that rich does not fold kernel names
-    return subprocess.run([sys.executable, "-m", "analyzer.cli", *args], capture_output=True, text=True,
-                          cwd=REPO, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        env=env,
+    )
 
 
 def test_kernels_json_exact(real_traces: Path, tmp_path: Path) -> None:
     out = tmp_path / "k.json"
-    r = run("kernels", str(real_traces / "fa_pipeutil_29" / "kernel_details.csv"), "--format", "json", "-o", str(out))
+    r = run(
+        "kernels",
+        str(real_traces / "fa_pipeutil_29" / "kernel_details.csv"),
+        "--format",
+        "json",
+        "-o",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
     rows = json.loads(out.read_text())
     assert len(rows) == 29
@@ -86,12 +99,22 @@ def _sqlite_without_tables(p: Path) -> None:
 HEADER = "Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
 BAD_INPUTS = {
     "empty": ("kernel_details.csv", b"", "empty file"),
-    "truncated_row": ("kernel_details.csv", (HEADER + "a,b,AI_CORE,1.0,2.0\nc,d,AI_CORE\n").encode(), "row 2"),
-    "missing_column": ("kernel_details.csv", b"Name,Type,Accelerator Core,Duration(us)\na,b,AI_CORE,1\n",
-                       "missing required column"),
+    "truncated_row": (
+        "kernel_details.csv",
+        (HEADER + "a,b,AI_CORE,1.0,2.0\nc,d,AI_CORE\n").encode(),
+        "row 2",
+    ),
+    "missing_column": (
+        "kernel_details.csv",
+        b"Name,Type,Accelerator Core,Duration(us)\na,b,AI_CORE,1\n",
+        "missing required column",
+    ),
     "binary": ("kernel_details.csv", bytes(range(256)) * 4, "binary"),
-    "cut_json": ("trace_view.json", b'[{"ph": "X", "name": "k", "pid": 1, "tid": 1, "ts": "1.0", "dur": 1}, {"ph',
-                 "byte"),
+    "cut_json": (
+        "trace_view.json",
+        b'[{"ph": "X", "name": "k", "pid": 1, "tid": 1, "ts": "1.0", "dur": 1}, {"ph',
+        "byte",
+    ),
     "db_without_tables": ("msprof_1.db", None, "missing table"),
     "not_a_db": ("msprof_2.db", b"garbage" * 100, "not an SQLite database"),
 }

@@ -14,9 +14,12 @@ from analyzer.io.kernel_csv import read_kernel_table, slice_order
 from analyzer.io.tables import parse_shape
 
 OP_SUMMARY_HEADER = (
-    "Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,OP State,Task Type,Task Start Time(us),"
-    "Task Duration(us),Task Wait Time(us),Block Num,Mix Block Num,HF32 Eligible,Input Shapes,Input Data Types,"
-    "Input Formats,Output Shapes,Output Data Types,Output Formats,Context ID,aicore_time(us),aic_total_cycles,"
+    "Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,OP State,Task Type,"
+    "Task Start Time(us),"
+    "Task Duration(us),Task Wait Time(us),Block Num,Mix Block Num,HF32 Eligible,Input Shapes,"
+    "Input Data Types,"
+    "Input Formats,Output Shapes,Output Data Types,Output Formats,Context ID,aicore_time(us),"
+    "aic_total_cycles,"
     "aic_mac_time(us),aic_mac_ratio,aiv_time(us),aiv_total_cycles,aiv_vec_ratio,cube_utilization(%)"
 )
 OP_SUMMARY_ROW = (
@@ -53,7 +56,19 @@ def test_fa_shape_with_empty_slots(real_traces: Path) -> None:
     fa = k[k["name"] == "aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore"].iloc[0]
     assert fa["input_shapes"] == "4096,2,512;4096,2,512;4096,2,512;;;;4096,4096;;;;;"
     assert [list(map(int, s)) for s in fa["input_shape_list"]] == [
-        [4096, 2, 512], [4096, 2, 512], [4096, 2, 512], [], [], [], [4096, 4096], [], [], [], [], []]
+        [4096, 2, 512],
+        [4096, 2, 512],
+        [4096, 2, 512],
+        [],
+        [],
+        [],
+        [4096, 4096],
+        [],
+        [],
+        [],
+        [],
+        [],
+    ]
     assert fa["aiv_total_cycles"] == 26336326 and fa["aiv_time_us"] == 365.782
 
 
@@ -63,7 +78,13 @@ def test_gpt_core_type_counts_and_exact_start(real_traces: Path) -> None:
     assert kt.metric_groups == ["ArithmeticUtilization"]
     assert len(k) == 591
     assert k["core_type"].value_counts().to_dict() == {
-        "AI_VECTOR_CORE": 520, "MIX_AIV": 25, "HCCL": 19, "AI_CORE": 13, "AI_CPU": 7, "DSA_SQE": 7}
+        "AI_VECTOR_CORE": 520,
+        "MIX_AIV": 25,
+        "HCCL": 19,
+        "AI_CORE": 13,
+        "AI_CPU": 7,
+        "DSA_SQE": 7,
+    }
     first = k.iloc[0]
     assert first["start_ns"] == int(Decimal("1699529622790614.8") * 1000) == 1699529622790614800
     # an integer timestamp without decimals ("1699529623143480")
@@ -124,8 +145,14 @@ def test_header_only_is_valid_but_empty(tmp_path: Path) -> None:
         ("", "empty file"),
         ("Name,Type,Accelerator Core,Start Time(us),Duration(us)\na,b,AI_CORE,1.0\n", "row 1 (line 2)"),
         ("Name,Type,Accelerator Core,Duration(us)\na,b,AI_CORE,1.0\n", "Start Time(us)"),
-        ("Name,Type,Accelerator Core,Start Time(us),Duration(us)\na,b,AI_CORE,1.0,fast\n", "expected a number"),
-        ("Name,Type,Accelerator Core,Start Time(us),Duration(us)\na,b,AI_CORE,12:00,1\n", "decimal timestamp"),
+        (
+            "Name,Type,Accelerator Core,Start Time(us),Duration(us)\na,b,AI_CORE,1.0,fast\n",
+            "expected a number",
+        ),
+        (
+            "Name,Type,Accelerator Core,Start Time(us),Duration(us)\na,b,AI_CORE,12:00,1\n",
+            "decimal timestamp",
+        ),
     ],
 )
 def test_bad_kernel_tables(tmp_path: Path, content: str, message: str) -> None:
@@ -162,11 +189,30 @@ def test_column_renaming_rules() -> None:
 
 
 def test_coupled_chip_names() -> None:
-    header = ["Op Name", "Task Type", "aicore_time(us)", "total_cycles", "mac_ratio", "vec_ratio",
-              "mte2_ratio", "vec_time(us)", "memory_bound", "ub_read_bw(GB/s)"]
-    assert canonical_header(header) == ["name", "core_type", "aic_time_us", "aic_total_cycles", "aic_cube_ratio",
-                                        "aiv_vec_ratio", "aic_mte2_ratio", "aiv_vec_time_us", "memory_bound",
-                                        "aic_ub_read_gbps"]
+    header = [
+        "Op Name",
+        "Task Type",
+        "aicore_time(us)",
+        "total_cycles",
+        "mac_ratio",
+        "vec_ratio",
+        "mte2_ratio",
+        "vec_time(us)",
+        "memory_bound",
+        "ub_read_bw(GB/s)",
+    ]
+    assert canonical_header(header) == [
+        "name",
+        "core_type",
+        "aic_time_us",
+        "aic_total_cycles",
+        "aic_cube_ratio",
+        "aiv_vec_ratio",
+        "aic_mte2_ratio",
+        "aiv_vec_time_us",
+        "memory_bound",
+        "aic_ub_read_gbps",
+    ]
 
 
 def test_parse_shape() -> None:

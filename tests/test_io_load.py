@@ -22,14 +22,17 @@ def _kd(path: Path, rows: list[str], header: str = HEADER) -> Path:
 
 
 def _torch_dir(root: Path, rank: int | None = None) -> Path:
-    _kd(root / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv",
-        ['k1,MatMul,AI_CORE,"1000.5\t",10.0,20,9.0,324000', "k2,Add,AI_VECTOR_CORE,1020.000,2.0,40,0,0"])
+    _kd(
+        root / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv",
+        ['k1,MatMul,AI_CORE,"1000.5\t",10.0,20,9.0,324000', "k2,Add,AI_VECTOR_CORE,1020.000,2.0,40,0,0"],
+    )
     name = "profiler_info.json" if rank is None else f"profiler_info_{rank}.json"
     (root / name).write_text(json.dumps({"config": {}, "cann_version": "8.0.RC2"}))
     info = root / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP" / "device_0" / "info.json.0"
     info.parent.mkdir(parents=True)
-    info.write_text(json.dumps({"DeviceInfo": [{"id": 0, "ai_core_num": 20, "aiv_num": 40,
-                                                "aic_frequency": "1800"}]}))
+    info.write_text(
+        json.dumps({"DeviceInfo": [{"id": 0, "ai_core_num": 20, "aiv_num": 40, "aic_frequency": "1800"}]})
+    )
     return root
 
 
@@ -76,12 +79,16 @@ def test_bundle_merges_metric_groups(tmp_path: Path) -> None:
     (b / "ir").mkdir(parents=True)
     (b / "manifest.json").write_text(json.dumps({"kernel": "k"}))
     (b / "ir" / "ir.json").write_text(json.dumps({"stages": []}))
-    _kd(b / "profile" / "PipeUtilization" / "x_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv",
+    _kd(
+        b / "profile" / "PipeUtilization" / "x_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv",
         ["k,MatMul,AI_CORE,1.0,10.0,20,9.0,324000,0.5", "k,MatMul,AI_CORE,30.0,11.0,20,9.0,324000,0.6"],
-        HEADER + ",aic_mac_ratio")
-    _kd(b / "profile" / "Memory" / "y_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv",
+        HEADER + ",aic_mac_ratio",
+    )
+    _kd(
+        b / "profile" / "Memory" / "y_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv",
         ["k,MatMul,AI_CORE,2.0,10.5,20,9.1,324100,100.0", "k,MatMul,AI_CORE,31.0,11.5,20,9.1,324100,200.0"],
-        HEADER + ",aic_main_mem_read_bw(GB/s)")
+        HEADER + ",aic_main_mem_read_bw(GB/s)",
+    )
     pr = load_profile(b)
     assert pr.source.format == "bundle"
     assert pr.manifest == {"kernel": "k"} and pr.ir == {"stages": []} and pr.ir_dir == b / "ir"

@@ -71,7 +71,10 @@ def test_single_operator_blocks_launches_kernels(tmp_path: Path) -> None:
     b = data.blocks
     assert len(b) == 6  # 2 blocks x (cube0, vector0, vector1)
     assert list(b[["block_id", "sub_block_id"]].itertuples(index=False, name=None))[:3] == [
-        (0, "cube0"), (0, "vector0"), (0, "vector1")]
+        (0, "cube0"),
+        (0, "vector0"),
+        (0, "vector1"),
+    ]
     assert "" not in b.columns and not any(c.startswith("c4") for c in b.columns)  # trailing comma dropped
     assert b.columns.tolist().count("aic_time_us") == 1  # shared columns taken once
     cube0 = b[(b["block_id"] == 1) & (b["sub_block_id"] == "cube0")].iloc[0]
@@ -100,7 +103,10 @@ def test_multi_operator_layouts(tmp_path: Path) -> None:
     assert data.layout == "multi"
     assert len(data.launches) == 3 and len(data.kernels) == 3 and len(data.blocks) == 18
     assert sorted(zip(data.kernels["op_name"], data.kernels["launch"], strict=True)) == [
-        ("add_kernel", 0), ("add_kernel", 1), ("mm_kernel", 0)]
+        ("add_kernel", 0),
+        ("add_kernel", 1),
+        ("mm_kernel", 0),
+    ]
     dev_root = tmp_path / "OPPROF_20240603022812_DEVICES"
     write_single(dev_root / "device3" / "allgather_mm" / "0", "allgather_mm", "_20240603022812284")
     d2 = read_msprof_op(dev_root)

@@ -12,10 +12,24 @@ from analyzer.errors import ProfileFormatError
 from analyzer.io.load import load_profile
 from analyzer.io.sqlite import read_sqlite
 
-STRINGS = {1: "MatMul_1", 2: "MatMulV2", 3: "AI_CORE", 4: "Add_2", 5: "Add", 6: "AI_VECTOR_CORE",
-           10: "aic_total_time", 11: "aic_total_cycles", 12: "aic_mac_ratio", 13: "aiv_total_time",
-           14: "aiv_vec_ratio", 15: "aic_mac_time", 16: "aic_main_mem_read_bw", 17: "KERNEL_AICORE",
-           18: "128,256;256,64", 19: "128,64"}
+STRINGS = {
+    1: "MatMul_1",
+    2: "MatMulV2",
+    3: "AI_CORE",
+    4: "Add_2",
+    5: "Add",
+    6: "AI_VECTOR_CORE",
+    10: "aic_total_time",
+    11: "aic_total_cycles",
+    12: "aic_mac_ratio",
+    13: "aiv_total_time",
+    14: "aiv_vec_ratio",
+    15: "aic_mac_time",
+    16: "aic_main_mem_read_bw",
+    17: "KERNEL_AICORE",
+    18: "128,256;256,64",
+    19: "128,64",
+}
 
 
 def make_db(path: Path, new_names: bool, pmu: bool = True) -> Path:
@@ -35,19 +49,37 @@ def make_db(path: Path, new_names: bool, pmu: bool = True) -> Path:
     CREATE TABLE META_DATA (name TEXT, value TEXT);
     """)
     con.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", list(STRINGS.items()))
-    con.executemany("INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
-        (1736413971558972912, 1736413971559158416, 0, 7, 100, 1, 17, 0, 2, 61653, 4294967295),
-        (1736413971559200000, 1736413971559210000, 0, 8, 101, 1, 17, 0, 2, 61654, 4294967295),
-    ])
-    con.executemany("INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [
-        (1, 100, 16, 0, 3, 2, None, None, 18, None, None, 19, None, None, None),
-        (4, 101, 40, 0, 6, 5, None, None, None, None, None, None, None, None, None),
-    ])
+    con.executemany(
+        "INSERT INTO TASK VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (1736413971558972912, 1736413971559158416, 0, 7, 100, 1, 17, 0, 2, 61653, 4294967295),
+            (1736413971559200000, 1736413971559210000, 0, 8, 101, 1, 17, 0, 2, 61654, 4294967295),
+        ],
+    )
+    con.executemany(
+        "INSERT INTO COMPUTE_TASK_INFO VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (1, 100, 16, 0, 3, 2, None, None, 18, None, None, 19, None, None, None),
+            (4, 101, 40, 0, 6, 5, None, None, None, None, None, None, None, None, None),
+        ],
+    )
     if pmu:
-        con.executemany("INSERT INTO TASK_PMU_INFO VALUES (?,?,?)", [
-            (100, 10, 183870.0), (100, 11, 5295467), (100, 12, 0.824), (100, 15, 151425.0), (100, 16, 250.5),
-            (100, 13, 0), (100, 14, 0), (101, 13, 8500.0), (101, 14, 0.41), (101, 10, 0), (101, 11, 0),
-        ])
+        con.executemany(
+            "INSERT INTO TASK_PMU_INFO VALUES (?,?,?)",
+            [
+                (100, 10, 183870.0),
+                (100, 11, 5295467),
+                (100, 12, 0.824),
+                (100, 15, 151425.0),
+                (100, 16, 250.5),
+                (100, 13, 0),
+                (100, 14, 0),
+                (101, 13, 8500.0),
+                (101, 14, 0.41),
+                (101, 10, 0),
+                (101, 11, 0),
+            ],
+        )
     con.execute("INSERT INTO NPU_INFO VALUES (0, 'Ascend910B3')")
     con.execute("INSERT INTO META_DATA VALUES ('CANN_VERSION', '8.0.RC3')")
     con.commit()

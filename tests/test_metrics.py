@@ -50,8 +50,13 @@ def test_gpt_matmul_flops_and_vector_busy(real_traces: Path) -> None:
 
 
 def test_bound_pipe_threshold() -> None:
-    df = pd.DataFrame({"aic_cube_ratio": [0.9, 0.5, np.nan], "aiv_mte2_ratio": [0.2, 0.7, np.nan],
-                       "aic_mte2_ratio": [0.1, 0.85, np.nan]})
+    df = pd.DataFrame(
+        {
+            "aic_cube_ratio": [0.9, 0.5, np.nan],
+            "aiv_mte2_ratio": [0.2, 0.7, np.nan],
+            "aic_mte2_ratio": [0.1, 0.85, np.nan],
+        }
+    )
     assert bound_pipe(df).tolist()[:2] == ["cube", "mte2"]
     assert pd.isna(bound_pipe(df).iloc[2])
     quiet = pd.DataFrame({"aic_cube_ratio": [0.5], "aiv_vec_ratio": [0.79]})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -24,13 +24,20 @@ def profile_info(pr: Profile) -> dict[str, Any]:
         "metric_groups": list(pr.source.metric_groups),
         "rank": pr.rank,
         "device": {
-            "device_id": d.device_id, "model_name": d.model_name, "ai_core_num": d.ai_core_num,
-            "aiv_num": d.aiv_num, "aic_frequency_mhz": d.aic_frequency_mhz,
-            "rated_frequency_mhz": d.rated_frequency_mhz, "cann_version": d.cann_version,
+            "device_id": d.device_id,
+            "model_name": d.model_name,
+            "ai_core_num": d.ai_core_num,
+            "aiv_num": d.aiv_num,
+            "aic_frequency_mhz": d.aic_frequency_mhz,
+            "rated_frequency_mhz": d.rated_frequency_mhz,
+            "cann_version": d.cann_version,
         },
         "chip": {
-            "name": pr.chip.name, "aic_count": pr.chip.aic_count, "aiv_count": pr.chip.aiv_count,
-            "clock_mhz": pr.chip.clock_mhz, "assumptions": list(pr.chip.assumptions),
+            "name": pr.chip.name,
+            "aic_count": pr.chip.aic_count,
+            "aiv_count": pr.chip.aiv_count,
+            "clock_mhz": pr.chip.clock_mhz,
+            "assumptions": list(pr.chip.assumptions),
         },
         "rows": {
             "kernels": len(pr.kernels),
@@ -61,8 +68,10 @@ def _print_text(info: dict[str, Any]) -> None:
     dev = ", ".join(f"{k}={v}" for k, v in d.items() if v is not None) or "not recorded"
     c.print(f"  device        {escape(dev)}")
     ch = info["chip"]
-    c.print(f"  chip          {escape(str(ch['name']))}: {ch['aic_count']} AIC / {ch['aiv_count']} AIV @ "
-            f"{ch['clock_mhz']} MHz")
+    c.print(
+        f"  chip          {escape(str(ch['name']))}: {ch['aic_count']} AIC / {ch['aiv_count']} AIV @ "
+        f"{ch['clock_mhz']} MHz"
+    )
     for a in ch["assumptions"]:
         c.print(f"                assumption: {escape(a)}")
     rows = ", ".join(f"{k} {v}" for k, v in info["rows"].items() if v is not None)
@@ -77,9 +86,9 @@ def _print_text(info: dict[str, Any]) -> None:
 
 
 def info_command(
-    path: Path = typer.Argument(..., help="Profiler output directory or file"),
-    fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
-    chip: str | None = typer.Option(None, "--chip", help="Chip name or chip TOML file"),
+    path: Annotated[Path, typer.Argument(help="Profiler output directory or file")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+    chip: Annotated[str | None, typer.Option("--chip", help="Chip name or chip TOML file")] = None,
 ) -> None:
     """Describe a profile: format, producer, metric groups, ranks, device, chip, table sizes, files.
 

@@ -6,7 +6,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
 import pyarrow as pa
@@ -16,8 +16,19 @@ from analyzer.atomic import atomic_path
 from analyzer.errors import UsageError
 
 FORMATS = ("table", "csv", "json", "parquet")
-TABLE_COLUMNS = ("name", "op_type", "core_type", "duration_us", "block_dim", "mix_block_dim",
-                 "cube_utilization_pct", "aic_cube_ratio", "aiv_vec_ratio", "aic_mte2_ratio", "bound_pipe")
+TABLE_COLUMNS = (
+    "name",
+    "op_type",
+    "core_type",
+    "duration_us",
+    "block_dim",
+    "mix_block_dim",
+    "cube_utilization_pct",
+    "aic_cube_ratio",
+    "aiv_vec_ratio",
+    "aic_mte2_ratio",
+    "bound_pipe",
+)
 DEFAULT_TABLE_ROWS = 50
 
 
@@ -97,8 +108,12 @@ def render_table(df: pd.DataFrame, title: str, limit: int | None) -> None:
     cols = [c for c in TABLE_COLUMNS if c in shown.columns and (c == "name" or shown[c].notna().any())]
     table = Table(title=title, title_justify="left")
     for c in cols:
-        table.add_column(c, justify="left" if c in ("name", "op_type", "core_type", "bound_pipe") else "right",
-                         overflow="fold", max_width=48 if c == "name" else None)
+        table.add_column(
+            c,
+            justify="left" if c in ("name", "op_type", "core_type", "bound_pipe") else "right",
+            overflow="fold",
+            max_width=48 if c == "name" else None,
+        )
     for row in shown[cols].itertuples(index=False):
         table.add_row(*(Text(_fmt(v)) for v in row))  # Text(): kernel names are data, never markup
     console = Console()
@@ -108,11 +123,11 @@ def render_table(df: pd.DataFrame, title: str, limit: int | None) -> None:
 
 
 def kernels_command(
-    path: Path = typer.Argument(..., help="Profiler output: directory, kernel_details.csv, op_summary, .db, ..."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table | csv | json | parquet"),
-    output: Path | None = typer.Option(None, "-o", "--output", help="Write to FILE (atomically) instead of stdout"),
-    chip: str | None = typer.Option(None, "--chip", help="Chip name (910B2, 910B3, ...) or chip TOML file"),
-    limit: int | None = typer.Option(None, "--limit", min=0, help="Only the first N kernels"),
+    path: Annotated[Path, typer.Argument(help="Profiler output: directory, kernel_details.csv, .db, ...")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table | csv | json | parquet")] = "table",
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE (atomically)")] = None,
+    chip: Annotated[str | None, typer.Option("--chip", help="Chip name (910B2, ...) or TOML file")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=0, help="Only the first N kernels")] = None,
 ) -> None:
     """List kernels with canonical columns and derived metrics.
 

@@ -64,8 +64,9 @@ def find_info_json(root: Path) -> list[Path]:
     """Every `device_{N}/info.json.{M}` below a torch_npu or msprof directory (max depth 3)."""
     out: list[Path] = []
     for pattern in ("device_*/info.json.*", "PROF_*/device_*/info.json.*", "*/PROF_*/device_*/info.json.*"):
-        out.extend(p for p in root.glob(pattern)
-                   if INFO_JSON_RE.match(p.name) and DEVICE_DIR_RE.match(p.parent.name))
+        out.extend(
+            p for p in root.glob(pattern) if INFO_JSON_RE.match(p.name) and DEVICE_DIR_RE.match(p.parent.name)
+        )
     return sorted(set(out))
 
 
@@ -119,8 +120,15 @@ def _find_version(data: dict[str, Any]) -> str | None:
 
 def merge_device(base: DeviceInfo, other: DeviceInfo) -> DeviceInfo:
     """Fill the gaps of `base` with `other` (base wins where both know a value)."""
-    for f in ("device_id", "ai_core_num", "aiv_num", "aic_frequency_mhz", "rated_frequency_mhz",
-              "model_name", "cann_version"):
+    for f in (
+        "device_id",
+        "ai_core_num",
+        "aiv_num",
+        "aic_frequency_mhz",
+        "rated_frequency_mhz",
+        "model_name",
+        "cann_version",
+    ):
         if getattr(base, f) is None:
             setattr(base, f, getattr(other, f))
     return base
@@ -148,30 +156,37 @@ def infer_from_kernels(kernels: pd.DataFrame) -> tuple[DeviceInfo, list[str]]:
         return info, notes
     freq = float(np.round(np.median(mhz) / 10.0) * 10.0)
     info.aic_frequency_mhz = freq
-    notes.append(f"clock {freq:g} MHz inferred from the data: median of aic_total_cycles / (Block Dim × "
-                 f"aicore_time) over {len(mhz)} AI_CORE kernels")
+    notes.append(
+        f"clock {freq:g} MHz inferred from the data: median of aic_total_cycles / (Block Dim × "
+        f"aicore_time) over {len(mhz)} AI_CORE kernels"
+    )
     if "cube_utilization_pct" in kernels and kernels["cube_utilization_pct"].notna().any():
         k = kernels[(kernels["cube_utilization_pct"] > 1.0) & kernels["aic_total_cycles"].notna()]
         cores = k["aic_total_cycles"] / (freq * (k["cube_utilization_pct"] / 100.0) * k["duration_us"])
         cores = cores.replace([np.inf, -np.inf], np.nan).dropna()
         if len(cores):
-            info.ai_core_num = int(round(float(np.median(cores))))
-            notes.append(f"{info.ai_core_num} AI Cores inferred from the data: cube_utilization(%) = "
-                         f"cycles / ({freq:g} MHz × cores × duration) over {len(cores)} kernels")
+            info.ai_core_num = round(float(np.median(cores)))
+            notes.append(
+                f"{info.ai_core_num} AI Cores inferred from the data: cube_utilization(%) = "
+                f"cycles / ({freq:g} MHz × cores × duration) over {len(cores)} kernels"
+            )
     if info.ai_core_num is None:
         mixed = kernels["core_type"].astype("str").isin(["AI_CORE", "MIX_AIC"])
         top = kernels.loc[mixed, "block_dim"].max()
         if pd.notna(top) and int(top) > 0:
             info.ai_core_num = int(top)
-            notes.append(f"{info.ai_core_num} AI Cores inferred from the data: the largest Block Dim of a "
-                         "Cube kernel (a lower bound)")
+            notes.append(
+                f"{info.ai_core_num} AI Cores inferred from the data: the largest Block Dim of a "
+                "Cube kernel (a lower bound)"
+            )
     if info.ai_core_num:
         info.aiv_num = 2 * info.ai_core_num
     return info, notes
 
 
-def choose_chip(requested: str | None, device: DeviceInfo, kernels: pd.DataFrame,
-                warnings: list[str]) -> ChipSpec:
+def choose_chip(
+    requested: str | None, device: DeviceInfo, kernels: pd.DataFrame, warnings: list[str]
+) -> ChipSpec:
     """The chip for a profile: --chip, else the device facts, else inference from the data.
 
     An explicit --chip wins over inferred figures (inference is a guess) but not over measured ones
@@ -183,6 +198,8 @@ def choose_chip(requested: str | None, device: DeviceInfo, kernels: pd.DataFrame
         inferred, notes = infer_from_kernels(kernels)
         if inferred.ai_core_num or inferred.aic_frequency_mhz:
             warnings.extend(notes)
-            return resolve_chip(None, inferred.ai_core_num, inferred.aiv_num, inferred.aic_frequency_mhz, None)
+            return resolve_chip(
+                None, inferred.ai_core_num, inferred.aiv_num, inferred.aic_frequency_mhz, None
+            )
         warnings.append("no device information in the profile: chip defaults assumed (use --chip)")
     return resolve_chip(requested, device.ai_core_num, device.aiv_num, freq, device.model_name)

@@ -70,13 +70,20 @@ def _read_arrow(path: Path) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int,
     header = read_header(path)
     producer = detect_producer(header)
     if producer is None:
-        raise ProfileFormatError(path, "line 1", "expected an op_summary / kernel_details header "
-                                 "(columns 'Op Name'/'Name', 'Task Start Time(us)'/'Start Time(us)', ...)")
+        raise ProfileFormatError(
+            path,
+            "line 1",
+            "expected an op_summary / kernel_details header "
+            "(columns 'Op Name'/'Name', 'Task Start Time(us)'/'Start Time(us)', ...)",
+        )
     canonical = canonical_header(header)
     for req in REQUIRED:
         if req not in canonical:
-            src = {"name": "Name / Op Name", "start_ns": "Start Time(us) / Task Start Time(us)",
-                   "duration_us": "Duration(us) / Task Duration(us)"}[req]
+            src = {
+                "name": "Name / Op Name",
+                "start_ns": "Start Time(us) / Task Start Time(us)",
+                "duration_us": "Duration(us) / Task Duration(us)",
+            }[req]
             raise ProfileFormatError(path, "line 1", f"missing required column {src!r}")
     header, raw = read_csv_strings(path, header)
     cols = convert_columns(path, header, raw, canonical=canonical)

@@ -36,7 +36,9 @@ from analyzer.profile import DeviceInfo, Profile, SourceInfo, Timeline
 
 TORCH_OUT = "ASCEND_PROFILER_OUTPUT"
 MSPROF_OUT = "mindstudio_profiler_output"
-TIMELINE_CORE_TYPES = frozenset({"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL", "DSA_SQE"})
+TIMELINE_CORE_TYPES = frozenset(
+    {"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL", "DSA_SQE"}
+)
 
 
 @dataclass
@@ -64,6 +66,7 @@ class _Parts:
 
 
 # ---- detection -------------------------------------------------------------------------------------
+
 
 def _is_kernel_csv(p: Path) -> bool:
     if p.suffix.lower() != ".csv":
@@ -95,15 +98,20 @@ def _is_torch_root(d: Path) -> bool:
 
 
 def _is_msprof_root(d: Path) -> bool:
-    return (d.name.startswith("PROF_") or (d / MSPROF_OUT).is_dir()
-            or any(d.glob("device_*/summary/op_summary_*.csv")))
+    return (
+        d.name.startswith("PROF_")
+        or (d / MSPROF_OUT).is_dir()
+        or any(d.glob("device_*/summary/op_summary_*.csv"))
+    )
 
 
 def _detect_dir(d: Path) -> list[Detected]:
     if (d / "manifest.json").is_file() and (d / "profile").is_dir():
         inner = _detect_dir(d / "profile")
         if not inner:
-            inner = [x for g in sorted(p for p in (d / "profile").iterdir() if p.is_dir()) for x in _detect_dir(g)]
+            inner = [
+                x for g in sorted(p for p in (d / "profile").iterdir() if p.is_dir()) for x in _detect_dir(g)
+            ]
         if not inner:
             raise NoProfileFoundError(d, "bundle profile/ holds no profiler output")
         return [Detected("bundle", d, children=inner)]
@@ -111,7 +119,7 @@ def _detect_dir(d: Path) -> list[Detected]:
         return [Detected("torch_npu", d.parent if _is_torch_root(d.parent) else d)]
     if d.name == MSPROF_OUT:
         return [Detected("msprof", d.parent)]
-    if _is_torch_root(d) or (d / "kernel_details.csv").is_file() and (d / "trace_view.json").is_file():
+    if _is_torch_root(d) or ((d / "kernel_details.csv").is_file() and (d / "trace_view.json").is_file()):
         return [Detected("torch_npu", d)]
     if is_msprof_op_dir(d):
         single = any(d.glob("OpBasicInfo*.csv"))
@@ -127,7 +135,7 @@ def _detect_dir(d: Path) -> list[Detected]:
         return found
     files = sorted(p for p in d.iterdir() if p.is_file())
     for p in files:
-        if _is_kernel_csv(p) or p.suffix == ".db" and is_sqlite_file(p):
+        if _is_kernel_csv(p) or (p.suffix == ".db" and is_sqlite_file(p)):
             det = _detect_file(p)
             if det:
                 found.append(det)
@@ -157,6 +165,7 @@ def detect(path: str | Path) -> list[Detected]:
 
 # ---- loading one root --------------------------------------------------------------------------------
 
+
 def _read_timeline(path: Path, parts: _Parts) -> Timeline | None:
     try:
         from analyzer.io.timeline import read_timeline
@@ -169,8 +178,9 @@ def _read_timeline(path: Path, parts: _Parts) -> Timeline | None:
 
 def _kernels_from_timeline(tl: Timeline) -> pd.DataFrame:
     src = tl.kernels
-    k = pd.DataFrame({c: src[c] for c in ("name", "start_ns", "duration_us", "stream_id", "task_id")
-                      if c in src})
+    k = pd.DataFrame(
+        {c: src[c] for c in ("name", "start_ns", "duration_us", "stream_id", "task_id") if c in src}
+    )
     if "task_type" in src:
         tt = src["task_type"].astype("str")
         k["core_type"] = tt.where(tt.isin(TIMELINE_CORE_TYPES))
@@ -183,8 +193,11 @@ def _ensure_contract(k: pd.DataFrame) -> pd.DataFrame:
     for col in KERNEL_CONTRACT:
         if col not in k:
             dt = dtype_of(col)
-            k[col] = pd.Series(pd.NA if dt in ("Int64", "int64_ns") else None, index=k.index,
-                               dtype={"string": "str", "Int64": "Int64", "int64_ns": "Int64"}.get(dt, "float64"))
+            k[col] = pd.Series(
+                pd.NA if dt in ("Int64", "int64_ns") else None,
+                index=k.index,
+                dtype={"string": "str", "Int64": "Int64", "int64_ns": "Int64"}.get(dt, "float64"),
+            )
     return k
 
 
@@ -209,8 +222,13 @@ def _kernel_csv(paths: Path | list[Path], parts_files: list[Path]) -> tuple[pd.D
 
 def _load_sqlite(p: Path) -> _Parts:
     data = read_sqlite(p)
-    parts = _Parts(_null_unused_side(_ensure_contract(data.kernels)), "torch_npu" if "pytorch" in p.name else "msprof",
-                   list(data.files), data.metric_groups, rank=data.rank)
+    parts = _Parts(
+        _null_unused_side(_ensure_contract(data.kernels)),
+        "torch_npu" if "pytorch" in p.name else "msprof",
+        list(data.files),
+        data.metric_groups,
+        rank=data.rank,
+    )
     parts.device.model_name = data.model_name
     parts.device.cann_version = data.cann_version
     return parts
@@ -273,12 +291,21 @@ def _load_msprof(root: Path) -> _Parts:
 
 def _load_msprof_op(root: Path) -> _Parts:
     data = read_msprof_op(root)
-    parts = _Parts(data.kernels, "msprof_op", list(data.files), data.metric_groups,
-                   blocks=data.blocks, launches=data.launches)
+    parts = _Parts(
+        data.kernels,
+        "msprof_op",
+        list(data.files),
+        data.metric_groups,
+        blocks=data.blocks,
+        launches=data.launches,
+    )
     la = data.launches
     if len(la):
         first = la.iloc[0]
-        for col, attr in (("current_freq_mhz", "aic_frequency_mhz"), ("rated_freq_mhz", "rated_frequency_mhz")):
+        for col, attr in (
+            ("current_freq_mhz", "aic_frequency_mhz"),
+            ("rated_freq_mhz", "rated_frequency_mhz"),
+        ):
             if col in la and pd.notna(first[col]):
                 setattr(parts.device, attr, float(first[col]))
         if "device_id" in la and pd.notna(first["device_id"]):
@@ -342,9 +369,17 @@ def _build(det: Detected, chip: str | None, manifest_dir: Path | None) -> Profil
     selected = dev.choose_chip(chip, parts.device, parts.kernels, warnings)
     kernels = add_derived_metrics(_ensure_contract(parts.kernels), selected)
     source = SourceInfo(det.path, det.format, parts.producer, parts.files, parts.metric_groups)
-    profile = Profile(source=source, kernels=kernels, chip=selected, device=parts.device, blocks=parts.blocks,
-                      launches=parts.launches, timeline=parts.timeline, rank=parts.rank if det.rank is None
-                      else det.rank, warnings=warnings)
+    profile = Profile(
+        source=source,
+        kernels=kernels,
+        chip=selected,
+        device=parts.device,
+        blocks=parts.blocks,
+        launches=parts.launches,
+        timeline=parts.timeline,
+        rank=parts.rank if det.rank is None else det.rank,
+        warnings=warnings,
+    )
     bundle = det.path if det.format == "bundle" else manifest_dir
     if bundle is not None:
         if (bundle / "manifest.json").is_file():

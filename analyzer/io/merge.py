@@ -17,7 +17,11 @@ def _occurrence_key(k: pd.DataFrame) -> pd.DataFrame:
     out = k.copy()
     order = out["start_ns"].astype("float64").rank(method="first") if "start_ns" in out else None
     if order is not None and order.notna().any():
-        out = out.assign(_order=order.fillna(float("inf"))).sort_values("_order", kind="stable").drop(columns="_order")
+        out = (
+            out.assign(_order=order.fillna(float("inf")))
+            .sort_values("_order", kind="stable")
+            .drop(columns="_order")
+        )
     out["_occurrence"] = out.groupby(out["name"].astype("str"), sort=False).cumcount()
     return out
 
@@ -30,17 +34,26 @@ def merge_kernel_tables(tables: list[pd.DataFrame]) -> tuple[pd.DataFrame, list[
         o = _occurrence_key(other)
         # a column counts as new when the base lacks it or holds only nulls there (contract columns
         # are present everywhere, filled with nulls where a group did not measure them)
-        new = [c for c in o.columns if c not in ("name", "_occurrence") and o[c].notna().any()
-               and (c not in base.columns or not base[c].notna().any())]
+        new = [
+            c
+            for c in o.columns
+            if c not in ("name", "_occurrence")
+            and o[c].notna().any()
+            and (c not in base.columns or not base[c].notna().any())
+        ]
         base = base.drop(columns=[c for c in new if c in base.columns])
         if len(o) != len(base):
-            notes.append(f"metric-group run {i} has {len(o)} kernels, the first has {len(base)}; rows matched "
-                         "by name and launch order, unmatched rows keep null metrics")
+            notes.append(
+                f"metric-group run {i} has {len(o)} kernels, the first has {len(base)}; rows matched "
+                "by name and launch order, unmatched rows keep null metrics"
+            )
         if new:
             right = o[["name", "_occurrence", *new]].assign(name=o["name"].astype("str"))
-            base = base.assign(_name=base["name"].astype("str")).merge(
-                right.rename(columns={"name": "_name"}), on=["_name", "_occurrence"], how="left"
-            ).drop(columns="_name")
+            base = (
+                base.assign(_name=base["name"].astype("str"))
+                .merge(right.rename(columns={"name": "_name"}), on=["_name", "_occurrence"], how="left")
+                .drop(columns="_name")
+            )
     return base.drop(columns="_occurrence").reset_index(drop=True), notes
 
 

@@ -31,8 +31,15 @@ from analyzer.columns import KERNEL_CONTRACT, canonical_header
 from analyzer.errors import ProfileFormatError
 from analyzer.io.tables import convert_columns, read_csv_strings, read_header, to_frame
 
-METRIC_FILES = ("PipeUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio", "L2Cache",
-                "ArithmeticUtilization")
+METRIC_FILES = (
+    "PipeUtilization",
+    "Memory",
+    "MemoryL0",
+    "MemoryUB",
+    "ResourceConflictRatio",
+    "L2Cache",
+    "ArithmeticUtilization",
+)
 # Example: "L2Cache_20240603022812284.csv" -> metric "L2Cache"; "OpBasicInfo.csv" -> "OpBasicInfo"
 METRIC_FILE_RE = re.compile(r"^(?P<metric>[A-Za-z0-9]+?)(?:_\d{8,20})?\.csv$")
 # Example: "device3" -> 3
@@ -93,8 +100,9 @@ def _read_small_csv(path: Path) -> pd.DataFrame:
     return to_frame(cols, raw.num_rows)
 
 
-def _read_launch(launch_dir: Path, device: int | None, op_name: str | None, launch: int
-                 ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path], list[str]]:
+def _read_launch(
+    launch_dir: Path, device: int | None, op_name: str | None, launch: int
+) -> tuple[pd.DataFrame, pd.DataFrame, list[Path], list[str]]:
     files = _metric_files(launch_dir)
     basic_path = files.pop("OpBasicInfo")
     basic = _read_small_csv(basic_path)
@@ -113,7 +121,7 @@ def _read_launch(launch_dir: Path, device: int | None, op_name: str | None, laun
         part = _read_small_csv(files[metric])
         groups.append(metric)
         if "block_id" not in part:  # coupled-chip files (310P) have one row per core, no block ids
-            part.insert(0, "block_id", pd.array(np.arange(len(part)), dtype="Int64"))
+            part.insert(0, "block_id", pd.Series(np.arange(len(part)), index=part.index, dtype="Int64"))
         if "sub_block_id" not in part:
             part.insert(1, "sub_block_id", pd.Series(["core"] * len(part), dtype="str"))
         if blocks is None:
@@ -121,11 +129,16 @@ def _read_launch(launch_dir: Path, device: int | None, op_name: str | None, laun
         else:
             # columns present in several files (aic_time_us, aic_total_cycles, ...) are taken once
             new = [c for c in part.columns if c not in blocks.columns]
-            blocks = blocks.merge(part[["block_id", "sub_block_id", *new]], on=["block_id", "sub_block_id"],
-                                  how="outer", sort=False)
+            blocks = blocks.merge(
+                part[["block_id", "sub_block_id", *new]],
+                on=["block_id", "sub_block_id"],
+                how="outer",
+                sort=False,
+            )
     if blocks is None:
-        blocks = pd.DataFrame({"block_id": pd.array([], dtype="Int64"),
-                               "sub_block_id": pd.Series([], dtype="str")})
+        blocks = pd.DataFrame(
+            {"block_id": pd.array([], dtype="Int64"), "sub_block_id": pd.Series([], dtype="str")}
+        )
     blocks.insert(0, "launch", launch)
     blocks.insert(0, "op_name", name)
     if device is not None:
@@ -168,10 +181,17 @@ def _kernels_from(launches: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:
     k = base.merge(agg, on=keys, how="left") if len(agg.columns) > 2 else base
     k["name"] = k["basic_name"].astype("str") if "basic_name" in k else k["op_name"].astype("str")
     k = k.drop(columns=[c for c in ("basic_name",) if c in k])
-    aic = k["aic_total_cycles"].fillna(0.0) > 0 if "aic_total_cycles" in k else pd.Series(False, index=k.index)
-    aiv = k["aiv_total_cycles"].fillna(0.0) > 0 if "aiv_total_cycles" in k else pd.Series(False, index=k.index)
-    k["core_type"] = pd.Series(np.select([aic & aiv, aic, aiv], ["MIX_AIC", "AI_CORE", "AI_VECTOR_CORE"],
-                                         default=None), index=k.index, dtype="str")
+    aic = (
+        k["aic_total_cycles"].fillna(0.0) > 0 if "aic_total_cycles" in k else pd.Series(False, index=k.index)
+    )
+    aiv = (
+        k["aiv_total_cycles"].fillna(0.0) > 0 if "aiv_total_cycles" in k else pd.Series(False, index=k.index)
+    )
+    labels = np.full(len(k), None, dtype=object)
+    labels[aiv.to_numpy()] = "AI_VECTOR_CORE"
+    labels[aic.to_numpy()] = "AI_CORE"
+    labels[(aic & aiv).to_numpy()] = "MIX_AIC"
+    k["core_type"] = pd.Series(labels, index=k.index, dtype="str")
     for col in KERNEL_CONTRACT:
         if col not in k:
             k[col] = np.nan

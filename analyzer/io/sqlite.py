@@ -25,9 +25,16 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # COMPUTE_TASK_INFO column -> canonical name; names may be interned in STRING_IDS or plain text
 _TEXT_COLUMNS = {
-    "name": "name", "opType": "op_type", "taskType": "core_type", "opState": "op_state",
-    "inputShapes": "input_shapes", "inputDataTypes": "input_dtypes", "inputFormats": "input_formats",
-    "outputShapes": "output_shapes", "outputDataTypes": "output_dtypes", "outputFormats": "output_formats",
+    "name": "name",
+    "opType": "op_type",
+    "taskType": "core_type",
+    "opState": "op_state",
+    "inputShapes": "input_shapes",
+    "inputDataTypes": "input_dtypes",
+    "inputFormats": "input_formats",
+    "outputShapes": "output_shapes",
+    "outputDataTypes": "output_dtypes",
+    "outputFormats": "output_formats",
     "hf32Eligible": "hf32_eligible",
 }
 
@@ -89,8 +96,12 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     if missing:
-        raise ProfileFormatError(path, None, f"missing table(s) {', '.join(missing)}; expected an msprof / "
-                                 "torch_npu profiler database with TASK, COMPUTE_TASK_INFO, STRING_IDS")
+        raise ProfileFormatError(
+            path,
+            None,
+            f"missing table(s) {', '.join(missing)}; expected an msprof / "
+            "torch_npu profiler database with TASK, COMPUTE_TASK_INFO, STRING_IDS",
+        )
     ctcols = _columns(con, "COMPUTE_TASK_INFO")
     # old exports say blockDim/mixBlockDim, newer ones blockNum/mixBlockNum
     blocks = "blockNum" if "blockNum" in ctcols else "blockDim"
@@ -105,27 +116,44 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
         if src in ctcols:
             select.append(f"c.{src} AS {canon}")
     tcols = _columns(con, "TASK")
-    for src, canon in (("startNs", "start_ns"), ("deviceId", "device_id"), ("streamId", "stream_id"),
-                       ("taskId", "task_id"), ("contextId", "context_id"), ("modelId", "model_id")):
+    for src, canon in (
+        ("startNs", "start_ns"),
+        ("deviceId", "device_id"),
+        ("streamId", "stream_id"),
+        ("taskId", "task_id"),
+        ("contextId", "context_id"),
+        ("modelId", "model_id"),
+    ):
         if src in tcols:
             select.append(f"t.{src} AS {canon}")
     if "startNs" not in tcols or "endNs" not in tcols:
         raise ProfileFormatError(path, None, "table TASK: missing column startNs/endNs")
     select.append("(t.endNs - t.startNs) AS duration_ns")
-    sql = (f"SELECT {', '.join(select)} FROM COMPUTE_TASK_INFO AS c "
-           f"JOIN TASK AS t ON t.globalTaskId = c.globalTaskId {' '.join(joins)} ORDER BY t.startNs")
+    sql = (
+        f"SELECT {', '.join(select)} FROM COMPUTE_TASK_INFO AS c "
+        f"JOIN TASK AS t ON t.globalTaskId = c.globalTaskId {' '.join(joins)} ORDER BY t.startNs"
+    )
     k = pd.read_sql_query(sql, con)
     dur_ns = pd.to_numeric(k.pop("duration_ns"), errors="coerce").astype("Int64")
     k["duration_us"] = dur_ns.astype("float64") / 1000.0
-    for col in ("start_ns", "device_id", "stream_id", "task_id", "block_dim", "mix_block_dim", "context_id",
-                "model_id"):
+    for col in (
+        "start_ns",
+        "device_id",
+        "stream_id",
+        "task_id",
+        "block_dim",
+        "mix_block_dim",
+        "context_id",
+        "model_id",
+    ):
         if col in k:
             k[col] = pd.to_numeric(k[col], errors="coerce").astype("Int64")
     if "model_id" in k:
         k["model_id"] = k["model_id"].mask(k["model_id"] == 4294967295)
     for col in _TEXT_COLUMNS.values():
         if col in k:
-            k[col] = k[col].astype("str").str.strip('"').replace({"N/A": None, "NA": None, "": None})
+            text = k[col].astype("str").str.strip('"')
+            k[col] = text.where(~text.isin(["N/A", "NA", ""]))
     k = _add_wait(k, dur_ns)
     if "TASK_PMU_INFO" in tables:
         k = k.merge(_pmu_wide(con), left_on="global_task_id", right_index=True, how="left")
@@ -135,8 +163,9 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
     model = _scalar(con, "SELECT name FROM NPU_INFO LIMIT 1") if "NPU_INFO" in tables else None
     cann = None
     if "META_DATA" in tables:
-        cann = _scalar(con, "SELECT value FROM META_DATA WHERE lower(name) LIKE '%cann%version%' LIMIT 1") or \
-            _scalar(con, "SELECT value FROM META_DATA WHERE lower(name) LIKE '%version%' LIMIT 1")
+        cann = _scalar(
+            con, "SELECT value FROM META_DATA WHERE lower(name) LIKE '%cann%version%' LIMIT 1"
+        ) or _scalar(con, "SELECT value FROM META_DATA WHERE lower(name) LIKE '%version%' LIMIT 1")
     m = RANK_DB_RE.match(path.name)
     rank = int(m.group("rank")) if m else None
     if rank is None and "RANK_DEVICE_MAP" in tables:
@@ -164,14 +193,17 @@ def _add_wait(k: pd.DataFrame, dur_ns: pd.Series) -> pd.DataFrame:
 def _pmu_wide(con: sqlite3.Connection) -> pd.DataFrame:
     long = pd.read_sql_query(
         "SELECT p.globalTaskId AS gid, COALESCE(s.value, CAST(p.name AS TEXT)) AS metric, p.value AS value "
-        "FROM TASK_PMU_INFO AS p LEFT JOIN STRING_IDS AS s ON s.id = p.name", con)
+        "FROM TASK_PMU_INFO AS p LEFT JOIN STRING_IDS AS s ON s.id = p.name",
+        con,
+    )
     if long.empty:
         return pd.DataFrame()
     raw = long["metric"].astype("str").unique()
     mapping = {r: sqlite_pmu_canonical(r) for r in raw}
     long["canon"] = long["metric"].map({r: c for r, (c, _) in mapping.items()})
     long["value"] = pd.to_numeric(long["value"], errors="coerce") * long["metric"].map(
-        {r: s for r, (_, s) in mapping.items()})
+        {r: s for r, (_, s) in mapping.items()}
+    )
     wide = long.pivot_table(index="gid", columns="canon", values="value", aggfunc="first")
     wide.columns.name = None
     return wide.astype("float64")

@@ -46,7 +46,8 @@ def read_header(path: Path) -> list[str]:
     if not head.strip():
         raise ProfileFormatError(path, None, "empty file; expected a CSV header row")
     if b"\x00" in head:
-        raise ProfileFormatError(path, "byte %d" % head.index(b"\x00"), "binary data; expected CSV text")
+        nul = head.index(b"\x00")
+        raise ProfileFormatError(path, f"byte {nul}", "binary data; expected CSV text")
     line = head.split(b"\n", 1)[0]
     try:
         text = line.decode("utf-8-sig")
@@ -93,7 +94,8 @@ def _locate_csv_error(path: Path, n_fields: int, message: str) -> ProfileFormatE
                     continue
                 if len(row) != n_fields:
                     return ProfileFormatError(
-                        path, f"row {i} (line {i + 1})",
+                        path,
+                        f"row {i} (line {i + 1})",
                         f"expected {n_fields} fields as in the header, found {len(row)} (truncated row?)",
                     )
     except csv.Error as exc:
@@ -120,12 +122,14 @@ def to_float(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.Chu
     try:
         return pc.cast(arr, pa.float64())
     except pa.ArrowInvalid as exc:
-        ok = pc.match_substring_regex(arr, r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$",
-                                      ignore_case=True)
+        ok = pc.match_substring_regex(
+            arr, r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$", ignore_case=True
+        )
         row = _first_bad_row(arr, ok)
         value = arr[row].as_py() if row >= 0 else "?"
-        raise ProfileFormatError(path, f"row {row + 1}", f"column {column!r}: expected a number, found "
-                                 f"{str(value)[:40]!r}") from exc
+        raise ProfileFormatError(
+            path, f"row {row + 1}", f"column {column!r}: expected a number, found {str(value)[:40]!r}"
+        ) from exc
 
 
 def to_int(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.ChunkedArray | pa.Array:
@@ -142,8 +146,11 @@ def to_exact_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.
     ok = pc.is_valid(parts)
     if pc.any(pc.and_(pc.is_valid(arr), pc.invert(ok))).as_py():
         row = _first_bad_row(arr, ok)
-        raise ProfileFormatError(path, f"row {row + 1}", f"column {column!r}: expected a decimal "
-                                 f"timestamp in µs, found {str(arr[row].as_py())[:40]!r}")
+        raise ProfileFormatError(
+            path,
+            f"row {row + 1}",
+            f"column {column!r}: expected a decimal timestamp in µs, found {str(arr[row].as_py())[:40]!r}",
+        )
     whole = pc.cast(pc.struct_field(parts, "i"), pa.int64())
     frac = pc.struct_field(parts, "f")
     # sub-ns digits beyond the third decimal are truncated: profilers write at most 3
@@ -172,8 +179,9 @@ def shape_lists(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.take(parsed, encoded.indices)
 
 
-def convert_columns(path: Path, header: list[str], raw: pa.Table, *,
-                    canonical: list[str] | None = None) -> dict[str, pa.Array | pa.ChunkedArray]:
+def convert_columns(
+    path: Path, header: list[str], raw: pa.Table, *, canonical: list[str] | None = None
+) -> dict[str, pa.Array | pa.ChunkedArray]:
     """Clean every raw string column and cast it to its declared canonical dtype.
 
     Unknown metric columns are cast to float64 when every value is numeric, else kept as strings.
@@ -229,7 +237,9 @@ def null_unused_side(cols: dict[str, pa.Array | pa.ChunkedArray]) -> None:
             cols[name] = pc.if_else(drop, pa.scalar(None, col.type), col)
     if "model_id" in cols:
         m = cols["model_id"]
-        cols["model_id"] = pc.if_else(pc.fill_null(pc.equal(m, NO_MODEL_ID), False), pa.scalar(None, m.type), m)
+        cols["model_id"] = pc.if_else(
+            pc.fill_null(pc.equal(m, NO_MODEL_ID), False), pa.scalar(None, m.type), m
+        )
 
 
 def _pandas_type(t: pa.DataType) -> object:
@@ -240,8 +250,9 @@ def _pandas_type(t: pa.DataType) -> object:
     return None
 
 
-def to_frame(cols: dict[str, pa.Array | pa.ChunkedArray], n_rows: int,
-             ensure: Iterable[str] = ()) -> pd.DataFrame:
+def to_frame(
+    cols: dict[str, pa.Array | pa.ChunkedArray], n_rows: int, ensure: Iterable[str] = ()
+) -> pd.DataFrame:
     """Arrow columns -> DataFrame: float64 with NaN, nullable Int64, `str`, ArrowDtype lists.
 
     Columns named in `ensure` but absent are added as all-null of their declared dtype.
