@@ -12,8 +12,6 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from analyzer.findings import Finding, Location, Severity
 
 HOSTILE = (
@@ -145,11 +143,6 @@ def real_report() -> dict[str, Any] | None:
         return None
     del build_report  # analyse_path uses it; imported here only to skip when it is missing
     return analyse_path(sample)
-
-
-@pytest.fixture
-def bundle(tmp_path: Path) -> Path:
-    return make_bundle(tmp_path / "bundle")
 
 
 def test_fixture_findings_are_finding_dicts() -> None:

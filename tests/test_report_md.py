@@ -1,0 +1,120 @@
+"""Markdown report: content, IR excerpts, hostile names, size limit, job summary."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+from test_report_fixture_data import HOSTILE, hostile_report, make_bundle, sample_report
+
+from analyzer.errors import UsageError
+from analyzer.report import render_md
+
+MD = MarkdownIt("commonmark", {"html": True}).enable("table")
+
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    return make_bundle(tmp_path / "bundle")
+
+def test_headline_shares_top_kernels_and_findings_in_saving_order(bundle: Path) -> None:
+    out = render_md.render(sample_report(bundle))
+    head = out.split("### Top kernels")[0]
+    assert "**Device time 5,000.00 µs**" in head or "**Device time 5,000.0 µs**" in head
+    assert "Cube 28 %" in head and "Vector 70 %" in head and "data movement (MTE) 12 %" in head
+    assert "4 findings: 1 high, 1 medium, 1 low, 1 info" in head.replace("\\", "")
+    assert "`BatchMatMul_1`" in out and "42.0 %" in out
+    codes = re.findall(r"<summary>.*?<code>(TS\d+)</code>", out)
+    assert codes == ["TS101", "TS201", "TS402", "TS402"]
+    assert out.count("<details>") == out.count("</details>") == 4
+    assert "**What to do:** Fuse QK^T" in out.replace("\\", "")
+    assert "l2\\-cache\\-thrash" in out or "l2-cache-thrash" in out  # skipped rule listed
+    assert "TS999" in out  # rule error listed
+
+
+def test_excerpts_come_from_the_bundle_with_marked_lines(bundle: Path) -> None:
+    out = render_md.render(sample_report(bundle))
+    assert "> 12 |     T.copy(A[12], a_ub)  # src 12" in out
+    assert "> 13 |" in out and ">  9 |" not in out
+    assert "> 30 |     line_30 = T.op(30)  # tvm" in out
+    assert "```cpp\n" in out and "> 20 |   pipe_barrier(PIPE_ALL); // cpp 20" in out
+
+
+def test_excerpt_reads_are_confined_to_the_bundle(bundle: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET\n")
+    report = sample_report(bundle)
+    report["findings"][0]["locations"] = [
+        {"file": "../secret.txt", "line": 1, "stage": "source"},
+        {"file": str(secret), "line": 1, "stage": "source"},
+        {"file": "/etc/hostname", "line": 1, "stage": "ascendc"},
+    ]
+    assert "TOP-SECRET" not in render_md.render(report)
+    # an explicit source root widens the allowed set, on purpose
+    assert "TOP-SECRET" in render_md.render(report, source_root=tmp_path)
+
+
+def test_no_bundle_means_no_excerpt_but_locations_listed() -> None:
+    out = render_md.render(sample_report(None))
+    assert "```python" not in out
+    assert "`kernels/attn.py:12` (source)" in out
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_hostile_names_are_inert_when_rendered(bundle: Path, hostile: str) -> None:
+    out = render_md.render(hostile_report(bundle, hostile))
+    rendered = MD.render(out)
+    assert "<img" not in rendered and "<script" not in rendered
+    assert not re.search(r"<a\s", rendered)
+    # GitHub links mentions in text, not in code: outside code the @ is followed by a ZWSP
+    outside_code = re.sub(r"<(code|pre)[^>]*>.*?</\1>", "", rendered, flags=re.DOTALL)
+    assert "@org/team" not in outside_code
+    # every table row keeps its column count
+    for table in re.findall(r"<table>.*?</table>", rendered, re.DOTALL):
+        header_cols = len(re.findall(r"<th[ >]", table.split("</thead>")[0]))
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.DOTALL):
+            assert len(re.findall(r"<td[ >]", row)) == header_cols, row
+    # every <details> is closed by us, not by the hostile text
+    assert rendered.count("<details>") == rendered.count("</details>") == 4
+
+
+def test_stays_under_the_github_comment_limit_and_says_what_was_dropped(bundle: Path) -> None:
+    report = sample_report(bundle)
+    base = report["findings"][0]
+    report["findings"] = []
+    for i in range(400):
+        f = copy.deepcopy(base)
+        f["code"] = f"TS{100 + i % 7}"
+        f["evidence"] = {f"metric_{j}": "x" * 150 for j in range(12)}
+        f["message"] = f"finding {i} " + "y" * 150
+        report["findings"].append(f)
+    out = render_md.render(report)
+    assert len(out) <= render_md.GITHUB_COMMENT_LIMIT
+    assert len(out) <= render_md.DEFAULT_MAX_CHARS
+    note = re.search(r"\*\*Truncated\*\* to stay under GitHub's 65,536-character comment limit: of "
+                     r"400 findings, (\d+) shown without evidence and excerpts; (\d+) omitted \(", out)
+    assert note, out[-1500:]
+    full_blocks = out.count("<details>")
+    assert full_blocks + int(note.group(1)) + int(note.group(2)) == 400
+    assert "TS100 ×" in out.split("**Truncated**")[1]
+
+
+def test_tiny_limit_is_still_honoured(bundle: Path) -> None:
+    out = render_md.render(sample_report(bundle), max_chars=600)
+    assert len(out) <= 600 and "Truncated" in out
+
+
+def test_append_github_summary_appends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "summary.md"
+    target.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(target))
+    render_md.append_github_summary("## one")
+    render_md.append_github_summary("## two\n")
+    assert target.read_text() == "# earlier step\n\n## one\n\n## two\n"
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
+    with pytest.raises(UsageError, match="GITHUB_STEP_SUMMARY"):
+        render_md.append_github_summary("x")
