@@ -38,15 +38,20 @@ class CommandRecord:
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     # SIGINT first: msprof op and the worker treat it as Ctrl-C and stop the profiler cleanly
-    # (prof.stop() in the worker's finally); then SIGTERM, then SIGKILL for anything stuck.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+    # (prof.stop() in the worker's finally); SIGTERM if that is not enough. Then SIGKILL for the
+    # whole group regardless: background helpers of a shell ignore SIGINT and would outlive it.
+    for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)
         try:
             proc.wait(timeout=KILL_GRACE_S)
-            return
+            break
         except subprocess.TimeoutExpired:
             continue
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=KILL_GRACE_S)
 
 
 def run_command(

@@ -140,6 +140,7 @@ def profile_groups(
     """One `python -m collectors.worker` per group into bundle/profile/<group>; records + run info."""
     records: list[CommandRecord] = []
     runs: list[dict[str, Any]] = []
+    work.mkdir(parents=True, exist_ok=True)
     for group in groups:
         out_dir = bundle / "profile" / group
         out_dir.mkdir(parents=True, exist_ok=True)
