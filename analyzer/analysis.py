@@ -120,7 +120,7 @@ def analyze_all(profiles: Sequence[Profile], config: Config | None = None,
 
 
 def skipped_to_dict(s: SkippedRule) -> dict[str, Any]:
-    return {**s.to_dict(), "needs": [explain_need(m) for m in s.missing]}
+    return {**s.to_dict(), "needs": list(dict.fromkeys(explain_need(m) for m in s.missing))}
 
 
 def worst_severity_rank(findings: Sequence[Finding]) -> int:

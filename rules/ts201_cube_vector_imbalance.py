@@ -29,7 +29,8 @@ THRESHOLDS: dict[str, Any] = {
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
-    For every launch of a mixed kernel (MIX_AIC / MIX_AIV, e.g. flash attention), takes the share
+    Finds mixed kernels (MIX_AIC / MIX_AIV, such as flash attention) whose Cube and Vector work
+    may not overlap. For every launch it takes the share
     of the kernel during which the Cube pipe was busy (`aic_cube_ratio`) and the Vector pipe was
     busy (`aiv_vec_ratio`). When the two shares add up to no more than 1 they may have run one
     after the other; the shorter side's work that is not provably overlapped (`min(c, v) -

@@ -1,0 +1,109 @@
+"""`tilescope analyze PATH`: run every rule whose inputs the profile has and report the findings."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from analyzer.atomic import write_text_atomic
+from analyzer.config import Config, load_config
+from analyzer.errors import GateTrippedError, UsageError
+from analyzer.findings import Severity
+from analyzer.profile import Profile
+
+FORMATS = ("text", "json", "md", "html", "sarif")
+SEVERITY_RANK = {"high": 3, "medium": 2, "low": 1, "info": 0}
+
+
+def load_profiles(path: Path, chip: str | None) -> list[Profile]:
+    """All profiles under PATH (one per rank); tests replace this to feed canonical tables."""
+    from analyzer.io.load import load_profiles as _load
+
+    return list(_load(path, chip=chip))
+
+
+def _codes(value: str | None) -> list[str]:
+    return [c.strip().upper() for c in (value or "").split(",") if c.strip()]
+
+
+def renderer(fmt: str) -> Any:
+    """`analyzer.report.render_<fmt>.render`; exit 2 when that renderer is not installed yet."""
+    name = f"analyzer.report.render_{fmt}"
+    if importlib.util.find_spec(name) is None:
+        raise UsageError(f"format {fmt} not available yet")
+    return importlib.import_module(name).render
+
+
+def build(path: Path, cfg: Config, chip: str | None, with_advisor: bool) -> dict[str, Any]:
+    from analyzer.analysis import analyze
+    from analyzer.report.data import build_report
+
+    profiles = load_profiles(path, chip or cfg.chip)
+    pairs = [(p, analyze(p, cfg)) for p in profiles]
+    advisor: dict[str, Any] | None = None
+    extra = []
+    if with_advisor:
+        from analyzer.msprof_advisor import run_advisor, to_findings
+
+        advisor = run_advisor(path)
+        ours = [f for _p, r in pairs for f in r.findings]
+        extra, dup = to_findings(advisor, ours)
+        advisor["duplicates"] = dup
+    return build_report(pairs, extra_findings=extra, advisor=advisor)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("analyze")
+    def analyze_cmd(
+        path: Annotated[Path, typer.Argument(help="Profiler output directory, kernel table, timeline or bundle.")],
+        fmt: Annotated[str, typer.Option("--format", "-f", help="text, json, md, html or sarif.")] = "text",
+        output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE (atomically).")] = None,
+        chip: Annotated[str | None, typer.Option("--chip", help="Chip name or chip TOML file.")] = None,
+        config: Annotated[Path | None, typer.Option("--config", help="tilescope.toml / pyproject.toml.")] = None,
+        select: Annotated[str | None, typer.Option("--select", help="Only these code prefixes, comma-separated.")] = None,
+        ignore: Annotated[str | None, typer.Option("--ignore", help="Skip these code prefixes.")] = None,
+        fail_on: Annotated[str | None, typer.Option("--fail-on", help="Exit 1 on a finding at/above high|medium|low.")
+                           ] = None,
+        with_msprof_advisor: Annotated[bool, typer.Option("--with-msprof-advisor",
+                                                          help="Also run msprof-analyze's advisor.")] = False,
+    ) -> None:
+        """Diagnose a profile: findings ordered by estimated saving, and the rules that could not run.
+
+        Example: tilescope analyze runs/fa-v1 --format md -o report.md --fail-on high
+        """
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        if fail_on is not None and fail_on not in ("high", "medium", "low"):
+            raise UsageError("--fail-on takes high, medium or low")
+        render = renderer(fmt)
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+        cfg = load_config(config)
+        if select:
+            cfg.select = _codes(select)
+        if ignore:
+            cfg.ignore = [*cfg.ignore, *_codes(ignore)]
+        report = build(path, cfg, chip, with_msprof_advisor)
+        opts: dict[str, Any] = {}
+        if fmt == "text":
+            opts["color"] = output is None and sys.stdout.isatty()
+        text = render(report, **opts)
+        if output is not None:
+            write_text_atomic(output, text)
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        if fail_on is not None:
+            cut = SEVERITY_RANK[fail_on]
+            hits = [f for f in report["findings"] if SEVERITY_RANK.get(f["severity"], 0) >= cut]
+            if hits:
+                raise GateTrippedError(f"{len(hits)} finding(s) at or above {fail_on} "
+                                       f"(first: {hits[0]['code']} {hits[0]['slug']})")
+
+
+__all__ = ["Severity", "build", "load_profiles", "register", "renderer"]

@@ -1,0 +1,72 @@
+"""TS302 ub-bank-conflict: Vector instructions stalled on UB bank / bank-group conflicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from analyzer.engine import RuleContext
+from analyzer.findings import Finding
+from analyzer.profile import Profile
+from rules._common import grouped_findings, num, pct
+
+CODE = "TS302"
+SLUG = "ub-bank-conflict"
+KIND = "runtime"
+NEEDS = ("duration_us", "aiv_vec_bank_cflt_ratio|aiv_vec_bankgroup_cflt_ratio|aiv_vec_resc_cflt_ratio")
+THRESHOLDS: dict[str, Any] = {
+    "conflict_ratio": 0.1,  # bank + bank-group conflict cycles / Vector cycles
+    "min_duration_us": 10.0,
+    "min_saving_us": 1.0,
+    "max_findings": 20,
+}
+
+
+def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
+    """
+    ## What it does
+    Flags every launch whose UB bank-conflict share (`aiv_vec_bank_cflt_ratio` +
+    `aiv_vec_bankgroup_cflt_ratio`, from ResourceConflictRatio) reaches `conflict_ratio`.
+
+    ## Why is this bad?
+    UB is split into banks; two operands of one Vector instruction in the same bank (or bank
+    group) are read one after the other, so the instruction takes twice the cycles.
+
+    ## Example
+    A softmax kernel whose input and output UB tiles start at addresses a multiple of the bank
+    stride apart: bank conflicts 25 % of the Vector cycles.
+
+    ## What to do instead
+    Offset the UB buffers of operands used together (pad the tile's row length by 32 B / one
+    block, or place src and dst in different bank groups); avoid strided accesses that hit one
+    bank.
+
+    ## Thresholds
+    `conflict_ratio` (0.1), `min_duration_us` (10), `min_saving_us` (1), `max_findings` (20).
+
+    ## Known limits
+    Needs `aic_metrics=ResourceConflictRatio`. The saving (conflict share x Vector time) assumes
+    conflict stalls are not hidden behind other pipes.
+    """
+    df = profile.kernels
+    bank = num(df, "aiv_vec_bank_cflt_ratio").fillna(0) + num(df, "aiv_vec_bankgroup_cflt_ratio").fillna(0)
+    conflict = bank.where(bank > 0, num(df, "aiv_vec_resc_cflt_ratio"))
+    dur = num(df, "duration_us")
+    vec_time = num(df, "aiv_time_us").fillna(dur)
+    flagged = ((conflict >= float(ctx.thresholds["conflict_ratio"])) &
+               (dur >= float(ctx.thresholds["min_duration_us"]))).fillna(False).to_numpy()
+    saving = (conflict * vec_time).clip(upper=dur).fillna(0)
+    prof = Profile(**{**profile.__dict__, "kernels": df.assign(conflict_ratio=conflict)})
+
+    def message(kernel: str, row: pd.Series) -> str:
+        return f"{kernel}: UB bank conflicts stall the Vector unit {pct(row['conflict_ratio'])} of its cycles"
+
+    return grouped_findings(
+        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
+        metrics=("conflict_ratio", "aiv_vec_bank_cflt_ratio", "aiv_vec_bankgroup_cflt_ratio",
+                 "aiv_vec_resc_cflt_ratio"), message=message, topic="vector",
+        extra=lambda k, r: {"saving_model": "conflict ratio x Vector time"},
+        recommendation="Offset UB buffers used by one instruction (pad rows by one 32-B block, put src and dst in "
+                       "different bank groups) and avoid strided UB access that lands in one bank.",
+    )
