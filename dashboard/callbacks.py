@@ -16,7 +16,7 @@ from dashboard import compare as C
 from dashboard import figures as F
 from dashboard import views as V
 from dashboard.data import DataStore, ProfileEntry
-from dashboard.ir_view import SIDE_BY_SIDE, load_stages, mark_locations, stage_component
+from dashboard.ir_view import ir_kernels, kernel_of_locations, load_stages, mark_locations, stage_component
 from dashboard.layout import kernel_grid
 from dashboard.query import build_lanes, kernel_page, timeline_window
 
@@ -282,26 +282,44 @@ def register(app: dash.Dash, store: DataStore) -> None:
         ]
 
     @app.callback(
+        Output("ir-kernel", "options"),
+        Output("ir-kernel", "value"),
+        Input("profile", "value"),
+        Input("ir-finding", "value"),
+        State("ir-kernel", "value"),
+    )
+    def on_ir_kernel(key: str | None, sel: int | None, current: str | None) -> tuple[Any, Any]:
+        entry = _entry(store, key)
+        names = ir_kernels(entry.profile.ir)
+        finding = entry.findings[sel] if sel is not None and 0 <= sel < len(entry.findings) else None
+        wanted = kernel_of_locations(entry.profile.ir, (finding or {}).get("locations", []))
+        value = wanted or (current if current in names else (names[0] if names else None))
+        return [{"label": n, "value": n} for n in names], value
+
+    @app.callback(
         Output("ir-panes", "children"),
         Output("ir-info", "children"),
         Input("profile", "value"),
         Input("ir-finding", "value"),
+        Input("ir-kernel", "value"),
         Input("tabs", "value"),
     )
-    def on_ir(key: str | None, sel: int | None, tab: str) -> tuple[Any, str]:
+    def on_ir(key: str | None, sel: int | None, kernel: str | None, tab: str) -> tuple[Any, str]:
         _active(tab, "ir")
         entry = _entry(store, key)
         profile = entry.profile
-        stages = load_stages(profile.ir_dir, profile.ir)
+        stages = load_stages(profile.ir_dir, profile.ir, kernel)
         if not stages:
-            return [], "This profile has no IR: run `tilescope collect` (or lint) to get a bundle with ir/."
+            return (
+                [],
+                "No IR here: `tilescope collect` or `tilescope lint --out` writes a bundle with ir/.",
+            )
         finding = entry.findings[sel] if sel is not None and 0 <= sel < len(entry.findings) else None
-        line_map = (profile.ir or {}).get("line_map") if isinstance(profile.ir, dict) else None
-        mark_locations(stages, (finding or {}).get("locations", []), line_map)
-        shown = [s for s in stages if s.stage in SIDE_BY_SIDE] or stages
-        panes = [stage_component(s, f"ir-{s.stage}") for s in shown]
+        line_map = profile.ir.get("line_map") if isinstance(profile.ir, dict) else None
+        mark_locations(stages, (finding or {}).get("locations", []), line_map, kernel)
+        panes = [stage_component(s, f"ir-{s.stage}") for s in stages]
         info = (
-            f"Marked: lines of {V.finding_label(finding)}"
+            f"Marked: {V.finding_label(finding)}"
             if finding
             else "Pick a finding (or use “Show in IR” on one) to mark the lines it points at."
         )

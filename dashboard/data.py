@@ -153,7 +153,8 @@ def prepare_kernels(profile: Profile) -> pd.DataFrame:
     except ImportError:  # metrics module not installed yet: show the canonical columns only
         kernels = kernels.copy()
     else:
-        kernels = add_derived_metrics(kernels, profile.chip)
+        # The loader already derives them; a Profile built by hand (tests, API users) may not have.
+        kernels = kernels.copy() if "bound_pipe" in kernels else add_derived_metrics(kernels, profile.chip)
     kernels = kernels.reset_index(drop=True)
     kernels["_row"] = np.arange(len(kernels), dtype=np.int64)
     if "start_ns" in kernels and len(kernels):

@@ -4,9 +4,9 @@ Code is tokenised with Pygments and every token becomes an `html.Span` whose tex
 no HTML string from the bundle ever reaches the page. File names listed in `ir.json` are confined
 to the bundle's `ir/` directory (dashboard.paths), since a bundle is untrusted input.
 
-Stages: TVMScript before lowering, after lowering, and the generated Ascend C, shown side by side.
-A finding's locations mark lines in the stages they name; the `ir.json` line map
-(source <-> tvmscript <-> ascendc rows, analyzer/ir/linemap.py) carries the mark across stages.
+Panes: TVMScript before lowering, after lowering ("final") and the generated Ascend C of one
+kernel, side by side. A finding's locations mark lines in the files they name; the `ir.json` line
+map (source <-> tvmscript <-> ascendc rows, analyzer/ir/linemap.py) carries marks across stages.
 """
 
 from __future__ import annotations
@@ -24,20 +24,14 @@ from dashboard.paths import PathRejected, confine
 
 MAX_LINES = 4000  # per stage; beyond this the pane says the file was cut (payload stays < ~2 MB)
 MAX_BYTES = 2_000_000
-# (stage id, title, candidate file names under ir/, lexer) — names follow design.md §1's bundle.
-STAGES = (
-    ("source", "Kernel source", ("kernel.py", "source.py"), "python"),
-    ("tvmscript", "TVMScript (before lowering)", ("tvmscript.py", "tvmscript_before.py"), "python"),
-    (
-        "lowered",
-        "TVMScript (after lowering)",
-        ("lowered.py", "tvmscript_lowered.py", "tvmscript_after.py"),
-        "python",
-    ),
-    ("ascendc", "Ascend C", ("kernel.cpp", "ascendc.cpp", "kernel.cce"), "cpp"),
+# The three panes, left to right: (ir.json stage name, title, lexer). "final" is the last lowered
+# TVMScript, the input of code generation (analyzer/ir/capture.py STAGE_FILES).
+PANES = (
+    ("tvmscript", "TVMScript (before lowering)", "python"),
+    ("final", "TVMScript (after lowering)", "python"),
+    ("ascendc", "Ascend C", "cpp"),
 )
-SIDE_BY_SIDE = ("tvmscript", "lowered", "ascendc")
-_LINE_MAP_KEYS = {"source": "source_line", "tvmscript": "tvmscript_line", "ascendc": "ascendc_lines"}
+_LINE_MAP_KEYS = {"tvmscript": "tvmscript_line", "ascendc": "ascendc_lines"}
 
 
 @dataclass
@@ -51,21 +45,25 @@ class Stage:
     marked: set[int] = field(default_factory=set)
 
 
-def _stage_files(ir: dict[str, Any] | None) -> dict[str, str]:
-    """Stage → file name as ir.json lists it (`stages: [{name|stage, file|path}]` or `files: {}`)."""
-    out: dict[str, str] = {}
+def ir_kernels(ir: dict[str, Any] | None) -> list[str]:
+    """Kernel names listed in ir.json (one per PrimFunc of the captured chain)."""
     if not isinstance(ir, dict):
-        return out
-    for item in ir.get("stages", []) or []:
-        if isinstance(item, dict):
-            name = str(item.get("stage") or item.get("name") or "")
-            path = item.get("file") or item.get("path")
-            if name and isinstance(path, str):
-                out[name] = path
-    files = ir.get("files")
-    if isinstance(files, dict):
-        out.update({str(k): str(v) for k, v in files.items() if isinstance(v, str)})
-    return out
+        return []
+    return [str(k.get("name")) for k in ir.get("kernels", []) or [] if isinstance(k, dict) and k.get("name")]
+
+
+def _stage_files(ir: dict[str, Any] | None, kernel: str | None) -> dict[str, str]:
+    """Stage name → file under ir/ for one kernel (`kernels[i].stages: [{name, file}]`)."""
+    if not isinstance(ir, dict):
+        return {}
+    for k in ir.get("kernels", []) or []:
+        if isinstance(k, dict) and (kernel is None or k.get("name") == kernel):
+            return {
+                str(st.get("name")): str(st.get("file"))
+                for st in k.get("stages", []) or []
+                if isinstance(st, dict) and isinstance(st.get("file"), str)
+            }
+    return {}
 
 
 def _read_confined(ir_dir: Path, name: str) -> tuple[str, bool] | None:
@@ -83,47 +81,68 @@ def _read_confined(ir_dir: Path, name: str) -> tuple[str, bool] | None:
     return "\n".join(lines[:MAX_LINES]), truncated
 
 
-def load_stages(ir_dir: Path | None, ir: dict[str, Any] | None) -> list[Stage]:
-    """The stages present in a bundle's ir/ directory, in display order."""
+def load_stages(ir_dir: Path | None, ir: dict[str, Any] | None, kernel: str | None = None) -> list[Stage]:
+    """The before / after / Ascend C texts of one kernel of a bundle's ir/ directory.
+
+    Without an ir.json stage list the conventional single-kernel names are tried
+    (tvmscript.py, final.py, kernel.cpp).
+    """
     if ir_dir is None or not ir_dir.is_dir():
         return []
     root = ir_dir.resolve()
-    listed = _stage_files(ir)
+    listed = _stage_files(ir, kernel) or {
+        "tvmscript": "tvmscript.py",
+        "final": "final.py",
+        "ascendc": "kernel.cpp",
+    }
     stages: list[Stage] = []
-    for stage, title, names, lexer in STAGES:
-        candidates = [listed[stage]] if stage in listed else list(names)
-        if stage == "lowered" and stage not in listed:
-            lowered_dir = root / "lowered"
-            if lowered_dir.is_dir():  # several passes: show the last one (the input of codegen)
-                candidates += [f"lowered/{p.name}" for p in sorted(lowered_dir.glob("*.py"))[-1:]]
-        for name in candidates:
-            got = _read_confined(root, name)
-            if got is not None:
-                stages.append(Stage(stage, title, name, got[0], lexer, got[1]))
-                break
+    for stage, title, lexer in PANES:
+        name = listed.get(stage)
+        got = _read_confined(root, name) if name else None
+        if got is not None and name is not None:
+            stages.append(Stage(stage, title, name, got[0], lexer, got[1]))
     return stages
 
 
+def _norm(file: str) -> str:
+    """Location files are relative to the bundle (`ir/pv/kernel.cpp`); stage files to ir/."""
+    return file.removeprefix("./").removeprefix("ir/")
+
+
+def kernel_of_locations(ir: dict[str, Any] | None, locations: Iterable[dict[str, Any]]) -> str | None:
+    """The first kernel whose stage files a finding's locations point into."""
+    files = {_norm(str(loc.get("file", ""))) for loc in locations}
+    for name in ir_kernels(ir):
+        if files & set(_stage_files(ir, name).values()):
+            return name
+    return None
+
+
 def mark_locations(
-    stages: list[Stage], locations: Iterable[dict[str, Any]], line_map: list[dict[str, Any]] | None = None
+    stages: list[Stage],
+    locations: Iterable[dict[str, Any]],
+    line_map: list[dict[str, Any]] | None = None,
+    kernel: str | None = None,
 ) -> None:
-    """Mark the lines a finding points at, then spread the marks across stages via the line map."""
+    """Mark the lines a finding points at in the shown files, then carry them across stages
+    through the ir.json line map (tvmscript <-> ascendc rows of the same kernel)."""
     by_stage = {s.stage: s for s in stages}
     for loc in locations:
         stage = by_stage.get(str(loc.get("stage", "")))
         line = loc.get("line")
-        if stage is None or not isinstance(line, int):
+        if stage is None or not isinstance(line, int) or _norm(str(loc.get("file", ""))) != stage.file:
             continue
         end_line = loc.get("end_line")
         end = end_line if isinstance(end_line, int) else line
         stage.marked.update(range(line, max(line, end) + 1))
     for row in line_map or []:
-        hit = any(_row_lines(row, st) & by_stage[st].marked for st in _LINE_MAP_KEYS if st in by_stage)
-        if hit:
+        if kernel is not None and row.get("kernel") not in (None, kernel):
+            continue
+        if any(_row_lines(row, st) & by_stage[st].marked for st in _LINE_MAP_KEYS if st in by_stage):
             for st in _LINE_MAP_KEYS:
                 if st in by_stage:
                     by_stage[st].marked |= _row_lines(row, st)
-    # "lowered" has no line-map column; a tvmscript mark does not carry over to it.
+    # "final" has no line-map column: its marks come only from locations that name it.
 
 
 def _row_lines(row: dict[str, Any], stage: str) -> set[int]:

@@ -183,6 +183,8 @@ def _ir() -> html.Div:
                         placeholder="pick a finding to mark its lines",
                         className="wide-dd",
                     ),
+                    html.Label("Kernel", htmlFor="ir-kernel"),
+                    dcc.Dropdown(id="ir-kernel", clearable=False, className="dd"),
                 ],
                 className="toolbar",
             ),

@@ -134,8 +134,8 @@ def synthetic_report(profile: Profile, hostile: bool = False) -> dict[str, Any]:
             est_saving_us=total * 0.08,
             share_of_total=0.08,
             locations=(
-                Location("tvmscript.py", 5, 6, "tvmscript", "the K loop"),
-                Location("kernel.cpp", 9, None, "ascendc", "GM→L1 copy"),
+                Location("ir/tvmscript.py", 5, 6, "tvmscript", "the K loop"),
+                Location("ir/kernel.cpp", 9, None, "ascendc", "GM→L1 copy"),
             ),
         ),
         Finding(
@@ -176,7 +176,7 @@ def write_ir_bundle(ir_dir: Path, hostile: bool = False) -> dict[str, Any]:
         "        T.gemm(a_l1, b_l1, c_l0)\n" + "".join(f"    # filler {i}\n" for i in range(80)),
         encoding="utf-8",
     )
-    (ir_dir / "lowered.py").write_text(
+    (ir_dir / "final.py").write_text(
         '@T.prim_func\ndef main(A_handle: T.handle):\n    T.func_attr({"global_symbol": "main"})\n'
         '    for kk in range(16):\n        T.call_extern("asc_copy_gm2l1", kk)\n',
         encoding="utf-8",
@@ -189,13 +189,16 @@ def write_ir_bundle(ir_dir: Path, hostile: bool = False) -> dict[str, Any]:
         "    asc_mmad(c_l0, a_l0, b_l0, 128, 64, 128);\n  }\n}\n",
         encoding="utf-8",
     )
-    ir = {
-        "stages": [
-            {"stage": "tvmscript", "file": "tvmscript.py"},
-            {"stage": "lowered", "file": "lowered.py"},
-            {"stage": "ascendc", "file": "kernel.cpp"},
-            {"stage": "evil", "file": "../../etc/passwd"},
-        ],
+    # The layout of analyzer/ir/capture.py: per-kernel stage lists, one shared line map. The
+    # "evil" stage proves that ir.json cannot point the viewer outside ir/.
+    stages = [
+        {"name": "tvmscript", "file": "tvmscript.py"},
+        {"name": "final", "file": "final.py"},
+        {"name": "ascendc", "file": "kernel.cpp"},
+        {"name": "evil", "file": "../../etc/passwd"},
+    ]
+    return {
+        "kernels": [{"name": "main", "stages": stages}],
         "line_map": [
             {
                 "kernel": "main",
@@ -207,4 +210,3 @@ def write_ir_bundle(ir_dir: Path, hostile: bool = False) -> dict[str, Any]:
             }
         ],
     }
-    return ir

@@ -1,0 +1,96 @@
+"""`tilescope serve [PATH ...]`: the Dash dashboard on localhost.
+
+Profiles come from the command line or from the `--root` directories only; the browser picks among
+them by key and can never name another path (dashboard/paths.py). The one line on stdout is the
+URL, printed once the socket is bound, so scripts can start the server in the background and read
+where it listens (`--port 0` picks a free port).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import webbrowser
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from analyzer.errors import UsageError
+
+EPILOG = (
+    "Examples:\n\n"
+    "  tilescope serve sample_traces/attention_unfused\n\n"
+    "  tilescope serve --root runs/ --no-browser --port 0 &   # URL on stdout\n\n"
+    "  tilescope serve runs/fa-v1 runs/fa-v2 --check          # load, print the URL, exit\n\n"
+    "Binds 127.0.0.1 by default; the dashboard has no authentication, so bind another address only "
+    "on a trusted network."
+)
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _log(message: str) -> None:
+    typer.echo(f"tilescope: {message}", err=True)
+
+
+def serve_command(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(metavar="[PATH ...]", help="Profiles or bundles to open.")
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (0 = any free port).")] = 8050,
+    root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--root", help="Directory whose profiles the picker lists; repeatable. Nothing outside is read."
+        ),
+    ] = None,
+    chip: Annotated[str | None, typer.Option("--chip", help="Chip name or TOML file.")] = None,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Do not open a browser tab.")] = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Load everything, print the URL, exit (no server).")
+    ] = False,
+) -> None:
+    """Browse profiles, findings, roofline, timeline and IR in a local web dashboard."""
+    if not paths and not root:
+        raise UsageError("give at least one PATH or --root DIR to serve")
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port}: not a port number")
+    for p in paths or []:
+        if not p.exists():
+            raise UsageError(f"{p}: no such file or directory")
+    from dashboard.app import create_app
+
+    if paths:
+        _log(f"loading {len(paths)} profile(s)…")
+    app = create_app(list(paths or []), roots=list(root or []), chip=chip)
+    if host not in LOOPBACK:
+        _log(f"warning: binding {host}: anyone who can reach it can read the served profiles")
+    if check:
+        typer.echo(f"tilescope: serving on {_url(host, port)}")
+        return
+    from werkzeug.serving import make_server
+
+    try:
+        server = make_server(host, port, app.server, threaded=True)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from exc
+    url = _url(host, server.server_port)
+    typer.echo(f"tilescope: serving on {url}")
+    sys.stdout.flush()
+    if not no_browser:
+        threading.Timer(0.5, webbrowser.open, args=(url,)).start()
+    _log("press Ctrl+C to stop")
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve", epilog=EPILOG)(serve_command)
