@@ -22,24 +22,42 @@ from analyzer.profile import Profile
 # Which collection setting provides a kernel column (formats doc §3.2, §4). Prefixes are matched
 # after the exact names; a column not listed is reported by name.
 METRIC_GROUP_OF: dict[str, str] = {
-    "aic_cube_ratio": "PipeUtilization", "aiv_vec_ratio": "PipeUtilization",
-    "aic_scalar_ratio": "PipeUtilization", "aiv_scalar_ratio": "PipeUtilization",
-    "aic_mte1_ratio": "PipeUtilization", "aic_mte2_ratio": "PipeUtilization",
-    "aic_mte3_ratio": "PipeUtilization", "aic_fixpipe_ratio": "PipeUtilization",
-    "aiv_mte2_ratio": "PipeUtilization", "aiv_mte3_ratio": "PipeUtilization",
-    "aic_time_us": "PipeUtilization", "aiv_time_us": "PipeUtilization",
-    "aic_main_mem_read_gbps": "Memory", "aic_main_mem_write_gbps": "Memory",
-    "aiv_main_mem_read_gbps": "Memory", "aiv_main_mem_write_gbps": "Memory",
-    "aic_read_main_memory_datas_kb": "MemoryAccess", "aiv_read_main_memory_datas_kb": "MemoryAccess",
+    "aic_cube_ratio": "PipeUtilization",
+    "aiv_vec_ratio": "PipeUtilization",
+    "aic_scalar_ratio": "PipeUtilization",
+    "aiv_scalar_ratio": "PipeUtilization",
+    "aic_mte1_ratio": "PipeUtilization",
+    "aic_mte2_ratio": "PipeUtilization",
+    "aic_mte3_ratio": "PipeUtilization",
+    "aic_fixpipe_ratio": "PipeUtilization",
+    "aiv_mte2_ratio": "PipeUtilization",
+    "aiv_mte3_ratio": "PipeUtilization",
+    "aic_time_us": "PipeUtilization",
+    "aiv_time_us": "PipeUtilization",
+    "aic_main_mem_read_gbps": "Memory",
+    "aic_main_mem_write_gbps": "Memory",
+    "aiv_main_mem_read_gbps": "Memory",
+    "aiv_main_mem_write_gbps": "Memory",
+    "aic_read_main_memory_datas_kb": "MemoryAccess",
+    "aiv_read_main_memory_datas_kb": "MemoryAccess",
     "read_main_memory_datas_kb": "Memory (msprof op)",
-    "aiv_vec_bank_cflt_ratio": "ResourceConflictRatio", "aiv_vec_bankgroup_cflt_ratio": "ResourceConflictRatio",
+    "aiv_vec_bank_cflt_ratio": "ResourceConflictRatio",
+    "aiv_vec_bankgroup_cflt_ratio": "ResourceConflictRatio",
     "aiv_vec_resc_cflt_ratio": "ResourceConflictRatio",
-    "aic_cube_fops": "ArithmeticUtilization", "aiv_vector_fops": "ArithmeticUtilization",
+    "aic_cube_fops": "ArithmeticUtilization",
+    "aiv_vector_fops": "ArithmeticUtilization",
 }
 _PREFIX_GROUPS = (
-    ("aic_write_cache", "L2Cache"), ("aiv_write_cache", "L2Cache"), ("aic_r0_", "L2Cache"),
-    ("aiv_r0_", "L2Cache"), ("aic_total_hit_rate", "L2Cache"), ("aiv_total_hit_rate", "L2Cache"),
-    ("aic_l0", "MemoryL0"), ("aiv_ub_", "MemoryUB"), ("aic_l1_", "Memory"), ("aiv_l2_", "Memory"),
+    ("aic_write_cache", "L2Cache"),
+    ("aiv_write_cache", "L2Cache"),
+    ("aic_r0_", "L2Cache"),
+    ("aiv_r0_", "L2Cache"),
+    ("aic_total_hit_rate", "L2Cache"),
+    ("aiv_total_hit_rate", "L2Cache"),
+    ("aic_l0", "MemoryL0"),
+    ("aiv_ub_", "MemoryUB"),
+    ("aic_l1_", "Memory"),
+    ("aiv_l2_", "Memory"),
 )
 _CAPABILITY_HINTS = {
     "kernels": "a kernel table (op_summary / kernel_details / msprof op)",
@@ -54,7 +72,7 @@ _CAPABILITY_HINTS = {
     "block_dim": "block dims (profiler level >= Level1)",
     "wait_us": "task wait times (op_summary / kernel_details)",
     "timeline.counters:AI Core Freq": "the timeline's 'AI Core Freq' counter (msprof --sys-hardware-mem / "
-                                       "torch_npu with the AI Core frequency lane)",
+    "torch_npu with the AI Core frequency lane)",
 }
 
 
@@ -106,15 +124,20 @@ def with_patterns(config: Config, extra: Sequence[str] = ()) -> Config:
     return cfg
 
 
-def analyze(profile: Profile, config: Config | None = None, kinds: tuple[str, ...] = ("runtime", "static"),
-            extra_patterns: Sequence[str] = ()) -> AnalysisResult:
+def analyze(
+    profile: Profile,
+    config: Config | None = None,
+    kinds: tuple[str, ...] = ("runtime", "static"),
+    extra_patterns: Sequence[str] = (),
+) -> AnalysisResult:
     """Run every selected rule whose inputs the profile has."""
     cfg = with_patterns(config or Config(), extra_patterns)
     return run_rules(profile, cfg, kinds)
 
 
-def analyze_all(profiles: Sequence[Profile], config: Config | None = None,
-                kinds: tuple[str, ...] = ("runtime", "static")) -> list[ProfileAnalysis]:
+def analyze_all(
+    profiles: Sequence[Profile], config: Config | None = None, kinds: tuple[str, ...] = ("runtime", "static")
+) -> list[ProfileAnalysis]:
     """One analysis per profile (per rank for multi-rank input)."""
     return [ProfileAnalysis(p, analyze(p, config, kinds)) for p in profiles]
 

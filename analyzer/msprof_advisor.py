@@ -21,14 +21,24 @@ from typing import Any
 from analyzer.errors import MissingComponentError
 from analyzer.findings import Finding, Severity
 
-INSTALL_HINT = ("msprof-analyze is not installed: install it with `pip install msprof-analyze` (or "
-                "`pip install tilescope[msprof]`), or put `msprof-analyze` on PATH")
+INSTALL_HINT = (
+    "msprof-analyze is not installed: install it with `pip install msprof-analyze` (or "
+    "`pip install tilescope[msprof]`), or put `msprof-analyze` on PATH"
+)
 # advisor category -> the tilescope codes that cover the same problem
 CATEGORY_CODES = {
-    "aicpu issues": ("TS405",), "operator dynamic shape issues": (), "fusible operator": ("TS101", "TS102"),
-    "fusion issues": ("TS102",), "operator no bound issues": ("TS203",), "block dim issues": ("TS401",),
-    "cube operator bound": ("TS202",), "vector operator bound": ("TS202",), "ai core frequency": ("TS403",),
-    "operator dispatch issues": ("TS404",), "affinity api issues": ("TS102",), "bandwidth contention": ("TS202",),
+    "aicpu issues": ("TS405",),
+    "operator dynamic shape issues": (),
+    "fusible operator": ("TS101", "TS102"),
+    "fusion issues": ("TS102",),
+    "operator no bound issues": ("TS203",),
+    "block dim issues": ("TS401",),
+    "cube operator bound": ("TS202",),
+    "vector operator bound": ("TS202",),
+    "ai core frequency": ("TS403",),
+    "operator dispatch issues": ("TS404",),
+    "affinity api issues": ("TS102",),
+    "bandwidth contention": ("TS202",),
 }
 
 
@@ -37,7 +47,7 @@ def find_advisor() -> list[str] | None:
     if exe:
         return [exe]
     try:
-        import msprof_analyze  # type: ignore[import-not-found]  # noqa: F401
+        import msprof_analyze  # noqa: F401
     except ImportError:
         return None
     return [sys.executable, "-m", "msprof_analyze.cli.entrance"]
@@ -65,8 +75,12 @@ def run_advisor(path: Path, timeout: float = 900.0) -> dict[str, Any]:
         t0 = time.perf_counter()
         proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout, cwd=out, check=False)
         dt = time.perf_counter() - t0
-    return {"command": full, "returncode": proc.returncode, "duration_s": round(dt, 3),
-            **parse_agent_output(proc.stdout)}
+    return {
+        "command": full,
+        "returncode": proc.returncode,
+        "duration_s": round(dt, 3),
+        **parse_agent_output(proc.stdout),
+    }
 
 
 def parse_agent_output(stdout: str) -> dict[str, Any]:
@@ -103,12 +117,18 @@ def to_findings(advisor: dict[str, Any], ours: list[Finding]) -> tuple[list[Find
         if covered:
             dup += 1
             continue
-        out.append(Finding(
-            code=f"MSA{i:03d}", slug=cat.lower().replace(" ", "-") or "advisor", severity=Severity.INFO, kernels=(),
-            message=f"msprof-analyze: {cat}: {' '.join(str(p.get('description', '')).split())}",
-            evidence={k: v for k, v in p.items() if k != "duplicate_of"},
-            recommendation=" ".join(str(p.get("suggestion", "")).split()),
-            est_saving_us=max(_num(p.get("income(us)")), 0.0), source="msprof-analyze",
-            occurrences=int(_num(p.get("problem count")) or 1),
-        ))
+        out.append(
+            Finding(
+                code=f"MSA{i:03d}",
+                slug=cat.lower().replace(" ", "-") or "advisor",
+                severity=Severity.INFO,
+                kernels=(),
+                message=f"msprof-analyze: {cat}: {' '.join(str(p.get('description', '')).split())}",
+                evidence={k: v for k, v in p.items() if k != "duplicate_of"},
+                recommendation=" ".join(str(p.get("suggestion", "")).split()),
+                est_saving_us=max(_num(p.get("income(us)")), 0.0),
+                source="msprof-analyze",
+                occurrences=int(_num(p.get("problem count")) or 1),
+            )
+        )
     return out, dup

@@ -26,14 +26,43 @@ VECTOR_TYPES = frozenset({"AI_VECTOR_CORE", "MIX_AIV"})
 MIX_TYPES = frozenset({"MIX_AIC", "MIX_AIV"})
 AICORE_TYPES = CUBE_TYPES | VECTOR_TYPES
 # Tasks that are not AI Core work; they have no PMU metrics and must not break AI Core sequences.
-NON_COMPUTE_TYPES = frozenset({"HCCL", "COMMUNICATION", "HCCL_AI_CPU", "EVENT_WAIT_SQE", "SDMA_SQE",
-                               "PCIE_DMA_SQE", "C_CORE_SQE", "FFTS_PLUS"})
+NON_COMPUTE_TYPES = frozenset(
+    {
+        "HCCL",
+        "COMMUNICATION",
+        "HCCL_AI_CPU",
+        "EVENT_WAIT_SQE",
+        "SDMA_SQE",
+        "PCIE_DMA_SQE",
+        "C_CORE_SQE",
+        "FFTS_PLUS",
+    }
+)
 
 # Byte sizes of the dtype spellings seen in kernel tables (FLOAT16, DT_BF16, float32, ...).
 DTYPE_BYTES: dict[str, int] = {
-    "float16": 2, "fp16": 2, "half": 2, "bf16": 2, "bfloat16": 2, "float": 4, "float32": 4, "fp32": 4,
-    "float64": 8, "double": 8, "int8": 1, "uint8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4,
-    "uint32": 4, "int64": 8, "uint64": 8, "hifloat8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
+    "float16": 2,
+    "fp16": 2,
+    "half": 2,
+    "bf16": 2,
+    "bfloat16": 2,
+    "float": 4,
+    "float32": 4,
+    "fp32": 4,
+    "float64": 8,
+    "double": 8,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "hifloat8": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
     "complex64": 8,
 }
 DEFAULT_DTYPE_BYTES = 2  # fp16: the common case when a table has shapes but no dtypes
@@ -42,6 +71,7 @@ DEFAULT_DTYPE_BYTES = 2  # fp16: the common case when a table has shapes but no 
 # ---------------------------------------------------------------------------------------------
 # column access
 # ---------------------------------------------------------------------------------------------
+
 
 def num(df: pd.DataFrame, col: str) -> pd.Series:
     """A numeric column as float64 (NaN where missing); an all-NaN series when the column is absent."""
@@ -97,11 +127,13 @@ def end_ns(df: pd.DataFrame) -> pd.Series:
 
 def stream_ordered(df: pd.DataFrame) -> pd.DataFrame:
     """Rows sorted by (stream, start), keeping the original positional row in `_row`."""
-    out = pd.DataFrame({
-        "_row": np.arange(len(df)),
-        "_stream": stream_key(df).to_numpy(),
-        "_start": start_ns(df).to_numpy(),
-    })
+    out = pd.DataFrame(
+        {
+            "_row": np.arange(len(df)),
+            "_stream": stream_key(df).to_numpy(),
+            "_start": start_ns(df).to_numpy(),
+        }
+    )
     return out.sort_values(["_stream", "_start", "_row"], kind="stable").reset_index(drop=True)
 
 
@@ -109,25 +141,33 @@ def stream_ordered(df: pd.DataFrame) -> pd.DataFrame:
 # grouping launches of one kernel
 # ---------------------------------------------------------------------------------------------
 
-def group_launches(df: pd.DataFrame, saving: pd.Series, metrics: Sequence[str] = (),
-                   key: str = "name") -> pd.DataFrame:
+
+def group_launches(
+    df: pd.DataFrame, saving: pd.Series, metrics: Sequence[str] = (), key: str = "name"
+) -> pd.DataFrame:
     """One row per kernel name: launches, total/median/max duration, summed saving, metric medians.
 
     Sorted by saving, largest first. `df` holds only the flagged launches.
     """
     if df.empty:
         return pd.DataFrame()
-    work = pd.DataFrame({
-        "kernel": text(df, key).where(text(df, key) != "", "<unnamed>").to_numpy(),
-        "duration_us": num(df, "duration_us").to_numpy(),
-        "saving_us": saving.reindex(df.index).fillna(0).to_numpy(),
-    })
+    work = pd.DataFrame(
+        {
+            "kernel": text(df, key).where(text(df, key) != "", "<unnamed>").to_numpy(),
+            "duration_us": num(df, "duration_us").to_numpy(),
+            "saving_us": saving.reindex(df.index).fillna(0).to_numpy(),
+        }
+    )
     for m in metrics:
         work[m] = num(df, m).to_numpy()
     g = work.groupby("kernel", sort=False)
-    out = g.agg(launches=("duration_us", "size"), total_us=("duration_us", "sum"),
-                median_us=("duration_us", "median"), max_us=("duration_us", "max"),
-                saving_us=("saving_us", "sum"))
+    out = g.agg(
+        launches=("duration_us", "size"),
+        total_us=("duration_us", "sum"),
+        median_us=("duration_us", "median"),
+        max_us=("duration_us", "max"),
+        saving_us=("saving_us", "sum"),
+    )
     for m in metrics:
         out[m] = g[m].median()
     return out.sort_values("saving_us", ascending=False)
@@ -145,6 +185,7 @@ def launch_stats(row: pd.Series) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 # numbers
 # ---------------------------------------------------------------------------------------------
+
 
 def r3(x: Any) -> float | None:
     """Round for evidence; NaN/None become None so JSON stays valid."""
@@ -183,6 +224,7 @@ def fmt_bytes(n: float) -> str:
 # ---------------------------------------------------------------------------------------------
 # shapes and bytes
 # ---------------------------------------------------------------------------------------------
+
 
 def _tensor_elems(shape: str) -> int:
     dims = [d for d in shape.split(",") if d.strip()]
@@ -225,6 +267,7 @@ def tensor_elems(shapes: pd.Series) -> pd.Series:
 # intervals
 # ---------------------------------------------------------------------------------------------
 
+
 def interval_union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Merge intervals into disjoint sorted ones (vectorised: sort, running max of ends)."""
     if len(starts) == 0:
@@ -241,8 +284,9 @@ def interval_union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np
     return u_start, u_end
 
 
-def overlap_with_union(starts: np.ndarray, ends: np.ndarray, u_start: np.ndarray,
-                       u_end: np.ndarray) -> np.ndarray:
+def overlap_with_union(
+    starts: np.ndarray, ends: np.ndarray, u_start: np.ndarray, u_end: np.ndarray
+) -> np.ndarray:
     """Length of [starts, ends) covered by the disjoint sorted union, per interval."""
     if len(u_start) == 0 or len(starts) == 0:
         return np.zeros(len(starts), dtype="float64")
@@ -263,6 +307,7 @@ def overlap_with_union(starts: np.ndarray, ends: np.ndarray, u_start: np.ndarray
 # ---------------------------------------------------------------------------------------------
 # findings
 # ---------------------------------------------------------------------------------------------
+
 
 def chip_figures(chip: ChipSpec, *fields: str) -> dict[str, Any]:
     """The chip numbers a verdict used, plus any assumption that mentions them."""
@@ -367,17 +412,29 @@ def grouped_findings(
     keys = [k for k in ctx.thresholds if k not in ("max_findings", "pattern_files")]
     findings = []
     for kernel, row in top.iterrows():
-        ev: dict[str, Any] = {**launch_stats(row), "measured": {m: r4(row[m]) for m in metrics},
-                              "thresholds": thresholds_used(ctx, *keys)}
+        ev: dict[str, Any] = {
+            **launch_stats(row),
+            "measured": {m: r4(row[m]) for m in metrics},
+            "thresholds": thresholds_used(ctx, *keys),
+        }
         if chip_fields:
             ev["chip_figures"] = chip_figures(profile.chip, *chip_fields)
         if extra is not None:
             ev.update(extra(str(kernel), row))
-        findings.append(make_finding(
-            ctx, code=code, slug=slug, kernels=[str(kernel)], message=message(str(kernel), row), evidence=ev,
-            recommendation=recommendation, saving_us=float(row["saving_us"]), occurrences=int(row["launches"]),
-            locations=locate(profile, str(kernel), topic),
-        ))
+        findings.append(
+            make_finding(
+                ctx,
+                code=code,
+                slug=slug,
+                kernels=[str(kernel)],
+                message=message(str(kernel), row),
+                evidence=ev,
+                recommendation=recommendation,
+                saving_us=float(row["saving_us"]),
+                occurrences=int(row["launches"]),
+                locations=locate(profile, str(kernel), topic),
+            )
+        )
     if left_out and findings:
         findings[-1].evidence["more_kernels_not_listed"] = left_out
     return findings

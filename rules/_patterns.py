@@ -8,6 +8,7 @@ million-launch table in linear time, with no per-row Python.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import re
 import tomllib
 from collections.abc import Sequence
@@ -95,10 +96,15 @@ def load_patterns(extra_files: Sequence[str | Path] = ()) -> list[Pattern]:
             if "id" not in p or "steps" not in p:
                 raise UsageError(f"{where}: needs 'id' and 'steps'")
             by_id[str(p["id"])] = Pattern(
-                id=str(p["id"]), title=str(p.get("title", p["id"])), replacement=str(p.get("replacement", "")),
-                steps=_steps(p["steps"], where), host_steps=_steps(p.get("host_steps"), where),
-                keep=tuple(p.get("keep", ())), exclude=tuple(p.get("exclude", ())),
-                require_one_of=tuple(p.get("require_one_of", ())), tilelang=str(p.get("tilelang", "")),
+                id=str(p["id"]),
+                title=str(p.get("title", p["id"])),
+                replacement=str(p.get("replacement", "")),
+                steps=_steps(p["steps"], where),
+                host_steps=_steps(p.get("host_steps"), where),
+                keep=tuple(p.get("keep", ())),
+                exclude=tuple(p.get("exclude", ())),
+                require_one_of=tuple(p.get("require_one_of", ())),
+                tilelang=str(p.get("tilelang", "")),
                 linked=bool(p.get("linked", False)),
                 source=str(path),
             )
@@ -108,12 +114,17 @@ def load_patterns(extra_files: Sequence[str | Path] = ()) -> list[Pattern]:
 def _glob_codes(vocab: dict[str, int], globs: Sequence[str], exclude: Sequence[str]) -> list[int]:
     lowered = [g.lower() for g in globs]
     ex = [g.lower() for g in exclude]
-    return [code for op, code in vocab.items()
-            if any(fnmatch.fnmatchcase(op.lower(), g) for g in lowered)
-            and not any(fnmatch.fnmatchcase(op.lower(), g) for g in ex)]
+    return [
+        code
+        for op, code in vocab.items()
+        if any(fnmatch.fnmatchcase(op.lower(), g) for g in lowered)
+        and not any(fnmatch.fnmatchcase(op.lower(), g) for g in ex)
+    ]
 
 
-def _pattern_regex(pattern: Pattern, steps: tuple[PatternStep, ...], vocab: dict[str, int]) -> re.Pattern[str] | None:
+def _pattern_regex(
+    pattern: Pattern, steps: tuple[PatternStep, ...], vocab: dict[str, int]
+) -> re.Pattern[str] | None:
     parts = []
     for i, step in enumerate(steps):
         codes = _glob_codes(vocab, step.ops, pattern.exclude)
@@ -127,8 +138,9 @@ def _pattern_regex(pattern: Pattern, steps: tuple[PatternStep, ...], vocab: dict
     return re.compile("".join(parts))
 
 
-def _run_matches(codes: np.ndarray, patterns: Sequence[Pattern], vocab: dict[str, int], host: bool
-                 ) -> list[tuple[Pattern, list[int], list[str]]]:
+def _run_matches(
+    codes: np.ndarray, patterns: Sequence[Pattern], vocab: dict[str, int], host: bool
+) -> list[tuple[Pattern, list[int], list[str]]]:
     """Match every pattern over one code-point sequence; earlier patterns claim their kernels."""
     out: list[tuple[Pattern, list[int], list[str]]] = []
     codes = codes.copy()
@@ -151,7 +163,7 @@ def _run_matches(codes: np.ndarray, patterns: Sequence[Pattern], vocab: dict[str
             for i, s in enumerate(steps):
                 roles.extend([s.name] * (m.end(f"s{i}") - m.start(f"s{i}")))
             out.append((pat, list(range(m.start(), m.end())), roles))
-            codes[m.start():m.end()] = _CLAIMED
+            codes[m.start() : m.end()] = _CLAIMED
     return out
 
 
@@ -205,20 +217,40 @@ def _linked(rows: list[int], ins: np.ndarray, outs: np.ndarray) -> bool:
 
     Unknown shapes do not veto a match: TileLang and level-0 tables carry none.
     """
-    for a, b in zip(rows, rows[1:], strict=False):
+    for a, b in itertools.pairwise(rows):
         out_s, in_s = str(outs[a]), str(ins[b])
         if out_s and in_s and not _elem_set(out_s) & _elem_set(in_s):
             return False
     return True
 
 
-_HOST_IGNORE = ("aten::view", "aten::as_strided", "aten::empty*", "aten::unsqueeze", "aten::squeeze",
-                "aten::t", "aten::transpose", "aten::reshape", "aten::_reshape_alias", "aten::expand",
-                "aten::item", "aten::_local_scalar_dense", "aten::to", "aten::_to_copy", "aten::copy_",
-                "aten::detach", "aten::contiguous", "aten::permute", "aten::slice", "aten::select")
+_HOST_IGNORE = (
+    "aten::view",
+    "aten::as_strided",
+    "aten::empty*",
+    "aten::unsqueeze",
+    "aten::squeeze",
+    "aten::t",
+    "aten::transpose",
+    "aten::reshape",
+    "aten::_reshape_alias",
+    "aten::expand",
+    "aten::item",
+    "aten::_local_scalar_dense",
+    "aten::to",
+    "aten::_to_copy",
+    "aten::copy_",
+    "aten::detach",
+    "aten::contiguous",
+    "aten::permute",
+    "aten::slice",
+    "aten::select",
+)
 
 
-def match_host_patterns(host_ops: pd.DataFrame, patterns: Sequence[Pattern]) -> list[tuple[Pattern, pd.DataFrame]]:
+def match_host_patterns(
+    host_ops: pd.DataFrame, patterns: Sequence[Pattern]
+) -> list[tuple[Pattern, pd.DataFrame]]:
     """Match `host_steps` on torch ops (aten::*) of the timeline, per thread, ignoring view ops and
     ops nested inside the previous kept op (aten::softmax encloses aten::_softmax)."""
     if host_ops is None or host_ops.empty or not any(p.host_steps for p in patterns):
@@ -244,5 +276,7 @@ def match_host_patterns(host_ops: pd.DataFrame, patterns: Sequence[Pattern]) -> 
     boundaries = np.flatnonzero(np.diff(ops["_tid"].to_numpy()) != 0) + 1
     codes = np.insert(seq, boundaries, _SEP)
     pos = np.insert(np.arange(len(ops)), boundaries, -1)
-    return [(pat, ops.iloc[[int(pos[p]) for p in positions]])
-            for pat, positions, _roles in _run_matches(codes, patterns, vocab, host=True)]
+    return [
+        (pat, ops.iloc[[int(pos[p]) for p in positions]])
+        for pat, positions, _roles in _run_matches(codes, patterns, vocab, host=True)
+    ]

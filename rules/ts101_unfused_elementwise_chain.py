@@ -52,7 +52,7 @@ def _links(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray
     """
     rows = order["_row"].to_numpy()
     prev_ok = np.zeros(len(rows), dtype=bool)
-    prev_ok[1:] = (order["_stream"].to_numpy()[1:] == order["_stream"].to_numpy()[:-1])
+    prev_ok[1:] = order["_stream"].to_numpy()[1:] == order["_stream"].to_numpy()[:-1]
     # The same op on the same shapes back to back is a per-tensor loop (casts or optimizer updates
     # over a parameter list), not a data dependency: a multi-tensor kernel, not fusion, fixes it.
     sig = (op_types(df) + "|" + text(df, "input_shapes")).to_numpy()[rows]
@@ -75,8 +75,10 @@ def _links(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray
 def _intermediate_bytes(df: pd.DataFrame, producer_rows: np.ndarray) -> np.ndarray:
     first_out = text(df, "output_shapes").str.split(";").str[0].fillna("")
     first_dt = text(df, "output_dtypes").str.split(";").str[0].fillna("")
-    return shape_bytes(first_out.iloc[producer_rows].reset_index(drop=True),
-                       first_dt.iloc[producer_rows].reset_index(drop=True)).to_numpy()
+    return shape_bytes(
+        first_out.iloc[producer_rows].reset_index(drop=True),
+        first_dt.iloc[producer_rows].reset_index(drop=True),
+    ).to_numpy()
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
@@ -138,6 +140,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     mte = (num(df, "aiv_mte2_ratio") + num(df, "aiv_mte3_ratio").fillna(0)).to_numpy()
     bw = profile.chip.hbm_bandwidth_gbps or 0.0
     overhead = float(ctx.thresholds["launch_overhead_us"])
+    order_start, order_stream = order["_start"].to_numpy(), order["_stream"].to_numpy()
     chains: dict[str, list[dict[str, Any]]] = {}
     for s, e in zip(starts, ends, strict=True):  # one iteration per chain, not per kernel
         pos = np.arange(s - 1, e + 1)
@@ -148,11 +151,17 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         traffic_us = moved / (bw * 1e3) if bw else 0.0
         saving = min(traffic_us + overhead * (len(krows) - 1), float(d.sum() - d.max()))
         sig = " → ".join(f"{opv[r]}[{outs[r]}]" for r in krows)
-        chains.setdefault(sig, []).append({
-            "kernels": [str(names[r]) for r in krows], "device_us": float(d.sum()), "bytes": moved,
-            "saving_us": max(saving, 0.0), "mte_share": float(np.nanmean(mte[krows])) if np.isfinite(mte[krows]).any()
-            else None, "start_ns": int(order["_start"].iat[s - 1]), "stream_id": int(order["_stream"].iat[s - 1]),
-        })
+        chains.setdefault(sig, []).append(
+            {
+                "kernels": [str(names[r]) for r in krows],
+                "device_us": float(d.sum()),
+                "bytes": moved,
+                "saving_us": max(saving, 0.0),
+                "mte_share": float(np.nanmean(mte[krows])) if np.isfinite(mte[krows]).any() else None,
+                "start_ns": int(order_start[s - 1]),
+                "stream_id": int(order_stream[s - 1]),
+            }
+        )
     findings: list[Finding] = []
     min_mte = float(ctx.thresholds["min_mte_share"])
     for sig, occ in sorted(chains.items(), key=lambda kv: -sum(o["saving_us"] for o in kv[1])):
@@ -167,28 +176,52 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         first = occ[0]
         device = sum(o["device_us"] for o in occ)
         evidence = {
-            "chain": first["kernels"], "signature": sig, "occurrences": len(occ),
-            "total_device_us": r3(device), "median_device_us": r3(np.median([o["device_us"] for o in occ])),
+            "chain": first["kernels"],
+            "signature": sig,
+            "occurrences": len(occ),
+            "total_device_us": r3(device),
+            "median_device_us": r3(np.median([o["device_us"] for o in occ])),
             "intermediate_bytes_per_chain": int(first["bytes"]),
             "mean_mte_share": r3(np.mean(mtes)) if mtes else None,
-            "instances": [{"start_ns": o["start_ns"], "stream_id": o["stream_id"], "device_us": r3(o["device_us"]),
-                           "saving_us": r3(o["saving_us"])} for o in occ[:50]],
+            "instances": [
+                {
+                    "start_ns": o["start_ns"],
+                    "stream_id": o["stream_id"],
+                    "device_us": r3(o["device_us"]),
+                    "saving_us": r3(o["saving_us"]),
+                }
+                for o in occ[:50]
+            ],
             "saving_model": "2 x intermediate bytes / HBM bandwidth + launch_overhead_us per removed kernel, "
-                            "capped at chain time minus its longest kernel",
-            "thresholds": {k: ctx.thresholds[k] for k in ("min_chain_length", "min_occurrences",
-                                                          "launch_overhead_us", "min_mte_share")},
+            "capped at chain time minus its longest kernel",
+            "thresholds": {
+                k: ctx.thresholds[k]
+                for k in ("min_chain_length", "min_occurrences", "launch_overhead_us", "min_mte_share")
+            },
             "chip_figures": chip_figures(profile.chip, "hbm_bandwidth_gbps"),
         }
-        msg = (f"{len(first['kernels'])} Vector kernels ({' → '.join(first['kernels'])}) pass "
-               f"{fmt_bytes(first['bytes'])} through global memory, {len(occ)} times "
-               f"({fmt_us(device)} in total)")
-        findings.append(make_finding(
-            ctx, code=CODE, slug=SLUG, kernels=first["kernels"], message=msg, evidence=evidence,
-            recommendation="Fuse the chain: fold it into the neighbouring matmul's epilogue, or write one "
-                           "TileLang kernel that applies every element-wise step to the tile in UB and writes "
-                           "global memory once.",
-            saving_us=saving, occurrences=len(occ), locations=locate(profile, first["kernels"][0], "memory"),
-        ))
+        msg = (
+            f"{len(first['kernels'])} Vector kernels ({' → '.join(first['kernels'])}) pass "
+            f"{fmt_bytes(first['bytes'])} through global memory, {len(occ)} times "
+            f"({fmt_us(device)} in total)"
+        )
+        findings.append(
+            make_finding(
+                ctx,
+                code=CODE,
+                slug=SLUG,
+                kernels=first["kernels"],
+                message=msg,
+                evidence=evidence,
+                recommendation="Fuse the chain: fold it into the neighbouring matmul's epilogue, or "
+                "write one "
+                "TileLang kernel that applies every element-wise step to the tile in UB and writes "
+                "global memory once.",
+                saving_us=saving,
+                occurrences=len(occ),
+                locations=locate(profile, first["kernels"][0], "memory"),
+            )
+        )
         if len(findings) >= int(ctx.thresholds["max_findings"]):
             break
     return findings

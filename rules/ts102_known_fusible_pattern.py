@@ -37,10 +37,15 @@ THRESHOLDS: dict[str, Any] = {
 
 def _columns(df: pd.DataFrame) -> dict[str, np.ndarray]:
     """The columns an occurrence lists, as arrays computed once (not per listed kernel)."""
-    return {"name": text(df, "name").to_numpy(), "op_type": op_types(df).to_numpy(),
-            "core_type": text(df, "core_type").to_numpy(), "stream_id": stream_key(df).to_numpy(),
-            "start_ns": start_ns(df).to_numpy(), "end_ns": end_ns(df).to_numpy(),
-            "duration_us": num(df, "duration_us").fillna(0).to_numpy()}
+    return {
+        "name": text(df, "name").to_numpy(),
+        "op_type": op_types(df).to_numpy(),
+        "core_type": text(df, "core_type").to_numpy(),
+        "stream_id": stream_key(df).to_numpy(),
+        "start_ns": start_ns(df).to_numpy(),
+        "end_ns": end_ns(df).to_numpy(),
+        "duration_us": num(df, "duration_us").fillna(0).to_numpy(),
+    }
 
 
 def _kernel_entry(c: dict[str, np.ndarray], row: int, role: str | None) -> dict[str, Any]:
@@ -109,19 +114,33 @@ def _kernel_findings(profile: Profile, ctx: RuleContext, patterns: list[Pattern]
             "occurrences": occ,
             "total_device_us": r3(device),
             "median_device_us": r3(float(np.median([o["device_us"] or 0 for o in occ]))),
-            "saving_model": ("time of the non-kept steps (hidden under the kept matmuls)" if pat.keep
-                             else "sum of the members minus the longest (one fused pass remains)"),
+            "saving_model": (
+                "time of the non-kept steps (hidden under the kept matmuls)"
+                if pat.keep
+                else "sum of the members minus the longest (one fused pass remains)"
+            ),
             "thresholds": {k: ctx.thresholds[k] for k in ("min_occurrences", "min_saving_us")},
         }
         n = len(occ)
-        msg = (f"{pat.title}: {n} occurrence{'s' if n != 1 else ''} of {len(signature)} kernels "
-               f"({' → '.join(signature)}), {fmt_us(device)} on the device; "
-               f"{pat.replacement} does it in one kernel")
-        findings.append(make_finding(
-            ctx, code=CODE, slug=SLUG, kernels=names, message=msg, evidence=evidence,
-            recommendation=_recommendation(pat), saving_us=saving, occurrences=n,
-            locations=locate(profile, names[0], "vector"),
-        ))
+        msg = (
+            f"{pat.title}: {n} occurrence{'s' if n != 1 else ''} of {len(signature)} kernels "
+            f"({' → '.join(signature)}), {fmt_us(device)} on the device; "
+            f"{pat.replacement} does it in one kernel"
+        )
+        findings.append(
+            make_finding(
+                ctx,
+                code=CODE,
+                slug=SLUG,
+                kernels=names,
+                message=msg,
+                evidence=evidence,
+                recommendation=_recommendation(pat),
+                saving_us=saving,
+                occurrences=n,
+                locations=locate(profile, names[0], "vector"),
+            )
+        )
     return findings
 
 
@@ -135,8 +154,12 @@ def _host_findings(profile: Profile, ctx: RuleContext, patterns: list[Pattern]) 
     if tl.flows is not None and not tl.flows.empty and "kernel_index" in tl.flows:
         fl = tl.flows[(tl.flows["kernel_index"] >= 0) & (tl.flows["host_index"] >= 0)]
         kd = num(tl.kernels, "duration_us").to_numpy()
-        linked = pd.DataFrame({"host_index": fl["host_index"].to_numpy(),
-                               "duration_us": kd[fl["kernel_index"].to_numpy().astype("int64")]})
+        linked = pd.DataFrame(
+            {
+                "host_index": fl["host_index"].to_numpy(),
+                "duration_us": kd[fl["kernel_index"].to_numpy().astype("int64")],
+            }
+        )
     host_start = start_ns(tl.host_ops).to_numpy()
     link_start = host_start[linked["host_index"].to_numpy().astype("int64")] if len(linked) else np.array([])
     link_dur = linked["duration_us"].to_numpy(dtype="float64") if len(linked) else np.array([])
@@ -154,18 +177,39 @@ def _host_findings(profile: Profile, ctx: RuleContext, patterns: list[Pattern]) 
             dev = float(sel.sum())
             s = dev - float(sel.max()) if len(sel) else 0.0
             saving += s
-            occ_ev.append({"index": i, "host_ops": text(ops, "name").tolist(), "start_ns": w0,
-                           "host_span_us": r3((w1 - w0) / 1000), "linked_kernels": len(sel),
-                           "device_us": r3(dev), "saving_us": r3(s)})
-        msg = (f"{pat.title}: {len(occs)} occurrence{'s' if len(occs) != 1 else ''} in the torch ops "
-               f"of the timeline; {pat.replacement} replaces them")
-        findings.append(make_finding(
-            ctx, code=CODE, slug=SLUG, kernels=[st.name for st in pat.host_steps],
-            message=msg, recommendation=_recommendation(pat), saving_us=saving, occurrences=len(occs),
-            evidence={"pattern": {"id": pat.id, "title": pat.title, "source": pat.source},
-                      "matched_on": "host ops (timeline)", "occurrences": occ_ev,
-                      "saving_model": "device time of the linked kernels minus the longest"},
-        ))
+            occ_ev.append(
+                {
+                    "index": i,
+                    "host_ops": text(ops, "name").tolist(),
+                    "start_ns": w0,
+                    "host_span_us": r3((w1 - w0) / 1000),
+                    "linked_kernels": len(sel),
+                    "device_us": r3(dev),
+                    "saving_us": r3(s),
+                }
+            )
+        msg = (
+            f"{pat.title}: {len(occs)} occurrence{'s' if len(occs) != 1 else ''} in the torch ops "
+            f"of the timeline; {pat.replacement} replaces them"
+        )
+        findings.append(
+            make_finding(
+                ctx,
+                code=CODE,
+                slug=SLUG,
+                kernels=[st.name for st in pat.host_steps],
+                message=msg,
+                recommendation=_recommendation(pat),
+                saving_us=saving,
+                occurrences=len(occs),
+                evidence={
+                    "pattern": {"id": pat.id, "title": pat.title, "source": pat.source},
+                    "matched_on": "host ops (timeline)",
+                    "occurrences": occ_ev,
+                    "saving_model": "device time of the linked kernels minus the longest",
+                },
+            )
+        )
     return findings
 
 

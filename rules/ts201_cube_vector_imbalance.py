@@ -63,11 +63,16 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     c, v = num(df, "aic_cube_ratio").clip(0, 1), num(df, "aiv_vec_ratio").clip(0, 1)
     mixed = core_types(df).isin(MIX_TYPES) | op_types(df).str.contains("Attention", case=False)
     both = c.notna() & v.notna()
-    hidden = (np.minimum(c, v) - np.maximum(c + v - 1, 0)).clip(lower=0)
+    hidden = pd.Series(np.minimum(c, v) - np.maximum(c + v - 1, 0), index=df.index).clip(lower=0)
     idle = (np.maximum(c, v) >= float(ctx.thresholds["busy_side_min"])) & (
-        np.minimum(c, v) <= float(ctx.thresholds["idle_side_max"]))
-    flagged = (mixed & both & (dur >= float(ctx.thresholds["min_duration_us"]))
-               & ((hidden >= float(ctx.thresholds["min_hidden_share"])) | idle)).to_numpy()
+        np.minimum(c, v) <= float(ctx.thresholds["idle_side_max"])
+    )
+    flagged = (
+        mixed
+        & both
+        & (dur >= float(ctx.thresholds["min_duration_us"]))
+        & ((hidden >= float(ctx.thresholds["min_hidden_share"])) | idle)
+    ).to_numpy()
     saving = (hidden * dur).fillna(0)
     work = df.assign(hidden_share=hidden, cube_busy_us=c * dur, vector_busy_us=v * dur)
     prof = Profile(**{**profile.__dict__, "kernels": work})
@@ -76,23 +81,40 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         cc, vv = row["aic_cube_ratio"], row["aiv_vec_ratio"]
         if min(cc, vv) <= float(ctx.thresholds["idle_side_max"]):
             side = "Vector" if vv < cc else "Cube"
-            return (f"{kernel}: Cube {pct(cc)}, Vector {pct(vv)} of the kernel — the {side} cores of this "
-                    f"mixed kernel sit idle ({int(row['launches'])} launches)")
-        return (f"{kernel}: Cube busy {pct(cc)}, Vector busy {pct(vv)} of {r3(row['median_us'])} µs — together "
-                f"≤ 100 %, so the sides may run one after the other; overlapping could hide up to "
-                f"{pct(row['hidden_share'])} of the kernel")
+            return (
+                f"{kernel}: Cube {pct(cc)}, Vector {pct(vv)} of the kernel — the {side} cores of this "
+                f"mixed kernel sit idle ({int(row['launches'])} launches)"
+            )
+        return (
+            f"{kernel}: Cube busy {pct(cc)}, Vector busy {pct(vv)} of {r3(row['median_us'])} µs — together "
+            f"≤ 100 %, so the sides may run one after the other; overlapping could hide up to "
+            f"{pct(row['hidden_share'])} of the kernel"
+        )
 
     def extra(kernel: str, row: pd.Series) -> dict[str, Any]:
-        return {"split_us": {"cube_busy": r3(row["cube_busy_us"]), "vector_busy": r3(row["vector_busy_us"]),
-                             "kernel_median": r3(row["median_us"])},
-                "saving_model": "(min(c, v) - max(0, c + v - 1)) x duration per launch: perfect overlap"}
+        return {
+            "split_us": {
+                "cube_busy": r3(row["cube_busy_us"]),
+                "vector_busy": r3(row["vector_busy_us"]),
+                "kernel_median": r3(row["median_us"]),
+            },
+            "saving_model": "(min(c, v) - max(0, c + v - 1)) x duration per launch: perfect overlap",
+        }
 
     return grouped_findings(
-        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
+        prof,
+        ctx,
+        code=CODE,
+        slug=SLUG,
+        flagged=flagged,
+        saving=saving,
         metrics=("aic_cube_ratio", "aiv_vec_ratio", "hidden_share", "cube_busy_us", "vector_busy_us"),
-        message=message, topic="vector", extra=extra,
-        recommendation="Pipeline the Cube and Vector stages (T.Pipelined with num_stages >= 2, double-buffered "
-                       "L1/UB tiles, cross-core flags instead of full barriers) so the softmax of one tile runs "
-                       "while the Cube works on the next; if one side is idle, move work to it or use a "
-                       "single-side kernel.",
+        message=message,
+        topic="vector",
+        extra=extra,
+        recommendation="Pipeline the Cube and Vector stages (T.Pipelined with num_stages >= 2, "
+        "double-buffered "
+        "L1/UB tiles, cross-core flags instead of full barriers) so the softmax of one tile runs "
+        "while the Cube works on the next; if one side is idle, move work to it or use a "
+        "single-side kernel.",
     )

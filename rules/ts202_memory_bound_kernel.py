@@ -26,8 +26,9 @@ THRESHOLDS: dict[str, Any] = {
 }
 
 
-def _side_bound(df: pd.DataFrame, side: str, mte_cols: tuple[str, ...], compute_cols: tuple[str, ...],
-                limit: float) -> tuple[pd.Series, pd.Series, pd.Series]:
+def _side_bound(
+    df: pd.DataFrame, side: str, mte_cols: tuple[str, ...], compute_cols: tuple[str, ...], limit: float
+) -> tuple[pd.Series, pd.Series, pd.Series]:
     mte = pd.concat([num(df, c) for c in mte_cols], axis=1).max(axis=1, skipna=True)
     comp = pd.concat([num(df, c) for c in compute_cols], axis=1).max(axis=1, skipna=True)
     ratio = mte / comp.where(comp > 0)
@@ -71,13 +72,18 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     df = profile.kernels
     dur = num(df, "duration_us")
     lim_c, lim_v = float(ctx.thresholds["cube_mte2_ratio"]), float(ctx.thresholds["vector_mte_ratio"])
-    c_bound, c_mte, c_ratio = _side_bound(df, "aic", ("aic_mte2_ratio",), ("aic_cube_ratio", "aic_fixpipe_ratio"),
-                                          lim_c)
-    v_bound, v_mte, v_ratio = _side_bound(df, "aiv", ("aiv_mte2_ratio", "aiv_mte3_ratio"), ("aiv_vec_ratio",), lim_v)
+    c_bound, c_mte, c_ratio = _side_bound(
+        df, "aic", ("aic_mte2_ratio",), ("aic_cube_ratio", "aic_fixpipe_ratio"), lim_c
+    )
+    v_bound, v_mte, v_ratio = _side_bound(
+        df, "aiv", ("aiv_mte2_ratio", "aiv_mte3_ratio"), ("aiv_vec_ratio",), lim_v
+    )
     c_comp = num(df, "aic_cube_ratio").fillna(0)
     v_comp = num(df, "aiv_vec_ratio").fillna(0)
     # Saving: how long data movement runs beyond the compute it could hide behind.
-    ratio_saving = np.maximum(np.where(c_bound, (c_mte - c_comp) * dur, 0), np.where(v_bound, (v_mte - v_comp) * dur, 0))
+    ratio_saving = np.maximum(
+        np.where(c_bound, (c_mte - c_comp) * dur, 0), np.where(v_bound, (v_mte - v_comp) * dur, 0)
+    )
     read_bw = num(df, "aic_main_mem_read_gbps").fillna(0) + num(df, "aiv_main_mem_read_gbps").fillna(0)
     write_bw = num(df, "aic_main_mem_write_gbps").fillna(0) + num(df, "aiv_main_mem_write_gbps").fillna(0)
     achieved = read_bw + write_bw
@@ -93,19 +99,31 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     bw_saving = (dur - bytes_moved / (peak * 1e3)).clip(lower=0) if peak == peak else dur * 0
     saving = pd.Series(np.fmax(ratio_saving, np.where(bw_bound, bw_saving, 0)), index=df.index).fillna(0)
     flagged = ((c_bound | v_bound | bw_bound) & (dur >= float(ctx.thresholds["min_duration_us"]))).to_numpy()
-    work = df.assign(mte_ratio_cube=c_mte, mte_ratio_vector=v_mte, achieved_gbps=achieved.where(achieved > 0),
-                     bandwidth_of_peak=bw_frac.where(achieved > 0), arithmetic_intensity=intensity,
-                     mte_over_compute_cube=c_ratio, mte_over_compute_vector=v_ratio)
+    work = df.assign(
+        mte_ratio_cube=c_mte,
+        mte_ratio_vector=v_mte,
+        achieved_gbps=achieved.where(achieved > 0),
+        bandwidth_of_peak=bw_frac.where(achieved > 0),
+        arithmetic_intensity=intensity,
+        mte_over_compute_cube=c_ratio,
+        mte_over_compute_vector=v_ratio,
+    )
     prof = Profile(**{**profile.__dict__, "kernels": work})
 
     def message(kernel: str, row: pd.Series) -> str:
         parts = []
         if row["mte_ratio_cube"] == row["mte_ratio_cube"] and row["mte_ratio_cube"] >= lim_c:
-            parts.append(f"Cube-side MTE2 {pct(row['mte_ratio_cube'])} vs Cube {pct(row['aic_cube_ratio'] or 0)}")
+            parts.append(
+                f"Cube-side MTE2 {pct(row['mte_ratio_cube'])} vs Cube {pct(row['aic_cube_ratio'] or 0)}"
+            )
         if row["mte_ratio_vector"] == row["mte_ratio_vector"] and row["mte_ratio_vector"] >= lim_v:
-            parts.append(f"Vector-side MTE {pct(row['mte_ratio_vector'])} vs Vector {pct(row['aiv_vec_ratio'] or 0)}")
+            parts.append(
+                f"Vector-side MTE {pct(row['mte_ratio_vector'])} vs Vector {pct(row['aiv_vec_ratio'] or 0)}"
+            )
         if row["bandwidth_of_peak"] == row["bandwidth_of_peak"]:
-            parts.append(f"{r3(row['achieved_gbps'])} GB/s = {pct(row['bandwidth_of_peak'])} of the assumed HBM peak")
+            parts.append(
+                f"{r3(row['achieved_gbps'])} GB/s = {pct(row['bandwidth_of_peak'])} of the assumed HBM peak"
+            )
         return f"{kernel} is memory-bound: " + "; ".join(parts or ["data movement dominates"])
 
     def extra(kernel: str, row: pd.Series) -> dict[str, Any]:
@@ -113,15 +131,33 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         roof: dict[str, Any] = {"arithmetic_intensity_flop_per_byte": r3(ai), "ridge_point": r3(ridge)}
         if ai == ai and ridge:
             roof["position"] = "below ridge (memory side)" if ai < ridge else "above ridge (compute side)"
-        return {"roofline": roof,
-                "saving_model": "max((MTE ratio - compute ratio) x duration, duration - bytes / peak bandwidth)"}
+        return {
+            "roofline": roof,
+            "saving_model": "max((MTE ratio - compute ratio) x duration, duration - bytes / peak bandwidth)",
+        }
 
     return grouped_findings(
-        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
-        metrics=("mte_ratio_cube", "aic_cube_ratio", "mte_ratio_vector", "aiv_vec_ratio", "achieved_gbps",
-                 "bandwidth_of_peak", "arithmetic_intensity"),
-        message=message, topic="memory", extra=extra, chip_fields=("hbm_bandwidth_gbps", "ridge_point"),
-        recommendation="Cut global-memory traffic: bigger tiles along the reused dimension, keep operands in L1 "
-                       "across iterations, double-buffer (T.Pipelined num_stages 2-3) so MTE2 overlaps compute, "
-                       "fuse neighbouring element-wise kernels so intermediates stay on chip.",
+        prof,
+        ctx,
+        code=CODE,
+        slug=SLUG,
+        flagged=flagged,
+        saving=saving,
+        metrics=(
+            "mte_ratio_cube",
+            "aic_cube_ratio",
+            "mte_ratio_vector",
+            "aiv_vec_ratio",
+            "achieved_gbps",
+            "bandwidth_of_peak",
+            "arithmetic_intensity",
+        ),
+        message=message,
+        topic="memory",
+        extra=extra,
+        chip_fields=("hbm_bandwidth_gbps", "ridge_point"),
+        recommendation="Cut global-memory traffic: bigger tiles along the reused dimension, keep "
+        "operands in L1 "
+        "across iterations, double-buffer (T.Pipelined num_stages 2-3) so MTE2 overlaps compute, "
+        "fuse neighbouring element-wise kernels so intermediates stay on chip.",
     )

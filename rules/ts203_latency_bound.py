@@ -21,8 +21,18 @@ THRESHOLDS: dict[str, Any] = {
     "min_saving_us": 1.0,
     "max_findings": 20,
 }
-PIPES = ("aic_cube_ratio", "aic_scalar_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio",
-         "aic_fixpipe_ratio", "aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio")
+PIPES = (
+    "aic_cube_ratio",
+    "aic_scalar_ratio",
+    "aic_mte1_ratio",
+    "aic_mte2_ratio",
+    "aic_mte3_ratio",
+    "aic_fixpipe_ratio",
+    "aiv_vec_ratio",
+    "aiv_scalar_ratio",
+    "aiv_mte2_ratio",
+    "aiv_mte3_ratio",
+)
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
@@ -63,13 +73,22 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     prof = Profile(**{**profile.__dict__, "kernels": df.assign(busiest_pipe_ratio=busiest)})
 
     def message(kernel: str, row: pd.Series) -> str:
-        return (f"{kernel}: no pipe is busy — the busiest reaches {pct(row['busiest_pipe_ratio'])} "
-                f"(< {pct(limit)}) over {int(row['launches'])} launches of {row['median_us']:.1f} µs median")
+        return (
+            f"{kernel}: no pipe is busy — the busiest reaches {pct(row['busiest_pipe_ratio'])} "
+            f"(< {pct(limit)}) over {int(row['launches'])} launches of {row['median_us']:.1f} µs median"
+        )
 
     return grouped_findings(
-        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
-        metrics=("busiest_pipe_ratio", *present), message=message, topic="scalar",
+        prof,
+        ctx,
+        code=CODE,
+        slug=SLUG,
+        flagged=flagged,
+        saving=saving,
+        metrics=("busiest_pipe_ratio", *present),
+        message=message,
+        topic="scalar",
         extra=lambda k, r: {"saving_model": "duration x (1 - busiest / bound_ratio)"},
         recommendation="Overlap the stages (double-buffered T.Pipelined, more stages), replace full barriers "
-                       "with set/wait flags, and give each core more independent tiles.",
+        "with set/wait flags, and give each core more independent tiles.",
     )

@@ -22,8 +22,10 @@ THRESHOLDS: dict[str, Any] = {
     "min_saving_us": 1.0,
     "max_findings": 20,
 }
-OTHERS = {"aic": ("aic_cube_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aic_fixpipe_ratio"),
-          "aiv": ("aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio")}
+OTHERS = {
+    "aic": ("aic_cube_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aic_fixpipe_ratio"),
+    "aiv": ("aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio"),
+}
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
@@ -70,14 +72,30 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     prof = Profile(**{**profile.__dict__, "kernels": df.assign(scalar_ratio=scal, scalar_excess=best)})
 
     def message(kernel: str, row: pd.Series) -> str:
-        return (f"{kernel}: Scalar busy {pct(row['scalar_ratio'])}, {pct(row['scalar_excess'])} above the next "
-                f"busiest pipe — the kernel is bound by instruction issue and address arithmetic")
+        return (
+            f"{kernel}: Scalar busy {pct(row['scalar_ratio'])}, {pct(row['scalar_excess'])} above the next "
+            f"busiest pipe — the kernel is bound by instruction issue and address arithmetic"
+        )
 
     return grouped_findings(
-        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
-        metrics=("scalar_ratio", "scalar_excess", "aic_scalar_ratio", "aiv_scalar_ratio", "aic_cube_ratio",
-                 "aiv_vec_ratio"), message=message, topic="scalar",
+        prof,
+        ctx,
+        code=CODE,
+        slug=SLUG,
+        flagged=flagged,
+        saving=saving,
+        metrics=(
+            "scalar_ratio",
+            "scalar_excess",
+            "aic_scalar_ratio",
+            "aiv_scalar_ratio",
+            "aic_cube_ratio",
+            "aiv_vec_ratio",
+        ),
+        message=message,
+        topic="scalar",
         extra=lambda k, r: {"saving_model": "duration x (scalar ratio - next busiest pipe ratio)"},
-        recommendation="Vectorise inner loops (tile ops / T.Parallel instead of element-wise T.serial), hoist "
-                       "address arithmetic out of loops, and use larger tiles so each instruction moves more data.",
+        recommendation="Vectorise inner loops (tile ops / T.Parallel instead of element-wise "
+        "T.serial), hoist "
+        "address arithmetic out of loops, and use larger tiles so each instruction moves more data.",
     )

@@ -14,8 +14,11 @@ from rules._common import fmt_bytes, grouped_findings, num, shape_bytes, text
 CODE = "TS301"
 SLUG = "buffer-spill-reload"
 KIND = "runtime"
-NEEDS = ("duration_us", "input_shapes",
-         "aic_main_mem_read_gbps|aiv_main_mem_read_gbps|aic_read_main_memory_datas_kb|read_main_memory_datas_kb")
+NEEDS = (
+    "duration_us",
+    "input_shapes",
+    "aic_main_mem_read_gbps|aiv_main_mem_read_gbps|aic_read_main_memory_datas_kb|read_main_memory_datas_kb",
+)
 THRESHOLDS: dict[str, Any] = {
     "traffic_ratio": 3.0,  # measured GM bytes / bytes the input+output tensors need
     "min_duration_us": 10.0,
@@ -26,14 +29,36 @@ THRESHOLDS: dict[str, Any] = {
 
 def measured_bytes(df: pd.DataFrame) -> pd.Series:
     """GM bytes read + written: from data counters (KB) when present, else bandwidth x time."""
-    kb = sum((num(df, c).fillna(0) for c in ("aic_read_main_memory_datas_kb", "aiv_read_main_memory_datas_kb",
-                                             "aic_write_main_memory_datas_kb", "aiv_write_main_memory_datas_kb",
-                                             "read_main_memory_datas_kb", "write_main_memory_datas_kb")),
-             pd.Series(0.0, index=df.index)) * 1024
+    kb = (
+        sum(
+            (
+                num(df, c).fillna(0)
+                for c in (
+                    "aic_read_main_memory_datas_kb",
+                    "aiv_read_main_memory_datas_kb",
+                    "aic_write_main_memory_datas_kb",
+                    "aiv_write_main_memory_datas_kb",
+                    "read_main_memory_datas_kb",
+                    "write_main_memory_datas_kb",
+                )
+            ),
+            pd.Series(0.0, index=df.index),
+        )
+        * 1024
+    )
     dur = num(df, "duration_us")
-    gbps = sum((num(df, c).fillna(0) for c in ("aic_main_mem_read_gbps", "aic_main_mem_write_gbps",
-                                               "aiv_main_mem_read_gbps", "aiv_main_mem_write_gbps")),
-               pd.Series(0.0, index=df.index))
+    gbps = sum(
+        (
+            num(df, c).fillna(0)
+            for c in (
+                "aic_main_mem_read_gbps",
+                "aic_main_mem_write_gbps",
+                "aiv_main_mem_read_gbps",
+                "aiv_main_mem_write_gbps",
+            )
+        ),
+        pd.Series(0.0, index=df.index),
+    )
     return kb.where(kb > 0, gbps * 1e9 * dur * 1e-6)
 
 
@@ -68,24 +93,44 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     df = profile.kernels
     need = shape_bytes(text(df, "input_shapes"), text(df, "input_dtypes")) + shape_bytes(
-        text(df, "output_shapes"), text(df, "output_dtypes"))
+        text(df, "output_shapes"), text(df, "output_dtypes")
+    )
     moved = measured_bytes(df)
-    ratio = (moved / need.where(need > 0))
+    ratio = moved / need.where(need > 0)
     dur = num(df, "duration_us")
-    flagged = ((ratio >= float(ctx.thresholds["traffic_ratio"])) &
-               (dur >= float(ctx.thresholds["min_duration_us"]))).fillna(False).to_numpy()
+    flagged = (
+        (
+            (ratio >= float(ctx.thresholds["traffic_ratio"]))
+            & (dur >= float(ctx.thresholds["min_duration_us"]))
+        )
+        .fillna(False)
+        .to_numpy()
+    )
     saving = (dur * (1 - need / moved)).clip(lower=0).fillna(0)
-    prof = Profile(**{**profile.__dict__, "kernels": df.assign(required_bytes=need, measured_bytes=moved,
-                                                               traffic_ratio=ratio)})
+    prof = Profile(
+        **{
+            **profile.__dict__,
+            "kernels": df.assign(required_bytes=need, measured_bytes=moved, traffic_ratio=ratio),
+        }
+    )
     return grouped_findings(
-        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
+        prof,
+        ctx,
+        code=CODE,
+        slug=SLUG,
+        flagged=flagged,
+        saving=saving,
         metrics=("measured_bytes", "required_bytes", "traffic_ratio"),
-        message=lambda k, r: (f"{k}: moved {fmt_bytes(r['measured_bytes'])} to/from global memory for "
-                              f"{fmt_bytes(r['required_bytes'])} of tensors ({r['traffic_ratio']:.1f}x) — tiles "
-                              f"are re-loaded or spilled"),
-        topic="memory", chip_fields=("l1_bytes", "ub_bytes"),
+        message=lambda k, r: (
+            f"{k}: moved {fmt_bytes(r['measured_bytes'])} to/from global memory for "
+            f"{fmt_bytes(r['required_bytes'])} of tensors ({r['traffic_ratio']:.1f}x) — tiles "
+            f"are re-loaded or spilled"
+        ),
+        topic="memory",
+        chip_fields=("l1_bytes", "ub_bytes"),
         extra=lambda k, r: {"saving_model": "duration x (1 - required / measured bytes)"},
-        recommendation="Choose tile sizes whose double-buffered working set fits L1/UB so each operand is loaded "
-                       "once per reuse, keep accumulators in L0C across the K loop, and do not write partial "
-                       "results to global memory between stages.",
+        recommendation="Choose tile sizes whose double-buffered working set fits L1/UB so each "
+        "operand is loaded "
+        "once per reuse, keep accumulators in L0C across the K loop, and do not write partial "
+        "results to global memory between stages.",
     )

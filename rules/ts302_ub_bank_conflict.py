@@ -54,8 +54,14 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     conflict = bank.where(bank > 0, num(df, "aiv_vec_resc_cflt_ratio"))
     dur = num(df, "duration_us")
     vec_time = num(df, "aiv_time_us").fillna(dur)
-    flagged = ((conflict >= float(ctx.thresholds["conflict_ratio"])) &
-               (dur >= float(ctx.thresholds["min_duration_us"]))).fillna(False).to_numpy()
+    flagged = (
+        (
+            (conflict >= float(ctx.thresholds["conflict_ratio"]))
+            & (dur >= float(ctx.thresholds["min_duration_us"]))
+        )
+        .fillna(False)
+        .to_numpy()
+    )
     saving = (conflict * vec_time).clip(upper=dur).fillna(0)
     prof = Profile(**{**profile.__dict__, "kernels": df.assign(conflict_ratio=conflict)})
 
@@ -63,10 +69,22 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         return f"{kernel}: UB bank conflicts stall the Vector unit {pct(row['conflict_ratio'])} of its cycles"
 
     return grouped_findings(
-        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
-        metrics=("conflict_ratio", "aiv_vec_bank_cflt_ratio", "aiv_vec_bankgroup_cflt_ratio",
-                 "aiv_vec_resc_cflt_ratio"), message=message, topic="vector",
+        prof,
+        ctx,
+        code=CODE,
+        slug=SLUG,
+        flagged=flagged,
+        saving=saving,
+        metrics=(
+            "conflict_ratio",
+            "aiv_vec_bank_cflt_ratio",
+            "aiv_vec_bankgroup_cflt_ratio",
+            "aiv_vec_resc_cflt_ratio",
+        ),
+        message=message,
+        topic="vector",
         extra=lambda k, r: {"saving_model": "conflict ratio x Vector time"},
-        recommendation="Offset UB buffers used by one instruction (pad rows by one 32-B block, put src and dst in "
-                       "different bank groups) and avoid strided UB access that lands in one bank.",
+        recommendation="Offset UB buffers used by one instruction (pad rows by one 32-B block, put "
+        "src and dst in "
+        "different bank groups) and avoid strided UB access that lands in one bank.",
     )

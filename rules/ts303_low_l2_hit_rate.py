@@ -14,7 +14,10 @@ from rules._common import grouped_findings, num, pct
 CODE = "TS303"
 SLUG = "low-l2-hit-rate"
 KIND = "runtime"
-NEEDS = ("duration_us", "aic_write_cache_hit|aiv_write_cache_hit|aic_total_hit_rate_pct|aiv_total_hit_rate_pct")
+NEEDS = (
+    "duration_us",
+    "aic_write_cache_hit|aiv_write_cache_hit|aic_total_hit_rate_pct|aiv_total_hit_rate_pct",
+)
 THRESHOLDS: dict[str, Any] = {
     "min_hit_rate": 0.7,
     "min_duration_us": 10.0,
@@ -27,12 +30,18 @@ _MISSES = ("write_cache_miss_allocate", "r0_read_cache_miss_allocate", "r1_read_
 
 def hit_rate(df: pd.DataFrame) -> pd.Series:
     """L2 hit rate 0-1 from hit/miss counts of both sides, else from `*_total_hit_rate_pct`."""
-    hits = sum((num(df, f"{s}_{c}").fillna(0) for s in ("aic", "aiv") for c in _HITS), pd.Series(0.0, index=df.index))
-    miss = sum((num(df, f"{s}_{c}").fillna(0) for s in ("aic", "aiv") for c in _MISSES),
-               pd.Series(0.0, index=df.index))
+    hits = sum(
+        (num(df, f"{s}_{c}").fillna(0) for s in ("aic", "aiv") for c in _HITS), pd.Series(0.0, index=df.index)
+    )
+    miss = sum(
+        (num(df, f"{s}_{c}").fillna(0) for s in ("aic", "aiv") for c in _MISSES),
+        pd.Series(0.0, index=df.index),
+    )
     total = hits + miss
     rate = (hits / total).where(total > 0)
-    pct_col = pd.concat([num(df, "aic_total_hit_rate_pct"), num(df, "aiv_total_hit_rate_pct")], axis=1).mean(axis=1)
+    pct_col = pd.concat([num(df, "aic_total_hit_rate_pct"), num(df, "aiv_total_hit_rate_pct")], axis=1).mean(
+        axis=1
+    )
     return rate.fillna(pct_col / 100.0)
 
 
@@ -70,10 +79,18 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     saving = (dur * (target - rate)).clip(lower=0).fillna(0)
     prof = Profile(**{**profile.__dict__, "kernels": df.assign(l2_hit_rate=rate)})
     return grouped_findings(
-        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving, metrics=("l2_hit_rate",),
+        prof,
+        ctx,
+        code=CODE,
+        slug=SLUG,
+        flagged=flagged,
+        saving=saving,
+        metrics=("l2_hit_rate",),
         message=lambda k, r: f"{k}: L2 hit rate {pct(r['l2_hit_rate'])} (< {pct(target)}) — reads go to HBM",
-        topic="memory", chip_fields=("l2_bytes",),
+        topic="memory",
+        chip_fields=("l2_bytes",),
         extra=lambda k, r: {"saving_model": "duration x (min_hit_rate - hit rate)"},
-        recommendation="Reorder/swizzle the block schedule so concurrently running blocks share operands, keep the "
-                       "reused working set below the L2 size, and avoid re-reading the same data in two kernels.",
+        recommendation="Reorder/swizzle the block schedule so concurrently running blocks share "
+        "operands, keep the "
+        "reused working set below the L2 size, and avoid re-reading the same data in two kernels.",
     )

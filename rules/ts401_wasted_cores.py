@@ -64,20 +64,40 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     waves = np.ceil(blocks / cores)
     eff = blocks / (waves * cores)
     dur = num(df, "duration_us")
-    flagged = ((eff < float(ctx.thresholds["max_core_efficiency"])) & (blocks > 0)
-               & (dur >= float(ctx.thresholds["min_duration_us"]))).fillna(False).to_numpy()
+    flagged = (
+        (
+            (eff < float(ctx.thresholds["max_core_efficiency"]))
+            & (blocks > 0)
+            & (dur >= float(ctx.thresholds["min_duration_us"]))
+        )
+        .fillna(False)
+        .to_numpy()
+    )
     saving = (dur * (1 - eff)).clip(lower=0).fillna(0)
-    prof = Profile(**{**profile.__dict__, "kernels": df.assign(cores=cores, waves=waves, core_efficiency=eff)})
+    prof = Profile(
+        **{**profile.__dict__, "kernels": df.assign(cores=cores, waves=waves, core_efficiency=eff)}
+    )
 
     def message(kernel: str, row: pd.Series) -> str:
-        return (f"{kernel}: {int(row['block_dim'])} blocks on {int(row['cores'])} cores ({int(row['waves'])} "
-                f"wave{'s' if row['waves'] > 1 else ''}) keeps {pct(1 - row['core_efficiency'])} of the core time idle")
+        return (
+            f"{kernel}: {int(row['block_dim'])} blocks on {int(row['cores'])} cores ({int(row['waves'])} "
+            f"wave{'s' if row['waves'] > 1 else ''}) keeps {pct(1 - row['core_efficiency'])} of the "
+            f"core time idle"
+        )
 
     return grouped_findings(
-        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=saving,
-        metrics=("block_dim", "cores", "waves", "core_efficiency"), message=message, topic="cube",
+        prof,
+        ctx,
+        code=CODE,
+        slug=SLUG,
+        flagged=flagged,
+        saving=saving,
+        metrics=("block_dim", "cores", "waves", "core_efficiency"),
+        message=message,
+        topic="cube",
         chip_fields=("aic_count", "aiv_count"),
         extra=lambda k, r: {"saving_model": "duration x (1 - blocks / (waves x cores))"},
-        recommendation="Make the block count a multiple of the core count (split along another axis, adjust the "
-                       "tile size, or loop persistently over tiles inside each block).",
+        recommendation="Make the block count a multiple of the core count (split along another "
+        "axis, adjust the "
+        "tile size, or loop persistently over tiles inside each block).",
     )

@@ -24,6 +24,13 @@ THRESHOLDS: dict[str, Any] = {
 }
 
 
+def _median_of(s: pd.Series, key: tuple[Any, ...]) -> float | None:
+    """Look up a group median by its key tuple (a one-level index is keyed by the bare value)."""
+    k: Any = key if len(key) > 1 else key[0]
+    v = s.get(k)
+    return None if v is None or pd.isna(v) else float(v)
+
+
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
@@ -68,25 +75,49 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     stats["ratio"] = stats["max"] / stats["median"].where(stats["median"] > 0)
     stats["saving"] = stats["max"] - stats["mean"]
     flagged = stats[stats["ratio"] >= float(ctx.thresholds["max_over_median"])]
-    for (key, grp) in flagged.groupby(keys, sort=False):
+    for key, grp in flagged.groupby(keys, sort=False):
         kernel = str(key[0] if isinstance(key, tuple) else key)
         worst = grp.sort_values("saving", ascending=False).iloc[0]
         k = tuple(key) if isinstance(key, tuple) else (key,)
-        idle = bool(k in v0.index and k in v1.index and v1[k] < idle_thr <= v0[k])
-        msg = (f"{kernel}: slowest {worst['side']} block {worst['max']:.1f} µs = {worst['ratio']:.1f}x the median "
-               f"({worst['median']:.1f} µs) of {int(worst['size'])} blocks"
-               + ("; vector1 sub-cores idle" if idle else ""))
-        findings.append(make_finding(
-            ctx, code=CODE, slug=SLUG, kernels=[kernel], message=msg, saving_us=float(worst["saving"]),
-            evidence={"launch": dict(zip(keys, k, strict=False)),
-                      "per_side": [{"side": r["side"], "max_us": r3(r["max"]), "median_us": r3(r["median"]),
-                                    "mean_us": r3(r["mean"]), "blocks": int(r["size"]), "max_over_median": r3(r["ratio"])}
-                                   for _, r in grp.iterrows()],
-                      "vector0_median_us": r3(v0.get(k)), "vector1_median_us": r3(v1.get(k)),
-                      "vector1_idle": idle, "thresholds": dict(ctx.thresholds),
-                      "saving_model": "slowest block - mean block"},
-            recommendation="Balance the blocks: split each tile between both vector sub-cores, distribute the "
-                           "remainder rows instead of giving them to one block, keep serial work off single blocks.",
-            locations=locate(profile, kernel, "vector"),
-        ))
+        m0, m1 = _median_of(v0, k), _median_of(v1, k)
+        idle = bool(m0 is not None and m1 is not None and m1 < idle_thr <= m0)
+        msg = (
+            f"{kernel}: slowest {worst['side']} block {worst['max']:.1f} µs = {worst['ratio']:.1f}x "
+            f"the median "
+            f"({worst['median']:.1f} µs) of {int(worst['size'])} blocks"
+            + ("; vector1 sub-cores idle" if idle else "")
+        )
+        findings.append(
+            make_finding(
+                ctx,
+                code=CODE,
+                slug=SLUG,
+                kernels=[kernel],
+                message=msg,
+                saving_us=float(worst["saving"]),
+                evidence={
+                    "launch": dict(zip(keys, k, strict=False)),
+                    "per_side": [
+                        {
+                            "side": r["side"],
+                            "max_us": r3(r["max"]),
+                            "median_us": r3(r["median"]),
+                            "mean_us": r3(r["mean"]),
+                            "blocks": int(r["size"]),
+                            "max_over_median": r3(r["ratio"]),
+                        }
+                        for _, r in grp.iterrows()
+                    ],
+                    "vector0_median_us": r3(m0),
+                    "vector1_median_us": r3(m1),
+                    "vector1_idle": idle,
+                    "thresholds": dict(ctx.thresholds),
+                    "saving_model": "slowest block - mean block",
+                },
+                recommendation="Balance the blocks: split each tile between both vector sub-cores, "
+                "distribute the "
+                "remainder rows instead of giving them to one block, keep serial work off single blocks.",
+                locations=locate(profile, kernel, "vector"),
+            )
+        )
     return findings[: int(ctx.thresholds["max_findings"])]

@@ -62,8 +62,14 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     freq = pd.DataFrame({"start_ns": start_ns(c).to_numpy(), "mhz": num(c, "value").to_numpy()}).dropna()
     freq = freq.sort_values("start_ns")
     k = tl.kernels
-    ks = pd.DataFrame({"start_ns": start_ns(k).to_numpy(), "end_ns": end_ns(k).to_numpy(),
-                       "dur": num(k, "duration_us").to_numpy(), "name": text(k, "name").to_numpy()})
+    ks = pd.DataFrame(
+        {
+            "start_ns": start_ns(k).to_numpy(),
+            "end_ns": end_ns(k).to_numpy(),
+            "dur": num(k, "duration_us").to_numpy(),
+            "name": text(k, "name").to_numpy(),
+        }
+    )
     ks = ks.sort_values("start_ns")
     m = pd.merge_asof(ks, freq, on="start_ns", direction="backward")
     rated = profile.device.rated_frequency_mhz or profile.chip.clock_mhz or float(freq["mhz"].max())
@@ -79,16 +85,39 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     if not low.any() or saving < float(ctx.thresholds["min_saving_us"]):
         return []
     worst = m[low].assign(lost=lost[low]).sort_values("lost", ascending=False).head(10)
-    msg = (f"{int(low.sum())} kernels ran below the rated {rated:.0f} MHz (lowest {m.loc[low, 'mhz'].min():.0f} MHz, "
-           f"{pct(float(low.mean()))} of kernels): {fmt_us(saving)} lost")
-    return [make_finding(
-        ctx, code=CODE, slug=SLUG, kernels=worst["name"].tolist(), message=msg, saving_us=saving,
-        occurrences=int(low.sum()),
-        evidence={"rated_mhz": rated, "min_mhz": r3(m.loc[low, "mhz"].min()), "kernels_below": int(low.sum()),
-                  "kernels_with_frequency_change": changed,
-                  "worst": [{"name": r["name"], "mhz": r3(r["mhz"]), "duration_us": r3(r["dur"]),
-                             "lost_us": r3(r["lost"])} for _, r in worst.iterrows()],
-                  "thresholds": dict(ctx.thresholds), "saving_model": "duration x (1 - f / rated)"},
-        recommendation="Warm the device up before measuring, check power/thermal limits (npu-smi), and compare "
-                       "runs only at the same clock.",
-    )]
+    msg = (
+        f"{int(low.sum())} kernels ran below the rated {rated:.0f} MHz (lowest "
+        f"{m.loc[low, 'mhz'].min():.0f} MHz, "
+        f"{pct(float(low.mean()))} of kernels): {fmt_us(saving)} lost"
+    )
+    return [
+        make_finding(
+            ctx,
+            code=CODE,
+            slug=SLUG,
+            kernels=worst["name"].tolist(),
+            message=msg,
+            saving_us=saving,
+            occurrences=int(low.sum()),
+            evidence={
+                "rated_mhz": rated,
+                "min_mhz": r3(m.loc[low, "mhz"].min()),
+                "kernels_below": int(low.sum()),
+                "kernels_with_frequency_change": changed,
+                "worst": [
+                    {
+                        "name": r["name"],
+                        "mhz": r3(r["mhz"]),
+                        "duration_us": r3(r["dur"]),
+                        "lost_us": r3(r["lost"]),
+                    }
+                    for _, r in worst.iterrows()
+                ],
+                "thresholds": dict(ctx.thresholds),
+                "saving_model": "duration x (1 - f / rated)",
+            },
+            recommendation="Warm the device up before measuring, check power/thermal limits "
+            "(npu-smi), and compare "
+            "runs only at the same clock.",
+        )
+    ]

@@ -70,19 +70,35 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     names = text(df, "name").to_numpy()[keep]
     order = np.argsort(-wait)[:10]
     evidence = {
-        "kernels": int(len(dur)), "busy_us": r3(busy), "idle_us": r3(idle), "idle_share": r3(share),
-        "short_kernel_share": r3(short), "median_gap_us": r3(np.median(launch_gaps)) if len(launch_gaps) else None,
+        "kernels": len(dur),
+        "busy_us": r3(busy),
+        "idle_us": r3(idle),
+        "idle_share": r3(share),
+        "short_kernel_share": r3(short),
+        "median_gap_us": r3(np.median(launch_gaps)) if len(launch_gaps) else None,
         "median_kernel_us": r3(np.nanmedian(dur)),
-        "long_gaps": {"count": int(len(long_gaps)), "total_us": r3(long_gaps.sum())},
+        "long_gaps": {"count": len(long_gaps), "total_us": r3(long_gaps.sum())},
         "largest_gaps": [{"before": str(names[i]), "gap_us": r3(wait[i])} for i in order if wait[i] > 0],
         "thresholds": dict(ctx.thresholds),
         "saving_model": "sum of (gap - launch_floor_us) over gaps up to max_gap_us",
     }
-    msg = (f"device idle {pct(share)} of the time between {len(dur)} kernels ({fmt_us(idle)} of gaps, median gap "
-           f"{evidence['median_gap_us']} µs vs median kernel {evidence['median_kernel_us']} µs): host-bound")
-    return [make_finding(
-        ctx, code=CODE, slug=SLUG, kernels=[], message=msg, evidence=evidence, saving_us=saving,
-        occurrences=int(len(launch_gaps)),
-        recommendation="Capture the step in a graph (torch.npu.NPUGraph / torchair), set TASK_QUEUE_ENABLE=2, "
-                       "remove host syncs (.item(), .cpu(), nonzero) from the step and fuse small kernels.",
-    )]
+    msg = (
+        f"device idle {pct(share)} of the time between {len(dur)} kernels ({fmt_us(idle)} of gaps, "
+        f"median gap "
+        f"{evidence['median_gap_us']} µs vs median kernel {evidence['median_kernel_us']} µs): host-bound"
+    )
+    return [
+        make_finding(
+            ctx,
+            code=CODE,
+            slug=SLUG,
+            kernels=[],
+            message=msg,
+            evidence=evidence,
+            saving_us=saving,
+            occurrences=len(launch_gaps),
+            recommendation="Capture the step in a graph (torch.npu.NPUGraph / torchair), set "
+            "TASK_QUEUE_ENABLE=2, "
+            "remove host syncs (.item(), .cpu(), nonzero) from the step and fuse small kernels.",
+        )
+    ]

@@ -89,18 +89,31 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     op_of = dict(zip(df["name"].astype(str)[aicpu], ops[aicpu], strict=False))
 
     def message(kernel: str, row: pd.Series) -> str:
-        return (f"{kernel} ({op_of.get(kernel, '?')}) runs on the AI CPU: {int(row['launches'])} launches, "
-                f"{row['total_us']:.1f} µs, {pct(row['saving_us'] / row['total_us'] if row['total_us'] else 0)} "
-                f"not overlapped by AI Core work")
+        return (
+            f"{kernel} ({op_of.get(kernel, '?')}) runs on the AI CPU: {int(row['launches'])} launches, "
+            f"{row['total_us']:.1f} µs, {pct(row['saving_us'] / row['total_us'] if row['total_us'] else 0)} "
+            f"not overlapped by AI Core work"
+        )
 
     def extra(kernel: str, row: pd.Series) -> dict[str, Any]:
         op = op_of.get(kernel, "")
-        return {"op_type": op, "replacement": REPLACEMENTS.get(op, "an AI Core implementation of the operator"),
-                "saving_model": "AI CPU time not overlapped by AI Core kernels"}
+        return {
+            "op_type": op,
+            "replacement": REPLACEMENTS.get(op, "an AI Core implementation of the operator"),
+            "saving_model": "AI CPU time not overlapped by AI Core kernels",
+        }
 
     return grouped_findings(
-        prof, ctx, code=CODE, slug=SLUG, flagged=flagged, saving=exposed.fillna(0),
-        metrics=("overlapped_us", "exposed_us"), message=message, topic="scalar", extra=extra,
+        prof,
+        ctx,
+        code=CODE,
+        slug=SLUG,
+        flagged=flagged,
+        saving=exposed.fillna(0),
+        metrics=("overlapped_us", "exposed_us"),
+        message=message,
+        topic="scalar",
+        extra=extra,
         recommendation="Move the operator to the AI Core: use a dtype the AI Core kernel supports, avoid "
-                       "data-dependent shapes, or use the fused operator (see evidence.replacement).",
+        "data-dependent shapes, or use the fused operator (see evidence.replacement).",
     )

@@ -13,7 +13,7 @@ import typer
 from analyzer.atomic import write_text_atomic
 from analyzer.config import Config, load_config
 from analyzer.errors import GateTrippedError, UsageError
-from analyzer.findings import Severity
+from analyzer.findings import Finding, Severity
 from analyzer.profile import Profile
 
 FORMATS = ("text", "json", "md", "html", "sarif")
@@ -46,7 +46,7 @@ def build(path: Path, cfg: Config, chip: str | None, with_advisor: bool) -> dict
     profiles = load_profiles(path, chip or cfg.chip)
     pairs = [(p, analyze(p, cfg)) for p in profiles]
     advisor: dict[str, Any] | None = None
-    extra = []
+    extra: list[Finding] = []
     if with_advisor:
         from analyzer.msprof_advisor import run_advisor, to_findings
 
@@ -60,17 +60,27 @@ def build(path: Path, cfg: Config, chip: str | None, with_advisor: bool) -> dict
 def register(app: typer.Typer) -> None:
     @app.command("analyze")
     def analyze_cmd(
-        path: Annotated[Path, typer.Argument(help="Profiler output directory, kernel table, timeline or bundle.")],
+        path: Annotated[
+            Path, typer.Argument(help="Profiler output directory, kernel table, timeline or bundle.")
+        ],
         fmt: Annotated[str, typer.Option("--format", "-f", help="text, json, md, html or sarif.")] = "text",
-        output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE (atomically).")] = None,
+        output: Annotated[
+            Path | None, typer.Option("-o", "--output", help="Write to FILE (atomically).")
+        ] = None,
         chip: Annotated[str | None, typer.Option("--chip", help="Chip name or chip TOML file.")] = None,
-        config: Annotated[Path | None, typer.Option("--config", help="tilescope.toml / pyproject.toml.")] = None,
-        select: Annotated[str | None, typer.Option("--select", help="Only these code prefixes, comma-separated.")] = None,
+        config: Annotated[
+            Path | None, typer.Option("--config", help="tilescope.toml / pyproject.toml.")
+        ] = None,
+        select: Annotated[
+            str | None, typer.Option("--select", help="Only these code prefixes, comma-separated.")
+        ] = None,
         ignore: Annotated[str | None, typer.Option("--ignore", help="Skip these code prefixes.")] = None,
-        fail_on: Annotated[str | None, typer.Option("--fail-on", help="Exit 1 on a finding at/above high|medium|low.")
-                           ] = None,
-        with_msprof_advisor: Annotated[bool, typer.Option("--with-msprof-advisor",
-                                                          help="Also run msprof-analyze's advisor.")] = False,
+        fail_on: Annotated[
+            str | None, typer.Option("--fail-on", help="Exit 1 on a finding at/above high|medium|low.")
+        ] = None,
+        with_msprof_advisor: Annotated[
+            bool, typer.Option("--with-msprof-advisor", help="Also run msprof-analyze's advisor.")
+        ] = False,
     ) -> None:
         """Diagnose a profile: findings ordered by estimated saving, and the rules that could not run.
 
@@ -102,8 +112,10 @@ def register(app: typer.Typer) -> None:
             cut = SEVERITY_RANK[fail_on]
             hits = [f for f in report["findings"] if SEVERITY_RANK.get(f["severity"], 0) >= cut]
             if hits:
-                raise GateTrippedError(f"{len(hits)} finding(s) at or above {fail_on} "
-                                       f"(first: {hits[0]['code']} {hits[0]['slug']})")
+                raise GateTrippedError(
+                    f"{len(hits)} finding(s) at or above {fail_on} "
+                    f"(first: {hits[0]['code']} {hits[0]['slug']})"
+                )
 
 
 __all__ = ["Severity", "build", "load_profiles", "register", "renderer"]

@@ -23,9 +23,11 @@ def rule_markdown(code_or_slug: str) -> str:
     if info is None:
         raise UsageError(f"unknown rule {code_or_slug!r}; `tilescope rules` lists them")
     thresholds = "\n".join(f"- `{k}` = `{v!r}`" for k, v in info.thresholds.items()) or "- (none)"
-    return (f"# {info.code} {info.slug}\n\n*kind:* {info.kind} — *needs:* {', '.join(info.needs)}\n\n"
-            f"{info.doc}\n\n## Default thresholds\n\n{thresholds}\n\n"
-            f"Override in `[tool.tilescope.rules.{info.code}]` (pyproject.toml or tilescope.toml).\n")
+    return (
+        f"# {info.code} {info.slug}\n\n*kind:* {info.kind} — *needs:* {', '.join(info.needs)}\n\n"
+        f"{info.doc}\n\n## Default thresholds\n\n{thresholds}\n\n"
+        f"Override in `[tool.tilescope.rules.{info.code}]` (pyproject.toml or tilescope.toml).\n"
+    )
 
 
 def register(app: typer.Typer) -> None:

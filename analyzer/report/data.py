@@ -61,9 +61,14 @@ def _summary(profile: Profile, result: AnalysisResult) -> dict[str, Any]:
         s = dict(profile_summary(profile))
     except ImportError:  # metrics module not installed: the minimum the renderers need
         dur = profile.kernels["duration_us"].fillna(0) if "duration_us" in profile.kernels else None
-        s = {"kernel_count": len(profile.kernels), "total_kernel_us": float(dur.sum()) if dur is not None else 0.0,
-             "device_busy_us": float(dur.sum()) if dur is not None else 0.0, "time_by_core_type_us": {},
-             "shares": {}, "top_kernels": []}
+        s = {
+            "kernel_count": len(profile.kernels),
+            "total_kernel_us": float(dur.sum()) if dur is not None else 0.0,
+            "device_busy_us": float(dur.sum()) if dur is not None else 0.0,
+            "time_by_core_type_us": {},
+            "shares": {},
+            "top_kernels": [],
+        }
     s["compute_us"] = round(result.total_device_us, 3)
     s["total_device_us"] = round(result.total_device_us, 3)
     counts = Counter(f.severity.value for f in result.findings)
@@ -89,8 +94,18 @@ def _input(profile: Profile, index: int) -> dict[str, Any]:
         "metric_groups": list(src.metric_groups),
         "rank": profile.rank,
         "chip": profile.chip.to_dict(),
-        "device": {k: getattr(dev, k) for k in ("device_id", "ai_core_num", "aiv_num", "aic_frequency_mhz",
-                                                 "rated_frequency_mhz", "model_name", "cann_version")},
+        "device": {
+            k: getattr(dev, k)
+            for k in (
+                "device_id",
+                "ai_core_num",
+                "aiv_num",
+                "aic_frequency_mhz",
+                "rated_frequency_mhz",
+                "model_name",
+                "cann_version",
+            )
+        },
         "has_timeline": profile.timeline is not None,
         "has_blocks": profile.blocks is not None,
         "has_ir": profile.ir is not None,
@@ -100,6 +115,10 @@ def _input(profile: Profile, index: int) -> dict[str, Any]:
 
 def _tag(d: dict[str, Any], index: int, rank: int | None) -> dict[str, Any]:
     return {**d, "input": index, "rank": rank}
+
+
+def _pair(p: Any) -> tuple[Profile, AnalysisResult]:
+    return (p.profile, p.result) if hasattr(p, "profile") else (p[0], p[1])
 
 
 def build_report(
@@ -115,7 +134,7 @@ def build_report(
         assert result is not None, "build_report(profile, result)"
         pairs: list[tuple[Profile, AnalysisResult]] = [(profiles, result)]
     else:
-        pairs = [(p.profile, p.result) if hasattr(p, "profile") else (p[0], p[1]) for p in profiles]
+        pairs = [_pair(p) for p in profiles]
     if not pairs:
         raise ValueError("build_report needs at least one profile")
     entries, findings, skipped, errors = [], [], [], []

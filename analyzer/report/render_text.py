@@ -28,36 +28,62 @@ def summary_line(report: dict[str, Any]) -> str:
     total = sum(float((p.get("summary") or {}).get("compute_us") or 0) for p in report.get("profiles", []))
     share = f" ({100 * saving / total:.0f} % of device time)" if total > 0 else ""
     parts = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    return (f"{len(f)} finding{'s' if len(f) != 1 else ''}" + (f": {parts}" if parts else "")
-            + f" — est. {fmt_us(saving)}{share} recoverable")
+    return (
+        f"{len(f)} finding{'s' if len(f) != 1 else ''}"
+        + (f": {parts}" if parts else "")
+        + f" — est. {fmt_us(saving)}{share} recoverable"
+    )
 
 
 def render(report: dict[str, Any], **opts: Any) -> str:
     """Render to a string; `color=True` keeps ANSI styles, `width` sets the line width."""
     buf = io.StringIO()
-    console = Console(file=buf, force_terminal=bool(opts.get("color", False)), width=int(opts.get("width", 120)),
-                      no_color=not opts.get("color", False), highlight=False)
+    console = Console(
+        file=buf,
+        force_terminal=bool(opts.get("color", False)),
+        width=int(opts.get("width", 120)),
+        no_color=not opts.get("color", False),
+        highlight=False,
+    )
     multi = len(report.get("profiles", [])) > 1
     for p in report.get("profiles", []):
         s = p.get("summary") or {}
         chip = p.get("chip") or {}
         rank = f" rank {p['rank']}" if p.get("rank") is not None else ""
-        console.print(Text(f"{p.get('path')}{rank}: {s.get('kernel_count', 0)} kernels, "
-                           f"{fmt_us(float(s.get('compute_us') or 0))} compute, chip {chip.get('name')} "
-                           f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})", style="bold"))
+        console.print(
+            Text(
+                f"{p.get('path')}{rank}: {s.get('kernel_count', 0)} kernels, "
+                f"{fmt_us(float(s.get('compute_us') or 0))} compute, chip {chip.get('name')} "
+                f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})",
+                style="bold",
+            )
+        )
     findings = report.get("findings", [])
     if findings:
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
-        for col, just in (("sev", "left"), ("code", "left"), ("rule", "left"), *((("rank", "right"),) if multi else ()),
-                          ("kernel", "left"), ("finding", "left"), ("saving", "right")):
-            table.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+        for col, just in (
+            ("sev", "left"),
+            ("code", "left"),
+            ("rule", "left"),
+            *((("rank", "right"),) if multi else ()),
+            ("kernel", "left"),
+            ("finding", "left"),
+            ("saving", "right"),
+        ):
+            table.add_column(col, justify=just, overflow="fold")
         for f in findings:
             sev = str(f.get("severity"))
             occ = int(f.get("occurrences") or 1)
-            row = [Text(sev, style=SEVERITY_STYLE.get(sev, "")), str(f.get("code")), str(f.get("slug")),
-                   *((str(f.get("rank", "")),) if multi else ()), _kernels(list(f.get("kernels") or [])),
-                   str(f.get("message")) + (f" [x{occ}]" if occ > 1 else ""),
-                   f"{fmt_us(float(f.get('est_saving_us') or 0))} ({100 * float(f.get('share_of_total') or 0):.1f} %)"]
+            row = [
+                Text(sev, style=SEVERITY_STYLE.get(sev, "")),
+                str(f.get("code")),
+                str(f.get("slug")),
+                *((str(f.get("rank", "")),) if multi else ()),
+                _kernels(list(f.get("kernels") or [])),
+                str(f.get("message")) + (f" [x{occ}]" if occ > 1 else ""),
+                f"{fmt_us(float(f.get('est_saving_us') or 0))} "
+                f"({100 * float(f.get('share_of_total') or 0):.1f} %)",
+            ]
             table.add_row(*row)
         console.print(table)
         if opts.get("recommendations", True):
@@ -67,12 +93,20 @@ def render(report: dict[str, Any], **opts: Any) -> str:
     if skipped:
         console.print(Text("not checked:", style="bold"))
         for s in skipped:
-            console.print(f"  {s.get('code')} {s.get('slug')}: needs {'; '.join(s.get('needs') or s.get('missing') or [])}")
+            console.print(
+                f"  {s.get('code')} {s.get('slug')}: needs "
+                f"{'; '.join(s.get('needs') or s.get('missing') or [])}"
+            )
     for e in report.get("errors", []):
         console.print(Text(f"error: {e.get('message')}", style="bold red"))
     adv = report.get("advisor")
     if adv:
-        console.print(Text(f"msprof-analyze advisor: {adv.get('status')} — {len(adv.get('problems', []))} problems, "
-                           f"{adv.get('duplicates', 0)} already reported by tilescope", style="dim"))
+        console.print(
+            Text(
+                f"msprof-analyze advisor: {adv.get('status')} — {len(adv.get('problems', []))} problems, "
+                f"{adv.get('duplicates', 0)} already reported by tilescope",
+                style="dim",
+            )
+        )
     console.print(Text(summary_line(report), style="bold"))
     return buf.getvalue()
