@@ -276,3 +276,14 @@ def test_truncated_real_file(tmp_path: Path) -> None:
         read_timeline(p)
     assert info.value.where is not None and info.value.where.startswith("byte ")
     assert info.value.where == f"byte {len(data) // 2}"  # the data ends there
+
+
+def test_innermost_enclosing_unpackable_span_uses_lexsort() -> None:
+    # a span too wide to pack lane/time/kind into one int64 takes the lexsort path; same answers
+    lane_h = np.array([0, 0, 1], dtype=np.int64)
+    start = np.array([-(2**61), 10, 2**61], dtype=np.int64)
+    end = np.array([2**61, 20, 2**61 + 5], dtype=np.int64)
+    got = innermost_enclosing(
+        lane_h, start, end, np.array([0, 0, 1, 1], np.int64), np.array([15, 0, 2**61, 0], np.int64)
+    )
+    assert got.tolist() == [1, 0, 2, -1]

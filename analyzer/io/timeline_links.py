@@ -41,52 +41,77 @@ def innermost_enclosing(
     the level bookkeeping, so every answer is checked for containment, and a failed one falls back
     to the latest-starting interval on the lane if that one contains the query.
     """
+    result = np.full(len(t_q), -1, dtype=np.int64)
+    # Only lanes that hold a query matter (e.g. not the dequeue threads): fewer boundaries to sort.
+    keep = np.flatnonzero(np.isin(lane_h, np.unique(lane_q)))
+    if len(keep) < len(lane_h):
+        found = innermost_enclosing(lane_h[keep], start_h[keep], end_h[keep], lane_q, t_q)
+        return np.where(found >= 0, keep[np.maximum(found, 0)], -1)
     n_h, n_q = len(start_h), len(t_q)
-    result = np.full(n_q, -1, dtype=np.int64)
     if n_h == 0 or n_q == 0:
         return result
-    lane = np.concatenate([lane_h, lane_h, lane_q])
-    time = np.concatenate([start_h, end_h + 1, t_q])
-    kind = np.concatenate(
-        [np.full(n_h, _START, np.int8), np.full(n_h, _END, np.int8), np.full(n_q, _QUERY, np.int8)]
-    )
-    # Longer intervals first among equal starts, so a parent opens before its child.
-    tiebreak = np.concatenate([-end_h, np.zeros(n_h, np.int64), np.zeros(n_q, np.int64)])
-    order = np.lexsort((tiebreak, kind, time, lane))
-    k_sorted = kind[order]
-    delta = np.where(k_sorted == _START, 1, np.where(k_sorted == _END, -1, 0)).astype(np.int64)
-    depth = np.cumsum(delta)
-    pos = np.arange(len(order), dtype=np.int64)
+    # Pre-order intervals by (lane, start, longest first): the boundary sort below is stable, so
+    # a parent's start stays before its child's when both start at the same ns.
+    pre = np.lexsort((-end_h, start_h, lane_h))
+    lane_p, start_p, end_p = lane_h[pre], start_h[pre], end_h[pre]
+    order = _sort_boundaries(lane_p, start_p, end_p + 1, lane_q, t_q)
+    kind = np.concatenate([np.full(n_h, _START, np.int8), np.full(n_h, _END, np.int8),
+                           np.full(n_q, _QUERY, np.int8)])[order]
+    delta = (kind == _START).astype(np.int8) - (kind == _END).astype(np.int8)
+    depth = np.cumsum(delta, dtype=np.int32)
+    del delta
 
-    is_start = k_sorted == _START
-    start_pos = pos[is_start]
-    start_level = depth[is_start]
-    start_host = order[is_start]  # original host index (starts are the first n_h entries)
+    start_pos = np.flatnonzero(kind == _START)
+    start_level = depth[start_pos]
+    start_host = pre[order[start_pos]]  # starts are the first n_h boundaries, in pre-order
+    q_pos = np.flatnonzero(kind == _QUERY)
+    q_depth = depth[q_pos].astype(np.int64)
+    q_orig = order[q_pos] - 2 * n_h
+    del kind, depth, order
+    lq, tq = lane_q[q_orig], t_q[q_orig]
 
-    is_query = k_sorted == _QUERY
-    q_pos = pos[is_query]
-    q_depth = depth[is_query]
-    q_orig = order[is_query] - 2 * n_h
-
-    # Latest start at level == depth(query), before the query: one searchsorted on (level, pos).
-    span = np.int64(len(order) + 1)
-    start_key = start_level * span + start_pos
-    key_order = np.argsort(start_key, kind="stable")
-    sorted_keys = start_key[key_order]
+    # Latest start at level == depth(query) before the query: one searchsorted on (level, pos).
+    span = np.int64(2 * n_h + n_q + 1)
+    by_level = np.argsort(start_level, kind="stable")  # start_pos is ascending already
+    sorted_keys = start_level[by_level].astype(np.int64) * span + start_pos[by_level]
     at = np.searchsorted(sorted_keys, q_depth * span + q_pos, side="left") - 1
-    cand = np.where(at >= 0, start_host[key_order[np.maximum(at, 0)]], -1)
-    ok = (at >= 0) & (q_depth > 0)
-    cand_level = np.where(at >= 0, sorted_keys[np.maximum(at, 0)] // span, -1)
-    ok &= cand_level == q_depth
-    ok &= _contains(cand, lane_h, start_h, end_h, lane_q[q_orig], t_q[q_orig])
+    safe = np.maximum(at, 0)
+    cand = np.where(at >= 0, start_host[by_level[safe]], -1)
+    ok = (at >= 0) & (q_depth > 0) & (sorted_keys[safe] // span == q_depth)
+    ok &= _contains(cand, lane_h, start_h, end_h, lq, tq)
 
-    # Fallback: the latest start on the lane before the query, whatever its level.
-    last_start = np.maximum.accumulate(np.where(is_start, pos, -1))[is_query]
-    back = np.where(last_start >= 0, order[np.maximum(last_start, 0)], -1)
-    back_ok = (last_start >= 0) & _contains(back, lane_h, start_h, end_h, lane_q[q_orig], t_q[q_orig])
+    # Fallback: the latest start before the query, whatever its level.
+    last = np.searchsorted(start_pos, q_pos, side="left") - 1
+    back = np.where(last >= 0, start_host[np.maximum(last, 0)], -1)
+    back_ok = _contains(back, lane_h, start_h, end_h, lq, tq)
 
     result[q_orig] = np.where(ok, cand, np.where(back_ok, back, -1))
     return result
+
+
+def _sort_boundaries(lane_h: I64, start_h: I64, stop_h: I64, lane_q: I64, t_q: I64) -> I64:
+    """Stable order of [starts, stops, queries] by (lane, time, kind): ends, then starts, then queries.
+
+    One int64 key (lane, time offset, kind packed) sorts ~2x faster and with far less memory than
+    np.lexsort on three arrays; lexsort remains for spans too long to pack.
+    """
+    lo = min(int(start_h.min()), int(t_q.min()))
+    hi = max(int(stop_h.max()), int(t_q.max()))
+    n_lanes = int(max(lane_h.max(), lane_q.max())) + 1
+    width = hi - lo + 1
+    if n_lanes * width * 3 < 2**62:
+        def pack(lane: I64, t: I64, kind: int) -> I64:
+            return (lane * width + (t - lo)) * 3 + kind
+
+        parts = (pack(lane_h, start_h, _START), pack(lane_h, stop_h, _END), pack(lane_q, t_q, _QUERY))
+        key = np.concatenate(parts)
+        del parts
+        return np.argsort(key, kind="stable")
+    lane = np.concatenate([lane_h, lane_h, lane_q])
+    time = np.concatenate([start_h, stop_h, t_q])
+    kinds = np.concatenate([np.full(len(start_h), _START, np.int8), np.full(len(stop_h), _END, np.int8),
+                            np.full(len(t_q), _QUERY, np.int8)])
+    return np.lexsort((kinds, time, lane))
 
 
 def _contains(
