@@ -154,9 +154,13 @@ def _result(f: Mapping[str, Any], rule_index: Mapping[str, int], report: Mapping
     if related:
         result["relatedLocations"] = [
             {"id": i, "physicalLocation": _physical(loc, root, input_path),
-             "message": {"text": sarif_text(f"{loc.get('stage') or 'source'} {loc.get('label') or ''}")}}
+             "message": {"text": sarif_text(_location_label(loc))}}
             for i, loc in enumerate(related)]
     return result
+
+
+def _location_label(loc: Mapping[str, Any]) -> str:
+    return f"{loc.get('stage') or 'source'} {loc.get('label') or ''}".strip()
 
 
 def _fingerprint(f: Mapping[str, Any]) -> str:
