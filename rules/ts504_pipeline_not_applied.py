@@ -93,8 +93,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             if short:
                 sev = Severity.MEDIUM
                 reason = "; ".join(reasons) if reasons else (
-                    "capacity is not the limit (all scopes fit twice); loop-carried state read and written "
-                    "inside the loop is the likely cause")
+                    f"capacity does not explain it: every scope fits {want} versions (the scheduler's cost model "
+                    "chose fewer; loop-carried state is one known cause)")
                 msg = (f"loop {lp['var']}: num_stages={req} requested but "
                        f"{', '.join(f'{b}={v}' for b, v in short.items())} version(s) chosen — {reason}")
             else:

@@ -140,21 +140,34 @@ def _load_module(path: Path) -> ModuleType:
     return mod
 
 
+def _decorator_names(fn: ast.FunctionDef) -> list[str]:
+    return [ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in fn.decorator_list]
+
+
 def candidates(tree: ast.Module) -> list[str]:
-    """Public top-level builders (a def containing a `@T.prim_func`) and `@tilelang.jit`/prim_func defs."""
+    """Public top-level builders and `@tilelang.jit`/`@T.prim_func` defs of a kernel file.
+
+    A builder is a def containing a nested `@T.prim_func`, or calling a same-file function that is
+    one (a chain builder returning several PrimFuncs). Names starting with `_` are helpers.
+    """
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+    def direct(fn: ast.FunctionDef) -> bool:
+        return any(isinstance(n, ast.FunctionDef) and n is not fn
+                   and any(d.endswith("prim_func") for d in _decorator_names(n)) for n in ast.walk(fn))
+
+    builders = {name for name, fn in defs.items() if direct(fn)}
+    for _ in range(3):  # builders calling builders, a few levels deep
+        for name, fn in defs.items():
+            called = {c.func.id for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+            if called & builders:
+                builders.add(name)
     out = []
-    for node in tree.body:
-        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+    for name, fn in defs.items():
+        if name.startswith("_"):
             continue
-        decos = [ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list]
-        if any(d.endswith(("jit", "prim_func")) for d in decos):
-            out.append(node.name)
-            continue
-        nested = any(isinstance(n, ast.FunctionDef) and n is not node and any(
-            ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith("prim_func") for d in n.decorator_list)
-            for n in ast.walk(node))
-        if nested:
-            out.append(node.name)
+        if name in builders or any(d.endswith(("jit", "prim_func")) for d in _decorator_names(fn)):
+            out.append(name)
     return out
 
 

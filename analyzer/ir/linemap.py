@@ -174,15 +174,31 @@ def map_kernel(walked: dict[str, Any], kernel_def: ast.FunctionDef | None, tvmsc
         # Example: `  __cc__ float *c_l0 = (__cc__ float *)0;`
         a["ascendc_lines"] = cc.all(re.compile(rf"\*{re.escape(a['name'])} = \(")) if ascendc else []
 
+    vf_sites = [s for s in sites if s.kind == "vf"]
+    for e in walked["elementwise"]:
+        e["source_line"] = _take(sites, "loop:parallel", e["vars"])
+        if e["source_line"] is None:
+            e["source_line"] = _take(sites, "loop:grid", e["vars"])
+        # Example: `                for r in T.parallel(64):`
+        e["tvmscript_line"] = ts.find(re.compile(rf"^\s*for {re.escape(e['vars'][0])} in T\.parallel\("), "par")
+        e["ascendc_lines"] = _vf_lines(cc, entry, e.get("vf_index")) if ascendc else []
+        vf = e.get("vf_index")
+        e["vf_source_line"] = vf_sites[vf].line if vf is not None and vf < len(vf_sites) else None
+
+
     for lp in walked["loops"]:
         if lp["kind"] == "thread_binding":
             lp["source_line"] = None
             lp["tvmscript_line"] = None
             continue
-        kinds = ("loop:pipelined",) if lp["num_stages"] is not None else (
-            ("loop:parallel", "loop:grid") if lp["kind"] == "parallel" else
-            ("loop:serial", "loop:grid", "loop:persistent", "loop:unroll"))
-        lp["source_line"] = _take(sites, kinds, [lp["var"]])
+        if lp["kind"] == "parallel":
+            # Parallel nests were matched as elementwise loops above; inner loops share the nest's line.
+            owner = next((e for e in walked["elementwise"] if e["loop"] in (lp["id"], lp["parent"])), None)
+            lp["source_line"] = owner["source_line"] if owner else None
+        else:
+            kinds = ("loop:pipelined",) if lp["num_stages"] is not None else (
+                "loop:serial", "loop:grid", "loop:persistent", "loop:unroll")
+            lp["source_line"] = _take(sites, kinds, [lp["var"]])
         # Example: `            for kk in T.serial(64, annotations={"num_stages": 2}):`
         lp["tvmscript_line"] = ts.find(re.compile(rf"^\s*for {re.escape(lp['var'])} in T\."), "loop")
         # Example: `      for (int32_t kk = 0; kk < 64; ++kk) {`
@@ -209,17 +225,6 @@ def map_kernel(walked: dict[str, Any], kernel_def: ast.FunctionDef | None, tvmsc
         # Example: `T.reduce(T.region(s[0, 0], 1, 64, 128), T.region(m_new[0], 2, 64), "max", 1, T.bool(True))`
         r["tvmscript_line"] = ts.find(re.compile(rf"T\.reduce\(.*{_buf(r['src'] or '')}"), "op")
         r["ascendc_lines"] = _vf_lines(cc, entry, r.get("vf_index")) if ascendc else []
-
-    vf_sites = [s for s in sites if s.kind == "vf"]
-    for e in walked["elementwise"]:
-        e["source_line"] = _take(sites, "loop:parallel", e["vars"])
-        if e["source_line"] is None:
-            e["source_line"] = _take(sites, "loop:grid", e["vars"])
-        # Example: `                for r in T.parallel(64):`
-        e["tvmscript_line"] = ts.find(re.compile(rf"^\s*for {re.escape(e['vars'][0])} in T\.parallel\("), "par")
-        e["ascendc_lines"] = _vf_lines(cc, entry, e.get("vf_index")) if ascendc else []
-        vf = e.get("vf_index")
-        e["vf_source_line"] = vf_sites[vf].line if vf is not None and vf < len(vf_sites) else None
 
 
 def _vf_lines(cc: ScriptIndex, entry: str, vf_index: int | None) -> list[int]:

@@ -1,0 +1,65 @@
+"""`tilescope lint` through analyzer.cli.main: exit codes, JSON, bundles, sweep, missing TileLang."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyzer.cli import main
+
+MATMUL = str(Path(__file__).resolve().parents[1] / "sample_traces" / "kernels" / "matmul.py")
+
+
+@pytest.fixture(autouse=True)
+def _needs_tilelang() -> None:
+    pytest.importorskip("tilelang")
+
+
+@pytest.mark.tilelang
+def test_clean_json_and_fail_on(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lint", MATMUL, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)  # stdout holds only the JSON
+    assert doc["findings"] == [] and doc["lowered"] is True
+    args = ["lint", f"{MATMUL}:matmul", "-p", "block_M=256", "-p", "block_N=256", "--format", "json"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [f["code"] for f in doc["findings"]][0] == "TS501"
+    assert main([*args, "--fail-on", "high"]) == 1
+
+
+@pytest.mark.tilelang
+def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lint", MATMUL, "-p", "nope=1"]) == 2
+    assert "unknown --param nope" in capsys.readouterr().err
+    assert main(["lint", MATMUL + ":missing"]) == 2
+
+
+@pytest.mark.tilelang
+def test_bundle_written_and_not_overwritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "b"
+    assert main(["lint", MATMUL, "--out", str(out)]) == 0
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["ir_only"] is True and man["function"] == "matmul" and len(man["kernel_sha256"]) == 64
+    assert (out / "ir" / "ir.json").is_file() and (out / "ir" / "kernel.cpp").is_file()
+    assert main(["lint", MATMUL, "--out", str(out)]) == 2
+    assert main(["lint", MATMUL, "--out", str(out), "--force"]) == 0
+
+
+@pytest.mark.tilelang
+def test_sweep_small_grid(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["lint", MATMUL, "-p", "M=1024", "-p", "N=1024", "-p", "K=1024", "--sweep", "block_M=128,256",
+               "--sweep", "block_N=128", "--format", "json"])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)["sweep"]
+    assert [r["params"]["block_M"] for r in rows] == [128, 256]  # 256x128 fp32 = 131072 B fits L0C exactly
+    assert all(r["fits"] for r in rows)
+    assert rows[0]["footprint"]["L0C"]["bytes"] == 65536
+
+
+def test_missing_tilelang_exits_3(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "tilelang", None)
+    assert main(["lint", MATMUL]) == 3
+    assert "pip install 'tilescope[tilelang]'" in capsys.readouterr().err
