@@ -186,11 +186,9 @@ def test_msprof_op_flow(tmp_path: Path, fast: None, monkeypatch: pytest.MonkeyPa
 
 
 def test_torch_npu_flow_layout(tmp_path: Path, fast: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    from test_collect_commands import FAKE_PY  # tests/ is on sys.path (rootdir conftest)
+    from test_collect_commands import write_fake_python  # tests/ is on sys.path (rootdir conftest)
 
-    fake = tmp_path / "fakepy"
-    fake.write_text(FAKE_PY)
-    fake.chmod(0o755)
+    fake = write_fake_python(tmp_path / "fakepy")
     real = torch_npu_backend.profile_groups
 
     def with_fake_python(*a: Any, **k: Any) -> Any:
@@ -210,7 +208,8 @@ def test_torch_npu_flow_layout(tmp_path: Path, fast: None, monkeypatch: pytest.M
         "correctness check (npu)", "torch_npu profile (PipeUtilization)", "torch_npu profile (MemoryUB)"]
 
 
-def test_missing_spec_stops_a_hardware_run(tmp_path: Path, fast: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_spec_stops_a_hardware_run(tmp_path: Path, fast: None,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
     def no_spec(*a: Any, **k: Any) -> Any:
         rec, answer = fake_check("npu")(*a, **k)
         answer.update(spec=False, correctness={"status": "not_run", "reason": "no spec"})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +75,8 @@ def test_no_npu_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli([str(tmp_path / "missing.py"), "--ir-only", "--out", str(tmp_path / "b")], capsys)
     assert code == 2 and "kernel file not found" in err
-    code, _, err = run_cli([str(VECTOR_ADD), "--param", "N", "--ir-only", "--out", str(tmp_path / "b")], capsys)
+    args = [str(VECTOR_ADD), "--param", "N", "--ir-only", "--out", str(tmp_path / "b")]
+    code, _, err = run_cli(args, capsys)
     assert code == 2 and "NAME=VALUE" in err
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "manifest.json").write_text("{}")

@@ -50,7 +50,8 @@ def test_msprof_op_argv_matches_the_real_tilelang_run() -> None:
     # ascend-profiler-formats.md §2.3: msprof op --output=reports/op --application=<abs-path>
     #   --aic-metrics=PipeUtilization '--kernel-name=main_kernel*' --launch-count=1 --warm-up=0
     #   --replay-mode=application
-    argv = build_msprof_op_argv(Path("reports/op"), Path("/abs/app"), ["PipeUtilization"], "main_kernel*", 1, 0)
+    argv = build_msprof_op_argv(Path("reports/op"), Path("/abs/app"), ["PipeUtilization"], "main_kernel*",
+                                1, 0)
     assert argv[2:] == ["--output=reports/op", "--application=/abs/app", "--aic-metrics=PipeUtilization",
                         "--kernel-name=main_kernel*", "--launch-count=1", "--warm-up=0",
                         "--replay-mode=application"]
@@ -231,23 +232,30 @@ def test_run_profiled_stops_the_profiler_on_interrupt(tmp_path: Path) -> None:
     assert tp.events == ["start", "step", "stop"]
 
 
-FAKE_PY = """#!/bin/sh
+FAKE_PY = """
 # Stands in for `python -m collectors.worker JOB`: writes what tensorboard_trace_handler would.
-job="$3"
-dir=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['profiler']['on_trace_ready']['dir_name'])" "$job")
-res=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['result'])" "$job")
-mkdir -p "$dir/host_123_20260101_ascend_pt/ASCEND_PROFILER_OUTPUT"
-echo '{}' > "$res"
+import json, pathlib, sys
+job = json.load(open(sys.argv[3]))
+out = pathlib.Path(job["profiler"]["on_trace_ready"]["dir_name"]) / "host_123_20260101_ascend_pt"
+(out / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+pathlib.Path(job["result"]).write_text("{}")
 """
 
 
+def write_fake_python(path: Path) -> Path:
+    import sys
+
+    path.write_text(f"#!{sys.executable}\n" + FAKE_PY)
+    path.chmod(0o755)
+    return path
+
+
 def test_profile_groups_writes_one_dir_per_group(tmp_path: Path) -> None:
-    fake = tmp_path / "fakepy"
-    fake.write_text(FAKE_PY)
-    fake.chmod(0o755)
+    fake = write_fake_python(tmp_path / "fakepy")
     bundle = tmp_path / "bundle"
     (bundle / "collect").mkdir(parents=True)
-    records, runs = profile_groups(bundle / "collect", bundle, {"kernel": "k.py", "function": "f", "params": {}},
+    job_base = {"kernel": "k.py", "function": "f", "params": {}}
+    records, runs = profile_groups(bundle / "collect", bundle, job_base,
                                    ["PipeUtilization", "Memory"], 1, 2, timeout=60, env=dict(os.environ),
                                    python=str(fake))
     assert [r.group for r in records] == ["PipeUtilization", "Memory"]
@@ -256,7 +264,8 @@ def test_profile_groups_writes_one_dir_per_group(tmp_path: Path) -> None:
     assert [r["path"] for r in runs] == ["profile/PipeUtilization", "profile/Memory"]
     assert runs[0]["outputs"] == ["host_123_20260101_ascend_pt"]
     for group in ("PipeUtilization", "Memory"):
-        assert (bundle / "profile" / group / "host_123_20260101_ascend_pt" / "ASCEND_PROFILER_OUTPUT").is_dir()
+        worker_dir = bundle / "profile" / group / "host_123_20260101_ascend_pt"
+        assert (worker_dir / "ASCEND_PROFILER_OUTPUT").is_dir()
         job = json.loads((bundle / "collect" / f"profile_{group}.job.json").read_text())
         assert job["mode"] == "profile" and job["device"] == "npu"
         assert job["profiler"]["experimental_config"]["aic_metrics"] == group

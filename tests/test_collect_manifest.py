@@ -88,7 +88,8 @@ def test_sha256_and_jsonable(tmp_path: Path) -> None:
         def __str__(self) -> str:
             return "float16"
 
-    assert bundlemod.jsonable({"a": (1, 2), "d": DType(), "n": None}) == {"a": [1, 2], "d": "float16", "n": None}
+    got = bundlemod.jsonable({"a": (1, 2), "d": DType(), "n": None})
+    assert got == {"a": [1, 2], "d": "float16", "n": None}
 
 
 def test_write_manifest_validates_first(tmp_path: Path) -> None:
