@@ -46,27 +46,49 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         f = k.get("failure")
         if not f:
             continue
-        ev: dict[str, Any] = {"stage": f["stage"], "pass": f.get("pass"), "exception": f["exception"],
-                              "error": f["message"], "chip": ctx.chip.name}
+        ev: dict[str, Any] = {
+            "stage": f["stage"],
+            "pass": f.get("pass"),
+            "exception": f["exception"],
+            "error": f["message"],
+            "chip": ctx.chip.name,
+        }
         rec = None
         if f["kind"] == "capacity":
             hw = f.get("hardware", "?")
-            ev.update(scope=f["scope"], hardware=hw, capacity_bytes=f["capacity_bytes"],
-                      required_bytes=f["required_bytes"],
-                      over_by_bytes=f["required_bytes"] - f["capacity_bytes"])
+            ev.update(
+                scope=f["scope"],
+                hardware=hw,
+                capacity_bytes=f["capacity_bytes"],
+                required_bytes=f["required_bytes"],
+                over_by_bytes=f["required_bytes"] - f["capacity_bytes"],
+            )
             if hw in ("UB", "L1", "L0A", "L0B", "L0C"):
                 ev["chip_capacity_bytes"] = ctx.chip.capacity(hw)
             biggest = (k.get("footprint", {}).get(hw) or {}).get("buffers", [])
             ev["largest_buffers"] = biggest[:3]
             rec = alloc(k, biggest[0]) if biggest else None
-            msg = (f"lowering failed: {hw} (scope \"{f['scope']}\") needs at least {f['required_bytes']} B, "
-                   f"the scheduler's capacity is {f['capacity_bytes']} B")
-            rec_text = f"reduce the {hw} tiles ({', '.join(biggest[:3]) or 'see the kernel'}) by at least " \
-                       f"{f['required_bytes'] - f['capacity_bytes']} B, or lower num_stages"
+            msg = (
+                f'lowering failed: {hw} (scope "{f["scope"]}") needs at least {f["required_bytes"]} B, '
+                f"the scheduler's capacity is {f['capacity_bytes']} B"
+            )
+            rec_text = (
+                f"reduce the {hw} tiles ({', '.join(biggest[:3]) or 'see the kernel'}) by at least "
+                f"{f['required_bytes'] - f['capacity_bytes']} B, or lower num_stages"
+            )
         else:
-            msg = f"{f['stage']} failed in {f.get('pass') or 'the builder'}: {f['exception']}: {f['message'][:200]}"
+            msg = f"{f['stage']} failed in {f.get('pass') or 'the builder'}: {f['exception']}: {f['message'][:200]}"  # noqa: E501
             rec_text = "fix the error above; rerun with --debug to see the full TileLang message"
-        out.append(Finding(code=CODE, slug=SLUG, severity=Severity.HIGH, kernels=(k["name"],), message=msg,
-                           evidence=ev, recommendation=rec_text,
-                           locations=locations(ir, k, rec, "lowering failure")))
+        out.append(
+            Finding(
+                code=CODE,
+                slug=SLUG,
+                severity=Severity.HIGH,
+                kernels=(k["name"],),
+                message=msg,
+                evidence=ev,
+                recommendation=rec_text,
+                locations=locations(ir, k, rec, "lowering failure"),
+            )
+        )
     return out

@@ -55,22 +55,54 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             if used <= cap * ratio:
                 continue
             bufs = [alloc(k, n) for n in fp["buffers"]]
-            detail = [{"name": a["name"], "shape": a["shape"], "padded_shape": a["padded_shape"], "dtype": a["dtype"],
-                       "padded_bytes": a["padded_bytes"], "versions": a["versions"], "total_bytes": a["total_bytes"]}
-                      for a in bufs if a]
+            detail = [
+                {
+                    "name": a["name"],
+                    "shape": a["shape"],
+                    "padded_shape": a["padded_shape"],
+                    "dtype": a["dtype"],
+                    "padded_bytes": a["padded_bytes"],
+                    "versions": a["versions"],
+                    "total_bytes": a["total_bytes"],
+                }
+                for a in bufs
+                if a
+            ]
             top = detail[0] if detail else None
-            what = (f"{top['name']} {'×'.join(map(str, top['shape']))} {top['dtype']} occupies "
+            what = (
+                (
+                    f"{top['name']} {'×'.join(map(str, top['shape']))} {top['dtype']} occupies "
                     f"{'×'.join(map(str, top['padded_shape']))} = {top['padded_bytes']} B"
-                    + (f" × {top['versions']} versions" if top["versions"] > 1 else "")) if top else ""
-            msg = (f"{hw} over capacity: {used} B ({fmt_kib(used)}) > {cap} B on {ctx.chip.name}"
-                   + (f"; {what}" if what else ""))
-            out.append(Finding(
-                code=CODE, slug=SLUG, severity=Severity.HIGH, kernels=(k["name"],), message=msg,
-                evidence={"hardware": hw, "bytes": used, "estimated_bytes": fp["estimated_bytes"],
-                          "lowered_bytes": fp["lowered_bytes"], "capacity_bytes": cap, "chip": ctx.chip.name,
-                          "max_fill_ratio": ratio, "over_by_bytes": used - cap, "buffers": detail,
-                          "checked_by_tilelang": hw != "L0C"},
-                recommendation=f"reduce the {hw} tiles by at least {used - cap} B "
-                               f"(e.g. halve block_N or block_M of {top['name'] if top else 'the largest tile'})",
-                locations=locations(ir, k, alloc(k, top["name"]) if top else None, f"{hw} allocation")))
+                    + (f" × {top['versions']} versions" if top["versions"] > 1 else "")
+                )
+                if top
+                else ""
+            )
+            msg = f"{hw} over capacity: {used} B ({fmt_kib(used)}) > {cap} B on {ctx.chip.name}" + (
+                f"; {what}" if what else ""
+            )
+            out.append(
+                Finding(
+                    code=CODE,
+                    slug=SLUG,
+                    severity=Severity.HIGH,
+                    kernels=(k["name"],),
+                    message=msg,
+                    evidence={
+                        "hardware": hw,
+                        "bytes": used,
+                        "estimated_bytes": fp["estimated_bytes"],
+                        "lowered_bytes": fp["lowered_bytes"],
+                        "capacity_bytes": cap,
+                        "chip": ctx.chip.name,
+                        "max_fill_ratio": ratio,
+                        "over_by_bytes": used - cap,
+                        "buffers": detail,
+                        "checked_by_tilelang": hw != "L0C",
+                    },
+                    recommendation=f"reduce the {hw} tiles by at least {used - cap} B "
+                    f"(e.g. halve block_N or block_M of {top['name'] if top else 'the largest tile'})",
+                    locations=locations(ir, k, alloc(k, top["name"]) if top else None, f"{hw} allocation"),
+                )
+            )
     return out

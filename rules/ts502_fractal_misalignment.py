@@ -51,19 +51,42 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             pw = padding_waste(g["m"], g["n"], g["k"], g["in_dtype"])
             if pw["waste_pct"] < float(th["min_waste_pct"]):
                 continue
-            sev = Severity.HIGH if pw["waste_pct"] >= float(th["high_waste_pct"]) else (
-                Severity.MEDIUM if pw["waste_pct"] >= float(th["medium_waste_pct"]) else Severity.LOW)
-            bad = [f"{d}={g[d.lower()]}" for d, mult in (("M", 16), ("N", 16), ("K", pw["c0"]))
-                   if g[d.lower()] % mult]
-            msg = (f"GEMM {g['c']} += {g['a']} @ {g['b']}: tile {g['m']}×{g['n']}×{g['k']} runs as "
-                   f"{pw['m_padded']}×{pw['n_padded']}×{pw['k_padded']} ({', '.join(bad)} not on the "
-                   f"16/{pw['c0']} fractal): {pw['waste_pct']} % of Cube work is padding")
-            out.append(Finding(
-                code=CODE, slug=SLUG, severity=sev, kernels=(k["name"],), message=msg,
-                evidence={**pw, "in_dtype": g["in_dtype"], "fractal_mn": 16, "chip": ctx.chip.name,
-                          "min_waste_pct": th["min_waste_pct"], "medium_waste_pct": th["medium_waste_pct"],
-                          "high_waste_pct": th["high_waste_pct"]},
-                recommendation=(f"use tiles {pw['m_padded']}×{pw['n_padded']}×{pw['k_padded']} (same padded cost, "
-                                f"no waste) or round down to multiples of 16/16/{pw['c0']}"),
-                locations=locations(ir, k, g, "gemm")))
+            sev = (
+                Severity.HIGH
+                if pw["waste_pct"] >= float(th["high_waste_pct"])
+                else (Severity.MEDIUM if pw["waste_pct"] >= float(th["medium_waste_pct"]) else Severity.LOW)
+            )
+            bad = [
+                f"{d}={g[d.lower()]}"
+                for d, mult in (("M", 16), ("N", 16), ("K", pw["c0"]))
+                if g[d.lower()] % mult
+            ]
+            msg = (
+                f"GEMM {g['c']} += {g['a']} @ {g['b']}: tile {g['m']}×{g['n']}×{g['k']} runs as "
+                f"{pw['m_padded']}×{pw['n_padded']}×{pw['k_padded']} ({', '.join(bad)} not on the "
+                f"16/{pw['c0']} fractal): {pw['waste_pct']} % of Cube work is padding"
+            )
+            out.append(
+                Finding(
+                    code=CODE,
+                    slug=SLUG,
+                    severity=sev,
+                    kernels=(k["name"],),
+                    message=msg,
+                    evidence={
+                        **pw,
+                        "in_dtype": g["in_dtype"],
+                        "fractal_mn": 16,
+                        "chip": ctx.chip.name,
+                        "min_waste_pct": th["min_waste_pct"],
+                        "medium_waste_pct": th["medium_waste_pct"],
+                        "high_waste_pct": th["high_waste_pct"],
+                    },
+                    recommendation=(
+                        f"use tiles {pw['m_padded']}×{pw['n_padded']}×{pw['k_padded']} (same padded cost, "
+                        f"no waste) or round down to multiples of 16/16/{pw['c0']}"
+                    ),
+                    locations=locations(ir, k, g, "gemm"),
+                )
+            )
     return out

@@ -13,8 +13,11 @@ CODE = "TS503"
 SLUG = "low-precision-accumulation"
 NEEDS = ("ir",)
 KIND = "static"
-THRESHOLDS: dict[str, Any] = {"min_reduction_length": 1024, "high_reduction_length": 8192,
-                              "low_precision_dtypes": "float16,bfloat16"}
+THRESHOLDS: dict[str, Any] = {
+    "min_reduction_length": 1024,
+    "high_reduction_length": 8192,
+    "low_precision_dtypes": "float16,bfloat16",
+}
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
@@ -54,17 +57,35 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             if total < int(th["min_reduction_length"]):
                 continue
             sev = Severity.HIGH if total >= int(th["high_reduction_length"]) else Severity.MEDIUM
-            msg = (f"{g['accum_dtype']} accumulator {g['c']} sums a reduction of K = {total} "
-                   f"({g['k']} per call × {g['k_loop_extent']} iterations): accumulate in float32")
+            msg = (
+                f"{g['accum_dtype']} accumulator {g['c']} sums a reduction of K = {total} "
+                f"({g['k']} per call × {g['k_loop_extent']} iterations): accumulate in float32"
+            )
             acc = alloc(k, g["c"])
-            out.append(Finding(
-                code=CODE, slug=SLUG, severity=sev, kernels=(k["name"],), message=msg,
-                evidence={"accum_dtype": g["accum_dtype"], "in_dtype": g["in_dtype"], "total_k": total,
-                          "k_per_call": g["k"], "iterations": g["k_loop_extent"], "problem_k": g.get("problem_k"),
-                          "min_reduction_length": th["min_reduction_length"],
-                          "high_reduction_length": th["high_reduction_length"],
-                          "float32_l0c_bytes": (acc["padded_bytes"] * 2) if acc and acc.get("padded_bytes") else None,
-                          "chip": ctx.chip.name, "l0c_capacity_bytes": ctx.chip.l0c_bytes},
-                recommendation=f"allocate {g['c']} as float32 (T.alloc_l0c(..., \"float32\")) and cast on store",
-                locations=locations(ir, k, acc, "accumulator") + locations(ir, k, g, "gemm")[:1]))
+            out.append(
+                Finding(
+                    code=CODE,
+                    slug=SLUG,
+                    severity=sev,
+                    kernels=(k["name"],),
+                    message=msg,
+                    evidence={
+                        "accum_dtype": g["accum_dtype"],
+                        "in_dtype": g["in_dtype"],
+                        "total_k": total,
+                        "k_per_call": g["k"],
+                        "iterations": g["k_loop_extent"],
+                        "problem_k": g.get("problem_k"),
+                        "min_reduction_length": th["min_reduction_length"],
+                        "high_reduction_length": th["high_reduction_length"],
+                        "float32_l0c_bytes": (acc["padded_bytes"] * 2)
+                        if acc and acc.get("padded_bytes")
+                        else None,
+                        "chip": ctx.chip.name,
+                        "l0c_capacity_bytes": ctx.chip.l0c_bytes,
+                    },
+                    recommendation=f'allocate {g["c"]} as float32 (T.alloc_l0c(..., "float32")) and cast on store',  # noqa: E501
+                    locations=locations(ir, k, acc, "accumulator") + locations(ir, k, g, "gemm")[:1],
+                )
+            )
     return out

@@ -58,7 +58,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     cap_versions = int(ctx.thresholds.get("max_versions", 2))
     out: list[Finding] = []
     for k in lowered_kernels(ir):
-        if k.get("failure") or not k.get("versions") and not k.get("lowered_allocations"):
+        if k.get("failure") or (not k.get("versions") and not k.get("lowered_allocations")):
             continue
         versions = k.get("versions", {})
         for lp in k.get("loops", []):
@@ -83,8 +83,11 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             for hw, fp in k.get("footprint", {}).items():
                 if hw not in need:
                     continue
-                extra = sum((want - got[b]) * (alloc(k, b) or {}).get("padded_bytes", 0)
-                            for b in short if (alloc(k, b) or {}).get("hardware") == hw)
+                extra = sum(
+                    (want - got[b]) * (alloc(k, b) or {}).get("padded_bytes", 0)
+                    for b in short
+                    if (alloc(k, b) or {}).get("hardware") == hw
+                )
                 needed = fp["bytes"] + extra
                 need[hw] = needed
                 cap = ctx.chip.capacity(hw)
@@ -92,22 +95,46 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     reasons.append(f"{want}-deep buffering would need {needed} B of {hw}, capacity {cap}")
             if short:
                 sev = Severity.MEDIUM
-                reason = "; ".join(reasons) if reasons else (
-                    f"capacity does not explain it: every scope fits {want} versions (the scheduler's cost model "
-                    "chose fewer; loop-carried state is one known cause)")
-                msg = (f"loop {lp['var']}: num_stages={req} requested but "
-                       f"{', '.join(f'{b}={v}' for b, v in short.items())} version(s) chosen — {reason}")
+                reason = (
+                    "; ".join(reasons)
+                    if reasons
+                    else (
+                        f"capacity does not explain it: every scope fits {want} versions (the scheduler's cost model "  # noqa: E501
+                        "chose fewer; loop-carried state is one known cause)"
+                    )
+                )
+                msg = (
+                    f"loop {lp['var']}: num_stages={req} requested but "
+                    f"{', '.join(f'{b}={v}' for b, v in short.items())} version(s) chosen — {reason}"
+                )
             else:
                 sev = Severity.LOW
                 reason = f"the Ascend scheduler makes at most {cap_versions} versions"
-                msg = f"loop {lp['var']}: num_stages={req} requested, {cap_versions} versions applied ({reason})"
-            out.append(Finding(
-                code=CODE, slug=SLUG, severity=sev, kernels=(k["name"],), message=msg,
-                evidence={"loop": lp["var"], "num_stages": req, "versions": got, "needed_bytes": need,
-                          "capacity_bytes": {hw: ctx.chip.capacity(hw) for hw in need}, "chip": ctx.chip.name,
-                          "max_versions": cap_versions, "reason": reason},
-                recommendation=("shrink the tiles of the limiting scope so two versions fit" if reasons else
-                                "keep loop-carried state out of the pipelined buffers, or set num_stages to what "
-                                "is applied so the source says what runs"),
-                locations=locations(ir, k, lp, "pipelined loop")))
+                msg = f"loop {lp['var']}: num_stages={req} requested, {cap_versions} versions applied ({reason})"  # noqa: E501
+            out.append(
+                Finding(
+                    code=CODE,
+                    slug=SLUG,
+                    severity=sev,
+                    kernels=(k["name"],),
+                    message=msg,
+                    evidence={
+                        "loop": lp["var"],
+                        "num_stages": req,
+                        "versions": got,
+                        "needed_bytes": need,
+                        "capacity_bytes": {hw: ctx.chip.capacity(hw) for hw in need},
+                        "chip": ctx.chip.name,
+                        "max_versions": cap_versions,
+                        "reason": reason,
+                    },
+                    recommendation=(
+                        "shrink the tiles of the limiting scope so two versions fit"
+                        if reasons
+                        else "keep loop-carried state out of the pipelined buffers, or set num_stages to what "  # noqa: E501
+                        "is applied so the source says what runs"
+                    ),
+                    locations=locations(ir, k, lp, "pipelined loop"),
+                )
+            )
     return out

@@ -60,9 +60,14 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             readers = []
             if name in k.get("gm_reads", []):
                 readers.append(k)
-            for later in kernels[i + 1:]:
+            for later in kernels[i + 1 :]:
                 u = _gm(later, name)
-                if u and u["shape"] == t["shape"] and u["dtype"] == t["dtype"] and name in later.get("gm_reads", []):
+                if (
+                    u
+                    and u["shape"] == t["shape"]
+                    and u["dtype"] == t["dtype"]
+                    and name in later.get("gm_reads", [])
+                ):
                     readers.append(later)
                     break
             if not readers:
@@ -73,17 +78,36 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             store = next((c for c in k["copies"] if c["dst"] == name), None)
             load = next((c for c in reader["copies"] if c["src"] == name), None)
             shape = "×".join(map(str, t["shape"]))
-            msg = (f"{name} [{shape}] {t['dtype']} ({nbytes} B) is written to GM by {k['name']} and read back by "
-                   f"{reader['name']}: an intermediate through global memory ({moved} B of HBM traffic)")
+            msg = (
+                f"{name} [{shape}] {t['dtype']} ({nbytes} B) is written to GM by {k['name']} and read back by "  # noqa: E501
+                f"{reader['name']}: an intermediate through global memory ({moved} B of HBM traffic)"
+            )
             sev = Severity.HIGH if moved >= 64 * 1024 * 1024 else Severity.MEDIUM
-            out.append(Finding(
-                code=CODE, slug=SLUG, severity=sev, kernels=tuple(dict.fromkeys([k["name"], reader["name"]])),
-                message=msg,
-                evidence={"tensor": name, "shape": t["shape"], "dtype": t["dtype"], "bytes": nbytes,
-                          "round_trip_bytes": moved, "producer": k["name"], "consumer": reader["name"],
-                          "min_bytes": min_bytes, "chip": ctx.chip.name,
-                          "hbm_bandwidth_gbps_assumed": ctx.chip.hbm_bandwidth_gbps},
-                recommendation=(f"fuse {k['name']} and {reader['name']}: keep {name} on chip "
-                                "(L0C -> UB with T.dual_copy, UB -> L1 for the next T.gemm)"),
-                locations=locations(ir, k, store, f"store {name}") + locations(ir, reader, load, f"load {name}")))
+            out.append(
+                Finding(
+                    code=CODE,
+                    slug=SLUG,
+                    severity=sev,
+                    kernels=tuple(dict.fromkeys([k["name"], reader["name"]])),
+                    message=msg,
+                    evidence={
+                        "tensor": name,
+                        "shape": t["shape"],
+                        "dtype": t["dtype"],
+                        "bytes": nbytes,
+                        "round_trip_bytes": moved,
+                        "producer": k["name"],
+                        "consumer": reader["name"],
+                        "min_bytes": min_bytes,
+                        "chip": ctx.chip.name,
+                        "hbm_bandwidth_gbps_assumed": ctx.chip.hbm_bandwidth_gbps,
+                    },
+                    recommendation=(
+                        f"fuse {k['name']} and {reader['name']}: keep {name} on chip "
+                        "(L0C -> UB with T.dual_copy, UB -> L1 for the next T.gemm)"
+                    ),
+                    locations=locations(ir, k, store, f"store {name}")
+                    + locations(ir, reader, load, f"load {name}"),
+                )
+            )
     return out

@@ -61,17 +61,33 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             if gain < float(th["min_gain"]):
                 continue
             b = better[0]
-            msg = (f"tile {g['m']}×{g['n']}×{g['k']} on a {prob[0]}×{prob[1]}×{g.get('problem_k') or g['total_k']} "
-                   f"GEMM: est. Cube occupancy {cur['occupancy']:.2f} ({cur['tiles']} tiles on {cur['cores']} "
-                   f"cores); {b['block_M']}×{b['block_N']}×{b['block_K']} fits and reaches {b['occupancy']:.2f} "
-                   f"({gain:.1f}×)")
-            out.append(Finding(
-                code=CODE, slug=SLUG, severity=Severity.HIGH if gain >= 3 else Severity.MEDIUM,
-                kernels=(k["name"],), message=msg,
-                evidence={"tile": [g["m"], g["n"], g["k"]], "problem_mn": list(prob), "estimate": cur,
-                          "alternatives": better, "gain": round(gain, 2), "chip": ctx.chip.name,
-                          "aic_count": ctx.chip.aic_count, "hbm_bandwidth_gbps_assumed": ctx.chip.hbm_bandwidth_gbps,
-                          "min_gain": th["min_gain"], "max_occupancy": th["max_occupancy"]},
-                recommendation=f"use block_M={b['block_M']}, block_N={b['block_N']}, block_K={b['block_K']}",
-                locations=locations(ir, k, g, "gemm")))
+            msg = (
+                f"tile {g['m']}×{g['n']}×{g['k']} on a {prob[0]}×{prob[1]}×{g.get('problem_k') or g['total_k']} "  # noqa: E501
+                f"GEMM: est. Cube occupancy {cur['occupancy']:.2f} ({cur['tiles']} tiles on {cur['cores']} "
+                f"cores); {b['block_M']}×{b['block_N']}×{b['block_K']} fits and reaches {b['occupancy']:.2f} "
+                f"({gain:.1f}×)"
+            )
+            out.append(
+                Finding(
+                    code=CODE,
+                    slug=SLUG,
+                    severity=Severity.HIGH if gain >= 3 else Severity.MEDIUM,
+                    kernels=(k["name"],),
+                    message=msg,
+                    evidence={
+                        "tile": [g["m"], g["n"], g["k"]],
+                        "problem_mn": list(prob),
+                        "estimate": cur,
+                        "alternatives": better,
+                        "gain": round(gain, 2),
+                        "chip": ctx.chip.name,
+                        "aic_count": ctx.chip.aic_count,
+                        "hbm_bandwidth_gbps_assumed": ctx.chip.hbm_bandwidth_gbps,
+                        "min_gain": th["min_gain"],
+                        "max_occupancy": th["max_occupancy"],
+                    },
+                    recommendation=f"use block_M={b['block_M']}, block_N={b['block_N']}, block_K={b['block_K']}",  # noqa: E501
+                    locations=locations(ir, k, g, "gemm"),
+                )
+            )
     return out

@@ -29,8 +29,15 @@ def test_ir_json_validates_and_writes_stages(fa: Any, tmp_path: Path) -> None:
     validate_ir(fa.ir)
     d = write_ir_dir(fa, tmp_path / "ir")
     names = sorted(p.name for p in d.iterdir())
-    assert names == ["auto_schedule.py", "final.py", "ir.json", "kernel.cpp", "layout_inference.py",
-                     "multi_buffer.py", "tvmscript.py"]
+    assert names == [
+        "auto_schedule.py",
+        "final.py",
+        "ir.json",
+        "kernel.cpp",
+        "layout_inference.py",
+        "multi_buffer.py",
+        "tvmscript.py",
+    ]
     validate_ir(json.loads((d / "ir.json").read_text()))
     assert "__mix__" in (d / "kernel.cpp").read_text()
 

@@ -26,7 +26,7 @@ def test_clean_json_and_fail_on(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["lint", f"{MATMUL}:matmul", "-p", "block_M=256", "-p", "block_N=256", "--format", "json"]
     assert main(args) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert [f["code"] for f in doc["findings"]][0] == "TS501"
+    assert next(f["code"] for f in doc["findings"]) == "TS501"
     assert main([*args, "--fail-on", "high"]) == 1
 
 
@@ -50,8 +50,24 @@ def test_bundle_written_and_not_overwritten(tmp_path: Path, capsys: pytest.Captu
 
 @pytest.mark.tilelang
 def test_sweep_small_grid(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["lint", MATMUL, "-p", "M=1024", "-p", "N=1024", "-p", "K=1024", "--sweep", "block_M=128,256",
-               "--sweep", "block_N=128", "--format", "json"])
+    rc = main(
+        [
+            "lint",
+            MATMUL,
+            "-p",
+            "M=1024",
+            "-p",
+            "N=1024",
+            "-p",
+            "K=1024",
+            "--sweep",
+            "block_M=128,256",
+            "--sweep",
+            "block_N=128",
+            "--format",
+            "json",
+        ]
+    )
     assert rc == 0
     rows = json.loads(capsys.readouterr().out)["sweep"]
     assert [r["params"]["block_M"] for r in rows] == [128, 256]  # 256x128 fp32 = 131072 B fits L0C exactly
@@ -59,7 +75,9 @@ def test_sweep_small_grid(capsys: pytest.CaptureFixture[str]) -> None:
     assert rows[0]["footprint"]["L0C"]["bytes"] == 65536
 
 
-def test_missing_tilelang_exits_3(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_tilelang_exits_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "tilelang", None)
     assert main(["lint", MATMUL]) == 3
     assert "pip install 'tilescope[tilelang]'" in capsys.readouterr().err

@@ -42,7 +42,9 @@ def captures() -> dict[str, Any]:
 
 
 def _findings(ir: dict[str, Any]) -> list[Finding]:
-    prof = Profile(source=SourceInfo(path=Path("k.py"), format="ir"), kernels=pd.DataFrame(), chip=CHIP, ir=ir)
+    prof = Profile(
+        source=SourceInfo(path=Path("k.py"), format="ir"), kernels=pd.DataFrame(), chip=CHIP, ir=ir
+    )
     res = run_rules(prof, kinds=("static",))
     assert res.errors == []
     return res.findings
@@ -64,12 +66,19 @@ def test_static_rules_are_registered_with_docs() -> None:
 
 
 def test_capacity_message_parsed_without_tilelang() -> None:
-    msg = ('Z3 loop scheduling failed: scope "shared.l0a" capacity 65536 is insufficient for minimum buffer '
-           'usage 131072. Try using T.annotate_unlimit_memory("shared.l0a") or reduce buffer sizes.')
+    msg = (
+        'Z3 loop scheduling failed: scope "shared.l0a" capacity 65536 is insufficient for minimum buffer '
+        'usage 131072. Try using T.annotate_unlimit_memory("shared.l0a") or reduce buffer sizes.'
+    )
     m = CAPACITY_RE.search(msg)
     assert m and m.group("scope") == "shared.l0a"
     f = classify_failure(RuntimeError("Traceback...\n" + msg), "lower", "tl.AutoSchedule")
-    assert (f["kind"], f["hardware"], f["capacity_bytes"], f["required_bytes"]) == ("capacity", "L0A", 65536, 131072)
+    assert (f["kind"], f["hardware"], f["capacity_bytes"], f["required_bytes"]) == (
+        "capacity",
+        "L0A",
+        65536,
+        131072,
+    )
     ub = classify_failure(RuntimeError(msg.replace("shared.l0a", "shared")), "lower", None)
     assert ub["hardware"] == "UB"
 
@@ -81,13 +90,21 @@ def test_acceptance_matmul_bad_params(captures: dict[str, Any]) -> None:
     ts501 = _by_code(fs, "TS501")
     assert [f.evidence["hardware"] for f in ts501] == ["L0C"]
     ev = ts501[0].evidence
-    assert ev["bytes"] == 256 * 288 * 2 == 147456 and ev["capacity_bytes"] == 131072 and ev["lowered_bytes"] == 147456
+    assert (
+        ev["bytes"] == 256 * 288 * 2 == 147456
+        and ev["capacity_bytes"] == 131072
+        and ev["lowered_bytes"] == 147456
+    )
     assert ev["buffers"][0]["padded_shape"] == [256, 288]
     src = open(KERNELS / "matmul.py").read().splitlines()
     loc = ts501[0].locations[0]
     assert loc.stage == "source" and "alloc_l0c" in src[loc.line - 1]
     ts502 = _by_code(fs, "TS502")[0]
-    assert (ts502.evidence["m_padded"], ts502.evidence["n_padded"], ts502.evidence["k_padded"]) == (256, 288, 48)
+    assert (ts502.evidence["m_padded"], ts502.evidence["n_padded"], ts502.evidence["k_padded"]) == (
+        256,
+        288,
+        48,
+    )
     assert ts502.evidence["waste_pct"] == round(100 * (1 - 250 * 280 * 40 / (256 * 288 * 48)), 2) == 20.88
     assert "T.gemm" in src[ts502.locations[0].line - 1]
     ts503 = _by_code(fs, "TS503")[0]
@@ -127,7 +144,11 @@ def test_lowering_failure_is_a_finding(captures: dict[str, Any]) -> None:
     cap = captures["get"]("l0a", "matmul.py:matmul", {"block_M": 512, "block_N": 128, "block_K": 128})
     assert cap.ir["lowered"] is False
     f = _by_code(_findings(cap.ir), "TS500")[0]
-    assert (f.evidence["hardware"], f.evidence["capacity_bytes"], f.evidence["required_bytes"]) == ("L0A", 65536, 131072)
+    assert (f.evidence["hardware"], f.evidence["capacity_bytes"], f.evidence["required_bytes"]) == (
+        "L0A",
+        65536,
+        131072,
+    )
     assert f.severity.value == "high"
 
 
@@ -135,7 +156,10 @@ def test_lowering_failure_is_a_finding(captures: dict[str, Any]) -> None:
 def test_unfused_attention_ts505_and_fused_not(captures: dict[str, Any]) -> None:
     un = captures["get"]("unfused", "attention_unfused.py", {})
     ts505 = _by_code(_findings(un.ir), "TS505")
-    assert [(f.evidence["tensor"], f.evidence["bytes"]) for f in ts505] == [("S", 1024 * 1024 * 4), ("P", 1024 * 1024 * 2)]
+    assert [(f.evidence["tensor"], f.evidence["bytes"]) for f in ts505] == [
+        ("S", 1024 * 1024 * 4),
+        ("P", 1024 * 1024 * 2),
+    ]
     fa = captures["get"]("fa", "flash_attention.py", {})
     fs = _findings(fa.ir)
     assert _by_code(fs, "TS505") == []

@@ -1,4 +1,4 @@
-"""`tilescope lint KERNEL.py[:FUNCTION[,F2...]]`: static diagnosis of a TileLang kernel before any NPU time."""
+"""`tilescope lint KERNEL.py[:FUNCTION[,F2...]]`: static diagnosis of a TileLang kernel, no NPU needed."""
 
 from __future__ import annotations
 
@@ -37,24 +37,36 @@ def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> 
 
     con = Console(highlight=False, soft_wrap=True)
     names = ", ".join(k["name"] for k in ir["kernels"])
-    con.print(f"[bold]{ir['kernel_file']}[/]:{ir['function']}  kernels: {names}  chip: {chip_name}  "
-              f"lowered: {'yes' if ir['lowered'] else 'NO'}")
+    con.print(
+        f"[bold]{ir['kernel_file']}[/]:{ir['function']}  kernels: {names}  chip: {chip_name}  "
+        f"lowered: {'yes' if ir['lowered'] else 'NO'}"
+    )
     for k in ir["kernels"]:
         fps = k.get("footprint", {})
         if fps:
-            con.print("  " + k["name"] + ": " + "  ".join(
-                f"{hw} {fp['bytes']}/{fp['capacity_bytes']} B" for hw, fp in fps.items()))
+            con.print(
+                "  "
+                + k["name"]
+                + ": "
+                + "  ".join(f"{hw} {fp['bytes']}/{fp['capacity_bytes']} B" for hw, fp in fps.items())
+            )
     for f in findings:
         # Linter-style: one line per finding, then where it points (wide tables fold badly in CI logs).
-        con.print(f"[{_SEV_STYLE[f.severity.value]}]{f.severity.value:<6}[/] {f.code} {f.slug} "
-                  f"[{', '.join(f.kernels)}] {f.message}", markup=True)
+        con.print(
+            f"[{_SEV_STYLE[f.severity.value]}]{f.severity.value:<6}[/] {f.code} {f.slug} "
+            f"[{', '.join(f.kernels)}] {f.message}",
+            markup=True,
+        )
         where = _loc_text(f)
         if where:
             con.print(f"       at {where}")
     counts = {s.value: sum(1 for f in findings if f.severity == s) for s in Severity}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    con.print(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
-              + (f": {summary}" if summary else "") + " (static: no device time, est. saving 0 µs)")
+    con.print(
+        f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
+        + (f": {summary}" if summary else "")
+        + " (static: no device time, est. saving 0 µs)"
+    )
 
 
 def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]]) -> None:
@@ -82,21 +94,29 @@ def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]
 
 
 def lint(
-    kernel: str = typer.Argument(..., help="KERNEL.py[:FUNCTION[,F2,...]] — a builder, a @tilelang.jit kernel "
-                                           "or several PrimFuncs of a chain."),
-    param: list[str] = typer.Option([], "--param", "-p", help="NAME=VALUE (Python literal, else string); repeatable."),
+    kernel: str = typer.Argument(
+        ...,
+        help="KERNEL.py[:FUNCTION[,F2,...]] — a builder, a @tilelang.jit kernel "
+        "or several PrimFuncs of a chain.",
+    ),
+    param: list[str] = typer.Option(  # noqa: B008
+        [], "--param", "-p", help="NAME=VALUE (Python literal, else string); repeatable."
+    ),
     chip: str | None = typer.Option(None, "--chip", help="Chip name (910B2, 950, ...) or a chip TOML file."),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
-    out: Path | None = typer.Option(None, "--out", help="Write BUNDLE/ir/ and BUNDLE/manifest.json."),
+    out: Path | None = typer.Option(None, "--out", help="Write BUNDLE/ir/ and BUNDLE/manifest.json."),  # noqa: B008
     force: bool = typer.Option(False, "--force", help="Replace an existing --out bundle."),
-    fail_on: str | None = typer.Option(None, "--fail-on", help="Exit 1 if a finding of this severity or higher: "
-                                                                 "high, medium or low."),
-    sweep: list[str] = typer.Option([], "--sweep", help="NAME=V1,V2,... ; repeatable: lower every combination."),
-    config: Path | None = typer.Option(None, "--config", help="tilescope.toml / pyproject.toml to read."),
+    fail_on: str | None = typer.Option(
+        None, "--fail-on", help="Exit 1 if a finding of this severity or higher: high, medium or low."
+    ),
+    sweep: list[str] = typer.Option(  # noqa: B008
+        [], "--sweep", help="NAME=V1,V2,... ; repeatable: lower every combination."
+    ),
+    config: Path | None = typer.Option(None, "--config", help="tilescope.toml / pyproject.toml to read."),  # noqa: B008
 ) -> None:
-    """Lower a TileLang kernel for Ascend and report static problems (capacity, fractals, precision, pipelining).
+    """Lower a TileLang kernel for Ascend and report static problems (capacity, fractals, pipelining).
 
-    Example: tilescope lint sample_traces/kernels/matmul.py:matmul --param block_M=100 --param accum_dtype=float16
+    Example: tilescope lint sample_traces/kernels/matmul.py:matmul -p block_M=100 -p accum_dtype=float16
     """
     from analyzer.config import load_config
     from analyzer.ir.capture import import_tilelang, parse_param
@@ -124,8 +144,9 @@ def lint(
             raise GateTrippedError(f"--fail-on {fail_on}: {len(tripped)} finding(s) at or above {fail_on}")
 
 
-def _lint_once(kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: str, out: Path | None,
-               force: bool) -> list[Finding]:
+def _lint_once(
+    kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: str, out: Path | None, force: bool
+) -> list[Finding]:
     import pandas as pd
 
     from analyzer.engine import run_rules
@@ -133,8 +154,9 @@ def _lint_once(kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: st
     from analyzer.profile import Profile, SourceInfo
 
     cap = capture_ir(kernel, params, spec)
-    profile = Profile(source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(), chip=spec,
-                      ir=cap.ir)
+    profile = Profile(
+        source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(), chip=spec, ir=cap.ir
+    )
     result = run_rules(profile, cfg, kinds=("static",))
     findings = sorted(result.findings + result.errors, key=lambda f: (-f.severity.rank, f.code))
     if out is not None:
@@ -147,8 +169,15 @@ def _lint_once(kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: st
             "params": cap.ir["params"],
             "chip": spec.name,
             "lowered": cap.ok,
-            "kernels": [{"name": k["name"], "entry": k["entry"], "footprint": k.get("footprint", {}),
-                         "failure": k.get("failure")} for k in cap.ir["kernels"]],
+            "kernels": [
+                {
+                    "name": k["name"],
+                    "entry": k["entry"],
+                    "footprint": k.get("footprint", {}),
+                    "failure": k.get("failure"),
+                }
+                for k in cap.ir["kernels"]
+            ],
             "findings": [f.to_dict() for f in findings],
             "skipped": [s.to_dict() for s in result.skipped],
             "timings": cap.ir.get("timings", {}),

@@ -83,13 +83,16 @@ class IRCapture:
 def import_tilelang() -> ModuleType:
     """Import tilelang hermetically (no shared kernel cache), or raise MissingComponentError (exit 3)."""
     os.environ.setdefault("TILELANG_DISABLE_CACHE", "1")
-    os.environ.setdefault("TILELANG_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"tilescope-tl-{os.getpid()}"))
+    os.environ.setdefault(
+        "TILELANG_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"tilescope-tl-{os.getpid()}")
+    )
     try:
         with contextlib.redirect_stdout(sys.stderr):
             import tilelang
     except Exception as exc:  # ImportError, or torch missing underneath
-        raise MissingComponentError(f"TileLang is not importable ({type(exc).__name__}: {exc}); "
-                                    f"{INSTALL_HINT}") from exc
+        raise MissingComponentError(
+            f"TileLang is not importable ({type(exc).__name__}: {exc}); {INSTALL_HINT}"
+        ) from exc
     # tilelang logs INFO lines; machine formats on stdout must stay clean.
     for name in ("tilelang", "TileLang"):
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -153,13 +156,19 @@ def candidates(tree: ast.Module) -> list[str]:
     defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
 
     def direct(fn: ast.FunctionDef) -> bool:
-        return any(isinstance(n, ast.FunctionDef) and n is not fn
-                   and any(d.endswith("prim_func") for d in _decorator_names(n)) for n in ast.walk(fn))
+        return any(
+            isinstance(n, ast.FunctionDef)
+            and n is not fn
+            and any(d.endswith("prim_func") for d in _decorator_names(n))
+            for n in ast.walk(fn)
+        )
 
     builders = {name for name, fn in defs.items() if direct(fn)}
     for _ in range(3):  # builders calling builders, a few levels deep
         for name, fn in defs.items():
-            called = {c.func.id for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+            called = {
+                c.func.id for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+            }
             if called & builders:
                 builders.add(name)
     out = []
@@ -193,7 +202,7 @@ def _flatten(label: str, obj: Any, prim_func_type: type) -> list[tuple[str, Any]
 
 def build_primfuncs(mod: ModuleType, names: list[str], params: dict[str, Any]) -> list[tuple[str, Any]]:
     """Call each builder / jit kernel with the parameters it accepts; unknown parameters are an error."""
-    from tvm import tirx  # noqa: PLC0415 - tilelang is imported by now
+    from tvm import tirx
 
     built: list[tuple[str, Any]] = []
     used: set[str] = set()
@@ -220,7 +229,9 @@ def build_primfuncs(mod: ModuleType, names: list[str], params: dict[str, Any]) -
     unknown = sorted(set(params) - used)
     if unknown:
         accepted = sorted({p for n in names for p in _param_names(getattr(mod, n, None))})
-        raise UsageError(f"unknown --param {', '.join(unknown)}; {', '.join(names)} accept: {', '.join(accepted)}")
+        raise UsageError(
+            f"unknown --param {', '.join(unknown)}; {', '.join(names)} accept: {', '.join(accepted)}"
+        )
     return built
 
 
@@ -258,7 +269,10 @@ def classify_failure(exc: BaseException, stage: str, last_pass: str | None) -> d
     m = CAPACITY_RE.search(text)
     msg = next((ln for ln in reversed(lines) if "capacity" in ln), None) if m else None
     if msg is None:
-        msg = next((ln for ln in reversed(lines) if "Check failed" in ln or "Error" in ln), lines[-1] if lines else "")
+        msg = next(
+            (ln for ln in reversed(lines) if "Check failed" in ln or "Error" in ln),
+            lines[-1] if lines else "",
+        )
     failure: dict[str, Any] = {
         "stage": stage,
         "pass": last_pass,
@@ -269,8 +283,12 @@ def classify_failure(exc: BaseException, stage: str, last_pass: str | None) -> d
     if m:
         scope = m.group("scope")
         # The scheduler names UB "shared" although UB tiles are allocated as shared.dyn.
-        failure.update(scope=scope, hardware=hardware_for(scope, ASCEND_0115),
-                       capacity_bytes=int(m.group("capacity")), required_bytes=int(m.group("required")))
+        failure.update(
+            scope=scope,
+            hardware=hardware_for(scope, ASCEND_0115),
+            capacity_bytes=int(m.group("capacity")),
+            required_bytes=int(m.group("required")),
+        )
     return failure
 
 
@@ -301,8 +319,12 @@ def _lower(func: Any, kc: KernelCapture) -> Any:
     keep = _Keep()
     t0 = time.perf_counter()
     try:
-        with _captured_fd2(), contextlib.redirect_stdout(sys.stderr), \
-                tvm.transform.PassContext(instruments=[keep]), Target("ascend"):
+        with (
+            _captured_fd2(),
+            contextlib.redirect_stdout(sys.stderr),
+            tvm.transform.PassContext(instruments=[keep]),
+            Target("ascend"),
+        ):
             art = tilelang.lower(func, target="ascend")
     except Exception as exc:  # InternalError (capacity), AssertionError, ValueError from tile ops
         kc.failure = classify_failure(exc, "lower", keep.last)
@@ -363,13 +385,27 @@ def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCap
     ir = assemble_ir_json(path, ",".join(names), params, chip, kernels, tree, version, sha)
     timings["analyse_s"] = time.perf_counter() - t2 + walk_s
     ir["timings"] = {k: round(v, 4) for k, v in timings.items()}
-    return IRCapture(kernel_file=path, function=",".join(names), params=dict(params), chip=chip, kernels=kernels,
-                     ir=ir, tilelang_version=version, sha256=sha, timings=timings)
+    return IRCapture(
+        kernel_file=path,
+        function=",".join(names),
+        params=dict(params),
+        chip=chip,
+        kernels=kernels,
+        ir=ir,
+        tilelang_version=version,
+        sha256=sha,
+        timings=timings,
+    )
 
 
-STAGE_FILES = {"tvmscript": "tvmscript.py", "layout_inference": "layout_inference.py",
-               "auto_schedule": "auto_schedule.py", "multi_buffer": "multi_buffer.py", "final": "final.py",
-               "ascendc": "kernel.cpp"}
+STAGE_FILES = {
+    "tvmscript": "tvmscript.py",
+    "layout_inference": "layout_inference.py",
+    "auto_schedule": "auto_schedule.py",
+    "multi_buffer": "multi_buffer.py",
+    "final": "final.py",
+    "ascendc": "kernel.cpp",
+}
 
 
 def stage_file(kernel_name: str, stage: str, several: bool) -> str:
@@ -388,6 +424,7 @@ def write_ir_dir(capture: IRCapture, directory: str | Path) -> Path:
             target = d / stage_file(kc.name, stage, several)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
-    (d / "ir.json").write_text(json.dumps(capture.ir, indent=1, sort_keys=False, default=str) + "\n",
-                               encoding="utf-8")
+    (d / "ir.json").write_text(
+        json.dumps(capture.ir, indent=1, sort_keys=False, default=str) + "\n", encoding="utf-8"
+    )
     return d

@@ -40,8 +40,13 @@ def annotate_allocations(walked: dict[str, Any], versions: dict[str, int]) -> No
     for a in walked["allocations"]:
         shape = a["shape"]
         if not all(isinstance(d, int) for d in shape):
-            a.update(padded_shape=None, padded_bytes=None, versions=versions.get(a["name"], 1), total_bytes=None,
-                     k_axis=None)
+            a.update(
+                padded_shape=None,
+                padded_bytes=None,
+                versions=versions.get(a["name"], 1),
+                total_bytes=None,
+                k_axis=None,
+            )
             continue
         k_axis = axes.get(a["name"])
         pshape = padded_shape(shape, a["hardware"], a["dtype"], k_axis)
@@ -83,9 +88,18 @@ def padding_waste(m: int, n: int, k: int, in_dtype: str) -> dict[str, Any]:
     mp, np_, kp = round_up(m, 16), round_up(n, 16), round_up(k, c0)
     useful = m * n * k
     padded = mp * np_ * kp
-    return {"m": m, "n": n, "k": k, "m_padded": mp, "n_padded": np_, "k_padded": kp, "c0": c0,
-            "useful_macs": useful, "padded_macs": padded,
-            "waste_pct": round(100.0 * (1 - useful / padded), 2) if padded else 0.0}
+    return {
+        "m": m,
+        "n": n,
+        "k": k,
+        "m_padded": mp,
+        "n_padded": np_,
+        "k_padded": kp,
+        "c0": c0,
+        "useful_macs": useful,
+        "padded_macs": padded,
+        "waste_pct": round(100.0 * (1 - useful / padded), 2) if padded else 0.0,
+    }
 
 
 def problem_shape(walked: dict[str, Any], gemm: dict[str, Any]) -> tuple[int, int] | None:
@@ -124,8 +138,16 @@ def clamp_total_k(walked: dict[str, Any]) -> None:
             g["total_k"] = g["problem_k"]
 
 
-def cube_occupancy(m: int, n: int, k: int, problem_m: int, problem_n: int, in_dtype: str, chip: ChipSpec,
-                   double_buffered: bool = True) -> dict[str, Any]:
+def cube_occupancy(
+    m: int,
+    n: int,
+    k: int,
+    problem_m: int,
+    problem_n: int,
+    in_dtype: str,
+    chip: ChipSpec,
+    double_buffered: bool = True,
+) -> dict[str, Any]:
     """Estimated share of time the Cube units do useful MACs for one tiling.
 
     Model (documented in the README): per K step a core does ceil(M/16)*ceil(N/16)*ceil(K/C0) Cube
@@ -149,13 +171,21 @@ def cube_occupancy(m: int, n: int, k: int, problem_m: int, problem_n: int, in_dt
     step = max(cube_cycles, mte2_cycles) if double_buffered else cube_cycles + mte2_cycles
     pw = padding_waste(m, n, k, in_dtype)
     occ = (cube_cycles / step if step else 0.0) * wave_eff * (1 - pw["waste_pct"] / 100)
-    return {"tiles": tiles, "cores": cores, "waves": waves, "wave_efficiency": round(wave_eff, 4),
-            "cube_cycles_per_step": cube_cycles, "mte2_cycles_per_step": round(mte2_cycles, 1),
-            "occupancy": round(occ, 4), "bandwidth_gbps_assumed": chip.hbm_bandwidth_gbps}
+    return {
+        "tiles": tiles,
+        "cores": cores,
+        "waves": waves,
+        "wave_efficiency": round(wave_eff, 4),
+        "cube_cycles_per_step": cube_cycles,
+        "mte2_cycles_per_step": round(mte2_cycles, 1),
+        "occupancy": round(occ, 4),
+        "bandwidth_gbps_assumed": chip.hbm_bandwidth_gbps,
+    }
 
 
-def gemm_tile_footprint(m: int, n: int, k: int, in_dtype: str, acc_dtype: str, versions: int = 2
-                        ) -> dict[str, int]:
+def gemm_tile_footprint(
+    m: int, n: int, k: int, in_dtype: str, acc_dtype: str, versions: int = 2
+) -> dict[str, int]:
     """Bytes per scope of a plain L1 -> L0A/L0B -> L0C GEMM tiling with `versions` operand copies."""
     c0 = c0_elements(in_dtype)
     a = nbytes([round_up(m, 16), round_up(k, c0)], in_dtype)
@@ -164,8 +194,9 @@ def gemm_tile_footprint(m: int, n: int, k: int, in_dtype: str, acc_dtype: str, v
     return {"L1": (a + b) * versions, "L0A": a * versions, "L0B": b * versions, "L0C": c}
 
 
-def better_tilings(gemm: dict[str, Any], problem: tuple[int, int], chip: ChipSpec, limit: int = 3
-                   ) -> list[dict[str, Any]]:
+def better_tilings(
+    gemm: dict[str, Any], problem: tuple[int, int], chip: ChipSpec, limit: int = 3
+) -> list[dict[str, Any]]:
     """Larger tilings that still fit every scope, best estimated occupancy first."""
     out = []
     for bm in (64, 128, 256):
@@ -175,7 +206,14 @@ def better_tilings(gemm: dict[str, Any], problem: tuple[int, int], chip: ChipSpe
                 if any(fp[h] > chip.capacity(h) for h in fp):
                     continue
                 occ = cube_occupancy(bm, bn, bk, problem[0], problem[1], gemm["in_dtype"], chip)
-                out.append({"block_M": bm, "block_N": bn, "block_K": bk, "occupancy": occ["occupancy"],
-                            "footprint": fp})
+                out.append(
+                    {
+                        "block_M": bm,
+                        "block_N": bn,
+                        "block_K": bk,
+                        "occupancy": occ["occupancy"],
+                        "footprint": fp,
+                    }
+                )
     out.sort(key=lambda r: (-r["occupancy"], -(r["block_M"] * r["block_N"])))
     return out[:limit]

@@ -25,10 +25,26 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_OP_CALLS = {"copy": "copy", "dual_copy": "dual_copy", "gemm": "gemm", "gemm_v0": "gemm", "reduce_max": "reduce",
-             "reduce_sum": "reduce", "reduce": "reduce", "clear": "fill", "fill": "fill"}
-_LOOP_CALLS = {"Pipelined": "pipelined", "Parallel": "parallel", "serial": "serial", "grid": "grid",
-               "Persistent": "persistent", "vectorized": "vectorized", "unroll": "unroll"}
+_OP_CALLS = {
+    "copy": "copy",
+    "dual_copy": "dual_copy",
+    "gemm": "gemm",
+    "gemm_v0": "gemm",
+    "reduce_max": "reduce",
+    "reduce_sum": "reduce",
+    "reduce": "reduce",
+    "clear": "fill",
+    "fill": "fill",
+}
+_LOOP_CALLS = {
+    "Pipelined": "pipelined",
+    "Parallel": "parallel",
+    "serial": "serial",
+    "grid": "grid",
+    "Persistent": "persistent",
+    "vectorized": "vectorized",
+    "unroll": "unroll",
+}
 
 # Ascend C intrinsic substrings per copy direction (tilelang 0.1.15 Ascend templates).
 _C_COPY = {
@@ -107,13 +123,18 @@ def source_sites(fn: ast.FunctionDef) -> list[SourceSite]:
             kind = _LOOP_CALLS.get(_callee(node.iter) or "")
             if kind:
                 tgt = node.target
-                names = [e.id for e in tgt.elts if isinstance(e, ast.Name)] if isinstance(tgt, ast.Tuple) \
+                names = (
+                    [e.id for e in tgt.elts if isinstance(e, ast.Name)]
+                    if isinstance(tgt, ast.Tuple)
                     else ([tgt.id] if isinstance(tgt, ast.Name) else [])
+                )
                 sites.append(SourceSite(f"loop:{kind}", node.lineno, names))
         elif isinstance(node, ast.With):
             for item in node.items:
                 if isinstance(item.context_expr, ast.Call) and (_callee(item.context_expr) or "") in (
-                        "SimtVF", "SimdVF"):
+                    "SimtVF",
+                    "SimdVF",
+                ):
                     sites.append(SourceSite("vf", node.lineno, []))
     sites.sort(key=lambda s: s.line)
     return sites
@@ -157,8 +178,13 @@ def _buf(name: str) -> str:
     return rf"\b{re.escape(name)}(?:_\d+)?\["
 
 
-def map_kernel(walked: dict[str, Any], kernel_def: ast.FunctionDef | None, tvmscript: str,
-               ascendc: str | None, entry: str) -> None:
+def map_kernel(
+    walked: dict[str, Any],
+    kernel_def: ast.FunctionDef | None,
+    tvmscript: str,
+    ascendc: str | None,
+    entry: str,
+) -> None:
     """Fill `source_line`, `tvmscript_line`, `ascendc_lines` into the walked records in place."""
     sites = source_sites(kernel_def) if kernel_def is not None else []
     ts = ScriptIndex(tvmscript)
@@ -169,8 +195,9 @@ def map_kernel(walked: dict[str, Any], kernel_def: ast.FunctionDef | None, tvmsc
     for a in walked["allocations"]:
         a["source_line"] = _take(sites, "alloc", [a["name"]])
         # Example: `            a_l1 = T.sblock_alloc_buffer((128, 64), "float16", scope="shared.l1")`
-        a["tvmscript_line"] = ts.find(re.compile(rf"^\s*{re.escape(a['name'])}(?:_\d+)? = T\.\w*alloc"),
-                                      "alloc")
+        a["tvmscript_line"] = ts.find(
+            re.compile(rf"^\s*{re.escape(a['name'])}(?:_\d+)? = T\.\w*alloc"), "alloc"
+        )
         # Example: `  __cc__ float *c_l0 = (__cc__ float *)0;`
         a["ascendc_lines"] = cc.all(re.compile(rf"\*{re.escape(a['name'])} = \(")) if ascendc else []
 
@@ -180,11 +207,12 @@ def map_kernel(walked: dict[str, Any], kernel_def: ast.FunctionDef | None, tvmsc
         if e["source_line"] is None:
             e["source_line"] = _take(sites, "loop:grid", e["vars"])
         # Example: `                for r in T.parallel(64):`
-        e["tvmscript_line"] = ts.find(re.compile(rf"^\s*for {re.escape(e['vars'][0])} in T\.parallel\("), "par")
+        e["tvmscript_line"] = ts.find(
+            re.compile(rf"^\s*for {re.escape(e['vars'][0])} in T\.parallel\("), "par"
+        )
         e["ascendc_lines"] = _vf_lines(cc, entry, e.get("vf_index")) if ascendc else []
         vf = e.get("vf_index")
         e["vf_source_line"] = vf_sites[vf].line if vf is not None and vf < len(vf_sites) else None
-
 
     for lp in walked["loops"]:
         if lp["kind"] == "thread_binding":
@@ -196,33 +224,42 @@ def map_kernel(walked: dict[str, Any], kernel_def: ast.FunctionDef | None, tvmsc
             owner = next((e for e in walked["elementwise"] if e["loop"] in (lp["id"], lp["parent"])), None)
             lp["source_line"] = owner["source_line"] if owner else None
         else:
-            kinds = ("loop:pipelined",) if lp["num_stages"] is not None else (
-                "loop:serial", "loop:grid", "loop:persistent", "loop:unroll")
+            kinds = (
+                ("loop:pipelined",)
+                if lp["num_stages"] is not None
+                else ("loop:serial", "loop:grid", "loop:persistent", "loop:unroll")
+            )
             lp["source_line"] = _take(sites, kinds, [lp["var"]])
         # Example: `            for kk in T.serial(64, annotations={"num_stages": 2}):`
         lp["tvmscript_line"] = ts.find(re.compile(rf"^\s*for {re.escape(lp['var'])} in T\."), "loop")
         # Example: `      for (int32_t kk = 0; kk < 64; ++kk) {`
-        lp["ascendc_lines"] = cc.all(re.compile(rf"for \(int\w* {re.escape(lp['var'])} = ")) if ascendc else []
+        lp["ascendc_lines"] = (
+            cc.all(re.compile(rf"for \(int\w* {re.escape(lp['var'])} = ")) if ascendc else []
+        )
 
     for cp in walked["copies"]:
         kind = ("dual_copy", "copy") if cp["op"] == "dual_copy" else ("copy", "dual_copy")
         cp["source_line"] = _take(sites, kind, [cp["src"], cp["dst"]])
         # Example: `T.ascend_copy(T.region(A[r0, kk * 64], 1, 128, 64), T.region(a_l1[0, 0], 2, 128, 64))`
         cp["tvmscript_line"] = ts.find(
-            re.compile(rf"T\.(?:ascend_)?copy\(.*{_buf(cp['src'])}.*{_buf(cp['dst'])}"), "op")
+            re.compile(rf"T\.(?:ascend_)?copy\(.*{_buf(cp['src'])}.*{_buf(cp['dst'])}"), "op"
+        )
         cp["ascendc_lines"] = _ascendc_copy(cc, cp, gm) if ascendc else []
 
     for g in walked["gemms"]:
         g["source_line"] = _take(sites, "gemm", [g["a"], g["b"], g["c"]])
         # Example: `T.gemm(T.region(a_l0[0, 0], 1, 128, 64), T.region(b_l0[0, 0], 1, 64, 128), ...`
         g["tvmscript_line"] = ts.find(
-            re.compile(rf"T\.gemm\w*\(.*{_buf(g['a'])}.*{_buf(g['b'])}.*{_buf(g['c'])}"), "op")
+            re.compile(rf"T\.gemm\w*\(.*{_buf(g['a'])}.*{_buf(g['b'])}.*{_buf(g['c'])}"), "op"
+        )
         # Example: `asc_mmad(((__cc__ float*)c_l0), ((__ca__ half*)a_l0 + ...), ..., 128, 64, 128, ...`
-        g["ascendc_lines"] = [x for x in [cc.find(re.compile(r"\basc_mmad\w*\("), "mmad")] if x] if ascendc else []
+        g["ascendc_lines"] = (
+            [x for x in [cc.find(re.compile(r"\basc_mmad\w*\("), "mmad")] if x] if ascendc else []
+        )
 
     for r in walked["reduces"]:
         r["source_line"] = _take(sites, "reduce", [r["src"], r["dst"]] if r["src"] and r["dst"] else [])
-        # Example: `T.reduce(T.region(s[0, 0], 1, 64, 128), T.region(m_new[0], 2, 64), "max", 1, T.bool(True))`
+        # Example: `T.reduce(T.region(s[0, 0], 1, 64, 128), T.region(m_new[0], 2, 64), "max", 1, T.bool(True))`  # noqa: E501
         r["tvmscript_line"] = ts.find(re.compile(rf"T\.reduce\(.*{_buf(r['src'] or '')}"), "op")
         r["ascendc_lines"] = _vf_lines(cc, entry, r.get("vf_index")) if ascendc else []
 
@@ -248,7 +285,7 @@ def _ascendc_copy(cc: ScriptIndex, cp: dict[str, Any], gm: set[str]) -> list[int
         hits = cc.all(re.compile(rf"\basc_copy_(?:{fam})\w*\(.*\b{re.escape(gm_name)}\["))
         return hits
     # Merged on-chip buffers have no user name in C: keep the order within the intrinsic family.
-    # Example: `asc_copy_l12l0a(((__ca__ half*)a_l0 + ...), ((__cbuf__ half*)buf_dyn_l1 + ...), 0, 0, 8, 4, 8, 8);`
+    # Example: `asc_copy_l12l0a(((__ca__ half*)a_l0 + ...), ((__cbuf__ half*)buf_dyn_l1 + ...), 0, 0, 8, 4, 8, 8);`  # noqa: E501
     named = cc.all(re.compile(rf"\basc_copy_(?:{fam})\w*\(.*\b{re.escape(cp['dst'])}\b"))
     if named:
         return named[:1]
@@ -261,14 +298,16 @@ def build_line_map(walked: dict[str, Any], kernel: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
 
     def add(op: str, what: str, rec: dict[str, Any]) -> None:
-        rows.append({
-            "kernel": kernel,
-            "op": op,
-            "what": what,
-            "source_line": rec.get("source_line"),
-            "tvmscript_line": rec.get("tvmscript_line"),
-            "ascendc_lines": list(rec.get("ascendc_lines") or []),
-        })
+        rows.append(
+            {
+                "kernel": kernel,
+                "op": op,
+                "what": what,
+                "source_line": rec.get("source_line"),
+                "tvmscript_line": rec.get("tvmscript_line"),
+                "ascendc_lines": list(rec.get("ascendc_lines") or []),
+            }
+        )
 
     for a in walked["allocations"]:
         add("alloc", f"{a['name']} ({a['hardware']})", a)
@@ -282,7 +321,10 @@ def build_line_map(walked: dict[str, Any], kernel: str) -> list[dict[str, Any]]:
     for r in walked["reduces"]:
         add("reduce", f"{r['kind']}({r['src']}) -> {r['dst']}", r)
     for e in walked["elementwise"]:
-        add("elementwise", f"for {','.join(e['vars'])} in Parallel{tuple(e['extents'])} -> {','.join(e['writes'])}",
-            e)
+        add(
+            "elementwise",
+            f"for {','.join(e['vars'])} in Parallel{tuple(e['extents'])} -> {','.join(e['writes'])}",
+            e,
+        )
     rows.sort(key=lambda r: (r["source_line"] is None, r["source_line"] or 0))
     return rows

@@ -20,7 +20,11 @@ def _most_loaded_copy(k: dict[str, Any]) -> dict[str, Any] | None:
     loads = [c for c in k.get("copies", []) if c["src_level"] == "GM"]
     if not loads:
         return None
-    fill = {hw: fp["bytes"] / fp["capacity_bytes"] for hw, fp in k.get("footprint", {}).items() if fp["capacity_bytes"]}
+    fill = {
+        hw: fp["bytes"] / fp["capacity_bytes"]
+        for hw, fp in k.get("footprint", {}).items()
+        if fp["capacity_bytes"]
+    }
     return max(loads, key=lambda c: (fill.get(c["dst_level"], 0.0), c.get("bytes") or 0))
 
 
@@ -34,8 +38,11 @@ def locate(ir: dict[str, Any], kernel_name: str, topic: str) -> list[Location]:
         top = _most_loaded_copy(k)
         if top is not None:
             recs.append((top, f"GM load {top['src']} -> {top['dst']}"))
-        recs += [(c, f"GM load {c['src']} -> {c['dst']}") for c in k["copies"]
-                 if c["src_level"] == "GM" and c is not top]
+        recs += [
+            (c, f"GM load {c['src']} -> {c['dst']}")
+            for c in k["copies"]
+            if c["src_level"] == "GM" and c is not top
+        ]
     elif topic == "vector":
         recs += [(e, f"elementwise -> {','.join(e['writes'])}") for e in k.get("elementwise", [])]
         recs += [(r, f"reduce {r['kind']}({r['src']})") for r in k.get("reduces", [])]
@@ -44,8 +51,11 @@ def locate(ir: dict[str, Any], kernel_name: str, topic: str) -> list[Location]:
         recs += [(g, f"gemm {g['c']} += {g['a']} @ {g['b']}") for g in k.get("gemms", [])]
     elif topic == "scalar":
         # Scalar time is index arithmetic and loop control: point at the loops around the tile ops.
-        recs += [(lp, f"loop {lp['var']}") for lp in k.get("loops", [])
-                 if lp["kind"] == "serial" and lp.get("source_line")]
+        recs += [
+            (lp, f"loop {lp['var']}")
+            for lp in k.get("loops", [])
+            if lp["kind"] == "serial" and lp.get("source_line")
+        ]
     elif topic.startswith("buffer:"):
         name = topic.split(":", 1)[1]
         recs += [(a, f"alloc {name}") for a in k["allocations"] if a["name"] == name]

@@ -45,9 +45,16 @@ def entry_name(prim_func_name: str) -> str:
     return f"{prim_func_name}_kernel"
 
 
-def assemble_ir_json(path: Path, function: str, params: dict[str, Any], chip: ChipSpec,
-                     kernels: list[KernelCapture], tree: ast.Module, tilelang_version: str,
-                     sha256: str) -> dict[str, Any]:
+def assemble_ir_json(
+    path: Path,
+    function: str,
+    params: dict[str, Any],
+    chip: ChipSpec,
+    kernels: list[KernelCapture],
+    tree: ast.Module,
+    tilelang_version: str,
+    sha256: str,
+) -> dict[str, Any]:
     from analyzer.ir.capture import STAGE_PASSES, stage_file
 
     several = len(kernels) > 1
@@ -57,12 +64,22 @@ def assemble_ir_json(path: Path, function: str, params: dict[str, Any], chip: Ch
     tvm_module = None
     for kc in kernels:
         entry = entry_name(kc.name)
-        rec: dict[str, Any] = {"name": kc.name, "entry": entry, "label": kc.label, "failure": kc.failure,
-                               "lower_seconds": round(kc.lower_seconds, 4)}
+        rec: dict[str, Any] = {
+            "name": kc.name,
+            "entry": entry,
+            "label": kc.label,
+            "failure": kc.failure,
+            "lower_seconds": round(kc.lower_seconds, 4),
+        }
         rec["stages"] = [
-            {"name": s, "file": stage_file(kc.name, s, several), "pass": STAGE_PASSES.get(s),
-             "lines": len(kc.stages[s].splitlines())}
-            for s in ("tvmscript", *STAGE_PASSES, "final", "ascendc") if s in kc.stages
+            {
+                "name": s,
+                "file": stage_file(kc.name, s, several),
+                "pass": STAGE_PASSES.get(s),
+                "lines": len(kc.stages[s].splitlines()),
+            }
+            for s in ("tvmscript", *STAGE_PASSES, "final", "ascendc")
+            if s in kc.stages
         ]
         w = kc.walked
         if w:
@@ -70,28 +87,35 @@ def assemble_ir_json(path: Path, function: str, params: dict[str, Any], chip: Ch
             tvm_module = tvm_module or w["tvm_module"]
             annotate_allocations(w, kc.versions)
             clamp_total_k(w)
-            map_kernel(w, find_kernel_def(tree, kc.name), kc.stages.get("tvmscript", ""), kc.stages.get("ascendc"),
-                       entry)
+            map_kernel(
+                w,
+                find_kernel_def(tree, kc.name),
+                kc.stages.get("tvmscript", ""),
+                kc.stages.get("ascendc"),
+                entry,
+            )
             for r in w["reduces"]:
                 r["kind"] = (r["kind"] or "").strip('"')
-            rec.update({
-                "dialect": w["dialect"],
-                "grid": w["grid"],
-                "source_def_line": w.get("source_def_line"),
-                "gm_tensors": w["gm_tensors"],
-                "allocations": w["allocations"],
-                "versions": kc.versions,
-                "lowered_allocations": kc.lowered_allocations,
-                "footprint": footprints(w, kc.lowered_allocations, chip),
-                "loops": w["loops"],
-                "gemms": w["gemms"],
-                "copies": w["copies"],
-                "elementwise": w["elementwise"],
-                "reduces": w["reduces"],
-                "fills": w["fills"],
-                "gm_reads": sorted({c["src"] for c in w["copies"] if c["src_level"] == "GM"}),
-                "gm_writes": sorted({c["dst"] for c in w["copies"] if c["dst_level"] == "GM"}),
-            })
+            rec.update(
+                {
+                    "dialect": w["dialect"],
+                    "grid": w["grid"],
+                    "source_def_line": w.get("source_def_line"),
+                    "gm_tensors": w["gm_tensors"],
+                    "allocations": w["allocations"],
+                    "versions": kc.versions,
+                    "lowered_allocations": kc.lowered_allocations,
+                    "footprint": footprints(w, kc.lowered_allocations, chip),
+                    "loops": w["loops"],
+                    "gemms": w["gemms"],
+                    "copies": w["copies"],
+                    "elementwise": w["elementwise"],
+                    "reduces": w["reduces"],
+                    "fills": w["fills"],
+                    "gm_reads": sorted({c["src"] for c in w["copies"] if c["src_level"] == "GM"}),
+                    "gm_writes": sorted({c["dst"] for c in w["copies"] if c["dst_level"] == "GM"}),
+                }
+            )
             rec["core_type"] = _core_type(w)
             line_map.extend(build_line_map(w, kc.name))
         else:

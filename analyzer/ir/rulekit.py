@@ -15,8 +15,9 @@ def _stage_file(kernel: dict[str, Any], stage: str) -> str | None:
     return None
 
 
-def locations(ir: dict[str, Any], kernel: dict[str, Any], rec: dict[str, Any] | None, label: str = ""
-              ) -> tuple[Location, ...]:
+def locations(
+    ir: dict[str, Any], kernel: dict[str, Any], rec: dict[str, Any] | None, label: str = ""
+) -> tuple[Location, ...]:
     """Kernel source line + TVMScript line + Ascend C line(s) of one IR record (or the kernel def)."""
     out: list[Location] = []
     src_line = (rec or {}).get("source_line") or kernel.get("source_def_line")

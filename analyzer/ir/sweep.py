@@ -37,8 +37,14 @@ def combinations(base: dict[str, Any], grid: dict[str, list[Any]]) -> list[dict[
 
 def summarise(ir: dict[str, Any], chip: ChipSpec, codes: list[str]) -> dict[str, Any]:
     """One sweep row from an ir.json document and the static finding codes it produced."""
-    row: dict[str, Any] = {"lowered": ir["lowered"], "footprint": {}, "why_not": [], "findings": codes,
-                           "waste_pct": 0.0, "occupancy": None}
+    row: dict[str, Any] = {
+        "lowered": ir["lowered"],
+        "footprint": {},
+        "why_not": [],
+        "findings": codes,
+        "waste_pct": 0.0,
+        "occupancy": None,
+    }
     for k in ir["kernels"]:
         f = k.get("failure")
         if f:
@@ -50,12 +56,22 @@ def summarise(ir: dict[str, Any], chip: ChipSpec, codes: list[str]) -> dict[str,
         for g in k.get("gemms", []):
             if not all(isinstance(g[x], int) for x in ("m", "n", "k")):
                 continue
-            row["waste_pct"] = max(row["waste_pct"], padding_waste(g["m"], g["n"], g["k"], g["in_dtype"])["waste_pct"])
+            row["waste_pct"] = max(
+                row["waste_pct"], padding_waste(g["m"], g["n"], g["k"], g["in_dtype"])["waste_pct"]
+            )
             prob = problem_shape(k, g)
             if prob is not None and row["occupancy"] is None:
                 versions = [a.get("versions", 1) for a in k["allocations"] if a["name"] in (g["a"], g["b"])]
-                occ = cube_occupancy(g["m"], g["n"], g["k"], prob[0], prob[1], g["in_dtype"], chip,
-                                     double_buffered=bool(versions) and min(versions) > 1)
+                occ = cube_occupancy(
+                    g["m"],
+                    g["n"],
+                    g["k"],
+                    prob[0],
+                    prob[1],
+                    g["in_dtype"],
+                    chip,
+                    double_buffered=bool(versions) and min(versions) > 1,
+                )
                 row["occupancy"] = occ["occupancy"]
     for hw, fp in row["footprint"].items():
         fp["fits"] = fp["bytes"] <= fp["capacity_bytes"]
@@ -74,7 +90,9 @@ def sweep_one(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> dict[s
     from analyzer.profile import Profile, SourceInfo
 
     cap = capture_ir(kernel_ref, params, chip)
-    prof = Profile(source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(), chip=chip, ir=cap.ir)
+    prof = Profile(
+        source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(), chip=chip, ir=cap.ir
+    )
     res = run_rules(prof, kinds=("static",))
     row = summarise(cap.ir, chip, sorted({f.code for f in res.findings}))
     row["params"] = {k: v for k, v in params.items()}
@@ -88,8 +106,14 @@ def _init_worker() -> None:
     import_tilelang()
 
 
-def run_sweep(kernel_ref: str, base: dict[str, Any], grid: dict[str, list[Any]], chip: ChipSpec,
-              workers: int = 2, progress: bool = True) -> list[dict[str, Any]]:
+def run_sweep(
+    kernel_ref: str,
+    base: dict[str, Any],
+    grid: dict[str, list[Any]],
+    chip: ChipSpec,
+    workers: int = 2,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
     """All combinations, best first: fitting rows by estimated occupancy, then the rest."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -98,9 +122,17 @@ def run_sweep(kernel_ref: str, base: dict[str, Any], grid: dict[str, list[Any]],
     rows: list[dict[str, Any]] = []
     console = Console(stderr=True)
     ctx = multiprocessing.get_context("spawn")
-    with Progress(TextColumn("lowering"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, disable=not (progress and console.is_terminal)) as bar, \
-            ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool:
+    with (
+        Progress(
+            TextColumn("lowering"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not (progress and console.is_terminal),
+        ) as bar,
+        ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool,
+    ):
         task = bar.add_task("sweep", total=len(combos))
         futures = {pool.submit(sweep_one, kernel_ref, p, chip): p for p in combos}
         for fut in as_completed(futures):
@@ -108,9 +140,18 @@ def run_sweep(kernel_ref: str, base: dict[str, Any], grid: dict[str, list[Any]],
             try:
                 rows.append(fut.result())
             except Exception as exc:  # a bad combination (e.g. a builder assertion) is a row, not a crash
-                rows.append({"params": p, "lowered": False, "fits": False, "footprint": {}, "findings": [],
-                             "why_not": [f"{type(exc).__name__}: {str(exc)[:160]}"], "waste_pct": None,
-                             "occupancy": None})
+                rows.append(
+                    {
+                        "params": p,
+                        "lowered": False,
+                        "fits": False,
+                        "footprint": {},
+                        "findings": [],
+                        "why_not": [f"{type(exc).__name__}: {str(exc)[:160]}"],
+                        "waste_pct": None,
+                        "occupancy": None,
+                    }
+                )
             bar.advance(task)
     rows.sort(key=lambda r: (not r["fits"], -(r["occupancy"] or 0.0), r.get("waste_pct") or 0.0))
     return rows

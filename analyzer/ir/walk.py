@@ -16,15 +16,20 @@ from typing import Any
 from analyzer.ir.scopes import (
     ASCEND_0115,
     CUDA,
-    TILELANG_ASCEND,
     PIPE_OF_DIRECTION,
+    TILELANG_ASCEND,
     hardware_for,
     nbytes,
 )
 
 LOOP_KIND = {0: "serial", 1: "parallel", 2: "vectorized", 3: "unrolled", 4: "thread_binding"}
-_COPY_OPS = ("tl.tileop.ascend_copy", "tl.tileop.copy", "tl.tileop.ascend_dual_copy", "tl.tileop.dual_copy",
-             "tl.ascend_copy")
+_COPY_OPS = (
+    "tl.tileop.ascend_copy",
+    "tl.tileop.copy",
+    "tl.tileop.ascend_dual_copy",
+    "tl.tileop.dual_copy",
+    "tl.ascend_copy",
+)
 _GEMM_OPS = ("tl.tileop.gemm", "tl.tileop.gemm_py", "tl.ascend_gemm_v0")
 
 
@@ -124,7 +129,12 @@ class _Walker:
         self.loops: list[dict[str, Any]] = []
         self.stack: list[tuple[Any, dict[str, Any]]] = []  # enclosing (For node, loop record)
         self.out: dict[str, list[dict[str, Any]]] = {
-            "allocations": [], "loops": [], "gemms": [], "copies": [], "elementwise": [], "reduces": [],
+            "allocations": [],
+            "loops": [],
+            "gemms": [],
+            "copies": [],
+            "elementwise": [],
+            "reduces": [],
             "fills": [],
         }
         self.vf_stack: list[int] = []
@@ -136,7 +146,7 @@ class _Walker:
     def hw(self, buf: Any) -> str:
         return hardware_for(buf.scope(), self.dialect)
 
-    def visit(self, s: Any) -> None:  # noqa: C901 - one dispatch over IR node classes
+    def visit(self, s: Any) -> None:
         tir, nodes = self.tir, self.nodes
         if s is None:
             return
@@ -161,9 +171,7 @@ class _Walker:
             self.visit(s.body)
         elif isinstance(s, tir.For):
             self._loop(s)
-        elif isinstance(s, tir.AttrStmt):
-            self.visit(s.body)
-        elif isinstance(s, tir.While):
+        elif isinstance(s, (tir.AttrStmt, tir.While)):
             self.visit(s.body)
         elif isinstance(s, tir.IfThenElse):
             self.visit(s.then_case)
@@ -176,15 +184,17 @@ class _Walker:
     def _alloc(self, b: Any) -> None:
         shape = _shape(b)
         static = all(isinstance(d, int) for d in shape)
-        self.out["allocations"].append({
-            "name": b.name,
-            "scope": b.scope(),
-            "hardware": self.hw(b),
-            "shape": shape,
-            "dtype": str(b.dtype),
-            "bytes": nbytes([int(d) for d in shape], str(b.dtype)) if static else None,
-            "vf_index": self.vf_index,
-        })
+        self.out["allocations"].append(
+            {
+                "name": b.name,
+                "scope": b.scope(),
+                "hardware": self.hw(b),
+                "shape": shape,
+                "dtype": str(b.dtype),
+                "bytes": nbytes([int(d) for d in shape], str(b.dtype)) if static else None,
+                "vf_index": self.vf_index,
+            }
+        )
 
     def _loop(self, s: Any) -> None:
         kind = LOOP_KIND.get(int(s.kind), str(s.kind))
@@ -226,16 +236,18 @@ class _Walker:
                 calls.add(str(n.op.name))
 
         tir.stmt_functor.post_order_visit(s.body, grab)
-        self.out["elementwise"].append({
-            "loop": rec["id"],
-            "vars": [rec["var"]],
-            "extents": extents,
-            "writes": sorted(written),
-            "reads": sorted(read - written) + sorted(read & written),
-            "intrinsics": sorted(calls),
-            "vf_index": self.vf_index,
-            "enclosing_loops": self._enclosing(),
-        })
+        self.out["elementwise"].append(
+            {
+                "loop": rec["id"],
+                "vars": [rec["var"]],
+                "extents": extents,
+                "writes": sorted(written),
+                "reads": sorted(read - written) + sorted(read & written),
+                "intrinsics": sorted(calls),
+                "vf_index": self.vf_index,
+                "enclosing_loops": self._enclosing(),
+            }
+        )
 
     def _enclosing(self) -> list[str]:
         return [rec["id"] for _, rec in self.stack]
@@ -248,17 +260,20 @@ class _Walker:
             self._copy(call, name)
         elif name == "tl.tileop.reduce":
             src, dst = (_region(a, self.tir) for a in call.args[:2])
-            self.out["reduces"].append({
-                "src": src[0].name if src else None,
-                "dst": dst[0].name if dst else None,
-                "kind": str(call.args[2]) if len(call.args) > 2 else None,
-                "vf_index": self.vf_index,
-                "enclosing_loops": self._enclosing(),
-            })
+            self.out["reduces"].append(
+                {
+                    "src": src[0].name if src else None,
+                    "dst": dst[0].name if dst else None,
+                    "kind": str(call.args[2]) if len(call.args) > 2 else None,
+                    "vf_index": self.vf_index,
+                    "enclosing_loops": self._enclosing(),
+                }
+            )
         elif name == "tl.tileop.fill":
             dst = _region(call.args[0], self.tir)
-            self.out["fills"].append({"dst": dst[0].name if dst else None,
-                                      "enclosing_loops": self._enclosing()})
+            self.out["fills"].append(
+                {"dst": dst[0].name if dst else None, "enclosing_loops": self._enclosing()}
+            )
 
     def _copy(self, call: Any, op: str) -> None:
         src, dst = (_region(a, self.tir) for a in call.args[:2])
@@ -267,19 +282,21 @@ class _Walker:
         sh, dh = self.hw(src[0]), self.hw(dst[0])
         extents = src[2] if src[2] else dst[2]
         static = all(isinstance(e, int) for e in extents)
-        self.out["copies"].append({
-            "op": "dual_copy" if "dual" in op else "copy",
-            "src": src[0].name,
-            "dst": dst[0].name,
-            "src_level": sh,
-            "dst_level": dh,
-            "pipe": PIPE_OF_DIRECTION.get((sh, dh)),
-            "extents": extents,
-            "dtype": str(src[0].dtype),
-            "bytes": nbytes([int(e) for e in extents], str(src[0].dtype)) if static else None,
-            "vf_index": self.vf_index,
-            "enclosing_loops": self._enclosing(),
-        })
+        self.out["copies"].append(
+            {
+                "op": "dual_copy" if "dual" in op else "copy",
+                "src": src[0].name,
+                "dst": dst[0].name,
+                "src_level": sh,
+                "dst_level": dh,
+                "pipe": PIPE_OF_DIRECTION.get((sh, dh)),
+                "extents": extents,
+                "dtype": str(src[0].dtype),
+                "bytes": nbytes([int(e) for e in extents], str(src[0].dtype)) if static else None,
+                "vf_index": self.vf_index,
+                "enclosing_loops": self._enclosing(),
+            }
+        )
 
     def _gemm(self, call: Any) -> None:
         tir = self.tir
@@ -298,21 +315,30 @@ class _Walker:
         always_cleared = clear_text in ("T.bool(True)", "True", "1")
         trips = k_loop[1]["extent"] if (k_loop is not None and not always_cleared) else 1
         total_k = k * trips if isinstance(k, int) and isinstance(trips, int) else None
-        self.out["gemms"].append({
-            "a": a[0].name, "b": b[0].name, "c": c[0].name,
-            "a_level": self.hw(a[0]), "b_level": self.hw(b[0]), "c_level": self.hw(c[0]),
-            "in_dtype": str(a[0].dtype),
-            "accum_dtype": str(c[0].dtype),
-            "m": m, "n": n, "k": k,
-            "transpose_a": trans_a, "transpose_b": trans_b,
-            "clear_accum": clear_text,
-            "k_loop": k_loop[1]["id"] if k_loop else None,
-            "k_loop_extent": k_loop[1]["extent"] if k_loop else None,
-            "num_stages": k_loop[1]["num_stages"] if k_loop else None,
-            "accumulates_over_loop": not always_cleared and k_loop is not None,
-            "total_k": total_k,
-            "enclosing_loops": self._enclosing(),
-        })
+        self.out["gemms"].append(
+            {
+                "a": a[0].name,
+                "b": b[0].name,
+                "c": c[0].name,
+                "a_level": self.hw(a[0]),
+                "b_level": self.hw(b[0]),
+                "c_level": self.hw(c[0]),
+                "in_dtype": str(a[0].dtype),
+                "accum_dtype": str(c[0].dtype),
+                "m": m,
+                "n": n,
+                "k": k,
+                "transpose_a": trans_a,
+                "transpose_b": trans_b,
+                "clear_accum": clear_text,
+                "k_loop": k_loop[1]["id"] if k_loop else None,
+                "k_loop_extent": k_loop[1]["extent"] if k_loop else None,
+                "num_stages": k_loop[1]["num_stages"] if k_loop else None,
+                "accumulates_over_loop": not always_cleared and k_loop is not None,
+                "total_k": total_k,
+                "enclosing_loops": self._enclosing(),
+            }
+        )
 
 
 def gm_tensors(func: Any) -> list[dict[str, Any]]:
@@ -324,8 +350,14 @@ def gm_tensors(func: Any) -> list[dict[str, Any]]:
             continue
         shape = _shape(buf)
         static = all(isinstance(d, int) for d in shape)
-        out.append({"name": buf.name, "shape": shape, "dtype": str(buf.dtype),
-                    "bytes": nbytes([int(d) for d in shape], str(buf.dtype)) if static else None})
+        out.append(
+            {
+                "name": buf.name,
+                "shape": shape,
+                "dtype": str(buf.dtype),
+                "bytes": nbytes([int(d) for d in shape], str(buf.dtype)) if static else None,
+            }
+        )
     return out
 
 
@@ -339,8 +371,11 @@ def walk_primfunc(func: Any, dialect: str | None = None) -> dict[str, Any]:
     out["dialect"] = dialect
     out["tvm_module"] = module_name
     out["gm_tensors"] = gm_tensors(func)
-    grid = [lp["extent"] for lp in out["loops"] if lp["kind"] == "thread_binding"
-            and str(lp["thread"]).startswith("blockIdx")]
+    grid = [
+        lp["extent"]
+        for lp in out["loops"]
+        if lp["kind"] == "thread_binding" and str(lp["thread"]).startswith("blockIdx")
+    ]
     out["grid"] = grid
     return out
 
@@ -362,8 +397,14 @@ def lowered_allocations(mod: Any, dialect: str) -> list[dict[str, Any]]:
             shape = _shape(buf)
             if not all(isinstance(d, int) for d in shape):
                 return
-            out.append({"name": buf.name, "scope": buf.scope(), "hardware": hardware_for(buf.scope(), dialect),
-                        "bytes": nbytes([int(d) for d in shape], str(buf.dtype))})
+            out.append(
+                {
+                    "name": buf.name,
+                    "scope": buf.scope(),
+                    "hardware": hardware_for(buf.scope(), dialect),
+                    "bytes": nbytes([int(d) for d in shape], str(buf.dtype)),
+                }
+            )
 
         nodes.tir.stmt_functor.post_order_visit(fn.body, grab)
     return out
@@ -378,7 +419,11 @@ def buffer_versions(mod: Any) -> dict[str, int]:
             continue
 
         def grab(n: Any) -> None:
-            if nodes.block is not None and isinstance(n, nodes.block) and "tl.buffer_versions_map" in n.annotations:
+            if (
+                nodes.block is not None
+                and isinstance(n, nodes.block)
+                and "tl.buffer_versions_map" in n.annotations
+            ):
                 for var, count in n.annotations["tl.buffer_versions_map"].items():
                     versions[str(getattr(var, "name", var))] = int(count)
 
