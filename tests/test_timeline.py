@@ -251,6 +251,7 @@ def test_innermost_enclosing_nested_touching_and_missing() -> None:
         (b'[{"ph": "X", "ts": "abc"}]', "event 1", "decimal"),
         (b"[1, 2]", "event 1", "OBJECT"),
         (b'[{"a": 1}]', None, 'known "ph"'),
+        (b'[{"ph": "X", "name": "a", "pid": 1, "tid": 1, "dur": 1}]', None, "without pid, tid or ts"),
     ],
 )
 def test_broken_files_raise_format_error(

@@ -16,11 +16,18 @@ Choices worth knowing:
 - `id` is VARCHAR: flow ids are integers in some flows and strings in others.
 - `args` is JSON, decoded only where needed: a fixed struct of the kernel keys for X events, the
   raw text for counters (their keys vary: "MHz", "Value", ...), `args.name` for metadata. Keys we
-  do not read (e.g. `Call stack`) are never materialised.
+  do not read (e.g. `Call stack`) never leave DuckDB's per-chunk buffers.
 - SQE lanes are not skipped (msprof-analyze drops a (pid, tid) lane after an `args.name` ending in
   `_SQE`); none of our real samples has one, so they stay as kernels with their `task_type`.
 - Only `X`, `s`/`f`, `C` and `M` events are read; `B`/`E`, instant and async events are ignored
   (Ascend profilers do not write them). Unpaired flow ends are dropped.
+- An empty array, or an object without "traceEvents", is a ProfileFormatError, not empty tables.
+- The object form {"traceEvents": [...]} is read as one JSON value (memory ~ file size): meant for
+  the msprof op simulator's trace.json, not for GB-sized timelines.
+
+Tables beyond the `Timeline` contract: `flows` also has name, end_ns and the start/end pid/tid;
+`host_ops.lane` is NaN for a pid without process_name metadata. The `Overlap Analysis` lane is
+left out of host_ops and not returned (Timeline has no field for it yet).
 """
 
 from __future__ import annotations
@@ -210,6 +217,11 @@ def _scan(con: duckdb.DuckDBPyConnection, path: Path, source: str) -> dict[str, 
         # Errors raised while streaming reach us through pyarrow's reader as OSError.
         raise _format_error(path, exc) from None
     parts = {k: pa.concat_tables(v).unify_dictionaries().combine_chunks() for k, v in pieces.items() if v}
+    for key, what in (("X", "complete (X)"), ("flow", "flow (s/f)")):
+        if key in parts:
+            missing = sum(parts[key][c].null_count for c in ("pid", "tid", "ts_ns"))
+            if missing:
+                raise ProfileFormatError(path, None, f"{EXPECTED}; {what} events without pid, tid or ts")
     known = sum(len(t) for t in parts.values())
     if rows and not known:
         raise ProfileFormatError(path, None, f"{EXPECTED}; none of the {rows} objects has a known \"ph\"")
@@ -348,7 +360,8 @@ def _flows(config: DuckConfig, events: pa.Table, kernels: pd.DataFrame,
     start_ns = df["start_ns"].to_numpy()
     h_pid, h_tid = host_ops["pid"].to_numpy(), host_ops["tid"].to_numpy()
     h_start = host_ops["start_ns"].to_numpy()
-    h_end = h_start + np.rint(host_ops["duration_us"].to_numpy() * 1000.0).astype(np.int64)
+    dur_ns = np.rint(np.nan_to_num(host_ops["duration_us"].to_numpy(dtype=np.float64)) * 1000.0)
+    h_end = h_start + dur_ns.astype(np.int64)  # an X event without dur is an instant
     codes = lane_codes(np.concatenate([h_pid, start_pid]), np.concatenate([h_tid, start_tid]))
     df["host_index"] = innermost_enclosing(codes[: len(h_pid)], h_start, h_end, codes[len(h_pid):], start_ns)
     df["kernel_index"] = kernel_index
