@@ -26,7 +26,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -161,7 +160,7 @@ def write_trace_view(path: Path, target_bytes: int) -> int:
 def _make_trace(path: Path, target_bytes: int) -> None:
     try:
         sys.path.insert(0, str(ROOT))
-        from sample_traces.generate import write_large_trace_view  # type: ignore[import-not-found]
+        from sample_traces.generate import write_large_trace_view
     except ImportError:
         print("sample_traces.generate not available: using this script's generator", file=sys.stderr)
         write_trace_view(path, target_bytes)
@@ -225,16 +224,15 @@ def main(argv: list[str] | None = None) -> None:
         _make_trace(path, int(args.size_mb * 2**20))
     size_mib = path.stat().st_size / 2**20
     print(f"trace: {path} ({size_mib:,.0f} MiB), {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f}")
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)
     results: dict[str, tuple[float, float, str]] = {}
-    report: Callable[[str], None] = print
     for label in ("json.load", "read_timeline"):
         results[label] = _measure(label, path)
         sec, rss, what = results[label]
-        report(f"{label:>14}: {sec:7.2f} s  peak RSS {rss:7,.0f} MiB  ({what})")
+        print(f"{label:>14}: {sec:7.2f} s  peak RSS {rss:7,.0f} MiB  ({what})", flush=True)
     base, ours = results["json.load"], results["read_timeline"]
     print(f"time ratio read_timeline / json.load = {ours[0] / base[0]:.2f}; "
-          f"peak RSS ratio = {ours[1] / base[1]:.2f}")
+          f"peak RSS ratio = {ours[1] / base[1]:.2f}; load average now {os.getloadavg()[0]:.2f}")
     if tmp is not None:
         tmp.cleanup()
 
