@@ -338,6 +338,10 @@ def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
             verdict = "added" if b is None else "removed"
         else:
             verdict = _verdict(b.per_launch, h.per_launch, threshold_pct)
+            if "unknown" in (b.per_launch.kind, h.per_launch.kind) and verdict in ("regressed", "improved"):
+                # Saved reports aggregate launches by name (mixing ops that share it) and carry no
+                # spread: report the change, but it cannot be told from noise, so it never gates.
+                verdict = "slower (no spread)" if verdict == "regressed" else "faster (no spread)"
         changes = {}
         if b and h:
             for c in set(b.ratios) & set(h.ratios):
