@@ -106,7 +106,7 @@ def load_patterns(extra_files: Sequence[str | Path] = ()) -> list[Pattern]:
                 require_one_of=tuple(p.get("require_one_of", ())),
                 tilelang=str(p.get("tilelang", "")),
                 linked=bool(p.get("linked", False)),
-                source=str(path),
+                source="builtin:rules/patterns.toml" if path == BUILTIN_PATTERNS else str(path),
             )
     return list(by_id.values())
 

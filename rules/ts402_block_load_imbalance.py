@@ -17,7 +17,7 @@ SLUG = "block-load-imbalance"
 KIND = "runtime"
 NEEDS = ("blocks",)
 THRESHOLDS: dict[str, Any] = {
-    "max_over_median": 1.5,  # slowest block / median block of one side
+    "max_over_median": 1.2,  # slowest block / median block of one side (a 20 % tail)
     "idle_sub_core_us": 1.0,  # a vector sub-core below this while its sibling works is idle
     "min_block_us": 5.0,  # ignore launches whose slowest block is shorter
     "max_findings": 20,
@@ -52,7 +52,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     serial work off a single block.
 
     ## Thresholds
-    `max_over_median` (1.5), `idle_sub_core_us` (1.0), `min_block_us` (5), `max_findings` (20).
+    `max_over_median` (1.2), `idle_sub_core_us` (1.0), `min_block_us` (5), `max_findings` (20).
 
     ## Known limits
     Needs `msprof op` (per-block rows); kernel tables have no per-block data. The saving (slowest

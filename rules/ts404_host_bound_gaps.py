@@ -20,6 +20,8 @@ THRESHOLDS: dict[str, Any] = {
     "short_kernel_us": 20.0,  # kernels this short cannot hide a host launch
     "launch_floor_us": 2.0,  # gap the device needs anyway between dependent kernels (not recoverable)
     "max_gap_us": 5000.0,  # longer gaps are synchronisation / data loading, reported separately
+    "stall_gap_us": 100.0,  # one gap this long before a shorter kernel is a host stall (sync, .item())
+    "min_stall_total_us": 100.0,  # report stalls alone (run not host-bound overall) above this total
 }
 
 
@@ -44,7 +46,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     and remove host syncs (`.item()`, `.cpu()`, `nonzero`) from the step.
 
     ## Thresholds
-    `min_idle_share` (0.2), `short_kernel_us` (20), `launch_floor_us` (2), `max_gap_us` (5000).
+    `min_idle_share` (0.2), `short_kernel_us` (20), `launch_floor_us` (2), `max_gap_us` (5000),
+    `stall_gap_us` (100), `min_stall_total_us` (100). Without an overall host-bound pattern, single
+    stalls (a gap of at least `stall_gap_us` before a shorter kernel) are reported when they add up
+    to `min_stall_total_us`.
 
     ## Known limits
     The saving (every gap minus `launch_floor_us`) assumes a graph launch removes the gaps
@@ -63,10 +68,15 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     busy, idle = float(np.nansum(dur)), float(launch_gaps.sum())
     share = idle / (busy + idle) if busy + idle > 0 else 0.0
     short = float(np.mean(dur < float(ctx.thresholds["short_kernel_us"])))
-    if share < float(ctx.thresholds["min_idle_share"]) or short < 0.5:
-        return []
     floor = float(ctx.thresholds["launch_floor_us"])
-    saving = float(np.clip(launch_gaps - floor, 0, None).sum())
+    stall = (wait >= float(ctx.thresholds["stall_gap_us"])) & (wait <= max_gap) & (wait > dur)
+    host_bound = share >= float(ctx.thresholds["min_idle_share"]) and short >= 0.5
+    if host_bound:
+        saving = float(np.clip(launch_gaps - floor, 0, None).sum())
+    elif float(wait[stall].sum()) >= float(ctx.thresholds["min_stall_total_us"]):
+        saving = float(np.clip(wait[stall] - floor, 0, None).sum())
+    else:
+        return []
     names = text(df, "name").to_numpy()[keep]
     order = np.argsort(-wait)[:10]
     evidence = {
@@ -78,15 +88,25 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         "median_gap_us": r3(np.median(launch_gaps)) if len(launch_gaps) else None,
         "median_kernel_us": r3(np.nanmedian(dur)),
         "long_gaps": {"count": len(long_gaps), "total_us": r3(long_gaps.sum())},
+        "stalls": {"count": int(stall.sum()), "total_us": r3(wait[stall].sum())},
         "largest_gaps": [{"before": str(names[i]), "gap_us": r3(wait[i])} for i in order if wait[i] > 0],
         "thresholds": dict(ctx.thresholds),
-        "saving_model": "sum of (gap - launch_floor_us) over gaps up to max_gap_us",
+        "saving_model": "sum of (gap - launch_floor_us) over gaps up to max_gap_us"
+        if host_bound
+        else "sum of (stall gap - launch_floor_us)",
     }
-    msg = (
-        f"device idle {pct(share)} of the time between {len(dur)} kernels ({fmt_us(idle)} of gaps, "
-        f"median gap "
-        f"{evidence['median_gap_us']} µs vs median kernel {evidence['median_kernel_us']} µs): host-bound"
-    )
+    if host_bound:
+        msg = (
+            f"device idle {pct(share)} of the time between {len(dur)} kernels ({fmt_us(idle)} of gaps, "
+            f"median gap {evidence['median_gap_us']} µs vs median kernel {evidence['median_kernel_us']} µs): "
+            "host-bound"
+        )
+    else:
+        worst = order[0]
+        msg = (
+            f"{int(stall.sum())} launch stall(s) of {fmt_us(float(wait[stall].sum()))} in total: the device "
+            f"waited {r3(wait[worst])} µs before {names[worst]} ({r3(dur[worst])} µs) — a host sync or stall"
+        )
     return [
         make_finding(
             ctx,
@@ -96,7 +116,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             message=msg,
             evidence=evidence,
             saving_us=saving,
-            occurrences=len(launch_gaps),
+            occurrences=len(launch_gaps) if host_bound else int(stall.sum()),
             recommendation="Capture the step in a graph (torch.npu.NPUGraph / torchair), set "
             "TASK_QUEUE_ENABLE=2, "
             "remove host syncs (.item(), .cpu(), nonzero) from the step and fuse small kernels.",
