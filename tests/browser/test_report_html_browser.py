@@ -1,0 +1,125 @@
+"""The HTML report in headless Chromium: hostile names render as text, nothing fires, nothing
+leaves the machine, the charts draw. Recipe and pitfalls: ../shared/docs/browser-testing.md
+(Playwright dismisses dialogs silently, so every test records them and asserts none fired; a
+positive control proves the recorder can see an injection)."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from test_report_fixture_data import hostile_report, make_bundle
+
+from analyzer.report import render_html
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-extensions"]
+HOSTILE_NAMES = ["<img src=x onerror=alert(1)>", "</script><script>alert(2)</script>",
+                 "[x](javascript:alert(1)) @org/team a|b `x`", "\" onmouseover=\"alert(3)"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)"),
+]
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    root = tmp_path_factory.mktemp("site")
+    handler = functools.partial(_Quiet, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", root
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+def _watch(page: Any, base: str) -> dict[str, list[str]]:
+    seen: dict[str, list[str]] = {"dialogs": [], "errors": [], "console": [], "outside": []}
+
+    def on_dialog(d: Any) -> None:
+        seen["dialogs"].append(d.message)
+        d.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+    page.on("console", lambda m: seen["console"].append(m.text) if m.type == "error" else None)
+    page.on("request", lambda r: None if r.url.startswith((base, "data:", "blob:", "about:"))
+            else seen["outside"].append(r.url))
+    return seen
+
+
+def _screenshot(page: Any, name: str) -> None:
+    target = Path(os.environ.get("TILESCOPE_SCREENSHOTS", "/tmp/tilescope-screenshots"))
+    target.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(target / name), full_page=False)
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_NAMES)
+def test_hostile_names_render_as_text(site: tuple[str, Path], browser: Any, hostile: str) -> None:
+    from playwright.sync_api import expect
+
+    base, root = site
+    bundle = make_bundle(root / f"bundle{HOSTILE_NAMES.index(hostile)}")
+    name = f"report{HOSTILE_NAMES.index(hostile)}.html"
+    (root / name).write_text(render_html.render(hostile_report(bundle, hostile)), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1280, "height": 1600})
+    seen = _watch(page, base)
+    page.goto(f"{base}/{name}")
+    expect(page.locator("#chart-pipes .xtick text").first).to_have_text(hostile.replace("\n", " "))
+    cell = page.locator("code.kernel-name").first
+    expect(cell).to_have_text(hostile)
+    assert cell.evaluate("el => el.children.length") == 0
+    assert page.evaluate("document.images.length") == 0
+    assert page.evaluate("document.querySelectorAll('.js-plotly-plot').length") == 4
+    # the finding summary and the evidence show the literal text too
+    assert hostile in page.locator("#finding-1 summary .message").inner_text()
+    assert page.locator("#finding-1 table.evidence td").first.text_content() == hostile
+    # the embedded report JSON round-trips
+    data = page.evaluate("JSON.parse(document.getElementById('tilescope-report').textContent)")
+    assert data["top_kernels"][0]["name"] == hostile
+    page.wait_for_timeout(300)  # give any injected handler a chance to fire
+    _screenshot(page, f"report-hostile-{HOSTILE_NAMES.index(hostile)}.png")
+    page.close()
+    assert seen == {"dialogs": [], "errors": [], "console": [], "outside": []}
+
+
+def test_positive_control_unsafe_sink_is_detected(site: tuple[str, Path], browser: Any) -> None:
+    base, root = site
+    (root / "control.html").write_text(
+        "<!doctype html><body><div id=t></div><script>"
+        "document.getElementById('t').innerHTML = '<img src=x onerror=alert(1)>';</script></body>")
+    page = browser.new_page()
+    seen = _watch(page, base)
+    page.goto(f"{base}/control.html")
+    page.wait_for_timeout(500)
+    page.close()
+    assert seen["dialogs"] == ["1"], "the dialog recorder must catch a real injection"
