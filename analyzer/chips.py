@@ -87,7 +87,8 @@ class ChipSpec:
 
 _HBM_ASSUMED = (
     "hbm_bandwidth_gbps=1600 is an assumption: no vendor figure exists (third-party pages give "
-    "0.77-1.6 TB/s); set it with --chip-set hbm_bandwidth_gbps=... or a chip TOML"
+    "0.77-1.6 TB/s); set your own in a chip TOML (base = \"910B2\", hbm_bandwidth_gbps = ...) "
+    "passed as --chip FILE.toml"
 )
 
 _A2_BUFFERS: dict[str, Any] = dict(
