@@ -40,7 +40,7 @@ METRIC_GROUP_OF: dict[str, str] = {
     "aiv_main_mem_write_gbps": "Memory",
     "aic_read_main_memory_datas_kb": "MemoryAccess",
     "aiv_read_main_memory_datas_kb": "MemoryAccess",
-    "read_main_memory_datas_kb": "Memory (msprof op)",
+    "read_main_memory_datas_kb": "Memory",
     "aiv_vec_bank_cflt_ratio": "ResourceConflictRatio",
     "aiv_vec_bankgroup_cflt_ratio": "ResourceConflictRatio",
     "aiv_vec_resc_cflt_ratio": "ResourceConflictRatio",

@@ -197,7 +197,7 @@ def _host_findings(profile: Profile, ctx: RuleContext, patterns: list[Pattern]) 
                 ctx,
                 code=CODE,
                 slug=SLUG,
-                kernels=[st.name for st in pat.host_steps],
+                kernels=list(occ_ev[0]["host_ops"]),
                 message=msg,
                 recommendation=_recommendation(pat),
                 saving_us=saving,

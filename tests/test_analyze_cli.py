@@ -1,0 +1,149 @@
+"""`tilescope analyze`, `rules` and `rule`: formats, selection, gates, skipped rules, crash isolation."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyzer.cli import main
+from analyzer.engine import discover_rules
+from analyzer.report.data import validate_report
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "traces" / "real"
+GPT, FA = REAL / "gpt_step_arith_591", REAL / "fa_pipeutil_29"
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real traces not found at {REAL}")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_rules_lists_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "rules")
+    assert code == 0
+    for info in discover_rules():
+        assert info.code in out and info.slug in out
+    assert "TS501" in out and "static" in out  # the static IR rules too
+
+
+def test_rule_prints_doc_and_thresholds(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "rule", "TS102")
+    assert code == 0
+    assert "## What it does" in out and "## Known limits" in out and "## Default thresholds" in out
+    assert "`min_occurrences` = `1`" in out
+    code, out2, _ = run(capsys, "rule", "host-bound-gaps")
+    assert code == 0 and "TS404" in out2
+    code, _, err = run(capsys, "rule", "TS999")
+    assert code == 2 and "unknown rule" in err
+
+
+@needs_real
+def test_json_report_validates(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "analyze", str(GPT), "--format", "json")
+    assert code == 0
+    report = json.loads(out)
+    validate_report(report)
+    assert report["schema_version"] == "1.0"
+    assert report["inputs"]["chip"]["assumptions"]
+    savings = [f["est_saving_us"] for f in report["findings"]]
+    assert savings == sorted(savings, reverse=True)
+
+
+@needs_real
+def test_select_and_ignore(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "analyze", str(GPT), "-f", "json", "--select", "TS102")
+    assert {f["code"] for f in json.loads(out)["findings"]} == {"TS102"}
+    _, out, _ = run(capsys, "analyze", str(GPT), "-f", "json", "--ignore", "TS4,TS101")
+    codes = {f["code"] for f in json.loads(out)["findings"]}
+    assert codes == {"TS102"}
+
+
+@needs_real
+def test_fail_on_writes_report_then_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_file = tmp_path / "r.json"
+    code, _, err = run(capsys, "analyze", str(GPT), "-f", "json", "-o", str(out_file), "--fail-on", "high")
+    assert code == 1 and "at or above high" in err
+    assert json.loads(out_file.read_text())["findings"]  # written before the gate
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp file left behind
+    code, _, _ = run(capsys, "analyze", str(GPT), "-f", "json", "--select", "TS102", "--fail-on", "medium")
+    assert code == 0  # TS102 findings here are low/info
+    code, _, err = run(capsys, "analyze", str(GPT), "--fail-on", "info")
+    assert code == 2
+
+
+@needs_real
+def test_missing_memory_metrics_are_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "analyze", str(FA), "-f", "json")
+    skipped = {s["code"]: s for s in json.loads(out)["skipped"]}
+    assert skipped["TS301"]["needs"] == ["aic_metrics=Memory or aic_metrics=MemoryAccess"]
+    assert skipped["TS302"]["needs"] == ["aic_metrics=ResourceConflictRatio"]
+    _, text, _ = run(capsys, "analyze", str(FA))
+    assert "TS301 buffer-spill-reload: needs aic_metrics=Memory" in text
+
+
+@needs_real
+def test_format_not_available(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+
+    def fake(name: str, *a: Any) -> Any:
+        return None if name == "analyzer.report.render_html" else real(name, *a)
+
+    monkeypatch.setattr(importlib.util, "find_spec", fake)
+    code, _, err = run(capsys, "analyze", str(GPT), "--format", "html")
+    assert code == 2 and "format html not available yet" in err
+
+
+@needs_real
+def test_markdown_renders_from_the_report(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "analyze", str(GPT), "--format", "md")
+    assert code == 0 and "TS102" in out
+
+
+@needs_real
+def test_crashing_rule_becomes_error_entry(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import rules.ts405_aicpu_on_hot_path as ts405
+
+    def boom(*_a: Any) -> list[Any]:
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setattr(ts405, "check", boom)
+    code, out, _ = run(capsys, "analyze", str(GPT), "-f", "json")
+    assert code == 0
+    report = json.loads(out)
+    validate_report(report)
+    assert [e["code"] for e in report["errors"]] == ["TS405"]
+    assert "ZeroDivisionError: planted" in report["errors"][0]["message"]
+    assert any(f["code"] == "TS102" for f in report["findings"])  # the run went on
+
+
+@needs_real
+def test_multi_rank_reports_per_rank(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import analyzer.commands.analyze as cmd
+    from analyzer.io.load import load_profile
+
+    base = load_profile(GPT)
+    ranks = [dataclasses.replace(base, rank=0), dataclasses.replace(base, rank=1)]
+    monkeypatch.setattr(cmd, "load_profiles", lambda path, chip: ranks)
+    _, out, _ = run(capsys, "analyze", str(GPT), "-f", "json")
+    report = json.loads(out)
+    validate_report(report)
+    assert [p["rank"] for p in report["profiles"]] == [0, 1]
+    per_rank = {r: [f for f in report["findings"] if f["rank"] == r] for r in (0, 1)}
+    assert len(per_rank[0]) == len(per_rank[1]) == 10
+    _, text, _ = run(capsys, "analyze", str(GPT))
+    assert "rank 0" in text and "rank 1" in text
+
+
+def test_text_summary_line() -> None:
+    from analyzer.report.render_text import summary_line
+
+    report = {"findings": [{"severity": "high", "est_saving_us": 1500.0}, {"severity": "low", "est_saving_us": 340.0}],
+              "profiles": [{"summary": {"compute_us": 8000.0}}]}
+    assert summary_line(report) == "2 findings: 1 high, 1 low — est. 1840.0 µs (23 % of device time) recoverable"
