@@ -50,6 +50,15 @@ def fixture_profile(path: Path) -> Profile:
                    chip=get_chip(data.get("chip", "910B2")), blocks=blocks, timeline=tl)
 
 
+def _normalise(x: Any) -> Any:
+    """Drop chip assumption texts: they belong to analyzer/chips.py and change with its wording."""
+    if isinstance(x, dict):
+        return {k: _normalise(v) for k, v in x.items() if k != "assumptions"}
+    if isinstance(x, list):
+        return [_normalise(v) for v in x]
+    return x
+
+
 def findings_for(path: Path, code: str) -> list[dict[str, Any]]:
     result = run_rules(fixture_profile(path), Config(select=[code]), kinds=("runtime",))
     assert not result.errors, result.errors
@@ -62,7 +71,7 @@ def findings_for(path: Path, code: str) -> list[dict[str, Any]]:
 def test_fixture_matches_snapshot(code: str, kind: str) -> None:
     fixture = FIXTURES / f"{code.lower()}_{kind}.json"
     assert fixture.is_file(), f"missing fixture {fixture.name}"
-    got = findings_for(fixture, code)
+    got = _normalise(findings_for(fixture, code))
     if kind == "firing":
         assert got and all(f["code"] == code for f in got)
     else:
