@@ -27,7 +27,13 @@ try:
     import torch
     import torch_npu  # noqa: F401
 except BaseException as exc:
-    out["import_error"] = f"{type(exc).__name__}: {exc}"
+    # With torch_npu installed, `import torch` autoloads it and raises a RuntimeError whose cause
+    # names the missing CANN library: report the root cause first, then the outer error.
+    chain, e = [], exc
+    while e is not None and len(chain) < 5:
+        chain.append(f"{type(e).__name__}: {e}")
+        e = e.__cause__ or e.__context__
+    out["import_error"] = chain[-1] + ("" if len(chain) == 1 else " (from " + chain[0] + ")")
 else:
     out["available"] = bool(torch.npu.is_available())
     out["device_count"] = int(torch.npu.device_count()) if out["available"] else 0

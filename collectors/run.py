@@ -100,11 +100,33 @@ def resolve_chip_name(requested: str | None) -> Any:
     return resolve_chip(requested or load_config().chip)
 
 
-def _child_env() -> dict[str, str]:
+AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+_AUTOLOAD_SET_BY_US = False
+
+
+def keep_torch_npu_out_of_this_process() -> None:
+    """Stop `import torch` from auto-loading torch_npu in the collector (and in CPU-only children).
+
+    torch loads installed device backends on import; with torch_npu installed but CANN absent that
+    makes `import torch` itself fail ("Failed to load the backend extension: torch_npu", caused by
+    libhccl.so). The collector only needs torch for the IR and the CPU check, so it must not depend on
+    CANN; the NPU children import torch_npu explicitly and get the user's setting back.
+    """
+    global _AUTOLOAD_SET_BY_US
+    if AUTOLOAD not in os.environ:
+        os.environ[AUTOLOAD] = "0"
+        _AUTOLOAD_SET_BY_US = True
+
+
+def _child_env(device: str = "npu") -> dict[str, str]:
     env = dict(os.environ)
     # The worker imports `collectors` from this checkout/installation, whatever the cwd is.
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if device == "cpu":
+        env[AUTOLOAD] = "0"
+    elif _AUTOLOAD_SET_BY_US:
+        env.pop(AUTOLOAD, None)
     return env
 
 
@@ -121,7 +143,7 @@ def run_check(bundle: Path, ref: KernelRef, params: dict[str, Any], device: str,
     log = collect_dir / f"check_{device}.log"
     rec = CommandRecord([python, "-m", "collectors.worker", str(job_path)],
                         f"correctness check ({device})", log=f"collect/{log.name}")
-    run_command(rec, timeout, log, env=_child_env())
+    run_command(rec, timeout, log, env=_child_env(device))
     try:
         answer: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -152,6 +174,7 @@ def collect(req: CollectRequest, log: Log | None = None,
     device_probe: dict[str, Any] = {}
     if not req.ir_only:
         device_probe = probe(req.backend) if probe else preflight.check_backend(req.backend)
+    keep_torch_npu_out_of_this_process()
     preflight.require_tilelang()
     ref = resolve_function(ref)
     chip = resolve_chip_name(req.chip)
@@ -205,7 +228,7 @@ def collect(req: CollectRequest, log: Log | None = None,
 
 def _profile(req: CollectRequest, tmp: Path, job_base: dict[str, Any], kernel_name: str | None,
              say: Log) -> tuple[list[CommandRecord], list[dict[str, Any]]]:
-    env = _child_env()
+    env = _child_env("npu")
     if req.backend == "torch_npu":
         say(f"profiling with torch_npu: {len(req.metrics)} run(s), one per metric group")
         return profile_groups(tmp / "collect", tmp, job_base, list(req.metrics), req.warmup, req.repeat,

@@ -35,6 +35,39 @@ def test_real_probe_reports_the_import_error_text(tmp_path: Path, monkeypatch: p
     assert preflight.probe_torch_npu() == {"import_error": LIBHCCL}
 
 
+def test_real_probe_reports_the_root_cause_of_torch_autoload(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch_npu 2.13.0 without CANN: `import torch` autoloads it and raises RuntimeError from the
+    ImportError (observed with the real wheel); the probe puts the missing library first."""
+    site = tmp_path / "site"
+    (site / "torch_npu").mkdir(parents=True)
+    (site / "torch_npu" / "__init__.py").write_text(
+        "try:\n"
+        "    raise ImportError('libhccl.so: cannot open shared object file: No such file or directory')\n"
+        "except ImportError as e:\n"
+        "    raise RuntimeError('Failed to load the backend extension: torch_npu. You can disable '\n"
+        "                       'extension auto-loading with TORCH_DEVICE_BACKEND_AUTOLOAD=0.') from e\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    err = preflight.probe_torch_npu()["import_error"]
+    assert err.startswith(LIBHCCL + " (from RuntimeError: Failed to load the backend extension: torch_npu.")
+
+
+def test_cpu_children_never_autoload_torch_npu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from collectors import run as runmod
+
+    monkeypatch.setenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")  # so that teardown restores the original
+    monkeypatch.delenv("TORCH_DEVICE_BACKEND_AUTOLOAD")
+    monkeypatch.setattr(runmod, "_AUTOLOAD_SET_BY_US", False)
+    runmod.keep_torch_npu_out_of_this_process()
+    assert runmod._AUTOLOAD_SET_BY_US
+    import os
+
+    assert os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] == "0"
+    assert runmod._child_env("cpu")["TORCH_DEVICE_BACKEND_AUTOLOAD"] == "0"
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD" not in runmod._child_env("npu")
+    assert str(REPO) in runmod._child_env("npu")["PYTHONPATH"]
+
+
 @pytest.mark.parametrize("backend, probe, msprof, expected", [
     ("torch_npu", {"import_error": LIBHCCL}, "/x/msprof", "libhccl.so: cannot open shared object file"),
     ("torch_npu", {"import_error": "ModuleNotFoundError: No module named 'torch_npu'"}, "/x/msprof",
