@@ -288,3 +288,25 @@ def test_innermost_enclosing_unpackable_span_uses_lexsort() -> None:
         lane_h, start, end, np.array([0, 0, 1, 1], np.int64), np.array([15, 0, 2**61, 0], np.int64)
     )
     assert got.tolist() == [1, 0, 2, -1]
+
+
+def test_reused_flow_ids_pair_in_time_order(tmp_path: Path) -> None:
+    lanes = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}},
+        {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "Ascend Hardware"}},
+    ]
+    events = [*lanes]
+    for i, (t_host, t_dev) in enumerate([("10.000", "50.000"), ("100.000", "150.000")]):
+        events += [
+            {"ph": "X", "name": f"op{i}", "pid": 1, "tid": 1, "ts": t_host, "dur": 5.0},
+            {"ph": "X", "name": f"k{i}", "pid": 2, "tid": 7, "ts": t_dev, "dur": 1.0},
+            {"ph": "s", "cat": "async_npu", "id": 42, "pid": 1, "tid": 1, "ts": t_host},
+            {"ph": "f", "cat": "async_npu", "id": 42, "pid": 2, "tid": 7, "ts": t_dev, "bp": "e"},
+        ]
+    events[2:] = events[2:][::-1]  # file order must not matter
+    t = read_timeline(_write(tmp_path / "trace_view.json", events))
+    pairs = [
+        (t.host_ops["name"].iloc[h], t.kernels["name"].iloc[k])
+        for h, k in zip(t.flows["host_index"], t.flows["kernel_index"], strict=True)
+    ]
+    assert sorted(pairs) == [("op0", "k0"), ("op1", "k1")]
