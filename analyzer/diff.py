@@ -96,15 +96,10 @@ def analyse_path(path: str | Path, chip: str | None = None, config_path: str | N
     from analyzer.analysis import analyze
     from analyzer.config import load_config
     from analyzer.io.load import load_profile
+    from analyzer.report.data import build_report
 
     profile = load_profile(p, chip=chip)
-    result = analyze(profile, load_config(config_path))
-    try:
-        from analyzer.report.data import build_report  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # the JSON report module is not installed yet: keep what diff needs
-        build_report = None
-    report: dict[str, Any] = (build_report(profile, result) if build_report is not None else
-                              {"findings": [f.to_dict() for f in result.findings]})
+    report = build_report(profile, analyze(profile, load_config(config_path)))
     report["_profile"] = profile  # diff prefers per-launch data; stripped before any output
     return report
 

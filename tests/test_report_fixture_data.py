@@ -132,17 +132,15 @@ def hostile_report(bundle: Path | None = None, name: str = HOSTILE[0]) -> dict[s
 
 
 def real_report() -> dict[str, Any] | None:
-    """A report built by the real pipeline from the unfused-attention sample, when it exists."""
-    try:
-        from analyzer.diff import analyse_path
-        from analyzer.report.data import build_report  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
+    """A report built by the real pipeline (load, analyse, build_report) from the unfused sample."""
+    from analyzer.diff import analyse_path
+
     sample = Path(__file__).resolve().parent.parent / "sample_traces" / "attention_unfused"
     if not sample.exists():
         return None
-    del build_report  # analyse_path uses it; imported here only to skip when it is missing
-    return analyse_path(sample)
+    report = analyse_path(sample)
+    report.pop("_profile")
+    return report
 
 
 def test_fixture_findings_are_finding_dicts() -> None:
