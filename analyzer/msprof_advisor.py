@@ -39,6 +39,9 @@ CATEGORY_CODES = {
     "operator dispatch issues": ("TS404",),
     "affinity api issues": ("TS102",),
     "bandwidth contention": ("TS202",),
+    "cube operator perf analysis": ("TS202", "TS203", "TS204", "TS401"),
+    "fa operator perf analysis": ("TS201", "TS204"),
+    "vector operator perf analysis": ("TS202", "TS203"),
 }
 
 
@@ -55,12 +58,17 @@ def find_advisor() -> list[str] | None:
 
 def advisor_input_dir(path: Path) -> Path:
     """The advisor wants a profiler directory; a lone kernel_details.csv is placed in a temp layout."""
-    if path.is_dir():
+    if path.is_dir() and ((path / "ASCEND_PROFILER_OUTPUT").is_dir() or any(path.glob("PROF_*"))
+                          or any(path.glob("*_ascend_pt"))):
         return path
+    # A bare kernel_details.csv / trace_view.json (or a folder of them): the advisor only looks
+    # inside ASCEND_PROFILER_OUTPUT/, so give it that layout with symlinks.
+    files = [path] if path.is_file() else [p for p in path.iterdir() if p.suffix in (".csv", ".json")]
     tmp = Path(tempfile.mkdtemp(prefix="tilescope-msa-"))
     out = tmp / "ASCEND_PROFILER_OUTPUT"
     out.mkdir()
-    (out / path.name).symlink_to(path.resolve())
+    for f in files:
+        (out / f.name).symlink_to(f.resolve())
     return tmp
 
 
