@@ -266,10 +266,11 @@ def figures_from_report(report: Mapping[str, Any]) -> dict[str, go.Figure | str]
     out: dict[str, go.Figure | str] = {"shares": unit_share_bar(report)}
     has_pipes = any(num(k.get(col)) is not None for k in kernels for col, _, _ in PIPE_SERIES)
     out["pipes"] = pipe_ratio_bars(kernels) if has_pipes else \
-        "The profile has no pipe ratios (collect with --aic-metrics PipeUtilization)."
+        ("The report's kernel rows carry no pipe ratios (they need a profile collected with "
+         "aic_metrics=PipeUtilization, and the report must include them per kernel).")
     has_roof = any(num(k.get("arithmetic_intensity")) for k in kernels)
     out["roofline"] = roofline(kernels, report_chip(report)) if has_roof else \
-        "No kernel has FLOP and byte counts, so there is no roofline."
+        "No kernel row in the report has arithmetic intensity and achieved TFLOP/s: no roofline."
     launches = report_timeline(report)
     out["timeline"] = timeline(launches) if launches else \
         "The report carries no launch timestamps, so there is no timeline."
