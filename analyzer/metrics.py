@@ -82,16 +82,16 @@ def _ratio_sum(df: pd.DataFrame, prefix: str) -> pd.Series:
 
 
 def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec) -> pd.DataFrame:
-    """Return `kernels` with the derived columns of the module docstring added."""
-    k = kernels.copy()
+    """Return a new frame: `kernels` plus the derived columns of the module docstring."""
+    k = kernels
+    new: dict[str, pd.Series] = {}
     dur = _col(k, "duration_us")
     cycles = _col(k, "aic_total_cycles")
+    util = _col(k, "cube_utilization_pct")
     if chip.clock_mhz and chip.aic_count and "aic_total_cycles" in k:
         calc = cycles / (chip.clock_mhz * chip.aic_count * dur.where(dur > 0)) * 100.0
-        k["cube_utilization_calc_pct"] = calc
-        k["cube_utilization_pct"] = _col(k, "cube_utilization_pct").fillna(calc)
-    elif "cube_utilization_pct" not in k:
-        k["cube_utilization_pct"] = np.nan
+        new["cube_utilization_calc_pct"] = calc
+        util = util.fillna(calc)
 
     cube = _col(k, "aic_cube_time_us")
     cube = cube.fillna(_col(k, "aic_time_us") * _col(k, "aic_cube_ratio"))
@@ -99,20 +99,24 @@ def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec) -> pd.DataFrame:
     vec = _col(k, "aiv_vec_time_us")
     vec = vec.fillna(_col(k, "aiv_time_us") * _col(k, "aiv_vec_ratio"))
     vec = vec.fillna(_col(k, "aiv_time_us") * _ratio_sum(k, "aiv_vec_"))
-    k["cube_busy_us"] = cube
-    k["vector_busy_us"] = vec
     safe = dur.where(dur > 0)
-    k["cube_share"] = cube / safe
-    k["vector_share"] = vec / safe
+    new["cube_busy_us"] = cube
+    new["vector_busy_us"] = vec
+    new["cube_share"] = cube / safe
+    new["vector_share"] = vec / safe
 
     flops, shape_bytes = _shape_metrics(k)
-    k["flops"] = flops
-    k["achieved_tflops"] = flops / safe / 1e6  # FLOP / µs = 1e6 FLOP/s; / 1e12 -> TFLOP/s
-    k["bytes_moved"] = _measured_bytes(k).fillna(shape_bytes)
-    bm = k["bytes_moved"]
-    k["arithmetic_intensity"] = flops / bm.where(bm > 0)
-    k["bound_pipe"] = bound_pipe(k)
-    return k
+    moved = _measured_bytes(k).fillna(shape_bytes)
+    new["flops"] = flops
+    new["achieved_tflops"] = flops / safe / 1e6  # FLOP / µs = 1e6 FLOP/s; / 1e12 -> TFLOP/s
+    new["bytes_moved"] = moved
+    new["arithmetic_intensity"] = flops / moved.where(moved > 0)
+    new["bound_pipe"] = bound_pipe(k)
+    # one concat instead of a dozen inserts: wide tables stay unfragmented
+    keep = k.drop(columns=[c for c in new if c in k.columns])
+    out = pd.concat([keep, pd.DataFrame(new, index=k.index)], axis=1)
+    out["cube_utilization_pct"] = util
+    return out
 
 
 def _measured_bytes(k: pd.DataFrame) -> pd.Series:
@@ -241,10 +245,18 @@ def _shape_metrics(k: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     nan = pd.Series(np.nan, index=k.index, dtype="float64")
     if not len(k) or "input_shapes" not in k:
         return nan, nan.copy()
-    keys = [k[c].astype("str") if c in k else pd.Series("", index=k.index, dtype="str") for c in _FLOP_KEYS]
-    codes, uniques = pd.MultiIndex.from_arrays(keys).factorize()
+    # one code per unique combination: factorize each key column, fold the codes pairwise
+    codes = np.zeros(len(k), dtype="int64")
+    for c in _FLOP_KEYS:
+        if c not in k:
+            continue
+        col_codes, col_uniques = pd.factorize(k[c], use_na_sentinel=False)
+        codes, _ = pd.factorize(codes * (len(col_uniques) + 1) + col_codes)
+    first = pd.Series(np.arange(len(k))).groupby(codes, sort=True).first().to_numpy()
+    rows = k.iloc[first]
+    combos = zip(*(rows[c].tolist() if c in rows else [None] * len(rows) for c in _FLOP_KEYS), strict=True)
     vals = np.array(
-        [_one_combo(*(None if pd.isna(x) else x for x in u)) for u in uniques], dtype="float64"
+        [_one_combo(*(None if pd.isna(x) else x for x in u)) for u in combos], dtype="float64"
     ).reshape(-1, 2)
     return (pd.Series(vals[codes, 0], index=k.index), pd.Series(vals[codes, 1], index=k.index))
 

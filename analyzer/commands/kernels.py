@@ -70,7 +70,8 @@ def write_kernels(df: pd.DataFrame, fmt: str, out: Path | None) -> None:
 
         assert out is not None
         with atomic_path(out) as tmp:
-            pq.write_table(table, tmp, compression="zstd")
+            # 128k-row groups: the writer buffers one row group, not the whole table
+            pq.write_table(table, tmp, compression="zstd", row_group_size=1 << 17)
         return
     if fmt == "csv":
         import pyarrow.csv as pacsv

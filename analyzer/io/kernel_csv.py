@@ -15,7 +15,14 @@ import pyarrow as pa
 
 from analyzer.columns import KERNEL_CONTRACT, canonical_header, metric_groups_of
 from analyzer.errors import ProfileFormatError
-from analyzer.io.tables import convert_columns, null_unused_side, read_csv_strings, read_header, to_frame
+from analyzer.io.tables import (
+    convert_columns,
+    null_unused_side,
+    numeric_columns,
+    read_csv_strings,
+    read_header,
+    to_frame,
+)
 
 # Header names that tell the producer apart (formats doc §3.3).
 _TORCH_NPU_MARKERS = frozenset({"Name", "Accelerator Core", "Start Time(us)", "Duration(us)"})
@@ -85,9 +92,8 @@ def _read_arrow(path: Path) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int,
                 "duration_us": "Duration(us) / Task Duration(us)",
             }[req]
             raise ProfileFormatError(path, "line 1", f"missing required column {src!r}")
-    header, raw = read_csv_strings(path, header)
+    header, raw = read_csv_strings(path, header, numeric_columns(canonical))
     cols = convert_columns(path, header, raw, canonical=canonical)
-    null_unused_side(cols)
     coupled = any(c.startswith("aic_") for c in cols) and not any(h.startswith("aic_") for h in header)
     return cols, raw.num_rows, producer, coupled
 
@@ -104,5 +110,7 @@ def read_kernel_table(paths: Path | list[Path]) -> KernelTable:
         merged = pa.concat_tables(tables, promote_options="permissive")
         cols = {name: merged.column(name) for name in merged.column_names}
         n, producer, coupled = merged.num_rows, sorted(producers)[0], any(p[3] for p in parts)
-    df = to_frame(cols, n, ensure=KERNEL_CONTRACT)
+        del tables, merged
+    parts.clear()  # drop our references so to_frame can release the Arrow buffers as it converts
+    df = null_unused_side(to_frame(cols, n, ensure=KERNEL_CONTRACT))
     return KernelTable(df, producer, files, metric_groups_of(list(df.columns)), coupled)

@@ -30,7 +30,7 @@ from analyzer.io.kernel_csv import OP_SUMMARY_RE, detect_producer, read_kernel_t
 from analyzer.io.merge import merge_blocks, merge_kernel_tables
 from analyzer.io.msprof_op import is_msprof_op_dir, read_msprof_op
 from analyzer.io.sqlite import is_sqlite_file, read_sqlite
-from analyzer.io.tables import read_header
+from analyzer.io.tables import null_unused_side, read_header
 from analyzer.metrics import add_derived_metrics
 from analyzer.profile import DeviceInfo, Profile, SourceInfo, Timeline
 
@@ -201,19 +201,6 @@ def _ensure_contract(k: pd.DataFrame) -> pd.DataFrame:
     return k
 
 
-def _null_unused_side(k: pd.DataFrame) -> pd.DataFrame:
-    """Pandas twin of tables.null_unused_side for readers that do not go through Arrow (SQLite)."""
-    if "core_type" not in k:
-        return k
-    ct = k["core_type"].astype("str")
-    for prefix, side in (("aiv_", "AI_CORE"), ("aic_", "AI_VECTOR_CORE")):
-        rows = (ct == side).to_numpy()
-        for c in k.columns:
-            if c.startswith(prefix) and pd.api.types.is_float_dtype(k[c]):
-                k.loc[rows & (k[c] == 0).to_numpy(), c] = float("nan")
-    return k
-
-
 def _kernel_csv(paths: Path | list[Path], parts_files: list[Path]) -> tuple[pd.DataFrame, str, list[str]]:
     kt = read_kernel_table(paths)
     parts_files.extend(kt.files)
@@ -223,7 +210,7 @@ def _kernel_csv(paths: Path | list[Path], parts_files: list[Path]) -> tuple[pd.D
 def _load_sqlite(p: Path) -> _Parts:
     data = read_sqlite(p)
     parts = _Parts(
-        _null_unused_side(_ensure_contract(data.kernels)),
+        null_unused_side(_ensure_contract(data.kernels)),
         "torch_npu" if "pytorch" in p.name else "msprof",
         list(data.files),
         data.metric_groups,

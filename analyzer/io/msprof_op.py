@@ -97,7 +97,7 @@ def _read_small_csv(path: Path) -> pd.DataFrame:
     header = read_header(path)
     header, raw = read_csv_strings(path, header)
     cols = convert_columns(path, header, raw, canonical=canonical_header(header))
-    return to_frame(cols, raw.num_rows)
+    return to_frame(cols, raw.num_rows).copy()  # consolidated: columns are inserted into it below
 
 
 def _read_launch(

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -56,8 +57,32 @@ def read_header(path: Path) -> list[str]:
     return next(csv.reader([text]), [])
 
 
-def read_csv_strings(path: Path, header: list[str] | None = None) -> tuple[list[str], pa.Table]:
-    """Read a CSV with every column as a string; returns the raw header and the data table.
+def _read_typed(path: Path, names: list[str], types: dict[str, pa.DataType], typed: bool) -> pa.Table:
+    convert = pacsv.ConvertOptions(
+        column_types=types,
+        # typed columns parse N/A / NA / empty straight to null in the C++ reader; in the all-string
+        # fallback nothing is null yet (clean_strings decides after trimming)
+        null_values=MISSING_VALUES if typed else [],
+        strings_can_be_null=typed,
+        quoted_strings_can_be_null=typed,
+    )
+    return pacsv.read_csv(
+        path,
+        read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=8 << 20),
+        parse_options=pacsv.ParseOptions(newlines_in_values=False),
+        convert_options=convert,
+    )
+
+
+def read_csv_strings(
+    path: Path, header: list[str] | None = None, numeric: dict[int, pa.DataType] | None = None
+) -> tuple[list[str], pa.Table]:
+    """Read a CSV; returns the raw header and the data table.
+
+    With `numeric` (column index -> float64/int64) those columns are parsed straight to numbers by
+    the multi-threaded C++ reader, the fast path for clean files. If any value does not parse (a TAB,
+    a stray word), the whole file is re-read with every column as a string and cleaned by
+    `convert_columns`, which also names the offending row.
 
     Columns are named `c0..cN` internally because real headers may repeat or end in an empty name
     (the trailing comma of `msprof op` files); the caller renames them.
@@ -65,22 +90,31 @@ def read_csv_strings(path: Path, header: list[str] | None = None) -> tuple[list[
     if header is None:
         header = read_header(path)
     names = [f"c{i}" for i in range(len(header))]
+    strings = {n: pa.string() for n in names}
     try:
-        table = pacsv.read_csv(
-            path,
-            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=16 << 20),
-            parse_options=pacsv.ParseOptions(newlines_in_values=False),
-            convert_options=pacsv.ConvertOptions(
-                column_types={n: pa.string() for n in names},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
+        if numeric:
+            try:
+                typed = {**strings, **{names[i]: t for i, t in numeric.items()}}
+                return header, _read_typed(path, names, typed, True)
+            except pa.ArrowInvalid:
+                pass  # not clean enough for the fast path; the string path cleans or names the row
+        return header, _read_typed(path, names, strings, False)
     except pa.ArrowInvalid as exc:
         raise _locate_csv_error(path, len(header), str(exc)) from exc
     except PermissionError as exc:
         raise ProfileFormatError(path, None, "cannot read file (permission denied)") from exc
-    return header, table
+
+
+def numeric_columns(canonical: list[str]) -> dict[int, pa.DataType]:
+    """Column index -> Arrow type for the typed fast path (declared float64 / Int64 columns only)."""
+    out: dict[int, pa.DataType] = {}
+    for i, name in enumerate(canonical):
+        d = dtype_of(name)
+        if d == "Int64":
+            out[i] = pa.int64()
+        elif name in _KNOWN_FLOATS:
+            out[i] = pa.float64()
+    return out
 
 
 def _locate_csv_error(path: Path, n_fields: int, message: str) -> ProfileFormatError:
@@ -141,7 +175,17 @@ def to_int(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.Chunk
 
 
 def to_exact_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.ChunkedArray | pa.Array:
-    """µs decimal strings -> exact int64 ns with integer arithmetic (no float64 round trip)."""
+    """µs decimal strings -> exact int64 ns with integer arithmetic (no float64 round trip).
+
+    Fast path: Arrow's exact string -> decimal128 parse, × 1000, -> int64. Values with more than
+    three decimals or malformed ones fall back to the regex split below, which truncates sub-ns
+    digits and names the first bad row.
+    """
+    try:
+        dec = pc.cast(arr, pa.decimal128(25, 3))
+        return pc.cast(pc.multiply(dec, pa.scalar(1000, pa.decimal128(4, 0))), pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
     parts = pc.extract_regex(arr, _DECIMAL_US_RE)
     ok = pc.is_valid(parts)
     if pc.any(pc.and_(pc.is_valid(arr), pc.invert(ok))).as_py():
@@ -192,17 +236,20 @@ def convert_columns(
     for i, (src, name) in enumerate(zip(header, names, strict=True)):
         if not src.strip() and not name:
             continue  # trailing comma -> empty last column
-        col = clean_strings(raw.column(i))
+        col = raw.column(i)
         dtype = dtype_of(name)
-        if dtype == "string":
+        if not pa.types.is_string(col.type):  # parsed by the typed fast path already
             out[name] = col
+        elif dtype == "string":
+            out[name] = clean_strings(col)
         elif dtype == "int64_ns":
-            out[name] = to_exact_ns(col, path, src)
+            out[name] = to_exact_ns(clean_strings(col), path, src)
         elif dtype == "Int64":
-            out[name] = to_int(col, path, src)
+            out[name] = to_int(clean_strings(col), path, src)
         elif name in _KNOWN_FLOATS:
-            out[name] = to_float(col, path, src)
+            out[name] = to_float(clean_strings(col), path, src)
         else:
+            col = clean_strings(col)
             try:
                 out[name] = pc.cast(col, pa.float64())
             except pa.ArrowInvalid:
@@ -221,25 +268,26 @@ def _known_floats() -> frozenset[str]:
 _KNOWN_FLOATS = _known_floats()
 
 
-def null_unused_side(cols: dict[str, pa.Array | pa.ChunkedArray]) -> None:
-    """`0` on the unused core side means "not measured": aiv_* of AI_CORE, aic_* of AI_VECTOR_CORE."""
-    core = cols.get("core_type")
-    if core is None:
-        return
-    masks = {
-        "aiv_": pc.fill_null(pc.equal(core, "AI_CORE"), False),
-        "aic_": pc.fill_null(pc.equal(core, "AI_VECTOR_CORE"), False),
-    }
-    for name, col in list(cols.items()):
-        prefix = name[:4]
-        if prefix in masks and pa.types.is_floating(col.type):
-            drop = pc.and_(masks[prefix], pc.fill_null(pc.equal(col, 0.0), False))
-            cols[name] = pc.if_else(drop, pa.scalar(None, col.type), col)
-    if "model_id" in cols:
-        m = cols["model_id"]
-        cols["model_id"] = pc.if_else(
-            pc.fill_null(pc.equal(m, NO_MODEL_ID), False), pa.scalar(None, m.type), m
-        )
+def null_unused_side(df: pd.DataFrame) -> pd.DataFrame:
+    """`0` on the unused core side means "not measured": aiv_* of AI_CORE, aic_* of AI_VECTOR_CORE.
+
+    Also `Model ID` 4294967295 (no model) -> null. Works on the final DataFrame with numpy masks
+    (one pass per column, no Python per row).
+    """
+    if "core_type" in df and len(df):
+        core = df["core_type"].to_numpy(dtype=object, na_value=None)
+        masks = {"aiv_": core == "AI_CORE", "aic_": core == "AI_VECTOR_CORE"}
+        for name in df.columns:
+            mask = masks.get(name[:4])
+            if mask is None or not mask.any() or df[name].dtype != np.float64:
+                continue
+            values = df[name].to_numpy()
+            drop = mask & (values == 0.0)
+            if drop.any():
+                df[name] = np.where(drop, np.nan, values)
+    if "model_id" in df:
+        df["model_id"] = df["model_id"].mask(df["model_id"] == NO_MODEL_ID)
+    return df
 
 
 def _pandas_type(t: pa.DataType) -> object:
@@ -255,17 +303,20 @@ def to_frame(
 ) -> pd.DataFrame:
     """Arrow columns -> DataFrame: float64 with NaN, nullable Int64, `str`, ArrowDtype lists.
 
-    Columns named in `ensure` but absent are added as all-null of their declared dtype.
+    Columns named in `ensure` but absent are added as all-null of their declared dtype. `cols` is
+    consumed (emptied) so that its Arrow buffers can be freed during the conversion.
     """
-    arrays: dict[str, pa.Array | pa.ChunkedArray] = dict(cols)
+    arrays = cols
     for name in ensure:
         if name not in arrays:
             arrays[name] = pa.nulls(n_rows, _arrow_type(dtype_of(name)))
-    table = pa.table(arrays) if arrays else pa.table({})
-    df = table.to_pandas(types_mapper=_pandas_type)
     if not arrays:
-        df = pd.DataFrame(index=range(n_rows))
-    return df
+        return pd.DataFrame(index=range(n_rows))
+    table = pa.table(arrays)
+    arrays.clear()
+    # split_blocks + self_destruct free each Arrow column as soon as it is converted: peak memory
+    # stays near one copy of the table instead of two
+    return table.to_pandas(types_mapper=_pandas_type, split_blocks=True, self_destruct=True)
 
 
 def _arrow_type(dtype: str) -> pa.DataType:
