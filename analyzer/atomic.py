@@ -24,11 +24,23 @@ def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        _copy_mode(tmp_path, target)
         os.replace(tmp_path, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
         raise
+
+
+def _copy_mode(tmp: Path, target: Path) -> None:
+    """mkstemp creates 0600 files: give the result the target's old mode, or the umask default."""
+    try:
+        mode = target.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    os.chmod(tmp, mode)
 
 
 def write_text_atomic(target: str | Path, text: str) -> None:
