@@ -275,8 +275,11 @@ def null_unused_side(df: pd.DataFrame) -> pd.DataFrame:
     (one pass per column, no Python per row).
     """
     if "core_type" in df and len(df):
-        core = df["core_type"].to_numpy(dtype=object, na_value=None)
-        masks = {"aiv_": core == "AI_CORE", "aic_": core == "AI_VECTOR_CORE"}
+        core = df["core_type"]
+        masks = {
+            "aiv_": (core == "AI_CORE").fillna(False).to_numpy(dtype=bool),
+            "aic_": (core == "AI_VECTOR_CORE").fillna(False).to_numpy(dtype=bool),
+        }
         for name in df.columns:
             mask = masks.get(name[:4])
             if mask is None or not mask.any() or df[name].dtype != np.float64:
