@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import dash
+from dash.exceptions import DependencyException
 
 from analyzer.profile import Profile
 from dashboard import callbacks
@@ -50,6 +51,9 @@ def create_app(
     )
     app.layout = lambda: build_layout(store.options(), store.first_key())
     callbacks.register(app, store)
+    # Dash answers an unknown component-suite path (e.g. `/_dash-component-suites/../x`) with an
+    # exception, i.e. a 500 and a traceback in the log; it is a request for a missing file.
+    app.server.register_error_handler(DependencyException, lambda _exc: ("not found", 404))
     app.server.config["TILESCOPE_STORE"] = store
     return app
 

@@ -1,9 +1,8 @@
-"""Compare view data: two runs side by side (per-kernel deltas, new and resolved findings).
+"""Compare view data: two runs side by side, from `analyzer.diff` (the same data as `tilescope diff`).
 
-The diff itself belongs to `analyzer.diff`; when that module provides `diff_profiles(base, head,
-base_report, head_report)` its result is used. Until then (or when it lacks a piece) the per-name
-time deltas are aggregated here from the two kernel tables and findings are matched by code and
-kernels — bookkeeping, not diagnosis: both sides' findings come from their own reports.
+Kernels are matched and judged by the diff module (name/op/shapes matching, per-step time, noise-
+aware verdict); findings are new/resolved by the diff's identity. This module only turns the
+`DiffResult` into a table, KPIs and lists.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from typing import Any
 import pandas as pd
 from dash import html
 
+from analyzer.diff import DiffResult, compare_runs, run_from_report
 from dashboard import figures as F
 from dashboard.data import ProfileEntry
 from dashboard.views import finding_item, kpi
@@ -27,67 +27,61 @@ class CompareResult:
     head_label: str
     base_total_us: float
     head_total_us: float
-    deltas: pd.DataFrame  # name, base_us, head_us, delta_us, delta_pct, base_launches, head_launches
+    total_verdict: str
+    deltas: pd.DataFrame  # name, op_type, base_us, head_us, delta_us, delta_pct, verdict, launches
     new_findings: list[dict[str, Any]]
     resolved_findings: list[dict[str, Any]]
 
 
-def _finding_key(f: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
-    return str(f.get("code")), tuple(sorted(str(k) for k in f.get("kernels", [])))
-
-
 def compare_entries(base: ProfileEntry, head: ProfileEntry) -> CompareResult:
-    from_diff = _from_analyzer_diff(base, head)
-    if from_diff is not None:
-        return from_diff
-    b = base.by_name[["name", "total_us", "launches"]].rename(
-        columns={"total_us": "base_us", "launches": "base_launches"}
-    )
-    h = head.by_name[["name", "total_us", "launches"]].rename(
-        columns={"total_us": "head_us", "launches": "head_launches"}
-    )
-    d = b.merge(h, on="name", how="outer")
-    d[["base_us", "head_us"]] = d[["base_us", "head_us"]].fillna(0.0)
-    d["delta_us"] = d["head_us"] - d["base_us"]
-    d["delta_pct"] = (d["delta_us"] / d["base_us"].where(d["base_us"] > 0) * 100).round(2)
-    d = d.reindex(d["delta_us"].abs().sort_values(ascending=False).index).reset_index(drop=True)
-    base_keys = {_finding_key(f) for f in base.findings}
-    head_keys = {_finding_key(f) for f in head.findings}
-    return CompareResult(
-        base.label,
-        head.label,
-        base.total_device_us,
-        head.total_device_us,
-        d,
-        new_findings=[f for f in head.findings if _finding_key(f) not in base_keys],
-        resolved_findings=[f for f in base.findings if _finding_key(f) not in head_keys],
-    )
+    """The diff of two loaded entries (cached on the base entry per head)."""
+    cache_key = f"compare:{head.key}"
+    if cache_key not in base.cache:
+        runs = [run_from_report({**e.report, "_profile": e.profile}, e.label) for e in (base, head)]
+        base.cache[cache_key] = to_compare_result(compare_runs(runs[0], runs[1]))
+    result: CompareResult = base.cache[cache_key]
+    return result
 
 
-def _from_analyzer_diff(base: ProfileEntry, head: ProfileEntry) -> CompareResult | None:
-    try:
-        from analyzer import diff as diff_mod
-    except ImportError:
-        return None
-    fn = getattr(diff_mod, "diff_profiles", None)
-    if fn is None:
-        return None
-    data = fn(base.profile, head.profile, base.report, head.report)
-    rows = pd.DataFrame(data.get("kernels", []))
-    if rows.empty or not {"name", "base_us", "head_us"} <= set(rows.columns):
-        return None
-    rows["delta_us"] = rows.get("delta_us", rows["head_us"] - rows["base_us"])
-    if "delta_pct" not in rows:
-        rows["delta_pct"] = (rows["delta_us"] / rows["base_us"].where(rows["base_us"] > 0) * 100).round(2)
-    findings = data.get("findings", {})
-    return CompareResult(
-        base.label,
-        head.label,
-        base.total_device_us,
-        head.total_device_us,
+def to_compare_result(diff: DiffResult) -> CompareResult:
+    rows = [
+        {
+            "name": d.name,
+            "op_type": stats.op_type if (stats := d.head or d.base) is not None else "",
+            "base_us": round(d.base_per_step_us, 3),
+            "head_us": round(d.head_per_step_us, 3),
+            "delta_us": round(d.delta_us, 3),
+            "delta_pct": None if d.median_delta_pct is None else round(d.median_delta_pct, 2),
+            "verdict": d.verdict,
+            "base_launches": d.base.launches if d.base else 0,
+            "head_launches": d.head.launches if d.head else 0,
+        }
+        for d in diff.kernels
+    ]
+    deltas = pd.DataFrame(
         rows,
-        list(findings.get("new", [])),
-        list(findings.get("resolved", [])),
+        columns=[
+            "name",
+            "op_type",
+            "base_us",
+            "head_us",
+            "delta_us",
+            "delta_pct",
+            "verdict",
+            "base_launches",
+            "head_launches",
+        ],
+    )
+    deltas = deltas.reindex(deltas["delta_us"].abs().sort_values(ascending=False, kind="stable").index)
+    return CompareResult(
+        diff.base_label,
+        diff.head_label,
+        diff.base_total.median,
+        diff.head_total.median,
+        diff.total_verdict,
+        deltas.reset_index(drop=True),
+        list(diff.new),
+        list(diff.resolved),
     )
 
 
@@ -95,9 +89,13 @@ def compare_kpis(r: CompareResult) -> list[html.Div]:
     delta = r.head_total_us - r.base_total_us
     pct = delta / r.base_total_us * 100 if r.base_total_us else 0.0
     return [
-        kpi("base device time", F.format_us(r.base_total_us)),
-        kpi("head device time", F.format_us(r.head_total_us)),
-        kpi("change", f"{delta:+,.1f} µs ({pct:+.1f} %)", "warn" if delta > 0 else "good"),
+        kpi("base device time / step", F.format_us(r.base_total_us)),
+        kpi("head device time / step", F.format_us(r.head_total_us)),
+        kpi(
+            f"change per step — {r.total_verdict}",
+            f"{delta:+,.1f} µs ({pct:+.1f} %)",
+            "warn" if r.total_verdict == "regressed" else ("good" if r.total_verdict == "improved" else ""),
+        ),
         kpi("new findings", str(len(r.new_findings)), "warn" if r.new_findings else ""),
         kpi("resolved findings", str(len(r.resolved_findings)), "good" if r.resolved_findings else ""),
     ]
@@ -118,16 +116,13 @@ def findings_changes(r: CompareResult) -> list[Any]:
 
 def grid_rows(r: CompareResult) -> list[dict[str, Any]]:
     d = r.deltas.head(MAX_GRID_ROWS)
-    cols = [
-        c
-        for c in ("name", "base_us", "head_us", "delta_us", "delta_pct", "base_launches", "head_launches")
-        if c in d
-    ]
+    cols = list(d.columns)
     out = d[cols].astype(object).where(d[cols].notna(), None)
     return [{str(k): v for k, v in row.items()} for row in out.to_dict("records")]
 
 
 def grid_columns() -> list[dict[str, Any]]:
+    num = {"type": "rightAligned", "filter": "agNumberColumnFilter"}
     return [
         {
             "field": "name",
@@ -136,31 +131,12 @@ def grid_columns() -> list[dict[str, Any]]:
             "width": 320,
             "filter": "agTextColumnFilter",
         },
-        {
-            "field": "base_us",
-            "headerName": "Base (µs)",
-            "type": "rightAligned",
-            "filter": "agNumberColumnFilter",
-        },
-        {
-            "field": "head_us",
-            "headerName": "Head (µs)",
-            "type": "rightAligned",
-            "filter": "agNumberColumnFilter",
-        },
-        {
-            "field": "delta_us",
-            "headerName": "Δ (µs)",
-            "type": "rightAligned",
-            "filter": "agNumberColumnFilter",
-            "sort": "desc",
-        },
-        {
-            "field": "delta_pct",
-            "headerName": "Δ (%)",
-            "type": "rightAligned",
-            "filter": "agNumberColumnFilter",
-        },
-        {"field": "base_launches", "headerName": "Base launches", "type": "rightAligned"},
-        {"field": "head_launches", "headerName": "Head launches", "type": "rightAligned"},
+        {"field": "verdict", "headerName": "Verdict", "filter": "agTextColumnFilter", "width": 140},
+        {"field": "base_us", "headerName": "Base (µs/step)", **num},
+        {"field": "head_us", "headerName": "Head (µs/step)", **num},
+        {"field": "delta_us", "headerName": "Δ (µs/step)", **num},
+        {"field": "delta_pct", "headerName": "Δ median (%)", **num},
+        {"field": "base_launches", "headerName": "Base launches", **num},
+        {"field": "head_launches", "headerName": "Head launches", **num},
+        {"field": "op_type", "headerName": "Op type", "filter": "agTextColumnFilter"},
     ]

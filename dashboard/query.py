@@ -124,12 +124,15 @@ def kernel_page(
     params: list[Any] = []
     where = where_clause(request.get("filterModel"), search, columns, params)
     order = order_clause(request.get("sortModel"), columns, default)
-    cur = entry.cursor()
-    count = int(cur.execute(f"SELECT count(*) FROM {table}{where}", params).fetchone()[0])  # type: ignore[index]
+    # One cursor per statement, each result read to the end: a DuckDB connection refuses a new
+    # query while an earlier result is still open.
+    count = int(entry.cursor().execute(f"SELECT count(*) FROM {table}{where}", params).fetchall()[0][0])
     select = ", ".join(_quote(c) for c in columns)
-    page = cur.execute(
-        f"SELECT {select} FROM {table}{where}{order} LIMIT ? OFFSET ?", [*params, limit, start]
-    ).df()
+    page = (
+        entry.cursor()
+        .execute(f"SELECT {select} FROM {table}{where}{order} LIMIT ? OFFSET ?", [*params, limit, start])
+        .df()
+    )
     return {"rowData": _json_safe(page), "rowCount": count}
 
 
@@ -217,6 +220,7 @@ def build_lanes(entry: ProfileEntry, category_of: Any) -> list[Lane]:
     tl = entry.profile.timeline
     if tl is not None and len(tl.kernels):
         kernels, host = tl.kernels, tl.host_ops
+        kernels = _with_launcher(kernels, host, tl.flows)
     else:
         kernels, host = entry.kernels, None
     if "start_ns" not in kernels or "duration_us" not in kernels or not len(kernels):
@@ -234,12 +238,29 @@ def build_lanes(entry: ProfileEntry, category_of: Any) -> list[Lane]:
     if "core_type" not in kernels and "core_type" in entry.kernels and "name" in kernels:
         # Timeline kernels carry no core type: take it from the kernel table by name.
         core_of = entry.kernels.drop_duplicates("name").set_index("name")["core_type"]
-        kernels = kernels.assign(core_type=kernels["name"].map(core_of))
+        by_name = kernels["kernel_name"] if "kernel_name" in kernels else kernels["name"]
+        kernels = kernels.assign(core_type=by_name.map(core_of))
     stream = "stream_id" if "stream_id" in kernels else None
     groups = kernels.groupby(stream, sort=True, observed=True) if stream else [("0", kernels)]
     for label, part in groups:
         lanes.append(_lane(f"stream {label}", "kernel", part, origin, category_of))
     return lanes
+
+
+def _with_launcher(kernels: pd.DataFrame, host: pd.DataFrame, flows: pd.DataFrame) -> pd.DataFrame:
+    """Kernel names suffixed with the host op that launched them (flow host_index → kernel_index)."""
+    if flows is None or not len(flows) or not {"host_index", "kernel_index"} <= set(flows.columns):
+        return kernels
+    linked = flows[(flows["host_index"] >= 0) & (flows["kernel_index"] >= 0)]
+    linked = linked[(linked["host_index"] < len(host)) & (linked["kernel_index"] < len(kernels))]
+    if not len(linked):
+        return kernels
+    launcher = pd.Series(pd.NA, index=range(len(kernels)), dtype="string")
+    host_names = host["name"].astype("string").to_numpy()[linked["host_index"].to_numpy(dtype=np.int64)]
+    launcher.iloc[linked["kernel_index"].to_numpy(dtype=np.int64)] = host_names
+    names = kernels["name"].astype("string").reset_index(drop=True)
+    shown = names.where(launcher.isna(), names + " ← launched by " + launcher)
+    return kernels.reset_index(drop=True).assign(name=shown, kernel_name=names)
 
 
 def _lane(label: str, kind: str, part: pd.DataFrame, origin: int, category_of: Any) -> Lane:

@@ -51,6 +51,13 @@ TEXT_COLUMNS = {"name", "op_type", "core_type", "bound_pipe", "input_shapes", "i
 
 def summary_of(entry: ProfileEntry) -> dict[str, Any]:
     """The report's summary; `analyzer.metrics.profile_summary` when the report lacks a key."""
+    if "summary" in entry.cache:
+        return dict(entry.cache["summary"])
+    entry.cache["summary"] = _summary(entry)
+    return dict(entry.cache["summary"])
+
+
+def _summary(entry: ProfileEntry) -> dict[str, Any]:
     summary = dict(entry.report.get("summary") or {})
     if not {"shares", "time_by_core_type_us"} <= set(summary):
         try:
