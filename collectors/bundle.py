@@ -16,7 +16,6 @@ import os
 import platform
 import re
 import socket
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +136,7 @@ def read_manifest(bundle: Path) -> dict[str, Any]:
     return data
 
 
-def base_manifest(*, python: str = sys.executable) -> dict[str, Any]:
+def base_manifest(env: dict[str, str] | None = None) -> dict[str, Any]:
     """The fields every manifest has, with the empty/unknown defaults the schema allows."""
     return {
         "schema_version": SCHEMA_VERSION,
@@ -151,8 +150,8 @@ def base_manifest(*, python: str = sys.executable) -> dict[str, Any]:
         "warmup": 0,
         "repeat": 1,
         "chip": None,
-        "versions": versions(),
-        "host": host_info(),
+        "versions": versions(env),
+        "host": host_info(env),
         "commands": [],
         "correctness": {"status": "not_run", "reason": "not attempted"},
         "profile": {"path": "profile", "layout": None, "runs": []},

@@ -101,7 +101,6 @@ def resolve_chip_name(requested: str | None) -> Any:
 
 
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
-_AUTOLOAD_SET_BY_US = False
 
 
 def keep_torch_npu_out_of_this_process() -> None:
@@ -110,28 +109,29 @@ def keep_torch_npu_out_of_this_process() -> None:
     torch loads installed device backends on import; with torch_npu installed but CANN absent that
     makes `import torch` itself fail ("Failed to load the backend extension: torch_npu", caused by
     libhccl.so). The collector only needs torch for the IR and the CPU check, so it must not depend on
-    CANN; the NPU children import torch_npu explicitly and get the user's setting back.
+    CANN; the NPU children import torch_npu explicitly and get the user's environment.
     """
-    global _AUTOLOAD_SET_BY_US
-    if AUTOLOAD not in os.environ:
-        os.environ[AUTOLOAD] = "0"
-        _AUTOLOAD_SET_BY_US = True
+    os.environ.setdefault(AUTOLOAD, "0")
 
 
-def _child_env(device: str = "npu") -> dict[str, str]:
-    env = dict(os.environ)
+def child_env(user_env: dict[str, str], device: str) -> dict[str, str]:
+    """The user's environment as it was before collect started, plus what a worker needs.
+
+    Built from a snapshot, not os.environ: the in-process IR capture changes os.environ (tilelang
+    cache settings, the autoload switch above), and the device runs must see the user's setup.
+    """
+    env = dict(user_env)
     # The worker imports `collectors` from this checkout/installation, whatever the cwd is.
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if device == "cpu":
         env[AUTOLOAD] = "0"
-    elif _AUTOLOAD_SET_BY_US:
-        env.pop(AUTOLOAD, None)
     return env
 
 
 def run_check(bundle: Path, ref: KernelRef, params: dict[str, Any], device: str,
-              timeout: float | None, python: str = sys.executable) -> tuple[CommandRecord, dict[str, Any]]:
+              timeout: float | None, env: dict[str, str],
+              python: str = sys.executable) -> tuple[CommandRecord, dict[str, Any]]:
     """Build + compile + compare with the reference in a child; returns its record and answer."""
     collect_dir = bundle / "collect"
     collect_dir.mkdir(parents=True, exist_ok=True)
@@ -143,7 +143,7 @@ def run_check(bundle: Path, ref: KernelRef, params: dict[str, Any], device: str,
     log = collect_dir / f"check_{device}.log"
     rec = CommandRecord([python, "-m", "collectors.worker", str(job_path)],
                         f"correctness check ({device})", log=f"collect/{log.name}")
-    run_command(rec, timeout, log, env=_child_env(device))
+    run_command(rec, timeout, log, env=child_env(env, device))
     try:
         answer: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -170,6 +170,7 @@ def collect(req: CollectRequest, log: Log | None = None,
             probe: Callable[[str], dict[str, Any]] | None = None) -> Path:
     """Build the bundle at req.out; returns its path. Raises TilescopeError subclasses (exit codes)."""
     say: Log = log or (lambda msg: print(f"tilescope: {msg}", file=sys.stderr))
+    user_env = dict(os.environ)
     ref = validate_request(req)
     device_probe: dict[str, Any] = {}
     if not req.ir_only:
@@ -179,7 +180,7 @@ def collect(req: CollectRequest, log: Log | None = None,
     ref = resolve_function(ref)
     chip = resolve_chip_name(req.chip)
 
-    manifest = bundlemod.base_manifest()
+    manifest = bundlemod.base_manifest(env=user_env)
     manifest.update(
         ir_only=req.ir_only, parameters=bundlemod.jsonable(req.params),
         backend=None if req.ir_only else req.backend, metric_groups=[] if req.ir_only else list(req.metrics),
@@ -200,7 +201,7 @@ def collect(req: CollectRequest, log: Log | None = None,
 
         device = "cpu" if req.ir_only else "npu"
         say(f"checking the result against the reference ({'CPU target c' if req.ir_only else 'NPU'})")
-        rec, answer = run_check(tmp, ref, req.params, device, req.timeout)
+        rec, answer = run_check(tmp, ref, req.params, device, req.timeout, user_env)
         commands.append(rec)
         manifest["kernel"].update(function=answer.get("function"), entry=answer.get("kernel_name"))
         manifest["resolved_parameters"] = answer.get("params", {})
@@ -213,7 +214,8 @@ def collect(req: CollectRequest, log: Log | None = None,
                 raise UsageError(f"{ref.path}: no TILESCOPE_SPEC entry for {answer.get('function')!r}; "
                                  "collect needs it to make the kernel's inputs (docs/collecting.md)")
             job_base = {"kernel": str(ref.path), "function": answer.get("function"), "params": req.params}
-            recs, runs = _profile(req, tmp, job_base, answer.get("kernel_name"), say)
+            recs, runs = _profile(req, tmp, job_base, answer.get("kernel_name"), child_env(user_env, "npu"),
+                                  say)
             commands.extend(recs)
             manifest["profile"] = {"path": "profile", "runs": runs,
                                    "layout": "torch_npu" if req.backend == "torch_npu" else "msprof_op"}
@@ -227,8 +229,7 @@ def collect(req: CollectRequest, log: Log | None = None,
 
 
 def _profile(req: CollectRequest, tmp: Path, job_base: dict[str, Any], kernel_name: str | None,
-             say: Log) -> tuple[list[CommandRecord], list[dict[str, Any]]]:
-    env = _child_env("npu")
+             env: dict[str, str], say: Log) -> tuple[list[CommandRecord], list[dict[str, Any]]]:
     if req.backend == "torch_npu":
         say(f"profiling with torch_npu: {len(req.metrics)} run(s), one per metric group")
         return profile_groups(tmp / "collect", tmp, job_base, list(req.metrics), req.warmup, req.repeat,

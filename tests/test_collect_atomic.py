@@ -37,7 +37,7 @@ def fake_ir(bundle: Path, ref: Any, params: dict[str, Any], chip: Any) -> dict[s
 
 def fake_check(device: str) -> Any:
     def check(bundle: Path, ref: Any, params: dict[str, Any], dev: str, timeout: float | None,
-              python: str = "") -> tuple[CommandRecord, dict[str, Any]]:
+              env: dict[str, str], python: str = "") -> tuple[CommandRecord, dict[str, Any]]:
         rec = CommandRecord(["python", "-m", "collectors.worker", "job.json"], f"correctness check ({dev})",
                             returncode=0, duration_s=0.1)
         answer = {"function": "vector_add", "kernel_name": "vector_add_kernel_kernel", "spec": True,

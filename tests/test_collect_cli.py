@@ -53,19 +53,19 @@ def test_real_probe_reports_the_root_cause_of_torch_autoload(tmp_path: Path,
 
 
 def test_cpu_children_never_autoload_torch_npu(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
     from collectors import run as runmod
 
     monkeypatch.setenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")  # so that teardown restores the original
     monkeypatch.delenv("TORCH_DEVICE_BACKEND_AUTOLOAD")
-    monkeypatch.setattr(runmod, "_AUTOLOAD_SET_BY_US", False)
+    user = {"PATH": "/bin", "PYTHONPATH": "/mine"}
     runmod.keep_torch_npu_out_of_this_process()
-    assert runmod._AUTOLOAD_SET_BY_US
-    import os
-
     assert os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] == "0"
-    assert runmod._child_env("cpu")["TORCH_DEVICE_BACKEND_AUTOLOAD"] == "0"
-    assert "TORCH_DEVICE_BACKEND_AUTOLOAD" not in runmod._child_env("npu")
-    assert str(REPO) in runmod._child_env("npu")["PYTHONPATH"]
+    assert runmod.child_env(user, "cpu")["TORCH_DEVICE_BACKEND_AUTOLOAD"] == "0"
+    npu = runmod.child_env(user, "npu")
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD" not in npu  # the user's environment, untouched
+    assert npu["PYTHONPATH"] == f"{REPO}{os.pathsep}/mine" and npu["PATH"] == "/bin"
 
 
 @pytest.mark.parametrize("backend, probe, msprof, expected", [
