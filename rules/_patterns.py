@@ -8,9 +8,11 @@ million-launch table in linear time, with no per-row Python.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import itertools
 import re
 import tomllib
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,8 +71,15 @@ class Pattern:
 class PatternMatch:
     pattern: Pattern
     rows: list[int]  # positional rows of the kernel table, in stream order
-    roles: list[str]
+    spans: list[tuple[str, int, int]]  # (step name, first, end) offsets into rows
     interleaved: list[int] = field(default_factory=list)
+
+    @property
+    def roles(self) -> list[str]:
+        return [name for name, a, b in self.spans for _ in range(b - a)]
+
+    def kept_offsets(self) -> list[int]:
+        return [i for name, a, b in self.spans if name in self.pattern.keep for i in range(a, b)]
 
 
 def _steps(raw: Any, where: str) -> tuple[PatternStep, ...]:
@@ -138,11 +147,14 @@ def _pattern_regex(
     return re.compile("".join(parts))
 
 
+_Found = tuple[Pattern, int, int, list[tuple[str, int, int]]]
+
+
 def _run_matches(
     codes: np.ndarray, patterns: Sequence[Pattern], vocab: dict[str, int], host: bool
-) -> list[tuple[Pattern, list[int], list[str]]]:
+) -> list[_Found]:
     """Match every pattern over one code-point sequence; earlier patterns claim their kernels."""
-    out: list[tuple[Pattern, list[int], list[str]]] = []
+    out: list[_Found] = []
     codes = codes.copy()
     for pat in patterns:
         steps = pat.host_steps if host else pat.steps
@@ -159,18 +171,31 @@ def _run_matches(
                 m.group(f"s{i}") for i, s in enumerate(steps) if s.name in pat.require_one_of
             ):
                 continue
-            roles: list[str] = []
-            for i, s in enumerate(steps):
-                roles.extend([s.name] * (m.end(f"s{i}") - m.start(f"s{i}")))
-            out.append((pat, list(range(m.start(), m.end())), roles))
+            a = m.start()
+            spans = [(st.name, m.start(f"s{i}") - a, m.end(f"s{i}") - a) for i, st in enumerate(steps)]
+            out.append((pat, a, m.end(), spans))
             codes[m.start() : m.end()] = _CLAIMED
     return out
+
+
+# TS101 and TS102 match the same table with the same patterns: keep the last result per table.
+_CACHE: dict[int, tuple[weakref.ref[pd.DataFrame], tuple[Pattern, ...], list[PatternMatch]]] = {}
 
 
 def match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[PatternMatch]:
     """Find every occurrence of every pattern in the AI Core kernel sequence of each stream."""
     if df.empty or not patterns:
         return []
+    hit = _CACHE.get(id(df))
+    if hit is not None and hit[0]() is df and hit[1] == tuple(patterns):
+        return hit[2]
+    result = _match_patterns(df, patterns)
+    _CACHE.clear()  # one table at a time: a long-lived process must not pin old profiles
+    _CACHE[id(df)] = (weakref.ref(df), tuple(patterns), result)
+    return result
+
+
+def _match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[PatternMatch]:
     ct = core_types(df)
     in_seq = (ct.isin(AICORE_TYPES) | (ct == "")).to_numpy()
     order = stream_ordered(df)
@@ -196,18 +221,26 @@ def match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[Patter
     other_starts = starts[others_sorted]
     ins, outs = text(df, "input_shapes").to_numpy(), text(df, "output_shapes").to_numpy()
     result = []
-    for pat, positions, roles in found:
-        krows = [int(pos_rows[p]) for p in positions]
+    for pat, a, b, spans in found:
+        krows = pos_rows[a:b].tolist()
         if pat.linked and not _linked(krows, ins, outs):
             continue
-        w0, w1 = int(starts[krows[0]]), int(ends[krows[-1]])
-        lo, hi = np.searchsorted(other_starts, w0, "left"), np.searchsorted(other_starts, w1, "right")
-        cand = others_sorted[lo:hi]
-        cand = cand[(streams[cand] != streams[krows[0]]) | ~in_seq[cand]]
-        result.append(PatternMatch(pat, krows, roles, [int(c) for c in cand]))
+        result.append(PatternMatch(pat, krows, spans))
+    if not result:
+        return result
+    # Interleaved kernels for all matches at once: windows -> searchsorted; lists only where non-empty.
+    firsts = np.array([m.rows[0] for m in result])
+    lasts = np.array([m.rows[-1] for m in result])
+    lo = np.searchsorted(other_starts, starts[firsts], "left")
+    hi = np.searchsorted(other_starts, ends[lasts], "right")
+    for j in np.flatnonzero(hi > lo):
+        cand = others_sorted[lo[j] : hi[j]]
+        cand = cand[(streams[cand] != streams[firsts[j]]) | ~in_seq[cand]]
+        result[j].interleaved = cand.tolist()
     return result
 
 
+@functools.lru_cache(maxsize=65536)
 def _elem_set(shapes: str) -> set[int]:
     return {n for n in (_tensor_elems(t) for t in shapes.split(";")) if n > 1}
 
@@ -277,6 +310,5 @@ def match_host_patterns(
     codes = np.insert(seq, boundaries, _SEP)
     pos = np.insert(np.arange(len(ops)), boundaries, -1)
     return [
-        (pat, ops.iloc[[int(pos[p]) for p in positions]])
-        for pat, positions, _roles in _run_matches(codes, patterns, vocab, host=True)
+        (pat, ops.iloc[pos[a:b]]) for pat, a, b, _spans in _run_matches(codes, patterns, vocab, host=True)
     ]

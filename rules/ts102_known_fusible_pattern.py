@@ -31,6 +31,7 @@ NEEDS = ("kernels", "duration_us")
 THRESHOLDS: dict[str, Any] = {
     "min_occurrences": 1,  # report a pattern seen at least this often
     "min_saving_us": 0.0,  # drop groups whose estimated saving is below this
+    "max_listed_occurrences": 100,  # occurrences listed one by one in the evidence (all are counted)
     "pattern_files": [],  # extra pattern files (set from [tool.tilescope] patterns = [...])
 }
 
@@ -62,21 +63,29 @@ def _kernel_entry(c: dict[str, np.ndarray], row: int, role: str | None) -> dict[
     return entry
 
 
-def _occurrence(c: dict[str, np.ndarray], m: PatternMatch) -> dict[str, Any]:
+def _times(c: dict[str, np.ndarray], m: PatternMatch) -> tuple[float, float, float]:
+    """(device µs, removable µs, estimated saving µs) of one occurrence."""
     d = c["duration_us"][m.rows]
-    kept = np.array([role in m.pattern.keep for role in m.roles])
-    removable = float(d[~kept].sum())
+    kept = m.kept_offsets()
+    total = float(d.sum())
+    removable = total - float(d[kept].sum()) if kept else total
     # With no kept step the fused kernel still makes one pass over the data: assume it costs the
     # longest member; with kept steps (the matmuls) the rest is hidden under them.
-    saving = removable if kept.any() else removable - float(d.max())
+    saving = removable if kept else removable - float(d.max())
+    return total, removable, max(saving, 0.0)
+
+
+def _occurrence(
+    c: dict[str, np.ndarray], m: PatternMatch, times: tuple[float, float, float]
+) -> dict[str, Any]:
     starts, ends = c["start_ns"], c["end_ns"]
     return {
         "stream_id": int(c["stream_id"][m.rows[0]]),
         "start_ns": int(starts[m.rows[0]]),
         "span_us": r3((ends[m.rows[-1]] - starts[m.rows[0]]) / 1000.0),
-        "device_us": r3(d.sum()),
-        "removable_us": r3(removable),
-        "saving_us": r3(max(saving, 0.0)),
+        "device_us": r3(times[0]),
+        "removable_us": r3(times[1]),
+        "saving_us": r3(times[2]),
         "kernels": [_kernel_entry(c, r, role) for r, role in zip(m.rows, m.roles, strict=True)],
         "interleaved": [_kernel_entry(c, r, None) for r in m.interleaved],
     }
@@ -100,28 +109,34 @@ def _kernel_findings(profile: Profile, ctx: RuleContext, patterns: list[Pattern]
         if len(ms) < int(ctx.thresholds["min_occurrences"]):
             continue
         pat = ms[0].pattern
-        occ = [_occurrence(cols, m) for m in ms]
-        for i, o in enumerate(occ, start=1):
-            o["index"] = i
-        saving = float(sum(o["saving_us"] or 0 for o in occ))
+        times = np.array([_times(cols, m) for m in ms])
+        saving = float(times[:, 2].sum())
         if saving < float(ctx.thresholds["min_saving_us"]):
             continue
-        device = float(sum(o["device_us"] or 0 for o in occ))
+        # Every occurrence is listed up to max_listed_occurrences; beyond that only counted.
+        limit = int(ctx.thresholds["max_listed_occurrences"])
+        occ = [_occurrence(cols, m, tuple(t)) for m, t in zip(ms[:limit], times[:limit], strict=True)]
+        for i, o in enumerate(occ, start=1):
+            o["index"] = i
+        device = float(times[:, 0].sum())
         names = [k["name"] for o in occ for k in o["kernels"]]
         evidence = {
             "pattern": {"id": pat.id, "title": pat.title, "source": pat.source, "keep": list(pat.keep)},
             "op_sequence": list(signature),
             "occurrences": occ,
+            "occurrences_not_listed": max(0, len(ms) - limit),
             "total_device_us": r3(device),
-            "median_device_us": r3(float(np.median([o["device_us"] or 0 for o in occ]))),
+            "median_device_us": r3(float(np.median(times[:, 0]))),
             "saving_model": (
                 "time of the non-kept steps (hidden under the kept matmuls)"
                 if pat.keep
                 else "sum of the members minus the longest (one fused pass remains)"
             ),
-            "thresholds": {k: ctx.thresholds[k] for k in ("min_occurrences", "min_saving_us")},
+            "thresholds": {
+                k: ctx.thresholds[k] for k in ("min_occurrences", "min_saving_us", "max_listed_occurrences")
+            },
         }
-        n = len(occ)
+        n = len(ms)
         msg = (
             f"{pat.title}: {n} occurrence{'s' if n != 1 else ''} of {len(signature)} kernels "
             f"({' → '.join(signature)}), {fmt_us(device)} on the device; "
@@ -170,7 +185,8 @@ def _host_findings(profile: Profile, ctx: RuleContext, patterns: list[Pattern]) 
     findings = []
     for pid, occs in groups.items():
         pat = pats[pid]
-        occ_ev, saving = [], 0.0
+        occ_ev: list[dict[str, Any]] = []
+        saving = 0.0
         for i, ops in enumerate(occs, start=1):
             w0, w1 = int(ops["_start"].min()), int(ops["_end"].max())
             sel = link_dur[(link_start >= w0) & (link_start <= w1)]
@@ -240,7 +256,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     TileLang kernel that keeps the intermediate tiles on chip.
 
     ## Thresholds
-    `min_occurrences` (1), `min_saving_us` (0). Patterns live in `rules/patterns.toml`; add your
+    `min_occurrences` (1), `min_saving_us` (0), `max_listed_occurrences` (100: occurrences
+    listed one by one; all are counted and timed). Patterns live in `rules/patterns.toml`; add your
     own with `[tool.tilescope] patterns = ["my.toml"]`.
 
     ## Known limits

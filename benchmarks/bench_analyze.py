@@ -1,0 +1,132 @@
+"""Benchmark: analysing with every rule vs parsing, and tilescope vs msprof-analyze's advisor.
+
+Part 1 (issue #3 target: analyse <= 3x parse): a torch_npu directory with a kernel_details.csv of
+--rows kernels (default 1,000,000) from sample_traces/generate.py; times `load_profile` (parse) and
+`analyze` (all rules) in this process, best of --repeat runs each.
+
+Part 2 (target: tilescope >= 20x faster than the advisor): a torch_npu directory with --small-rows
+kernels (default 50,000) and a trace_view.json of about --events events (default 200,000). Times
+`tilescope analyze DIR -f json` and `msprof-analyze advisor all -d DIR` as subprocesses, one after
+the other in the same run. The advisor is looked up on PATH, then in --advisor-bin (default
+/tmp/msa-venv/bin); when absent that half is reported as skipped.
+
+    .venv/bin/python benchmarks/bench_analyze.py --dir bench-data
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("generate", REPO / "sample_traces" / "generate.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["generate"] = mod  # dataclasses look their module up in sys.modules
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _torch_dir(root: Path, rows: int, trace_bytes: int | None, gen: ModuleType) -> Path:
+    out = root / "ASCEND_PROFILER_OUTPUT"
+    kd = out / "kernel_details.csv"
+    if not kd.exists():
+        out.mkdir(parents=True, exist_ok=True)
+        gen.write_large_kernel_details(kd, rows)
+    tv = out / "trace_view.json"
+    if trace_bytes and not tv.exists():
+        gen.write_large_trace_view(tv, trace_bytes)
+    return root
+
+
+def _best(fn: object, repeat: int) -> tuple[float, object]:
+    best, value = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        value = fn()  # type: ignore[operator]
+        best = min(best, time.perf_counter() - t0)
+    return best, value
+
+
+def part1(root: Path, rows: int, repeat: int, gen: ModuleType) -> dict[str, float]:
+    from analyzer.analysis import analyze
+    from analyzer.io.load import load_profile
+
+    d = _torch_dir(root / f"k{rows}", rows, None, gen)
+    t_parse, profile = _best(lambda: load_profile(d), repeat)
+    t_analyze, result = _best(lambda: analyze(profile), repeat)  # type: ignore[arg-type]
+    findings = len(result.findings)  # type: ignore[union-attr]
+    print(f"part 1: {rows:,} kernels: parse {t_parse:.2f} s, analyze (all rules) {t_analyze:.2f} s, "
+          f"ratio {t_analyze / t_parse:.2f} (target <= 3), {findings} findings")
+    return {"parse_s": t_parse, "analyze_s": t_analyze, "ratio": t_analyze / t_parse}
+
+
+def _count_events(path: Path) -> int:
+    import duckdb
+
+    con = duckdb.connect()
+    q = f"SELECT count(*) FROM read_json('{path}', format='array', columns={{'ph': 'VARCHAR'}}, maximum_object_size=1000000000)"
+    return int(con.execute(q).fetchone()[0])  # type: ignore[index]
+
+
+def part2(root: Path, rows: int, events: int, advisor_bin: Path, gen: ModuleType) -> dict[str, float | None]:
+    d = _torch_dir(root / f"t{rows}_{events}", rows, events * 330, gen)  # ~330 bytes per generated event
+    n_events = _count_events(d / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
+    env = dict(os.environ)
+    t0 = time.perf_counter()
+    ts = subprocess.run([sys.executable, "-m", "analyzer.cli", "analyze", str(d), "-f", "json"], cwd=REPO,
+                        capture_output=True, text=True, env=env, check=False)
+    t_ts = time.perf_counter() - t0
+    n_find = len(json.loads(ts.stdout)["findings"]) if ts.returncode in (0, 1) and ts.stdout else -1
+    print(f"part 2: {rows:,} kernels + {n_events:,} timeline events: tilescope analyze {t_ts:.2f} s "
+          f"(exit {ts.returncode}, {n_find} findings)")
+    exe = shutil.which("msprof-analyze") or (str(advisor_bin / "msprof-analyze")
+                                             if (advisor_bin / "msprof-analyze").exists() else None)
+    if exe is None:
+        print("part 2: msprof-analyze not installed: advisor comparison skipped")
+        return {"tilescope_s": t_ts, "advisor_s": None, "speedup": None}
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        adv = subprocess.run([exe, "advisor", "all", "-d", str(d), "-l", "en", "--agent", "-o", out], cwd=out,
+                             capture_output=True, text=True, check=False, timeout=7200)
+        t_adv = time.perf_counter() - t0
+    print(f"part 2: msprof-analyze advisor all {t_adv:.2f} s (exit {adv.returncode}); "
+          f"tilescope is {t_adv / t_ts:.1f}x faster (target >= 20x)")
+    return {"tilescope_s": t_ts, "advisor_s": t_adv, "speedup": t_adv / t_ts}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--small-rows", type=int, default=50_000)
+    ap.add_argument("--events", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--dir", type=Path, default=REPO / "bench-data")
+    ap.add_argument("--advisor-bin", type=Path, default=Path("/tmp/msa-venv/bin"))
+    ap.add_argument("--skip-part1", action="store_true")
+    ap.add_argument("--skip-part2", action="store_true")
+    args = ap.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    gen = _generator()
+    if not args.skip_part1:
+        part1(args.dir, args.rows, args.repeat, gen)
+    if not args.skip_part2:
+        part2(args.dir, args.small_rows, args.events, args.advisor_bin, gen)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
