@@ -1,0 +1,151 @@
+"""View builders, IR rendering, large-profile payloads and the `serve` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import plotly.io as pio
+import pytest
+from dash import html
+
+from analyzer.cli import main
+from dashboard import views as V
+from dashboard.data import make_entry
+from dashboard.ir_view import Stage, highlight_lines, load_stages, mark_locations, stage_component
+from dashboard.query import build_lanes, kernel_page, timeline_window
+from dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
+
+ROOT = Path(__file__).resolve().parents[1]
+MB = 1024 * 1024
+
+
+def _texts(component: Any) -> list[str]:
+    """Every string child in a component tree (what React will render as text nodes)."""
+    if isinstance(component, str):
+        return [component]
+    if isinstance(component, list | tuple):
+        return [t for c in component for t in _texts(c)]
+    children = getattr(component, "children", None)
+    return _texts(children) if children is not None else []
+
+
+def test_highlight_keeps_every_character_and_line() -> None:
+    code = 'for i in range(3):\n    s = "<b>x</b>"  # note\n\nint x = 1;'
+    lines = highlight_lines(code, "python")
+    assert ["".join(t for _, t in ln) for ln in lines] == code.split("\n")
+    classes = {c for ln in lines for c, _ in ln}
+    assert {"k", "s2", "c1"} <= classes
+
+
+def test_ir_pane_renders_code_as_text_components(tmp_path: Path) -> None:
+    ir = write_ir_bundle(tmp_path / "ir", hostile=True)
+    stages = load_stages(tmp_path / "ir", ir, "main")
+    assert [s.stage for s in stages] == ["tvmscript", "final", "ascendc"]
+    mark_locations(stages, [{"stage": "tvmscript", "file": "ir/tvmscript.py", "line": 6}], ir["line_map"], "main")
+    assert stages[0].marked == {6} and stages[2].marked == {9}  # carried to Ascend C by the line map
+    assert stages[1].marked == set()
+    pane = stage_component(stages[0], "ir-tvmscript")
+    assert HOSTILE in "".join(_texts(pane))  # the comment line, as literal text
+    assert "dangerouslySetInnerHTML" not in json.dumps(pane.to_plotly_json(), default=str)
+    rows = pane.children[2].children
+    assert [r.className for r in rows[4:7]] == ["ir-line", "ir-line hl", "ir-line"]
+
+
+def test_locations_in_another_kernel_do_not_mark(tmp_path: Path) -> None:
+    stage = Stage("tvmscript", "t", "pv/tvmscript.py", "a\nb\nc", "python")
+    mark_locations([stage], [{"stage": "tvmscript", "file": "ir/qk/tvmscript.py", "line": 2},
+                             {"stage": "tvmscript", "file": "ir/pv/tvmscript.py", "line": 3}])
+    assert stage.marked == {3}
+
+
+def test_finding_item_and_detail_render_hostile_names_as_text() -> None:
+    f = {"code": "TS201", "slug": "memory-bound-kernel", "severity": "high", "kernels": [HOSTILE],
+         "message": f"{HOSTILE} is slow", "evidence": {HOSTILE: 1.0}, "recommendation": HOSTILE,
+         "est_saving_us": 12.0, "share_of_total": 0.1, "locations": []}
+    item = V.finding_item(0, f, "f-item")
+    assert HOSTILE in _texts(item)
+    detail = html.Div(V.finding_detail(f))
+    assert _texts(detail).count(HOSTILE) >= 3
+    assert "dangerously" not in json.dumps(detail.to_plotly_json(), default=str)
+
+
+@pytest.fixture(scope="module")
+def big_entry() -> Any:
+    # 200,000 launches keep the unit suite quick; the 1,000,000 figures are in the final report.
+    p = synthetic_profile(200_000, names=2000, streams=4, hostile=True)
+    return make_entry("big", "big", p, synthetic_report(p, hostile=True))
+
+
+def test_large_profile_pages_stay_small(big_entry: Any) -> None:
+    page = kernel_page(big_entry, {"startRow": 150_000, "endRow": 150_100,
+                                   "sortModel": [{"colId": "name", "sort": "desc"}]})
+    assert page["rowCount"] == 200_000 and len(page["rowData"]) == 100
+    assert len(json.dumps(page)) < 100_000
+    huge = kernel_page(big_entry, {"startRow": 0, "endRow": 10_000_000})
+    assert len(huge["rowData"]) == 1000  # one request can never pull the table
+
+
+def test_large_profile_figures_stay_under_a_few_mb(big_entry: Any) -> None:
+    from dashboard import figures as F
+
+    lanes = build_lanes(big_entry, F.core_categories)
+    seg = timeline_window(lanes)
+    assert seg.merged and seg.total_in_window <= 6000
+    fig = F.timeline_figure(seg.lane, seg.start, seg.end, seg.text, seg.category, [ln.label for ln in lanes],
+                            seg.merged)
+    sizes = {
+        "timeline": len(pio.to_json(fig)),
+        "roofline": len(pio.to_json(F.roofline_figure(big_entry.by_name, big_entry.profile.chip))),
+        "overview": sum(len(pio.to_json(f)) for f in V.overview_figures(big_entry)),
+        "detail": sum(len(pio.to_json(f)) for f in V.detail_figures(big_entry, "kernel_001")),
+    }
+    assert all(size < 3 * MB for size in sizes.values()), sizes
+
+
+def test_serve_check_prints_the_url(capsys: pytest.CaptureFixture[str]) -> None:
+    sample = ROOT / "sample_traces" / "attention_fused"
+    if not sample.is_dir():
+        pytest.skip("sample_traces/attention_fused not present")
+    assert main(["serve", str(sample), "--check", "--port", "8123"]) == 0
+    out = capsys.readouterr()
+    assert out.out == "tilescope: serving on http://127.0.0.1:8123/\n"
+
+
+@pytest.mark.parametrize("argv", [["serve"], ["serve", "/no/such/dir"], ["serve", "--root", "/no/such/dir"],
+                                  ["serve", "--root", ".", "--port", "70000"]])
+def test_serve_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.startswith("tilescope: error: ")
+
+
+def test_serve_runs_in_the_background_on_localhost(tmp_path: Path) -> None:
+    sample = ROOT / "sample_traces" / "attention_fused"
+    if not sample.is_dir():
+        pytest.skip("sample_traces/attention_fused not present")
+    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", "serve", str(sample), "--port", "0",
+                             "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("tilescope: serving on http://127.0.0.1:")
+        url = line.split(" on ", 1)[1].strip()
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(url + "_dash-layout", timeout=5) as resp:
+                    assert resp.status == 200 and b"profile" in resp.read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
