@@ -69,8 +69,10 @@ def part1(root: Path, rows: int, repeat: int, gen: ModuleType) -> dict[str, floa
     t_parse, profile = _best(lambda: load_profile(d), repeat)
     t_analyze, result = _best(lambda: analyze(profile), repeat)  # type: ignore[arg-type]
     findings = len(result.findings)  # type: ignore[union-attr]
-    print(f"part 1: {rows:,} kernels: parse {t_parse:.2f} s, analyze (all rules) {t_analyze:.2f} s, "
-          f"ratio {t_analyze / t_parse:.2f} (target <= 3), {findings} findings")
+    print(
+        f"part 1: {rows:,} kernels: parse {t_parse:.2f} s, analyze (all rules) {t_analyze:.2f} s, "
+        f"ratio {t_analyze / t_parse:.2f} (target <= 3), {findings} findings"
+    )
     return {"parse_s": t_parse, "analyze_s": t_analyze, "ratio": t_analyze / t_parse}
 
 
@@ -78,7 +80,8 @@ def _count_events(path: Path) -> int:
     import duckdb
 
     con = duckdb.connect()
-    q = f"SELECT count(*) FROM read_json('{path}', format='array', columns={{'ph': 'VARCHAR'}}, maximum_object_size=1000000000)"
+    q = (f"SELECT count(*) FROM read_json('{path}', format='array', columns={{'ph': 'VARCHAR'}}, "
+         "maximum_object_size=1000000000)")
     return int(con.execute(q).fetchone()[0])  # type: ignore[index]
 
 
@@ -87,24 +90,41 @@ def part2(root: Path, rows: int, events: int, advisor_bin: Path, gen: ModuleType
     n_events = _count_events(d / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
     env = dict(os.environ)
     t0 = time.perf_counter()
-    ts = subprocess.run([sys.executable, "-m", "analyzer.cli", "analyze", str(d), "-f", "json"], cwd=REPO,
-                        capture_output=True, text=True, env=env, check=False)
+    ts = subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", "analyze", str(d), "-f", "json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     t_ts = time.perf_counter() - t0
     n_find = len(json.loads(ts.stdout)["findings"]) if ts.returncode in (0, 1) and ts.stdout else -1
-    print(f"part 2: {rows:,} kernels + {n_events:,} timeline events: tilescope analyze {t_ts:.2f} s "
-          f"(exit {ts.returncode}, {n_find} findings)")
-    exe = shutil.which("msprof-analyze") or (str(advisor_bin / "msprof-analyze")
-                                             if (advisor_bin / "msprof-analyze").exists() else None)
+    print(
+        f"part 2: {rows:,} kernels + {n_events:,} timeline events: tilescope analyze {t_ts:.2f} s "
+        f"(exit {ts.returncode}, {n_find} findings)"
+    )
+    exe = shutil.which("msprof-analyze") or (
+        str(advisor_bin / "msprof-analyze") if (advisor_bin / "msprof-analyze").exists() else None
+    )
     if exe is None:
         print("part 2: msprof-analyze not installed: advisor comparison skipped")
         return {"tilescope_s": t_ts, "advisor_s": None, "speedup": None}
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        adv = subprocess.run([exe, "advisor", "all", "-d", str(d), "-l", "en", "--agent", "-o", out], cwd=out,
-                             capture_output=True, text=True, check=False, timeout=7200)
+        adv = subprocess.run(
+            [exe, "advisor", "all", "-d", str(d), "-l", "en", "--agent", "-o", out],
+            cwd=out,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=7200,
+        )
         t_adv = time.perf_counter() - t0
-    print(f"part 2: msprof-analyze advisor all {t_adv:.2f} s (exit {adv.returncode}); "
-          f"tilescope is {t_adv / t_ts:.1f}x faster (target >= 20x)")
+    print(
+        f"part 2: msprof-analyze advisor all {t_adv:.2f} s (exit {adv.returncode}); "
+        f"tilescope is {t_adv / t_ts:.1f}x faster (target >= 20x)"
+    )
     return {"tilescope_s": t_ts, "advisor_s": t_adv, "speedup": t_adv / t_ts}
 
 

@@ -93,9 +93,10 @@ def _steps(raw: Any, where: str) -> tuple[PatternStep, ...]:
 
 
 def load_patterns(extra_files: Sequence[str | Path] = ()) -> list[Pattern]:
-    """Built-in patterns plus the user's files, in order; a later pattern with the same id wins."""
+    """The user's patterns first (they are tried, and claim kernels, before the built-in ones), then
+    the built-in patterns; a user pattern with a built-in id replaces it."""
     by_id: dict[str, Pattern] = {}
-    for path in [BUILTIN_PATTERNS, *[Path(p) for p in extra_files]]:
+    for path in [*[Path(p) for p in extra_files], BUILTIN_PATTERNS]:
         try:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -104,6 +105,8 @@ def load_patterns(extra_files: Sequence[str | Path] = ()) -> list[Pattern]:
             where = f"{path}: pattern {j + 1}"
             if "id" not in p or "steps" not in p:
                 raise UsageError(f"{where}: needs 'id' and 'steps'")
+            if str(p["id"]) in by_id:
+                continue  # already defined by a user file
             by_id[str(p["id"])] = Pattern(
                 id=str(p["id"]),
                 title=str(p.get("title", p["id"])),

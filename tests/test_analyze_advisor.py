@@ -15,13 +15,48 @@ from analyzer.cli import main
 from analyzer.findings import Finding, Severity
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "traces" / "real"
-AGENT_OUT = json.dumps({"status": "success", "code": 0, "message": {"problems": {
-    "headers": ["category", "description", "suggestion", "problem count", "total_time(us)", "time ratio",
-                "income(us)", "income ratio"],
-    "data": [["AICPU Issues", "Some operators and task duration exceed 20 us, such as :\nCast",
-              "1. Modify code to avoid aicpu operator", 7, 396807.04, 0.002, "", ""],
-             ["Operator Dynamic Shape Issues", "Found all operators are dynamic shape", "1. disable jit", 1, "", "",
-              "", ""]]}}})
+AGENT_OUT = json.dumps(
+    {
+        "status": "success",
+        "code": 0,
+        "message": {
+            "problems": {
+                "headers": [
+                    "category",
+                    "description",
+                    "suggestion",
+                    "problem count",
+                    "total_time(us)",
+                    "time ratio",
+                    "income(us)",
+                    "income ratio",
+                ],
+                "data": [
+                    [
+                        "AICPU Issues",
+                        "Some operators and task duration exceed 20 us, such as :\nCast",
+                        "1. Modify code to avoid aicpu operator",
+                        7,
+                        396807.04,
+                        0.002,
+                        "",
+                        "",
+                    ],
+                    [
+                        "Operator Dynamic Shape Issues",
+                        "Found all operators are dynamic shape",
+                        "1. disable jit",
+                        1,
+                        "",
+                        "",
+                        "",
+                        "",
+                    ],
+                ],
+            }
+        },
+    }
+)
 
 
 def _ours(code: str) -> Finding:
@@ -57,7 +92,9 @@ def _advisor_available() -> bool:
 
 
 @pytest.mark.skipif(not (REAL.is_dir() and _advisor_available()), reason="msprof-analyze not installed")
-def test_real_advisor_side_by_side(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_real_advisor_side_by_side(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     extra = os.environ.get("TILESCOPE_MSPROF_ANALYZE_BIN", "/tmp/msa-venv/bin")
     monkeypatch.setenv("PATH", f"{extra}{os.pathsep}{os.environ.get('PATH', '')}")
     code = main(["analyze", str(REAL / "gpt_step_arith_591"), "-f", "json", "--with-msprof-advisor"])

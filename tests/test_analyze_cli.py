@@ -107,7 +107,9 @@ def test_markdown_renders_from_the_report(capsys: pytest.CaptureFixture[str]) ->
 
 
 @needs_real
-def test_crashing_rule_becomes_error_entry(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_crashing_rule_becomes_error_entry(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import rules.ts405_aicpu_on_hot_path as ts405
 
     def boom(*_a: Any) -> list[Any]:
@@ -124,7 +126,9 @@ def test_crashing_rule_becomes_error_entry(capsys: pytest.CaptureFixture[str], m
 
 
 @needs_real
-def test_multi_rank_reports_per_rank(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_multi_rank_reports_per_rank(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import analyzer.commands.analyze as cmd
     from analyzer.io.load import load_profile
 
@@ -144,6 +148,44 @@ def test_multi_rank_reports_per_rank(capsys: pytest.CaptureFixture[str], monkeyp
 def test_text_summary_line() -> None:
     from analyzer.report.render_text import summary_line
 
-    report = {"findings": [{"severity": "high", "est_saving_us": 1500.0}, {"severity": "low", "est_saving_us": 340.0}],
-              "profiles": [{"summary": {"compute_us": 8000.0}}]}
-    assert summary_line(report) == "2 findings: 1 high, 1 low — est. 1840.0 µs (23 % of device time) recoverable"
+    report = {
+        "findings": [
+            {"severity": "high", "est_saving_us": 1500.0},
+            {"severity": "low", "est_saving_us": 340.0},
+        ],
+        "profiles": [{"summary": {"compute_us": 8000.0}}],
+    }
+    assert (
+        summary_line(report) == "2 findings: 1 high, 1 low — est. 1840.0 µs (23 % of device time) recoverable"
+    )
+
+
+@needs_real
+def test_user_patterns_and_thresholds_from_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "mine.toml").write_text(
+        '[[pattern]]\nid = "transpose-into-bmm"\ntitle = "Transpose feeding BatchMatMul"\n'
+        'replacement = "a transposed-operand BatchMatMul (adj_x2=True)"\n'
+        'steps = [{ name = "t", ops = ["Transpose"] }, { name = "bmm", ops = ["BatchMatMul"] }]\n'
+    )
+    (tmp_path / "tilescope.toml").write_text(
+        'patterns = ["mine.toml"]\nselect = ["TS102", "TS404"]\n[rules.TS404]\nmin_idle_share = 0.99\n'
+    )
+    code, out, _ = run(
+        capsys, "analyze", str(GPT), "-f", "json", "--config", str(tmp_path / "tilescope.toml")
+    )
+    assert code == 0
+    report = json.loads(out)
+    ids = [f["evidence"]["pattern"]["id"] for f in report["findings"] if f["code"] == "TS102"]
+    assert "transpose-into-bmm" in ids
+    mine = next(
+        f for f in report["findings"] if f["evidence"].get("pattern", {}).get("id") == "transpose-into-bmm"
+    )
+    assert mine["kernels"] == ["Transpose95", "BatchMatMul96"] and mine["occurrences"] == 2
+    # TS404 only reports the stalls now that the host-bound cut is 99 %
+    ts404 = [f for f in report["findings"] if f["code"] == "TS404"]
+    assert all("launch stall" in f["message"] for f in ts404)
+
+
+def test_missing_path_is_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "analyze", str(tmp_path / "nope"))
+    assert code == 2 and "no such file" in err

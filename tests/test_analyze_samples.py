@@ -43,7 +43,11 @@ def test_planted_problems_are_found() -> None:
     codes = {f.code for f in r.findings}
     assert {"TS102", "TS202", "TS401", "TS403", "TS404", "TS405"} <= codes
     wasted = {f.kernels[0] for f in r.findings if f.code == "TS401"}
-    assert {"aclnnNeg_NegAiCore_Neg", "aclnnCat_ConcatDAiCore_ConcatD", "aclnnMatmul_MatMulV3Common_MatMulV3"} <= wasted
+    assert {
+        "aclnnNeg_NegAiCore_Neg",
+        "aclnnCat_ConcatDAiCore_ConcatD",
+        "aclnnMatmul_MatMulV3Common_MatMulV3",
+    } <= wasted
     freq = next(f for f in r.findings if f.code == "TS403")
     assert freq.evidence["min_mhz"] == 1300.0
     aicpu = next(f for f in r.findings if f.code == "TS405")

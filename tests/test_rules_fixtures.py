@@ -31,8 +31,20 @@ def _frame(rows: list[dict[str, Any]], contract: bool = True) -> pd.DataFrame:
     if contract:
         for col in KERNEL_CONTRACT:
             if col not in df:
-                df[col] = None if col in ("name", "op_type", "core_type", "input_shapes", "output_shapes",
-                                          "input_dtypes", "output_dtypes") else float("nan")
+                df[col] = (
+                    None
+                    if col
+                    in (
+                        "name",
+                        "op_type",
+                        "core_type",
+                        "input_shapes",
+                        "output_shapes",
+                        "input_dtypes",
+                        "output_dtypes",
+                    )
+                    else float("nan")
+                )
     if "start_ns" in df:
         df["start_ns"] = df["start_ns"].astype("Int64")
     return df
@@ -43,11 +55,20 @@ def fixture_profile(path: Path) -> Profile:
     tl = None
     if "timeline" in data:
         t = data["timeline"]
-        tl = Timeline(kernels=_frame(t.get("kernels", []), False), host_ops=pd.DataFrame(),
-                      counters=_frame(t.get("counters", []), False), flows=pd.DataFrame())
+        tl = Timeline(
+            kernels=_frame(t.get("kernels", []), False),
+            host_ops=pd.DataFrame(),
+            counters=_frame(t.get("counters", []), False),
+            flows=pd.DataFrame(),
+        )
     blocks = _frame(data["blocks"], False) if "blocks" in data else None
-    return Profile(source=SourceInfo(path, "fixture"), kernels=_frame(data["kernels"]),
-                   chip=get_chip(data.get("chip", "910B2")), blocks=blocks, timeline=tl)
+    return Profile(
+        source=SourceInfo(path, "fixture"),
+        kernels=_frame(data["kernels"]),
+        chip=get_chip(data.get("chip", "910B2")),
+        blocks=blocks,
+        timeline=tl,
+    )
 
 
 def _normalise(x: Any) -> Any:
@@ -110,3 +131,34 @@ def test_grouped_findings_count_launches() -> None:
     assert len(got) == 1 and got[0]["occurrences"] == 3
     assert got[0]["evidence"]["launches"] == 3
     assert got[0]["evidence"]["thresholds"]["min_hidden_share"] == 0.1
+
+
+def test_partial_and_hostile_input_never_crashes() -> None:
+    """Rows with only a name and a duration, NaN everywhere, junk shapes and unknown core types."""
+    rows = [
+        {"name": "a", "duration_us": 5.0},
+        {
+            "name": None,
+            "duration_us": float("nan"),
+            "core_type": "WEIRD",
+            "input_shapes": "x,y;;",
+            "output_shapes": ";",
+        },
+        {
+            "name": "b",
+            "duration_us": 30.0,
+            "core_type": "MIX_AIC",
+            "aic_cube_ratio": 2.5,
+            "aiv_vec_ratio": -1.0,
+            "block_dim": 0,
+            "wait_us": -3.0,
+            "input_shapes": "1,2,3",
+            "output_shapes": "999999999999,999999",
+        },
+    ]
+    prof = Profile(source=SourceInfo(Path("x"), "fixture"), kernels=_frame(rows), chip=get_chip("950"))
+    result = run_rules(prof, Config(), kinds=("runtime",))
+    assert result.errors == []
+    empty = Profile(source=SourceInfo(Path("x"), "fixture"), kernels=_frame([]), chip=get_chip("910B2"))
+    result = run_rules(empty, Config(), kinds=("runtime",))
+    assert result.errors == [] and result.findings == []

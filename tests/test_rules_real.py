@@ -35,12 +35,26 @@ def test_gpt_unfused_attention_every_occurrence() -> None:
     assert "npu_fusion_attention" in f.recommendation
     occ = f.evidence["occurrences"]
     assert [k["name"] for k in occ[0]["kernels"]] == [
-        "BatchMatMul96", "Mul97", "ScaledMaskedSoftmax98", "DropOutDoMask100", "AsStrided93", "BatchMatMul101"]
+        "BatchMatMul96",
+        "Mul97",
+        "ScaledMaskedSoftmax98",
+        "DropOutDoMask100",
+        "AsStrided93",
+        "BatchMatMul101",
+    ]
     assert [k["name"] for k in occ[1]["kernels"]] == [
-        "BatchMatMul96", "Mul97", "ScaledMaskedSoftmax108", "DropOutDoMask100", "AsStrided93", "BatchMatMul101"]
+        "BatchMatMul96",
+        "Mul97",
+        "ScaledMaskedSoftmax108",
+        "DropOutDoMask100",
+        "AsStrided93",
+        "BatchMatMul101",
+    ]
     # the AI_CPU Cast and the DSA_SQE mask generator on stream 17 sit inside the first occurrence
     assert [(k["name"], k["core_type"]) for k in occ[0]["interleaved"]] == [
-        ("trans_Cast_18", "AI_CPU"), ("StatelessDropOutGenMask99/DSASTATELESSGENBITMASK", "DSA_SQE")]
+        ("trans_Cast_18", "AI_CPU"),
+        ("StatelessDropOutGenMask99/DSASTATELESSGENBITMASK", "DSA_SQE"),
+    ]
     assert occ[1]["interleaved"] == []
     assert occ[0]["device_us"] == pytest.approx(45.5 + 15.14 + 91.84 + 26.34 + 12.52 + 46.0)
     assert occ[1]["device_us"] == pytest.approx(44.46 + 15.52 + 91.12 + 27.72 + 11.94 + 46.2)
@@ -53,9 +67,16 @@ def test_gpt_exact_findings() -> None:
     assert r.total_device_us == pytest.approx(50408.3)  # HCCL excluded
     got = [(f.code, f.occurrences, round(f.est_saving_us, 2)) for f in r.findings]
     assert got == [
-        ("TS404", 565, 116021.45), ("TS102", 4, 874.48), ("TS101", 4, 588.02), ("TS405", 5, 326.3),
-        ("TS102", 2, 292.14), ("TS102", 2, 258.02), ("TS405", 2, 112.88), ("TS102", 2, 55.54),
-        ("TS101", 25, 31.18), ("TS101", 2, 22.64),
+        ("TS404", 565, 116021.45),
+        ("TS102", 4, 874.48),
+        ("TS101", 4, 588.02),
+        ("TS405", 5, 326.3),
+        ("TS102", 2, 292.14),
+        ("TS102", 2, 258.02),
+        ("TS405", 2, 112.88),
+        ("TS102", 2, 55.54),
+        ("TS101", 25, 31.18),
+        ("TS101", 2, 22.64),
     ]
     ids = [f.evidence["pattern"]["id"] for f in _by_code(r, "TS102")]
     assert ids == ["unfused-add-layer-norm", "unfused-attention", "matmul-epilogue", "matmul-epilogue"]
@@ -68,11 +89,15 @@ def test_fa_has_no_unfused_attention() -> None:
     assert not [f for f in _by_code(r, "TS102") if f.evidence["pattern"]["id"] == "unfused-attention"]
     assert _by_code(r, "TS102") == []
     imb = _by_code(r, "TS201")
-    fwd = next(f for f in imb if f.kernels == ("aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore",))
+    fwd = next(
+        f for f in imb if f.kernels == ("aclnnFlashAttentionScore_FlashAttentionScore_FlashAttentionScore",)
+    )
     assert fwd.occurrences == 4 and fwd.est_saving_us == pytest.approx(581.374, abs=1e-3)
     mb = _by_code(r, "TS202")
     assert [(f.kernels[0], f.occurrences) for f in mb] == [
-        ("aclnnMatmul_MatMulCommon_MatMulV2", 4), ("aclnnAdd_AddAiCore_Add", 4)]
+        ("aclnnMatmul_MatMulCommon_MatMulV2", 4),
+        ("aclnnAdd_AddAiCore_Add", 4),
+    ]
     wc = _by_code(r, "TS401")
     assert wc[0].evidence["measured"]["block_dim"] == 16 and wc[0].evidence["measured"]["cores"] == 20
 
@@ -83,6 +108,9 @@ def test_timeline_only_matches_host_adam_pattern() -> None:
     assert len(adam) == 1 and adam[0].occurrences == 10
     assert adam[0].evidence["pattern"]["id"] == "unfused-adam"
     assert adam[0].kernels[0] == "aten::mul_"
-    assert [f.kernels[0] for f in _by_code(r, "TS405")] == ["aclnnReduceSum_CastAiCpu_Cast", "aclnnCast_CastAiCpu_Cast"]
+    assert [f.kernels[0] for f in _by_code(r, "TS405")] == [
+        "aclnnReduceSum_CastAiCpu_Cast",
+        "aclnnCast_CastAiCpu_Cast",
+    ]
     skipped = {s.code: s.missing for s in r.skipped}
     assert skipped["TS403"] == ("timeline.counters:AI Core Freq",)
