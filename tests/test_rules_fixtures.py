@@ -162,3 +162,21 @@ def test_partial_and_hostile_input_never_crashes() -> None:
     empty = Profile(source=SourceInfo(Path("x"), "fixture"), kernels=_frame([]), chip=get_chip("910B2"))
     result = run_rules(empty, Config(), kinds=("runtime",))
     assert result.errors == [] and result.findings == []
+
+
+def test_locations_come_from_the_ir_locator(monkeypatch: pytest.MonkeyPatch) -> None:
+    import analyzer.ir.locate as ir_locate
+    from analyzer.findings import Location
+
+    calls: list[tuple[str, str]] = []
+
+    def fake(ir: dict[str, Any], kernel: str, topic: str) -> list[Location]:
+        calls.append((kernel, topic))
+        return [Location(file="kernels/attn.py", line=12, stage="source", label=topic)]
+
+    monkeypatch.setattr(ir_locate, "locate", fake)
+    prof = fixture_profile(FIXTURES / "ts201_firing.json")
+    prof.ir = {"kernels": []}
+    got = run_rules(prof, Config(select=["TS201"])).findings
+    assert calls == [("flash_fwd_kernel_mix_aic", "vector")]
+    assert got[0].locations == (Location(file="kernels/attn.py", line=12, stage="source", label="vector"),)
