@@ -163,7 +163,8 @@ def capture_ir_into(bundle: Path, ref: KernelRef, params: dict[str, Any], chip: 
 
     capture = capture_ir(ref.text, params, chip)
     write_ir_dir(capture, bundle / "ir")
-    return {"path": "ir", "captured": True}
+    # A lowering failure (e.g. a buffer over capacity) is a finding in ir.json, not a collect error.
+    return {"path": "ir", "captured": True, "lowered": bool(capture.ok)}
 
 
 def collect(req: CollectRequest, log: Log | None = None,

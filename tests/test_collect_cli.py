@@ -186,7 +186,7 @@ def test_ir_only_vector_add_end_to_end(tmp_path: Path, capsys: pytest.CaptureFix
     assert (out / "ir" / "ir.json").is_file() and (out / "ir" / "kernel.cpp").is_file()
     assert "vector_add_kernel_kernel" in (out / "ir" / "kernel.cpp").read_text()
     assert (out / "profile").is_dir() and not any((out / "profile").iterdir())
-    assert m["ir"] == {"path": "ir", "captured": True}
+    assert m["ir"] == {"path": "ir", "captured": True, "lowered": True}
     assert [p.name for p in out.parent.iterdir()] == ["vadd"]  # no temp dir left behind
 
 
