@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import resource
 import subprocess
 import sys
@@ -44,9 +45,13 @@ def main() -> int:
         print(f"wrote {csv_path} ({csv_path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t:.1f} s")
     import pandas as pd
 
+    load_before = os.getloadavg()[0]
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     t = time.perf_counter()
     df = pd.read_csv(csv_path)
     base = time.perf_counter() - t
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    base_cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     rows = len(df)
     del df
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -64,12 +69,17 @@ def main() -> int:
     t = time.perf_counter()
     subprocess.run(cmd, check=True)
     ours = time.perf_counter() - t
-    child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child_rss = child.ru_maxrss / 1024
+    ours_cpu = child.ru_utime + child.ru_stime
 
     print(f"rows                      {rows:,}")
-    print(f"pandas.read_csv           {base:.2f} s   (this process peak RSS {base_rss:,.0f} MiB)")
-    print(f"tilescope kernels parquet {ours:.2f} s   (child peak RSS {child_rss:,.0f} MiB)")
-    print(f"ratio                     {ours / base:.2f}x  (target <= 2.0)")
+    print(f"load average              {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(f"pandas.read_csv           {base:.2f} s wall, {base_cpu:.2f} s CPU (peak RSS {base_rss:,.0f} MiB)")
+    print(
+        f"tilescope kernels parquet {ours:.2f} s wall, {ours_cpu:.2f} s CPU (peak RSS {child_rss:,.0f} MiB)"
+    )  # noqa: E501
+    print(f"ratio {ours / base:.2f}x wall, {ours_cpu / base_cpu:.2f}x CPU (target <= 2.0)")
     return 0
 
 

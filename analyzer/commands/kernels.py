@@ -70,8 +70,15 @@ def write_kernels(df: pd.DataFrame, fmt: str, out: Path | None) -> None:
 
         assert out is not None
         with atomic_path(out) as tmp:
-            # 128k-row groups: the writer buffers one row group, not the whole table
-            pq.write_table(table, tmp, compression="zstd", row_group_size=1 << 17)
+            # 128k-row groups: the writer buffers one row group, not the whole table. Dictionary
+            # encoding only for text (repeated names/shapes); on float metrics it costs CPU and the
+            # writer falls back to plain encoding anyway
+            text = [
+                f.name
+                for f in table.schema
+                if not pa.types.is_floating(f.type) and not pa.types.is_integer(f.type)
+            ]
+            pq.write_table(table, tmp, compression="zstd", row_group_size=1 << 17, use_dictionary=text)
         return
     if fmt == "csv":
         import pyarrow.csv as pacsv

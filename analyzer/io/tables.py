@@ -29,6 +29,8 @@ _TRIM_CHARS = ' \t\r\n"'
 NO_MODEL_ID = 4294967295
 SHAPE_LIST_TYPE = pa.list_(pa.list_(pa.int64()))
 
+# Example: '1736413971558972.912\t' and '"4096,512"' need trimming; 'MatMulV2' does not
+_NEEDS_TRIM_RE = r'^[\s"]|[\s"]$'
 # Example: "1736413971558972.912" -> i="1736413971558972", f="912"; "1699529623143480" -> f=""
 _DECIMAL_US_RE = r"^(?P<i>-?\d+)(?:\.(?P<f>\d*))?$"
 
@@ -139,10 +141,17 @@ def _locate_csv_error(path: Path, n_fields: int, message: str) -> ProfileFormatE
 
 
 def clean_strings(arr: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
-    """Strip whitespace/TAB and literal quotes; `N/A`, `NA` and empty become null."""
-    trimmed = pc.utf8_trim(arr, characters=_TRIM_CHARS)
-    missing = pc.is_in(trimmed, value_set=pa.array(MISSING_VALUES))
-    return pc.if_else(missing, pa.scalar(None, pa.string()), trimmed)
+    """Strip whitespace/TAB and literal quotes; `N/A`, `NA` and empty become null.
+
+    Each step first checks (into a 1-bit mask) whether any value needs it, because copying a
+    million strings costs more than scanning them and most columns are already clean.
+    """
+    if pc.any(pc.match_substring_regex(arr, _NEEDS_TRIM_RE)).as_py():
+        arr = pc.utf8_trim(arr, characters=_TRIM_CHARS)
+    missing = pc.is_in(arr, value_set=pa.array(MISSING_VALUES))
+    if not pc.any(missing).as_py():
+        return arr
+    return pc.if_else(missing, pa.scalar(None, pa.string()), arr)
 
 
 def _first_bad_row(raw: pa.Array | pa.ChunkedArray, ok: pa.Array | pa.ChunkedArray) -> int:
