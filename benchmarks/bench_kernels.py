@@ -78,7 +78,7 @@ def main() -> int:
     print(f"pandas.read_csv           {base:.2f} s wall, {base_cpu:.2f} s CPU (peak RSS {base_rss:,.0f} MiB)")
     print(
         f"tilescope kernels parquet {ours:.2f} s wall, {ours_cpu:.2f} s CPU (peak RSS {child_rss:,.0f} MiB)"
-    )  # noqa: E501
+    )
     print(f"ratio {ours / base:.2f}x wall, {ours_cpu / base_cpu:.2f}x CPU (target <= 2.0)")
     return 0
 
