@@ -275,5 +275,10 @@ class DataStore:
 
 
 def _short_label(profile: Profile) -> str:
-    name = profile.source.path.name or str(profile.source.path)
+    path = profile.source.path
+    name = path.name or str(path)
+    # Profiler-generated directory names (host_pid_time_ascend_pt, PROF_..., OPPROF_...) say
+    # little; the directory the user named is one level up.
+    if name.endswith("_ascend_pt") or name.startswith(("PROF_", "OPPROF_")):
+        name = path.parent.name or name
     return f"{name} (rank {profile.rank})" if profile.rank is not None else name

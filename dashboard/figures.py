@@ -95,7 +95,7 @@ def _layout(fig: go.Figure, title: str, height: int = 320, **extra: Any) -> go.F
     return fig
 
 
-def empty_figure(message: str, height: int = 260) -> go.Figure:
+def empty_figure(message: str, height: int = 150) -> go.Figure:
     """A placeholder that says what is missing and how to get it, instead of blank axes."""
     fig = go.Figure()
     fig.add_annotation(
@@ -512,7 +512,7 @@ def delta_figure(deltas: pd.DataFrame, n: int = 15) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             x=top["delta_us"],
-            y=[plot_text(s, MAX_BAR_LABEL) for s in top["name"]],
+            y=_unique([plot_text(s, MAX_BAR_LABEL) for s in top["name"]]),
             orientation="h",
             marker_color=["#c0392b" if d > 0 else "#2ca02c" for d in top["delta_us"]],
             hovertemplate="%{y}: %{x:+,.1f} µs<extra></extra>",
@@ -521,3 +521,13 @@ def delta_figure(deltas: pd.DataFrame, n: int = 15) -> go.Figure:
     fig.update_xaxes(title_text="time change, head − base (µs)")
     fig.update_yaxes(autorange="reversed", automargin=True)
     return _layout(fig, "Largest per-kernel changes", 80 + 26 * len(top))
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """Category labels made unique (`name (2)`): the same kernel with other shapes is another bar."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+    return out

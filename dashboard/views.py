@@ -168,20 +168,39 @@ def rule_doc(code: str) -> str | None:
     return info.doc if info else None
 
 
+MAX_EVIDENCE_ROWS = 8  # rows of a list-of-records evidence value shown before "… N more"
+
+
 def _value_text(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.4g}"
-    if isinstance(value, dict | list):
-        return (
-            ", ".join(f"{k}: {_value_text(v)}" for k, v in value.items())
-            if isinstance(value, dict)
-            else ", ".join(_value_text(v) for v in value)
-        )
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_value_text(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_value_text(v) for v in value)
     return str(value)
 
 
+def evidence_value(value: Any) -> Any:
+    """A scalar as text; a list of records (occurrences, kernels of a chain) as a small table."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        cols = list(
+            dict.fromkeys(
+                k for v in value[:MAX_EVIDENCE_ROWS] for k in v if not isinstance(v[k], dict | list)
+            )
+        )
+        head = html.Tr([html.Th(c) for c in cols])
+        body = [
+            html.Tr([html.Td(_value_text(v.get(c, ""))) for c in cols]) for v in value[:MAX_EVIDENCE_ROWS]
+        ]
+        more = len(value) - MAX_EVIDENCE_ROWS
+        table = html.Table([html.Thead(head), html.Tbody(body)], className="evidence-sub")
+        return [table, html.Div(f"… {more} more", className="muted")] if more > 0 else table
+    return _value_text(value)
+
+
 def finding_detail(f: dict[str, Any] | None) -> list[Any]:
-    """Evidence table, recommendation, locations and the rule's own documentation."""
+    """What, how much, what to do, then the evidence, locations and the rule's documentation."""
     if not f:
         return [
             html.Div(
@@ -190,7 +209,7 @@ def finding_detail(f: dict[str, Any] | None) -> list[Any]:
             )
         ]
     evidence = f.get("evidence") or {}
-    rows = [html.Tr([html.Th(str(k)), html.Td(_value_text(v))]) for k, v in evidence.items()]
+    rows = [html.Tr([html.Th(str(k)), html.Td(evidence_value(v))]) for k, v in evidence.items()]
     locs = [
         html.Li(
             f"{loc.get('stage', '')}: {loc.get('file', '')}:{loc.get('line', '')}"
@@ -199,6 +218,27 @@ def finding_detail(f: dict[str, Any] | None) -> list[Any]:
         for loc in f.get("locations", [])
     ]
     doc = rule_doc(str(f.get("code", "")))
+    kernels = ", ".join(str(k) for k in f.get("kernels", []))
+    saving = (
+        f"Estimated saving: {F.format_us(_num(f.get('est_saving_us')) or 0.0)} "
+        f"({(_num(f.get('share_of_total')) or 0.0) * 100:.1f} % of device time)"
+    )
+    buttons = html.Div(
+        [
+            html.Button(
+                "Show in IR",
+                id="f-to-ir",
+                n_clicks=0,
+                disabled=not locs,
+                className="btn",
+                title="" if locs else "this finding has no IR location (needs a bundle with ir/)",
+            ),
+            html.Button(
+                "Open kernel", id="f-to-kernel", n_clicks=0, disabled=not f.get("kernels"), className="btn"
+            ),
+        ],
+        className="toolbar",
+    )
     out: list[Any] = [
         html.H3(
             [
@@ -210,36 +250,16 @@ def finding_detail(f: dict[str, Any] | None) -> list[Any]:
             ]
         ),
         html.P(str(f.get("message", "")), className="message"),
-        html.Div(
-            ["Kernels: ", html.Span(", ".join(str(k) for k in f.get("kernels", [])), className="kernel-name")]
-        ),
-        html.Div(
-            f"Estimated saving: {F.format_us(_num(f.get('est_saving_us')) or 0.0)} "
-            f"({(_num(f.get('share_of_total')) or 0.0) * 100:.1f} % of device time)",
-            className="saving",
-        ),
+        html.Div(["Kernels: ", html.Span(kernels, className="kernel-name")]),
+        html.Div(saving, className="saving"),
+        html.H4("Recommendation"),
+        html.P(str(f.get("recommendation", "")) or "—", className="recommendation"),
+        buttons,
         html.H4("Evidence"),
         html.Table(html.Tbody(rows), className="evidence") if rows else html.Div("—"),
-        html.H4("Recommendation"),
-        html.P(str(f.get("recommendation", "")) or "—"),
     ]
     if locs:
         out += [html.H4("Locations"), html.Ul(locs)]
-    out += [
-        html.Div(
-            [
-                html.Button("Show in IR", id="f-to-ir", n_clicks=0, disabled=not locs, className="btn"),
-                html.Button(
-                    "Open kernel",
-                    id="f-to-kernel",
-                    n_clicks=0,
-                    disabled=not f.get("kernels"),
-                    className="btn",
-                ),
-            ],
-            className="toolbar",
-        )
-    ]
     if doc:
         # Rule docstrings are ours (rules/*.py), Markdown without raw HTML.
         out += [html.H4("Rule documentation"), dcc.Markdown(doc, className="rule-doc")]
@@ -299,6 +319,8 @@ def detail_kpis(entry: ProfileEntry, name: str | None) -> list[html.Div]:
         ("achieved_tflops", "TFLOP/s", "{:.2f}"),
         ("cube_utilization_pct", "Cube util", "{:.1f} %"),
     ):
+        if col == "cube_utilization_pct" and col in rows and not (rows[col].fillna(0) > 0).any():
+            continue  # a Vector-only kernel: 0 % Cube utilisation says nothing
         if col in rows and rows[col].notna().any():
             v = rows[col].mode().iloc[0] if col in TEXT_COLUMNS or col == "core_type" else rows[col].mean()
             out.append(kpi(label, fmt.format(v)))

@@ -35,8 +35,14 @@ def test_pipe_share_figure_uses_product_colours() -> None:
 
 
 def test_top_kernels_escape_labels_and_keep_raw_names_for_clicks() -> None:
-    by_name = pd.DataFrame({"name": [HOSTILE, "k2"], "total_us": [10.0, 5.0], "launches": [2, 1],
-                            "core_type": ["AI_CORE", "AI_VECTOR_CORE"]})
+    by_name = pd.DataFrame(
+        {
+            "name": [HOSTILE, "k2"],
+            "total_us": [10.0, 5.0],
+            "launches": [2, 1],
+            "core_type": ["AI_CORE", "AI_VECTOR_CORE"],
+        }
+    )
     bar = F.top_kernels_figure(by_name).to_dict()["data"][0]
     assert list(bar["y"]) == [SAFE, "k2"]
     assert list(bar["customdata"]) == [HOSTILE, "k2"]
@@ -45,8 +51,11 @@ def test_top_kernels_escape_labels_and_keep_raw_names_for_clicks() -> None:
 
 
 def test_findings_by_severity_counts_and_colours() -> None:
-    findings = [{"severity": "high", "est_saving_us": 100.0}, {"severity": "high", "est_saving_us": 50.0},
-                {"severity": "low", "est_saving_us": 1.0}]
+    findings = [
+        {"severity": "high", "est_saving_us": 100.0},
+        {"severity": "high", "est_saving_us": 50.0},
+        {"severity": "low", "est_saving_us": 1.0},
+    ]
     bar = F.findings_by_severity_figure(findings).to_dict()["data"][0]
     assert list(bar["x"]) == ["high", "medium", "low", "info"]
     assert list(bar["y"]) == [2, 0, 1, 0]
@@ -55,7 +64,9 @@ def test_findings_by_severity_counts_and_colours() -> None:
 
 
 def test_pipe_ratio_figure_mean_and_whiskers() -> None:
-    rows = pd.DataFrame({"aic_cube_ratio": [0.2, 0.4], "aic_mte2_ratio": [0.9, 0.7], "aiv_vec_ratio": [np.nan] * 2})
+    rows = pd.DataFrame(
+        {"aic_cube_ratio": [0.2, 0.4], "aic_mte2_ratio": [0.9, 0.7], "aiv_vec_ratio": [np.nan] * 2}
+    )
     fig = F.pipe_ratio_figure(rows, HOSTILE).to_dict()
     bar = fig["data"][0]
     assert list(bar["x"]) == ["Cube", "MTE2 (AIC)"]
@@ -78,10 +89,14 @@ def test_bandwidth_figure_marks_assumed_hbm_line() -> None:
 
 
 def test_block_heatmap_rows_and_imbalance() -> None:
-    blocks = pd.DataFrame({"block_id": [0, 0, 0, 1, 1, 1],
-                           "sub_block_id": ["vector0", "cube0", "vector1"] * 2,
-                           "aic_time_us": [np.nan, 10.0, np.nan, np.nan, 30.0, np.nan],
-                           "aiv_time_us": [20.0, np.nan, 20.0, 20.0, np.nan, 20.0]})
+    blocks = pd.DataFrame(
+        {
+            "block_id": [0, 0, 0, 1, 1, 1],
+            "sub_block_id": ["vector0", "cube0", "vector1"] * 2,
+            "aic_time_us": [np.nan, 10.0, np.nan, np.nan, 30.0, np.nan],
+            "aiv_time_us": [20.0, np.nan, 20.0, 20.0, np.nan, 20.0],
+        }
+    )
     fig = F.block_heatmap_figure(blocks).to_dict()
     heat = fig["data"][0]
     assert list(heat["y"]) == ["cube0", "vector0", "vector1"]
@@ -93,8 +108,15 @@ def test_block_heatmap_rows_and_imbalance() -> None:
 
 def test_roofline_ceilings_points_and_assumption_labels() -> None:
     chip = get_chip("910B2")
-    pts = pd.DataFrame({"name": [HOSTILE, "vec"], "core_type": ["AI_CORE", "AI_VECTOR_CORE"],
-                        "flops": [2e12, 1e9], "bytes_moved": [1e9, 1e9], "total_us": [1e4, 1e3]})
+    pts = pd.DataFrame(
+        {
+            "name": [HOSTILE, "vec"],
+            "core_type": ["AI_CORE", "AI_VECTOR_CORE"],
+            "flops": [2e12, 1e9],
+            "bytes_moved": [1e9, 1e9],
+            "total_us": [1e4, 1e3],
+        }
+    )
     fig = F.roofline_figure(pts, chip).to_dict()
     names = [t["name"] for t in fig["data"]]
     assert names[0] == "Cube FP16/BF16 peak 354 TFLOP/s"
@@ -112,8 +134,15 @@ def test_roofline_ceilings_points_and_assumption_labels() -> None:
 
 def test_roofline_caps_points_and_says_so() -> None:
     n = 5000
-    pts = pd.DataFrame({"name": [f"k{i}" for i in range(n)], "core_type": "AI_CORE", "flops": 1e10,
-                        "bytes_moved": 1e8, "total_us": np.arange(1, n + 1, dtype=float)})
+    pts = pd.DataFrame(
+        {
+            "name": [f"k{i}" for i in range(n)],
+            "core_type": "AI_CORE",
+            "flops": 1e10,
+            "bytes_moved": 1e8,
+            "total_us": np.arange(1, n + 1, dtype=float),
+        }
+    )
     fig = F.roofline_figure(pts, get_chip("910B2"), max_points=100).to_dict()
     cube = next(t for t in fig["data"] if t["name"] == "Cube")
     assert len(cube["customdata"]) == 100 and "k4999" in list(cube["customdata"])
@@ -122,8 +151,14 @@ def test_roofline_caps_points_and_says_so() -> None:
 
 def _lane(n: int, label: str = "stream 1") -> Lane:
     start = np.arange(n, dtype=float) * 10.0
-    return Lane(label, "kernel", start, start + 5.0, np.array([f"k{i}" for i in range(n)], dtype=object),
-                np.array(["Cube"] * n, dtype=object))
+    return Lane(
+        label,
+        "kernel",
+        start,
+        start + 5.0,
+        np.array([f"k{i}" for i in range(n)], dtype=object),
+        np.array(["Cube"] * n, dtype=object),
+    )
 
 
 def test_timeline_window_keeps_single_kernels_when_they_fit() -> None:
@@ -143,8 +178,15 @@ def test_timeline_window_merges_to_the_budget() -> None:
 
 
 def test_timeline_figure_is_webgl_with_product_colours() -> None:
-    fig = F.timeline_figure(["stream 1", "host Python"], [0.0, 1.0], [2.0, 3.0], [HOSTILE, "aten::mm"],
-                            ["Cube", "Host"], ["host Python", "stream 1"], merged=False).to_dict()
+    fig = F.timeline_figure(
+        ["stream 1", "host Python"],
+        [0.0, 1.0],
+        [2.0, 3.0],
+        [HOSTILE, "aten::mm"],
+        ["Cube", "Host"],
+        ["host Python", "stream 1"],
+        merged=False,
+    ).to_dict()
     assert {t["type"] for t in fig["data"]} == {"scattergl"}
     cube = next(t for t in fig["data"] if t["name"] == "Cube")
     assert cube["line"]["color"] == "#1f77b4"

@@ -47,7 +47,9 @@ def test_ir_pane_renders_code_as_text_components(tmp_path: Path) -> None:
     ir = write_ir_bundle(tmp_path / "ir", hostile=True)
     stages = load_stages(tmp_path / "ir", ir, "main")
     assert [s.stage for s in stages] == ["tvmscript", "final", "ascendc"]
-    mark_locations(stages, [{"stage": "tvmscript", "file": "ir/tvmscript.py", "line": 6}], ir["line_map"], "main")
+    mark_locations(
+        stages, [{"stage": "tvmscript", "file": "ir/tvmscript.py", "line": 6}], ir["line_map"], "main"
+    )
     assert stages[0].marked == {6} and stages[2].marked == {9}  # carried to Ascend C by the line map
     assert stages[1].marked == set()
     pane = stage_component(stages[0], "ir-tvmscript")
@@ -59,15 +61,29 @@ def test_ir_pane_renders_code_as_text_components(tmp_path: Path) -> None:
 
 def test_locations_in_another_kernel_do_not_mark(tmp_path: Path) -> None:
     stage = Stage("tvmscript", "t", "pv/tvmscript.py", "a\nb\nc", "python")
-    mark_locations([stage], [{"stage": "tvmscript", "file": "ir/qk/tvmscript.py", "line": 2},
-                             {"stage": "tvmscript", "file": "ir/pv/tvmscript.py", "line": 3}])
+    mark_locations(
+        [stage],
+        [
+            {"stage": "tvmscript", "file": "ir/qk/tvmscript.py", "line": 2},
+            {"stage": "tvmscript", "file": "ir/pv/tvmscript.py", "line": 3},
+        ],
+    )
     assert stage.marked == {3}
 
 
 def test_finding_item_and_detail_render_hostile_names_as_text() -> None:
-    f = {"code": "TS201", "slug": "memory-bound-kernel", "severity": "high", "kernels": [HOSTILE],
-         "message": f"{HOSTILE} is slow", "evidence": {HOSTILE: 1.0}, "recommendation": HOSTILE,
-         "est_saving_us": 12.0, "share_of_total": 0.1, "locations": []}
+    f = {
+        "code": "TS201",
+        "slug": "memory-bound-kernel",
+        "severity": "high",
+        "kernels": [HOSTILE],
+        "message": f"{HOSTILE} is slow",
+        "evidence": {HOSTILE: 1.0},
+        "recommendation": HOSTILE,
+        "est_saving_us": 12.0,
+        "share_of_total": 0.1,
+        "locations": [],
+    }
     item = V.finding_item(0, f, "f-item")
     assert HOSTILE in _texts(item)
     detail = html.Div(V.finding_detail(f))
@@ -83,8 +99,9 @@ def big_entry() -> Any:
 
 
 def test_large_profile_pages_stay_small(big_entry: Any) -> None:
-    page = kernel_page(big_entry, {"startRow": 150_000, "endRow": 150_100,
-                                   "sortModel": [{"colId": "name", "sort": "desc"}]})
+    page = kernel_page(
+        big_entry, {"startRow": 150_000, "endRow": 150_100, "sortModel": [{"colId": "name", "sort": "desc"}]}
+    )
     assert page["rowCount"] == 200_000 and len(page["rowData"]) == 100
     assert len(json.dumps(page)) < 100_000
     huge = kernel_page(big_entry, {"startRow": 0, "endRow": 10_000_000})
@@ -97,8 +114,9 @@ def test_large_profile_figures_stay_under_a_few_mb(big_entry: Any) -> None:
     lanes = build_lanes(big_entry, F.core_categories)
     seg = timeline_window(lanes)
     assert seg.merged and seg.total_in_window <= 6000
-    fig = F.timeline_figure(seg.lane, seg.start, seg.end, seg.text, seg.category, [ln.label for ln in lanes],
-                            seg.merged)
+    fig = F.timeline_figure(
+        seg.lane, seg.start, seg.end, seg.text, seg.category, [ln.label for ln in lanes], seg.merged
+    )
     sizes = {
         "timeline": len(pio.to_json(fig)),
         "roofline": len(pio.to_json(F.roofline_figure(big_entry.by_name, big_entry.profile.chip))),
@@ -117,8 +135,15 @@ def test_serve_check_prints_the_url(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.out == "tilescope: serving on http://127.0.0.1:8123/\n"
 
 
-@pytest.mark.parametrize("argv", [["serve"], ["serve", "/no/such/dir"], ["serve", "--root", "/no/such/dir"],
-                                  ["serve", "--root", ".", "--port", "70000"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve"],
+        ["serve", "/no/such/dir"],
+        ["serve", "--root", "/no/such/dir"],
+        ["serve", "--root", ".", "--port", "70000"],
+    ],
+)
 def test_serve_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     out = capsys.readouterr()
@@ -129,8 +154,13 @@ def test_serve_runs_in_the_background_on_localhost(tmp_path: Path) -> None:
     sample = ROOT / "sample_traces" / "attention_fused"
     if not sample.is_dir():
         pytest.skip("sample_traces/attention_fused not present")
-    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", "serve", str(sample), "--port", "0",
-                             "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analyzer.cli", "serve", str(sample), "--port", "0", "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

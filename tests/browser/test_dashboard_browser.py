@@ -1,0 +1,309 @@
+"""The Dash dashboard in real headless Chromium, clicked through like a person would.
+
+The unfused-attention sample is wrapped in a run bundle whose ir/ comes from the lint API
+(`analyzer.ir.capture`), so findings carry IR locations. Every test records dialogs, page errors,
+console errors and requests leaving 127.0.0.1 and asserts none happened; screenshots of each view
+go to docs/screenshots/ (the README shows them) and test-artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CHROMIUM, LAUNCH_ARGS, PageEvents, needs_chromium, record_events, serve_wsgi
+
+from analyzer.analysis import analyze
+from analyzer.chips import get_chip
+from analyzer.errors import TilescopeError
+from analyzer.findings import Finding, Location, Severity
+from analyzer.io.load import load_profile
+from analyzer.report.data import build_report
+from dashboard.app import create_app, store_of
+from dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "sample_traces"
+SHOT_DIRS = (ROOT / "docs" / "screenshots", ROOT / "test-artifacts" / "screenshots")
+VIEWPORT = {"width": 1366, "height": 768}
+TIMEOUT_MS = 15_000
+
+pytestmark = [pytest.mark.browser, needs_chromium]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _expect_timeout() -> None:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=TIMEOUT_MS)  # Dash chains several callbacks per click
+
+
+def build_bundle(tmp: Path) -> tuple[Any, dict[str, Any]]:
+    """attention_unfused as a run bundle (manifest.json + profile/ + ir/) and its report."""
+    bundle = tmp / "attention_unfused_bundle"
+    src = next((SAMPLES / "attention_unfused").glob("*_ascend_pt"))
+    shutil.copytree(src, bundle / "profile" / src.name)
+    fallback = False
+    try:
+        from analyzer.ir.capture import capture_ir, write_ir_dir
+
+        capture = capture_ir(str(SAMPLES / "kernels" / "attention_unfused.py"), {}, get_chip("910B2"))
+        write_ir_dir(capture, bundle / "ir")
+    except (ImportError, TilescopeError):  # no TileLang here: static IR files, one located finding
+        fallback = True
+        (bundle / "ir").mkdir(parents=True, exist_ok=True)
+        (bundle / "ir" / "ir.json").write_text(json.dumps(write_ir_bundle(bundle / "ir")), encoding="utf-8")
+    (bundle / "manifest.json").write_text(
+        json.dumps({"kind": "tilescope-bundle", "function": "attention_unfused"}), encoding="utf-8"
+    )
+    profile = load_profile(bundle)
+    result = analyze(profile)
+    if fallback:
+        result.findings.append(
+            Finding(
+                "TS505",
+                "intermediate-through-global-memory",
+                Severity.MEDIUM,
+                ("main",),
+                "S goes through GM",
+                locations=(Location("ir/tvmscript.py", 5, None, "tvmscript", "store S"),),
+            )
+        )
+    return profile, build_report(profile, result)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    # A module-scoped browser of our own: pytest-playwright's session one would stay alive into
+    # other browser modules that start their own sync Playwright.
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def sample_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
+    profile, report = build_bundle(tmp_path_factory.mktemp("bundle"))
+    app = create_app([profile, SAMPLES / "attention_fused"], reports=[report], labels=["attention_unfused"])
+    with serve_wsgi(app.server) as url:
+        yield url, app
+
+
+@pytest.fixture(scope="module")
+def hostile_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    ir_dir = tmp_path_factory.mktemp("hostile") / "ir"
+    p = synthetic_profile(400, hostile=True)
+    p.ir, p.ir_dir = write_ir_bundle(ir_dir, hostile=True), ir_dir
+    app = create_app([p], reports=[synthetic_report(p, hostile=True)], labels=[HOSTILE])
+    with serve_wsgi(app.server) as url:
+        yield url
+
+
+@pytest.fixture()
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(TIMEOUT_MS)
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+def open_app(page: Any, url: str) -> PageEvents:
+    from playwright.sync_api import expect
+
+    events = record_events(page, url)
+    page.goto(url + "/")
+    expect(page.locator("#ov-kpis .kpi")).to_have_count(6)
+    return events
+
+
+def show_tab(page: Any, label: str) -> None:
+    page.locator(".tab").get_by_text(label, exact=True).click()
+
+
+def pick(page: Any, dropdown_id: str, label: str) -> None:
+    """Dash 4 dropdown: a button that opens a listbox of options."""
+    page.locator(f"#{dropdown_id}").click()
+    page.get_by_role("option", name=label, exact=True).click()
+    page.keyboard.press("Escape")
+
+
+def screenshot(page: Any, view: str) -> None:
+    page.wait_for_timeout(400)  # let plotly finish its transition before the pixels are taken
+    for d in SHOT_DIRS:
+        d.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(d / f"{view}.png"))
+
+
+def test_overview_top_finding_and_ir_lines(page: Any, sample_app: tuple[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    url, app = sample_app
+    entry = store_of(app).get(store_of(app).first_key())
+    assert entry is not None
+    events = open_app(page, url)
+    top = entry.findings[0]
+    expect(page.locator("#ov-findings .finding-item").first).to_contain_text(top["code"])
+    expect(page.locator("#ov-core .ytick")).not_to_have_count(0)
+    screenshot(page, "overview")
+
+    # The top finding of the overview opens in the Findings view with its evidence and rule doc.
+    page.locator("#ov-findings .finding-item").first.click()
+    expect(page.locator("#f-detail h3")).to_contain_text(top["code"])
+    expect(page.locator("#f-detail")).to_contain_text("Evidence")
+    expect(page.locator("#f-detail .rule-doc")).to_contain_text("What it does")
+    screenshot(page, "findings")
+
+    # The top finding that points into the IR: Show in IR marks its lines in each stage.
+    located = next(f for f in entry.findings if f.get("locations"))
+    label = f"{located['code']} {located['slug']}"
+    pick(page, "f-rule", label)
+    expect(page.locator("#f-count")).to_contain_text(
+        f"{sum(1 for f in entry.findings if f['code'] == located['code'])} of {len(entry.findings)}"
+    )
+    page.locator("#f-list .finding-item").first.click()
+    page.locator("#f-to-ir").click()
+    expect(page.locator(".tab--selected")).to_have_text("IR")
+    marked = page.locator("#ir-tvmscript .ir-line.hl")
+    expect(marked.first).to_be_visible()
+    kernel = page.locator("#ir-kernel").inner_text().strip()
+    want = sorted(
+        {
+            loc["line"]
+            for loc in located["locations"]
+            if loc["stage"] == "tvmscript" and loc["file"].endswith(f"{kernel}/tvmscript.py")
+        }
+    )
+    assert want, (kernel, located["locations"])
+    got = sorted(int(x) for x in marked.evaluate_all("els => els.map(e => e.dataset.line)"))
+    assert got == want
+    expect(page.locator("#ir-ascendc .ir-line.hl").first).to_be_in_viewport()
+    expect(marked.first).to_be_in_viewport()
+    screenshot(page, "ir")
+    events.assert_clean()
+
+
+def test_kernel_grid_search_sort_and_open_detail(page: Any, sample_app: tuple[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    url, app = sample_app
+    entry = store_of(app).get(store_of(app).first_key())
+    assert entry is not None
+    events = open_app(page, url)
+    show_tab(page, "Kernels")
+    total = len(entry.kernels)
+    expect(page.locator("#k-count")).to_have_text(f"{total:,} of {total:,} launches match")
+    k = entry.kernels
+    hits = int(
+        (
+            k["name"].str.lower().str.contains("softmax") | k["op_type"].str.lower().str.contains("softmax")
+        ).sum()
+    )
+    assert 0 < hits < total
+    page.locator("#k-search").fill("softmax")
+    page.locator("#k-search").press("Enter")
+    expect(page.locator("#k-count")).to_have_text(f"{hits:,} of {total:,} launches match")
+    rows = page.evaluate(
+        "async () => { const api = await dash_ag_grid.getApiAsync('k-grid');"
+        " return [api.getDisplayedRowCount(), api.getDisplayedRowAtIndex(0).data.name]; }"
+    )
+    assert rows[0] == hits and "softmax" in rows[1].lower()
+    screenshot(page, "kernels")
+
+    first = (
+        page.locator(
+            ".ag-center-cols-container .ag-row[row-index='0'], .ag-pinned-left-cols-container "
+            ".ag-row[row-index='0']"
+        )
+        .locator("[col-id='name']")
+        .first
+    )
+    name = first.inner_text()
+    first.click()
+    expect(page.locator(".tab--selected")).to_have_text("Kernel detail")
+    expect(page.locator("#d-kernel")).to_contain_text(name)
+    expect(page.locator("#d-pipes .xtick")).not_to_have_count(0)
+    expect(page.locator("#d-pipes .g-ytitle")).to_have_text("pipe busy (% of side's cycles)")
+    screenshot(page, "detail")
+    events.assert_clean()
+
+
+def test_roofline_timeline_and_compare(page: Any, sample_app: tuple[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    url, _ = sample_app
+    events = open_app(page, url)
+    show_tab(page, "Roofline")
+    expect(page.locator("#roofline .g-xtitle")).to_have_text("arithmetic intensity (FLOP/byte)")
+    expect(page.locator("#roofline .legendtext").filter(has_text="HBM")).to_contain_text("(assumption)")
+    screenshot(page, "roofline")
+    # A click on a point (Plotly's own click event on the WebGL trace) opens that kernel.
+    name = page.evaluate(
+        "() => { const gd = document.querySelector('#roofline .js-plotly-plot');"
+        " const i = gd.data.findIndex(t => t.mode === 'markers');"
+        " const t = gd.data[i]; const pt = {curveNumber: i, pointNumber: 0, pointIndex: 0,"
+        " x: t.x[0], y: t.y[0], customdata: t.customdata[0], data: t, fullData: gd._fullData[i]};"
+        " gd.emit('plotly_click', {points: [pt], event: {}}); return t.customdata[0]; }"
+    )
+    expect(page.locator(".tab--selected")).to_have_text("Kernel detail")
+    expect(page.locator("#d-kernel")).to_contain_text(name)
+
+    show_tab(page, "Timeline")
+    info = page.locator("#tl-info")
+    expect(info).to_contain_text("segments drawn")
+    expect(page.locator("#timeline .g-xtitle")).to_have_text("time since first event (µs)")
+    screenshot(page, "timeline")
+    before = info.inner_text()
+    page.evaluate(
+        "() => { const gd = document.querySelector('#timeline .js-plotly-plot');"
+        " return Plotly.relayout(gd, {'xaxis.range': [0, 2000]}); }"
+    )
+    expect(info).not_to_have_text(before)
+
+    show_tab(page, "Compare")
+    expect(page.locator("#c-kpis .kpi")).to_have_count(5)
+    expect(page.locator("#c-findings")).to_contain_text("Resolved in head")
+    expect(page.locator("#c-delta .g-xtitle")).to_have_text("time change, head − base (µs)")
+    count = page.evaluate("async () => (await dash_ag_grid.getApiAsync('c-grid')).getDisplayedRowCount()")
+    assert count > 0
+    screenshot(page, "compare")
+    events.assert_clean()
+
+
+def test_hostile_names_render_as_text(page: Any, hostile_app: str) -> None:
+    from playwright.sync_api import expect
+
+    events = open_app(page, hostile_app)
+    # plot label (top-kernels axis), finding list, header picker
+    expect(page.locator("#ov-top .ytick text").filter(has_text="<img")).to_have_text(HOSTILE)
+    expect(page.locator("#ov-findings .kernel-name").first).to_have_text(HOSTILE)
+    show_tab(page, "Kernels")
+    cell = page.locator(".ag-cell[col-id='name']").filter(has_text="<img").first
+    expect(cell).to_have_text(HOSTILE)
+    assert cell.evaluate(
+        "e => e.querySelectorAll('*').length === e.querySelectorAll('span').length "
+        "&& e.textContent.trim() === e.innerText.trim()"
+    )
+    show_tab(page, "Findings")
+    item = page.locator("#f-list .kernel-name").first
+    expect(item).to_have_text(HOSTILE)
+    assert item.evaluate("e => e.childElementCount") == 0
+    show_tab(page, "IR")
+    expect(page.locator("#ir-tvmscript .ir-line").first).to_contain_text(HOSTILE)
+    assert page.evaluate("() => document.querySelectorAll('img').length") == 0
+    events.assert_clean()
+
+
+def test_positive_control_the_recorder_sees_an_injection(page: Any) -> None:
+    events = record_events(page, "about:")
+    page.set_content("<div id='sink'></div>")
+    page.evaluate("() => { document.getElementById('sink').innerHTML = '<img src=x onerror=alert(1)>'; }")
+    page.wait_for_timeout(500)
+    assert events.dialogs == ["1"]
