@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from analyzer.chips import ChipSpec
 from analyzer.profile import Profile
@@ -148,10 +150,14 @@ def bound_pipe(k: pd.DataFrame) -> pd.Series:
     filled = np.where(np.isnan(mat), -1.0, mat)
     idx = filled.argmax(axis=1) if len(k) else np.zeros(0, dtype=int)
     top = filled.max(axis=1) if len(k) else np.zeros(0)
-    labels = np.array(names, dtype=object)[idx] if len(k) else np.array([], dtype=object)
-    out = np.where(top < BOUND_THRESHOLD, "none", labels).astype(object)
-    out[~has] = None
-    return pd.Series(out, index=k.index, dtype="str")
+    # label = the argmax pipe, "none" below the threshold, null without ratios; gathered from a
+    # small label array by Arrow (a million Python strings would cost more than the argmax)
+    code = np.where(top < BOUND_THRESHOLD, len(names), idx).astype("int64")
+    label_array = pa.array([*names, "none"])
+    taken = pc.take(label_array, pa.array(code, mask=~has))
+    out = taken.to_pandas().astype("str")
+    out.index = k.index  # positional: the labels were computed row by row
+    return out
 
 
 # ---- shapes -> FLOPs and bytes (computed once per unique shape/dtype combination) -----------------
