@@ -80,29 +80,34 @@ def _count_events(path: Path) -> int:
     import duckdb
 
     con = duckdb.connect()
-    q = (f"SELECT count(*) FROM read_json('{path}', format='array', columns={{'ph': 'VARCHAR'}}, "
-         "maximum_object_size=1000000000)")
+    q = (
+        f"SELECT count(*) FROM read_json('{path}', format='array', columns={{'ph': 'VARCHAR'}}, "
+        "maximum_object_size=1000000000)"
+    )
     return int(con.execute(q).fetchone()[0])  # type: ignore[index]
 
 
 def part2(root: Path, rows: int, events: int, advisor_bin: Path, gen: ModuleType) -> dict[str, float | None]:
-    d = _torch_dir(root / f"t{rows}_{events}", rows, events * 330, gen)  # ~330 bytes per generated event
+    d = _torch_dir(root / f"t{rows}_{events}", rows, events * 180, gen)  # ~180 bytes per generated event
     n_events = _count_events(d / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
-    env = dict(os.environ)
-    t0 = time.perf_counter()
-    ts = subprocess.run(
-        [sys.executable, "-m", "analyzer.cli", "analyze", str(d), "-f", "json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    t_ts = time.perf_counter() - t0
+    runs = []
+    for _ in range(3):  # the first run also pays for cold file caches; all three are printed
+        t0 = time.perf_counter()
+        ts = subprocess.run(
+            [sys.executable, "-m", "analyzer.cli", "analyze", str(d), "-f", "json"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            check=False,
+        )
+        runs.append(time.perf_counter() - t0)
+    t_ts = min(runs)
     n_find = len(json.loads(ts.stdout)["findings"]) if ts.returncode in (0, 1) and ts.stdout else -1
     print(
-        f"part 2: {rows:,} kernels + {n_events:,} timeline events: tilescope analyze {t_ts:.2f} s "
-        f"(exit {ts.returncode}, {n_find} findings)"
+        f"part 2: {rows:,} kernels + {n_events:,} timeline events: tilescope analyze "
+        f"{', '.join(f'{r:.2f}' for r in runs)} s "
+        f"(best {t_ts:.2f} s, exit {ts.returncode}, {n_find} findings)"
     )
     exe = shutil.which("msprof-analyze") or (
         str(advisor_bin / "msprof-analyze") if (advisor_bin / "msprof-analyze").exists() else None

@@ -83,8 +83,11 @@ def num(df: pd.DataFrame, col: str) -> pd.Series:
 def text(df: pd.DataFrame, col: str) -> pd.Series:
     """A string column with "" for missing values."""
     if col not in df.columns:
-        return pd.Series("", index=df.index, dtype="object")
-    return df[col].astype("object").where(df[col].notna(), "").astype(str)
+        return pd.Series("", index=df.index, dtype="str")
+    s = df[col]
+    if pd.api.types.is_string_dtype(s.dtype) and not pd.api.types.is_object_dtype(s.dtype):
+        return s.fillna("")  # already strings (Arrow-backed): no per-value conversion
+    return s.astype("object").where(s.notna(), "").astype(str)
 
 
 def core_types(df: pd.DataFrame) -> pd.Series:
