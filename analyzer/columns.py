@@ -395,11 +395,13 @@ def canonical_name(source: str, coupled: bool = False) -> str:
     return generic_canonical(src)
 
 
+# Example: "mte2_ratio", "vec_time(us)", "ub_read_bw(gb/s)" look like PMU metrics (lowercased)
+_PMU_RE = re.compile(r"(_ratio|_time\(us\)|_cycles|\(gb/s\)|_rate|_fops|_hit|_miss|_allocate)")
+
+
 def _looks_like_pmu(low: str) -> bool:
-    # Example: "mte2_ratio", "vec_time(us)", "ub_read_bw(GB/s)" are PMU metrics; "cube_utilization(%)" is not
-    return bool(
-        re.search(r"(_ratio|_time\(us\)|_cycles|\(gb/s\)|_rate|_fops|_hit|_miss|_allocate)", low)
-    ) and not (low.startswith("cube_utilization"))
+    """Un-prefixed PMU metric of a coupled chip? `cube_utilization(%)` is a whole-kernel column."""
+    return bool(_PMU_RE.search(low)) and not low.startswith("cube_utilization")
 
 
 def canonical_header(header: list[str]) -> list[str]:

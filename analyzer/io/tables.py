@@ -31,6 +31,8 @@ SHAPE_LIST_TYPE = pa.list_(pa.list_(pa.int64()))
 
 # Example: '1736413971558972.912\t' and '"4096,512"' need trimming; 'MatMulV2' does not
 _NEEDS_TRIM_RE = r'^[\s"]|[\s"]$'
+# Example: "183.87", "-1e-3", ".5", "nan" are numbers; "fast", "1.2.3" are not
+_NUMBER_RE = r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$"
 # Example: "1736413971558972.912" -> i="1736413971558972", f="912"; "1699529623143480" -> f=""
 _DECIMAL_US_RE = r"^(?P<i>-?\d+)(?:\.(?P<f>\d*))?$"
 
@@ -165,9 +167,7 @@ def to_float(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.Chu
     try:
         return pc.cast(arr, pa.float64())
     except pa.ArrowInvalid as exc:
-        ok = pc.match_substring_regex(
-            arr, r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$", ignore_case=True
-        )
+        ok = pc.match_substring_regex(arr, _NUMBER_RE, ignore_case=True)
         row = _first_bad_row(arr, ok)
         value = arr[row].as_py() if row >= 0 else "?"
         raise ProfileFormatError(
