@@ -159,3 +159,14 @@ def test_copy_of_sample_in_bundle_layout(repo_root: Path, tmp_path: Path) -> Non
     shutil.copy(d / "manifest.json", b / "manifest.json")
     pr = load_profile(b)
     assert pr.source.format == "bundle" and pr.blocks is not None and pr.manifest is not None
+
+
+def test_ir_only_bundle_loads_with_no_kernels(repo_root: Path) -> None:
+    """`collect --ir-only` bundles have no profile/ (git does not even keep the empty folder)."""
+    from analyzer.io.load import load_profile
+
+    prof = load_profile(repo_root / "sample_traces" / "bundle_ir_only_fa")
+    assert prof.source.format == "bundle"
+    assert len(prof.kernels) == 0
+    assert prof.ir is not None and prof.ir["kernels"][0]["name"] == "flash_fwd"
+    assert any("runtime metrics are absent" in w for w in prof.warnings)

@@ -106,14 +106,17 @@ def _is_msprof_root(d: Path) -> bool:
 
 
 def _detect_dir(d: Path) -> list[Detected]:
-    if (d / "manifest.json").is_file() and (d / "profile").is_dir():
-        inner = _detect_dir(d / "profile")
-        if not inner:
-            inner = [
-                x for g in sorted(p for p in (d / "profile").iterdir() if p.is_dir()) for x in _detect_dir(g)
-            ]
-        if not inner:
-            raise NoProfileFoundError(d, "bundle profile/ holds no profiler output")
+    if (d / "manifest.json").is_file() and ((d / "profile").is_dir() or (d / "ir").is_dir()):
+        inner: list[Detected] = []
+        if (d / "profile").is_dir():
+            inner = _detect_dir(d / "profile")
+            if not inner:
+                inner = [
+                    x for g in sorted(p for p in (d / "profile").iterdir() if p.is_dir()) for x in _detect_dir(g)
+                ]
+        if not inner and not (d / "ir" / "ir.json").is_file():
+            raise NoProfileFoundError(d, "bundle holds neither profiler output in profile/ nor ir/ir.json")
+        # An IR-only bundle (`collect --ir-only`, `lint --out`) has no children: static analysis only.
         return [Detected("bundle", d, children=inner)]
     if d.name == TORCH_OUT:
         return [Detected("torch_npu", d.parent if _is_torch_root(d.parent) else d)]
@@ -325,6 +328,9 @@ def _load_single(det: Detected) -> _Parts:
 
 
 def _load_bundle(det: Detected) -> _Parts:
+    if not det.children:
+        empty = _ensure_contract(pd.DataFrame(index=pd.RangeIndex(0)))
+        return _Parts(empty, None, warnings=["bundle has no profiler output: runtime metrics are absent"])
     loaded = [_load_single(c) for c in det.children]
     parts = loaded[0]
     if len(loaded) > 1:
