@@ -34,6 +34,7 @@ def create_app(
     optionally supplies prebuilt report dicts (tests), otherwise each profile is analysed once.
     """
     store = DataStore(RootSet.of(roots), chip=chip)
+    store.on_load = callbacks.warm
     for i, item in enumerate(profiles):
         report = reports[i] if reports and i < len(reports) else None
         label = labels[i] if labels and i < len(labels) else None

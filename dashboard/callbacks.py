@@ -142,12 +142,13 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Output("d-blocks", "figure"),
         Input("profile", "value"),
         Input("d-kernel", "value"),
+        Input("d-scope", "value"),
         Input("tabs", "value"),
     )
-    def on_detail(key: str | None, name: str | None, tab: str) -> tuple[Any, ...]:
+    def on_detail(key: str | None, name: str | None, scope: str | None, tab: str) -> tuple[Any, ...]:
         _active(tab, "detail")
         entry = _entry(store, key)
-        return (V.detail_kpis(entry, name), *V.detail_figures(entry, name))
+        return (V.detail_kpis(entry, name), *V.detail_figures(entry, name, scope or "all"))
 
     # --- Roofline and timeline ---------------------------------------------------------------
     @app.callback(
@@ -385,9 +386,18 @@ def register(app: dash.Dash, store: DataStore) -> None:
 
 
 def _lanes(entry: ProfileEntry) -> list[Any]:
-    if "lanes" not in entry.cache:
-        entry.cache["lanes"] = build_lanes(entry, F.core_categories)
-    return list(entry.cache["lanes"])
+    return list(entry.cached("lanes", lambda: build_lanes(entry, F.core_categories)))
+
+
+def warm(entry: ProfileEntry) -> None:
+    """Precompute what the heavier views need (runs in a daemon thread after a profile loads)."""
+    try:
+        entry.cursor().close()  # builds the DuckDB copy
+        V.summary_of(entry)
+        _lanes(entry)
+        C.run_data(entry)
+    except Exception:  # a failure here resurfaces, with its message, when the view asks again
+        return
 
 
 def _x_window(relayout: dict[str, Any] | None) -> tuple[float | None, float | None]:

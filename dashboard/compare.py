@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 from dash import html
 
-from analyzer.diff import DiffResult, compare_runs, run_from_report
+from analyzer.diff import DiffResult, RunData, compare_runs, run_from_report
 from dashboard import figures as F
 from dashboard.data import ProfileEntry
 from dashboard.views import finding_item, kpi
@@ -35,12 +35,18 @@ class CompareResult:
 
 def compare_entries(base: ProfileEntry, head: ProfileEntry) -> CompareResult:
     """The diff of two loaded entries (cached on the base entry per head)."""
-    cache_key = f"compare:{head.key}"
-    if cache_key not in base.cache:
-        runs = [run_from_report({**e.report, "_profile": e.profile}, e.label) for e in (base, head)]
-        base.cache[cache_key] = to_compare_result(compare_runs(runs[0], runs[1]))
-    result: CompareResult = base.cache[cache_key]
+    result: CompareResult = base.cached(
+        f"compare:{head.key}", lambda: to_compare_result(compare_runs(run_data(base), run_data(head)))
+    )
     return result
+
+
+def run_data(entry: ProfileEntry) -> RunData:
+    """The diff module's per-kernel statistics of one run (computed once per entry)."""
+    data: RunData = entry.cached(
+        "run", lambda: run_from_report({**entry.report, "_profile": entry.profile}, entry.label)
+    )
+    return data
 
 
 def to_compare_result(diff: DiffResult) -> CompareResult:

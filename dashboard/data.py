@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -86,6 +87,16 @@ class ProfileEntry:
     kernels: pd.DataFrame  # canonical + derived columns, plus `_row` (launch index) and `start_us`
     cache: dict[str, Any] = field(default_factory=dict, repr=False)  # per-view derived data (timeline lanes)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _key_locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
+
+    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()` once per key; a second caller (the warm-up thread, a request) waits for it."""
+        with self._lock:
+            lock = self._key_locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self.cache:
+                self.cache[key] = compute()
+            return self.cache[key]
 
     @cached_property
     def db(self) -> duckdb.DuckDBPyConnection:
@@ -217,10 +228,20 @@ class DataStore:
         self._fixed: dict[str, ProfileEntry] = {}
         self._lazy: OrderedDict[str, ProfileEntry] = OrderedDict()
         self._lock = threading.Lock()
+        # Called in a background thread for each new entry, so that the one-time work of the
+        # heavier views (DuckDB copy, timeline lanes, diff stats) is done before the first click.
+        self.on_load: Callable[[ProfileEntry], None] | None = None
+
+    def _loaded(self, entry: ProfileEntry) -> ProfileEntry:
+        if self.on_load is not None:
+            threading.Thread(
+                target=self.on_load, args=(entry,), name=f"warm-{entry.key}", daemon=True
+            ).start()
+        return entry
 
     def add(self, entry: ProfileEntry) -> ProfileEntry:
         self._fixed[entry.key] = entry
-        return entry
+        return self._loaded(entry)
 
     def add_profile(
         self, profile: Profile, label: str | None = None, report: dict[str, Any] | None = None
@@ -268,7 +289,7 @@ class DataStore:
             self._lazy[key] = entry
             while len(self._lazy) > MAX_LAZY_ENTRIES:
                 self._lazy.popitem(last=False)
-        return entry
+        return self._loaded(entry)
 
     def first_key(self) -> str | None:
         return next(iter(self._fixed), None)

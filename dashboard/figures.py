@@ -77,9 +77,12 @@ def core_category(core_type: Any) -> str:
 
 
 def core_categories(frame: pd.DataFrame) -> np.ndarray:
+    """Core-type category per row, vectorised (factorise once, map the few distinct values)."""
     if "core_type" not in frame:
         return np.full(len(frame), OTHER, dtype=object)
-    return frame["core_type"].astype(str).map(lambda c: _CORE_CATEGORY.get(c, OTHER)).to_numpy(dtype=object)
+    codes, uniques = pd.factorize(frame["core_type"], use_na_sentinel=True)
+    mapped = np.array([_CORE_CATEGORY.get(str(u), OTHER) for u in uniques] + [OTHER], dtype=object)
+    return mapped[codes]  # code -1 (missing) picks the trailing OTHER
 
 
 def _layout(fig: go.Figure, title: str, height: int = 320, **extra: Any) -> go.Figure:
@@ -327,6 +330,7 @@ def block_heatmap_figure(blocks: pd.DataFrame) -> go.Figure:
         is_cube = blocks["sub_block_id"].astype(str).str.startswith("cube")
         value = blocks["aic_time_us"].where(is_cube, blocks["aiv_time_us"]).astype("float64")
         metric = "core time_us"
+    launches = int(blocks["launch"].nunique()) if "launch" in blocks else 1
     table = pd.DataFrame(
         {"block": blocks["block_id"].astype("int64"), "sub": blocks["sub_block_id"].astype(str), "v": value}
     )
@@ -349,6 +353,8 @@ def block_heatmap_figure(blocks: pd.DataFrame) -> go.Figure:
     fig.update_xaxes(title_text="block id", type="category")
     fig.update_yaxes(title_text="sub-block")
     title = f"Per-block time — max/mean = {imbalance:.2f}" if math.isfinite(imbalance) else "Per-block time"
+    if launches > 1:
+        title += f" (mean of {launches} launches)"
     return _layout(fig, title, 260)
 
 
@@ -370,8 +376,8 @@ def roofline_figure(points: pd.DataFrame, chip: ChipSpec, max_points: int = 2000
     need = {"flops", "bytes_moved", "total_us"}
     if points.empty or not need <= set(points.columns):
         return empty_figure("No FLOP / byte counts: collect ArithmeticUtilization and Memory for a roofline")
-    pts = points[(points["flops"] > 0) & (points["bytes_moved"] > 0) & (points["total_us"] > 0)]
-    pts = pts.nlargest(max_points, "total_us")
+    measured = points[(points["flops"] > 0) & (points["bytes_moved"] > 0) & (points["total_us"] > 0)]
+    pts = measured.nlargest(max_points, "total_us")
     if pts.empty:
         return empty_figure("No kernel has both FLOPs and bytes moved")
     ai = pts["flops"] / pts["bytes_moved"]
@@ -438,11 +444,27 @@ def roofline_figure(points: pd.DataFrame, chip: ChipSpec, max_points: int = 2000
                 hovertemplate="%{hovertext}<br>%{x:.2f} FLOP/B, %{y:.2f} TFLOP/s<extra>" + cat + "</extra>",
             )
         )
-    fig.update_xaxes(type="log", dtick=1, title_text="arithmetic intensity (FLOP/byte)")
-    fig.update_yaxes(type="log", dtick=1, title_text="achieved TFLOP/s")
+    # Whole decades on both axes, the y range reaching down past the lowest ceiling and point so
+    # that at least two decade labels show.
+    y_lo = min(float(tflops.min()), *(p / 1e12 for _, p, _, _ in ceilings)) / 3
+    y_hi = max(float(tflops.max()), top / 1e12) * 2
+    fig.update_xaxes(
+        type="log",
+        dtick=1,
+        title_text="arithmetic intensity (FLOP/byte)",
+        range=[math.log10(x_lo), math.log10(x_hi)],
+    )
+    fig.update_yaxes(
+        type="log",
+        dtick=1,
+        title_text="achieved TFLOP/s",
+        range=[math.log10(max(y_lo, 1e-6)), math.log10(y_hi)],
+    )
     title = f"Roofline — {plot_text(chip.name)}"
-    if len(points) > len(pts):
-        title += f" (top {len(pts)} of {len(points)} kernels by time)"
+    if len(measured) < len(points):
+        title += f" ({len(measured)} of {len(points)} kernels have FLOP and byte counts)"
+    if len(pts) < len(measured):
+        title += f" — top {len(pts)} by time shown"
     return _layout(fig, title, 520, clickmode="event")
 
 

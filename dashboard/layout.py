@@ -12,6 +12,7 @@ import dash_ag_grid as dag
 from dash import dcc, html
 
 from dashboard.figures import SEVERITIES
+from dashboard.views import SCOPES
 
 TABS = (
     ("overview", "Overview"),
@@ -123,6 +124,13 @@ def _detail() -> html.Div:
                 [
                     html.Label("Kernel", htmlFor="d-kernel"),
                     dcc.Dropdown(id="d-kernel", clearable=False, searchable=True, className="wide-dd"),
+                    dcc.RadioItems(
+                        id="d-scope",
+                        value="all",
+                        inline=True,
+                        className="radio",
+                        options=[{"label": v, "value": k} for k, v in SCOPES.items()],
+                    ),
                 ],
                 className="toolbar",
             ),

@@ -51,10 +51,7 @@ TEXT_COLUMNS = {"name", "op_type", "core_type", "bound_pipe", "input_shapes", "i
 
 def summary_of(entry: ProfileEntry) -> dict[str, Any]:
     """The report's summary; `analyzer.metrics.profile_summary` when the report lacks a key."""
-    if "summary" in entry.cache:
-        return dict(entry.cache["summary"])
-    entry.cache["summary"] = _summary(entry)
-    return dict(entry.cache["summary"])
+    return dict(entry.cached("summary", lambda: _summary(entry)))
 
 
 def _summary(entry: ProfileEntry) -> dict[str, Any]:
@@ -330,18 +327,43 @@ def detail_kpis(entry: ProfileEntry, name: str | None) -> list[html.Div]:
     return out
 
 
-def detail_figures(entry: ProfileEntry, name: str | None) -> tuple[go.Figure, ...]:
+SCOPES = {
+    "all": "all launches",
+    "slowest": "slowest launch",
+    "median": "median launch",
+    "fastest": "fastest launch",
+}
+
+
+def scoped_rows(entry: ProfileEntry, name: str | None, scope: str = "all") -> tuple[pd.DataFrame, str]:
+    """The launches of a kernel the detail view shows: all of them, or one picked by duration."""
     rows = kernel_rows(entry, name)
+    if scope == "all" or rows.empty or "duration_us" not in rows:
+        return rows, name or ""
+    ordered = rows.sort_values("duration_us", kind="stable")
+    pick = {"fastest": 0, "median": (len(ordered) - 1) // 2, "slowest": len(ordered) - 1}[scope]
+    one = ordered.iloc[[pick]]
+    return one, f"{name} — {SCOPES[scope]} ({float(one['duration_us'].iloc[0]):,.1f} µs)"
+
+
+def kernel_blocks(entry: ProfileEntry, name: str | None) -> pd.DataFrame:
+    """msprof op per-block rows of this kernel (empty when the profile has none for it)."""
     blocks = entry.profile.blocks
-    if blocks is not None and name is not None and "name" in blocks and (blocks["name"] == name).any():
-        blocks = blocks[blocks["name"] == name]
-    elif blocks is not None and "name" in blocks:
-        blocks = None  # per-block rows of another kernel: do not pretend they are this one's
+    if blocks is None or name is None:
+        return pd.DataFrame()
+    col = next((c for c in ("name", "op_name") if c in blocks), None)
+    if col is None:
+        return blocks  # a single-operator run: every block row is this kernel's
+    return blocks[blocks[col].astype(str) == name]
+
+
+def detail_figures(entry: ProfileEntry, name: str | None, scope: str = "all") -> tuple[go.Figure, ...]:
+    rows, title = scoped_rows(entry, name, scope)
     return (
-        F.pipe_ratio_figure(rows, name or ""),
+        F.pipe_ratio_figure(rows, title),
         F.cube_vector_split_figure(rows),
         F.bandwidth_figure(rows, entry.profile.chip),
-        F.block_heatmap_figure(blocks) if blocks is not None else F.block_heatmap_figure(pd.DataFrame()),
+        F.block_heatmap_figure(kernel_blocks(entry, name)),
     )
 
 

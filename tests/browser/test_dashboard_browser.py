@@ -201,6 +201,13 @@ def test_kernel_grid_search_sort_and_open_detail(page: Any, sample_app: tuple[st
     total = len(entry.kernels)
     expect(page.locator("#k-count")).to_have_text(f"{total:,} of {total:,} launches match")
     k = entry.kernels
+    # A column filter (floating filter under "Op type") is applied by the server too.
+    matmuls = int((k["op_type"].str.lower().str.contains("matmul")).sum())
+    assert 0 < matmuls < total
+    page.locator(".ag-floating-filter[aria-colindex='2'] input").first.fill("matmul")
+    expect(page.locator("#k-count")).to_have_text(f"{matmuls:,} of {total:,} launches match")
+    page.locator(".ag-floating-filter[aria-colindex='2'] input").first.fill("")
+    expect(page.locator("#k-count")).to_have_text(f"{total:,} of {total:,} launches match")
     hits = int(
         (
             k["name"].str.lower().str.contains("softmax") | k["op_type"].str.lower().str.contains("softmax")
