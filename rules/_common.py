@@ -100,6 +100,23 @@ def op_types(df: pd.DataFrame) -> pd.Series:
     return op.where(op != "", text(df, "name"))
 
 
+# Columns a grouped finding may report (name, time, block counts, pipe and conflict ratios).
+LEAN_COLUMNS = (
+    *("name", "duration_us", "block_dim", "aic_cube_ratio", "aic_scalar_ratio", "aic_mte1_ratio"),
+    *("aic_mte2_ratio", "aic_mte3_ratio", "aic_fixpipe_ratio", "aiv_vec_ratio", "aiv_scalar_ratio"),
+    *("aiv_mte2_ratio", "aiv_mte3_ratio", "aiv_vec_bank_cflt_ratio", "aiv_vec_bankgroup_cflt_ratio"),
+    "aiv_vec_resc_cflt_ratio",
+)
+
+
+def lean(df: pd.DataFrame, **cols: Any) -> pd.DataFrame:
+    """The reportable columns of `df` plus `cols`, without copying the rest of a wide kernel table
+    (`df.assign` would copy every column of a million-row table)."""
+    data: dict[str, Any] = {c: df[c] for c in LEAN_COLUMNS if c in df.columns}
+    data.update(cols)
+    return pd.DataFrame(data, index=df.index)
+
+
 def has_values(df: pd.DataFrame, col: str) -> bool:
     return col in df.columns and bool(df[col].notna().any())
 

@@ -72,13 +72,12 @@ def _links(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray
     return link
 
 
-def _intermediate_bytes(df: pd.DataFrame, producer_rows: np.ndarray) -> np.ndarray:
-    first_out = text(df, "output_shapes").str.split(";").str[0].fillna("")
-    first_dt = text(df, "output_dtypes").str.split(";").str[0].fillna("")
-    return shape_bytes(
-        first_out.iloc[producer_rows].reset_index(drop=True),
-        first_dt.iloc[producer_rows].reset_index(drop=True),
-    ).to_numpy()
+def _first_output_bytes(df: pd.DataFrame) -> np.ndarray:
+    """Bytes of each kernel's first output tensor (computed per distinct shape/dtype string)."""
+    outs, dts = text(df, "output_shapes"), text(df, "output_dtypes")
+    first_out = outs.map(dict((u, u.split(";")[0]) for u in pd.unique(outs)))
+    first_dt = dts.map(dict((u, u.split(";")[0]) for u in pd.unique(dts)))
+    return shape_bytes(first_out, first_dt).to_numpy()
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
@@ -141,11 +140,12 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     bw = profile.chip.hbm_bandwidth_gbps or 0.0
     overhead = float(ctx.thresholds["launch_overhead_us"])
     order_start, order_stream = order["_start"].to_numpy(), order["_stream"].to_numpy()
+    out_bytes = _first_output_bytes(df)
     chains: dict[str, list[dict[str, Any]]] = {}
     for s, e in zip(starts, ends, strict=True):  # one iteration per chain, not per kernel
         pos = np.arange(s - 1, e + 1)
         krows = rows[pos]
-        inter = _intermediate_bytes(df, krows[:-1])
+        inter = out_bytes[krows[:-1]]
         moved = float(2 * inter.sum())
         d = dur[krows]
         traffic_us = moved / (bw * 1e3) if bw else 0.0

@@ -10,7 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import MIX_TYPES, core_types, grouped_findings, num, op_types, pct, r3
+from rules._common import MIX_TYPES, core_types, grouped_findings, lean, num, op_types, pct, r3
 
 CODE = "TS201"
 SLUG = "cube-vector-imbalance"
@@ -74,7 +74,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         & ((hidden >= float(ctx.thresholds["min_hidden_share"])) | idle)
     ).to_numpy()
     saving = (hidden * dur).fillna(0)
-    work = df.assign(hidden_share=hidden, cube_busy_us=c * dur, vector_busy_us=v * dur)
+    work = lean(df, hidden_share=hidden, cube_busy_us=c * dur, vector_busy_us=v * dur)
     prof = Profile(**{**profile.__dict__, "kernels": work})
 
     def message(kernel: str, row: pd.Series) -> str:

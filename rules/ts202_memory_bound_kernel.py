@@ -10,7 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import grouped_findings, num, pct, r3
+from rules._common import grouped_findings, lean, num, pct, r3
 
 CODE = "TS202"
 SLUG = "memory-bound-kernel"
@@ -99,7 +99,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     bw_saving = (dur - bytes_moved / (peak * 1e3)).clip(lower=0) if peak == peak else dur * 0
     saving = pd.Series(np.fmax(ratio_saving, np.where(bw_bound, bw_saving, 0)), index=df.index).fillna(0)
     flagged = ((c_bound | v_bound | bw_bound) & (dur >= float(ctx.thresholds["min_duration_us"]))).to_numpy()
-    work = df.assign(
+    work = lean(
+        df,
         mte_ratio_cube=c_mte,
         mte_ratio_vector=v_mte,
         achieved_gbps=achieved.where(achieved > 0),

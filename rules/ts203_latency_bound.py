@@ -9,7 +9,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import grouped_findings, num, pct
+from rules._common import grouped_findings, lean, num, pct
 
 CODE = "TS203"
 SLUG = "latency-bound"
@@ -70,7 +70,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     limit = float(ctx.thresholds["bound_ratio"])
     flagged = ((busiest < limit) & (dur > float(ctx.thresholds["min_duration_us"]))).fillna(False).to_numpy()
     saving = (dur * (1 - busiest / limit)).clip(lower=0).fillna(0)
-    prof = Profile(**{**profile.__dict__, "kernels": df.assign(busiest_pipe_ratio=busiest)})
+    prof = Profile(**{**profile.__dict__, "kernels": lean(df, busiest_pipe_ratio=busiest)})
 
     def message(kernel: str, row: pd.Series) -> str:
         return (

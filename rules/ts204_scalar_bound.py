@@ -10,7 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import grouped_findings, num, pct
+from rules._common import grouped_findings, lean, num, pct
 
 CODE = "TS204"
 SLUG = "scalar-bound"
@@ -69,7 +69,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         best, side, scal = best.where(~better, gain), side.where(~better, s), scal.where(~better, sc)
     flagged = ((best > 0) & (dur >= float(ctx.thresholds["min_duration_us"]))).to_numpy()
     saving = (best * dur).fillna(0)
-    prof = Profile(**{**profile.__dict__, "kernels": df.assign(scalar_ratio=scal, scalar_excess=best)})
+    prof = Profile(**{**profile.__dict__, "kernels": lean(df, scalar_ratio=scal, scalar_excess=best)})
 
     def message(kernel: str, row: pd.Series) -> str:
         return (

@@ -9,7 +9,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import grouped_findings, num, pct
+from rules._common import grouped_findings, lean, num, pct
 
 CODE = "TS302"
 SLUG = "ub-bank-conflict"
@@ -63,7 +63,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         .to_numpy()
     )
     saving = (conflict * vec_time).clip(upper=dur).fillna(0)
-    prof = Profile(**{**profile.__dict__, "kernels": df.assign(conflict_ratio=conflict)})
+    prof = Profile(**{**profile.__dict__, "kernels": lean(df, conflict_ratio=conflict)})
 
     def message(kernel: str, row: pd.Series) -> str:
         return f"{kernel}: UB bank conflicts stall the Vector unit {pct(row['conflict_ratio'])} of its cycles"

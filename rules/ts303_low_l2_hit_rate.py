@@ -9,7 +9,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import grouped_findings, num, pct
+from rules._common import grouped_findings, lean, num, pct
 
 CODE = "TS303"
 SLUG = "low-l2-hit-rate"
@@ -77,7 +77,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     target = float(ctx.thresholds["min_hit_rate"])
     flagged = ((rate < target) & (dur >= float(ctx.thresholds["min_duration_us"]))).fillna(False).to_numpy()
     saving = (dur * (target - rate)).clip(lower=0).fillna(0)
-    prof = Profile(**{**profile.__dict__, "kernels": df.assign(l2_hit_rate=rate)})
+    prof = Profile(**{**profile.__dict__, "kernels": lean(df, l2_hit_rate=rate)})
     return grouped_findings(
         prof,
         ctx,

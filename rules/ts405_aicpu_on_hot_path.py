@@ -16,6 +16,7 @@ from rules._common import (
     end_ns,
     grouped_findings,
     interval_union,
+    lean,
     num,
     op_types,
     overlap_with_union,
@@ -85,7 +86,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     flagged = np.zeros(len(df), dtype=bool)
     flagged[np.flatnonzero(aicpu)] = (totals >= float(ctx.thresholds["min_total_us"])).to_numpy()
     ops = op_types(df)
-    prof = Profile(**{**profile.__dict__, "kernels": df.assign(overlapped_us=overlap_us, exposed_us=exposed)})
+    prof = Profile(**{**profile.__dict__, "kernels": lean(df, overlapped_us=overlap_us, exposed_us=exposed)})
     op_of = dict(zip(df["name"].astype(str)[aicpu], ops[aicpu], strict=False))
 
     def message(kernel: str, row: pd.Series) -> str:
