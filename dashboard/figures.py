@@ -209,7 +209,7 @@ def findings_by_severity_figure(findings: Sequence[dict[str, Any]]) -> go.Figure
             hovertemplate="%{x}: %{y} finding(s)<extra></extra>",
         )
     )
-    fig.update_yaxes(title_text="findings", rangemode="tozero", dtick=1)
+    fig.update_yaxes(title_text="findings", rangemode="tozero", tickformat=",d")
     fig.update_xaxes(title_text="severity")
     return _layout(fig, "Findings by severity (est. saving)", 240)
 
@@ -279,8 +279,12 @@ def cube_vector_split_figure(rows: pd.DataFrame) -> go.Figure:
 
 
 def bandwidth_figure(rows: pd.DataFrame, chip: ChipSpec) -> go.Figure:
-    """Measured GM bandwidth per direction against the chip's HBM figure (marked if assumed)."""
-    cols = [c for c in rows.columns if c.endswith("_gbps") and rows[c].notna().any()]
+    """Measured GM bandwidth per direction against the chip's HBM figure (marked if assumed).
+
+    Only counters of traffic to or from GM are comparable with the HBM line; on-chip buffer
+    bandwidths (L0/L1/UB, MTE active rates) are left out of this chart.
+    """
+    cols = [c for c in rows.columns if c.endswith("_gbps") and _is_gm_counter(c) and rows[c].notna().any()]
     if rows.empty or not cols:
         return empty_figure("No bandwidth counters: collect aic_metrics=Memory")
     values = [float(rows[c].mean()) for c in cols]
@@ -301,7 +305,13 @@ def bandwidth_figure(rows: pd.DataFrame, chip: ChipSpec) -> go.Figure:
         )
     fig.update_yaxes(title_text="bandwidth (GB/s)")
     fig.update_xaxes(title_text="counter")
-    return _layout(fig, "Bandwidth vs chip limit", 300)
+    return _layout(fig, "GM bandwidth vs HBM limit", 300)
+
+
+def _is_gm_counter(column: str) -> bool:
+    # Example: aic_main_mem_read_gbps, aiv_gm_to_ub_gbps, aiv_ub_to_gm_gbps (not aiv_ub_read_vector_gbps)
+    words = column.removesuffix("_gbps").split("_")
+    return "gm" in words or "main" in words
 
 
 def _bw_label(column: str) -> str:
@@ -351,7 +361,7 @@ def block_heatmap_figure(blocks: pd.DataFrame) -> go.Figure:
         )
     )
     fig.update_xaxes(title_text="block id", type="category")
-    fig.update_yaxes(title_text="sub-block")
+    fig.update_yaxes(title_text="sub-block", autorange="reversed")  # cube0 on top, as msprof lists it
     title = f"Per-block time — max/mean = {imbalance:.2f}" if math.isfinite(imbalance) else "Per-block time"
     if launches > 1:
         title += f" (mean of {launches} launches)"

@@ -84,9 +84,16 @@ def overview_kpis(entry: ProfileEntry) -> list[html.Div]:
     s = summary_of(entry)
     busy = _num(s.get("device_busy_us")) or entry.total_device_us
     findings = entry.findings
-    saving = sum(_num(f.get("est_saving_us")) or 0.0 for f in findings)
     high = sum(1 for f in findings if f.get("severity") == "high")
-    share = saving / busy * 100 if busy else 0.0
+    # The report's own totals (the CLI's closing line), so both say the same; savings of
+    # different findings can overlap, as they do there.
+    raw_totals = s.get("findings")
+    totals: dict[str, Any] = raw_totals if isinstance(raw_totals, dict) else {}
+    saving = _num(totals.get("est_saving_us"))
+    if saving is None:
+        saving = sum(_num(f.get("est_saving_us")) or 0.0 for f in findings)
+    share_raw = _num(totals.get("est_saving_share"))
+    share = share_raw * 100 if share_raw is not None else (saving / busy * 100 if busy else 0.0)
     return [
         kpi("device busy time", F.format_us(busy)),
         kpi("kernel launches", f"{len(entry.kernels):,}"),
