@@ -78,10 +78,11 @@ def test_pipe_ratio_figure_mean_and_whiskers() -> None:
 
 
 def test_bandwidth_figure_marks_assumed_hbm_line() -> None:
-    rows = pd.DataFrame({"aic_main_mem_read_gbps": [800.0, 1000.0]})
+    rows = pd.DataFrame({"aic_main_mem_read_gbps": [800.0, 1000.0], "aiv_ub_to_gm_gbps": [10.0, 30.0],
+                         "aiv_ub_read_vector_gbps": [9e4, 9e4]})  # on-chip: not comparable with HBM
     fig = F.bandwidth_figure(rows, get_chip("910B2")).to_dict()
-    assert list(fig["data"][0]["x"]) == ["AIC GM read"]
-    assert list(fig["data"][0]["y"]) == [900.0]
+    assert list(fig["data"][0]["x"]) == ["AIC GM read", "AIV ub to gm"]
+    assert list(fig["data"][0]["y"]) == [900.0, 20.0]
     shape = fig["layout"]["shapes"][0]
     assert shape["y0"] == 1600.0
     assert "(assumption)" in fig["layout"]["annotations"][0]["text"]
@@ -146,7 +147,7 @@ def test_roofline_caps_points_and_says_so() -> None:
     fig = F.roofline_figure(pts, get_chip("910B2"), max_points=100).to_dict()
     cube = next(t for t in fig["data"] if t["name"] == "Cube")
     assert len(cube["customdata"]) == 100 and "k4999" in list(cube["customdata"])
-    assert "top 100 of 5000 kernels" in fig["layout"]["title"]["text"]
+    assert "top 100 by time shown" in fig["layout"]["title"]["text"]
 
 
 def _lane(n: int, label: str = "stream 1") -> Lane:

@@ -91,7 +91,11 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def sample_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
     profile, report = build_bundle(tmp_path_factory.mktemp("bundle"))
-    app = create_app([profile, SAMPLES / "attention_fused"], reports=[report], labels=["attention_unfused"])
+    app = create_app(
+        [profile, SAMPLES / "attention_fused", SAMPLES / "tilelang_fa_msprof_op"],
+        reports=[report],
+        labels=["attention_unfused"],
+    )
     with serve_wsgi(app.server) as url:
         yield url, app
 
@@ -281,6 +285,23 @@ def test_roofline_timeline_and_compare(page: Any, sample_app: tuple[str, Any]) -
     count = page.evaluate("async () => (await dash_ag_grid.getApiAsync('c-grid')).getDisplayedRowCount()")
     assert count > 0
     screenshot(page, "compare")
+    events.assert_clean()
+
+
+def test_msprof_op_block_heatmap(page: Any, sample_app: tuple[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    url, app = sample_app
+    events = open_app(page, url)
+    label = next(o["label"] for o in store_of(app).options() if "msprof_op" in o["label"])
+    pick(page, "profile", label)
+    expect(page.locator("#ov-kpis")).to_contain_text("1")
+    show_tab(page, "Kernel detail")
+    expect(page.locator("#d-blocks .gtitle")).to_contain_text("max/mean")
+    expect(page.locator("#d-blocks .ytick")).to_have_count(3)  # cube0, vector0, vector1
+    expect(page.locator("#d-pipes .xtick")).not_to_have_count(0)
+    page.locator("#d-blocks").scroll_into_view_if_needed()
+    screenshot(page, "detail_blocks")
     events.assert_clean()
 
 
