@@ -292,7 +292,8 @@ def bandwidth_figure(rows: pd.DataFrame, chip: ChipSpec) -> go.Figure:
         go.Bar(
             x=[_bw_label(c) for c in cols],
             y=values,
-            marker_color=[COLORS["MTE2"] if "read" in c else COLORS["MTE3"] for c in cols],
+            # reads and GM-to-UB are MTE2 traffic (data in), the rest MTE3 (data out)
+            marker_color=[COLORS["MTE2"] if "read" in c or "gm_to" in c else COLORS["MTE3"] for c in cols],
             hovertemplate="%{x}: %{y:,.1f} GB/s<extra></extra>",
         )
     )
