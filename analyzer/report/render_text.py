@@ -92,11 +92,14 @@ def render(report: dict[str, Any], **opts: Any) -> str:
     skipped = report.get("skipped", [])
     if skipped:
         console.print(Text("not checked:", style="bold"))
+        # rules with the same missing input share one line ("TS500-TS506 ... needs a run bundle")
+        by_need: dict[str, list[str]] = {}
         for s in skipped:
-            console.print(
-                f"  {s.get('code')} {s.get('slug')}: needs "
-                f"{'; '.join(s.get('needs') or s.get('missing') or [])}"
-            )
+            need = "; ".join(s.get("needs") or s.get("missing") or [])
+            by_need.setdefault(need, []).append(f"{s.get('code')} {s.get('slug')}")
+        for need, names in by_need.items():
+            label = names[0] if len(names) == 1 else f"{', '.join(n.split()[0] for n in names)}"
+            console.print(f"  {label}: needs {need}")
     for e in report.get("errors", []):
         console.print(Text(f"error: {e.get('message')}", style="bold red"))
     adv = report.get("advisor")
