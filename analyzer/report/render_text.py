@@ -98,7 +98,7 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             need = "; ".join(s.get("needs") or s.get("missing") or [])
             by_need.setdefault(need, []).append(f"{s.get('code')} {s.get('slug')}")
         for need, names in by_need.items():
-            label = names[0] if len(names) == 1 else f"{', '.join(n.split()[0] for n in names)}"
+            label = names[0] if len(names) == 1 else ", ".join(n.split()[0] for n in names)
             console.print(f"  {label}: needs {need}")
     for e in report.get("errors", []):
         console.print(Text(f"error: {e.get('message')}", style="bold red"))
