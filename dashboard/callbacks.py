@@ -192,10 +192,12 @@ def register(app: dash.Dash, store: DataStore) -> None:
             [ln.label for ln in lanes],
             seg.merged,
             (x0, x1) if x0 is not None and x1 is not None else None,
+            seg.links,
         )
         info = (
             f"{seg.total_in_window:,} segments drawn"
             + (" (merged to fit; zoom in for single kernels)" if seg.merged else "")
+            + (f", {len(seg.links)} host→kernel launches linked" if seg.links else "")
             + ". Drag to zoom; double-click to reset."
         )
         return fig, info

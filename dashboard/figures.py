@@ -34,12 +34,12 @@ COLORS = {
     MIX_VECTOR: "#ff7f0e",
     "MTE1": "#98df8a",
     "MTE2": "#2ca02c",
-    "MTE3": "#1b5e20",
+    "MTE3": "#1a6e1a",  # the #2ca02c family, light to dark, as analyzer/report/charts.py
     "Data movement": "#2ca02c",
     "Scalar": "#9467bd",
     "FixPipe": "#8c564b",
     OTHER: "#c7c7c7",
-    HOST: "#c7c7c7",
+    HOST: "#9aa5b1",  # host threads are not a core type: slate, apart from idle/other grey
     "Idle": "#c7c7c7",
 }
 SEVERITY_COLORS = {"high": "#c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
@@ -498,6 +498,7 @@ def timeline_figure(
     lane_order: Iterable[str],
     merged: bool,
     x_range: tuple[float, float] | None = None,
+    links: Sequence[tuple[float, str, float, str]] = (),
 ) -> go.Figure:
     """Segments as WebGL lines, one trace per category; NaN breaks keep it one draw call each."""
     order = list(lane_order)
@@ -521,6 +522,21 @@ def timeline_figure(
                 hovertext=hover,
                 hovertemplate="%{hovertext}<br>%{x:,.1f} µs<extra></extra>",
                 line=dict(color=COLORS.get(str(cat), COLORS[OTHER]), width=12),
+                connectgaps=False,
+            )
+        )
+    if links:
+        # One thin line per launch, host op start → kernel start: who launched what, and how late.
+        xs = np.array([[hs, ks, np.nan] for hs, _, ks, _ in links], dtype=float).ravel()
+        ys = np.array([[hl, kl, None] for _, hl, _, kl in links], dtype=object).ravel()
+        fig.add_trace(
+            go.Scattergl(
+                x=xs,
+                y=ys,
+                mode="lines",
+                name="launch (host → kernel)",
+                hoverinfo="skip",
+                line=dict(color="#7f7f7f", width=1),
                 connectgaps=False,
             )
         )

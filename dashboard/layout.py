@@ -27,6 +27,7 @@ TABS = (
 GRAPH_CONFIG: dict[str, Any] = {
     "displaylogo": False,
     "responsive": True,
+    "showTips": False,  # the "double-click to zoom back out" toast covers the tabs
     "toImageButtonOptions": {"format": "png", "scale": 2},
 }
 

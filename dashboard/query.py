@@ -13,7 +13,7 @@ more than fit on screen.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ import pandas as pd
 from dashboard.data import ProfileEntry
 
 MAX_PAGE_ROWS = 1000  # one infinite-model block; the grid asks for 100 at a time
+MAX_LINKS = 150  # host-to-kernel launch lines drawn in one window (more is a hairball)
 _TEXT_OPS = {
     "contains": "contains(lower(CAST({c} AS VARCHAR)), lower(?))",
     "notContains": "NOT contains(lower(CAST({c} AS VARCHAR)), lower(?))",
@@ -149,6 +150,9 @@ class Lane:
     end: np.ndarray
     names: np.ndarray  # object array of str
     category: np.ndarray  # core-type category per segment ("Cube", "Vector", ...) or "Host"
+    # For kernel lanes with flow events: start (µs) and lane label of the launching host op.
+    link_start: np.ndarray | None = None
+    link_lane: np.ndarray | None = None
 
 
 @dataclass
@@ -162,11 +166,13 @@ class Segments:
     category: list[str]
     merged: bool  # True when neighbouring kernels were merged to fit the budget
     total_in_window: int
+    # host op start, host lane, kernel start, kernel lane: drawn only when few enough to read
+    links: list[tuple[float, str, float, str]] = field(default_factory=list)
 
 
 def window_lane(
     lane: Lane, x0: float, x1: float, bins: int
-) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, bool]:
+) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, bool, np.ndarray | None]:
     """Segments of one lane intersecting [x0, x1], merged into at most `bins` buckets if needed."""
     # Segments are sorted by start; those ending before x0 may still overlap, so search by start
     # from x0 minus the longest segment of the lane.
@@ -177,7 +183,7 @@ def window_lane(
     keep = e >= x0
     s, e, names, cats = s[keep], e[keep], lane.names[lo:hi][keep], lane.category[lo:hi][keep]
     if len(s) <= bins:
-        return s, e, [str(n) for n in names], cats, False
+        return s, e, [str(n) for n in names], cats, False, lo + np.flatnonzero(keep)
     width = (x1 - x0) / bins if x1 > x0 else 1.0
     bucket = np.clip(((s - x0) // width).astype(np.int64), 0, bins - 1)
     edges = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
@@ -189,7 +195,7 @@ def window_lane(
         f"{n} kernels, {b:,.1f} µs busy" if n > 1 else str(names[i])
         for n, b, i in zip(counts, busy, edges, strict=True)
     ]
-    return ms, me, text, cats[edges], True
+    return ms, me, text, cats[edges], True, None
 
 
 def timeline_window(
@@ -204,7 +210,13 @@ def timeline_window(
     bins = max(budget // max(len(lanes), 1), 50)
     seg = Segments([], [], [], [], [], False, 0)
     for lane in lanes:
-        s, e, text, cats, merged = window_lane(lane, x0, x1, bins)
+        s, e, text, cats, merged, idx = window_lane(lane, x0, x1, bins)
+        if idx is not None and lane.link_start is not None and lane.link_lane is not None:
+            has = ~np.isnan(lane.link_start[idx])
+            for i in idx[has]:
+                seg.links.append(
+                    (float(lane.link_start[i]), str(lane.link_lane[i]), float(lane.start[i]), lane.label)
+                )
         seg.lane += [lane.label] * len(s)
         seg.start += s.tolist()
         seg.end += e.tolist()
@@ -212,6 +224,8 @@ def timeline_window(
         seg.category += [str(c) for c in cats]
         seg.merged |= merged
         seg.total_in_window += len(s)
+    if len(seg.links) > MAX_LINKS:
+        seg.links = []
     return seg
 
 
@@ -256,11 +270,19 @@ def _with_launcher(kernels: pd.DataFrame, host: pd.DataFrame, flows: pd.DataFram
     if not len(linked):
         return kernels
     launcher = pd.Series(pd.NA, index=range(len(kernels)), dtype="string")
-    host_names = host["name"].astype("string").to_numpy()[linked["host_index"].to_numpy(dtype=np.int64)]
-    launcher.iloc[linked["kernel_index"].to_numpy(dtype=np.int64)] = host_names
+    h_idx = linked["host_index"].to_numpy(dtype=np.int64)
+    k_idx = linked["kernel_index"].to_numpy(dtype=np.int64)
+    launcher.iloc[k_idx] = host["name"].astype("string").to_numpy()[h_idx]
+    link_start = np.full(len(kernels), np.nan)
+    link_start[k_idx] = host["start_ns"].astype("int64").to_numpy()[h_idx].astype("float64")
+    link_lane = np.full(len(kernels), None, dtype=object)
+    lane_key = "lane" if "lane" in host else "tid"
+    link_lane[k_idx] = [f"host {v}" for v in host[lane_key].to_numpy()[h_idx]]
     names = kernels["name"].astype("string").reset_index(drop=True)
     shown = names.where(launcher.isna(), names + " ← launched by " + launcher)
-    return kernels.reset_index(drop=True).assign(name=shown, kernel_name=names)
+    return kernels.reset_index(drop=True).assign(
+        name=shown, kernel_name=names, link_start_ns=link_start, link_lane=link_lane
+    )
 
 
 def _lane(label: str, kind: str, part: pd.DataFrame, origin: int, category_of: Any) -> Lane:
@@ -270,7 +292,11 @@ def _lane(label: str, kind: str, part: pd.DataFrame, origin: int, category_of: A
     names = (
         part["name"].astype(str).to_numpy(dtype=object) if "name" in part else np.full(len(part), "?", object)
     )
-    return Lane(label, kind, start, end, names, np.asarray(category_of(part), dtype=object))
+    lane = Lane(label, kind, start, end, names, np.asarray(category_of(part), dtype=object))
+    if "link_start_ns" in part:
+        lane.link_start = (part["link_start_ns"].to_numpy(dtype="float64") - origin) / 1000.0
+        lane.link_lane = part["link_lane"].to_numpy(dtype=object)
+    return lane
 
 
 def finite(value: Any) -> float | None:

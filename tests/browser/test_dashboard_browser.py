@@ -140,6 +140,7 @@ def pick(page: Any, dropdown_id: str, label: str) -> None:
 
 
 def screenshot(page: Any, view: str) -> None:
+    page.mouse.move(5, VIEWPORT["height"] - 5)  # no hover label or mode bar over the plots
     page.wait_for_timeout(400)  # let plotly finish its transition before the pixels are taken
     for d in SHOT_DIRS:
         d.mkdir(parents=True, exist_ok=True)
@@ -270,13 +271,21 @@ def test_roofline_timeline_and_compare(page: Any, sample_app: tuple[str, Any]) -
     info = page.locator("#tl-info")
     expect(info).to_contain_text("segments drawn")
     expect(page.locator("#timeline .g-xtitle")).to_have_text("time since first event (µs)")
-    screenshot(page, "timeline")
     before = info.inner_text()
-    page.evaluate(
-        "() => { const gd = document.querySelector('#timeline .js-plotly-plot');"
-        " return Plotly.relayout(gd, {'xaxis.range': [0, 2000]}); }"
-    )
+    # Drag a box over the first 5 % of the run, as a person zooms: the server re-windows and
+    # single kernels with their launch lines appear.
+    page.wait_for_timeout(500)  # plotly's autosize relayout comes first
+    box = page.locator("#timeline .nsewdrag").first.bounding_box()
+    assert box is not None
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + 2, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.05, y + 2, steps=5)
+    page.mouse.up()
     expect(info).not_to_have_text(before)
+    expect(info).to_contain_text("host→kernel launches linked")
+    expect(page.locator("#timeline .legendtext").filter(has_text="launch")).to_have_count(1)
+    screenshot(page, "timeline")
 
     show_tab(page, "Compare")
     expect(page.locator("#c-kpis .kpi")).to_have_count(5)
