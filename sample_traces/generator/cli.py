@@ -1,0 +1,70 @@
+"""Command line of the generator (`python sample_traces/generate.py`, `python -m generator`)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from .large import write_large_kernel_details, write_large_trace_view
+from .model import PT_DIR
+from .samples import generate_samples
+
+DESCRIPTION = "Deterministic generator of GENERATED (not measured) Ascend profiler outputs for tilescope."
+# the bundled samples live next to this package: sample_traces/
+SAMPLE_TRACES = Path(__file__).resolve().parents[1]
+
+
+def _parse_size(text: str) -> int:
+    # Example: "1G" -> 1073741824, "500M", "4096"
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().removesuffix("B")
+    return int(float(t[:-1]) * mult[t[-1]]) if t and t[-1] in mult else int(t)
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Parse the flags and write the samples (default) or the benchmark inputs; returns the exit code."""
+    ap = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default: regenerate the bundled samples next to this script)",
+    )
+    ap.add_argument(
+        "--large-kernels",
+        type=int,
+        default=None,
+        metavar="N",
+        help="write a kernel_details.csv with N rows (benchmark input) instead of the samples",
+    )
+    ap.add_argument(
+        "--large-trace",
+        type=_parse_size,
+        default=None,
+        metavar="BYTES",
+        help="write a trace_view.json of about BYTES (e.g. 1G) instead of the samples",
+    )
+    args = ap.parse_args(argv)
+    if args.large_kernels is None and args.large_trace is None:
+        out = args.out or SAMPLE_TRACES
+        for root in generate_samples(out):
+            size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+            print(f"wrote {root} ({size / 1e6:.2f} MB)")
+        return 0
+    if args.out is None:
+        ap.error("--large-kernels/--large-trace need --out DIR (keep benchmark files out of the repo)")
+    base = args.out / PT_DIR / "ASCEND_PROFILER_OUTPUT"
+    if args.large_kernels is not None:
+        t0 = time.perf_counter()
+        write_large_kernel_details(base / "kernel_details.csv", args.large_kernels)
+        size = (base / "kernel_details.csv").stat().st_size
+        print(
+            f"kernel_details.csv: {args.large_kernels} rows, {size / 1e6:.1f} MB, "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
+    if args.large_trace is not None:
+        t0 = time.perf_counter()
+        n = write_large_trace_view(base / "trace_view.json", args.large_trace)
+        print(f"trace_view.json: {n / 1e6:.1f} MB, {time.perf_counter() - t0:.1f} s")
+    return 0
