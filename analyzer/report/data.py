@@ -5,6 +5,10 @@ several (one per rank). The schema is `schema/report.schema.json`; `validate_rep
 against it. Top-level `inputs`, `summary` and `top_kernels` describe the first profile (what a
 single-input renderer reads); `profiles` has one entry per profile and every finding, skipped rule
 and error carries the `rank` / `input` it belongs to.
+
+Top kernels carry what the tables and charts show (op type, shapes, duration-weighted pipe ratios,
+Cube/Vector shares, roofline figures, launch-time quartiles; `kernel_group_stats`), `timeline` the
+first profile's launches (capped, `launch_timeline`) and `inputs.chip` the roofline's chip figures.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from analyzer.analysis import skipped_to_dict
 from analyzer.engine import AnalysisResult
@@ -27,6 +32,15 @@ from analyzer.profile import Profile
 
 SCHEMA_VERSION = "1.0"
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
+TIMELINE_CAP = 5_000  # launches in `timeline`; above it the longest are kept
+# Per-launch pipe ratios and shares averaged per kernel, weighted by launch duration.
+WEIGHTED_RATIOS = (
+    "aic_cube_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aic_fixpipe_ratio",
+    "aic_scalar_ratio", "aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio", "aiv_scalar_ratio",
+    "cube_share", "vector_share",
+)
+FIRST_OF_GROUP = ("op_type", "core_type", "input_shapes", "input_dtypes")
+TIMELINE_KEYS = ("name", "start_ns", "duration_us", "core_type", "stream_id")
 
 
 def tool_version() -> str:
@@ -80,7 +94,144 @@ def _summary(profile: Profile, result: AnalysisResult) -> dict[str, Any]:
         "est_saving_share": round(saving / result.total_device_us, 6) if result.total_device_us > 0 else 0.0,
     }
     s["rules_run"] = list(result.rules_run)
+    if s.get("top_kernels") and len(profile.kernels):
+        s["top_kernels"] = enrich_top_kernels(list(s["top_kernels"]), _derived(profile))
     return s
+
+
+def _derived(profile: Profile) -> pd.DataFrame:
+    """The kernel table with analyzer.metrics' derived columns (loaded profiles already have them)."""
+    k = profile.kernels
+    if "cube_share" in k.columns and "arithmetic_intensity" in k.columns:
+        return k
+    from analyzer.metrics import add_derived_metrics
+
+    return add_derived_metrics(k, profile.chip)
+
+
+def _numeric(k: pd.DataFrame, col: str) -> pd.Series:
+    if col in k.columns:
+        return pd.to_numeric(k[col], errors="coerce").astype("float64")
+    return pd.Series(np.nan, index=k.index, dtype="float64")
+
+
+def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per kernel name (index): launch-time statistics, duration-weighted pipe ratios,
+    roofline figures and the first launch's op type, core type, shapes and dtypes.
+
+    Weighted means: Σ(value × duration) / Σ(duration) over the launches that carry the value.
+    `arithmetic_intensity` = Σ flops / Σ bytes_moved over launches with both; `achieved_tflops` =
+    Σ flops / Σ duration over launches with flops; `flops` and `bytes_moved` are means per launch.
+    """
+    if "name" not in kernels.columns:
+        return pd.DataFrame()
+    k = kernels if names is None else kernels[kernels["name"].astype("str").isin(list(names))]
+    dur = _numeric(k, "duration_us")
+    flops, moved = _numeric(k, "flops"), _numeric(k, "bytes_moved")
+    both = flops.notna() & moved.notna()
+    cols: dict[str, pd.Series] = {
+        "d": dur,
+        "flops": flops,
+        "bytes_moved": moved,
+        "ai_f": flops.where(both),
+        "ai_b": moved.where(both),
+        "tf_d": dur.where(flops.notna() & dur.notna()),
+        "tf_f": flops.where(dur.notna()),
+    }
+    for c in WEIGHTED_RATIOS:
+        v = _numeric(k, c)
+        cols[f"{c}__w"] = v * dur
+        cols[f"{c}__d"] = dur.where(v.notna())
+    frame = pd.DataFrame(cols, index=k.index)
+    key = k["name"].astype("str")
+    g = frame.groupby(key, sort=False)
+    sums = g.sum(min_count=1)
+    quart = g["d"].quantile(np.array([0.25, 0.5, 0.75])).unstack()
+    out = pd.DataFrame(
+        {
+            "launches": g.size(),
+            "median_us": quart[0.5],
+            "p25_us": quart[0.25],
+            "p75_us": quart[0.75],
+            "min_us": g["d"].min(),
+            "max_us": g["d"].max(),
+            "flops": g["flops"].mean(),
+            "bytes_moved": g["bytes_moved"].mean(),
+            "arithmetic_intensity": sums["ai_f"] / sums["ai_b"].where(sums["ai_b"] > 0),
+            "achieved_tflops": sums["tf_f"] / sums["tf_d"].where(sums["tf_d"] > 0) / 1e6,
+        }
+    )
+    for c in WEIGHTED_RATIOS:
+        out[c] = sums[f"{c}__w"] / sums[f"{c}__d"].where(sums[f"{c}__d"] > 0)
+    present = [c for c in FIRST_OF_GROUP if c in k.columns]
+    if present:
+        firsts = k[present].astype("object").groupby(key, sort=False).first()
+        out = out.join(firsts)
+    if "input_shapes" in k.columns:
+        out["input_shape_variants"] = k["input_shapes"].groupby(key, sort=False).nunique()
+    return out
+
+
+def _rounded(value: Any, digits: int | None) -> Any:
+    v = _jsonable(value)
+    if isinstance(v, float) and digits is not None:
+        return round(v, digits)
+    return v
+
+
+# key -> decimals in the report (None: unrounded); times in µs to the ns, ratios like the summary's
+_KERNEL_KEYS: dict[str, int | None] = {
+    "launches": None, "median_us": 3, "p25_us": 3, "p75_us": 3, "min_us": 3, "max_us": 3,
+    **{c: 4 for c in WEIGHTED_RATIOS},
+    "flops": None, "bytes_moved": None, "arithmetic_intensity": None, "achieved_tflops": None,
+    "input_shape_variants": None,
+}
+
+
+def enrich_top_kernels(tops: list[dict[str, Any]], kernels: pd.DataFrame) -> list[dict[str, Any]]:
+    """profile_summary's top kernels plus the per-kernel figures the charts and tables show."""
+    if not tops:
+        return tops
+    stats = kernel_group_stats(kernels, [t["name"] for t in tops])
+    out = []
+    for t in tops:
+        row = dict(t)
+        if t["name"] in stats.index:
+            s = stats.loc[t["name"]]
+            for c, digits in _KERNEL_KEYS.items():
+                if c in s.index:
+                    row[c] = _rounded(s[c], digits)
+            for c in FIRST_OF_GROUP:
+                if c in s.index and not (c == "core_type" and row.get("core_type")):
+                    row[c] = None if pd.isna(s[c]) else str(s[c])
+        out.append(row)
+    return out
+
+
+def launch_timeline(
+    kernels: pd.DataFrame, cap: int = TIMELINE_CAP
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Kernel launches for the timeline chart, ≤ `cap`: over it, the `cap` longest, in start order."""
+    need = ("name", "start_ns", "duration_us")
+    if any(c not in kernels.columns for c in need):
+        return [], {"launches": 0, "kept": 0, "cap": cap}
+    ok = kernels["start_ns"].notna() & kernels["duration_us"].notna()
+    t = kernels.loc[ok, [c for c in TIMELINE_KEYS if c in kernels.columns]]
+    total = len(t)
+    if total > cap:
+        t = t.nlargest(cap, "duration_us", keep="first")
+    t = t.sort_values("start_ns", kind="stable")
+    cols: dict[str, list[Any]] = {
+        "name": t["name"].astype("str").tolist(),
+        "start_ns": t["start_ns"].astype("int64").tolist(),
+        "duration_us": t["duration_us"].astype("float64").tolist(),
+    }
+    for c in ("core_type", "stream_id"):
+        vals = t[c].astype("object").tolist() if c in t.columns else [None] * len(t)
+        cols[c] = [None if pd.isna(v) else (int(v) if c == "stream_id" else str(v)) for v in vals]
+    columns = zip(*(cols[c] for c in TIMELINE_KEYS), strict=True)
+    rows = [dict(zip(TIMELINE_KEYS, r, strict=True)) for r in columns]
+    return rows, {"launches": total, "kept": len(rows), "cap": cap}
 
 
 def _input(profile: Profile, index: int) -> dict[str, Any]:
@@ -93,7 +244,7 @@ def _input(profile: Profile, index: int) -> dict[str, Any]:
         "files": [str(f) for f in src.files],
         "metric_groups": list(src.metric_groups),
         "rank": profile.rank,
-        "chip": profile.chip.to_dict(),
+        "chip": _chip(profile),
         "device": {
             k: getattr(dev, k)
             for k in (
@@ -113,6 +264,17 @@ def _input(profile: Profile, index: int) -> dict[str, Any]:
     }
 
 
+def _chip(profile: Profile) -> dict[str, Any]:
+    """ChipSpec.to_dict plus what the roofline needs, flagged when a figure is an assumption."""
+    d = profile.chip.to_dict()
+    d["peak_fp16_flops"] = profile.chip.peak_flops("float16")
+    # the assumption texts name the figure ("hbm_bandwidth_gbps=1600 is an assumption", "...bandwidth
+    # are unknown"): the roofline must say its HBM roof is not a vendor figure
+    d["hbm_bandwidth_assumed"] = any("bandwidth" in a for a in profile.chip.assumptions)
+    d["ridge_point_flop_per_byte"] = profile.chip.ridge_point("float16")
+    return d
+
+
 def _tag(d: dict[str, Any], index: int, rank: int | None) -> dict[str, Any]:
     return {**d, "input": index, "rank": rank}
 
@@ -128,8 +290,13 @@ def build_report(
     extra_findings: Sequence[Finding] = (),
     advisor: dict[str, Any] | None = None,
     generated_at: str | None = None,
+    timeline_cap: int = TIMELINE_CAP,
 ) -> dict[str, Any]:
-    """The report dict for one `(profile, result)` or a list of pairs (objects with .profile/.result work)."""
+    """The report dict for one `(profile, result)` or a list of pairs (objects with .profile/.result work).
+
+    `timeline` (the first profile's launches, at most `timeline_cap`; 0 leaves it out) feeds the
+    HTML timeline chart.
+    """
     if isinstance(profiles, Profile):
         assert result is not None, "build_report(profile, result)"
         pairs: list[tuple[Profile, AnalysisResult]] = [(profiles, result)]
@@ -160,6 +327,11 @@ def build_report(
         "skipped": skipped,
         "errors": errors,
     }
+    if timeline_cap > 0:
+        launches, info = launch_timeline(pairs[0][0].kernels, timeline_cap)
+        if launches:
+            report["timeline"] = launches
+            report["timeline_info"] = info
     if advisor is not None:
         report["advisor"] = advisor
     return _jsonable(report)
