@@ -37,19 +37,20 @@ def register(app: dash.Dash, store: DataStore) -> None:
     @app.callback(
         Output("chip-info", "children"),
         Output("load-error", "children"),
+        Output("d-kernel", "options", allow_duplicate=True),
         Output("d-kernel", "value", allow_duplicate=True),
         Input("profile", "value"),
         prevent_initial_call="initial_duplicate",
     )
-    def on_profile(key: str | None) -> tuple[Any, Any, Any]:
+    def on_profile(key: str | None) -> tuple[Any, ...]:
         try:
             entry = store.get(key)
         except Exception as exc:  # a bad pick shows one line; the app keeps serving
-            return [], f"Cannot open this profile: {getattr(exc, 'args', [''])[0]}", None
+            return [], f"Cannot open this profile: {getattr(exc, 'args', [''])[0]}", [], None
         if entry is None:
-            return [], "No profile loaded: pass a path or --root to `tilescope serve`.", None
+            return [], "No profile loaded: pass a path or --root to `tilescope serve`.", [], None
         top = str(entry.by_name["name"].iloc[0]) if len(entry.by_name) else None
-        return V.chip_info(entry), "", top
+        return V.chip_info(entry), "", V.kernel_options(entry, top), top
 
     @app.callback(
         Output("ov-kpis", "children"),
@@ -103,37 +104,35 @@ def register(app: dash.Dash, store: DataStore) -> None:
         total = len(entry.by_name) if mode == "grouped" else len(entry.kernels)
         return response, f"{response['rowCount']:,} of {total:,} {unit} match"
 
+    # Whoever sets the kernel also sets the options: a Dash 4 dropdown drops a value that is
+    # not among its options at the time it arrives.
     @app.callback(
+        Output("d-kernel", "options", allow_duplicate=True),
         Output("d-kernel", "value", allow_duplicate=True),
         Output("tabs", "value", allow_duplicate=True),
         Input("k-grid", "cellClicked"),
         Input("roofline", "clickData"),
         Input("ov-top", "clickData"),
+        State("profile", "value"),
         prevent_initial_call=True,
     )
     def on_open_kernel(
-        cell: dict[str, Any] | None, roof: dict[str, Any] | None, top: dict[str, Any] | None
-    ) -> tuple[Any, Any]:
+        cell: dict[str, Any] | None, roof: dict[str, Any] | None, top: dict[str, Any] | None, key: str | None
+    ) -> tuple[Any, Any, Any]:
         if ctx.triggered_id == "k-grid":
             if not cell or cell.get("colId") != "name" or not cell.get("value"):
                 raise PreventUpdate
-            return str(cell["value"]), "detail"
-        click = roof if ctx.triggered_id == "roofline" else top
-        points = (click or {}).get("points") or []
-        name = points[0].get("customdata") if points else None
-        if not name:
-            raise PreventUpdate
-        return str(name), "detail"
+            name = str(cell["value"])
+        else:
+            click = roof if ctx.triggered_id == "roofline" else top
+            points = (click or {}).get("points") or []
+            picked = points[0].get("customdata") if points else None
+            if not picked:
+                raise PreventUpdate
+            name = str(picked)
+        return V.kernel_options(_entry(store, key), name), name, "detail"
 
     # --- Kernel detail ----------------------------------------------------------------------
-    @app.callback(Output("d-kernel", "options"), Input("profile", "value"), Input("d-kernel", "value"))
-    def on_kernel_options(key: str | None, name: str | None) -> list[dict[str, str]]:
-        entry = _entry(store, key)
-        names = [str(n) for n in entry.by_name["name"].head(300)]
-        if name and name not in names:
-            names.insert(0, name)
-        return [{"label": n, "value": n} for n in names]
-
     @app.callback(
         Output("d-info", "children"),
         Output("d-pipes", "figure"),
@@ -261,6 +260,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         return sel, "ir"
 
     @app.callback(
+        Output("d-kernel", "options", allow_duplicate=True),
         Output("d-kernel", "value", allow_duplicate=True),
         Output("tabs", "value", allow_duplicate=True),
         Input("f-to-kernel", "n_clicks"),
@@ -268,11 +268,12 @@ def register(app: dash.Dash, store: DataStore) -> None:
         State("profile", "value"),
         prevent_initial_call=True,
     )
-    def on_to_kernel(clicks: int | None, sel: int | None, key: str | None) -> tuple[Any, str]:
+    def on_to_kernel(clicks: int | None, sel: int | None, key: str | None) -> tuple[Any, Any, str]:
         entry = _entry(store, key)
         if not clicks or sel is None or not entry.findings[sel].get("kernels"):
             raise PreventUpdate
-        return str(entry.findings[sel]["kernels"][0]), "detail"
+        name = str(entry.findings[sel]["kernels"][0])
+        return V.kernel_options(entry, name), name, "detail"
 
     # --- IR ---------------------------------------------------------------------------------
     @app.callback(Output("ir-finding", "options"), Input("profile", "value"))

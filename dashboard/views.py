@@ -294,6 +294,16 @@ def column_defs(entry: ProfileEntry, grouped: bool) -> list[dict[str, Any]]:
     return defs
 
 
+MAX_KERNEL_OPTIONS = 300  # the detail picker lists the kernels worth time; the grid reaches the rest
+
+
+def kernel_options(entry: ProfileEntry, selected: str | None) -> list[dict[str, str]]:
+    names = [str(n) for n in entry.by_name["name"].head(MAX_KERNEL_OPTIONS)]
+    if selected and selected not in names:
+        names.insert(0, selected)
+    return [{"label": n, "value": n} for n in names]
+
+
 def kernel_rows(entry: ProfileEntry, name: str | None) -> pd.DataFrame:
     if not name:
         return entry.kernels.iloc[0:0]

@@ -28,7 +28,12 @@ def post_callback(
     `values` maps "id.property" to the value of each Input/State (missing ones are None).
     Returns (response["response"], payload bytes); a 204 (PreventUpdate) returns ({}, 0).
     """
-    key = next(k for k in app.callback_map if k.lstrip(".").startswith(output_prefix))
+    keys = [k for k in app.callback_map if k.lstrip(".").startswith(output_prefix)]
+    if len(keys) > 1 and triggered:  # several callbacks share outputs (allow_duplicate): pick by input
+        trig_id, trig_prop = triggered.split(".", 1)
+        keys = [k for k in keys if {"id": trig_id, "property": trig_prop} in app.callback_map[k]["inputs"]]
+    assert len(keys) == 1, (output_prefix, keys)
+    key = keys[0]
     spec = app.callback_map[key]
     outputs = [{"id": o.split(".")[0], "property": o.split(".", 1)[1]} for o in key.strip(".").split("...")]
 
@@ -185,12 +190,19 @@ def test_overview_callback_payload_and_colours(app: dash.Dash) -> None:
 def test_roofline_click_opens_the_kernel_detail(app: dash.Dash) -> None:
     click = {"points": [{"customdata": HOSTILE, "x": 1.0, "y": 2.0}]}
     out, _ = post_callback(
-        app, "d-kernel.value@", {"roofline.clickData": click}, triggered="roofline.clickData"
+        app,
+        "d-kernel.options@",
+        {"roofline.clickData": click, "profile.value": "p0"},
+        triggered="roofline.clickData",
     )
     assert out["d-kernel"]["value"] == HOSTILE and out["tabs"]["value"] == "detail"
+    assert {"label": HOSTILE, "value": HOSTILE} in out["d-kernel"]["options"]
     cell = {"colId": "name", "value": "kernel_002", "rowIndex": 3}
     out, _ = post_callback(
-        app, "d-kernel.value@", {"k-grid.cellClicked": cell}, triggered="k-grid.cellClicked"
+        app,
+        "d-kernel.options@",
+        {"k-grid.cellClicked": cell, "profile.value": "p0"},
+        triggered="k-grid.cellClicked",
     )
     assert out["d-kernel"]["value"] == "kernel_002"
 
