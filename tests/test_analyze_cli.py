@@ -189,3 +189,38 @@ def test_user_patterns_and_thresholds_from_config(capsys: pytest.CaptureFixture[
 def test_missing_path_is_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "analyze", str(tmp_path / "nope"))
     assert code == 2 and "no such file" in err
+
+
+SAMPLE_UNFUSED = Path(__file__).resolve().parents[1] / "sample_traces" / "attention_unfused"
+
+
+def test_github_summary_appends_the_markdown_report(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("earlier step\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    out_json = tmp_path / "r.json"
+    code, _, _ = run(capsys, "analyze", str(SAMPLE_UNFUSED), "-f", "json", "-o", str(out_json),
+                     "--github-summary", "--fail-on", "high")
+    assert code == 1  # the gate still trips, after the report and the summary are written
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("earlier step\n")  # appended, never rewritten
+    assert "## tilescope performance report" in text and "### Top kernels" in text
+    assert "MatMulV3" in text  # the op-type column
+    validate_report(json.loads(out_json.read_text(encoding="utf-8")))
+    # a second run (a second step) appends again, with --format md reusing its own Markdown
+    code, out, _ = run(capsys, "analyze", str(SAMPLE_UNFUSED), "-f", "md", "--github-summary")
+    assert code == 0
+    assert summary.read_text(encoding="utf-8") == text + "\n" + out.rstrip("\n") + "\n"
+
+
+def test_github_summary_without_the_variable_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    out_md = tmp_path / "r.md"
+    code, _, err = run(capsys, "analyze", str(SAMPLE_UNFUSED), "-f", "md", "-o", str(out_md),
+                       "--github-summary")
+    assert code == 2 and "GITHUB_STEP_SUMMARY is not set" in err
+    assert not out_md.exists()  # refused before any work

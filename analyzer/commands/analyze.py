@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -81,16 +82,28 @@ def register(app: typer.Typer) -> None:
         with_msprof_advisor: Annotated[
             bool, typer.Option("--with-msprof-advisor", help="Also run msprof-analyze's advisor.")
         ] = False,
+        github_summary: Annotated[
+            bool,
+            typer.Option(
+                "--github-summary",
+                help="Also append the Markdown report to $GITHUB_STEP_SUMMARY (GitHub Actions job summary).",
+            ),
+        ] = False,
     ) -> None:
         """Diagnose a profile: findings ordered by estimated saving, and the rules that could not run.
 
-        Example: tilescope analyze runs/fa-v1 --format md -o report.md --fail-on high
+        Example: tilescope analyze runs/fa-v1 --format md -o report.md --fail-on high --github-summary
         """
         if fmt not in FORMATS:
             raise UsageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
         if fail_on is not None and fail_on not in ("high", "medium", "low"):
             raise UsageError("--fail-on takes high, medium or low")
         render = renderer(fmt)
+        if github_summary and not os.environ.get("GITHUB_STEP_SUMMARY"):
+            # checked before the analysis: a CI step should fail at once, not after minutes of work
+            raise UsageError(
+                "--github-summary: GITHUB_STEP_SUMMARY is not set (it is set inside GitHub Actions)"
+            )
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
         cfg = load_config(config)
@@ -108,6 +121,11 @@ def register(app: typer.Typer) -> None:
         else:
             sys.stdout.write(text)
             sys.stdout.flush()
+        if github_summary:
+            from analyzer.report.render_md import append_github_summary
+
+            md = text if fmt == "md" else renderer("md")(report)
+            append_github_summary(md)
         if fail_on is not None:
             cut = SEVERITY_RANK[fail_on]
             hits = [f for f in report["findings"] if SEVERITY_RANK.get(f["severity"], 0) >= cut]
