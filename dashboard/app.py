@@ -50,13 +50,21 @@ def create_app(
         suppress_callback_exceptions=True,
         update_title="",
     )
-    app.layout = lambda: build_layout(store.options(), store.first_key())
+    app.layout = lambda: _layout(store)
     callbacks.register(app, store)
     # Dash answers an unknown component-suite path (e.g. `/_dash-component-suites/../x`) with an
     # exception, i.e. a 500 and a traceback in the log; it is a request for a missing file.
     app.server.register_error_handler(DependencyException, lambda _exc: ("not found", 404))
     app.server.config["TILESCOPE_STORE"] = store
     return app
+
+
+def _layout(store: DataStore) -> Any:
+    """Built per page load, so profiles added under a root since start-up are listed."""
+    options = store.options()
+    # With only --root, open the first profile found rather than an empty page.
+    initial = store.first_key() or (options[0]["value"] if options else None)
+    return build_layout(options, initial)
 
 
 def store_of(app: dash.Dash) -> DataStore:

@@ -12,6 +12,7 @@ import dash
 from dash import ALL, Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
 
+from analyzer.errors import TilescopeError
 from dashboard import compare as C
 from dashboard import figures as F
 from dashboard import views as V
@@ -378,7 +379,11 @@ def register(app: dash.Dash, store: DataStore) -> None:
         _active(tab, "compare")
         if not base_key or not head_key:
             raise PreventUpdate
-        result = C.compare_entries(_entry(store, base_key), _entry(store, head_key))
+        try:
+            result = C.compare_entries(_entry(store, base_key), _entry(store, head_key))
+        except TilescopeError as exc:  # e.g. an IR-only bundle has no kernel times to compare
+            message = html.Div(f"Cannot compare: {exc.one_line()}", className="error")
+            return [message], F.empty_figure("Nothing to compare"), [], [], C.grid_columns()
         return (
             C.compare_kpis(result),
             F.delta_figure(result.deltas),

@@ -22,8 +22,10 @@ from pygments.token import STANDARD_TYPES, _TokenType
 
 from dashboard.paths import PathRejected, confine
 
-MAX_LINES = 4000  # per stage; beyond this the pane says the file was cut (payload stays < ~2 MB)
-MAX_BYTES = 2_000_000
+MAX_BYTES = 4_000_000  # read at most this much of one stage file
+# Lines rendered per pane: a window around the first marked line (about 0.35 KB per line on the
+# wire, so three panes stay near 1 MB whatever the file size).
+WINDOW_LINES = 1000
 # The three panes, left to right: (ir.json stage name, title, lexer). "final" is the last lowered
 # TVMScript, the input of code generation (analyzer/ir/capture.py STAGE_FILES).
 PANES = (
@@ -75,10 +77,7 @@ def _read_confined(ir_dir: Path, name: str) -> tuple[str, bool] | None:
         return None
     with path.open("rb") as fh:
         raw = fh.read(MAX_BYTES + 1)
-    text = raw[:MAX_BYTES].decode("utf-8", errors="replace")
-    lines = text.splitlines()
-    truncated = len(raw) > MAX_BYTES or len(lines) > MAX_LINES
-    return "\n".join(lines[:MAX_LINES]), truncated
+    return raw[:MAX_BYTES].decode("utf-8", errors="replace"), len(raw) > MAX_BYTES
 
 
 def load_stages(ir_dir: Path | None, ir: dict[str, Any] | None, kernel: str | None = None) -> list[Stage]:
@@ -154,11 +153,55 @@ def _row_lines(row: dict[str, Any], stage: str) -> set[int]:
     return set()
 
 
+# Token classes the stylesheet colours (dashboard/assets/tilescope.css). Every other token (names,
+# punctuation, whitespace) is plain text and merges into its neighbours, which keeps a pane at a
+# few spans per line instead of one per token (the payload of a real kernel dropped ~4x).
+COLOURED = frozenset(
+    {
+        "k",
+        "kn",
+        "kd",
+        "kr",
+        "kc",
+        "kt",
+        "ow",
+        "s",
+        "s1",
+        "s2",
+        "sa",
+        "sb",
+        "se",
+        "si",
+        "sd",
+        "dl",
+        "c",
+        "c1",
+        "cm",
+        "cs",
+        "ch",
+        "cp",
+        "cpf",
+        "m",
+        "mi",
+        "mf",
+        "mh",
+        "mo",
+        "mb",
+        "nf",
+        "fm",
+        "nd",
+        "nb",
+        "bp",
+    }
+)
+
+
 def _css_class(ttype: _TokenType) -> str:
-    """Pygments' short class ('k', 'nf', 's2'...), falling back to the parent token type's."""
+    """Pygments' short class ('k', 'nf', 's2'...) when we colour it, else '' (plain text)."""
     while ttype not in STANDARD_TYPES and ttype.parent is not None:
         ttype = ttype.parent
-    return STANDARD_TYPES.get(ttype, "")
+    cls = STANDARD_TYPES.get(ttype, "")
+    return cls if cls in COLOURED else ""
 
 
 def highlight_lines(text: str, lexer: str) -> list[list[tuple[str, str]]]:
@@ -187,26 +230,45 @@ def highlight_lines(text: str, lexer: str) -> list[list[tuple[str, str]]]:
     return lines
 
 
+def line_window(total: int, marked: set[int], size: int = WINDOW_LINES) -> tuple[int, int]:
+    """1-based inclusive [first, last] lines to render: all of them, or `size` around the first mark."""
+    if total <= size:
+        return 1, total
+    centre = min(marked) if marked else 1
+    first = max(1, min(centre - size // 3, total - size + 1))
+    return first, first + size - 1
+
+
 def stage_component(stage: Stage, pane_id: str) -> html.Div:
     """One scrollable pane; each line a div with its number, marked lines with class `hl`."""
+    all_lines = stage.text.split("\n")
+    if all_lines and all_lines[-1] == "":
+        all_lines.pop()
+    first, last = line_window(len(all_lines), stage.marked)
+    # Highlighting only the window keeps big files cheap; a string or comment opened above the
+    # window may be coloured as code, an accepted cost.
     rows = []
-    for n, runs in enumerate(highlight_lines(stage.text, stage.lexer), start=1):
+    for n, runs in enumerate(
+        highlight_lines("\n".join(all_lines[first - 1 : last]), stage.lexer), start=first
+    ):
         cls = "ir-line hl" if n in stage.marked else "ir-line"
-        spans = [html.Span(str(n), className="ln")]
-        spans += [html.Span(t, className=c) if c else html.Span(t) for c, t in runs]
+        spans: list[Any] = [html.Span(str(n), className="ln")]
+        spans += [html.Span(t, className=c) if c else t for c, t in runs]  # plain text needs no span
         rows.append(html.Div(spans, className=cls, **{"data-line": str(n)}))  # type: ignore[arg-type]
-    note = [html.Div(f"(cut after {MAX_LINES} lines)", className="ir-note")] if stage.truncated else []
+    notes = []
+    if first > 1 or last < len(all_lines):
+        notes.append(f"lines {first}–{last} of {len(all_lines)} shown")
+    if stage.truncated:
+        notes.append(f"file cut at {MAX_BYTES:,} bytes")
     header = html.Div(
         [html.Span(stage.title, className="ir-title"), html.Code(stage.file, className="ir-file")],
         className="ir-head",
     )
     marked = sorted(stage.marked)
     summary = f"lines {marked[0]}–{marked[-1]} marked" if marked else "no line marked"
+    if notes:
+        summary += " · " + "; ".join(notes)
     return html.Div(
-        [
-            header,
-            html.Div(summary, className="ir-marks"),
-            html.Pre(rows + note, className="ir-code", id=pane_id),
-        ],
+        [header, html.Div(summary, className="ir-marks"), html.Pre(rows, className="ir-code", id=pane_id)],
         className="ir-pane",
     )

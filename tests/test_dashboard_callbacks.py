@@ -289,6 +289,30 @@ def test_compare_callback(app: dash.Dash) -> None:
     assert size < MAX_CALLBACK_BYTES
 
 
+def test_ir_only_bundle_serves_every_view(tmp_path: Path) -> None:
+    bundle = Path(__file__).resolve().parents[1] / "sample_traces" / "bundle_ir_only_fa"
+    if not bundle.is_dir():
+        pytest.skip("sample_traces/bundle_ir_only_fa not present")
+    app = create_app([bundle])
+    out, _ = post_callback(
+        app,
+        "ir-panes.children",
+        {"profile.value": "p0", "ir-finding.value": None, "ir-kernel.value": None, "tabs.value": "ir"},
+    )
+    assert len(out["ir-panes"]["children"]) == 3
+    out, _ = post_callback(
+        app, "c-kpis.children", {"c-base.value": "p0", "c-head.value": "p0", "tabs.value": "compare"}
+    )
+    assert "Cannot compare" in json.dumps(out["c-kpis"]["children"])
+    for prefix, vals in (
+        ("ov-kpis.children", {"tabs.value": "overview"}),
+        ("roofline.figure", {"tabs.value": "roofline"}),
+        ("timeline.figure", {"tabs.value": "timeline"}),
+        ("f-list.children", {"tabs.value": "findings"}),
+    ):
+        post_callback(app, prefix, {"profile.value": "p0", **vals})
+
+
 def test_layout_is_served_locally_without_cdn(app: dash.Dash) -> None:
     client = app.server.test_client()
     page = client.get("/").get_data(as_text=True)

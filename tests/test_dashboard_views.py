@@ -59,6 +59,25 @@ def test_ir_pane_renders_code_as_text_components(tmp_path: Path) -> None:
     assert [r.className for r in rows[4:7]] == ["ir-line", "ir-line hl", "ir-line"]
 
 
+def test_big_stage_renders_a_window_around_the_mark(tmp_path: Path) -> None:
+    text = "".join(f"x_{i} = {i}  # line {i + 1}\n" for i in range(20_000))
+    stage = Stage("ascendc", "Ascend C", "kernel.cpp", text, "cpp", marked={15_000})
+    pane = stage_component(stage, "ir-ascendc")
+    rows = pane.children[2].children
+    numbers = [int(r.to_plotly_json()["props"]["data-line"]) for r in rows]
+    assert len(rows) == 1000 and numbers[0] < 15_000 < numbers[-1]
+    assert [r.className for r in rows if r.className.endswith("hl")] == ["ir-line hl"]
+    assert "lines 14667–15666 of 20000 shown" in pane.children[1].children
+    payload = len(json.dumps(pane.to_plotly_json(), cls=plotly_json_encoder()))
+    assert payload < 1 * MB
+
+
+def plotly_json_encoder() -> Any:
+    from plotly.utils import PlotlyJSONEncoder
+
+    return PlotlyJSONEncoder
+
+
 def test_locations_in_another_kernel_do_not_mark(tmp_path: Path) -> None:
     stage = Stage("tvmscript", "t", "pv/tvmscript.py", "a\nb\nc", "python")
     mark_locations(
