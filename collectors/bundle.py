@@ -157,3 +157,54 @@ def base_manifest(env: dict[str, str] | None = None) -> dict[str, Any]:
         "profile": {"path": "profile", "layout": None, "runs": []},
         "ir": {"path": "ir", "captured": False},
     }
+
+
+def kernel_record(path: Path, function: str | None, entry: str | None = None) -> dict[str, Any]:
+    """manifest["kernel"] for a kernel file copied to the bundle's `kernel/<name>`."""
+    from collectors.spec import file_sha256
+
+    return {"file": str(path), "name": path.name, "sha256": file_sha256(path), "function": function,
+            "entry": entry, "source": f"kernel/{path.name}"}
+
+
+def ir_only_manifest(kernel_path: Path, function: str | None, entry: str | None, parameters: dict[str, Any],
+                     chip: str | None, lowered: bool, correctness: dict[str, Any],
+                     env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The manifest of a bundle with IR and no profile (`tilescope lint --out`; `collect --ir-only`
+    adds its CPU check and the commands that ran)."""
+    manifest = base_manifest(env)
+    manifest.update(ir_only=True, parameters=jsonable(parameters), chip=chip, correctness=correctness,
+                    kernel=kernel_record(kernel_path, function, entry),
+                    ir={"path": "ir", "captured": True, "lowered": bool(lowered)})
+    return manifest
+
+
+PORTABLE_FILES = ("manifest.json", "ir/ir.json", "collect/*.json", "collect/*.log")
+
+
+def make_portable(bundle: Path, root: Path) -> list[Path]:
+    """Rewrite absolute paths under `root` as `root`-relative in a bundle's records (for bundles
+    committed to a repository, which must not carry one machine's directories); returns the files
+    changed. The kernel's sha256 and every other value are left alone."""
+    prefix = str(root.resolve()).rstrip("/") + "/"
+    escaped = json.dumps(prefix)[1:-1]  # the same prefix as it appears inside JSON strings
+    changed = []
+    for pattern in PORTABLE_FILES:
+        for path in sorted(bundle.glob(pattern)):
+            text = path.read_text(encoding="utf-8")
+            new = text.replace(escaped, "").replace(prefix, "")
+            if new != text:
+                path.write_text(new, encoding="utf-8")
+                changed.append(path)
+    if (bundle / MANIFEST_NAME).is_file():
+        validate_manifest(read_manifest(bundle))
+    return changed
+
+
+if __name__ == "__main__":  # python -m collectors.bundle --portable BUNDLE [ROOT]
+    import sys
+
+    if len(sys.argv) not in (3, 4) or sys.argv[1] != "--portable":
+        sys.exit("usage: python -m collectors.bundle --portable BUNDLE [ROOT (default: working directory)]")
+    for p in make_portable(Path(sys.argv[2]), Path(sys.argv[3] if len(sys.argv) == 4 else os.getcwd())):
+        print(p)

@@ -27,7 +27,7 @@ from collectors import bundle as bundlemod
 from collectors import preflight
 from collectors.msprof_op_backend import MSPROF_OP_EXTRA_GROUPS, profile_msprof_op
 from collectors.proc import CommandRecord, run_command, tail
-from collectors.spec import KernelRef, file_sha256, parse_kernel_ref
+from collectors.spec import KernelRef, parse_kernel_ref
 from collectors.torch_npu_backend import AIC_METRICS, profile_groups
 
 BACKENDS = ("torch_npu", "msprof-op")
@@ -194,8 +194,7 @@ def collect(req: CollectRequest, log: Log | None = None,
         kernel_copy = tmp / "kernel" / ref.path.name
         kernel_copy.parent.mkdir(parents=True)
         shutil.copy2(ref.path, kernel_copy)  # the exact source that was profiled, next to its profile
-        manifest["kernel"] = {"file": str(ref.path), "name": ref.path.name, "sha256": file_sha256(ref.path),
-                              "function": ref.function, "entry": None, "source": f"kernel/{ref.path.name}"}
+        manifest["kernel"] = bundlemod.kernel_record(ref.path, ref.function)
 
         say(f"capturing IR of {ref.text} for {chip.name}")
         manifest["ir"] = capture_ir_into(tmp, ref, req.params, chip)

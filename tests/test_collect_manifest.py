@@ -180,3 +180,28 @@ def test_parse_kernel_ref(tmp_path: Path) -> None:
     assert specmod.parse_kernel_ref(str(k)).function is None
     with pytest.raises(UsageError, match="not found"):
         specmod.parse_kernel_ref(str(tmp_path / "nope.py:fn"))
+
+
+def test_make_portable_rewrites_paths_under_the_root(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    kernel = root / "kernels" / "k.py"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text("x = 1\n")
+    b = root / "bundle"
+    (b / "ir").mkdir(parents=True)
+    (b / "collect").mkdir()
+    m = bundlemod.ir_only_manifest(kernel, "k", None, {}, "910B2", True,
+                                   {"status": "not_run", "reason": "test"})
+    m["commands"] = [{"argv": [str(root / ".venv/bin/python3"), "-m", "collectors.worker"],
+                      "purpose": "check", "log": "collect/check_cpu.log"}]
+    bundlemod.write_manifest(b, m)
+    (b / "ir" / "ir.json").write_text(json.dumps({"kernel_file": str(kernel)}))
+    (b / "collect" / "check_cpu.log").write_text(f"reading {kernel}\n")
+    changed = bundlemod.make_portable(b, root)
+    assert sorted(p.name for p in changed) == ["check_cpu.log", "ir.json", "manifest.json"]
+    out = bundlemod.read_manifest(b)
+    assert out["kernel"]["file"] == "kernels/k.py" and out["kernel"]["sha256"] == m["kernel"]["sha256"]
+    assert out["commands"][0]["argv"][0] == ".venv/bin/python3"
+    assert json.loads((b / "ir" / "ir.json").read_text())["kernel_file"] == "kernels/k.py"
+    assert str(tmp_path) not in (b / "collect" / "check_cpu.log").read_text()
+    assert bundlemod.make_portable(b, root) == []  # idempotent

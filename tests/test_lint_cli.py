@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.cli import main
+from collectors.bundle import validate_manifest
 
 MATMUL = str(Path(__file__).resolve().parents[1] / "sample_traces" / "kernels" / "matmul.py")
 
@@ -42,8 +43,14 @@ def test_bundle_written_and_not_overwritten(tmp_path: Path, capsys: pytest.Captu
     out = tmp_path / "b"
     assert main(["lint", MATMUL, "--out", str(out)]) == 0
     man = json.loads((out / "manifest.json").read_text())
-    assert man["ir_only"] is True and man["function"] == "matmul" and len(man["kernel_sha256"]) == 64
+    validate_manifest(man)  # the collectors' manifest format, not a lint-only one
+    assert man["ir_only"] is True and man["backend"] is None and man["profile"]["runs"] == []
+    assert man["kernel"]["function"] == "matmul" and len(man["kernel"]["sha256"]) == 64
+    assert man["kernel"]["entry"] and man["correctness"]["status"] == "not_run"
+    assert (out / man["kernel"]["source"]).read_bytes() == Path(MATMUL).read_bytes()
+    assert man["ir"] == {"path": "ir", "captured": True, "lowered": True}
     assert (out / "ir" / "ir.json").is_file() and (out / "ir" / "kernel.cpp").is_file()
+    assert (out / "profile").is_dir() and not any((out / "profile").iterdir())
     assert main(["lint", MATMUL, "--out", str(out)]) == 2
     assert main(["lint", MATMUL, "--out", str(out), "--force"]) == 0
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -104,7 +103,12 @@ def lint(
     ),
     chip: str | None = typer.Option(None, "--chip", help="Chip name (910B2, 950, ...) or a chip TOML file."),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
-    out: Path | None = typer.Option(None, "--out", help="Write BUNDLE/ir/ and BUNDLE/manifest.json."),  # noqa: B008
+    out: Path | None = typer.Option(  # noqa: B008
+        None,
+        "--out",
+        help="Write an IR-only run bundle (manifest.json, ir/, kernel/, empty profile/) in the format of "
+        "`tilescope collect --ir-only`, which writes the same bundle plus a CPU correctness check.",
+    ),
     force: bool = typer.Option(False, "--force", help="Replace an existing --out bundle."),
     fail_on: str | None = typer.Option(
         None, "--fail-on", help="Exit 1 if a finding of this severity or higher: high, medium or low."
@@ -160,7 +164,7 @@ def _lint_once(
     result = run_rules(profile, cfg, kinds=("static",))
     findings = sorted(result.findings + result.errors, key=lambda f: (-f.severity.rank, f.code))
     if out is not None:
-        _write_bundle(cap, out, force)
+        _write_bundle(cap, out, force, params)
     if fmt == "json":
         doc = {
             "schema_version": "1.0",
@@ -188,23 +192,38 @@ def _lint_once(
     return findings
 
 
-def _write_bundle(cap: Any, out: Path, force: bool) -> None:
+LINT_CORRECTNESS = {
+    "status": "not_run",
+    "device": None,
+    "reason": "tilescope lint does not run the kernel (tilescope collect --ir-only adds the CPU check)",
+}
+
+
+def _write_bundle(cap: Any, out: Path, force: bool, params: dict[str, Any]) -> None:
+    """An IR-only run bundle in the collectors' format (collectors/schema/manifest.schema.json).
+
+    The same bundle as `tilescope collect --ir-only` minus its correctness check and collect/ logs:
+    manifest.json, ir/ (written by the same analyzer.ir.capture code), kernel/ (the source linted),
+    profile/ (empty: no runtime metrics).
+    """
+    import shutil
+
     from analyzer.atomic import atomic_dir
     from analyzer.ir.capture import write_ir_dir
+    from collectors import bundle
 
-    manifest = {
-        "kind": "tilescope-bundle",
-        "ir_only": True,
-        "kernel_file": str(cap.kernel_file),
-        "kernel_sha256": hashlib.sha256(cap.kernel_file.read_bytes()).hexdigest(),
-        "function": cap.function,
-        "params": cap.ir["params"],
-        "chip": cap.chip.name,
-        "versions": dict(cap.ir["tool"]),
-    }
+    entries = [k.get("entry") for k in cap.ir["kernels"] if k.get("entry")]
+    manifest = bundle.ir_only_manifest(
+        cap.kernel_file, cap.function, entries[0] if len(entries) == 1 else None, params,
+        cap.chip.name, cap.ok, dict(LINT_CORRECTNESS),
+    )
+    manifest["resolved_parameters"] = bundle.jsonable(cap.ir["params"])
     with atomic_dir(out, force=force) as tmp:
         write_ir_dir(cap, tmp / "ir")
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        (tmp / "kernel").mkdir()
+        shutil.copy2(cap.kernel_file, tmp / "kernel" / cap.kernel_file.name)
+        (tmp / "profile").mkdir()
+        bundle.write_manifest(tmp, manifest)
 
 
 def register(app: typer.Typer) -> None:
