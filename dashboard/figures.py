@@ -8,7 +8,6 @@ Plotly interprets a subset of HTML in labels and hover text; escaped, a kernel n
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -18,6 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analyzer.chips import ChipSpec
+from analyzer.report.escape import MAX_INLINE, plotly_text
 
 CUBE, VECTOR, MIX_CUBE, MIX_VECTOR, OTHER, HOST = (
     "Cube",
@@ -65,11 +65,12 @@ MAX_BAR_LABEL = 48
 
 
 def plot_text(value: Any, limit: int | None = None) -> str:
-    """A profile string made safe for Plotly's label renderer (and shortened for axes)."""
-    text = str(value)
-    if limit and len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return html.escape(text, quote=False)
+    """A profile string made safe for Plotly's label renderer (and shortened for axes).
+
+    The escaping is the report's own (analyzer.report.escape.plotly_text), so the dashboard and
+    the HTML report neutralise names the same way.
+    """
+    return plotly_text(value, limit or MAX_INLINE)
 
 
 def core_category(core_type: Any) -> str:
