@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from .fa_bundle import write_fa_bundle
 from .large import write_large_kernel_details, write_large_trace_view
 from .model import PT_DIR
 from .samples import generate_samples
@@ -45,7 +46,17 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         metavar="BYTES",
         help="write a trace_view.json of about BYTES (e.g. 1G) instead of the samples",
     )
+    ap.add_argument(
+        "--fa-bundle",
+        action="store_true",
+        help="write the tilelang_fa_bundle run bundle (real TileLang IR, generated profile; needs tilelang)",
+    )
     args = ap.parse_args(argv)
+    if args.fa_bundle:
+        root = write_fa_bundle(args.out or SAMPLE_TRACES, SAMPLE_TRACES.parent)
+        size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+        print(f"wrote {root} ({size / 1e6:.2f} MB)")
+        return 0
     if args.large_kernels is None and args.large_trace is None:
         out = args.out or SAMPLE_TRACES
         for root in generate_samples(out):

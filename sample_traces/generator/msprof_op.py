@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 from .model import (
     AIC_CORES,
-    AIV_CORES,
     CUBE_FLOP_PER_CYCLE,
     FREQ_MHZ,
     HBM_BANDWIDTH_GBPS_ASSUMED,
@@ -77,48 +77,111 @@ MSOP_HEADERS: dict[str, str] = {
 OPBASIC_HEADER = (
     "Op Name,Op Type,Task Duration(us),Block Dim,Mix Block Dim,Device Id,Pid,Current Freq,Rated Freq,"
 )
-# TileLang FA forward workload: batch 4, 16 heads, seq 2048, head_dim 128, fp16, 64x128 tiles
-MSOP_FLOPS = 4.0 * 4 * 16 * 2048 * 2048 * 128
-MSOP_SLOW_BLOCK = 13  # gets ~35 % more tiles than the others: load imbalance
 MSOP_PID = 2659001
 
 
-def _msop_block_values(rng: random.Random, block: int, warm: float) -> dict[str, dict[str, float]]:
+@dataclass(frozen=True)
+class FAWorkload:
+    """The flash-attention forward launch a msprof op sample describes; every byte and FLOP follows from it.
+
+    ``scores_via_gm``: the scores S (fp32) go to GM for the vector side and P comes back (a kernel whose
+    Cube->Vector hand-off spills), versus on chip (TileLang 0.1.15's ``T.dual_copy`` L0C -> UB -> L1).
+    """
+
+    kernel: str  # msprof op's Op Name: TileLang's `{prim_func}_kernel` + `_mix_aic`
+    batch: int
+    heads: int
+    seq_q: int
+    seq_kv: int
+    head_dim: int
+    block_m: int
+    block_n: int
+    blocks: int  # Block Dim (one AIC each); Mix Block Dim = 2 x blocks (vector0 / vector1)
+    in_bytes: int = 2  # Q, K, V element size
+    out_bytes: int = 2  # Out element size
+    scores_via_gm: bool = True
+    slow_block: int = 13  # gets ~35 % more work than the others: load imbalance
+    dtype: str = "fp16"
+
+    @property
+    def flops(self) -> float:
+        return 4.0 * self.batch * self.heads * self.seq_q * self.seq_kv * self.head_dim
+
+    @property
+    def q_tiles(self) -> int:
+        return self.batch * self.heads * (self.seq_q // self.block_m)
+
+    def describe(self) -> str:
+        return (
+            f"batch {self.batch}, {self.heads} head(s), seq_q {self.seq_q}, seq_kv {self.seq_kv}, "
+            f"head_dim {self.head_dim}, {self.dtype}, {self.block_m}x{self.block_n} tiles"
+        )
+
+
+# The workload of the tilelang_fa_msprof_op* samples: a multi-head FA whose scores spill to GM.
+SAMPLE_WORKLOAD = FAWorkload(
+    kernel=MSOP_KERNEL,
+    batch=4,
+    heads=16,
+    seq_q=2048,
+    seq_kv=2048,
+    head_dim=128,
+    block_m=128,
+    block_n=128,
+    blocks=AIC_CORES,
+)
+MSOP_FLOPS = SAMPLE_WORKLOAD.flops
+MSOP_SLOW_BLOCK = SAMPLE_WORKLOAD.slow_block
+
+
+def _msop_block_values(
+    rng: random.Random, block: int, warm: float, w: FAWorkload = SAMPLE_WORKLOAD
+) -> dict[str, dict[str, float]]:
     """Numbers for one block's cube0 / vector0 / vector1 rows (µs, ratios, bytes)."""
-    work = (1.35 if block == MSOP_SLOW_BLOCK else 1.0) * (1 + rng.uniform(-0.015, 0.015))
-    cube_us = MSOP_FLOPS / AIC_CORES / (FREQ_MHZ * CUBE_FLOP_PER_CYCLE) * work
+    work = (1.35 if block == w.slow_block else 1.0) * (1 + rng.uniform(-0.015, 0.015))
+    cube_us = w.flops / w.blocks / (FREQ_MHZ * CUBE_FLOP_PER_CYCLE) * work
     # the softmax side dominates: cube busy ~30 % of the time, vector ~70 %
     t = cube_us / (0.30 * (1 + rng.uniform(-0.03, 0.03))) * warm
-    # per block GM traffic (bytes): K/V re-read per q tile, S spilled to GM for the vector side, P read back
-    kv = 4 * 16 * 16 * 2 * 2048 * 128 * 2 / AIC_CORES * work
-    s_bytes = 4 * 16 * 2048 * 2048 * 4 / AIC_CORES * work
+    # per block traffic (bytes): K/V re-read per q tile; the scores S (fp32) and probabilities P go
+    # Cube -> Vector -> Cube, through GM when scores_via_gm, else on chip
+    kv = w.q_tiles * 2 * w.seq_kv * w.head_dim * w.in_bytes / w.blocks * work
+    s_bytes = w.batch * w.heads * w.seq_q * w.seq_kv * 4 / w.blocks * work
     p_bytes = s_bytes / 2
+    q_bytes = w.q_tiles * w.block_m * w.head_dim * w.in_bytes / w.blocks * work
+    o_bytes = w.q_tiles * w.block_m * w.head_dim * w.out_bytes / w.blocks * work
+    cube_read = kv + p_bytes if w.scores_via_gm else kv + q_bytes
+    vec_read, vec_write = (s_bytes / 2, p_bytes / 2) if w.scores_via_gm else (0.0, o_bytes / 2)
     out: dict[str, dict[str, float]] = {}
     out["cube0"] = {
         "time": t,
         "cube": cube_us,
         "scalar": t * rng.uniform(0.10, 0.14),
         "mte1": cube_us * 0.6,
-        "mte2": (kv + p_bytes) / (110e3 * rng.uniform(0.97, 1.03)),
+        "mte2": cube_read / (110e3 * rng.uniform(0.97, 1.03)),
         "mte3": 0.0,
         "fixpipe": s_bytes / (90e3 * rng.uniform(0.97, 1.03)),
         "icache": rng.uniform(0.003, 0.006),
-        "gm_read": kv + p_bytes,
-        "gm_write": s_bytes,
+        "gm_read": cube_read,
+        "gm_write": s_bytes if w.scores_via_gm else 0.0,
+        "fixpipe_bytes": s_bytes,
     }
     for sub in ("vector0", "vector1"):
         vt = t * rng.uniform(0.985, 1.0)
-        out[sub] = {
+        out[sub] = {  # dict order = draw order of the rng: keep it
             "time": vt,
             "vec": vt * 0.70 * (1 + rng.uniform(-0.02, 0.02)),
             "scalar": vt * rng.uniform(0.12, 0.16),
-            "mte2": s_bytes / 2 / (40e3 * rng.uniform(0.97, 1.03)),
-            "mte3": p_bytes / 2 / (40e3 * rng.uniform(0.97, 1.03)),
+            "mte2": vec_read / (40e3 * rng.uniform(0.97, 1.03)),
+            "mte3": vec_write / (40e3 * rng.uniform(0.97, 1.03)),
             "icache": rng.uniform(0.004, 0.008),
-            "gm_read": s_bytes / 2,
-            "gm_write": p_bytes / 2,
+            "gm_read": vec_read,
+            "gm_write": vec_write,
         }
     return out
+
+
+def _hit_pct(hits: int, misses: int) -> float:
+    return hits / (hits + misses) * 100 if hits + misses else 0.0
 
 
 def _f(x: float) -> str:
@@ -131,7 +194,13 @@ def gbps(nbytes: float, us: float) -> str:
 
 
 def _msop_rows(
-    metric: str, block: int, sub: str, v: dict[str, float], rng: random.Random, l2_hit: float
+    metric: str,
+    block: int,
+    sub: str,
+    v: dict[str, float],
+    rng: random.Random,
+    l2_hit: float,
+    blocks: int = AIC_CORES,
 ) -> str:
     """One CSV line of one metric file (ending with the trailing comma of msprof op)."""
     cube = sub == "cube0"
@@ -149,7 +218,7 @@ def _msop_rows(
                 "0.000000",
                 _f(v["fixpipe"]),
                 _f(v["fixpipe"] / t),
-                gbps(v["gm_write"], v["fixpipe"]),
+                gbps(v["fixpipe_bytes"], v["fixpipe"]),
                 _f(v["icache"]),
             ]
             c += [na] * 13 + [gbps(v["gm_read"] * 3, v["mte1"]), gbps(v["gm_read"], v["mte2"])]
@@ -169,7 +238,7 @@ def _msop_rows(
                 na,
             ]
     elif metric == "Memory":
-        per_block_bw = HBM_BANDWIDTH_GBPS_ASSUMED / AIC_CORES  # usage rates relative to this (assumption)
+        per_block_bw = HBM_BANDWIDTH_GBPS_ASSUMED / blocks  # usage rates relative to this (assumption)
         rd, wr = v["gm_read"] / 1024, v["gm_write"] / 1024
         if cube:
             c = [
@@ -275,9 +344,9 @@ def _msop_rows(
         r1h, r1m = hits(v["gm_read"] * 0.3, rate - 0.01)
         rh, rm = r0h + r1h, r0m + r1m
         vals = [str(x) for x in (wh, wm, r0h, r0m, r1h, r1m)] + [
-            _f(wh / (wh + wm) * 100),
-            _f(rh / (rh + rm) * 100),
-            _f((wh + rh) / (wh + wm + rh + rm) * 100),
+            _f(_hit_pct(wh, wm)),
+            _f(_hit_pct(rh, rm)),
+            _f(_hit_pct(wh + rh, wm + rm)),
         ]
         c = [*aic, *vals] + [na] * 11 if cube else [na] * 11 + [*aiv, *vals]
     else:  # ArithmeticUtilization
@@ -309,21 +378,28 @@ def _msop_rows(
     return ",".join([str(block), sub, *c]) + ","
 
 
-def msprof_op_launch(seed_key: str, warm: float = 1.0, l2_hit: float = 0.60) -> dict[str, str]:
+def msprof_op_launch(
+    seed_key: str,
+    warm: float = 1.0,
+    l2_hit: float = 0.60,
+    workload: FAWorkload = SAMPLE_WORKLOAD,
+    seed_prefix: str = "msprof_op",
+) -> dict[str, str]:
     """File name -> content for one launch (OpBasicInfo plus the seven Default metric files)."""
-    rng = random.Random(f"{SEED}/msprof_op/{seed_key}")
-    blocks = [_msop_block_values(rng, b, warm) for b in range(AIC_CORES)]
+    w = workload
+    rng = random.Random(f"{SEED}/{seed_prefix}/{seed_key}")
+    blocks = [_msop_block_values(rng, b, warm, w) for b in range(w.blocks)]
     task_us = max(v[s]["time"] for v in blocks for s in v) + 3.1
     files = {
         "OpBasicInfo": OPBASIC_HEADER
         + "\n"
         + ",".join(
             [
-                MSOP_KERNEL,
+                w.kernel,
                 "mix",
                 _f(task_us),
-                str(AIC_CORES),
-                str(AIV_CORES),
+                str(w.blocks),
+                str(2 * w.blocks),
                 "0",
                 str(MSOP_PID),
                 str(FREQ_MHZ),
@@ -333,11 +409,11 @@ def msprof_op_launch(seed_key: str, warm: float = 1.0, l2_hit: float = 0.60) -> 
         + ",\n"
     }
     for metric, header in MSOP_HEADERS.items():
-        mrng = random.Random(f"{SEED}/msprof_op/{seed_key}/{metric}")
+        mrng = random.Random(f"{SEED}/{seed_prefix}/{seed_key}/{metric}")
         lines = [header]
         for b, v in enumerate(blocks):
             for sub in ("cube0", "vector0", "vector1"):
-                lines.append(_msop_rows(metric, b, sub, v[sub], mrng, l2_hit))
+                lines.append(_msop_rows(metric, b, sub, v[sub], mrng, l2_hit, w.blocks))
         files[metric] = "\n".join(lines) + "\n"
     for name, text in files.items():  # every line, header included, ends with a comma
         n_cols = text.splitlines()[0].count(",")
