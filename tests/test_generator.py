@@ -264,3 +264,26 @@ def test_large_writers_small_sizes(gen: ModuleType, tmp_path: Path) -> None:
     assert flows and all((f["pid"], f["tid"], f["ts"]) in kernels for f in flows)
     ids = [f["id"] for f in flows if f["cat"] == "async_npu"]
     assert len(ids) == len(set(ids))  # replays shift ids, they never collide
+
+
+@pytest.mark.parametrize(
+    ("args", "cwd"),
+    [
+        (["sample_traces/generate.py", "--help"], "tmp"),  # the script, from another directory
+        (["-m", "sample_traces.generator", "--help"], "repo"),  # the package, from the repository root
+        (["-c", "from sample_traces.generate import write_large_trace_view; print('--large-trace')"], "repo"),
+    ],
+)
+def test_entry_points(args: list[str], cwd: str, tmp_path: Path) -> None:
+    import subprocess
+
+    argv = [str(REPO / a) if a.endswith(".py") else a for a in args]
+    res = subprocess.run(
+        [sys.executable, *argv],
+        cwd=tmp_path if cwd == "tmp" else REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "--large-trace" in res.stdout
