@@ -167,6 +167,23 @@ def capture_ir_into(bundle: Path, ref: KernelRef, params: dict[str, Any], chip: 
     return {"path": "ir", "captured": True, "lowered": bool(capture.ok)}
 
 
+def spec_record(path: Path, function: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The kernel's TILESCOPE_SPEC as run: shapes and dtypes resolved against the parameters."""
+    from collectors import spec as specmod
+
+    spec = specmod.find_spec(specmod.load_module(path), function, path)
+    if spec is None:
+        return None
+    shapes = specmod.input_shapes(spec, params)
+    return {
+        "inputs": [{"name": t.name, "shape": list(shape), "dtype": specmod.resolve_dtype(t.dtype, params),
+                    "init": t.init} for t, shape in zip(spec.inputs, shapes, strict=True)],
+        "out_idx": list(spec.out_idx),
+        "reference": getattr(spec.reference, "__name__", "callable") if spec.reference else None,
+        "atol": spec.atol, "rtol": spec.rtol, "seed": spec.seed, "cpu": spec.cpu,
+    }
+
+
 def collect(req: CollectRequest, log: Log | None = None,
             probe: Callable[[str], dict[str, Any]] | None = None) -> Path:
     """Build the bundle at req.out; returns its path. Raises TilescopeError subclasses (exit codes)."""
@@ -204,6 +221,9 @@ def collect(req: CollectRequest, log: Log | None = None,
         rec, answer = run_check(tmp, ref, req.params, device, req.timeout, user_env)
         commands.append(rec)
         manifest["kernel"].update(function=answer.get("function"), entry=answer.get("kernel_name"))
+        if answer.get("spec"):
+            manifest["kernel"]["spec"] = spec_record(ref.path, str(answer.get("function")),
+                                                     answer.get("params", {}))
         manifest["resolved_parameters"] = answer.get("params", {})
         manifest["correctness"] = answer["correctness"]
         manifest["device_name"] = answer.get("device_name") or manifest["device_name"]

@@ -205,3 +205,43 @@ def test_make_portable_rewrites_paths_under_the_root(tmp_path: Path) -> None:
     assert json.loads((b / "ir" / "ir.json").read_text())["kernel_file"] == "kernels/k.py"
     assert str(tmp_path) not in (b / "collect" / "check_cpu.log").read_text()
     assert bundlemod.make_portable(b, root) == []  # idempotent
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_flash_attention_spec_record() -> None:
+    from collectors.run import spec_record
+
+    rec = spec_record(REPO / "sample_traces/kernels/flash_attention.py", "flash_attention",
+                      {"seq_q": 256, "seq_kv": 512, "head_dim": 64, "dtype": "bfloat16"})
+    assert rec is not None
+    assert [(i["name"], i["shape"], i["dtype"]) for i in rec["inputs"]] == [
+        ("Q", [256, 64], "bfloat16"), ("K", [512, 64], "bfloat16"), ("V", [512, 64], "bfloat16")]
+    assert rec["out_idx"] == [3] and rec["reference"] == "_reference" and rec["cpu"] is False
+
+
+def test_flash_attention_reference_is_softmax_qk_v() -> None:
+    torch = pytest.importorskip("torch")
+    from collectors.spec import find_spec, load_module
+
+    path = REPO / "sample_traces/kernels/flash_attention.py"
+    spec = find_spec(load_module(path), "flash_attention", path)
+    assert spec is not None and spec.reference is not None
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(n, 8, generator=g) for n in (4, 6, 6))
+    want = torch.nn.functional.scaled_dot_product_attention(q[None], k[None], v[None])[0]
+    assert torch.allclose(spec.reference(q, k, v), want, atol=1e-6)
+
+
+def test_committed_ir_only_bundle_is_portable_and_records_the_spec() -> None:
+    b = REPO / "sample_traces" / "bundle_ir_only_fa"
+    if not b.is_dir():
+        pytest.skip("sample_traces/bundle_ir_only_fa not present")
+    m = bundlemod.read_manifest(b)
+    bundlemod.validate_manifest(m)
+    assert m["kernel"]["spec"]["out_idx"] == [3] and m["correctness"]["status"] == "not_run"
+    assert m["kernel"]["sha256"] == hashlib.sha256((b / m["kernel"]["source"]).read_bytes()).hexdigest()
+    for path in [b / "manifest.json", b / "ir" / "ir.json", *sorted((b / "collect").iterdir())]:
+        text = path.read_text(encoding="utf-8")
+        assert str(REPO) not in text and "/home/" not in text and "/tmp/" not in text, path
