@@ -120,7 +120,9 @@ def _a2(name: str, aic: int | None, aiv: int | None, clock: float | None, hbm_gb
 CHIPS: dict[str, ChipSpec] = {
     "910B1": _a2("910B1", 24, 48, 1800, 64, ("910B1 core count and clock assumed equal to 910B2",)),
     "910B2": _a2("910B2", 24, 48, 1800, 64),
-    "910B3": _a2("910B3", 20, 40, 1800, 64, ("910B3 clock 1800 MHz from a 20-core trace, model not recorded",)),
+    "910B3": _a2(
+        "910B3", 20, 40, 1800, 64, ("910B3 clock 1800 MHz from a 20-core trace, model not recorded",)
+    ),
     "910B4": _a2("910B4", 20, 40, 1800, 32, ("910B4 figures are third-party (HAMi) only",)),
     "A3": dataclasses.replace(
         _a2("A3", 20, 40, 1800, 64, ("A3 core count is third-party (HAMi) only; verify on hardware",)),

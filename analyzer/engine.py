@@ -49,7 +49,9 @@ class RuleContext:
     chip: ChipSpec
     thresholds: dict[str, Any]
     total_device_us: float
-    severity_cuts: dict[str, float] = field(default_factory=lambda: {"high": 0.05, "medium": 0.03, "low": 0.005})
+    severity_cuts: dict[str, float] = field(
+        default_factory=lambda: {"high": 0.05, "medium": 0.03, "low": 0.005}
+    )
 
     def share(self, saving_us: float) -> float:
         return saving_us / self.total_device_us if self.total_device_us > 0 else 0.0

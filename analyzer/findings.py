@@ -85,7 +85,9 @@ class Finding:
         )
 
 
-def severity_for_share(share: float, high: float = 0.05, medium: float = 0.03, low: float = 0.005) -> Severity:
+def severity_for_share(
+    share: float, high: float = 0.05, medium: float = 0.03, low: float = 0.005
+) -> Severity:
     """Severity follows the share of device time a problem costs (issue #3 defaults)."""
     if share >= high:
         return Severity.HIGH

@@ -21,7 +21,9 @@ class SourceInfo:
     """Where a profile came from and what was detected."""
 
     path: Path
-    format: str  # "torch_npu", "msprof", "msprof_op", "msprof_op_multi", "kernel_csv", "timeline_json", "sqlite", "bundle"
+    # "torch_npu", "msprof", "msprof_op", "msprof_op_multi", "kernel_csv", "timeline_json", "sqlite",
+    # "bundle"
+    format: str
     producer: str | None = None  # "torch_npu" | "msprof" | "msprof_op"
     files: list[Path] = field(default_factory=list)
     metric_groups: list[str] = field(default_factory=list)  # e.g. ["PipeUtilization"]

@@ -30,18 +30,21 @@ CASES = [
 
 def main() -> None:
     chip = get_chip("910B2")
-    print(f"{'kernel':<24} {'params':<40} {'lower s':>8} {'analyse s':>10} {'rules s':>8} {'static s':>9} ratio")
+    print(f"{'kernel':<24} {'params':<40} {'lower s':>8} {'analyse s':>10} {'rules s':>8} "
+          f"{'static s':>9} ratio")
     for ref, params in CASES:
         cap = capture_ir(str(KERNELS / ref), params, chip)
         t0 = time.perf_counter()
-        prof = Profile(source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(), chip=chip,
-                       ir=cap.ir)
+        prof = Profile(source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(),
+                       chip=chip, ir=cap.ir)
         res = run_rules(prof, kinds=("static",))
         rules_s = time.perf_counter() - t0
         static_s = cap.timings["analyse_s"] + rules_s
         lower_s = cap.timings["lower_s"]
-        print(f"{ref:<24} {str(params)[:40]:<40} {lower_s:8.3f} {cap.timings['analyse_s']:10.4f} {rules_s:8.4f} "
-              f"{static_s:9.4f} {static_s / lower_s:5.3f}  findings={sorted({f.code for f in res.findings})}")
+        analyse_s = cap.timings["analyse_s"]
+        codes = sorted({f.code for f in res.findings})
+        print(f"{ref:<24} {str(params)[:40]:<40} {lower_s:8.3f} {analyse_s:10.4f} {rules_s:8.4f} "
+              f"{static_s:9.4f} {static_s / lower_s:5.3f}  findings={codes}")
 
 
 if __name__ == "__main__":

@@ -77,7 +77,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 f"{f['required_bytes'] - f['capacity_bytes']} B, or lower num_stages"
             )
         else:
-            msg = f"{f['stage']} failed in {f.get('pass') or 'the builder'}: {f['exception']}: {f['message'][:200]}"  # noqa: E501
+            where = f.get("pass") or "the builder"
+            msg = f"{f['stage']} failed in {where}: {f['exception']}: {f['message'][:200]}"
             rec_text = "fix the error above; rerun with --debug to see the full TileLang message"
         out.append(
             Finding(

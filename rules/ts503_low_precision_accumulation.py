@@ -84,7 +84,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                         "chip": ctx.chip.name,
                         "l0c_capacity_bytes": ctx.chip.l0c_bytes,
                     },
-                    recommendation=f'allocate {g["c"]} as float32 (T.alloc_l0c(..., "float32")) and cast on store',  # noqa: E501
+                    recommendation=(
+                        f'allocate {g["c"]} as float32 (T.alloc_l0c(..., "float32")) and cast on store'
+                    ),
                     locations=locations(ir, k, acc, "accumulator") + locations(ir, k, g, "gemm")[:1],
                 )
             )

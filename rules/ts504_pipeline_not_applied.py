@@ -20,9 +20,9 @@ def _loop_buffers(k: dict[str, Any], loop_id: str) -> list[str]:
     """On-chip buffers written by copies inside the loop: the ones multi-buffering would duplicate."""
     names = []
     for cp in k.get("copies", []):
-        if loop_id in cp.get("enclosing_loops", []) and cp["dst_level"] in ("L1", "L0A", "L0B", "UB"):
-            if cp["dst"] not in names:
-                names.append(cp["dst"])
+        in_loop = loop_id in cp.get("enclosing_loops", [])
+        if in_loop and cp["dst_level"] in ("L1", "L0A", "L0B", "UB") and cp["dst"] not in names:
+            names.append(cp["dst"])
     return names
 
 
@@ -99,8 +99,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     "; ".join(reasons)
                     if reasons
                     else (
-                        f"capacity does not explain it: every scope fits {want} versions (the scheduler's cost model "  # noqa: E501
-                        "chose fewer; loop-carried state is one known cause)"
+                        f"capacity does not explain it: every scope fits {want} versions (the scheduler's "
+                        "cost model chose fewer; loop-carried state is one known cause)"
                     )
                 )
                 msg = (
@@ -110,7 +110,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             else:
                 sev = Severity.LOW
                 reason = f"the Ascend scheduler makes at most {cap_versions} versions"
-                msg = f"loop {lp['var']}: num_stages={req} requested, {cap_versions} versions applied ({reason})"  # noqa: E501
+                msg = (
+                    f"loop {lp['var']}: num_stages={req} requested, {cap_versions} versions applied "
+                    f"({reason})"
+                )
             out.append(
                 Finding(
                     code=CODE,
@@ -131,8 +134,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     recommendation=(
                         "shrink the tiles of the limiting scope so two versions fit"
                         if reasons
-                        else "keep loop-carried state out of the pipelined buffers, or set num_stages to what "  # noqa: E501
-                        "is applied so the source says what runs"
+                        else "keep loop-carried state out of the pipelined buffers, or set num_stages "
+                        "to what is applied so the source says what runs"
                     ),
                     locations=locations(ir, k, lp, "pipelined loop"),
                 )

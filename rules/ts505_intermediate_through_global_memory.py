@@ -79,8 +79,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             load = next((c for c in reader["copies"] if c["src"] == name), None)
             shape = "×".join(map(str, t["shape"]))
             msg = (
-                f"{name} [{shape}] {t['dtype']} ({nbytes} B) is written to GM by {k['name']} and read back by "  # noqa: E501
-                f"{reader['name']}: an intermediate through global memory ({moved} B of HBM traffic)"
+                f"{name} [{shape}] {t['dtype']} ({nbytes} B) is written to GM by {k['name']} and read "
+                f"back by {reader['name']}: an intermediate through global memory ({moved} B of HBM traffic)"
             )
             sev = Severity.HIGH if moved >= 64 * 1024 * 1024 else Severity.MEDIUM
             out.append(

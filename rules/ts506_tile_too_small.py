@@ -62,7 +62,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 continue
             b = better[0]
             msg = (
-                f"tile {g['m']}×{g['n']}×{g['k']} on a {prob[0]}×{prob[1]}×{g.get('problem_k') or g['total_k']} "  # noqa: E501
+                f"tile {g['m']}×{g['n']}×{g['k']} on a "
+                f"{prob[0]}×{prob[1]}×{g.get('problem_k') or g['total_k']} "
                 f"GEMM: est. Cube occupancy {cur['occupancy']:.2f} ({cur['tiles']} tiles on {cur['cores']} "
                 f"cores); {b['block_M']}×{b['block_N']}×{b['block_K']} fits and reaches {b['occupancy']:.2f} "
                 f"({gain:.1f}×)"
@@ -86,7 +87,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                         "min_gain": th["min_gain"],
                         "max_occupancy": th["max_occupancy"],
                     },
-                    recommendation=f"use block_M={b['block_M']}, block_N={b['block_N']}, block_K={b['block_K']}",  # noqa: E501
+                    recommendation=(
+                        f"use block_M={b['block_M']}, block_N={b['block_N']}, block_K={b['block_K']}"
+                    ),
                     locations=locations(ir, k, g, "gemm"),
                 )
             )

@@ -96,7 +96,7 @@ def test_acceptance_matmul_bad_params(captures: dict[str, Any]) -> None:
         and ev["lowered_bytes"] == 147456
     )
     assert ev["buffers"][0]["padded_shape"] == [256, 288]
-    src = open(KERNELS / "matmul.py").read().splitlines()
+    src = (KERNELS / "matmul.py").read_text(encoding="utf-8").splitlines()
     loc = ts501[0].locations[0]
     assert loc.stage == "source" and "alloc_l0c" in src[loc.line - 1]
     ts502 = _by_code(fs, "TS502")[0]

@@ -259,7 +259,7 @@ def map_kernel(
 
     for r in walked["reduces"]:
         r["source_line"] = _take(sites, "reduce", [r["src"], r["dst"]] if r["src"] and r["dst"] else [])
-        # Example: `T.reduce(T.region(s[0, 0], 1, 64, 128), T.region(m_new[0], 2, 64), "max", 1, T.bool(True))`  # noqa: E501
+        # Example: `T.reduce(T.region(s[0, 0], 1, 64, 128), T.region(m_new[0], 2, 64), "max", 1, ...)`
         r["tvmscript_line"] = ts.find(re.compile(rf"T\.reduce\(.*{_buf(r['src'] or '')}"), "op")
         r["ascendc_lines"] = _vf_lines(cc, entry, r.get("vf_index")) if ascendc else []
 
@@ -285,7 +285,7 @@ def _ascendc_copy(cc: ScriptIndex, cp: dict[str, Any], gm: set[str]) -> list[int
         hits = cc.all(re.compile(rf"\basc_copy_(?:{fam})\w*\(.*\b{re.escape(gm_name)}\["))
         return hits
     # Merged on-chip buffers have no user name in C: keep the order within the intrinsic family.
-    # Example: `asc_copy_l12l0a(((__ca__ half*)a_l0 + ...), ((__cbuf__ half*)buf_dyn_l1 + ...), 0, 0, 8, 4, 8, 8);`  # noqa: E501
+    # Example: `asc_copy_l12l0a(((__ca__ half*)a_l0 + ...), ((__cbuf__ half*)buf_dyn_l1 + ...), 0, 0, ...);`
     named = cc.all(re.compile(rf"\basc_copy_(?:{fam})\w*\(.*\b{re.escape(cp['dst'])}\b"))
     if named:
         return named[:1]

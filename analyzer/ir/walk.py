@@ -89,9 +89,12 @@ def _has_threads(func: Any, nodes: _Nodes) -> bool:
 
     def grab(n: Any) -> None:
         nonlocal found
-        if isinstance(n, nodes.tir.For) and n.thread_binding is not None:
-            if str(n.thread_binding.thread_tag).startswith("threadIdx"):
-                found = True
+        if (
+            isinstance(n, nodes.tir.For)
+            and n.thread_binding is not None
+            and str(n.thread_binding.thread_tag).startswith("threadIdx")
+        ):
+            found = True
 
     nodes.tir.stmt_functor.post_order_visit(func.body, grab)
     return found
