@@ -16,6 +16,20 @@ import typer
 from analyzer.errors import TilescopeError
 
 COMMAND_MODULES = ("info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "serve")
+# command name -> module, so that one command's run imports only its own module (start-up time:
+# every module pulls in pandas, rich, plotly or duckdb)
+COMMAND_OF = {
+    "info": "info",
+    "kernels": "kernels",
+    "analyze": "analyze",
+    "rules": "rules_cmd",
+    "rule": "rules_cmd",
+    "lint": "lint",
+    "collect": "collect",
+    "diff": "diff",
+    "serve": "serve",
+}
+_registered: set[str] = set()
 
 app = typer.Typer(
     name="tilescope",
@@ -35,19 +49,24 @@ def _root(
         os.environ["TILESCOPE_DEBUG"] = "1"
 
 
-def _register_commands() -> None:
-    for name in COMMAND_MODULES:
+def _register_commands(args: list[str]) -> None:
+    """Register the command named in `args` only, or every command (root help, unknown names)."""
+    first = next((a for a in args if not a.startswith("-")), None)
+    wanted = [COMMAND_OF[first]] if first in COMMAND_OF else list(COMMAND_MODULES)
+    for name in wanted:
+        if name in _registered:
+            continue
         spec = importlib.util.find_spec(f"analyzer.commands.{name}")
         if spec is None:  # a command still being built; the rest of the CLI works
             continue
         importlib.import_module(f"analyzer.commands.{name}").register(app)
-
-
-_register_commands()
+        _registered.add(name)
 
 
 def main(argv: list[str] | None = None) -> int:
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("TILESCOPE_DEBUG")
+    args = argv if argv is not None else sys.argv[1:]
+    debug = "--debug" in args or os.environ.get("TILESCOPE_DEBUG")
+    _register_commands(args)
     try:
         app(args=argv, standalone_mode=False)
     except TilescopeError as exc:

@@ -76,44 +76,129 @@ def _col(df: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series(np.nan, index=df.index, dtype="float64")
 
 
-def _ratio_sum(df: pd.DataFrame, prefix: str) -> pd.Series:
-    cols = [c for c in df.columns if c.startswith(prefix) and c.endswith("_ratio")]
-    if not cols:
-        return pd.Series(np.nan, index=df.index, dtype="float64")
-    return df[cols].astype("float64").sum(axis=1, min_count=1)
+class KernelColumns:
+    """Read-only column access over a kernel table held as a pandas DataFrame or an Arrow table.
+
+    The derived-metric formulas and the chip inference work on numpy arrays taken from here, so one
+    copy of them serves both the pandas canonical table and the Arrow-only file output of `kernels`.
+    """
+
+    def __init__(self, table: pd.DataFrame | pa.Table) -> None:
+        self.table = table
+        self.is_arrow = isinstance(table, pa.Table)
+        self.names: list[str] = list(table.column_names if isinstance(table, pa.Table) else table.columns)
+        self.n = table.num_rows if isinstance(table, pa.Table) else len(table)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.names
+
+    def floats(self, name: str) -> np.ndarray:
+        """float64 values, NaN for null/absent/non-numeric."""
+        if name not in self.names:
+            return np.full(self.n, np.nan)
+        if isinstance(self.table, pa.Table):
+            col = self.table.column(name)
+            try:
+                col = pc.cast(col, pa.float64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # text: pandas' coercion rules
+                return _col(self.table.select([name]).to_pandas(), name).to_numpy()
+            return np.asarray(col.to_numpy(), dtype="float64")
+        return _col(self.table, name).to_numpy()
+
+    def text_in(self, name: str, values: list[str]) -> np.ndarray:
+        """Boolean mask: the text value is one of `values` (null -> False)."""
+        if name not in self.names:
+            return np.zeros(self.n, dtype=bool)
+        if isinstance(self.table, pa.Table):
+            hit = pc.is_in(pc.cast(self.table.column(name), pa.string()), value_set=pa.array(values))
+            return np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
+        return self.table[name].astype("str").isin(values).to_numpy(dtype=bool)
+
+    def codes(self, name: str) -> tuple[np.ndarray, list[Any]]:
+        """Factorised column: (int codes, unique values); null is a value of its own."""
+        if isinstance(self.table, pa.Table):
+            col = self.table.column(name).combine_chunks()
+            if pa.types.is_dictionary(col.type):
+                col = col.cast(col.type.value_type)
+            enc = pc.dictionary_encode(col, null_encoding="encode")
+            return enc.indices.to_numpy(zero_copy_only=False).astype("int64"), enc.dictionary.to_pylist()
+        col_codes, uniques = pd.factorize(self.table[name], use_na_sentinel=False)
+        return col_codes.astype("int64"), list(uniques)
+
+
+def _fill(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a` where present, else `b` (Series.fillna)."""
+    return np.where(np.isnan(a), b, a)
+
+
+def _add_fill0(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a + b treating a missing side as 0; NaN only when both are missing (Series.add(fill_value=0))."""
+    return np.where(np.isnan(a), b, np.where(np.isnan(b), a, a + b))
+
+
+def _positive(a: np.ndarray) -> np.ndarray:
+    return np.where(a > 0, a, np.nan)
+
+
+def _ratio_sum(cols: KernelColumns, prefix: str) -> np.ndarray:
+    names = [c for c in cols.names if c.startswith(prefix) and c.endswith("_ratio")]
+    if not names:
+        return np.full(cols.n, np.nan)
+    stack = np.vstack([cols.floats(c) for c in names])
+    out = np.nansum(stack, axis=0)
+    out[np.isnan(stack).all(axis=0)] = np.nan  # sum(min_count=1)
+    return out
+
+
+def derived_metrics(cols: KernelColumns, chip: ChipSpec) -> dict[str, np.ndarray | pa.Array]:
+    """The derived columns of the module docstring, in output order; `cube_utilization_pct` last.
+
+    float64 numpy arrays (NaN = null) except `bound_pipe` (an Arrow string array).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        new: dict[str, np.ndarray | pa.Array] = {}
+        dur = cols.floats("duration_us")
+        safe = _positive(dur)
+        util = cols.floats("cube_utilization_pct")
+        if chip.clock_mhz and chip.aic_count and "aic_total_cycles" in cols:
+            calc = cols.floats("aic_total_cycles") / (chip.clock_mhz * chip.aic_count * safe) * 100.0
+            new["cube_utilization_calc_pct"] = calc
+            util = _fill(util, calc)
+
+        aic_time, aiv_time = cols.floats("aic_time_us"), cols.floats("aiv_time_us")
+        cube = _fill(cols.floats("aic_cube_time_us"), aic_time * cols.floats("aic_cube_ratio"))
+        cube = _fill(cube, aic_time * _ratio_sum(cols, "aic_cube_"))
+        vec = _fill(cols.floats("aiv_vec_time_us"), aiv_time * cols.floats("aiv_vec_ratio"))
+        vec = _fill(vec, aiv_time * _ratio_sum(cols, "aiv_vec_"))
+        new["cube_busy_us"] = cube
+        new["vector_busy_us"] = vec
+        new["cube_share"] = cube / safe
+        new["vector_share"] = vec / safe
+
+        flops, shape_bytes = _shape_metrics(cols)
+        moved = _fill(_measured_bytes(cols), shape_bytes)
+        new["flops"] = flops
+        new["achieved_tflops"] = flops / safe / 1e6  # FLOP / µs = 1e6 FLOP/s; / 1e12 -> TFLOP/s
+        new["bytes_moved"] = moved
+        new["arithmetic_intensity"] = flops / _positive(moved)
+        new["bound_pipe"] = _bound_pipe_labels(cols)
+        new["cube_utilization_pct"] = util
+    return new
 
 
 def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec) -> pd.DataFrame:
     """Return a new frame: `kernels` plus the derived columns of the module docstring."""
     k = kernels
-    new: dict[str, pd.Series] = {}
-    dur = _col(k, "duration_us")
-    cycles = _col(k, "aic_total_cycles")
-    util = _col(k, "cube_utilization_pct")
-    if chip.clock_mhz and chip.aic_count and "aic_total_cycles" in k:
-        calc = cycles / (chip.clock_mhz * chip.aic_count * dur.where(dur > 0)) * 100.0
-        new["cube_utilization_calc_pct"] = calc
-        util = util.fillna(calc)
-
-    cube = _col(k, "aic_cube_time_us")
-    cube = cube.fillna(_col(k, "aic_time_us") * _col(k, "aic_cube_ratio"))
-    cube = cube.fillna(_col(k, "aic_time_us") * _ratio_sum(k, "aic_cube_"))
-    vec = _col(k, "aiv_vec_time_us")
-    vec = vec.fillna(_col(k, "aiv_time_us") * _col(k, "aiv_vec_ratio"))
-    vec = vec.fillna(_col(k, "aiv_time_us") * _ratio_sum(k, "aiv_vec_"))
-    safe = dur.where(dur > 0)
-    new["cube_busy_us"] = cube
-    new["vector_busy_us"] = vec
-    new["cube_share"] = cube / safe
-    new["vector_share"] = vec / safe
-
-    flops, shape_bytes = _shape_metrics(k)
-    moved = _measured_bytes(k).fillna(shape_bytes)
-    new["flops"] = flops
-    new["achieved_tflops"] = flops / safe / 1e6  # FLOP / µs = 1e6 FLOP/s; / 1e12 -> TFLOP/s
-    new["bytes_moved"] = moved
-    new["arithmetic_intensity"] = flops / moved.where(moved > 0)
-    new["bound_pipe"] = bound_pipe(k)
+    derived = derived_metrics(KernelColumns(k), chip)
+    util = derived.pop("cube_utilization_pct")
+    new = {
+        name: (
+            v.to_pandas().astype("str").set_axis(k.index)
+            if isinstance(v, pa.Array)
+            else pd.Series(v, index=k.index, dtype="float64")
+        )
+        for name, v in derived.items()
+    }
     # one concat instead of a dozen inserts: wide tables stay unfragmented
     keep = k.drop(columns=[c for c in new if c in k.columns])
     out = pd.concat([keep, pd.DataFrame(new, index=k.index)], axis=1)
@@ -121,41 +206,57 @@ def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec) -> pd.DataFrame:
     return out
 
 
-def _measured_bytes(k: pd.DataFrame) -> pd.Series:
-    total = pd.Series(np.nan, index=k.index, dtype="float64")
+def add_derived_metrics_arrow(table: pa.Table, chip: ChipSpec) -> pa.Table:
+    """The Arrow twin of `add_derived_metrics` (same formulas, same column order; NaN -> null)."""
+    derived = derived_metrics(KernelColumns(table), chip)
+    util = derived.pop("cube_utilization_pct")
+    out = table.drop_columns([c for c in derived if c in table.column_names])
+    for name, v in derived.items():
+        arr = v if isinstance(v, pa.Array) else pa.array(v, type=pa.float64(), from_pandas=True)
+        out = out.append_column(name, arr)
+    util_arr = pa.array(util, type=pa.float64(), from_pandas=True)
+    if "cube_utilization_pct" in out.column_names:
+        at = out.column_names.index("cube_utilization_pct")
+        return out.set_column(at, "cube_utilization_pct", util_arr)
+    return out.append_column("cube_utilization_pct", util_arr)
+
+
+def _measured_bytes(cols: KernelColumns) -> np.ndarray:
+    total = np.full(cols.n, np.nan)
     for side in ("aic", "aiv"):
-        gbps = _col(k, f"{side}_main_mem_read_gbps").add(
-            _col(k, f"{side}_main_mem_write_gbps"), fill_value=0.0
-        )
-        part = gbps * _col(k, f"{side}_time_us") * 1e3  # GB/s × µs = 1e3 bytes
-        total = total.add(part, fill_value=0.0)
+        read, write = cols.floats(f"{side}_main_mem_read_gbps"), cols.floats(f"{side}_main_mem_write_gbps")
+        gbps = _add_fill0(read, write)
+        part = gbps * cols.floats(f"{side}_time_us") * 1e3  # GB/s × µs = 1e3 bytes
+        total = _add_fill0(total, part)
     return total
 
 
-def bound_pipe(k: pd.DataFrame) -> pd.Series:
+def _bound_pipe_labels(cols: KernelColumns) -> pa.Array:
     names = list(PIPE_RATIOS)
-    mat = (
-        np.column_stack(
-            [
-                np.fmax.reduce([_col(k, c).to_numpy() for c in PIPE_RATIOS[p]])
-                if len(PIPE_RATIOS[p]) > 1
-                else _col(k, PIPE_RATIOS[p][0]).to_numpy()
-                for p in names
-            ]
-        )
-        if len(k)
-        else np.empty((0, len(names)))
+    n = cols.n
+    if not n:
+        return pa.array([], pa.string())
+    mat = np.column_stack(
+        [
+            np.fmax.reduce([cols.floats(c) for c in PIPE_RATIOS[p]])
+            if len(PIPE_RATIOS[p]) > 1
+            else cols.floats(PIPE_RATIOS[p][0])
+            for p in names
+        ]
     )
-    has = ~np.isnan(mat).all(axis=1) if len(k) else np.zeros(0, dtype=bool)
+    has = ~np.isnan(mat).all(axis=1)
     filled = np.where(np.isnan(mat), -1.0, mat)
-    idx = filled.argmax(axis=1) if len(k) else np.zeros(0, dtype=int)
-    top = filled.max(axis=1) if len(k) else np.zeros(0)
+    idx = filled.argmax(axis=1)
+    top = filled.max(axis=1)
     # label = the argmax pipe, "none" below the threshold, null without ratios; gathered from a
     # small label array by Arrow (a million Python strings would cost more than the argmax)
     code = np.where(top < BOUND_THRESHOLD, len(names), idx).astype("int64")
     label_array = pa.array([*names, "none"])
-    taken = pc.take(label_array, pa.array(code, mask=~has))
-    out = taken.to_pandas().astype("str")
+    return pc.take(label_array, pa.array(code, mask=~has))
+
+
+def bound_pipe(k: pd.DataFrame) -> pd.Series:
+    out = _bound_pipe_labels(KernelColumns(k)).to_pandas().astype("str")
     out.index = k.index  # positional: the labels were computed row by row
     return out
 
@@ -247,24 +348,32 @@ def _one_combo(op_type: Any, ins_s: Any, outs_s: Any, in_dt: Any, out_dt: Any) -
     return (flops if flops is not None else np.nan, nbytes if nbytes is not None else np.nan)
 
 
-def _shape_metrics(k: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    nan = pd.Series(np.nan, index=k.index, dtype="float64")
-    if not len(k) or "input_shapes" not in k:
-        return nan, nan.copy()
+def _shape_metrics(cols: KernelColumns) -> tuple[np.ndarray, np.ndarray]:
+    n = cols.n
+    if not n or "input_shapes" not in cols:
+        return np.full(n, np.nan), np.full(n, np.nan)
     # one code per unique combination: factorize each key column, fold the codes pairwise
-    codes = np.zeros(len(k), dtype="int64")
+    codes = np.zeros(n, dtype="int64")
+    keys: list[tuple[np.ndarray, list[Any]] | None] = []
     for c in _FLOP_KEYS:
-        if c not in k:
+        if c not in cols:
+            keys.append(None)
             continue
-        col_codes, col_uniques = pd.factorize(k[c], use_na_sentinel=False)
+        col_codes, col_uniques = cols.codes(c)
+        keys.append((col_codes, col_uniques))
         codes, _ = pd.factorize(codes * (len(col_uniques) + 1) + col_codes)
-    first = pd.Series(np.arange(len(k))).groupby(codes, sort=True).first().to_numpy()
-    rows = k.iloc[first]
-    combos = zip(*(rows[c].tolist() if c in rows else [None] * len(rows) for c in _FLOP_KEYS), strict=True)
+    _, first = np.unique(codes, return_index=True)  # codes are dense 0..m-1: one row per combination
+
+    def value(key: tuple[np.ndarray, list[Any]] | None, row: int) -> Any:
+        if key is None:
+            return None
+        v = key[1][key[0][row]]
+        return None if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA else v
+
     vals = np.array(
-        [_one_combo(*(None if pd.isna(x) else x for x in u)) for u in combos], dtype="float64"
+        [_one_combo(*(value(key, int(r)) for key in keys)) for r in first], dtype="float64"
     ).reshape(-1, 2)
-    return (pd.Series(vals[codes, 0], index=k.index), pd.Series(vals[codes, 1], index=k.index))
+    return vals[codes, 0], vals[codes, 1]
 
 
 # ---- profile summary -------------------------------------------------------------------------------

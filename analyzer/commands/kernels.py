@@ -6,14 +6,16 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
-import pyarrow as pa
 import typer
 
 from analyzer.atomic import atomic_path
 from analyzer.errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 FORMATS = ("table", "csv", "json", "parquet")
 TABLE_COLUMNS = (
@@ -34,7 +36,25 @@ DEFAULT_TABLE_ROWS = 50
 
 def kernels_arrow(df: pd.DataFrame) -> pa.Table:
     """DataFrame -> Arrow with NaN as null (from_pandas semantics) and exact int64 start_ns."""
+    import pyarrow as pa
+
     return pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
+
+
+def _pandas_schema(table: pa.Table) -> pa.Table:
+    """An Arrow-built table with the schema `kernels_arrow` gives its DataFrame twin: large_string
+    text and the pandas metadata (so pandas.read_parquet restores Int64 / str dtypes)."""
+    import pyarrow as pa
+
+    from analyzer.io.tables import to_frame
+
+    large = [
+        pa.field(f.name, pa.large_string()) if pa.types.is_string(f.type) else f for f in table.schema
+    ]
+    table = table.cast(pa.schema(large))
+    empty = to_frame({n: table.column(n).slice(0, 0) for n in table.column_names}, 0)
+    meta = pa.Schema.from_pandas(empty, preserve_index=False).metadata
+    return table.replace_schema_metadata(meta)
 
 
 def _json_default(value: Any) -> Any:
@@ -58,13 +78,16 @@ def _write_json(table: pa.Table, fh: Any) -> None:
 
 def _csv_table(table: pa.Table) -> pa.Table:
     # CSV has no nested type: the *_shape_list columns are dropped; the shape strings stay
+    import pyarrow as pa
+
     keep = [n for n in table.column_names if not pa.types.is_list(table.schema.field(n).type)]
     return table.select(keep)
 
 
-def write_kernels(df: pd.DataFrame, fmt: str, out: Path | None) -> None:
+def write_kernels(table: pa.Table, fmt: str, out: Path | None) -> None:
     """Write the table in a machine format to `out` (atomically) or stdout."""
-    table = kernels_arrow(df)
+    import pyarrow as pa
+
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -99,6 +122,8 @@ def write_kernels(df: pd.DataFrame, fmt: str, out: Path | None) -> None:
 
 
 def _fmt(value: Any) -> str:
+    import pandas as pd
+
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return "—"
     if isinstance(value, float):
@@ -141,7 +166,7 @@ def kernels_command(
 
     Example: tilescope kernels runs/fa-v1 --format json -o kernels.json
     """
-    from analyzer.io.load import load_profiles
+    from analyzer.io.load import load_kernels_arrow, load_profiles
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -149,6 +174,15 @@ def kernels_command(
         raise UsageError("--format parquet needs -o FILE (binary output is not written to a terminal)")
     if output is not None and fmt == "table":
         raise UsageError("-o needs a machine format: --format csv, json or parquet")
+    if fmt != "table":
+        # a single kernel CSV: Arrow from the reader to the writer, no DataFrame round trip
+        table = load_kernels_arrow(path, chip=chip)
+        if table is not None:
+            table = _pandas_schema(table if limit is None else table.slice(0, limit))
+            write_kernels(table, fmt, output)
+            return
+    import pandas as pd
+
     profiles = load_profiles(path, chip=chip, progress=True)
     frames = []
     for pr in profiles:
@@ -162,7 +196,7 @@ def kernels_command(
         return
     if limit is not None:
         df = df.head(limit)
-    write_kernels(df, fmt, output)
+    write_kernels(kernels_arrow(df), fmt, output)
 
 
 def register(app: typer.Typer) -> None:

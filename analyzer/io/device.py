@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from analyzer.chips import ChipSpec, resolve_chip
 from analyzer.profile import DeviceInfo
@@ -134,7 +135,7 @@ def merge_device(base: DeviceInfo, other: DeviceInfo) -> DeviceInfo:
     return base
 
 
-def infer_from_kernels(kernels: pd.DataFrame) -> tuple[DeviceInfo, list[str]]:
+def infer_from_kernels(kernels: pd.DataFrame | pa.Table) -> tuple[DeviceInfo, list[str]]:
     """Core count and clock from the kernel table alone, with the arithmetic as warnings.
 
     Clock: on AI_CORE rows `aicore_time(us)` = aic_total_cycles / (MHz × Block Dim) (formats doc
@@ -142,16 +143,20 @@ def infer_from_kernels(kernels: pd.DataFrame) -> tuple[DeviceInfo, list[str]]:
     Cores: `cube_utilization(%)` = cycles / (MHz × cores × duration) × 100 (§10.1) solved for cores;
     without that column, the largest Block Dim of a Cube kernel (a lower bound).
     """
+    from analyzer.metrics import KernelColumns
+
     info = DeviceInfo()
     notes: list[str] = []
+    cols = KernelColumns(kernels)
     needed = {"core_type", "aic_total_cycles", "aic_time_us", "block_dim"}
-    if not needed.issubset(kernels.columns) or not len(kernels):
+    if not needed.issubset(cols.names) or not cols.n:
         return info, notes
-    cube = kernels[kernels["core_type"].astype("str") == "AI_CORE"]
-    cyc = cube["aic_total_cycles"].astype("float64")
-    bd = cube["block_dim"].astype("float64")
-    t = cube["aic_time_us"].astype("float64")
-    mhz = (cyc / (bd * t)).replace([np.inf, -np.inf], np.nan).dropna()
+    cube = cols.text_in("core_type", ["AI_CORE"])
+    cycles = cols.floats("aic_total_cycles")
+    block_dim = cols.floats("block_dim")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mhz = cycles[cube] / (block_dim[cube] * cols.floats("aic_time_us")[cube])
+    mhz = mhz[np.isfinite(mhz)]
     if len(mhz) == 0:
         return info, notes
     freq = float(np.round(np.median(mhz) / 10.0) * 10.0)
@@ -160,10 +165,12 @@ def infer_from_kernels(kernels: pd.DataFrame) -> tuple[DeviceInfo, list[str]]:
         f"clock {freq:g} MHz inferred from the data: median of aic_total_cycles / (Block Dim × "
         f"aicore_time) over {len(mhz)} AI_CORE kernels"
     )
-    if "cube_utilization_pct" in kernels and kernels["cube_utilization_pct"].notna().any():
-        k = kernels[(kernels["cube_utilization_pct"] > 1.0) & kernels["aic_total_cycles"].notna()]
-        cores = k["aic_total_cycles"] / (freq * (k["cube_utilization_pct"] / 100.0) * k["duration_us"])
-        cores = cores.replace([np.inf, -np.inf], np.nan).dropna()
+    util = cols.floats("cube_utilization_pct")
+    if "cube_utilization_pct" in cols and not np.isnan(util).all():
+        ok = (util > 1.0) & ~np.isnan(cycles)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cores = cycles[ok] / (freq * (util[ok] / 100.0) * cols.floats("duration_us")[ok])
+        cores = cores[np.isfinite(cores)]
         if len(cores):
             info.ai_core_num = round(float(np.median(cores)))
             notes.append(
@@ -171,10 +178,10 @@ def infer_from_kernels(kernels: pd.DataFrame) -> tuple[DeviceInfo, list[str]]:
                 f"cycles / ({freq:g} MHz × cores × duration) over {len(cores)} kernels"
             )
     if info.ai_core_num is None:
-        mixed = kernels["core_type"].astype("str").isin(["AI_CORE", "MIX_AIC"])
-        top = kernels.loc[mixed, "block_dim"].max()
-        if pd.notna(top) and int(top) > 0:
-            info.ai_core_num = int(top)
+        dims = block_dim[cols.text_in("core_type", ["AI_CORE", "MIX_AIC"])]
+        dims = dims[~np.isnan(dims)]
+        if len(dims) and int(dims.max()) > 0:
+            info.ai_core_num = int(dims.max())
             notes.append(
                 f"{info.ai_core_num} AI Cores inferred from the data: the largest Block Dim of a "
                 "Cube kernel (a lower bound)"
@@ -185,7 +192,7 @@ def infer_from_kernels(kernels: pd.DataFrame) -> tuple[DeviceInfo, list[str]]:
 
 
 def choose_chip(
-    requested: str | None, device: DeviceInfo, kernels: pd.DataFrame, warnings: list[str]
+    requested: str | None, device: DeviceInfo, kernels: pd.DataFrame | pa.Table, warnings: list[str]
 ) -> ChipSpec:
     """The chip for a profile: --chip, else the device facts, else inference from the data.
 

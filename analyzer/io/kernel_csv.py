@@ -16,8 +16,9 @@ import pyarrow as pa
 from analyzer.columns import KERNEL_CONTRACT, canonical_header, metric_groups_of
 from analyzer.errors import ProfileFormatError
 from analyzer.io.tables import (
+    arrow_type_of,
     convert_columns,
-    null_unused_side,
+    null_unused_side_arrow,
     numeric_columns,
     read_csv_strings,
     read_header,
@@ -98,8 +99,10 @@ def _read_arrow(path: Path) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int,
     return cols, raw.num_rows, producer, coupled
 
 
-def read_kernel_table(paths: Path | list[Path]) -> KernelTable:
-    """Read one kernel table, or several slices of one (concatenated in slice order)."""
+def _read_columns(
+    paths: Path | list[Path],
+) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int, str, list[Path], bool]:
+    """Cleaned, typed Arrow columns of one kernel table or its slices (unused-side zeros nulled)."""
     files = slice_order(list(paths)) if isinstance(paths, list) else [paths]
     parts = [_read_arrow(p) for p in files]
     producers = {p[2] for p in parts}
@@ -112,5 +115,27 @@ def read_kernel_table(paths: Path | list[Path]) -> KernelTable:
         n, producer, coupled = merged.num_rows, sorted(producers)[0], any(p[3] for p in parts)
         del tables, merged
     parts.clear()  # drop our references so to_frame can release the Arrow buffers as it converts
-    df = null_unused_side(to_frame(cols, n, ensure=KERNEL_CONTRACT))
+    null_unused_side_arrow(cols)
+    return cols, n, producer, files, coupled
+
+
+def read_kernel_table(paths: Path | list[Path]) -> KernelTable:
+    """Read one kernel table, or several slices of one (concatenated in slice order)."""
+    cols, n, producer, files, coupled = _read_columns(paths)
+    df = to_frame(cols, n, ensure=KERNEL_CONTRACT)
     return KernelTable(df, producer, files, metric_groups_of(list(df.columns)), coupled)
+
+
+def read_kernel_arrow(paths: Path | list[Path]) -> tuple[pa.Table, str, list[Path]]:
+    """The same table as `read_kernel_table` kept in Arrow (for file output without pandas).
+
+    Same columns in the same order and the same values; text columns stay `string` and absent
+    contract columns are all-null of their declared type.
+    """
+    cols, n, producer, files, _ = _read_columns(paths)
+    for name in KERNEL_CONTRACT:
+        if name not in cols:
+            cols[name] = pa.nulls(n, arrow_type_of(name))
+    table = pa.table(cols) if cols else pa.table({})
+    cols.clear()
+    return table, producer, files

@@ -17,11 +17,13 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from analyzer.columns import KERNEL_CONTRACT, metric_groups_of
 from analyzer.errors import NoProfileFoundError, ProfileFormatError, UsageError
@@ -111,9 +113,8 @@ def _detect_dir(d: Path) -> list[Detected]:
         if (d / "profile").is_dir():
             inner = _detect_dir(d / "profile")
             if not inner:
-                inner = [
-                    x for g in sorted(p for p in (d / "profile").iterdir() if p.is_dir()) for x in _detect_dir(g)
-                ]
+                groups = sorted(p for p in (d / "profile").iterdir() if p.is_dir())
+                inner = [x for g in groups for x in _detect_dir(g)]
         if not inner and not (d / "ir" / "ir.json").is_file():
             raise NoProfileFoundError(d, "bundle holds neither profiler output in profile/ nor ir/ir.json")
         # An IR-only bundle (`collect --ir-only`, `lint --out`) has no children: static analysis only.
@@ -179,6 +180,26 @@ def _read_timeline(path: Path, parts: _Parts) -> Timeline | None:
     return read_timeline(path)
 
 
+def _start_timeline(path: Path) -> Future[Timeline] | None:
+    """Read the timeline on a second thread while the kernel table is parsed: both readers spend
+    their time in C++ (DuckDB's JSON scan, Arrow's CSV reader) with the GIL released."""
+    try:
+        from analyzer.io.timeline import read_timeline
+    except ImportError:
+        return None
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tilescope-timeline")
+    future = pool.submit(read_timeline, path)
+    pool.shutdown(wait=False)
+    return future
+
+
+def _finish_timeline(path: Path, future: Future[Timeline] | None, parts: _Parts) -> Timeline | None:
+    if future is None:
+        return _read_timeline(path, parts)  # reports the missing reader as a warning
+    parts.files.append(path)
+    return future.result()
+
+
 def _kernels_from_timeline(tl: Timeline) -> pd.DataFrame:
     src = tl.kernels
     k = pd.DataFrame(
@@ -230,15 +251,16 @@ def _load_torch(root: Path) -> _Parts:
     kd = out / "kernel_details.csv"
     dbs = sorted(out.glob("ascend_pytorch_profiler*.db"))
     slices = sorted(root.glob(f"PROF_*/{MSPROF_OUT}/op_summary_*.csv"))
+    tv = out / "trace_view.json"
+    timeline = _start_timeline(tv) if tv.is_file() else None
     if kd.is_file():
         parts.kernels, parts.producer, parts.metric_groups = _kernel_csv(kd, parts.files)
     elif dbs:
         parts = _load_sqlite(dbs[0])
     elif slices:
         parts.kernels, parts.producer, parts.metric_groups = _kernel_csv(slices, parts.files)
-    tv = out / "trace_view.json"
-    if tv.is_file():
-        parts.timeline = _read_timeline(tv, parts)
+    if timeline is not None:
+        parts.timeline = _finish_timeline(tv, timeline, parts)
     if not len(parts.kernels.columns):
         if parts.timeline is None:
             raise NoProfileFoundError(root, "no kernel_details.csv, op_summary, database or trace_view.json")
@@ -420,6 +442,24 @@ def load_profiles(path: str | Path, chip: str | None = None, progress: bool = Fa
         for i, pr in enumerate(profiles):
             pr.rank = i
     return profiles
+
+
+def load_kernels_arrow(path: str | Path, chip: str | None = None) -> pa.Table | None:
+    """The canonical kernel table with derived metrics as Arrow, for a single kernel CSV file.
+
+    The file-output path of `tilescope kernels`: the same columns and values as
+    `load_profiles(path)[0].kernels` without building a DataFrame. None for every other input
+    (directories, databases, timelines), which go through `load_profiles`.
+    """
+    from analyzer.io.kernel_csv import read_kernel_arrow
+    from analyzer.metrics import add_derived_metrics_arrow
+
+    found = detect(path)
+    if len(found) != 1 or found[0].format != "kernel_csv":
+        return None
+    table, _producer, _files = read_kernel_arrow(found[0].path)
+    selected = dev.choose_chip(chip, DeviceInfo(), table, [])
+    return add_derived_metrics_arrow(table, selected)
 
 
 def load_profile(path: str | Path, chip: str | None = None, progress: bool = False) -> Profile:

@@ -98,7 +98,9 @@ def read_csv_strings(
     try:
         if numeric:
             try:
-                typed = {**strings, **{names[i]: t for i, t in numeric.items()}}
+                # Text columns (names, types, shapes, dtypes) repeat a handful of values a million
+                # times: reading them dictionary-encoded lets clean_strings work on the uniques only.
+                typed = {**{n: _DICT_STRING for n in names}, **{names[i]: t for i, t in numeric.items()}}
                 return header, _read_typed(path, names, typed, True)
             except pa.ArrowInvalid:
                 pass  # not clean enough for the fast path; the string path cleans or names the row
@@ -142,12 +144,20 @@ def _locate_csv_error(path: Path, n_fields: int, message: str) -> ProfileFormatE
     return ProfileFormatError(path, None, f"malformed CSV ({first[:120]})")
 
 
+_DICT_STRING = pa.dictionary(pa.int32(), pa.string())
+
+
 def clean_strings(arr: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
     """Strip whitespace/TAB and literal quotes; `N/A`, `NA` and empty become null.
 
-    Each step first checks (into a 1-bit mask) whether any value needs it, because copying a
+    Dictionary-encoded input is cleaned on its dictionary and decoded to plain strings. Otherwise
+    each step first checks (into a 1-bit mask) whether any value needs it, because copying a
     million strings costs more than scanning them and most columns are already clean.
     """
+    if pa.types.is_dictionary(arr.type):
+        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        decoded = [pc.take(clean_strings(c.dictionary), c.indices) for c in chunks]
+        return pa.chunked_array(decoded, pa.string())
     if pc.any(pc.match_substring_regex(arr, _NEEDS_TRIM_RE)).as_py():
         arr = pc.utf8_trim(arr, characters=_TRIM_CHARS)
     missing = pc.is_in(arr, value_set=pa.array(MISSING_VALUES))
@@ -247,7 +257,7 @@ def convert_columns(
             continue  # trailing comma -> empty last column
         col = raw.column(i)
         dtype = dtype_of(name)
-        if not pa.types.is_string(col.type):  # parsed by the typed fast path already
+        if not (pa.types.is_string(col.type) or pa.types.is_dictionary(col.type)):  # typed fast path
             out[name] = col
         elif dtype == "string":
             out[name] = clean_strings(col)
@@ -302,6 +312,30 @@ def null_unused_side(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def null_unused_side_arrow(cols: dict[str, pa.Array | pa.ChunkedArray]) -> None:
+    """`null_unused_side` on Arrow columns, in place, before any DataFrame exists (no pandas copies)."""
+    core = cols.get("core_type")
+    if core is not None and len(core):
+        masks = {
+            "aiv_": pc.fill_null(pc.equal(core, "AI_CORE"), False),
+            "aic_": pc.fill_null(pc.equal(core, "AI_VECTOR_CORE"), False),
+        }
+        for prefix, mask in masks.items():
+            if not pc.any(mask).as_py():
+                continue
+            for name, col in cols.items():
+                if not name.startswith(prefix) or not pa.types.is_float64(col.type):
+                    continue
+                drop = pc.and_(mask, pc.fill_null(pc.equal(col, 0.0), False))
+                if pc.any(drop).as_py():
+                    cols[name] = pc.if_else(drop, pa.scalar(None, pa.float64()), col)
+    model = cols.get("model_id")
+    if model is not None and len(model):
+        cols["model_id"] = pc.if_else(
+            pc.fill_null(pc.equal(model, NO_MODEL_ID), False), pa.scalar(None, model.type), model
+        )
+
+
 def _pandas_type(t: pa.DataType) -> object:
     if pa.types.is_integer(t):
         return pd.Int64Dtype()
@@ -329,6 +363,11 @@ def to_frame(
     # split_blocks + self_destruct free each Arrow column as soon as it is converted: peak memory
     # stays near one copy of the table instead of two
     return table.to_pandas(types_mapper=_pandas_type, split_blocks=True, self_destruct=True)
+
+
+def arrow_type_of(name: str) -> pa.DataType:
+    """The Arrow type of an all-null contract column (as `to_frame(ensure=...)` declares it)."""
+    return _arrow_type(dtype_of(name))
 
 
 def _arrow_type(dtype: str) -> pa.DataType:
