@@ -78,8 +78,13 @@ def test_pipe_ratio_figure_mean_and_whiskers() -> None:
 
 
 def test_bandwidth_figure_marks_assumed_hbm_line() -> None:
-    rows = pd.DataFrame({"aic_main_mem_read_gbps": [800.0, 1000.0], "aiv_ub_to_gm_gbps": [10.0, 30.0],
-                         "aiv_ub_read_vector_gbps": [9e4, 9e4]})  # on-chip: not comparable with HBM
+    rows = pd.DataFrame(
+        {
+            "aic_main_mem_read_gbps": [800.0, 1000.0],
+            "aiv_ub_to_gm_gbps": [10.0, 30.0],
+            "aiv_ub_read_vector_gbps": [9e4, 9e4],
+        }
+    )  # on-chip: not comparable with HBM
     fig = F.bandwidth_figure(rows, get_chip("910B2")).to_dict()
     assert list(fig["data"][0]["x"]) == ["AIC GM read", "AIV ub to gm"]
     assert list(fig["data"][0]["y"]) == [900.0, 20.0]
