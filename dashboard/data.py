@@ -234,8 +234,10 @@ class DataStore:
 
     def _loaded(self, entry: ProfileEntry) -> ProfileEntry:
         if self.on_load is not None:
+            # Not a daemon: the interpreter waits for it at exit, since a thread killed inside
+            # DuckDB aborts the process ("terminate called without an active exception").
             threading.Thread(
-                target=self.on_load, args=(entry,), name=f"warm-{entry.key}", daemon=True
+                target=self.on_load, args=(entry,), name=f"warm-{entry.key}", daemon=False
             ).start()
         return entry
 

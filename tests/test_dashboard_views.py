@@ -154,6 +154,23 @@ def test_serve_check_prints_the_url(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.out == "tilescope: serving on http://127.0.0.1:8123/\n"
 
 
+def test_serve_check_exits_cleanly_in_a_fresh_process() -> None:
+    # The warm-up thread may still be inside DuckDB when the command returns; the process must
+    # wait for it rather than abort (exit 134, "terminate called without an active exception").
+    sample = ROOT / "sample_traces" / "attention_fused"
+    if not sample.is_dir():
+        pytest.skip("sample_traces/attention_fused not present")
+    done = subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", "serve", str(sample), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout == "tilescope: serving on http://127.0.0.1:8050/\n"
+
+
 @pytest.mark.parametrize(
     "argv",
     [
