@@ -81,3 +81,29 @@ def flash_attention(seq_q=1024, seq_kv=2048, head_dim=128, block_M=128, block_N=
             T.dual_copy(o_ub, Out[qb * block_M:(qb + 1) * block_M, 0:head_dim])
 
     return flash_fwd
+
+
+def _reference(Q, K, V):
+    """softmax(Q K^T · head_dim^-0.5) V in float32 (the kernel accumulates in float32 too)."""
+    import torch
+
+    q, k, v = Q.float(), K.float(), V.float()
+    return torch.softmax(q @ k.T * q.shape[-1] ** -0.5, dim=-1) @ v
+
+
+# The input spec `tilescope collect` reads (docs/collecting.md). Out (argument 3) is float32; P is cast
+# to bfloat16 before P·V, hence the loose tolerance. Ascend-only (T.SimtVF, T.dual_copy): no CPU check.
+TILESCOPE_SPEC = {
+    "flash_attention": {
+        "inputs": [
+            ("Q", ("seq_q", "head_dim"), "dtype"),
+            ("K", ("seq_kv", "head_dim"), "dtype"),
+            ("V", ("seq_kv", "head_dim"), "dtype"),
+        ],
+        "out_idx": [3],
+        "reference": _reference,
+        "atol": 2e-2,
+        "rtol": 2e-2,
+        "cpu": False,
+    },
+}
