@@ -118,3 +118,26 @@ def test_markdown_table_shows_op_type_and_cube_share(loaded: tuple[Profile, dict
     row = next(r for r in loaded[1]["top_kernels"] if r["name"] == MATMUL)
     line = next(ln for ln in render(loaded[1]).splitlines() if MATMUL in ln and ln.startswith("| "))
     assert "| MatMulV3 |" in line and f"{row['cube_share'] * 100:.1f} %" in line
+
+
+def test_combined_saving_never_exceeds_a_kernels_time() -> None:
+    """Overlapping findings on one kernel combine as fractions; idle-gap savings stay apart."""
+    import pandas as pd
+
+    from analyzer.findings import Finding, Severity
+    from analyzer.report.data import combined_saving
+
+    kernels = pd.DataFrame({"name": ["fa", "fa", "mm"], "duration_us": [40.0, 60.0, 50.0]})
+
+    def f(saving: float, *names: str) -> Finding:
+        return Finding("TS000", "x", Severity.HIGH, tuple(names), "m", est_saving_us=saving)
+
+    # fa (100 µs) loses 50 % then 50 % of the rest: 75 µs, not 100 µs; mm gets 10 µs of a chain
+    # saving of 30 µs spread over fa and mm by time (100:50) -> fa 20 µs, mm 10 µs.
+    device, idle = combined_saving(
+        [f(50.0, "fa"), f(50.0, "fa"), f(30.0, "fa", "mm"), f(7.0, "gap-between-kernels")], kernels
+    )
+    fa_rest = (1 - 0.5) * (1 - 0.5) * (1 - 20.0 / 100.0)
+    assert device == pytest.approx(100.0 * (1 - fa_rest) + 10.0)
+    assert idle == pytest.approx(7.0)
+    assert device < 150.0

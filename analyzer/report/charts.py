@@ -88,7 +88,23 @@ def report_summary(report: Mapping[str, Any]) -> dict[str, Any]:
         "shares": shares,
         "kernel_count": _first(s, "kernel_count", "kernels", "distinct_kernels"),
         "launch_count": _first(s, "launch_count", "launches"),
+        "findings_totals": _first(s, "findings", default={}) or {},
     }
+
+
+def recoverable_us(
+    summaries: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[str, Any]]
+) -> tuple[float, float]:
+    """Combined (non-overlapping) device-time and idle-time savings from the report summaries.
+
+    Reports written before `est_recoverable_us` existed fall back to the plain sum.
+    """
+    totals = [s.get("findings") or {} for s in summaries]
+    if totals and all("est_recoverable_us" in t for t in totals):
+        device = sum(float(t["est_recoverable_us"]) for t in totals)
+        idle = sum(float(t.get("est_idle_recoverable_us") or 0) for t in totals)
+        return device, idle
+    return sum(float(x.get("est_saving_us") or 0) for x in findings), 0.0
 
 
 def report_kernels(report: Mapping[str, Any]) -> list[dict[str, Any]]:

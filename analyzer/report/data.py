@@ -87,16 +87,51 @@ def _summary(profile: Profile, result: AnalysisResult) -> dict[str, Any]:
     s["total_device_us"] = round(result.total_device_us, 3)
     counts = Counter(f.severity.value for f in result.findings)
     saving = sum(f.est_saving_us for f in result.findings)
+    device_us, idle_us = combined_saving(result.findings, profile.kernels)
+    total = result.total_device_us
     s["findings"] = {
         "count": len(result.findings),
         "by_severity": {k: counts.get(k, 0) for k in ("high", "medium", "low", "info")},
         "est_saving_us": round(saving, 3),
-        "est_saving_share": round(saving / result.total_device_us, 6) if result.total_device_us > 0 else 0.0,
+        "est_saving_share": round(saving / total, 6) if total > 0 else 0.0,
+        "est_recoverable_us": round(device_us, 3),
+        "est_recoverable_share": round(device_us / total, 6) if total > 0 else 0.0,
+        "est_idle_recoverable_us": round(idle_us, 3),
     }
     s["rules_run"] = list(result.rules_run)
     if s.get("top_kernels") and len(profile.kernels):
         s["top_kernels"] = enrich_top_kernels(list(s["top_kernels"]), _derived(profile))
     return s
+
+
+def combined_saving(findings: Sequence[Finding], kernels: pd.DataFrame) -> tuple[float, float]:
+    """Device time the findings could recover together, and idle time they could remove.
+
+    Findings overlap (one kernel can be latency-bound, imbalanced and on too few cores at once), so
+    their savings cannot be added. Per kernel name, each finding's saving is taken as a fraction of
+    that kernel's total time and the fractions combine multiplicatively (each fix removes a share of
+    what is left), so the result never exceeds the kernel's time. A finding spanning several kernels
+    (a chain) spreads its saving over them by time. Savings on no kernel of the table (host-bound
+    gaps between kernels) are idle time, reported apart from device time.
+    """
+    if "name" not in kernels or "duration_us" not in kernels or not len(kernels):
+        return 0.0, float(sum(f.est_saving_us for f in findings if f.est_saving_us > 0))
+    totals = kernels.groupby("name", sort=False)["duration_us"].sum()
+    kept: dict[str, float] = {}  # kernel name -> product of (1 - fraction) over its findings
+    idle = 0.0
+    for f in findings:
+        if f.est_saving_us <= 0:
+            continue
+        names = [k for k in dict.fromkeys(f.kernels) if k in totals.index and totals[k] > 0]
+        if not names:
+            idle += f.est_saving_us
+            continue
+        span = float(sum(totals[k] for k in names))
+        for k in names:
+            frac = min(1.0, f.est_saving_us * (float(totals[k]) / span) / float(totals[k]))
+            kept[k] = kept.get(k, 1.0) * (1.0 - frac)
+    device = sum(float(totals[k]) * (1.0 - rest) for k, rest in kept.items())
+    return device, idle
 
 
 def _derived(profile: Profile) -> pd.DataFrame:

@@ -150,9 +150,10 @@ def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], pa
     for key, noun in (("kernel_count", "kernels"), ("launch_count", "launches")):
         if s[key] is not None:
             facts.append(f"<span>{html_text(s[key], 20)} {noun}</span>")
+    headline = findings_headline(findings, s["total_device_us"], s["findings_totals"])
     return (f"<header><h1>{html_text(page_title, 200)}</h1>"
             f'<p class="facts">{"".join(facts)}</p>'
-            f'<p id="headline"><b>{html_text(findings_headline(findings, s["total_device_us"]))}</b></p>'
+            f'<p id="headline"><b>{html_text(headline)}</b></p>'
             "</header>")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from analyzer.errors import UsageError
 from analyzer.report.charts import (
     num,
+    recoverable_us,
     report_chip,
     report_findings,
     report_input_path,
@@ -142,16 +143,22 @@ def finding_excerpts(finding: Mapping[str, Any], roots: Sequence[Path]) -> list[
 
 # ---------------------------------------------------------------- shared prose
 
-def findings_headline(findings: Sequence[Mapping[str, Any]], total_us: float | None) -> str:
-    """`7 findings: 2 high, 3 medium, 2 low — est. 1.84 ms (23 % of device time) recoverable`."""
+def findings_headline(
+    findings: Sequence[Mapping[str, Any]], total_us: float | None, totals: Mapping[str, Any] | None = None
+) -> str:
+    """`7 findings: 2 high, 3 medium, 2 low — est. 1.84 ms (23 % of device time) recoverable`.
+
+    The saving is the report's combined (non-overlapping) estimate when it has one.
+    """
     if not findings:
         return "No findings."
     counts = Counter(str(f.get("severity")) for f in findings)
     parts = ", ".join(f"{counts[s]} {s}" for s in SEVERITY_ORDER if counts[s])
-    saving = sum(num(f.get("est_saving_us")) or 0.0 for f in findings)
+    saving, idle = recoverable_us([{"findings": totals}] if totals else [], list(findings))
     share = f" ({saving / total_us * 100:.0f} % of device time)" if total_us else ""
+    idle_part = f" + {fmt_us(idle)} of idle gaps" if idle > 0 else ""
     noun = "finding" if len(findings) == 1 else "findings"
-    return f"{len(findings)} {noun}: {parts} — est. {fmt_us(saving)}{share} recoverable"
+    return f"{len(findings)} {noun}: {parts} — est. {fmt_us(saving)}{share}{idle_part} recoverable"
 
 
 def unit_shares_line(shares: Mapping[str, float | None]) -> str:
@@ -193,7 +200,8 @@ def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) 
         facts.append(f"{md_text(s['kernel_count'])} kernels")
     if s["launch_count"] is not None:
         facts.append(f"{md_text(s['launch_count'])} launches")
-    out += [" · ".join(facts), "", f"**{md_text(findings_headline(findings, s['total_device_us']), None)}**"]
+    headline = findings_headline(findings, s["total_device_us"], s["findings_totals"])
+    out += [" · ".join(facts), "", f"**{md_text(headline, None)}**"]
     return "\n".join(out) + "\n"
 
 

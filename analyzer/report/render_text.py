@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from analyzer.report.charts import recoverable_us
+
 SEVERITY_STYLE = {"high": "bold #c0392b", "medium": "bold #e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
 
 
@@ -24,15 +26,18 @@ def _kernels(names: list[str], limit: int = 3) -> str:
 def summary_line(report: dict[str, Any]) -> str:
     f = report.get("findings", [])
     counts = {s: sum(1 for x in f if x.get("severity") == s) for s in ("high", "medium", "low", "info")}
-    saving = sum(float(x.get("est_saving_us") or 0) for x in f)
-    total = sum(float((p.get("summary") or {}).get("compute_us") or 0) for p in report.get("profiles", []))
+    summaries = [p.get("summary") or {} for p in report.get("profiles", [])]
+    saving, idle = recoverable_us(summaries, f)
+    total = sum(float(s.get("compute_us") or 0) for s in summaries)
     share = f" ({100 * saving / total:.0f} % of device time)" if total > 0 else ""
+    idle_part = f" + {fmt_us(idle)} of idle gaps" if idle > 0 else ""
     parts = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     return (
         f"{len(f)} finding{'s' if len(f) != 1 else ''}"
         + (f": {parts}" if parts else "")
-        + f" — est. {fmt_us(saving)}{share} recoverable"
+        + f" — est. {fmt_us(saving)}{share}{idle_part} recoverable"
     )
+
 
 
 def render(report: dict[str, Any], **opts: Any) -> str:
