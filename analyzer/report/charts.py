@@ -166,17 +166,22 @@ def _layout(fig: go.Figure, title: str, height: int = 420, **extra: Any) -> go.F
 
 
 def unit_share_bar(report: Mapping[str, Any]) -> go.Figure:
-    """One stacked horizontal bar: share of device time per unit (Cube, Vector, MTE, Scalar)."""
+    """One bar per unit (Cube, Vector, MTE, Scalar): the share of device time it was busy.
+
+    Pipes run concurrently, so the shares overlap and do not add up to 100 %: bars side by side, never
+    stacked into one total.
+    """
     shares = report_summary(report)["shares"]
+    series = [(label, shares[key], colour) for key, label, colour in SHARE_SERIES
+              if key != "other" and shares.get(key) is not None]
     fig = go.Figure()
-    for key, label, colour in SHARE_SERIES:
-        v = shares.get(key)
-        if v is None:
-            continue
-        fig.add_bar(y=["device time"], x=[v * 100], name=label, orientation="h", marker_color=colour,
-                    hovertemplate=f"{label}: %{{x:.1f}} %<extra></extra>")
-    return _layout(fig, "Share of device time by unit", barmode="stack", height=220,
-                   xaxis={"title": "%", "range": [0, 100]})
+    fig.add_bar(y=[label for label, _, _ in series], x=[v * 100 for _, v, _ in series], orientation="h",
+                marker_color=[colour for _, _, colour in series], showlegend=False,
+                text=[f"{v * 100:.0f} %" for _, v, _ in series], textposition="outside",
+                hovertemplate="%{y}: busy %{x:.1f} % of device time<extra></extra>")
+    return _layout(fig, "Share of device time each unit is busy (units overlap)", height=240,
+                   xaxis={"title": "% of device time", "range": [0, 105]},
+                   yaxis={"autorange": "reversed"})
 
 
 def pipe_ratio_bars(kernels: Rows | Any, max_kernels: int = 15) -> go.Figure:
