@@ -117,7 +117,15 @@ class KernelColumns:
     def codes(self, name: str) -> tuple[np.ndarray, list[Any]]:
         """Factorised column: (int codes, unique values); null is a value of its own."""
         if isinstance(self.table, pa.Table):
-            col = self.table.column(name).combine_chunks()
+            chunked = self.table.column(name)
+            if pa.types.is_dictionary(chunked.type) and chunked.num_chunks:
+                # already encoded: the indices are the codes (null -> one extra code)
+                unified = chunked.unify_dictionaries()
+                values = unified.chunk(0).dictionary.to_pylist()
+                idx = pa.chunked_array([c.indices for c in unified.chunks]).combine_chunks()
+                codes = pc.fill_null(pc.cast(idx, pa.int64()), len(values)).to_numpy()
+                return codes, [*values, None]
+            col = chunked.combine_chunks()
             if pa.types.is_dictionary(col.type):
                 col = col.cast(col.type.value_type)
             enc = pc.dictionary_encode(col, null_encoding="encode")
@@ -224,6 +232,8 @@ def add_derived_metrics_arrow(table: pa.Table, chip: ChipSpec) -> pa.Table:
 def _measured_bytes(cols: KernelColumns) -> np.ndarray:
     total = np.full(cols.n, np.nan)
     for side in ("aic", "aiv"):
+        if f"{side}_main_mem_read_gbps" not in cols and f"{side}_main_mem_write_gbps" not in cols:
+            continue  # no Memory group on this side: all-NaN, adds nothing
         read, write = cols.floats(f"{side}_main_mem_read_gbps"), cols.floats(f"{side}_main_mem_write_gbps")
         gbps = _add_fill0(read, write)
         part = gbps * cols.floats(f"{side}_time_us") * 1e3  # GB/s × µs = 1e3 bytes
@@ -236,18 +246,20 @@ def _bound_pipe_labels(cols: KernelColumns) -> pa.Array:
     n = cols.n
     if not n:
         return pa.array([], pa.string())
-    mat = np.column_stack(
-        [
-            np.fmax.reduce([cols.floats(c) for c in PIPE_RATIOS[p]])
-            if len(PIPE_RATIOS[p]) > 1
-            else cols.floats(PIPE_RATIOS[p][0])
-            for p in names
-        ]
-    )
-    has = ~np.isnan(mat).all(axis=1)
-    filled = np.where(np.isnan(mat), -1.0, mat)
-    idx = filled.argmax(axis=1)
-    top = filled.max(axis=1)
+    # running argmax over the pipes (first pipe wins ties, as argmax does); NaN = no ratio
+    top = np.full(n, -1.0)
+    idx = np.zeros(n, dtype="int64")
+    has = np.zeros(n, dtype=bool)
+    for j, p in enumerate(names):
+        ratios = PIPE_RATIOS[p]
+        if not any(c in cols for c in ratios):
+            continue
+        v = np.fmax.reduce([cols.floats(c) for c in ratios]) if len(ratios) > 1 else cols.floats(ratios[0])
+        present = ~np.isnan(v)
+        has |= present
+        better = present & (v > top)
+        idx[better] = j
+        top[better] = v[better]
     # label = the argmax pipe, "none" below the threshold, null without ratios; gathered from a
     # small label array by Arrow (a million Python strings would cost more than the argmax)
     code = np.where(top < BOUND_THRESHOLD, len(names), idx).astype("int64")

@@ -88,6 +88,8 @@ def write_kernels(table: pa.Table, fmt: str, out: Path | None) -> None:
     """Write the table in a machine format to `out` (atomically) or stdout."""
     import pyarrow as pa
 
+    from analyzer.io.tables import decode_dictionary
+
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -101,8 +103,18 @@ def write_kernels(table: pa.Table, fmt: str, out: Path | None) -> None:
                 for f in table.schema
                 if not pa.types.is_floating(f.type) and not pa.types.is_integer(f.type)
             ]
-            pq.write_table(table, tmp, compression="zstd", row_group_size=1 << 17, use_dictionary=text)
+            # store_schema=False: text read back as plain strings even where the table held it
+            # dictionary-encoded; the pandas metadata keeps the DataFrame dtypes
+            pq.write_table(
+                table,
+                tmp,
+                compression="zstd",
+                row_group_size=1 << 17,
+                use_dictionary=text,
+                store_schema=False,
+            )
         return
+    table = pa.table({n: decode_dictionary(table.column(n)) for n in table.column_names})
     if fmt == "csv":
         import pyarrow.csv as pacsv
 

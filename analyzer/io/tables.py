@@ -147,23 +147,45 @@ def _locate_csv_error(path: Path, n_fields: int, message: str) -> ProfileFormatE
 _DICT_STRING = pa.dictionary(pa.int32(), pa.string())
 
 
-def clean_strings(arr: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+def clean_strings(
+    arr: pa.Array | pa.ChunkedArray, keep_dictionary: bool = False
+) -> pa.ChunkedArray | pa.Array:
     """Strip whitespace/TAB and literal quotes; `N/A`, `NA` and empty become null.
 
-    Dictionary-encoded input is cleaned on its dictionary and decoded to plain strings. Otherwise
-    each step first checks (into a 1-bit mask) whether any value needs it, because copying a
-    million strings costs more than scanning them and most columns are already clean.
+    Dictionary-encoded input is cleaned on its dictionary only; with `keep_dictionary` it stays
+    dictionary-encoded (one unified dictionary; values that cleaned to null are null indices), else
+    it is decoded to plain strings. Otherwise each step first checks (into a 1-bit mask) whether any
+    value needs it, because copying a million strings costs more than scanning them and most
+    columns are already clean.
     """
     if pa.types.is_dictionary(arr.type):
         chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
-        decoded = [pc.take(clean_strings(c.dictionary), c.indices) for c in chunks]
-        return pa.chunked_array(decoded, pa.string())
+        if not keep_dictionary:
+            decoded = [pc.take(clean_strings(c.dictionary), c.indices) for c in chunks]
+            return pa.chunked_array(decoded, pa.string())
+        return pa.chunked_array([_clean_dictionary(c) for c in chunks], _DICT_STRING).unify_dictionaries()
     if pc.any(pc.match_substring_regex(arr, _NEEDS_TRIM_RE)).as_py():
         arr = pc.utf8_trim(arr, characters=_TRIM_CHARS)
     missing = pc.is_in(arr, value_set=pa.array(MISSING_VALUES))
     if not pc.any(missing).as_py():
         return arr
     return pc.if_else(missing, pa.scalar(None, pa.string()), arr)
+
+
+def _clean_dictionary(chunk: pa.DictionaryArray) -> pa.DictionaryArray:
+    cleaned = clean_strings(chunk.dictionary)
+    indices = chunk.indices
+    if cleaned.null_count:
+        # a value that cleans to null (N/A) is a null index, not a null dictionary entry
+        present = pc.take(pc.is_valid(cleaned), indices)
+        indices = pc.if_else(present, indices, pa.scalar(None, indices.type))
+        cleaned = pc.fill_null(cleaned, "")
+    return pa.DictionaryArray.from_arrays(indices, cleaned)
+
+
+def decode_dictionary(arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Plain values of a dictionary-encoded column (other columns unchanged)."""
+    return pc.cast(arr, arr.type.value_type) if pa.types.is_dictionary(arr.type) else arr
 
 
 def _first_bad_row(raw: pa.Array | pa.ChunkedArray, ok: pa.Array | pa.ChunkedArray) -> int:
@@ -233,13 +255,21 @@ def parse_shape(text: str) -> list[list[int]] | None:
         return None
 
 
-def shape_lists(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+def shape_lists(arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """Parse a shape-string column once per unique string (shapes repeat a lot), then gather."""
+    if isinstance(arr, pa.ChunkedArray) and pa.types.is_dictionary(arr.type):
+        unified = arr.unify_dictionaries()
+        if unified.num_chunks:
+            parsed = _parse_shapes(unified.chunk(0).dictionary.to_pylist())
+            return pa.chunked_array([pc.take(parsed, c.indices) for c in unified.chunks], SHAPE_LIST_TYPE)
+        arr = decode_dictionary(arr)
     combined = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-    encoded = pc.dictionary_encode(combined)
-    uniques = encoded.dictionary.to_pylist()
-    parsed = pa.array([parse_shape(u) if u is not None else None for u in uniques], type=SHAPE_LIST_TYPE)
-    return pc.take(parsed, encoded.indices)
+    encoded = pc.dictionary_encode(decode_dictionary(combined))
+    return pc.take(_parse_shapes(encoded.dictionary.to_pylist()), encoded.indices)
+
+
+def _parse_shapes(uniques: list[str | None]) -> pa.Array:
+    return pa.array([parse_shape(u) if u is not None else None for u in uniques], type=SHAPE_LIST_TYPE)
 
 
 def convert_columns(
@@ -260,7 +290,7 @@ def convert_columns(
         if not (pa.types.is_string(col.type) or pa.types.is_dictionary(col.type)):  # typed fast path
             out[name] = col
         elif dtype == "string":
-            out[name] = clean_strings(col)
+            out[name] = clean_strings(col, keep_dictionary=True)
         elif dtype == "int64_ns":
             out[name] = to_exact_ns(clean_strings(col), path, src)
         elif dtype == "Int64":
@@ -358,6 +388,8 @@ def to_frame(
             arrays[name] = pa.nulls(n_rows, _arrow_type(dtype_of(name)))
     if not arrays:
         return pd.DataFrame(index=range(n_rows))
+    for name, col in arrays.items():  # dictionary text -> plain strings, not Categorical
+        arrays[name] = decode_dictionary(col)
     table = pa.table(arrays)
     arrays.clear()
     # split_blocks + self_destruct free each Arrow column as soon as it is converted: peak memory
