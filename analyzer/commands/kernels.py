@@ -104,11 +104,12 @@ def write_kernels(table: pa.Table, fmt: str, out: Path | None) -> None:
                 if not pa.types.is_floating(f.type) and not pa.types.is_integer(f.type)
             ]
             # store_schema=False: text read back as plain strings even where the table held it
-            # dictionary-encoded; the pandas metadata keeps the DataFrame dtypes
+            # dictionary-encoded; the pandas metadata keeps the DataFrame dtypes. lz4: 0.63 s vs
+            # zstd's 0.81 s CPU for 1 M rows, for a 63 MB instead of a 50 MB file
             pq.write_table(
                 table,
                 tmp,
-                compression="zstd",
+                compression="lz4",
                 row_group_size=1 << 17,
                 use_dictionary=text,
                 store_schema=False,
