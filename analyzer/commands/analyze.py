@@ -7,7 +7,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,7 +15,9 @@ from analyzer.atomic import write_text_atomic
 from analyzer.config import Config, load_config
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.findings import Finding, Severity
-from analyzer.profile import Profile
+
+if TYPE_CHECKING:  # analyzer.profile imports pandas: not needed for `analyze --help`
+    from analyzer.profile import Profile
 
 FORMATS = ("text", "json", "md", "html", "sarif")
 SEVERITY_RANK = {"high": 3, "medium": 2, "low": 1, "info": 0}
