@@ -90,6 +90,7 @@ def _count_events(path: Path) -> int:
 def part2(root: Path, rows: int, events: int, advisor_bin: Path, gen: ModuleType) -> dict[str, float | None]:
     d = _torch_dir(root / f"t{rows}_{events}", rows, events * 180, gen)  # ~180 bytes per generated event
     n_events = _count_events(d / "ASCEND_PROFILER_OUTPUT" / "trace_view.json")
+    load_before = os.getloadavg()[0]
     runs = []
     for _ in range(3):  # the first run also pays for cold file caches; all three are printed
         t0 = time.perf_counter()
@@ -128,7 +129,8 @@ def part2(root: Path, rows: int, events: int, advisor_bin: Path, gen: ModuleType
         t_adv = time.perf_counter() - t0
     print(
         f"part 2: msprof-analyze advisor all {t_adv:.2f} s (exit {adv.returncode}); "
-        f"tilescope is {t_adv / t_ts:.1f}x faster (target >= 20x)"
+        f"tilescope is {t_adv / t_ts:.1f}x faster (target >= 20x); "
+        f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     )
     return {"tilescope_s": t_ts, "advisor_s": t_adv, "speedup": t_adv / t_ts}
 
