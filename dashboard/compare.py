@@ -99,7 +99,7 @@ def compare_kpis(r: CompareResult) -> list[html.Div]:
         kpi("head device time / step", F.format_us(r.head_total_us)),
         kpi(
             f"change per step — {r.total_verdict}",
-            f"{delta:+,.1f} µs ({pct:+.1f} %)",
+            f"{'+' if delta >= 0 else '−'}{F.format_us(abs(delta))} ({pct:+.1f} %)",
             "warn" if r.total_verdict == "regressed" else ("good" if r.total_verdict == "improved" else ""),
         ),
         kpi("new findings", str(len(r.new_findings)), "warn" if r.new_findings else ""),
