@@ -3,12 +3,14 @@
 The unfused-attention sample is wrapped in a run bundle whose ir/ comes from the lint API
 (`analyzer.ir.capture`), so findings carry IR locations. Every test records dialogs, page errors,
 console errors and requests leaving 127.0.0.1 and asserts none happened; screenshots of each view
-go to docs/screenshots/ (the README shows them) and test-artifacts/screenshots/.
+go to test-artifacts/screenshots/, and also to docs/screenshots/ (the README shows them) when
+TILESCOPE_UPDATE_SCREENSHOTS=1 — a test run never rewrites tracked files on its own.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +30,9 @@ from dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, wr
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
-SHOT_DIRS = (ROOT / "docs" / "screenshots", ROOT / "test-artifacts" / "screenshots")
+SHOT_DIRS = (ROOT / "test-artifacts" / "screenshots",) + (
+    (ROOT / "docs" / "screenshots",) if os.environ.get("TILESCOPE_UPDATE_SCREENSHOTS") == "1" else ()
+)
 VIEWPORT = {"width": 1366, "height": 768}
 TIMEOUT_MS = 15_000
 
