@@ -29,11 +29,12 @@ WINDOW_LINES = 1000
 # The three panes, left to right: (ir.json stage name, title, lexer). "final" is the last lowered
 # TVMScript, the input of code generation (analyzer/ir/capture.py STAGE_FILES).
 PANES = (
+    ("source", "Kernel source", "python"),
     ("tvmscript", "TVMScript (before lowering)", "python"),
     ("final", "TVMScript (after lowering)", "python"),
     ("ascendc", "Ascend C", "cpp"),
 )
-_LINE_MAP_KEYS = {"tvmscript": "tvmscript_line", "ascendc": "ascendc_lines"}
+_LINE_MAP_KEYS = {"source": "source_line", "tvmscript": "tvmscript_line", "ascendc": "ascendc_lines"}
 
 
 @dataclass
@@ -96,6 +97,11 @@ def load_stages(ir_dir: Path | None, ir: dict[str, Any] | None, kernel: str | No
     }
     stages: list[Stage] = []
     for stage, title, lexer in PANES:
+        if stage == "source":
+            src = _kernel_source(root, ir)
+            if src is not None:
+                stages.append(src)
+            continue
         name = listed.get(stage)
         got = _read_confined(root, name) if name else None
         if got is not None and name is not None:
@@ -103,9 +109,33 @@ def load_stages(ir_dir: Path | None, ir: dict[str, Any] | None, kernel: str | No
     return stages
 
 
+def _kernel_source(ir_root: Path, ir: dict[str, Any] | None) -> Stage | None:
+    """The bundle's copy of the kernel file (`kernel/<name>.py` beside ir/).
+
+    ir.json records where the kernel lived when it was captured (repo-relative, for SARIF); the
+    dashboard reads only the bundle's own copy, confined to the bundle's kernel/ folder.
+    """
+    recorded = ir.get("kernel_file") if isinstance(ir, dict) else None
+    if not isinstance(recorded, str) or not recorded:
+        return None
+    name = Path(recorded.replace("\\", "/")).name
+    got = _read_confined(ir_root.parent / "kernel", name) if (ir_root.parent / "kernel").is_dir() else None
+    if got is None:
+        return None
+    return Stage("source", "Kernel source", name, got[0], "python", got[1])
+
+
 def _norm(file: str) -> str:
     """Location files are relative to the bundle (`ir/pv/kernel.cpp`); stage files to ir/."""
     return file.removeprefix("./").removeprefix("ir/")
+
+
+def _same_file(loc_file: str, stage: Stage) -> bool:
+    # Source locations carry the kernel's recorded path (`sample_traces/kernels/fa.py`), the pane
+    # shows the bundle's copy of the same file: compare names there.
+    if stage.stage == "source":
+        return Path(loc_file).name == stage.file
+    return _norm(loc_file) == stage.file
 
 
 def kernel_of_locations(ir: dict[str, Any] | None, locations: Iterable[dict[str, Any]]) -> str | None:
@@ -129,7 +159,7 @@ def mark_locations(
     for loc in locations:
         stage = by_stage.get(str(loc.get("stage", "")))
         line = loc.get("line")
-        if stage is None or not isinstance(line, int) or _norm(str(loc.get("file", ""))) != stage.file:
+        if stage is None or not isinstance(line, int) or not _same_file(str(loc.get("file", "")), stage):
             continue
         end_line = loc.get("end_line")
         end = end_line if isinstance(end_line, int) else line

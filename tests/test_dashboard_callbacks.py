@@ -299,7 +299,8 @@ def test_ir_only_bundle_serves_every_view(tmp_path: Path) -> None:
         "ir-panes.children",
         {"profile.value": "p0", "ir-finding.value": None, "ir-kernel.value": None, "tabs.value": "ir"},
     )
-    assert len(out["ir-panes"]["children"]) == 3
+    # kernel source (the bundle's kernel/ copy), TVMScript before and after lowering, Ascend C
+    assert len(out["ir-panes"]["children"]) == 4
     out, _ = post_callback(
         app, "c-kpis.children", {"c-base.value": "p0", "c-head.value": "p0", "tabs.value": "compare"}
     )
