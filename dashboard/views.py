@@ -89,10 +89,11 @@ def overview_kpis(entry: ProfileEntry) -> list[html.Div]:
     # different findings can overlap, as they do there.
     raw_totals = s.get("findings")
     totals: dict[str, Any] = raw_totals if isinstance(raw_totals, dict) else {}
-    saving = _num(totals.get("est_saving_us"))
+    # The combined estimate: findings overlap on a kernel, so their savings are not simply added.
+    saving = _num(totals.get("est_recoverable_us"))
     if saving is None:
         saving = sum(_num(f.get("est_saving_us")) or 0.0 for f in findings)
-    share_raw = _num(totals.get("est_saving_share"))
+    share_raw = _num(totals.get("est_recoverable_share"))
     share = share_raw * 100 if share_raw is not None else (saving / busy * 100 if busy else 0.0)
     return [
         kpi("device busy time", F.format_us(busy)),
