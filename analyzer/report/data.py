@@ -13,6 +13,7 @@ first profile's launches (capped, `launch_timeline`) and `inputs.chip` the roofl
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import importlib.metadata
 import json
@@ -280,18 +281,7 @@ def _input(profile: Profile, index: int) -> dict[str, Any]:
         "metric_groups": list(src.metric_groups),
         "rank": profile.rank,
         "chip": _chip(profile),
-        "device": {
-            k: getattr(dev, k)
-            for k in (
-                "device_id",
-                "ai_core_num",
-                "aiv_num",
-                "aic_frequency_mhz",
-                "rated_frequency_mhz",
-                "model_name",
-                "cann_version",
-            )
-        },
+        "device": dataclasses.asdict(dev),
         "has_timeline": profile.timeline is not None,
         "has_blocks": profile.blocks is not None,
         "has_ir": profile.ir is not None,
