@@ -358,12 +358,33 @@ def null_unused_side_arrow(cols: dict[str, pa.Array | pa.ChunkedArray]) -> None:
                     continue
                 drop = pc.and_(mask, pc.fill_null(pc.equal(col, 0.0), False))
                 if pc.any(drop).as_py():
-                    cols[name] = pc.if_else(drop, pa.scalar(None, pa.float64()), col)
+                    cols[name] = _null_where(col, drop)
     model = cols.get("model_id")
     if model is not None and len(model):
         cols["model_id"] = pc.if_else(
             pc.fill_null(pc.equal(model, NO_MODEL_ID), False), pa.scalar(None, model.type), model
         )
+
+
+def _null_where(col: pa.Array | pa.ChunkedArray, drop: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    """`col` with the `drop` positions null, sharing `col`'s value buffers.
+
+    Only a new validity bitmap is built per chunk (n/8 bytes): `if_else` would write a fresh copy of
+    every value, and on a million-row table the page faults of ~20 such copies cost ~0.4 s.
+    """
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    out: list[pa.Array] = []
+    at = 0
+    for chunk in chunks:
+        part = drop.slice(at, len(chunk))
+        at += len(chunk)
+        part = part.combine_chunks() if isinstance(part, pa.ChunkedArray) else part
+        if chunk.offset or part.offset or chunk.type.bit_width != 64:
+            out.append(pc.if_else(part, pa.scalar(None, chunk.type), chunk))
+            continue
+        keep = pc.invert(part) if chunk.null_count == 0 else pc.and_not(pc.is_valid(chunk), part)
+        out.append(pa.Array.from_buffers(chunk.type, len(chunk), [keep.buffers()[1], chunk.buffers()[1]]))
+    return pa.chunked_array(out, col.type)
 
 
 def _pandas_type(t: pa.DataType) -> object:
