@@ -7,9 +7,11 @@ docs/product.md: 0 ok, 1 gate tripped, 2 bad input/usage, 3 missing component.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -64,6 +66,31 @@ def _register_commands(args: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; exit code per the contract above.
+
+    Called without `argv` (the `tilescope` script, `python -m analyzer.cli`) this is the whole
+    process: it then ends with `os._exit` once output is flushed, skipping interpreter teardown
+    (freeing every object of a large profile one by one and unloading pandas/DuckDB took ~0.14 s
+    of a 1.3 s `analyze`). In-process callers (tests) get the code returned as usual.
+    """
+    code = _run(argv)
+    if argv is None:
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> NoReturn:
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        # a closed pipe or stream: nothing more can be delivered
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def _run(argv: list[str] | None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     debug = "--debug" in args or os.environ.get("TILESCOPE_DEBUG")
     _register_commands(args)
