@@ -134,9 +134,10 @@ def run_sweep(
         ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool,
     ):
         task = bar.add_task("sweep", total=len(combos))
-        futures = {pool.submit(sweep_one, kernel_ref, p, chip): p for p in combos}
+        futures = {pool.submit(sweep_one, kernel_ref, p, chip): (i, p) for i, p in enumerate(combos)}
+        order: dict[int, int] = {}  # id(row) -> position of its combination in the sweep
         for fut in as_completed(futures):
-            p = futures[fut]
+            i, p = futures[fut]
             try:
                 rows.append(fut.result())
             except Exception as exc:  # a bad combination (e.g. a builder assertion) is a row, not a crash
@@ -152,6 +153,11 @@ def run_sweep(
                         "occupancy": None,
                     }
                 )
+            order[id(rows[-1])] = i
             bar.advance(task)
-    rows.sort(key=lambda r: (not r["fits"], -(r["occupancy"] or 0.0), r.get("waste_pct") or 0.0))
+    # Ties (same fit, occupancy and waste) keep the sweep's own order, not whichever worker
+    # finished first: the table must be the same on every run.
+    rows.sort(
+        key=lambda r: (not r["fits"], -(r["occupancy"] or 0.0), r.get("waste_pct") or 0.0, order[id(r)])
+    )
     return rows
