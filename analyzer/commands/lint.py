@@ -22,13 +22,9 @@ def _chip(name: str | None, config_chip: str | None) -> Any:
 
 
 def _loc_text(f: Finding) -> str:
-    parts = []
-    for loc in f.locations:
-        if loc.line is None:
-            continue
-        short = Path(loc.file).name if loc.stage == "source" else loc.file
-        parts.append(f"{short}:{loc.line}")
-    return " ".join(dict.fromkeys(parts))
+    from analyzer.report.render_text import where_text
+
+    return where_text([loc.to_dict() for loc in f.locations])
 
 
 def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> None:

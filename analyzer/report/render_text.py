@@ -18,6 +18,25 @@ def fmt_us(us: float) -> str:
     return f"{us / 1000:.2f} ms" if us >= 10_000 else f"{us:.1f} µs"
 
 
+def where_text(locations: list[dict[str, Any]], limit: int | None = None) -> str:
+    """`flash_attention.py:41 ir/tvmscript.py:46 ir/kernel.cpp:130`: the lines a finding points at.
+
+    Kernel source files are shown by name (their recorded path is repo-relative), IR files as
+    stored in the bundle; repeats are dropped, and past `limit` entries a `+N more` says so.
+    """
+    parts: list[str] = []
+    for loc in locations:
+        if loc.get("line") is None:
+            continue
+        file = str(loc.get("file", ""))
+        short = file.replace("\\", "/").rsplit("/", 1)[-1] if loc.get("stage") == "source" else file
+        parts.append(f"{short}:{loc['line']}")
+    unique = list(dict.fromkeys(parts))
+    if limit is not None and len(unique) > limit:
+        return " ".join(unique[:limit]) + f" +{len(unique) - limit} more"
+    return " ".join(unique)
+
+
 def _kernels(names: list[str], limit: int = 3) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f" +{len(names) - limit}" if len(names) > limit else "")
@@ -94,6 +113,9 @@ def render(report: dict[str, Any], **opts: Any) -> str:
         if opts.get("recommendations", True):
             for f in findings[: int(opts.get("max_recommendations", 5))]:
                 console.print(Text(f"  {f.get('code')} → {f.get('recommendation')}", style="dim"))
+                where = where_text(list(f.get("locations") or []), limit=6)
+                if where:
+                    console.print(Text(f"      at {where}", style="dim"))
     skipped = report.get("skipped", [])
     if skipped:
         console.print(Text("not checked:", style="bold"))

@@ -1,0 +1,33 @@
+"""Terminal output says which lines a finding points at, not only what it found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzer.analysis import analyze
+from analyzer.io.load import load_profile
+from analyzer.report.data import build_report
+from analyzer.report.render_text import render, where_text
+
+BUNDLE = Path(__file__).resolve().parents[1] / "sample_traces" / "tilelang_fa_bundle"
+
+
+def test_where_text_shortens_source_paths_and_caps_the_list() -> None:
+    locs = [
+        {"file": "sample_traces/kernels/fa.py", "line": 41, "stage": "source"},
+        {"file": "ir/tvmscript.py", "line": 46, "stage": "tvmscript"},
+        {"file": "ir/tvmscript.py", "line": 46, "stage": "tvmscript"},  # repeat: shown once
+        {"file": "ir/kernel.cpp", "line": None, "stage": "ascendc"},  # no line: not shown
+        {"file": "ir/kernel.cpp", "line": 130, "stage": "ascendc"},
+    ]
+    assert where_text(locs) == "fa.py:41 ir/tvmscript.py:46 ir/kernel.cpp:130"
+    assert where_text(locs, limit=2) == "fa.py:41 ir/tvmscript.py:46 +1 more"
+
+
+def test_analyze_text_points_at_the_softmax_lines_of_the_bundle() -> None:
+    profile = load_profile(BUNDLE)
+    report = build_report([(profile, analyze(profile))])
+    text = render(report, width=200)
+    ts201 = next(f for f in report["findings"] if f["code"] == "TS201")
+    first_source = next(loc for loc in ts201["locations"] if loc["stage"] == "source")
+    assert f"at flash_attention.py:{first_source['line']} " in text
