@@ -214,8 +214,9 @@ def build_primfuncs(mod: ModuleType, names: list[str], params: dict[str, Any]) -
             built.append((name, obj))
             continue
         if hasattr(obj, "get_tir"):  # eager @tilelang.jit kernel: shapes bound by get_tir
-            target = getattr(obj, "func", None) or getattr(obj, "orig_func", None) or obj
-            kw = _accepted(target, params) if target is not obj else dict(params)
+            # Every parameter goes to get_tir: besides the signature's arguments it binds the
+            # kernel's T.const shape symbols (M, N, K), which no signature lists.
+            kw = dict(params)
             used.update(kw)
             with contextlib.redirect_stdout(sys.stderr):
                 built.extend(_flatten(name, obj.get_tir(**kw), tirx.PrimFunc))
