@@ -80,6 +80,16 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             where = f.get("pass") or "the builder"
             msg = f"{f['stage']} failed in {where}: {f['exception']}: {f['message'][:200]}"
             rec_text = "fix the error above; rerun with --debug to see the full TileLang message"
+            if k.get("dialect") == "tilelang-cuda":
+                # A GPU-style kernel (tilelang.language, T.Kernel(..., threads=N), fragments) has no
+                # Ascend lowering: say so instead of leaving the user with a pass's internal error.
+                ev["dialect"] = "tilelang-cuda"
+                rec_text = (
+                    "this kernel is written in TileLang's CUDA dialect (tilelang.language with "
+                    "threads= and fragment buffers), which has no Ascend lowering: write it with "
+                    "tilelang.ascend.language (T.alloc_l1 / alloc_l0a / alloc_l0b / alloc_l0c / "
+                    "alloc_shared = UB, no threads=) — see sample_traces/kernels/matmul.py"
+                )
         out.append(
             Finding(
                 code=CODE,

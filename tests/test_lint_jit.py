@@ -52,3 +52,9 @@ def test_jit_kernel_shape_symbols_are_bound(tmp_path: Path, capsys: pytest.Captu
     assert not any("build failed" in f["message"] for f in findings)
     ts503 = [f for f in findings if f["code"] == "TS503"]
     assert len(ts503) == 1 and "K = 4096" in ts503[0]["message"]
+    # A GPU-style kernel (threads=128, fragments): recognised as the CUDA dialect, so its shared
+    # buffers are not counted as UB, and the lowering failure says what to change.
+    assert out["kernels"][0].get("footprint", {}).get("UB") is None
+    ts500 = [f for f in findings if f["code"] == "TS500"]
+    assert len(ts500) == 1 and ts500[0]["evidence"]["dialect"] == "tilelang-cuda"
+    assert "tilelang.ascend.language" in ts500[0]["recommendation"]

@@ -95,6 +95,12 @@ def _has_threads(func: Any, nodes: _Nodes) -> bool:
             and str(n.thread_binding.thread_tag).startswith("threadIdx")
         ):
             found = True
+        # `T.Kernel(..., threads=128)` (GPU style) leaves `tl.launch_threads: [128, 1, 1]` on the root
+        # block of the un-lowered IR; Ascend kernels take no threads= and never carry it.
+        if nodes.block is not None and isinstance(n, nodes.block):
+            launch = n.annotations.get("tl.launch_threads") if n.annotations else None
+            if launch is not None and any(int(x) > 1 for x in launch):
+                found = True
 
     nodes.tir.stmt_functor.post_order_visit(func.body, grab)
     return found
