@@ -181,12 +181,16 @@ def group_launches(
     for m in metrics:
         work[m] = num(df, m).to_numpy()
     g = work.groupby("kernel", sort=False)
-    out = g.agg(
-        launches=("duration_us", "size"),
-        total_us=("duration_us", "sum"),
-        median_us=("duration_us", "median"),
-        max_us=("duration_us", "max"),
-        saving_us=("saving_us", "sum"),
+    d = g["duration_us"]
+    # The same reductions as a named `g.agg(...)`, without its relabelling machinery (~2.5 ms a call)
+    out = pd.DataFrame(
+        {
+            "launches": d.size(),
+            "total_us": d.sum(),
+            "median_us": d.median(),
+            "max_us": d.max(),
+            "saving_us": g["saving_us"].sum(),
+        }
     )
     for m in metrics:
         out[m] = g[m].median()

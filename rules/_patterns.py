@@ -167,17 +167,26 @@ def _run_matches(
         if rx is None:
             continue
         text_ = codes.astype("<u4").tobytes().decode("utf-32-le")
+        names = [st.name for st in steps]
+        # Group i + 1 is step i (the regex has only the named groups s0, s1, ...).
+        required = [i + 1 for i, st in enumerate(steps) if st.name in pat.require_one_of]
+        claimed: list[tuple[int, int]] = []
         for m in rx.finditer(text_):
-            if m.end() == m.start():
+            regs = m.regs
+            a, b = regs[0]
+            if b == a:
                 continue
-            if pat.require_one_of and not any(
-                m.group(f"s{i}") for i, s in enumerate(steps) if s.name in pat.require_one_of
-            ):
+            if required and not any(regs[g][1] > regs[g][0] for g in required):
                 continue
-            a = m.start()
-            spans = [(st.name, m.start(f"s{i}") - a, m.end(f"s{i}") - a) for i, st in enumerate(steps)]
-            out.append((pat, a, m.end(), spans))
-            codes[m.start() : m.end()] = _CLAIMED
+            spans = [(n, s - a, e - a) for n, (s, e) in zip(names, regs[1:], strict=True)]
+            out.append((pat, a, b, spans))
+            claimed.append((a, b))
+        # Matches of one pattern never overlap: claiming them after the scan is the same as during it.
+        if claimed:
+            bounds = np.array(claimed, dtype=np.int64)
+            n = len(codes) + 1
+            delta = np.bincount(bounds[:, 0], minlength=n) - np.bincount(bounds[:, 1], minlength=n)
+            codes[np.cumsum(delta[:-1]) > 0] = _CLAIMED
     return out
 
 
@@ -206,8 +215,10 @@ def _match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[Patte
     if order.empty:
         return []
     ops = op_types(df).to_numpy()[order["_row"].to_numpy()]
-    vocab = {op: _BASE + i for i, op in enumerate(pd.unique(ops))}
-    seq_codes = pd.Series(ops).map(vocab).to_numpy(dtype="int64")
+    # factorize numbers the op types in order of first appearance, as pd.unique lists them
+    op_codes, uniq = pd.factorize(ops)
+    vocab = {op: _BASE + i for i, op in enumerate(uniq)}
+    seq_codes = op_codes.astype("int64") + _BASE
     rows = order["_row"].to_numpy()
     # A separator between streams keeps a match inside one stream.
     boundaries = np.flatnonzero(np.diff(order["_stream"].to_numpy()) != 0) + 1
@@ -224,8 +235,9 @@ def _match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[Patte
     other_starts = starts[others_sorted]
     ins, outs = text(df, "input_shapes").to_numpy(), text(df, "output_shapes").to_numpy()
     result = []
+    pos_list = pos_rows.tolist()  # list slices: no array per match
     for pat, a, b, spans in found:
-        krows = pos_rows[a:b].tolist()
+        krows = pos_list[a:b]
         if pat.linked and not _linked(krows, ins, outs):
             continue
         result.append(PatternMatch(pat, krows, spans))
@@ -236,7 +248,16 @@ def _match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[Patte
     lasts = np.array([m.rows[-1] for m in result])
     lo = np.searchsorted(other_starts, starts[firsts], "left")
     hi = np.searchsorted(other_starts, ends[lasts], "right")
-    for j in np.flatnonzero(hi > lo):
+    # A window's own sequence kernels (same stream, in the sequence) are not interleaved: count
+    # what is left per window with prefix sums, one pass per stream, and list only those windows.
+    left = hi - lo
+    own_stream, seq_other = streams[firsts], in_seq[others_sorted]
+    other_streams = streams[others_sorted]
+    for s in np.unique(own_stream):
+        sel = np.flatnonzero(own_stream == s)
+        own = np.concatenate([[0], np.cumsum((other_streams == s) & seq_other)])
+        left[sel] -= own[hi[sel]] - own[lo[sel]]
+    for j in np.flatnonzero(left > 0):
         cand = others_sorted[lo[j] : hi[j]]
         cand = cand[(streams[cand] != streams[firsts[j]]) | ~in_seq[cand]]
         result[j].interleaved = cand.tolist()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -72,9 +73,11 @@ def _links(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray
     return link
 
 
-def _first_output_bytes(df: pd.DataFrame) -> np.ndarray:
-    """Bytes of each kernel's first output tensor (computed per distinct shape/dtype string)."""
-    outs, dts = text(df, "output_shapes"), text(df, "output_dtypes")
+def _first_output_bytes(df: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Bytes of the first output tensor of the kernels at positional `rows` (computed per distinct
+    shape/dtype string; only the chains' kernels are asked for)."""
+    outs = pd.Series(text(df, "output_shapes").to_numpy()[rows], dtype=object)
+    dts = pd.Series(text(df, "output_dtypes").to_numpy()[rows], dtype=object)
     first_out = outs.map(dict((u, u.split(";")[0]) for u in pd.unique(outs)))
     first_dt = dts.map(dict((u, u.split(";")[0]) for u in pd.unique(dts)))
     return shape_bytes(first_out, first_dt).to_numpy()
@@ -118,8 +121,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     vec = core_types(df).isin(VECTOR_TYPES).to_numpy() & ~ops.str.startswith(_SKIP_OPS).to_numpy()
     # Kernels already inside a known fusible pattern belong to TS102.
     claimed = np.zeros(len(df), dtype=bool)
-    for m in match_patterns(df, load_patterns(list(ctx.thresholds.get("pattern_files") or ()))):
-        claimed[m.rows] = True
+    matches = match_patterns(df, load_patterns(list(ctx.thresholds.get("pattern_files") or ())))
+    if matches:
+        claimed[np.fromiter(itertools.chain.from_iterable(m.rows for m in matches), dtype=np.int64)] = True
     vec &= ~claimed
     link = _links(df, order, vec)
     # Chains = runs of links; chain k spans positions [start-1, end].
@@ -140,7 +144,11 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     bw = profile.chip.hbm_bandwidth_gbps or 0.0
     overhead = float(ctx.thresholds["launch_overhead_us"])
     order_start, order_stream = order["_start"].to_numpy(), order["_stream"].to_numpy()
-    out_bytes = _first_output_bytes(df)
+    # out_bytes is read for every chain member but the last: positions start-1 .. end-1
+    written = np.concatenate([np.arange(s - 1, e) for s, e in zip(starts, ends, strict=True)])
+    chain_rows = np.unique(rows[written])
+    out_bytes = np.zeros(len(df), dtype="float64")
+    out_bytes[chain_rows] = _first_output_bytes(df, chain_rows)
     chains: dict[str, list[dict[str, Any]]] = {}
     for s, e in zip(starts, ends, strict=True):  # one iteration per chain, not per kernel
         pos = np.arange(s - 1, e + 1)

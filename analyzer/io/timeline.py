@@ -36,19 +36,23 @@ import mmap
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import msgspec
 import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from analyzer.errors import ProfileFormatError
-from analyzer.io.timeline_links import innermost_enclosing, lane_codes
-from analyzer.profile import Timeline
+
+# pandas (and the modules that import it) are imported where the frames are built, after the
+# scan: `load_profiles` starts the scan on a second thread before the main thread imports pandas.
+# pyarrow.compute (which pandas imports too) waits for the first batch, msgspec for an error.
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from analyzer.profile import Timeline
 
 DuckConfig = dict[str, str | bool | int | float | list[str]]
 EXPECTED = "expected a Chrome-trace JSON array of events (trace_view.json / msprof_*.json)"
@@ -95,9 +99,13 @@ _FLOW_COLS = ["ph", "cat", "id", "name", "pid", "tid", "ts_ns", "seq"]
 _DICT_COLS = {"name", "cat", "task_type"}
 
 
-def read_timeline(path: str | Path) -> Timeline:
+def read_timeline(path: str | Path, before_build: Callable[[], object] | None = None) -> Timeline:
     """Read a torch_npu trace_view.json or msprof msprof_*.json timeline (bare array or
     `{"traceEvents": [...]}`) into a `Timeline` with exact int64 ns times.
+
+    `before_build` is called between the scan (DuckDB and Arrow only) and the building of the
+    pandas frames: the loader's prefetch thread waits there until the main thread has imported
+    the profile modules, so that the two threads never import them at once.
 
     Raises ProfileFormatError (file, byte offset when known) for empty, truncated, binary or
     non-array input.
@@ -112,6 +120,8 @@ def read_timeline(path: str | Path) -> Timeline:
         with duckdb.connect(config=config) as con:
             parts = _scan(con, path, source)
         pa.default_memory_pool().release_unused()
+        if before_build is not None:
+            before_build()
         return _build(config, path, parts)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -176,6 +186,8 @@ def _malformed_offset(path: Path) -> int | None:
     msgspec validates into zero-copy `Raw` views over a memory map, so even a 1 GB file costs a
     list of small objects, not a decoded document.
     """
+    import msgspec
+
     try:
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
             size = len(data)
@@ -192,6 +204,8 @@ def _malformed_offset(path: Path) -> int | None:
 
 def _encode(table: pa.Table, columns: list[str]) -> pa.Table:
     """Keep `columns`, dictionary-encoding the repeated strings (names, categories, task types)."""
+    import pyarrow.compute as pc
+
     arrays = [pc.dictionary_encode(table[c]) if c in _DICT_COLS else table[c] for c in columns]
     return pa.table(arrays, names=columns)
 
@@ -203,6 +217,8 @@ def _scan(con: duckdb.DuckDBPyConnection, path: Path, source: str) -> dict[str, 
     try:
         reader = con.sql(_PROJECTION.replace("__SOURCE__", source)).to_arrow_reader(BATCH_ROWS)
         for batch in reader:
+            import pyarrow.compute as pc  # once the scan has produced its first batch
+
             table = pa.Table.from_batches([batch])
             table = table.append_column("seq", pa.array(np.arange(rows, rows + len(table), dtype=np.int64)))
             rows += len(table)
@@ -243,6 +259,11 @@ def _lane_names(meta: pa.Table) -> tuple[dict[int, str], pd.DataFrame]:
 
 
 def _build(config: DuckConfig, path: Path, parts: dict[str, pa.Table]) -> Timeline:
+    import pandas as pd
+    import pyarrow.compute as pc
+
+    from analyzer.profile import Timeline
+
     lanes, threads = _lane_names(parts["M"]) if "M" in parts else ({}, pd.DataFrame())
     # pop, not get: each part is dropped as soon as its tables are built (peak RSS, issue #2)
     x = parts.pop("X", None) or _empty(_X_COLS)
@@ -254,9 +275,8 @@ def _build(config: DuckConfig, path: Path, parts: dict[str, pa.Table]) -> Timeli
     host_ops = _host_ops(x.filter(pc.and_(pc.invert(on_hw), pc.invert(on_overlap))), lanes)
     del x, on_hw, on_overlap
     pa.default_memory_pool().release_unused()
-    flows = _flows(config, parts.pop("flow", None) or _empty(_FLOW_COLS), kernels, host_ops)
-    with duckdb.connect(config=config) as con:
-        counters = _counters(con, parts.get("C"))
+    flows, counters = _flows(config, parts.pop("flow", None) or _empty(_FLOW_COLS), kernels, host_ops,
+                             parts.get("C"))
     return Timeline(kernels=kernels, host_ops=host_ops, counters=counters, flows=flows, lanes=lanes,
                     source_file=path)
 
@@ -269,10 +289,15 @@ def _empty(columns: list[str]) -> pa.Table:
 
 def _nullable_int(col: pa.ChunkedArray | pa.Array) -> pd.Series:
     """Int64 (nullable) whether or not this file happened to have nulls: a stable dtype."""
+    import pandas as pd
+
     return pd.Series(col.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get))
 
 
 def _kernels(k: pa.Table, threads: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd
+    import pyarrow.compute as pc
+
     stream = pc.coalesce(k["stream_id"], k["physic_stream_id"])
     df = pd.DataFrame({
         "name": k["name"].to_pandas(),
@@ -296,6 +321,8 @@ def _kernels(k: pa.Table, threads: pd.DataFrame) -> pd.DataFrame:
 
 
 def _thread_streams(threads: pd.DataFrame) -> pd.Series:
+    import pandas as pd
+
     if threads.empty:
         return pd.Series(dtype="float64")
     num = threads["thread_name"].astype(str).str.extract(_STREAM_THREAD)["stream"].astype("float64")
@@ -304,6 +331,8 @@ def _thread_streams(threads: pd.DataFrame) -> pd.Series:
 
 
 def _host_ops(h: pa.Table, lanes: dict[int, str]) -> pd.DataFrame:
+    import pandas as pd
+
     pid = h["pid"].to_numpy()
     lane = pd.Series(pid).map(lanes).astype("category")
     return pd.DataFrame({
@@ -335,9 +364,16 @@ ORDER BY s.seq
 """
 
 
-def _flows(config: DuckConfig, events: pa.Table, kernels: pd.DataFrame,
-           host_ops: pd.DataFrame) -> pd.DataFrame:
-    """Pair s/f by (cat, id) in order of time; link ends to kernels and starts to host ops."""
+def _flows(config: DuckConfig, events: pa.Table, kernels: pd.DataFrame, host_ops: pd.DataFrame,
+           counter_events: pa.Table | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Pair s/f by (cat, id) in order of time; link ends to kernels and starts to host ops.
+
+    Returns the flows and the counters (`_counters`, run on the same connection: one connection
+    less on the critical path of loading, ~10 ms; counter events are few)."""
+    import pandas as pd
+
+    from analyzer.io.timeline_links import innermost_enclosing, lane_codes
+
     kernel_keys = pa.table({
         "pid": kernels["pid"].to_numpy(), "tid": kernels["tid"].to_numpy(),
         "start_ns": kernels["start_ns"].to_numpy(), "idx": np.arange(len(kernels), dtype=np.int64),
@@ -349,6 +385,7 @@ def _flows(config: DuckConfig, events: pa.Table, kernels: pd.DataFrame,
         reused = bool(con.sql(_FLOW_REUSED_IDS).fetchall()[0][0])
         sql = _FLOW_SQL.replace("__RANK__", _FLOW_RANK if reused else "0")
         table = con.sql(sql).to_arrow_table()
+        counters = _counters(con, counter_events)
     del events, kernel_keys
     df = pd.DataFrame({
         "cat": pd.Series(table["cat"].to_pandas(), dtype="category"),
@@ -370,7 +407,7 @@ def _flows(config: DuckConfig, events: pa.Table, kernels: pd.DataFrame,
     codes = lane_codes(np.concatenate([h_pid, start_pid]), np.concatenate([h_tid, start_tid]))
     df["host_index"] = innermost_enclosing(codes[: len(h_pid)], h_start, h_end, codes[len(h_pid):], start_ns)
     df["kernel_index"] = kernel_index
-    return df
+    return df, counters
 
 
 _COUNTER_SQL = """
@@ -382,6 +419,8 @@ FROM (SELECT *, unnest(map_entries(json_transform(counter_args::JSON, '"MAP(VARC
 
 def _counters(con: duckdb.DuckDBPyConnection, events: pa.Table | None) -> pd.DataFrame:
     """One row per (counter event, args key); a non-numeric value becomes NaN."""
+    import pandas as pd
+
     if events is None or len(events) == 0:
         return pd.DataFrame({"name": pd.Series(dtype="category"), "pid": pd.Series(dtype="int64"),
                              "start_ns": pd.Series(dtype="int64"), "series": pd.Series(dtype="category"),

@@ -21,15 +21,20 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from analyzer.analysis import skipped_to_dict
-from analyzer.engine import AnalysisResult
+from analyzer.analysis import gc_paused, skipped_to_dict
 from analyzer.findings import Finding
-from analyzer.profile import Profile
+
+# pandas and the profile model are imported by the functions that need them: `tilescope analyze`
+# imports this module before loading, and loading starts the timeline scan before pandas is loaded.
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from analyzer.engine import AnalysisResult
+    from analyzer.profile import Profile
 
 SCHEMA_VERSION = "1.0"
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
@@ -53,6 +58,11 @@ def tool_version() -> str:
 
 def _jsonable(x: Any) -> Any:
     """Numpy/pandas scalars and NaN made JSON-safe (NaN/inf become null)."""
+    t = type(x)
+    if t is str or t is int or t is bool or x is None:  # most of a report's ~60,000 values
+        return x
+    if t is float:
+        return None if math.isnan(x) or math.isinf(x) else x
     if isinstance(x, dict):
         return {str(k): _jsonable(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
@@ -146,6 +156,8 @@ def _derived(profile: Profile) -> pd.DataFrame:
 
 
 def _numeric(k: pd.DataFrame, col: str) -> pd.Series:
+    import pandas as pd
+
     if col in k.columns:
         return pd.to_numeric(k[col], errors="coerce").astype("float64")
     return pd.Series(np.nan, index=k.index, dtype="float64")
@@ -159,9 +171,16 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
     `arithmetic_intensity` = Σ flops / Σ bytes_moved over launches with both; `achieved_tflops` =
     Σ flops / Σ duration over launches with flops; `flops` and `bytes_moved` are means per launch.
     """
+    import pandas as pd
+
     if "name" not in kernels.columns:
         return pd.DataFrame()
-    k = kernels if names is None else kernels[kernels["name"].astype("str").isin(list(names))]
+    if names is None:
+        k = kernels
+    else:  # only the columns used below: the filter then copies ~25 columns, not all ~60
+        wanted = ("name", "duration_us", "flops", "bytes_moved", *WEIGHTED_RATIOS, *FIRST_OF_GROUP)
+        k = kernels[[c for c in dict.fromkeys(wanted) if c in kernels.columns]]
+        k = k[k["name"].astype("str").isin(list(names))]
     dur = _numeric(k, "duration_us")
     flops, moved = _numeric(k, "flops"), _numeric(k, "bytes_moved")
     both = flops.notna() & moved.notna()
@@ -226,6 +245,8 @@ _KERNEL_KEYS: dict[str, int | None] = {
 
 def enrich_top_kernels(tops: list[dict[str, Any]], kernels: pd.DataFrame) -> list[dict[str, Any]]:
     """profile_summary's top kernels plus the per-kernel figures the charts and tables show."""
+    import pandas as pd
+
     if not tops:
         return tops
     stats = kernel_group_stats(kernels, [t["name"] for t in tops])
@@ -248,6 +269,8 @@ def launch_timeline(
     kernels: pd.DataFrame, cap: int = TIMELINE_CAP
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Kernel launches for the timeline chart, ≤ `cap`: over it, the `cap` longest, in start order."""
+    import pandas as pd
+
     need = ("name", "start_ns", "duration_us")
     if any(c not in kernels.columns for c in need):
         return [], {"launches": 0, "kept": 0, "cap": cap}
@@ -322,6 +345,20 @@ def build_report(
     `timeline` (the first profile's launches, at most `timeline_cap`; 0 leaves it out) feeds the
     HTML timeline chart.
     """
+    with gc_paused():  # ~60,000 small objects: no collections over the loaded profile meanwhile
+        return _build_report(profiles, result, extra_findings, advisor, generated_at, timeline_cap)
+
+
+def _build_report(
+    profiles: Profile | Sequence[tuple[Profile, AnalysisResult]] | Sequence[Any],
+    result: AnalysisResult | None,
+    extra_findings: Sequence[Finding],
+    advisor: dict[str, Any] | None,
+    generated_at: str | None,
+    timeline_cap: int,
+) -> dict[str, Any]:
+    from analyzer.profile import Profile
+
     if isinstance(profiles, Profile):
         assert result is not None, "build_report(profile, result)"
         pairs: list[tuple[Profile, AnalysisResult]] = [(profiles, result)]
