@@ -141,3 +141,20 @@ def test_combined_saving_never_exceeds_a_kernels_time() -> None:
     assert device == pytest.approx(100.0 * (1 - fa_rest) + 10.0)
     assert idle == pytest.approx(7.0)
     assert device < 150.0
+
+
+def test_json_output_is_byte_identical_to_the_standard_encoder() -> None:
+    """render_json uses msgspec for speed; it must write exactly what json.dumps writes."""
+    import json as _json
+
+    from analyzer.analysis import analyze
+    from analyzer.io.load import load_profile
+    from analyzer.report.data import build_report
+    from analyzer.report.render_json import render
+
+    root = Path(__file__).resolve().parents[1] / "sample_traces"
+    for sample in ("attention_unfused", "tilelang_fa_bundle"):
+        profile = load_profile(root / sample)
+        report = build_report([(profile, analyze(profile))])
+        clean = {k: v for k, v in report.items() if not k.startswith("_")}
+        assert render(report) == _json.dumps(clean, indent=2, ensure_ascii=False) + "\n"
