@@ -31,3 +31,10 @@ def test_analyze_text_points_at_the_softmax_lines_of_the_bundle() -> None:
     ts201 = next(f for f in report["findings"] if f["code"] == "TS201")
     first_source = next(loc for loc in ts201["locations"] if loc["stage"] == "source")
     assert f"at flash_attention.py:{first_source['line']} " in text
+
+
+def test_ir_only_bundle_says_runtime_metrics_are_absent() -> None:
+    profile = load_profile(BUNDLE.parent / "bundle_ir_only_fa")
+    text = render(build_report([(profile, analyze(profile))]), width=200)
+    assert "note: bundle has no profiler output: runtime metrics are absent" in text
+    assert "TS504" in text  # the static findings are still reported

@@ -82,6 +82,10 @@ def render(report: dict[str, Any], **opts: Any) -> str:
                 style="bold",
             )
         )
+        # What the loader had to assume or could not find (no device info, no runtime metrics in an
+        # IR-only bundle, inferred core counts) changes how findings read: say it up front.
+        for note in p.get("warnings") or []:
+            console.print(Text(f"  note: {note}", style="dim"))
     findings = report.get("findings", [])
     if findings:
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
