@@ -12,7 +12,6 @@ more than fit on screen.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -297,11 +296,3 @@ def _lane(label: str, kind: str, part: pd.DataFrame, origin: int, category_of: A
         lane.link_start = (part["link_start_ns"].to_numpy(dtype="float64") - origin) / 1000.0
         lane.link_lane = part["link_lane"].to_numpy(dtype=object)
     return lane
-
-
-def finite(value: Any) -> float | None:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None

@@ -6,13 +6,13 @@ All profile strings become component children (React escapes them), never HTML.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 from dash import dcc, html
 
+from analyzer.report.charts import num
 from dashboard import figures as F
 from dashboard.data import ProfileEntry
 
@@ -65,14 +65,6 @@ def _summary(entry: ProfileEntry) -> dict[str, Any]:
     return summary
 
 
-def _num(value: Any) -> float | None:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
-
 def kpi(label: str, value: str, tone: str = "") -> html.Div:
     return html.Div(
         [html.Div(value, className="kpi-value"), html.Div(label, className="kpi-label")],
@@ -82,7 +74,7 @@ def kpi(label: str, value: str, tone: str = "") -> html.Div:
 
 def overview_kpis(entry: ProfileEntry) -> list[html.Div]:
     s = summary_of(entry)
-    busy = _num(s.get("device_busy_us")) or entry.total_device_us
+    busy = num(s.get("device_busy_us")) or entry.total_device_us
     findings = entry.findings
     high = sum(1 for f in findings if f.get("severity") == "high")
     # The report's own totals (the CLI's closing line), so both say the same; savings of
@@ -90,10 +82,10 @@ def overview_kpis(entry: ProfileEntry) -> list[html.Div]:
     raw_totals = s.get("findings")
     totals: dict[str, Any] = raw_totals if isinstance(raw_totals, dict) else {}
     # The combined estimate: findings overlap on a kernel, so their savings are not simply added.
-    saving = _num(totals.get("est_recoverable_us"))
+    saving = num(totals.get("est_recoverable_us"))
     if saving is None:
-        saving = sum(_num(f.get("est_saving_us")) or 0.0 for f in findings)
-    share_raw = _num(totals.get("est_recoverable_share"))
+        saving = sum(num(f.get("est_saving_us")) or 0.0 for f in findings)
+    share_raw = num(totals.get("est_recoverable_share"))
     share = share_raw * 100 if share_raw is not None else (saving / busy * 100 if busy else 0.0)
     return [
         kpi("device busy time", F.format_us(busy)),
@@ -112,13 +104,13 @@ def busy_by_category(entry: ProfileEntry) -> dict[str, float]:
     for core_type, us in raw.items():
         cat = F.core_category(core_type)
         label = cat if cat != F.OTHER else f"Other ({core_type})"
-        out[label] = out.get(label, 0.0) + (_num(us) or 0.0)
+        out[label] = out.get(label, 0.0) + (num(us) or 0.0)
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def overview_figures(entry: ProfileEntry) -> tuple[go.Figure, go.Figure, go.Figure, go.Figure]:
     shares_raw = summary_of(entry).get("shares") or {}
-    shares = {label: v for key, label in SHARE_LABELS if (v := _num(shares_raw.get(key))) is not None}
+    shares = {label: v for key, label in SHARE_LABELS if (v := num(shares_raw.get(key))) is not None}
     return (
         F.busy_by_core_type_figure(busy_by_category(entry)),
         F.pipe_share_figure(shares),
@@ -134,8 +126,8 @@ def severity_badge(severity: str) -> html.Span:
 def finding_item(index: int, f: dict[str, Any], kind: str, selected: bool = False) -> html.Div:
     """A clickable one-line finding, like linter output: severity, code, slug, kernel, saving."""
     kernels = ", ".join(str(k) for k in f.get("kernels", [])[:3])
-    saving = _num(f.get("est_saving_us")) or 0.0
-    share = (_num(f.get("share_of_total")) or 0.0) * 100
+    saving = num(f.get("est_saving_us")) or 0.0
+    share = (num(f.get("share_of_total")) or 0.0) * 100
     return html.Div(
         [
             severity_badge(str(f.get("severity", "info"))),
@@ -225,8 +217,8 @@ def finding_detail(f: dict[str, Any] | None) -> list[Any]:
     doc = rule_doc(str(f.get("code", "")))
     kernels = ", ".join(str(k) for k in f.get("kernels", []))
     saving = (
-        f"Estimated saving: {F.format_us(_num(f.get('est_saving_us')) or 0.0)} "
-        f"({(_num(f.get('share_of_total')) or 0.0) * 100:.1f} % of device time)"
+        f"Estimated saving: {F.format_us(num(f.get('est_saving_us')) or 0.0)} "
+        f"({(num(f.get('share_of_total')) or 0.0) * 100:.1f} % of device time)"
     )
     buttons = html.Div(
         [
