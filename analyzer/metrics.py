@@ -391,6 +391,22 @@ def _shape_metrics(cols: KernelColumns) -> tuple[np.ndarray, np.ndarray]:
 # ---- profile summary -------------------------------------------------------------------------------
 
 
+def interval_union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge intervals into disjoint sorted ones (vectorised: sort, running max of ends)."""
+    if len(starts) == 0:
+        return np.array([], dtype="int64"), np.array([], dtype="int64")
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > run_end[:-1]
+    group = np.cumsum(new) - 1
+    u_start = s[new]
+    u_end = np.zeros(len(u_start), dtype=e.dtype)
+    np.maximum.at(u_end, group, e)
+    return u_start, u_end
+
+
 def _busy_union_us(k: pd.DataFrame) -> float | None:
     """Device busy time = union of kernel intervals (overlapping streams counted once)."""
     if "start_ns" not in k or not k["start_ns"].notna().any():
@@ -398,16 +414,8 @@ def _busy_union_us(k: pd.DataFrame) -> float | None:
     ok = k["start_ns"].notna() & k["duration_us"].notna()
     start = k.loc[ok, "start_ns"].astype("int64").to_numpy()
     end = start + np.round(k.loc[ok, "duration_us"].to_numpy() * 1000.0).astype("int64")
-    order = np.argsort(start, kind="stable")
-    start, end = start[order], end[order]
-    run_end = np.maximum.accumulate(end)
-    new_seg = np.ones(len(start), dtype=bool)
-    new_seg[1:] = start[1:] > run_end[:-1]
-    seg_id = np.cumsum(new_seg) - 1
-    seg_start = start[new_seg]
-    seg_end = np.zeros(len(seg_start), dtype="int64")
-    np.maximum.at(seg_end, seg_id, end)
-    return float((seg_end - seg_start).sum()) / 1000.0
+    u_start, u_end = interval_union(start, end)
+    return float((u_end - u_start).sum()) / 1000.0
 
 
 def profile_summary(profile: Profile, top: int = 10) -> dict[str, Any]:

@@ -9,13 +9,13 @@ import pandas as pd
 
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
+from analyzer.metrics import interval_union
 from analyzer.profile import Profile
 from rules._common import (
     AICORE_TYPES,
     core_types,
     end_ns,
     grouped_findings,
-    interval_union,
     lean,
     num,
     op_types,
