@@ -48,11 +48,6 @@ def write_text_atomic(target: str | Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def write_bytes_atomic(target: str | Path, data: bytes) -> None:
-    with atomic_path(target) as tmp:
-        tmp.write_bytes(data)
-
-
 @contextlib.contextmanager
 def atomic_dir(target: str | Path, force: bool = False) -> Iterator[Path]:
     """Build a directory in a temporary sibling and rename it into place when complete.
