@@ -119,7 +119,7 @@ def run_sweep(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     combos = combinations(base, grid)
-    rows: list[dict[str, Any]] = []
+    done: list[tuple[int, dict[str, Any]]] = []  # (position of the combination in the sweep, row)
     console = Console(stderr=True)
     ctx = multiprocessing.get_context("spawn")
     with (
@@ -135,29 +135,27 @@ def run_sweep(
     ):
         task = bar.add_task("sweep", total=len(combos))
         futures = {pool.submit(sweep_one, kernel_ref, p, chip): (i, p) for i, p in enumerate(combos)}
-        order: dict[int, int] = {}  # id(row) -> position of its combination in the sweep
         for fut in as_completed(futures):
             i, p = futures[fut]
             try:
-                rows.append(fut.result())
+                row = fut.result()
             except Exception as exc:  # a bad combination (e.g. a builder assertion) is a row, not a crash
-                rows.append(
-                    {
-                        "params": p,
-                        "lowered": False,
-                        "fits": False,
-                        "footprint": {},
-                        "findings": [],
-                        "why_not": [f"{type(exc).__name__}: {str(exc)[:160]}"],
-                        "waste_pct": None,
-                        "occupancy": None,
-                    }
-                )
-            order[id(rows[-1])] = i
+                row = {
+                    "params": p,
+                    "lowered": False,
+                    "fits": False,
+                    "footprint": {},
+                    "findings": [],
+                    "why_not": [f"{type(exc).__name__}: {str(exc)[:160]}"],
+                    "waste_pct": None,
+                    "occupancy": None,
+                }
+            done.append((i, row))
             bar.advance(task)
     # Ties (same fit, occupancy and waste) keep the sweep's own order, not whichever worker
     # finished first: the table must be the same on every run.
-    rows.sort(
-        key=lambda r: (not r["fits"], -(r["occupancy"] or 0.0), r.get("waste_pct") or 0.0, order[id(r)])
-    )
-    return rows
+    def rank(item: tuple[int, dict[str, Any]]) -> tuple[bool, float, float, int]:
+        pos, r = item
+        return (not r["fits"], -(r["occupancy"] or 0.0), r.get("waste_pct") or 0.0, pos)
+
+    return [row for _, row in sorted(done, key=rank)]
