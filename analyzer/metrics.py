@@ -24,15 +24,20 @@ Conventions chosen here (the reports and rules rely on them):
 from __future__ import annotations
 
 from math import prod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzer.chips import ChipSpec
-from analyzer.profile import Profile
+
+# pandas is imported inside the DataFrame code paths: the Arrow-only file output of `tilescope
+# kernels` computes the same derived metrics without paying its ~0.2 s import
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from analyzer.profile import Profile
 
 BOUND_THRESHOLD = 0.8
 PIPE_RATIOS: dict[str, tuple[str, ...]] = {
@@ -71,6 +76,8 @@ _FLOP_KEYS = ("op_type", "input_shapes", "output_shapes", "input_dtypes", "outpu
 
 
 def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    import pandas as pd
+
     if name in df:
         return pd.to_numeric(df[name], errors="coerce").astype("float64")
     return pd.Series(np.nan, index=df.index, dtype="float64")
@@ -130,8 +137,10 @@ class KernelColumns:
                 col = col.cast(col.type.value_type)
             enc = pc.dictionary_encode(col, null_encoding="encode")
             return enc.indices.to_numpy(zero_copy_only=False).astype("int64"), enc.dictionary.to_pylist()
+        import pandas as pd
+
         col_codes, uniques = pd.factorize(self.table[name], use_na_sentinel=False)
-        return col_codes.astype("int64"), list(uniques)
+        return col_codes.astype("int64"), [None if u is pd.NA else u for u in uniques]
 
 
 def _fill(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -196,6 +205,8 @@ def derived_metrics(cols: KernelColumns, chip: ChipSpec) -> dict[str, np.ndarray
 
 def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec) -> pd.DataFrame:
     """Return a new frame: `kernels` plus the derived columns of the module docstring."""
+    import pandas as pd
+
     k = kernels
     derived = derived_metrics(KernelColumns(k), chip)
     util = derived.pop("cube_utilization_pct")
@@ -373,14 +384,14 @@ def _shape_metrics(cols: KernelColumns) -> tuple[np.ndarray, np.ndarray]:
             continue
         col_codes, col_uniques = cols.codes(c)
         keys.append((col_codes, col_uniques))
-        codes, _ = pd.factorize(codes * (len(col_uniques) + 1) + col_codes)
+        codes = np.unique(codes * (len(col_uniques) + 1) + col_codes, return_inverse=True)[1].astype("int64")
     _, first = np.unique(codes, return_index=True)  # codes are dense 0..m-1: one row per combination
 
     def value(key: tuple[np.ndarray, list[Any]] | None, row: int) -> Any:
         if key is None:
             return None
         v = key[1][key[0][row]]
-        return None if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA else v
+        return None if v is None or (isinstance(v, float) and np.isnan(v)) else v
 
     vals = np.array(
         [_one_combo(*(value(key, int(r)) for key in keys)) for r in first], dtype="float64"
@@ -425,6 +436,8 @@ def profile_summary(profile: Profile, top: int = 10) -> dict[str, Any]:
     Pipes run concurrently, so the shares do not add up to 1. "data_movement" uses the busiest MTE
     pipe of each kernel (mte1/mte2/mte3, both sides); "scalar" the busier side's scalar ratio.
     """
+    import pandas as pd
+
     k = profile.kernels
     dur = _col(k, "duration_us")
     total = float(dur.sum()) if len(k) else 0.0

@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from analyzer.columns import KERNEL_CONTRACT, canonical_header, metric_groups_of
 from analyzer.errors import ProfileFormatError

@@ -12,15 +12,20 @@ import csv
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from analyzer.columns import SHAPE_LIST_COLUMNS, canonical_header, dtype_of
 from analyzer.errors import ProfileFormatError
+
+# pandas is imported where a DataFrame is built: the Arrow-only `tilescope kernels` file output never
+# pays its ~0.2 s import
+if TYPE_CHECKING:
+    import pandas as pd
 
 MISSING_VALUES = ["", "N/A", "NA"]
 # Characters stripped from both ends of every value: whitespace (trailing TAB after timestamps) and
@@ -111,12 +116,20 @@ def read_csv_strings(
         raise ProfileFormatError(path, None, "cannot read file (permission denied)") from exc
 
 
+# µs timestamps with up to 3 decimals, parsed exactly by the C++ reader (which also trims the TAB
+# torch_npu leaves after them); the unscaled integer of decimal(22, 3) is the time in ns
+NS_DECIMAL = pa.decimal128(22, 3)
+
+
 def numeric_columns(canonical: list[str]) -> dict[int, pa.DataType]:
-    """Column index -> Arrow type for the typed fast path (declared float64 / Int64 columns only)."""
+    """Column index -> Arrow type for the typed fast path (declared float64 / Int64 columns and µs
+    timestamps)."""
     out: dict[int, pa.DataType] = {}
     for i, name in enumerate(canonical):
         d = dtype_of(name)
-        if d == "Int64":
+        if d == "int64_ns":
+            out[i] = NS_DECIMAL
+        elif d == "Int64":
             out[i] = pa.int64()
         elif name in _KNOWN_FLOATS:
             out[i] = pa.float64()
@@ -159,11 +172,19 @@ def clean_strings(
     columns are already clean.
     """
     if pa.types.is_dictionary(arr.type):
-        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        # one dictionary for all chunks first (the reader gives each 1 MB block its own): the
+        # cleaning then runs once per column, not once per block
+        chunked = arr if isinstance(arr, pa.ChunkedArray) else pa.chunked_array([arr])
+        chunks = chunked.unify_dictionaries().chunks
+        if not chunks:
+            return pa.chunked_array([], _DICT_STRING if keep_dictionary else pa.string())
+        dictionary = chunks[0].dictionary
+        cleaned = clean_strings(dictionary)
         if not keep_dictionary:
-            decoded = [pc.take(clean_strings(c.dictionary), c.indices) for c in chunks]
-            return pa.chunked_array(decoded, pa.string())
-        return pa.chunked_array([_clean_dictionary(c) for c in chunks], _DICT_STRING).unify_dictionaries()
+            return pa.chunked_array([pc.take(cleaned, c.indices) for c in chunks], pa.string())
+        if cleaned is dictionary:  # already clean: nothing to rebuild
+            return pa.chunked_array(chunks, _DICT_STRING)
+        return pa.chunked_array([_clean_dictionary(c, cleaned) for c in chunks], _DICT_STRING)
     if pc.any(pc.match_substring_regex(arr, _NEEDS_TRIM_RE)).as_py():
         arr = pc.utf8_trim(arr, characters=_TRIM_CHARS)
     missing = pc.is_in(arr, value_set=pa.array(MISSING_VALUES))
@@ -172,8 +193,8 @@ def clean_strings(
     return pc.if_else(missing, pa.scalar(None, pa.string()), arr)
 
 
-def _clean_dictionary(chunk: pa.DictionaryArray) -> pa.DictionaryArray:
-    cleaned = clean_strings(chunk.dictionary)
+def _clean_dictionary(chunk: pa.DictionaryArray, cleaned: pa.Array) -> pa.DictionaryArray:
+    """`chunk` over its `cleaned` dictionary (same positions as `chunk.dictionary`)."""
     indices = chunk.indices
     if cleaned.null_count:
         # a value that cleans to null (N/A) is a null index, not a null dictionary entry
@@ -213,6 +234,30 @@ def to_int(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.Chunk
     except pa.ArrowInvalid:
         # "16.0" style integers: go through float64 (ids and counts are far below 2**53)
         return pc.cast(pc.floor(to_float(arr, path, column)), pa.int64())
+
+
+def decimal_to_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.ChunkedArray:
+    """decimal(p, 3) µs -> int64 ns: the low 64 bits of each unscaled 128-bit value, no arithmetic.
+
+    A value that does not fit in int64 ns (beyond the year 2262) is an error naming the row.
+    """
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    out: list[pa.Array] = []
+    at = 0
+    for chunk in chunks:
+        words = np.frombuffer(chunk.buffers()[1], dtype="<i8")
+        words = words[2 * chunk.offset : 2 * (chunk.offset + len(chunk))]
+        low, high = words[0::2], words[1::2]
+        bad = (high != (low >> 63)) & np.asarray(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        if bad.any():
+            row = at + int(np.argmax(bad))
+            raise ProfileFormatError(
+                path, f"row {row + 1}", f"column {column!r}: timestamp {arr[row].as_py()} µs is out of range"
+            )
+        validity = pc.is_valid(chunk).buffers()[1] if chunk.null_count else None
+        out.append(pa.Array.from_buffers(pa.int64(), len(chunk), [validity, pa.py_buffer(low.copy())]))
+        at += len(chunk)
+    return pa.chunked_array(out, pa.int64())
 
 
 def to_exact_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.ChunkedArray | pa.Array:
@@ -287,7 +332,9 @@ def convert_columns(
             continue  # trailing comma -> empty last column
         col = raw.column(i)
         dtype = dtype_of(name)
-        if not (pa.types.is_string(col.type) or pa.types.is_dictionary(col.type)):  # typed fast path
+        if pa.types.is_decimal(col.type):  # typed fast path, µs timestamps
+            out[name] = decimal_to_ns(col, path, src)
+        elif not (pa.types.is_string(col.type) or pa.types.is_dictionary(col.type)):  # typed fast path
             out[name] = col
         elif dtype == "string":
             out[name] = clean_strings(col, keep_dictionary=True)
@@ -388,6 +435,8 @@ def _null_where(col: pa.Array | pa.ChunkedArray, drop: pa.Array | pa.ChunkedArra
 
 
 def _pandas_type(t: pa.DataType) -> object:
+    import pandas as pd
+
     if pa.types.is_integer(t):
         return pd.Int64Dtype()
     if pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -403,6 +452,8 @@ def to_frame(
     Columns named in `ensure` but absent are added as all-null of their declared dtype. `cols` is
     consumed (emptied) so that its Arrow buffers can be freed during the conversion.
     """
+    import pandas as pd
+
     arrays = cols
     for name in ensure:
         if name not in arrays:
