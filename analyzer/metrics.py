@@ -371,12 +371,21 @@ def _one_combo(op_type: Any, ins_s: Any, outs_s: Any, in_dt: Any, out_dt: Any) -
     return (flops if flops is not None else np.nan, nbytes if nbytes is not None else np.nan)
 
 
+def _dense_codes(key: np.ndarray) -> tuple[np.ndarray, int]:
+    """0..m-1 codes for the distinct values of `key`, numbered in order of first appearance (Arrow's
+    hash-based dictionary_encode; no sort), and m."""
+    enc = pc.dictionary_encode(pa.array(key))
+    return enc.indices.to_numpy().astype("int64"), len(enc.dictionary)
+
+
 def _shape_metrics(cols: KernelColumns) -> tuple[np.ndarray, np.ndarray]:
     n = cols.n
     if not n or "input_shapes" not in cols:
         return np.full(n, np.nan), np.full(n, np.nan)
-    # one code per unique combination: factorize each key column, fold the codes pairwise
-    codes = np.zeros(n, dtype="int64")
+    # one code per unique combination: a mixed-radix number over the key columns' codes, made dense
+    # by one hash pass (re-densified early in the unlikely case the radix would overflow int64)
+    key = np.zeros(n, dtype="int64")
+    radix = 1
     keys: list[tuple[np.ndarray, list[Any]] | None] = []
     for c in _FLOP_KEYS:
         if c not in cols:
@@ -384,8 +393,16 @@ def _shape_metrics(cols: KernelColumns) -> tuple[np.ndarray, np.ndarray]:
             continue
         col_codes, col_uniques = cols.codes(c)
         keys.append((col_codes, col_uniques))
-        codes = np.unique(codes * (len(col_uniques) + 1) + col_codes, return_inverse=True)[1].astype("int64")
-    _, first = np.unique(codes, return_index=True)  # codes are dense 0..m-1: one row per combination
+        base = len(col_uniques) + 1
+        if radix * base >= 1 << 62:
+            key, radix = _dense_codes(key)
+        key = key * base + col_codes
+        radix *= base
+    codes, _ = _dense_codes(key)
+    # codes are numbered in order of first appearance: code k first occurs where the running max
+    # of the codes first reaches k
+    running = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.concatenate(([True], running[1:] > running[:-1])))
 
     def value(key: tuple[np.ndarray, list[Any]] | None, row: int) -> Any:
         if key is None:

@@ -41,22 +41,6 @@ def kernels_arrow(df: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
 
 
-def _pandas_schema(table: pa.Table) -> pa.Table:
-    """An Arrow-built table with the schema `kernels_arrow` gives its DataFrame twin: large_string
-    text and the pandas metadata (so pandas.read_parquet restores Int64 / str dtypes)."""
-    import pyarrow as pa
-
-    from analyzer.io.tables import to_frame
-
-    large = [
-        pa.field(f.name, pa.large_string()) if pa.types.is_string(f.type) else f for f in table.schema
-    ]
-    table = table.cast(pa.schema(large))
-    empty = to_frame({n: table.column(n).slice(0, 0) for n in table.column_names}, 0)
-    meta = pa.Schema.from_pandas(empty, preserve_index=False).metadata
-    return table.replace_schema_metadata(meta)
-
-
 def _json_default(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -76,62 +60,85 @@ def _write_json(table: pa.Table, fh: Any) -> None:
     fh.write("\n]\n")
 
 
-def _csv_table(table: pa.Table) -> pa.Table:
-    # CSV has no nested type: the *_shape_list columns are dropped; the shape strings stay
-    import pyarrow as pa
-
-    keep = [n for n in table.column_names if not pa.types.is_list(table.schema.field(n).type)]
-    return table.select(keep)
-
-
 def write_kernels(table: pa.Table, fmt: str, out: Path | None) -> None:
     """Write the table in a machine format to `out` (atomically) or stdout."""
     import pyarrow as pa
 
+    if out is not None and fmt in ("parquet", "csv"):
+        with atomic_path(out) as tmp:
+            _write_whole(table, fmt, tmp)
+        return
+    from analyzer.io.kernel_sink import csv_table
     from analyzer.io.tables import decode_dictionary
 
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        assert out is not None
-        with atomic_path(out) as tmp:
-            # 128k-row groups: the writer buffers one row group, not the whole table. Dictionary
-            # encoding only for text (repeated names/shapes); on float metrics it costs CPU and the
-            # writer falls back to plain encoding anyway
-            text = [
-                f.name
-                for f in table.schema
-                if not pa.types.is_floating(f.type) and not pa.types.is_integer(f.type)
-            ]
-            # store_schema=False: text read back as plain strings even where the table held it
-            # dictionary-encoded; the pandas metadata keeps the DataFrame dtypes. lz4: 0.63 s vs
-            # zstd's 0.81 s CPU for 1 M rows, for a 63 MB instead of a 50 MB file
-            pq.write_table(
-                table,
-                tmp,
-                compression="lz4",
-                row_group_size=1 << 17,
-                use_dictionary=text,
-                store_schema=False,
-            )
-        return
     table = pa.table({n: decode_dictionary(table.column(n)) for n in table.column_names})
     if fmt == "csv":
         import pyarrow.csv as pacsv
 
-        if out is None:
-            buf = pa.BufferOutputStream()
-            pacsv.write_csv(_csv_table(table), buf)
-            sys.stdout.write(buf.getvalue().to_pybytes().decode("utf-8"))
-        else:
-            with atomic_path(out) as tmp:
-                pacsv.write_csv(_csv_table(table), tmp)
+        buf = pa.BufferOutputStream()
+        pacsv.write_csv(csv_table(table), buf)
+        sys.stdout.write(buf.getvalue().to_pybytes().decode("utf-8"))
         return
     if out is None:
         _write_json(table, sys.stdout)
     else:
         with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
             _write_json(table, fh)
+
+
+def _write_whole(table: pa.Table, fmt: str, tmp: Path) -> None:
+    from analyzer.io.kernel_sink import TableSink, csv_table, pandas_metadata
+
+    sink = TableSink(fmt, tmp)
+    if table.num_rows:
+        sink(table)
+        sink.close()
+    elif fmt == "parquet":  # no rows: the schema alone (a writer opens on the first table)
+        import pyarrow.parquet as pq
+
+        pq.write_table(
+            table.replace_schema_metadata({"pandas": pandas_metadata(table.schema)}), tmp, store_schema=False
+        )
+    else:
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(csv_table(table), tmp)
+
+
+def stream_kernels(csv_path: Path, fmt: str, out: Path, chip: str | None) -> None:
+    """One kernel CSV to a Parquet/CSV file through the overlapping pipeline of
+    `analyzer.io.kernel_stream`, or the whole-file way when the pipeline declines the file."""
+    from analyzer.io.kernel_sink import TableSink, large_strings
+    from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
+    from analyzer.io.load import load_kernels_arrow
+
+    with atomic_path(out) as tmp:
+        sink = TableSink(fmt, tmp)
+        try:
+            stream_kernel_csv(csv_path, chip, sink, large_strings)
+            sink.close()
+            return
+        except StreamFallback:
+            sink.close()  # half a file: overwritten below
+        table = load_kernels_arrow(csv_path, chip=chip)
+        assert table is not None
+        _write_whole(large_strings(table), fmt, tmp)
+
+
+def _table_view(csv_path: Path, chip: str | None, keep: int) -> tuple[pd.DataFrame, int, str] | None:
+    """First `keep` kernels of one CSV as a DataFrame, the kernel count and the chip name, through
+    the pipeline (no million-row DataFrame for a 50-row view); None when it declines the file."""
+    from analyzer.io.kernel_sink import HeadSink
+    from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
+    from analyzer.io.tables import to_frame
+
+    sink = HeadSink(keep)
+    try:
+        _, spec = stream_kernel_csv(csv_path, chip, sink, lambda t: t)
+    except StreamFallback:
+        return None
+    head = sink.head()
+    return to_frame({n: head.column(n) for n in head.column_names}, head.num_rows), sink.rows, spec.name
 
 
 def _fmt(value: Any) -> str:
@@ -144,12 +151,13 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def render_table(df: pd.DataFrame, title: str, limit: int | None) -> None:
+def render_table(df: pd.DataFrame, title: str, limit: int | None, total: int | None = None) -> None:
+    """The first `limit` (default 50) rows of `df`; `total` = the kernel count when `df` is a head."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    n = len(df)
+    n = len(df) if total is None else total
     shown = df.head(limit if limit is not None else DEFAULT_TABLE_ROWS)
     cols = [c for c in TABLE_COLUMNS if c in shown.columns and (c == "name" or shown[c].notna().any())]
     table = Table(title=title, title_justify="left")
@@ -179,7 +187,7 @@ def kernels_command(
 
     Example: tilescope kernels runs/fa-v1 --format json -o kernels.json
     """
-    from analyzer.io.load import load_kernels_arrow, load_profiles
+    from analyzer.io.load import load_kernels_arrow, load_profiles, single_kernel_csv
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -187,12 +195,23 @@ def kernels_command(
         raise UsageError("--format parquet needs -o FILE (binary output is not written to a terminal)")
     if output is not None and fmt == "table":
         raise UsageError("-o needs a machine format: --format csv, json or parquet")
+    # a single kernel CSV: Arrow from the reader to the writer, no DataFrame round trip
+    csv_path = single_kernel_csv(path)
+    if fmt == "table" and csv_path is not None:
+        view = _table_view(csv_path, chip, limit if limit is not None else DEFAULT_TABLE_ROWS)
+        if view is not None:
+            head, total, chip_name = view
+            render_table(head, f"{path} — kernel_csv, chip {chip_name}", limit, total)
+            return
     if fmt != "table":
-        # a single kernel CSV: Arrow from the reader to the writer, no DataFrame round trip
-        table = load_kernels_arrow(path, chip=chip)
+        if csv_path is not None and output is not None and fmt in ("parquet", "csv") and limit is None:
+            stream_kernels(csv_path, fmt, output, chip)
+            return
+        table = load_kernels_arrow(path, chip=chip) if csv_path is not None else None
         if table is not None:
-            table = _pandas_schema(table if limit is None else table.slice(0, limit))
-            write_kernels(table, fmt, output)
+            from analyzer.io.kernel_sink import large_strings
+
+            write_kernels(large_strings(table if limit is None else table.slice(0, limit)), fmt, output)
             return
     import pandas as pd
 

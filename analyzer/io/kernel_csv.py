@@ -77,8 +77,8 @@ def slice_order(paths: list[Path]) -> list[Path]:
     return sorted(paths, key=key)
 
 
-def _read_arrow(path: Path) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int, str, bool]:
-    header = read_header(path)
+def check_header(path: Path, header: list[str], canonical: list[str]) -> str:
+    """The producer of a kernel table header; a typed error when it is not one or lacks a column."""
     producer = detect_producer(header)
     if producer is None:
         raise ProfileFormatError(
@@ -87,7 +87,6 @@ def _read_arrow(path: Path) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int,
             "expected an op_summary / kernel_details header "
             "(columns 'Op Name'/'Name', 'Task Start Time(us)'/'Start Time(us)', ...)",
         )
-    canonical = canonical_header(header)
     for req in REQUIRED:
         if req not in canonical:
             src = {
@@ -96,6 +95,13 @@ def _read_arrow(path: Path) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int,
                 "duration_us": "Duration(us) / Task Duration(us)",
             }[req]
             raise ProfileFormatError(path, "line 1", f"missing required column {src!r}")
+    return producer
+
+
+def _read_arrow(path: Path) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int, str, bool]:
+    header = read_header(path)
+    canonical = canonical_header(header)
+    producer = check_header(path, header, canonical)
     header, raw = read_csv_strings(path, header, numeric_columns(canonical))
     cols = convert_columns(path, header, raw, canonical=canonical)
     coupled = any(c.startswith("aic_") for c in cols) and not any(h.startswith("aic_") for h in header)

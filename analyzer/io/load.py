@@ -546,6 +546,14 @@ def _load_found(p: Path, chip: str | None, progress: bool) -> list[Profile]:
     return profiles
 
 
+def single_kernel_csv(path: str | Path) -> Path | None:
+    """The file, when `path` is exactly one kernel CSV (kernel_details.csv / op_summary_*.csv)."""
+    found = detect(path)
+    if len(found) != 1 or found[0].format != "kernel_csv":
+        return None
+    return found[0].path
+
+
 def load_kernels_arrow(path: str | Path, chip: str | None = None) -> pa.Table | None:
     """The canonical kernel table with derived metrics as Arrow, for a single kernel CSV file.
 
@@ -558,10 +566,10 @@ def load_kernels_arrow(path: str | Path, chip: str | None = None) -> pa.Table | 
     from analyzer.metrics import add_derived_metrics_arrow
     from analyzer.profile import DeviceInfo
 
-    found = detect(path)
-    if len(found) != 1 or found[0].format != "kernel_csv":
+    csv_path = single_kernel_csv(path)
+    if csv_path is None:
         return None
-    table, _producer, _files = read_kernel_arrow(found[0].path)
+    table, _producer, _files = read_kernel_arrow(csv_path)
     selected = dev.choose_chip(chip, DeviceInfo(), table, [])
     return add_derived_metrics_arrow(table, selected)
 

@@ -11,9 +11,12 @@ import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported by the readers below, not by detection (is_sqlite_file)
+    import pandas as pd
 
 from analyzer.columns import KERNEL_CONTRACT, metric_groups_of, sqlite_pmu_canonical
 from analyzer.errors import ProfileFormatError
@@ -93,6 +96,8 @@ def read_sqlite(path: Path) -> SqliteData:
 
 
 def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
+    import pandas as pd
+
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     if missing:
@@ -175,6 +180,8 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
 
 
 def _add_wait(k: pd.DataFrame, dur_ns: pd.Series) -> pd.DataFrame:
+    import pandas as pd
+
     """wait_us = gap between the previous task's end and this start on the same device and stream.
 
     Integer ns arithmetic: float64 cannot subtract two epoch-ns values exactly.
@@ -191,6 +198,8 @@ def _add_wait(k: pd.DataFrame, dur_ns: pd.Series) -> pd.DataFrame:
 
 
 def _pmu_wide(con: sqlite3.Connection) -> pd.DataFrame:
+    import pandas as pd
+
     long = pd.read_sql_query(
         "SELECT p.globalTaskId AS gid, COALESCE(s.value, CAST(p.name AS TEXT)) AS metric, p.value AS value "
         "FROM TASK_PMU_INFO AS p LEFT JOIN STRING_IDS AS s ON s.id = p.name",

@@ -66,7 +66,11 @@ def read_header(path: Path) -> list[str]:
     return next(csv.reader([text]), [])
 
 
-def _read_typed(path: Path, names: list[str], types: dict[str, pa.DataType], typed: bool) -> pa.Table:
+def csv_options(
+    names: list[str], types: dict[str, pa.DataType], typed: bool, block_size: int = 8 << 20
+) -> dict[str, object]:
+    """Keyword arguments for pyarrow's read_csv / open_csv, shared by the whole-file and the
+    streaming reader so both parse a file identically."""
     convert = pacsv.ConvertOptions(
         column_types=types,
         # typed columns parse N/A / NA / empty straight to null in the C++ reader; in the all-string
@@ -75,12 +79,24 @@ def _read_typed(path: Path, names: list[str], types: dict[str, pa.DataType], typ
         strings_can_be_null=typed,
         quoted_strings_can_be_null=typed,
     )
-    return pacsv.read_csv(
-        path,
-        read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=8 << 20),
-        parse_options=pacsv.ParseOptions(newlines_in_values=False),
-        convert_options=convert,
-    )
+    return {
+        "read_options": pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=block_size),
+        "parse_options": pacsv.ParseOptions(newlines_in_values=False),
+        "convert_options": convert,
+    }
+
+
+def typed_column_types(names: list[str], numeric: dict[int, pa.DataType]) -> dict[str, pa.DataType]:
+    """The fast path's column types: `numeric` as given, every other column dictionary text.
+
+    Text columns (names, types, shapes, dtypes) repeat a handful of values a million times: reading
+    them dictionary-encoded lets clean_strings work on the uniques only.
+    """
+    return {**{n: _DICT_STRING for n in names}, **{names[i]: t for i, t in numeric.items()}}
+
+
+def _read_typed(path: Path, names: list[str], types: dict[str, pa.DataType], typed: bool) -> pa.Table:
+    return pacsv.read_csv(path, **csv_options(names, types, typed))
 
 
 def read_csv_strings(
@@ -103,10 +119,7 @@ def read_csv_strings(
     try:
         if numeric:
             try:
-                # Text columns (names, types, shapes, dtypes) repeat a handful of values a million
-                # times: reading them dictionary-encoded lets clean_strings work on the uniques only.
-                typed = {**{n: _DICT_STRING for n in names}, **{names[i]: t for i, t in numeric.items()}}
-                return header, _read_typed(path, names, typed, True)
+                return header, _read_typed(path, names, typed_column_types(names, numeric), True)
             except pa.ArrowInvalid:
                 pass  # not clean enough for the fast path; the string path cleans or names the row
         return header, _read_typed(path, names, strings, False)
@@ -416,21 +429,25 @@ def null_unused_side_arrow(cols: dict[str, pa.Array | pa.ChunkedArray]) -> None:
 def _null_where(col: pa.Array | pa.ChunkedArray, drop: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
     """`col` with the `drop` positions null, sharing `col`'s value buffers.
 
-    Only a new validity bitmap is built per chunk (n/8 bytes): `if_else` would write a fresh copy of
-    every value, and on a million-row table the page faults of ~20 such copies cost ~0.4 s.
+    Only a new validity bitmap is built (n/8 bytes): `if_else` would write a fresh copy of every
+    value, and on a million-row table the page faults of ~20 such copies cost ~0.4 s. The bitmap is
+    computed for the whole column at once; it is cut per chunk only where its chunks line up with
+    the column's (they do when both come from the same reader batches), else chunk by chunk.
     """
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    keep = pc.invert(drop) if col.null_count == 0 else pc.and_not(pc.is_valid(col), drop)
+    keep_chunks = keep.chunks if isinstance(keep, pa.ChunkedArray) else [keep]
+    aligned = [len(c) for c in keep_chunks] == [len(c) for c in chunks]
     out: list[pa.Array] = []
     at = 0
-    for chunk in chunks:
-        part = drop.slice(at, len(chunk))
+    for i, chunk in enumerate(chunks):
+        part = keep_chunks[i] if aligned else keep.slice(at, len(chunk))
         at += len(chunk)
         part = part.combine_chunks() if isinstance(part, pa.ChunkedArray) else part
         if chunk.offset or part.offset or chunk.type.bit_width != 64:
-            out.append(pc.if_else(part, pa.scalar(None, chunk.type), chunk))
+            out.append(pc.if_else(part, chunk, pa.scalar(None, chunk.type)))
             continue
-        keep = pc.invert(part) if chunk.null_count == 0 else pc.and_not(pc.is_valid(chunk), part)
-        out.append(pa.Array.from_buffers(chunk.type, len(chunk), [keep.buffers()[1], chunk.buffers()[1]]))
+        out.append(pa.Array.from_buffers(chunk.type, len(chunk), [part.buffers()[1], chunk.buffers()[1]]))
     return pa.chunked_array(out, col.type)
 
 

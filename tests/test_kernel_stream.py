@@ -1,0 +1,202 @@
+"""The pipelined `tilescope kernels` file output must equal the whole-file path, value for value.
+
+Small blocks and group sizes force many row groups on small files, so every seam of the pipeline
+(group boundaries, per-group dictionaries) is crossed. Every case where streaming must give up is
+checked to fall back and still produce the whole-file result, or its exact error.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from analyzer.commands.kernels import stream_kernels
+from analyzer.io import kernel_stream
+from analyzer.io.kernel_sink import TableSink, large_strings
+from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
+from analyzer.io.load import load_kernels_arrow, load_profile
+from analyzer.io.tables import decode_dictionary
+
+REPO = Path(__file__).resolve().parent.parent
+HEADER = (
+    "Name,Type,Accelerator Core,Start Time(us),Duration(us),Block Dim,aicore_time(us),aic_total_cycles,"
+    "cube_utilization(%),Input Shapes,Input Data Types,Output Shapes,Output Data Types\n"
+)
+
+
+def _plain(table: pa.Table) -> pa.Table:
+    """Text as plain `string` (Parquet does not keep dictionary or large_string without its schema)."""
+    cols = {n: decode_dictionary(table.column(n)) for n in table.column_names}
+    return pa.table(
+        {n: c.cast(pa.string()) if pa.types.is_large_string(c.type) else c for n, c in cols.items()}
+    )
+
+
+def _whole(path: Path, chip: str | None = None) -> pa.Table:
+    table = load_kernels_arrow(path, chip=chip)
+    assert table is not None
+    return _plain(large_strings(table)).replace_schema_metadata(None)
+
+
+def _streamed(path: Path, tmp: Path, group_rows: int, chip: str | None = None) -> tuple[pa.Table, int]:
+    out = tmp / "streamed.parquet"
+    sink = TableSink("parquet", out)
+    stream_kernel_csv(path, chip, sink, large_strings, group_rows=group_rows)
+    sink.close()
+    table = _plain(pq.read_table(out))
+    return table.replace_schema_metadata(None), pq.ParquetFile(out).metadata.num_row_groups
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernel_stream, "BLOCK_SIZE", 4096)  # many small batches -> many groups
+
+
+# gpt_step_arith_591 starts with vector kernels: a 7-row first group cannot infer the clock, so
+# without --chip the speculative chip is wrong and streaming must give up (checked below)
+@pytest.mark.parametrize(("trace", "chip"), [("fa_pipeutil_29", None), ("gpt_step_arith_591", "910B4")])
+def test_stream_equals_whole_file_on_real_traces(
+    real_traces: Path, tmp_path: Path, small_blocks: None, trace: str, chip: str | None
+) -> None:
+    src = real_traces / trace / "kernel_details.csv"
+    streamed, groups = _streamed(src, tmp_path, group_rows=7, chip=chip)
+    assert groups > 3  # several groups, so the seams are exercised
+    whole = _whole(src, chip=chip)
+    assert streamed.schema.equals(whole.schema)
+    assert streamed.to_pylist() == whole.to_pylist()
+
+
+def test_wrong_chip_guess_on_a_real_trace_falls_back(
+    real_traces: Path, tmp_path: Path, small_blocks: None
+) -> None:
+    src = real_traces / "gpt_step_arith_591" / "kernel_details.csv"
+    with pytest.raises(StreamFallback, match="chip"):
+        _streamed(src, tmp_path, group_rows=7)
+    out = tmp_path / "k.parquet"
+    stream_kernels(src, "parquet", out, None)
+    assert _plain(pq.read_table(out)).replace_schema_metadata(None).to_pylist() == _whole(src).to_pylist()
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "tilescope_gen_stream", REPO / "sample_traces" / "generate.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_stream_equals_whole_file_on_generated_rows(tmp_path: Path, small_blocks: None) -> None:
+    src = tmp_path / "kernel_details.csv"
+    _generator().write_large_kernel_details(src, 5000, chunk_rows=1500)
+    streamed, groups = _streamed(src, tmp_path, group_rows=600)
+    assert groups >= 8
+    whole = _whole(src)
+    assert streamed.num_rows == 5000
+    assert streamed.to_pylist() == whole.to_pylist()
+    # the exact ns start times and the data-inferred chip survive the pipeline
+    assert streamed.column("start_ns").type == pa.int64()
+    assert (
+        streamed.column("cube_utilization_calc_pct").to_pylist()
+        == whole.column("cube_utilization_calc_pct").to_pylist()
+    )
+
+
+def test_parquet_reads_back_into_the_canonical_dataframe(real_traces: Path, tmp_path: Path) -> None:
+    src = real_traces / "fa_pipeutil_29" / "kernel_details.csv"
+    out = tmp_path / "k.parquet"
+    stream_kernels(src, "parquet", out, None)
+    back = pd.read_parquet(out)
+    ref = load_profile(src).kernels.reset_index(drop=True)
+    lists = [c for c in ref.columns if c.endswith("_list")]
+    pd.testing.assert_frame_equal(back.drop(columns=lists), ref.drop(columns=lists))
+    assert [[list(d) for d in v] for v in back["input_shape_list"]] == ref["input_shape_list"].tolist()
+
+
+def _rows(n: int, *, mhz: float = 1800.0, bad_at: int | None = None, note_at: int | None = None) -> str:
+    lines = []
+    for i in range(n):
+        dur = 10.0 + i % 5
+        cycles = int(mhz * 8 * dur * 0.9)  # 8 blocks at 90 % of the kernel time
+        util = cycles / (1800.0 * 24 * dur) * 100
+        duration = "fast" if i == bad_at else f"{dur}"
+        lines.append(
+            f'k{i % 3},MatMulV2,AI_CORE,"{1000 + i * 20}.125\t",{duration},8,{dur * 0.9:.4f},{cycles},'
+            f'{util:.3f},"""64,64;64,64""",FLOAT16;FLOAT16,"""64,64""",FLOAT16\n'
+        )
+    return "".join(lines)
+
+
+def test_unparseable_value_falls_back_and_names_the_file_row(tmp_path: Path, small_blocks: None) -> None:
+    src = tmp_path / "kernel_details.csv"
+    src.write_text(HEADER + _rows(300, bad_at=249))
+    with pytest.raises(StreamFallback):
+        stream_kernel_csv(src, None, lambda t: None, large_strings, group_rows=50)
+    out = tmp_path / "k.parquet"
+    env = {**os.environ, "COLUMNS": "200"}
+    r = subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", "kernels", str(src), "--format", "parquet", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
+    # the whole-file path names the row in the file, not in a group, and nothing is left behind
+    assert r.returncode == 2 and "row 250" in r.stderr and "'fast'" in r.stderr, r.stderr
+    assert not out.exists() and not list(tmp_path.glob(".k.parquet.*"))
+
+
+def test_chip_guess_from_first_group_is_checked_against_all_rows(tmp_path: Path, small_blocks: None) -> None:
+    src = tmp_path / "kernel_details.csv"
+    # the first 40 rows run at 1000 MHz, the other 200 at 1800: the median over all rows is 1800
+    src.write_text(HEADER + _rows(40, mhz=1000.0) + _rows(200))
+    with pytest.raises(StreamFallback, match="chip"):
+        stream_kernel_csv(src, None, lambda t: None, large_strings, group_rows=40)
+    # the command redoes it the whole-file way: same values as load_kernels_arrow
+    out = tmp_path / "k.parquet"
+    stream_kernels(src, "parquet", out, None)
+    assert _plain(pq.read_table(out)).replace_schema_metadata(None).to_pylist() == _whole(src).to_pylist()
+    # with --chip nothing is inferred, so nothing needs checking
+    streamed, _ = _streamed(src, tmp_path, group_rows=40, chip="910B2")
+    assert streamed.to_pylist() == _whole(src, chip="910B2").to_pylist()
+
+
+def test_column_type_changing_between_groups_falls_back(tmp_path: Path, small_blocks: None) -> None:
+    src = tmp_path / "kernel_details.csv"
+    body = _rows(120).splitlines(keepends=True)
+    # an unknown column: numbers in the first rows, text later -> float64 in one group, text in another
+    lines = [HEADER.rstrip("\n") + ",Custom Note\n"]
+    lines += [row.rstrip("\n") + (",1.5\n" if i < 60 else ",slow\n") for i, row in enumerate(body)]
+    src.write_text("".join(lines))
+    with pytest.raises(StreamFallback, match="types differ"):
+        stream_kernel_csv(src, None, lambda t: None, large_strings, group_rows=30)
+    out = tmp_path / "k.csv"
+    stream_kernels(src, "csv", out, None)
+    assert pd.read_csv(out)["custom_note"].tolist()[58:62] == ["1.5", "1.5", "slow", "slow"]
+
+
+def test_a_failing_sink_stops_the_pipeline(tmp_path: Path, small_blocks: None) -> None:
+    src = tmp_path / "kernel_details.csv"
+    src.write_text(HEADER + _rows(400))
+    calls = []
+
+    def sink(table: pa.Table) -> None:
+        calls.append(table.num_rows)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space"):
+        stream_kernel_csv(src, None, sink, large_strings, group_rows=20)
+    assert len(calls) == 2
