@@ -19,6 +19,7 @@ from typing import Any, Protocol, cast
 
 from analyzer.chips import ChipSpec
 from analyzer.config import Config
+from analyzer.errors import TilescopeError
 from analyzer.findings import Finding, Severity, severity_for_share
 from analyzer.profile import Profile
 
@@ -149,6 +150,12 @@ def device_busy_us(profile: Profile) -> float:
     return float(dur.sum())
 
 
+def _uses_timeline(info: RuleInfo) -> bool:
+    """The rule needs the timeline, or reads it when present (module attribute USES)."""
+    uses = tuple(getattr(info.module, "USES", ()))
+    return any("timeline" in need.split("|") for need in (*info.needs, *uses))
+
+
 def _has_any(profile: Profile, need: str) -> bool:
     """A need "a|b" is met when any alternative is (e.g. MTE ratios or measured bandwidth)."""
     return any(profile.has(n.strip()) for n in need.split("|"))
@@ -165,7 +172,13 @@ def run_rules(
     skipped: list[SkippedRule] = []
     errors: list[Finding] = []
     ran: list[str] = []
-    for info in discover_rules():
+    rules = discover_rules()
+    order = {info.code: i for i, info in enumerate(rules)}
+    if profile.timeline_pending:
+        # the timeline is still being read: rules that look at it go last, so the others overlap
+        # with the read instead of waiting for it (stable sort: code order otherwise)
+        rules = sorted(rules, key=_uses_timeline)
+    for info in rules:
         if info.kind not in kinds or not config.selects(info.code):
             continue
         missing = tuple(n for n in info.needs if not _has_any(profile, n))
@@ -181,6 +194,8 @@ def run_rules(
         ran.append(info.code)
         try:
             findings.extend(cast(RuleModule, info.module).check(profile, ctx))
+        except TilescopeError:
+            raise  # bad input found while a rule read it (a deferred timeline): exit 2, no report
         except Exception as exc:  # a rule bug must not kill the run, nor vanish
             tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
             errors.append(
@@ -195,5 +210,7 @@ def run_rules(
                 )
             )
     findings.sort(key=lambda f: (-f.est_saving_us, -f.severity.rank, f.code))
+    ran.sort(key=order.__getitem__)
+    errors.sort(key=lambda f: order[f.code])
     return AnalysisResult(findings=findings, skipped=skipped, errors=errors, total_device_us=total,
                           rules_run=ran)

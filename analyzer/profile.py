@@ -7,6 +7,8 @@ an empty stand-in.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,7 +97,43 @@ class Profile:
             return self.blocks is not None and col in self.blocks and bool(self.blocks[col].notna().any())
         return need in self.kernels.columns and bool(self.kernels[need].notna().any())
 
+    def with_kernels(self, kernels: pd.DataFrame) -> Profile:
+        """This profile with another kernel table (a rule's working columns added); everything else
+        is shared, including a timeline still being read (it is not waited for here)."""
+        clone = copy.copy(self)
+        clone.kernels = kernels
+        return clone
+
+    def defer_timeline(self, resolve: Callable[[], Timeline | None]) -> None:
+        """Let `timeline` be read on first use: `resolve()` (e.g. a reader thread's Future.result)
+        runs then, and its ProfileFormatError surfaces there. `analyze` uses this to run the
+        kernel-table rules while a large trace_view.json is still being read."""
+        self.__dict__["_timeline_pending"] = resolve
+
+    @property
+    def timeline_pending(self) -> bool:
+        """True while the timeline is still being read (looking at it would wait for it)."""
+        return self.__dict__.get("_timeline_pending") is not None
+
     @property
     def label(self) -> str:
         r = f" rank {self.rank}" if self.rank is not None else ""
         return f"{self.source.path}{r}"
+
+
+def _get_timeline(self: Profile) -> Timeline | None:
+    pending = self.__dict__.get("_timeline_pending")
+    if pending is not None:
+        self.__dict__["_timeline"] = pending()  # raises for a broken file, then and every time after
+        self.__dict__["_timeline_pending"] = None
+    return self.__dict__.get("_timeline")
+
+
+def _set_timeline(self: Profile, value: Timeline | None) -> None:
+    self.__dict__["_timeline"] = value
+    self.__dict__["_timeline_pending"] = None
+
+
+# `timeline` stays a dataclass field (constructor argument, repr, eq) but is read through a
+# property, so that a deferred timeline is resolved wherever it is first used.
+Profile.timeline = property(_get_timeline, _set_timeline)  # type: ignore[assignment]

@@ -75,7 +75,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     ).to_numpy()
     saving = (hidden * dur).fillna(0)
     work = lean(df, hidden_share=hidden, cube_busy_us=c * dur, vector_busy_us=v * dur)
-    prof = Profile(**{**profile.__dict__, "kernels": work})
+    prof = profile.with_kernels(work)
 
     def message(kernel: str, row: pd.Series) -> str:
         cc, vv = row["aic_cube_ratio"], row["aiv_vec_ratio"]

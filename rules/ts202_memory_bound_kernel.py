@@ -109,7 +109,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         mte_over_compute_cube=c_ratio,
         mte_over_compute_vector=v_ratio,
     )
-    prof = Profile(**{**profile.__dict__, "kernels": work})
+    prof = profile.with_kernels(work)
 
     def message(kernel: str, row: pd.Series) -> str:
         parts = []

@@ -70,7 +70,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     limit = float(ctx.thresholds["bound_ratio"])
     flagged = ((busiest < limit) & (dur > float(ctx.thresholds["min_duration_us"]))).fillna(False).to_numpy()
     saving = (dur * (1 - busiest / limit)).clip(lower=0).fillna(0)
-    prof = Profile(**{**profile.__dict__, "kernels": lean(df, busiest_pipe_ratio=busiest)})
+    prof = profile.with_kernels(lean(df, busiest_pipe_ratio=busiest))
 
     def message(kernel: str, row: pd.Series) -> str:
         return (

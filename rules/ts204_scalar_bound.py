@@ -69,7 +69,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         best, side, scal = best.where(~better, gain), side.where(~better, s), scal.where(~better, sc)
     flagged = ((best > 0) & (dur >= float(ctx.thresholds["min_duration_us"]))).to_numpy()
     saving = (best * dur).fillna(0)
-    prof = Profile(**{**profile.__dict__, "kernels": lean(df, scalar_ratio=scal, scalar_excess=best)})
+    prof = profile.with_kernels(lean(df, scalar_ratio=scal, scalar_excess=best))
 
     def message(kernel: str, row: pd.Series) -> str:
         return (

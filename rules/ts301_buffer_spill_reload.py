@@ -107,12 +107,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         .to_numpy()
     )
     saving = (dur * (1 - need / moved)).clip(lower=0).fillna(0)
-    prof = Profile(
-        **{
-            **profile.__dict__,
-            "kernels": df.assign(required_bytes=need, measured_bytes=moved, traffic_ratio=ratio),
-        }
-    )
+    prof = profile.with_kernels(df.assign(required_bytes=need, measured_bytes=moved, traffic_ratio=ratio))
     return grouped_findings(
         prof,
         ctx,

@@ -63,7 +63,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         .to_numpy()
     )
     saving = (conflict * vec_time).clip(upper=dur).fillna(0)
-    prof = Profile(**{**profile.__dict__, "kernels": lean(df, conflict_ratio=conflict)})
+    prof = profile.with_kernels(lean(df, conflict_ratio=conflict))
 
     def message(kernel: str, row: pd.Series) -> str:
         return f"{kernel}: UB bank conflicts stall the Vector unit {pct(row['conflict_ratio'])} of its cycles"

@@ -77,7 +77,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     target = float(ctx.thresholds["min_hit_rate"])
     flagged = ((rate < target) & (dur >= float(ctx.thresholds["min_duration_us"]))).fillna(False).to_numpy()
     saving = (dur * (target - rate)).clip(lower=0).fillna(0)
-    prof = Profile(**{**profile.__dict__, "kernels": lean(df, l2_hit_rate=rate)})
+    prof = profile.with_kernels(lean(df, l2_hit_rate=rate))
     return grouped_findings(
         prof,
         ctx,

@@ -74,9 +74,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         .to_numpy()
     )
     saving = (dur * (1 - eff)).clip(lower=0).fillna(0)
-    prof = Profile(
-        **{**profile.__dict__, "kernels": df.assign(cores=cores, waves=waves, core_efficiency=eff)}
-    )
+    prof = profile.with_kernels(df.assign(cores=cores, waves=waves, core_efficiency=eff))
 
     def message(kernel: str, row: pd.Series) -> str:
         return (

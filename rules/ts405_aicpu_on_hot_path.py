@@ -86,7 +86,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     flagged = np.zeros(len(df), dtype=bool)
     flagged[np.flatnonzero(aicpu)] = (totals >= float(ctx.thresholds["min_total_us"])).to_numpy()
     ops = op_types(df)
-    prof = Profile(**{**profile.__dict__, "kernels": lean(df, overlapped_us=overlap_us, exposed_us=exposed)})
+    prof = profile.with_kernels(lean(df, overlapped_us=overlap_us, exposed_us=exposed))
     op_of = dict(zip(df["name"].astype(str)[aicpu], ops[aicpu], strict=False))
 
     def message(kernel: str, row: pd.Series) -> str:

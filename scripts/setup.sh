@@ -33,9 +33,17 @@ if [ "$want_browser" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
+# Byte-compile our packages, as pip does for an installed (non-editable) package: with
+# PYTHONDONTWRITEBYTECODE set (CI, this sandbox) every command would otherwise compile ~80 modules
+# from source (~0.1 s of a 0.8 s `analyze`). Only changed files are recompiled; ~0.1 s when current.
+compile_packages() {
+  [ -x .venv/bin/python ] && .venv/bin/python -m compileall -q -j 0 analyzer rules collectors dashboard >/dev/null || true
+}
+
 stamp=.venv/.tilescope-setup
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/tilescope ]; then
+  compile_packages
   exit 0
 fi
 [ -d .venv ] || "$PY" -m venv .venv
@@ -44,3 +52,4 @@ fi
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[test,tilelang]"
 echo "$want" > "$stamp"
+compile_packages

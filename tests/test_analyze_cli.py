@@ -201,8 +201,18 @@ def test_github_summary_appends_the_markdown_report(
     summary.write_text("earlier step\n", encoding="utf-8")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     out_json = tmp_path / "r.json"
-    code, _, _ = run(capsys, "analyze", str(SAMPLE_UNFUSED), "-f", "json", "-o", str(out_json),
-                     "--github-summary", "--fail-on", "high")
+    code, _, _ = run(
+        capsys,
+        "analyze",
+        str(SAMPLE_UNFUSED),
+        "-f",
+        "json",
+        "-o",
+        str(out_json),
+        "--github-summary",
+        "--fail-on",
+        "high",
+    )
     assert code == 1  # the gate still trips, after the report and the summary are written
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("earlier step\n")  # appended, never rewritten
@@ -220,7 +230,54 @@ def test_github_summary_without_the_variable_is_a_usage_error(
 ) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     out_md = tmp_path / "r.md"
-    code, _, err = run(capsys, "analyze", str(SAMPLE_UNFUSED), "-f", "md", "-o", str(out_md),
-                       "--github-summary")
+    code, _, err = run(
+        capsys, "analyze", str(SAMPLE_UNFUSED), "-f", "md", "-o", str(out_md), "--github-summary"
+    )
     assert code == 2 and "GITHUB_STEP_SUMMARY is not set" in err
     assert not out_md.exists()  # refused before any work
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
+
+
+def _torch_copy(tmp_path: Path, trace: bytes | None = None) -> Path:
+    """The unfused-attention sample's torch_npu directory, optionally with another trace_view.json."""
+    import shutil
+
+    src = next((SAMPLES / "attention_unfused").glob("*_ascend_pt"))
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst)
+    if trace is not None:
+        (dst / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_bytes(trace)
+    return dst
+
+
+def test_deferred_timeline_same_report_and_rule_order(tmp_path: Path) -> None:
+    from analyzer.analysis import analyze
+    from analyzer.io.load import load_profile, load_profiles
+
+    root = _torch_copy(tmp_path)
+    (lazy,) = load_profiles(root, lazy_timeline=True)
+    assert lazy.timeline_pending  # not looked at yet: still deferred, whether or not the read finished
+    eager = load_profile(root)
+    assert not eager.timeline_pending
+    got, want = analyze(lazy), analyze(eager)
+    # the rules reading the timeline ran last, yet the result is the eager one, in code order
+    assert got.rules_run == want.rules_run == sorted(want.rules_run)
+    assert [(f.code, f.kernels, f.est_saving_us) for f in got.findings] == [
+        (f.code, f.kernels, f.est_saving_us) for f in want.findings
+    ]
+    assert lazy.timeline is not None and len(lazy.timeline.kernels) == len(eager.timeline.kernels)  # type: ignore[union-attr]
+
+
+def test_broken_timeline_is_bad_input_even_when_deferred(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _torch_copy(
+        tmp_path, b'[{"ph": "X", "name": "k", "pid": 1, "tid": 1, "ts": "1.0", "dur": 1}, {"ph'
+    )
+    out = tmp_path / "report.json"
+    for extra in ((), ("--select", "TS101")):  # with and without a rule that reads the timeline
+        code, _, err = run(capsys, "analyze", str(root), "--format", "json", "-o", str(out), *extra)
+        assert code == 2 and "trace_view.json" in err and "byte" in err, err
+        assert not out.exists()

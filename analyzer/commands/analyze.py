@@ -27,7 +27,9 @@ def load_profiles(path: Path, chip: str | None) -> list[Profile]:
     """All profiles under PATH (one per rank); tests replace this to feed canonical tables."""
     from analyzer.io.load import load_profiles as _load
 
-    return list(_load(path, chip=chip))
+    # the kernel-table rules run while a large trace_view.json is still being read; `build` makes
+    # sure every timeline is resolved (a broken one is bad input, exit 2) before any report
+    return list(_load(path, chip=chip, lazy_timeline=True))
 
 
 def _codes(value: str | None) -> list[str]:
@@ -48,6 +50,8 @@ def build(path: Path, cfg: Config, chip: str | None, with_advisor: bool) -> dict
 
     profiles = load_profiles(path, chip or cfg.chip)
     pairs = [(p, analyze(p, cfg)) for p in profiles]
+    for p in profiles:
+        _ = p.timeline  # raises the ProfileFormatError of a broken timeline no rule looked at
     advisor: dict[str, Any] | None = None
     extra: list[Finding] = []
     if with_advisor:

@@ -71,6 +71,8 @@ class _Parts:
     timeline: Timeline | None = None
     rank: int | None = None
     warnings: list[str] = field(default_factory=list)
+    # a timeline still being read, for the caller to resolve on first use (`lazy_timeline`)
+    pending_timeline: Callable[[], Timeline | None] | None = None
 
 
 # ---- detection -------------------------------------------------------------------------------------
@@ -305,7 +307,7 @@ def _load_sqlite(p: Path) -> _Parts:
     return parts
 
 
-def _load_torch(root: Path) -> _Parts:
+def _load_torch(root: Path, lazy_timeline: bool = False) -> _Parts:
     import pandas as pd
 
     from analyzer.io import device as dev
@@ -323,7 +325,10 @@ def _load_torch(root: Path) -> _Parts:
         parts = _load_sqlite(dbs[0])
     elif slices:
         parts.kernels, parts.producer, parts.metric_groups = _kernel_csv(slices, parts.files)
-    if timeline is not None:
+    if timeline is not None and lazy_timeline and len(parts.kernels.columns):
+        parts.files.append(tv)  # still being read: the profile resolves it on first use
+        parts.pending_timeline = timeline.result
+    elif timeline is not None:
         parts.timeline = _finish_timeline(tv, timeline, parts)
     if not len(parts.kernels.columns):
         if parts.timeline is None:
@@ -397,11 +402,11 @@ def _load_msprof_op(root: Path) -> _Parts:
     return parts
 
 
-def _load_single(det: Detected) -> _Parts:
+def _load_single(det: Detected, lazy_timeline: bool = False) -> _Parts:
     import pandas as pd
 
     if det.format == "torch_npu":
-        return _load_torch(det.path)
+        return _load_torch(det.path, lazy_timeline)
     if det.format == "msprof":
         return _load_msprof(det.path)
     if det.format in ("msprof_op", "msprof_op_multi"):
@@ -457,12 +462,14 @@ def _read_json_file(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _build(det: Detected, chip: str | None, manifest_dir: Path | None) -> Profile:
+def _build(
+    det: Detected, chip: str | None, manifest_dir: Path | None, lazy_timeline: bool = False
+) -> Profile:
     from analyzer.io import device as dev
     from analyzer.metrics import add_derived_metrics
     from analyzer.profile import Profile, SourceInfo
 
-    parts = _load_bundle(det) if det.format == "bundle" else _load_single(det)
+    parts = _load_bundle(det) if det.format == "bundle" else _load_single(det, lazy_timeline)
     warnings = list(parts.warnings)
     selected = dev.choose_chip(chip, parts.device, parts.kernels, warnings)
     kernels = add_derived_metrics(_ensure_contract(parts.kernels), selected)
@@ -478,6 +485,8 @@ def _build(det: Detected, chip: str | None, manifest_dir: Path | None) -> Profil
         rank=parts.rank if det.rank is None else det.rank,
         warnings=warnings,
     )
+    if parts.pending_timeline is not None:
+        profile.defer_timeline(parts.pending_timeline)
     bundle = det.path if det.format == "bundle" else manifest_dir
     if bundle is not None:
         if (bundle / "manifest.json").is_file():
@@ -509,8 +518,16 @@ def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
         yield step
 
 
-def load_profiles(path: str | Path, chip: str | None = None, progress: bool = False) -> list[Profile]:
-    """Every profile under `path` (one per rank / profiler directory), fully parsed."""
+def load_profiles(
+    path: str | Path, chip: str | None = None, progress: bool = False, lazy_timeline: bool = False
+) -> list[Profile]:
+    """Every profile under `path` (one per rank / profiler directory), fully parsed.
+
+    With `lazy_timeline` a torch_npu directory's trace_view.json may still be being read when this
+    returns (its kernels come from kernel_details.csv or a database): `profile.timeline` waits for
+    it, and raises its ProfileFormatError, on first use. The caller must use it before reporting
+    (`analyze` does), or a broken timeline would go unnoticed.
+    """
     p = Path(path)
     imported = threading.Event()
     # Importing the readers creates ~100,000 objects: without a pause their allocation triggers
@@ -525,19 +542,19 @@ def load_profiles(path: str | Path, chip: str | None = None, progress: bool = Fa
         if collecting:
             gc.enable()
     try:
-        return _load_found(p, chip, progress)
+        return _load_found(p, chip, progress, lazy_timeline)
     finally:
         _PREFETCHED.clear()  # a prefetched timeline that detection did not pick is dropped
 
 
-def _load_found(p: Path, chip: str | None, progress: bool) -> list[Profile]:
+def _load_found(p: Path, chip: str | None, progress: bool, lazy_timeline: bool = False) -> list[Profile]:
     found = detect(p)
     # a plain directory with a manifest.json next to the profiler output (sample dirs) keeps it
     manifest_dir = p if p.is_dir() and (p / "manifest.json").is_file() else None
     profiles: list[Profile] = []
     with _progress(progress, len(found)) as step:
         for det in found:
-            profiles.append(_build(det, chip, manifest_dir))
+            profiles.append(_build(det, chip, manifest_dir, lazy_timeline))
             step(det.path.name)
     ranks = [pr.rank for pr in profiles]
     if len(profiles) > 1 and all(r is None for r in ranks):
