@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -105,6 +107,25 @@ def _write_whole(table: pa.Table, fmt: str, tmp: Path) -> None:
         pacsv.write_csv(csv_table(table), tmp)
 
 
+@contextlib.contextmanager
+def _read_progress(name: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A byte-count progress bar for a streamed parse on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(f"reading {name}", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
 def stream_kernels(csv_path: Path, fmt: str, out: Path, chip: str | None) -> None:
     """One kernel CSV to a Parquet/CSV file through the overlapping pipeline of
     `analyzer.io.kernel_stream`, or the whole-file way when the pipeline declines the file."""
@@ -112,10 +133,10 @@ def stream_kernels(csv_path: Path, fmt: str, out: Path, chip: str | None) -> Non
     from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
     from analyzer.io.load import load_kernels_arrow
 
-    with atomic_path(out) as tmp:
+    with atomic_path(out) as tmp, _read_progress(csv_path.name) as progress:
         sink = TableSink(fmt, tmp)
         try:
-            stream_kernel_csv(csv_path, chip, sink, large_strings)
+            stream_kernel_csv(csv_path, chip, sink, large_strings, progress=progress)
             sink.close()
             return
         except StreamFallback:
@@ -134,7 +155,8 @@ def _table_view(csv_path: Path, chip: str | None, keep: int) -> tuple[pd.DataFra
 
     sink = HeadSink(keep)
     try:
-        _, spec = stream_kernel_csv(csv_path, chip, sink, lambda t: t)
+        with _read_progress(csv_path.name) as progress:
+            _, spec = stream_kernel_csv(csv_path, chip, sink, lambda t: t, progress=progress)
     except StreamFallback:
         return None
     head = sink.head()

@@ -27,6 +27,7 @@ The whole-file path (`load_kernels_arrow`) stays the reference. Streaming gives 
 from __future__ import annotations
 
 import importlib
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -73,7 +74,7 @@ def _put(q: queue.Queue[Any], item: object, stop: threading.Event) -> bool:
 
 
 def _read_groups(
-    path: Path,
+    source: Any,
     options: dict[str, Any],
     out: queue.Queue[Any],
     stop: threading.Event,
@@ -82,7 +83,7 @@ def _read_groups(
     try:
         batches: list[pa.RecordBatch] = []
         rows = 0
-        for batch in pacsv.open_csv(path, **options):
+        for batch in pacsv.open_csv(source, **options):
             batches.append(batch)
             rows += batch.num_rows
             if rows >= group_rows:
@@ -132,11 +133,13 @@ def stream_kernel_csv(
     sink: Callable[[pa.Table], None],
     conform: Callable[[pa.Table], pa.Table],
     group_rows: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[int, ChipSpec]:
     """Feed `sink` the canonical kernel table of one CSV, group by group; returns the row count and
     the chip the derived metrics used.
 
-    `conform` maps each finished group to the output schema (run on the main thread). Raises
+    `conform` maps each finished group to the output schema (run on the main thread); `progress`
+    is called after each group with (bytes read so far, file size). Raises
     StreamFallback (nothing useful was written; use the whole-file path) or the typed error of a bad
     file (same as the whole-file path for header-level problems).
     """
@@ -164,12 +167,15 @@ def stream_kernel_csv(
     names = [f"c{i}" for i in range(len(header))]
     options = csv_options(names, typed_column_types(names, numeric_columns(canonical)), True, BLOCK_SIZE)
 
+    # a Python file (as fast as a path here): its position is the progress of the parse
+    source = open(path, "rb")  # noqa: SIM115 - closed in the finally below, after the reader stops
+    size = os.fstat(source.fileno()).st_size
     stop = threading.Event()
     parsed: queue.Queue[Any] = queue.Queue(maxsize=3)
     ready: queue.Queue[Any] = queue.Queue(maxsize=3)
     failed: list[BaseException] = []
     threads = [
-        threading.Thread(target=_read_groups, args=(path, options, parsed, stop, group_rows), daemon=True),
+        threading.Thread(target=_read_groups, args=(source, options, parsed, stop, group_rows), daemon=True),
         threading.Thread(target=_write_groups, args=(sink, ready, stop, failed), daemon=True),
     ]
     for t in threads:
@@ -204,6 +210,8 @@ def stream_kernel_csv(
             elif not table.schema.equals(schema):
                 raise StreamFallback("column types differ between row groups")
             total += table.num_rows
+            if progress is not None:
+                progress(min(source.tell(), size), size)
             if not _put(ready, table, stop):
                 break
         if failed:
@@ -227,5 +235,7 @@ def stream_kernel_csv(
         stop.set()
         for t in threads:
             t.join(timeout=5)
+        if not threads[0].is_alive():
+            source.close()
     assert spec is not None  # total > 0: at least one group set it
     return total, spec
