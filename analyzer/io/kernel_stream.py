@@ -27,7 +27,6 @@ The whole-file path (`load_kernels_arrow`) stays the reference. Streaming gives 
 from __future__ import annotations
 
 import importlib
-import os
 import queue
 import threading
 from collections.abc import Callable
@@ -167,9 +166,11 @@ def stream_kernel_csv(
     names = [f"c{i}" for i in range(len(header))]
     options = csv_options(names, typed_column_types(names, numeric_columns(canonical)), True, BLOCK_SIZE)
 
-    # a Python file (as fast as a path here): its position is the progress of the parse
-    source = open(path, "rb")  # noqa: SIM115 - closed in the finally below, after the reader stops
-    size = os.fstat(source.fileno()).st_size
+    # memory-mapped: the parse reads the page cache in place (0.03 s of system time per 313 MB,
+    # against 0.16-0.23 s for read() copies through a path or a Python file); its position is
+    # the progress of the parse
+    source = pa.memory_map(str(path))
+    size = source.size()
     stop = threading.Event()
     parsed: queue.Queue[Any] = queue.Queue(maxsize=3)
     ready: queue.Queue[Any] = queue.Queue(maxsize=3)
