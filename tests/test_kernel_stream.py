@@ -200,3 +200,18 @@ def test_a_failing_sink_stops_the_pipeline(tmp_path: Path, small_blocks: None) -
     with pytest.raises(OSError, match="No space"):
         stream_kernel_csv(src, None, sink, large_strings, group_rows=20)
     assert len(calls) == 2
+
+
+def test_op_summary_streams_like_the_whole_file(tmp_path: Path, small_blocks: None) -> None:
+    """msprof op_summary headers (Task Start Time, Block Num, MIX_AIC, unquoted TAB) take the same path."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        from test_io_kernel_csv import OP_SUMMARY_HEADER, OP_SUMMARY_ROW
+    finally:
+        sys.path.pop(0)
+    src = tmp_path / "op_summary_20260606121516.csv"
+    src.write_text(OP_SUMMARY_HEADER + "\n" + "\n".join([OP_SUMMARY_ROW] * 300) + "\n")
+    streamed, groups = _streamed(src, tmp_path, group_rows=5, chip="910B3")
+    assert groups > 3
+    assert streamed.to_pylist() == _whole(src, chip="910B3").to_pylist()
+    assert streamed.column("start_ns")[0].as_py() == 1780748105187895870
