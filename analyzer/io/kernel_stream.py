@@ -189,7 +189,7 @@ def stream_kernel_csv(
     total = 0
     try:
         for item in _items(parsed):
-            if isinstance(item, pa.ArrowInvalid):
+            if isinstance(item, pa.ArrowException):  # the whole-file path re-reads it and names the row
                 raise StreamFallback(str(item)) from item
             if isinstance(item, BaseException):
                 raise item
