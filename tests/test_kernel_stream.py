@@ -113,15 +113,28 @@ def test_stream_equals_whole_file_on_generated_rows(tmp_path: Path, small_blocks
     )
 
 
-def test_parquet_reads_back_into_the_canonical_dataframe(real_traces: Path, tmp_path: Path) -> None:
-    src = real_traces / "fa_pipeutil_29" / "kernel_details.csv"
+@pytest.mark.parametrize("source", ["csv", "directory"])
+def test_parquet_reads_back_into_the_canonical_dataframe(tmp_path: Path, source: str) -> None:
+    """Both ways of writing Parquet (the streamed CSV path, and a profile directory's DataFrame)
+    carry the pandas metadata: read_parquet gives back the canonical dtypes (nullable Int64, str)."""
+    from analyzer.commands.kernels import kernels_arrow, write_kernels
+
+    sample = REPO / "sample_traces" / "attention_unfused"
+    src = next(sample.glob("*_ascend_pt")) / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
     out = tmp_path / "k.parquet"
-    stream_kernels(src, "parquet", out, None)
+    if source == "csv":
+        stream_kernels(src, "parquet", out, None)
+        ref = load_profile(src).kernels.reset_index(drop=True)
+    else:
+        ref = load_profile(sample).kernels.reset_index(drop=True)
+        write_kernels(kernels_arrow(ref), "parquet", out)
     back = pd.read_parquet(out)
-    ref = load_profile(src).kernels.reset_index(drop=True)
+    assert str(back["step_id"].dtype) == "Int64" and str(back["start_ns"].dtype) == "Int64"
     lists = [c for c in ref.columns if c.endswith("_list")]
     pd.testing.assert_frame_equal(back.drop(columns=lists), ref.drop(columns=lists))
-    assert [[list(d) for d in v] for v in back["input_shape_list"]] == ref["input_shape_list"].tolist()
+    shapes = [None if v is None else [list(d) for d in v] for v in back["input_shape_list"]]
+    want = [None if v is pd.NA else v for v in ref["input_shape_list"].tolist()]
+    assert shapes == want and any(shapes)
 
 
 def _rows(n: int, *, mhz: float = 1800.0, bad_at: int | None = None, note_at: int | None = None) -> str:

@@ -90,9 +90,10 @@ class TableSink:
     def close(self) -> None:
         if self.writer is None:
             return
-        meta = self.schema.metadata if self.schema is not None else None
-        if self.fmt == "parquet" and self.schema is not None and not (meta and b"pandas" in meta):
-            self.writer.add_key_value_metadata({"pandas": pandas_metadata(self.schema)})
+        # store_schema=False drops the schema's own metadata, so the pandas key is always added
+        # here, built the same way for tables from the Arrow path and from a DataFrame
+        if self.fmt == "parquet" and self.schema is not None:
+            self.writer.add_key_value_metadata({"pandas": pandas_metadata(self.schema.remove_metadata())})
         self.writer.close()
         self.writer = None
 
