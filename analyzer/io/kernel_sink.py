@@ -8,6 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from analyzer.io.tables import decode_dictionary
+
 
 def large_strings(table: pa.Table) -> pa.Table:
     """Plain text columns as large_string: the type `kernels_arrow` gives the DataFrame twin's `str`
@@ -54,10 +56,8 @@ class TableSink:
         self.schema: pa.Schema | None = None
 
     def __call__(self, table: pa.Table) -> None:
-        import pyarrow as pa
-
         if self.fmt == "csv":
-            table = csv_table(pa.table({n: _decode(table.column(n)) for n in table.column_names}))
+            table = csv_table(pa.table({n: decode_dictionary(table.column(n)) for n in table.column_names}))
         if self.writer is None:
             self.schema = table.schema
             self.writer = self._open(table.schema)
@@ -67,8 +67,6 @@ class TableSink:
             self.writer.write_table(table)
 
     def _open(self, schema: pa.Schema) -> Any:
-        import pyarrow as pa
-
         if self.fmt == "csv":
             import pyarrow.csv as pacsv
 
@@ -96,12 +94,6 @@ class TableSink:
             self.writer.add_key_value_metadata({"pandas": pandas_metadata(self.schema.remove_metadata())})
         self.writer.close()
         self.writer = None
-
-
-def _decode(arr: Any) -> Any:
-    from analyzer.io.tables import decode_dictionary
-
-    return decode_dictionary(arr)
 
 
 class HeadSink:
