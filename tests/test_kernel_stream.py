@@ -228,3 +228,23 @@ def test_op_summary_streams_like_the_whole_file(tmp_path: Path, small_blocks: No
     assert groups > 3
     assert streamed.to_pylist() == _whole(src, chip="910B3").to_pylist()
     assert streamed.column("start_ns")[0].as_py() == 1780748105187895870
+
+
+def test_streamed_csv_is_the_bytes_of_one_write(
+    tmp_path: Path, small_blocks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CSV written group by group (many groups here) = one write_csv of the whole-file table."""
+    import pyarrow.csv as pacsv
+
+    from analyzer.io.kernel_sink import csv_table
+
+    monkeypatch.setattr(kernel_stream, "GROUP_ROWS", 250)
+
+    src = tmp_path / "kernel_details.csv"
+    _generator().write_large_kernel_details(src, 3000, chunk_rows=1000)
+    out = tmp_path / "k.csv"
+    stream_kernels(src, "csv", out, None)
+    ref = tmp_path / "ref.csv"
+    pacsv.write_csv(csv_table(_whole(src)), ref)
+    assert out.read_bytes() == ref.read_bytes()
+    assert out.read_bytes().count(b"step_id") == 1  # one header line
