@@ -142,9 +142,15 @@ def read_kernel_arrow(paths: Path | list[Path]) -> tuple[pa.Table, str, list[Pat
     contract columns are all-null of their declared type.
     """
     cols, n, producer, files, _ = _read_columns(paths)
+    return contract_table(cols, n), producer, files
+
+
+def contract_table(cols: dict[str, pa.Array | pa.ChunkedArray], n_rows: int) -> pa.Table:
+    """Converted kernel columns as one table, absent contract columns added all-null of their
+    declared type (the Arrow twin of `to_frame(..., ensure=KERNEL_CONTRACT)`). Consumes `cols`."""
     for name in KERNEL_CONTRACT:
         if name not in cols:
-            cols[name] = pa.nulls(n, arrow_type_of(name))
+            cols[name] = pa.nulls(n_rows, arrow_type_of(name))
     table = pa.table(cols) if cols else pa.table({})
     cols.clear()
-    return table, producer, files
+    return table

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from analyzer.chips import ChipSpec
-from analyzer.columns import KERNEL_CONTRACT, canonical_header
+from analyzer.columns import canonical_header
 from analyzer.errors import ProfileFormatError
 
 # Measured on 1 M rows, 2 cores (docs/benchmarks.md): one reader is as fast as one per half of the
@@ -143,9 +143,8 @@ def stream_kernel_csv(
     file (same as the whole-file path for header-level problems).
     """
     from analyzer.io import device as dev
-    from analyzer.io.kernel_csv import check_header
+    from analyzer.io.kernel_csv import check_header, contract_table
     from analyzer.io.tables import (
-        arrow_type_of,
         convert_columns,
         csv_options,
         null_unused_side_arrow,
@@ -199,10 +198,7 @@ def stream_kernel_csv(
             except ProfileFormatError as exc:  # its row number is relative to the group
                 raise StreamFallback(str(exc)) from exc
             null_unused_side_arrow(cols)
-            for name in KERNEL_CONTRACT:
-                if name not in cols:
-                    cols[name] = pa.nulls(raw.num_rows, arrow_type_of(name))
-            table = pa.table(cols)
+            table = contract_table(cols, raw.num_rows)
             if spec is None:
                 spec = dev.choose_chip(chip, DeviceInfo(), table, [])
             if chip is None:

@@ -185,7 +185,7 @@ def clean_strings(
     columns are already clean.
     """
     if pa.types.is_dictionary(arr.type):
-        # one dictionary for all chunks first (the reader gives each 1 MB block its own): the
+        # one dictionary for all chunks first (the reader gives each block its own): the
         # cleaning then runs once per column, not once per block
         chunked = arr if isinstance(arr, pa.ChunkedArray) else pa.chunked_array([arr])
         chunks = chunked.unify_dictionaries().chunks
@@ -197,7 +197,12 @@ def clean_strings(
             return pa.chunked_array([pc.take(cleaned, c.indices) for c in chunks], pa.string())
         if cleaned is dictionary:  # already clean: nothing to rebuild
             return pa.chunked_array(chunks, _DICT_STRING)
-        return pa.chunked_array([_clean_dictionary(c, cleaned) for c in chunks], _DICT_STRING)
+        if not cleaned.null_count:
+            rebuilt = [pa.DictionaryArray.from_arrays(c.indices, cleaned) for c in chunks]
+            return pa.chunked_array(rebuilt, _DICT_STRING)
+        # a value that cleans to null (N/A) is a null index, not a null dictionary entry
+        present, filled = pc.is_valid(cleaned), pc.fill_null(cleaned, "")
+        return pa.chunked_array([_null_indices(c, present, filled) for c in chunks], _DICT_STRING)
     if pc.any(pc.match_substring_regex(arr, _NEEDS_TRIM_RE)).as_py():
         arr = pc.utf8_trim(arr, characters=_TRIM_CHARS)
     missing = pc.is_in(arr, value_set=pa.array(MISSING_VALUES))
@@ -206,15 +211,11 @@ def clean_strings(
     return pc.if_else(missing, pa.scalar(None, pa.string()), arr)
 
 
-def _clean_dictionary(chunk: pa.DictionaryArray, cleaned: pa.Array) -> pa.DictionaryArray:
-    """`chunk` over its `cleaned` dictionary (same positions as `chunk.dictionary`)."""
-    indices = chunk.indices
-    if cleaned.null_count:
-        # a value that cleans to null (N/A) is a null index, not a null dictionary entry
-        present = pc.take(pc.is_valid(cleaned), indices)
-        indices = pc.if_else(present, indices, pa.scalar(None, indices.type))
-        cleaned = pc.fill_null(cleaned, "")
-    return pa.DictionaryArray.from_arrays(indices, cleaned)
+def _null_indices(chunk: pa.DictionaryArray, present: pa.Array, filled: pa.Array) -> pa.DictionaryArray:
+    """`chunk` over the cleaned dictionary `filled`, its index null where `present` is false."""
+    keep = pc.take(present, chunk.indices)
+    indices = pc.if_else(keep, chunk.indices, pa.scalar(None, chunk.indices.type))
+    return pa.DictionaryArray.from_arrays(indices, filled)
 
 
 def decode_dictionary(arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
@@ -261,13 +262,14 @@ def decimal_to_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> p
         words = np.frombuffer(chunk.buffers()[1], dtype="<i8")
         words = words[2 * chunk.offset : 2 * (chunk.offset + len(chunk))]
         low, high = words[0::2], words[1::2]
-        bad = (high != (low >> 63)) & np.asarray(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        valid = pc.is_valid(chunk)
+        bad = (high != (low >> 63)) & np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool)
         if bad.any():
             row = at + int(np.argmax(bad))
             raise ProfileFormatError(
                 path, f"row {row + 1}", f"column {column!r}: timestamp {arr[row].as_py()} µs is out of range"
             )
-        validity = pc.is_valid(chunk).buffers()[1] if chunk.null_count else None
+        validity = valid.buffers()[1] if chunk.null_count else None
         out.append(pa.Array.from_buffers(pa.int64(), len(chunk), [validity, pa.py_buffer(low.copy())]))
         at += len(chunk)
     return pa.chunked_array(out, pa.int64())
