@@ -43,7 +43,6 @@ def _plain(table: pa.Table) -> pa.Table:
 
 def _whole(path: Path, chip: str | None = None) -> pa.Table:
     table = load_kernels_arrow(path, chip=chip)
-    assert table is not None
     return _plain(large_strings(table)).replace_schema_metadata(None)
 
 

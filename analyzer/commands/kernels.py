@@ -142,7 +142,6 @@ def stream_kernels(csv_path: Path, fmt: str, out: Path, chip: str | None) -> Non
         except StreamFallback:
             sink.close()  # half a file: overwritten below
         table = load_kernels_arrow(csv_path, chip=chip)
-        assert table is not None
         _write_whole(large_strings(table), fmt, tmp)
 
 
@@ -229,10 +228,10 @@ def kernels_command(
         if csv_path is not None and output is not None and fmt in ("parquet", "csv") and limit is None:
             stream_kernels(csv_path, fmt, output, chip)
             return
-        table = load_kernels_arrow(path, chip=chip) if csv_path is not None else None
-        if table is not None:
+        if csv_path is not None:
             from analyzer.io.kernel_sink import large_strings
 
+            table = load_kernels_arrow(csv_path, chip=chip)
             write_kernels(large_strings(table if limit is None else table.slice(0, limit)), fmt, output)
             return
     import pandas as pd

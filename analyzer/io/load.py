@@ -571,21 +571,18 @@ def single_kernel_csv(path: str | Path) -> Path | None:
     return found[0].path
 
 
-def load_kernels_arrow(path: str | Path, chip: str | None = None) -> pa.Table | None:
-    """The canonical kernel table with derived metrics as Arrow, for a single kernel CSV file.
+def load_kernels_arrow(csv_path: Path, chip: str | None = None) -> pa.Table:
+    """The canonical kernel table with derived metrics as Arrow, for one kernel CSV file (as found
+    by `single_kernel_csv`).
 
     The file-output path of `tilescope kernels`: the same columns and values as
-    `load_profiles(path)[0].kernels` without building a DataFrame. None for every other input
-    (directories, databases, timelines), which go through `load_profiles`.
+    `load_profiles(csv_path)[0].kernels` without building a DataFrame.
     """
     from analyzer.io import device as dev
     from analyzer.io.kernel_csv import read_kernel_arrow
     from analyzer.metrics import add_derived_metrics_arrow
     from analyzer.profile import DeviceInfo
 
-    csv_path = single_kernel_csv(path)
-    if csv_path is None:
-        return None
     table, _producer, _files = read_kernel_arrow(csv_path)
     selected = dev.choose_chip(chip, DeviceInfo(), table, [])
     return add_derived_metrics_arrow(table, selected)
