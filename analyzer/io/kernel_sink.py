@@ -91,7 +91,7 @@ class TableSink:
         # store_schema=False drops the schema's own metadata, so the pandas key is always added
         # here, built the same way for tables from the Arrow path and from a DataFrame
         if self.fmt == "parquet" and self.schema is not None:
-            self.writer.add_key_value_metadata({"pandas": pandas_metadata(self.schema.remove_metadata())})
+            self.writer.add_key_value_metadata({"pandas": pandas_metadata(self.schema)})
         self.writer.close()
         self.writer = None
 
