@@ -95,12 +95,21 @@ class KernelColumns:
         self.is_arrow = isinstance(table, pa.Table)
         self.names: list[str] = list(table.column_names if isinstance(table, pa.Table) else table.columns)
         self.n = table.num_rows if isinstance(table, pa.Table) else len(table)
+        # the derived metrics read some columns several times (a ratio for its pipe and for its
+        # busy time); each is converted once. The arrays are read-only, so sharing them is safe.
+        self._floats: dict[str, np.ndarray] = {}
 
     def __contains__(self, name: str) -> bool:
         return name in self.names
 
     def floats(self, name: str) -> np.ndarray:
-        """float64 values, NaN for null/absent/non-numeric."""
+        """float64 values, NaN for null/absent/non-numeric (a read-only array)."""
+        if (cached := self._floats.get(name)) is None:
+            cached = self._floats[name] = self._to_floats(name)
+            cached.flags.writeable = False
+        return cached
+
+    def _to_floats(self, name: str) -> np.ndarray:
         if name not in self.names:
             return np.full(self.n, np.nan)
         if isinstance(self.table, pa.Table):
@@ -117,7 +126,17 @@ class KernelColumns:
         if name not in self.names:
             return np.zeros(self.n, dtype=bool)
         if isinstance(self.table, pa.Table):
-            hit = pc.is_in(pc.cast(self.table.column(name), pa.string()), value_set=pa.array(values))
+            chunked = self.table.column(name)
+            wanted = pa.array(values, pa.string())
+            if pa.types.is_dictionary(chunked.type):
+                # test the few dictionary values, then gather by index (no million-row text cast)
+                parts = [
+                    pc.take(pc.is_in(pc.cast(c.dictionary, pa.string()), value_set=wanted), c.indices)
+                    for c in chunked.chunks
+                ]
+                hit: pa.ChunkedArray = pa.chunked_array(parts, pa.bool_())
+            else:
+                hit = pc.is_in(pc.cast(chunked, pa.string()), value_set=wanted)
             return np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
         return self.table[name].astype("str").isin(values).to_numpy(dtype=bool)
 

@@ -170,3 +170,25 @@ def test_ir_only_bundle_loads_with_no_kernels(repo_root: Path) -> None:
     assert len(prof.kernels) == 0
     assert prof.ir is not None and prof.ir["kernels"][0]["name"] == "flash_fwd"
     assert any("runtime metrics are absent" in w for w in prof.warnings)
+
+
+@pytest.mark.parametrize(
+    ("trace", "cores", "mhz"), [("fa_pipeutil_29", 20, 1800), ("gpt_step_arith_591", 24, 1850)]
+)
+def test_chip_evidence_in_slices_equals_whole_table(
+    real_traces: Path, trace: str, cores: int, mhz: int
+) -> None:
+    """The streamed `kernels` gathers the inference inputs group by group: any split of the rows
+    must give the whole table's inference, notes (with their kernel counts) included."""
+    from analyzer.io.device import ChipEvidence, infer_from_kernels
+    from analyzer.io.kernel_csv import read_kernel_arrow
+
+    table, _, _ = read_kernel_arrow(real_traces / trace / "kernel_details.csv")
+    whole, notes = infer_from_kernels(table)
+    assert (whole.ai_core_num, whole.aic_frequency_mhz, whole.aiv_num) == (cores, mhz, 2 * cores)
+    for step in (1, 3, 7):
+        evidence = ChipEvidence()
+        for start in range(0, table.num_rows, step):
+            evidence.add(table.slice(start, step))
+        assert evidence.infer() == (whole, notes)
+    assert evidence.rows == table.num_rows

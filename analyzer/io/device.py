@@ -137,6 +137,90 @@ def merge_device(base: DeviceInfo, other: DeviceInfo) -> DeviceInfo:
     return base
 
 
+class ChipEvidence:
+    """What `infer_from_kernels` reads from each kernel row, gathered table by table.
+
+    The inference takes medians over all rows, so a streamed file can only be concluded at its
+    end; keeping the per-row inputs (a few float arrays) makes that end cheap, and the whole-table
+    inference is the same code with one table.
+    """
+
+    def __init__(self) -> None:
+        self.mhz: list[np.ndarray] = []
+        self.cycles: list[np.ndarray] = []  # the rows usable for the core count: util > 1 %
+        self.util: list[np.ndarray] = []
+        self.duration: list[np.ndarray] = []
+        self.has_util = False
+        self.cube_dims: list[np.ndarray] = []
+        self.rows = 0
+
+    @classmethod
+    def of(cls, kernels: pd.DataFrame | pa.Table) -> ChipEvidence:
+        evidence = cls()
+        evidence.add(kernels)
+        return evidence
+
+    def add(self, kernels: pd.DataFrame | pa.Table) -> None:
+        from analyzer.metrics import KernelColumns
+
+        cols = KernelColumns(kernels)
+        needed = {"core_type", "aic_total_cycles", "aic_time_us", "block_dim"}
+        if not needed.issubset(cols.names) or not cols.n:
+            return
+        self.rows += cols.n
+        cube = cols.text_in("core_type", ["AI_CORE"])
+        cycles = cols.floats("aic_total_cycles")
+        block_dim = cols.floats("block_dim")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mhz = cycles[cube] / (block_dim[cube] * cols.floats("aic_time_us")[cube])
+        self.mhz.append(mhz[np.isfinite(mhz)])
+        if "cube_utilization_pct" in cols:
+            util = cols.floats("cube_utilization_pct")
+            self.has_util = self.has_util or not np.isnan(util).all()
+            ok = (util > 1.0) & ~np.isnan(cycles)
+            self.cycles.append(cycles[ok])
+            self.util.append(util[ok])
+            self.duration.append(cols.floats("duration_us")[ok])
+        dims = block_dim[cols.text_in("core_type", ["AI_CORE", "MIX_AIC"])]
+        self.cube_dims.append(dims[~np.isnan(dims)])
+
+    def infer(self) -> tuple[DeviceInfo, list[str]]:
+        """Core count and clock, with the arithmetic as notes (see `infer_from_kernels`)."""
+        info = DeviceInfo()
+        notes: list[str] = []
+        mhz = np.concatenate(self.mhz) if self.mhz else np.empty(0)
+        if len(mhz) == 0:
+            return info, notes
+        freq = float(np.round(np.median(mhz) / 10.0) * 10.0)
+        info.aic_frequency_mhz = freq
+        notes.append(
+            f"clock {freq:g} MHz inferred from the data: median of aic_total_cycles / (Block Dim × "
+            f"aicore_time) over {len(mhz)} AI_CORE kernels"
+        )
+        if self.has_util:
+            cycles, util = np.concatenate(self.cycles), np.concatenate(self.util)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cores = cycles / (freq * (util / 100.0) * np.concatenate(self.duration))
+            cores = cores[np.isfinite(cores)]
+            if len(cores):
+                info.ai_core_num = round(float(np.median(cores)))
+                notes.append(
+                    f"{info.ai_core_num} AI Cores inferred from the data: cube_utilization(%) = "
+                    f"cycles / ({freq:g} MHz × cores × duration) over {len(cores)} kernels"
+                )
+        if info.ai_core_num is None:
+            dims = np.concatenate(self.cube_dims)
+            if len(dims) and int(dims.max()) > 0:
+                info.ai_core_num = int(dims.max())
+                notes.append(
+                    f"{info.ai_core_num} AI Cores inferred from the data: the largest Block Dim of a "
+                    "Cube kernel (a lower bound)"
+                )
+        if info.ai_core_num:
+            info.aiv_num = 2 * info.ai_core_num
+        return info, notes
+
+
 def infer_from_kernels(kernels: pd.DataFrame | pa.Table) -> tuple[DeviceInfo, list[str]]:
     """Core count and clock from the kernel table alone, with the arithmetic as warnings.
 
@@ -145,58 +229,17 @@ def infer_from_kernels(kernels: pd.DataFrame | pa.Table) -> tuple[DeviceInfo, li
     Cores: `cube_utilization(%)` = cycles / (MHz × cores × duration) × 100 (§10.1) solved for cores;
     without that column, the largest Block Dim of a Cube kernel (a lower bound).
     """
-    from analyzer.metrics import KernelColumns
-
-    info = DeviceInfo()
-    notes: list[str] = []
-    cols = KernelColumns(kernels)
-    needed = {"core_type", "aic_total_cycles", "aic_time_us", "block_dim"}
-    if not needed.issubset(cols.names) or not cols.n:
-        return info, notes
-    cube = cols.text_in("core_type", ["AI_CORE"])
-    cycles = cols.floats("aic_total_cycles")
-    block_dim = cols.floats("block_dim")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mhz = cycles[cube] / (block_dim[cube] * cols.floats("aic_time_us")[cube])
-    mhz = mhz[np.isfinite(mhz)]
-    if len(mhz) == 0:
-        return info, notes
-    freq = float(np.round(np.median(mhz) / 10.0) * 10.0)
-    info.aic_frequency_mhz = freq
-    notes.append(
-        f"clock {freq:g} MHz inferred from the data: median of aic_total_cycles / (Block Dim × "
-        f"aicore_time) over {len(mhz)} AI_CORE kernels"
-    )
-    util = cols.floats("cube_utilization_pct")
-    if "cube_utilization_pct" in cols and not np.isnan(util).all():
-        ok = (util > 1.0) & ~np.isnan(cycles)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cores = cycles[ok] / (freq * (util[ok] / 100.0) * cols.floats("duration_us")[ok])
-        cores = cores[np.isfinite(cores)]
-        if len(cores):
-            info.ai_core_num = round(float(np.median(cores)))
-            notes.append(
-                f"{info.ai_core_num} AI Cores inferred from the data: cube_utilization(%) = "
-                f"cycles / ({freq:g} MHz × cores × duration) over {len(cores)} kernels"
-            )
-    if info.ai_core_num is None:
-        dims = block_dim[cols.text_in("core_type", ["AI_CORE", "MIX_AIC"])]
-        dims = dims[~np.isnan(dims)]
-        if len(dims) and int(dims.max()) > 0:
-            info.ai_core_num = int(dims.max())
-            notes.append(
-                f"{info.ai_core_num} AI Cores inferred from the data: the largest Block Dim of a "
-                "Cube kernel (a lower bound)"
-            )
-    if info.ai_core_num:
-        info.aiv_num = 2 * info.ai_core_num
-    return info, notes
+    return ChipEvidence.of(kernels).infer()
 
 
 def choose_chip(
-    requested: str | None, device: DeviceInfo, kernels: pd.DataFrame | pa.Table, warnings: list[str]
+    requested: str | None,
+    device: DeviceInfo,
+    kernels: pd.DataFrame | pa.Table | ChipEvidence,
+    warnings: list[str],
 ) -> ChipSpec:
-    """The chip for a profile: --chip, else the device facts, else inference from the data.
+    """The chip for a profile: --chip, else the device facts, else inference from the data
+    (`kernels`: the kernel table, or the evidence gathered from it group by group).
 
     An explicit --chip wins over inferred figures (inference is a guess) but not over measured ones
     from info.json / OpBasicInfo, which describe the device the profile really ran on.
@@ -204,7 +247,8 @@ def choose_chip(
     freq = device.aic_frequency_mhz or device.rated_frequency_mhz
     measured = device.ai_core_num is not None or freq is not None or device.model_name is not None
     if not requested and not measured:
-        inferred, notes = infer_from_kernels(kernels)
+        evidence = kernels if isinstance(kernels, ChipEvidence) else ChipEvidence.of(kernels)
+        inferred, notes = evidence.infer()
         if inferred.ai_core_num or inferred.aic_frequency_mhz:
             warnings.extend(notes)
             return resolve_chip(

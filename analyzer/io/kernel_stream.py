@@ -19,9 +19,10 @@ The whole-file path (`load_kernels_arrow`) stays the reference. Streaming gives 
 - a column whose type differs between groups (an unknown column numeric in one, text in another);
 - the chip. A single CSV has no device information, so the clock and core count are inferred from
   the data (medians over all rows, `device.infer_from_kernels`). The first group's inference is
-  used speculatively; the inference inputs of every group are kept (6 columns), and at the end the
-  same function runs on all rows. If the chip differs, the caller redoes the file the whole-file
-  way. On real profiles the two agree: they describe one device.
+  used speculatively; the per-row inputs of the inference are gathered from every group
+  (`device.ChipEvidence`, a few float arrays), and at the end the same inference runs on all rows.
+  If the chip differs, the caller redoes the file the whole-file way. On real profiles the two
+  agree: they describe one device.
 """
 
 from __future__ import annotations
@@ -45,15 +46,6 @@ from analyzer.errors import ProfileFormatError
 # half the memory: the second half's groups pile up until their turn, and page faults eat the gain
 GROUP_ROWS = 65536
 BLOCK_SIZE = 2 << 20
-# what device.infer_from_kernels reads; kept for every row to check the speculative chip
-INFERENCE_COLUMNS = (
-    "core_type",
-    "aic_total_cycles",
-    "aic_time_us",
-    "block_dim",
-    "cube_utilization_pct",
-    "duration_us",
-)
 _END = object()
 
 
@@ -184,7 +176,7 @@ def stream_kernel_csv(
         t.start()
     spec = None
     schema: pa.Schema | None = None
-    inference: list[pa.Table] = []
+    evidence = dev.ChipEvidence()
     total = 0
     try:
         for item in _items(parsed):
@@ -199,10 +191,10 @@ def stream_kernel_csv(
                 raise StreamFallback(str(exc)) from exc
             null_unused_side_arrow(cols)
             table = contract_table(cols, raw.num_rows)
-            if spec is None:
-                spec = dev.choose_chip(chip, DeviceInfo(), table, [])
             if chip is None:
-                inference.append(table.select([c for c in INFERENCE_COLUMNS if c in table.column_names]))
+                evidence.add(table)
+            if spec is None:
+                spec = dev.choose_chip(chip, DeviceInfo(), evidence, [])
             table = conform(add_derived_metrics_arrow(table, spec))
             if schema is None:
                 schema = table.schema
@@ -217,8 +209,8 @@ def stream_kernel_csv(
             raise failed[0]
         if not total:
             raise StreamFallback("no rows: the whole-file path writes the empty table")
-        if chip is None and inference:
-            final = dev.choose_chip(None, DeviceInfo(), pa.concat_tables(inference), [])
+        if chip is None:
+            final = dev.choose_chip(None, DeviceInfo(), evidence, [])
             if final != spec:
                 raise StreamFallback(
                     f"chip inferred from all rows ({final.name}) differs from the first rows'"
