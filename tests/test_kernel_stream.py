@@ -1,13 +1,15 @@
 """The pipelined `tilescope kernels` file output must equal the whole-file path, value for value.
 
 Small blocks and group sizes force many row groups on small files, so every seam of the pipeline
-(group boundaries, per-group dictionaries) is crossed. Every case where streaming must give up is
+(group boundaries cut in the file's bytes, per-group dictionaries, groups parsed on different
+threads) is crossed. Every case where streaming must give up is
 checked to fall back and still produce the whole-file result, or its exact error.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import subprocess
 import sys
@@ -46,10 +48,17 @@ def _whole(path: Path, chip: str | None = None) -> pa.Table:
     return _plain(large_strings(table)).replace_schema_metadata(None)
 
 
+def rows_bytes(path: Path, rows: int) -> int:
+    """A group size in bytes that cuts `path` after its first `rows` data rows (and about every
+    `rows` rows after that, for rows of similar length)."""
+    lines = path.read_bytes().split(b"\n")
+    return sum(len(line) + 1 for line in lines[1 : rows + 1]) - 1
+
+
 def _streamed(path: Path, tmp: Path, group_rows: int, chip: str | None = None) -> tuple[pa.Table, int]:
     out = tmp / "streamed.parquet"
     sink = TableSink("parquet", out)
-    stream_kernel_csv(path, chip, sink, large_strings, group_rows=group_rows)
+    stream_kernel_csv(path, chip, sink, large_strings, group_bytes=rows_bytes(path, group_rows))
     sink.close()
     table = _plain(pq.read_table(out))
     return table.replace_schema_metadata(None), pq.ParquetFile(out).metadata.num_row_groups
@@ -154,7 +163,7 @@ def test_unparseable_value_falls_back_and_names_the_file_row(tmp_path: Path, sma
     src = tmp_path / "kernel_details.csv"
     src.write_text(HEADER + _rows(300, bad_at=249))
     with pytest.raises(StreamFallback):
-        stream_kernel_csv(src, None, lambda t: None, large_strings, group_rows=50)
+        stream_kernel_csv(src, None, lambda t: None, large_strings, group_bytes=rows_bytes(src, 50))
     out = tmp_path / "k.parquet"
     env = {**os.environ, "COLUMNS": "200"}
     r = subprocess.run(
@@ -175,7 +184,7 @@ def test_chip_guess_from_first_group_is_checked_against_all_rows(tmp_path: Path,
     # the first 40 rows run at 1000 MHz, the other 200 at 1800: the median over all rows is 1800
     src.write_text(HEADER + _rows(40, mhz=1000.0) + _rows(200))
     with pytest.raises(StreamFallback, match="chip"):
-        stream_kernel_csv(src, None, lambda t: None, large_strings, group_rows=40)
+        stream_kernel_csv(src, None, lambda t: None, large_strings, group_bytes=rows_bytes(src, 40))
     # the command redoes it the whole-file way: same values as load_kernels_arrow
     out = tmp_path / "k.parquet"
     stream_kernels(src, "parquet", out, None)
@@ -193,7 +202,7 @@ def test_column_type_changing_between_groups_falls_back(tmp_path: Path, small_bl
     lines += [row.rstrip("\n") + (",1.5\n" if i < 60 else ",slow\n") for i, row in enumerate(body)]
     src.write_text("".join(lines))
     with pytest.raises(StreamFallback, match="types differ"):
-        stream_kernel_csv(src, None, lambda t: None, large_strings, group_rows=30)
+        stream_kernel_csv(src, None, lambda t: None, large_strings, group_bytes=rows_bytes(src, 30))
     out = tmp_path / "k.csv"
     stream_kernels(src, "csv", out, None)
     assert pd.read_csv(out)["custom_note"].tolist()[58:62] == ["1.5", "1.5", "slow", "slow"]
@@ -210,7 +219,7 @@ def test_a_failing_sink_stops_the_pipeline(tmp_path: Path, small_blocks: None) -
             raise OSError(28, "No space left on device")
 
     with pytest.raises(OSError, match="No space"):
-        stream_kernel_csv(src, None, sink, large_strings, group_rows=20)
+        stream_kernel_csv(src, None, sink, large_strings, group_bytes=rows_bytes(src, 20))
     assert len(calls) == 2
 
 
@@ -237,13 +246,44 @@ def test_streamed_csv_is_the_bytes_of_one_write(
 
     from analyzer.io.kernel_sink import csv_table
 
-    monkeypatch.setattr(kernel_stream, "GROUP_ROWS", 250)
-
     src = tmp_path / "kernel_details.csv"
     _generator().write_large_kernel_details(src, 3000, chunk_rows=1000)
+    monkeypatch.setattr(kernel_stream, "GROUP_BYTES", rows_bytes(src, 250))
     out = tmp_path / "k.csv"
     stream_kernels(src, "csv", out, None)
     ref = tmp_path / "ref.csv"
     pacsv.write_csv(csv_table(_whole(src)), ref)
     assert out.read_bytes() == ref.read_bytes()
     assert out.read_bytes().count(b"step_id") == 1  # one header line
+
+
+def test_groups_are_whole_rows_covering_the_file() -> None:
+    """Byte ranges start right after the previous one, end just after a newline (the last one at the
+    end of the file, newline or not), including around a row longer than the 64 KB search window."""
+    long_row = b"x" * 200_000 + b"\n"
+    data = b"h1,h2\n" + b"a,1\r\n" * 50 + long_row + b"b,2\n" * 30 + b"c,3"
+    buf = pa.py_buffer(data)
+    for size in (1, 7, 100, 1 << 16, len(data)):
+        ranges = list(kernel_stream._chunks(buf, 6, size))
+        assert ranges[0][0] == 6 and ranges[-1][1] == len(data)
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+        assert all(data[end - 1 : end] == b"\n" for _, end in ranges[:-1])
+        assert all(end - start >= min(size, len(data) - start) for start, end in ranges)
+    assert [r for r in kernel_stream._chunks(buf, len(data), 10)] == []
+
+
+@pytest.mark.parametrize("parsers", [1, 2, 3])
+def test_crlf_file_without_final_newline_streams_like_the_whole_file(
+    tmp_path: Path, small_blocks: None, parsers: int
+) -> None:
+    src = tmp_path / "kernel_details.csv"
+    text = (HEADER + _rows(200)).replace("\n", "\r\n").removesuffix("\r\n")
+    src.write_bytes(text.encode())
+    out = tmp_path / "k.parquet"
+    sink = TableSink("parquet", out)
+    rows, _ = stream_kernel_csv(
+        src, None, sink, large_strings, group_bytes=rows_bytes(src, 15), parsers=parsers
+    )
+    sink.close()
+    assert rows == 200 and pq.ParquetFile(out).metadata.num_row_groups >= 10
+    assert _plain(pq.read_table(out)).replace_schema_metadata(None).to_pylist() == _whole(src).to_pylist()

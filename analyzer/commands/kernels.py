@@ -136,7 +136,8 @@ def stream_kernels(csv_path: Path, fmt: str, out: Path, chip: str | None) -> Non
     with atomic_path(out) as tmp, _read_progress(csv_path.name) as progress:
         sink = TableSink(fmt, tmp)
         try:
-            stream_kernel_csv(csv_path, chip, sink, large_strings, progress=progress)
+            # one parser: encoding the file keeps the second core busy (docs/benchmarks.md)
+            stream_kernel_csv(csv_path, chip, sink, large_strings, progress=progress, parsers=1)
             sink.close()
             return
         except StreamFallback:

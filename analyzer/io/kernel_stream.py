@@ -2,13 +2,13 @@
 
 `tilescope kernels FILE --format parquet|csv -o OUT` spends its time in three parts of similar
 size: the CSV parse, the normalisation with the derived metrics, and the encoding of the output.
-Done one after the other, two of the three leave the second core idle. Here they run as a
-pipeline over ~64k-row groups, each stage on its own thread (Arrow and numpy release the GIL in
-their C++ loops):
+Done one after the other, two of the three leave the second core idle. Here they overlap over
+groups of ~16 MB of the file (Arrow and numpy release the GIL in their C++ loops):
 
-  reader   pyarrow's streaming CSV reader with the typed fast path of `tables.read_csv_strings`
-           (same options), 2 MB blocks collected into groups
-  main     per group, exactly the steps of `read_kernel_arrow` + `add_derived_metrics_arrow`
+  parsers  one or two threads, each parsing whole groups (byte ranges cut at newlines) with the
+           typed fast path of `tables.read_csv_strings` (same options), up to AHEAD groups ahead
+  main     per group in file order, exactly the steps of `read_kernel_arrow` +
+           `add_derived_metrics_arrow`
   writer   the output sink (one Parquet row group or one CSV chunk per group)
 
 The whole-file path (`load_kernels_arrow`) stays the reference. Streaming gives up, by raising
@@ -27,10 +27,13 @@ The whole-file path (`load_kernels_arrow`) stays the reference. Streaming gives 
 
 from __future__ import annotations
 
+import gc
 import importlib
 import queue
 import threading
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +44,16 @@ from analyzer.chips import ChipSpec
 from analyzer.columns import canonical_header
 from analyzer.errors import ProfileFormatError
 
-# Measured on 1 M rows, 2 cores (docs/benchmarks.md): one reader is as fast as one per half of the
-# file (Parquet output 1.28-1.35 s vs 1.33-1.71 s, terminal view 1.24-1.50 s vs 1.06-1.45 s) with
-# half the memory: the second half's groups pile up until their turn, and page faults eat the gain
-GROUP_ROWS = 65536
+# A group is ~16 MB of the file (~57k kernel_details rows): big enough that per-group overheads
+# stay small, small enough that the last group's work after the parse ends is short.
+GROUP_BYTES = 16 << 20
 BLOCK_SIZE = 2 << 20
+# Parser threads taking alternate groups, and how many groups may be parsed ahead of the main
+# thread (bounds the memory held). Two parsers: the parse is the critical path when the sink is
+# light (the terminal view: 1.31 -> 1.06 s median for 1 M rows); when the sink encodes a file the
+# two cores are already busy and a second parser only adds contention (`stream_kernels` uses one).
+PARSERS = 2
+AHEAD = 2
 _END = object()
 
 
@@ -64,28 +72,28 @@ def _put(q: queue.Queue[Any], item: object, stop: threading.Event) -> bool:
     return False
 
 
-def _read_groups(
-    source: Any,
-    options: dict[str, Any],
-    out: queue.Queue[Any],
-    stop: threading.Event,
-    group_rows: int,
-) -> None:
-    try:
-        batches: list[pa.RecordBatch] = []
-        rows = 0
-        for batch in pacsv.open_csv(source, **options):
-            batches.append(batch)
-            rows += batch.num_rows
-            if rows >= group_rows:
-                if not _put(out, batches, stop):
-                    return
-                batches, rows = [], 0
-        if batches and not _put(out, batches, stop):
-            return
-        _put(out, _END, stop)
-    except BaseException as exc:  # handed to the main thread, which decides
-        _put(out, exc, stop)
+def _chunks(buf: pa.Buffer, start: int, size: int) -> Iterator[tuple[int, int]]:
+    """Byte ranges [start, end) of about `size` bytes from `start`, each ending after a newline.
+
+    The reader's options have newlines_in_values=False, so a newline always ends a row: every
+    range is whole rows, and their parses concatenated are the parse of the whole file.
+    """
+    n = buf.size
+    while start < n:
+        end = min(n, start + size)
+        while end < n:
+            window = min(n - end, 1 << 16)
+            nl = buf.slice(end, window).to_pybytes().find(b"\n")
+            if nl >= 0:
+                end += nl + 1
+                break
+            end += window
+        yield start, end
+        start = end
+
+
+def _parse(buf: pa.Buffer, start: int, end: int, options: dict[str, Any]) -> pa.Table:
+    return pacsv.read_csv(pa.BufferReader(buf.slice(start, end - start)), **options)
 
 
 def _write_groups(
@@ -110,30 +118,44 @@ def _write_groups(
         stop.set()
 
 
-def _items(inbox: queue.Queue[Any]) -> Any:
-    """The reader's groups in file order; an error item ends the iteration."""
-    while (item := inbox.get()) is not _END:
-        yield item
-        if isinstance(item, BaseException):
-            return
-
-
 def stream_kernel_csv(
     path: Path,
     chip: str | None,
     sink: Callable[[pa.Table], None],
     conform: Callable[[pa.Table], pa.Table],
-    group_rows: int | None = None,
+    group_bytes: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    parsers: int = PARSERS,
 ) -> tuple[int, ChipSpec]:
     """Feed `sink` the canonical kernel table of one CSV, group by group; returns the row count and
     the chip the derived metrics used.
 
     `conform` maps each finished group to the output schema (run on the main thread); `progress`
-    is called after each group with (bytes read so far, file size). Raises
+    is called after each group with (bytes read so far, file size); `group_bytes` is the size of
+    a group in the file (tests make it small to cross many group seams). Raises
     StreamFallback (nothing useful was written; use the whole-file path) or the typed error of a bad
     file (same as the whole-file path for header-level problems).
     """
+    # Python's cyclic GC has nothing to find here (the groups are Arrow buffers held by a few
+    # wrappers), yet the wrappers' allocations set off dozens of collections: 3 % of the main thread
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _stream(path, chip, sink, conform, group_bytes or GROUP_BYTES, progress, parsers)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _stream(
+    path: Path,
+    chip: str | None,
+    sink: Callable[[pa.Table], None],
+    conform: Callable[[pa.Table], pa.Table],
+    group_bytes: int,
+    progress: Callable[[int, int], None] | None,
+    parsers: int,
+) -> tuple[int, ChipSpec]:
     from analyzer.io import device as dev
     from analyzer.io.kernel_csv import check_header, contract_table
     from analyzer.io.tables import (
@@ -147,44 +169,52 @@ def stream_kernel_csv(
     from analyzer.metrics import add_derived_metrics_arrow
     from analyzer.profile import DeviceInfo
 
-    group_rows = group_rows or GROUP_ROWS
     header = read_header(path)
     canonical = canonical_header(header)
     check_header(path, header, canonical)
     # pyarrow imports pandas on its first array/scalar construction (its pandas shim); start that
-    # 0.2 s import now, beside the reader, instead of on the main thread's first group
+    # 0.2 s import now, beside the parsers, instead of on the main thread's first group
     threading.Thread(target=importlib.import_module, args=("pandas",), daemon=True).start()
     names = [f"c{i}" for i in range(len(header))]
-    options = csv_options(names, typed_column_types(names, numeric_columns(canonical)), True, BLOCK_SIZE)
+    types = typed_column_types(names, numeric_columns(canonical))
+    # each range is parsed whole on one thread; parsers take alternate ranges
+    options = csv_options(names, types, True, BLOCK_SIZE, skip_rows=0, use_threads=False)
 
     # memory-mapped: the parse reads the page cache in place (0.03 s of system time per 313 MB,
-    # against 0.16-0.23 s for read() copies through a path or a Python file); its position is
-    # the progress of the parse
+    # against 0.16-0.23 s for read() copies through a path or a Python file)
     source = pa.memory_map(str(path))
-    size = source.size()
+    buf = source.read_buffer()
+    size = buf.size
+    first_newline = buf.slice(0, min(size, 1 << 20)).to_pybytes().find(b"\n")
+    ranges = _chunks(buf, first_newline + 1 if first_newline >= 0 else size, group_bytes)
+    pool = ThreadPoolExecutor(max_workers=parsers, thread_name_prefix="tilescope-parse")
+    parsing: deque[tuple[int, Future[pa.Table]]] = deque()
+
+    def parse_next() -> None:
+        if (r := next(ranges, None)) is not None:
+            parsing.append((r[1], pool.submit(_parse, buf, r[0], r[1], options)))
+
     stop = threading.Event()
-    # room for ~0.4 s of parsing: the reader must not stall while the main thread waits for the
-    # pandas import on its first group (8 vs 3: median 1.24 vs 1.37 s for the 1 M-row table view)
-    parsed: queue.Queue[Any] = queue.Queue(maxsize=8)
     ready: queue.Queue[Any] = queue.Queue(maxsize=3)
     failed: list[BaseException] = []
-    threads = [
-        threading.Thread(target=_read_groups, args=(source, options, parsed, stop, group_rows), daemon=True),
-        threading.Thread(target=_write_groups, args=(sink, ready, stop, failed), daemon=True),
-    ]
-    for t in threads:
-        t.start()
+    writer = threading.Thread(target=_write_groups, args=(sink, ready, stop, failed), daemon=True)
+    writer.start()
     spec = None
     schema: pa.Schema | None = None
     evidence = dev.ChipEvidence()
     total = 0
     try:
-        for item in _items(parsed):
-            if isinstance(item, pa.ArrowException):  # the whole-file path re-reads it and names the row
-                raise StreamFallback(str(item)) from item
-            if isinstance(item, BaseException):
-                raise item
-            raw = pa.Table.from_batches(item)
+        for _ in range(max(AHEAD, parsers)):
+            parse_next()
+        while parsing:
+            end, parsed = parsing.popleft()
+            try:
+                raw = parsed.result()
+            except pa.ArrowException as exc:  # the whole-file path re-reads it and names the row
+                raise StreamFallback(str(exc)) from exc
+            parse_next()
+            if not raw.num_rows:
+                continue
             try:
                 cols = convert_columns(path, header, raw, canonical=canonical)
             except ProfileFormatError as exc:  # its row number is relative to the group
@@ -202,7 +232,7 @@ def stream_kernel_csv(
                 raise StreamFallback("column types differ between row groups")
             total += table.num_rows
             if progress is not None:
-                progress(min(source.tell(), size), size)
+                progress(end, size)
             if not _put(ready, table, stop):
                 break
         if failed:
@@ -216,17 +246,15 @@ def stream_kernel_csv(
                     f"chip inferred from all rows ({final.name}) differs from the first rows'"
                 )
         _put(ready, _END, stop)
-        threads[-1].join()
+        writer.join()
         if failed:
             raise failed[0]
-    except BaseException:
-        stop.set()
-        raise
     finally:
         stop.set()
-        for t in threads:
-            t.join(timeout=5)
-        if not threads[0].is_alive():
-            source.close()
+        for _, parsed in parsing:
+            parsed.cancel()
+        pool.shutdown(wait=True)  # a running parse reads the mapped file: let it finish first
+        writer.join(timeout=5)
+        source.close()
     assert spec is not None  # total > 0: at least one group set it
     return total, spec

@@ -67,10 +67,16 @@ def read_header(path: Path) -> list[str]:
 
 
 def csv_options(
-    names: list[str], types: dict[str, pa.DataType], typed: bool, block_size: int = 8 << 20
+    names: list[str],
+    types: dict[str, pa.DataType],
+    typed: bool,
+    block_size: int = 8 << 20,
+    skip_rows: int = 1,
+    use_threads: bool = True,
 ) -> dict[str, object]:
     """Keyword arguments for pyarrow's read_csv / open_csv, shared by the whole-file and the
-    streaming reader so both parse a file identically."""
+    streaming reader so both parse a file identically (the streaming reader parses byte ranges
+    after the header: skip_rows=0)."""
     convert = pacsv.ConvertOptions(
         column_types=types,
         # typed columns parse N/A / NA / empty straight to null in the C++ reader; in the all-string
@@ -80,7 +86,9 @@ def csv_options(
         quoted_strings_can_be_null=typed,
     )
     return {
-        "read_options": pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=block_size),
+        "read_options": pacsv.ReadOptions(
+            column_names=names, skip_rows=skip_rows, block_size=block_size, use_threads=use_threads
+        ),
         "parse_options": pacsv.ParseOptions(newlines_in_values=False),
         "convert_options": convert,
     }
