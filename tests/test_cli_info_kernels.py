@@ -68,6 +68,33 @@ def test_kernels_table(real_traces: Path) -> None:
     assert r.returncode == 0 and "MatMulV2" in r.stdout and "showing 3 of 29" in r.stdout
 
 
+@pytest.mark.parametrize(
+    ("trace", "limit", "chip"), [("fa_pipeutil_29", "5", "910B3"), ("gpt_step_arith_591", "1000", "910B4")]
+)
+def test_streamed_table_view_prints_what_the_dataframe_path_prints(
+    real_traces: Path, trace: str, limit: str, chip: str
+) -> None:
+    """The single-CSV view renders its head on the stream's writer thread, before the count is
+    known; the text must be the DataFrame path's (here: the same rows, title and count line)."""
+    import io
+
+    from rich.console import Console
+
+    from analyzer.commands import kernels as cmd
+    from analyzer.io.load import load_profile
+
+    src = real_traces / trace / "kernel_details.csv"
+    r = run("kernels", str(src), "--limit", limit, "--chip", chip)
+    assert r.returncode == 0, r.stderr
+    kernels = load_profile(src, chip=chip).kernels
+    out = io.StringIO()
+    console = Console(file=out, width=200)
+    console.print(cmd.kernel_table(kernels, f"{src} — kernel_csv, chip {chip}", int(limit)))
+    cmd._print_count(console, min(len(kernels), int(limit)), len(kernels))
+    assert r.stdout == out.getvalue()
+    assert ("showing 5 of 29 kernels" in r.stdout) == (trace == "fa_pipeutil_29")
+
+
 def test_info_json(real_traces: Path) -> None:
     r = run("info", str(real_traces / "fa_pipeutil_29" / "kernel_details.csv"), "--format", "json")
     assert r.returncode == 0, r.stderr

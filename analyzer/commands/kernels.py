@@ -146,21 +146,60 @@ def stream_kernels(csv_path: Path, fmt: str, out: Path, chip: str | None) -> Non
         _write_whole(large_strings(table), fmt, tmp)
 
 
-def _table_view(csv_path: Path, chip: str | None, keep: int) -> tuple[pd.DataFrame, int, str] | None:
-    """First `keep` kernels of one CSV as a DataFrame, the kernel count and the chip name, through
-    the pipeline (no million-row DataFrame for a 50-row view); None when it declines the file."""
-    from analyzer.io.kernel_sink import HeadSink
-    from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
-    from analyzer.io.tables import to_frame
+class _TableView:
+    """The terminal view's sink: keeps the first rows and renders them as soon as it has them, on
+    the stream's writer thread (idle in this view) while the parse goes on; the count of all rows
+    is printed under it at the end. The chip in the title is the first group's, which the stream
+    confirms on all rows (or falls back, and this rendering is dropped)."""
 
-    sink = HeadSink(keep)
+    def __init__(self, keep: int, console: Any, title: Callable[[str], str], limit: int | None) -> None:
+        from analyzer.io.kernel_sink import HeadSink
+
+        self.head = HeadSink(keep)
+        self.console, self.title, self.limit = console, title, limit
+        self.chip_name = ""
+        self.rendered: str | None = None
+
+    def chip(self, spec: Any) -> None:
+        self.chip_name = spec.name
+
+    def __call__(self, table: pa.Table) -> None:
+        self.head(table)
+        if self.rendered is None and self.head.full():
+            self.rendered = self._render()
+
+    def _render(self) -> str:
+        from analyzer.io.tables import to_frame
+
+        head = self.head.head()
+        df = to_frame({n: head.column(n) for n in head.column_names}, head.num_rows)
+        with self.console.capture() as captured:  # rich buffers per thread: safe off the main one
+            self.console.print(kernel_table(df, self.title(self.chip_name), self.limit))
+        return str(captured.get())
+
+    def finish(self) -> str:
+        return self.rendered if self.rendered is not None else self._render()
+
+
+def _table_view(
+    csv_path: Path, chip: str | None, keep: int, title: Callable[[str], str], limit: int | None
+) -> bool:
+    """Print the first `keep` kernels of one CSV and the kernel count, through the pipeline (no
+    million-row DataFrame for a 50-row view); False (nothing printed) when it declines the file."""
+    from rich.console import Console
+
+    from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
+
+    console = Console()
+    view = _TableView(keep, console, title, limit)
     try:
         with _read_progress(csv_path.name) as progress:
-            _, spec = stream_kernel_csv(csv_path, chip, sink, lambda t: t, progress=progress)
+            stream_kernel_csv(csv_path, chip, view, lambda t: t, progress=progress, on_chip=view.chip)
     except StreamFallback:
-        return None
-    head = sink.head()
-    return to_frame({n: head.column(n) for n in head.column_names}, head.num_rows), sink.rows, spec.name
+        return False
+    console.file.write(view.finish())
+    _print_count(console, view.head.head().num_rows, view.head.rows)
+    return True
 
 
 def _fmt(value: Any) -> str:
@@ -173,13 +212,11 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def render_table(df: pd.DataFrame, title: str, limit: int | None, total: int | None = None) -> None:
-    """The first `limit` (default 50) rows of `df`; `total` = the kernel count when `df` is a head."""
-    from rich.console import Console
+def kernel_table(df: pd.DataFrame, title: str, limit: int | None) -> Any:
+    """The rich Table of the first `limit` (default 50) rows of `df`."""
     from rich.table import Table
     from rich.text import Text
 
-    n = len(df) if total is None else total
     shown = df.head(limit if limit is not None else DEFAULT_TABLE_ROWS)
     cols = [c for c in TABLE_COLUMNS if c in shown.columns and (c == "name" or shown[c].notna().any())]
     table = Table(title=title, title_justify="left")
@@ -192,10 +229,21 @@ def render_table(df: pd.DataFrame, title: str, limit: int | None, total: int | N
         )
     for row in shown[cols].itertuples(index=False):
         table.add_row(*(Text(_fmt(v)) for v in row))  # Text(): kernel names are data, never markup
+    return table
+
+
+def _print_count(console: Any, shown: int, total: int) -> None:
+    if shown < total:
+        console.print(f"showing {shown} of {total} kernels (use --limit N or --format csv/json/parquet)")
+
+
+def render_table(df: pd.DataFrame, title: str, limit: int | None) -> None:
+    """Print the first `limit` (default 50) rows of `df` and, when that is not all, the count."""
+    from rich.console import Console
+
     console = Console()
-    console.print(table)
-    if len(shown) < n:
-        console.print(f"showing {len(shown)} of {n} kernels (use --limit N or --format csv/json/parquet)")
+    console.print(kernel_table(df, title, limit))
+    _print_count(console, min(len(df), limit if limit is not None else DEFAULT_TABLE_ROWS), len(df))
 
 
 def kernels_command(
@@ -220,10 +268,10 @@ def kernels_command(
     # a single kernel CSV: Arrow from the reader to the writer, no DataFrame round trip
     csv_path = single_kernel_csv(path)
     if fmt == "table" and csv_path is not None:
-        view = _table_view(csv_path, chip, limit if limit is not None else DEFAULT_TABLE_ROWS)
-        if view is not None:
-            head, total, chip_name = view
-            render_table(head, f"{path} — kernel_csv, chip {chip_name}", limit, total)
+        keep = limit if limit is not None else DEFAULT_TABLE_ROWS
+        if _table_view(
+            csv_path, chip, keep, lambda chip_name: f"{path} — kernel_csv, chip {chip_name}", limit
+        ):
             return
     if fmt != "table":
         if csv_path is not None and output is not None and fmt in ("parquet", "csv") and limit is None:

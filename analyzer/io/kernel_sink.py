@@ -110,6 +110,10 @@ class HeadSink:
             self.parts.append(table.slice(0, max(wanted, 0)))
         self.rows += table.num_rows
 
+    def full(self) -> bool:
+        """It holds `keep` rows: later tables only add to the count."""
+        return bool(self.parts) and sum(t.num_rows for t in self.parts) >= self.keep
+
     def head(self) -> pa.Table:
         return pa.concat_tables(self.parts)
 

@@ -126,13 +126,16 @@ def stream_kernel_csv(
     group_bytes: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     parsers: int = PARSERS,
+    on_chip: Callable[[ChipSpec], None] | None = None,
 ) -> tuple[int, ChipSpec]:
     """Feed `sink` the canonical kernel table of one CSV, group by group; returns the row count and
     the chip the derived metrics used.
 
     `conform` maps each finished group to the output schema (run on the main thread); `progress`
     is called after each group with (bytes read so far, file size); `group_bytes` is the size of
-    a group in the file (tests make it small to cross many group seams). Raises
+    a group in the file (tests make it small to cross many group seams); `on_chip` is told the
+    chip chosen on the first group, before the sink sees any row (it is the final one unless the
+    stream falls back). Raises
     StreamFallback (nothing useful was written; use the whole-file path) or the typed error of a bad
     file (same as the whole-file path for header-level problems).
     """
@@ -141,7 +144,7 @@ def stream_kernel_csv(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _stream(path, chip, sink, conform, group_bytes or GROUP_BYTES, progress, parsers)
+        return _stream(path, chip, sink, conform, group_bytes or GROUP_BYTES, progress, parsers, on_chip)
     finally:
         if enabled:
             gc.enable()
@@ -155,6 +158,7 @@ def _stream(
     group_bytes: int,
     progress: Callable[[int, int], None] | None,
     parsers: int,
+    on_chip: Callable[[ChipSpec], None] | None,
 ) -> tuple[int, ChipSpec]:
     from analyzer.io import device as dev
     from analyzer.io.kernel_csv import check_header, contract_table
@@ -225,6 +229,8 @@ def _stream(
                 evidence.add(table)
             if spec is None:
                 spec = dev.choose_chip(chip, DeviceInfo(), evidence, [])
+                if on_chip is not None:
+                    on_chip(spec)
             table = conform(add_derived_metrics_arrow(table, spec))
             if schema is None:
                 schema = table.schema
