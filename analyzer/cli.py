@@ -101,7 +101,7 @@ def _run(argv: list[str] | None) -> int:
     debug = "--debug" in args or os.environ.get("TILESCOPE_DEBUG")
     _register_commands(args)
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, standalone_mode=False, prog_name="tilescope")
     except TilescopeError as exc:
         if debug:
             raise
@@ -110,18 +110,26 @@ def _run(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         typer.echo("tilescope: interrupted", err=True)
         return 130
-    except Exception as exc:
-        import click
-
-        if isinstance(exc, click.exceptions.Exit):
-            return int(exc.exit_code)
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return 2
-        if isinstance(exc, click.exceptions.Abort):
-            return 130
-        raise
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:
+        typer.echo("tilescope: interrupted", err=True)
+        return 130
+    except typer.TyperException as exc:
+        # typer's own (vendored click) usage errors: unknown command or option, missing argument,
+        # bad value; `tilescope` alone raises one that carries the help text
+        return _usage_error(exc)
     return 0
+
+
+def _usage_error(exc: typer.TyperException) -> int:
+    """Exit 2 with one line (docs/product.md), naming the help of the command that was meant."""
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError":  # no sub-command: typer has printed the help
+        return 2
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    typer.echo(f"tilescope: error: {exc.format_message()}{where}", err=True)
+    return 2
 
 
 if __name__ == "__main__":
