@@ -5,7 +5,8 @@ One run measures both on the same file, --repeat times, alternating:
             the terminal table (the default; stdout to /dev/null), `--format csv -o OUT` and
             `--format parquet -o OUT`
   baseline  pandas.read_csv(FILE) in this process (C engine, default inference)
-and prints each ratio, the best of each side, CPU times, the load average and the peak RSS of each.
+and prints each ratio (best against best, and run by run against the pandas read that follows it),
+CPU times, the load average and the peak RSS of each.
 The child's peak RSS is read from os.wait4 before this process has loaded the table: a child's
 ru_maxrss starts at its parent's RSS at fork time, so forking after read_csv would report ~1.2 GB
 for any child.
@@ -20,6 +21,7 @@ import argparse
 import importlib.util
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -102,9 +104,12 @@ def main() -> int:
     for form in forms:
         w, c = min(o[0] for o in ours[form]), min(o[1] for o in ours[form])
         rss = ours[form][0][2]  # the first run forks before this process read the table
+        # each run against the pandas read right after it: the spread a single comparison can show
+        paired = sorted(o[0] / b[0] for o, b in zip(ours[form], base, strict=True))
         print(
             f"tilescope kernels {form:<8}best {w:.2f} s wall, {c:.2f} s CPU (peak RSS {rss:,.0f} MiB): "
-            f"ratio {w / bw:.2f}x wall, {c / bc:.2f}x CPU (target <= 2.0)"
+            f"ratio {w / bw:.2f}x wall, {c / bc:.2f}x CPU (target <= 2.0); run by run "
+            f"{paired[0]:.2f}-{paired[-1]:.2f}x, median {statistics.median(paired):.2f}x"
         )
     return 0
 
