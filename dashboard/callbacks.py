@@ -171,17 +171,21 @@ def register(app: dash.Dash, store: DataStore) -> None:
     @app.callback(
         Output("timeline", "figure"),
         Output("tl-info", "children"),
+        Output("tl-window", "data"),
         Input("profile", "value"),
         Input("tabs", "value"),
         Input("timeline", "relayoutData"),
+        State("tl-window", "data"),
     )
-    def on_timeline(key: str | None, tab: str, relayout: dict[str, Any] | None) -> tuple[Any, str]:
+    def on_timeline(
+        key: str | None, tab: str, relayout: dict[str, Any] | None, last: list[float] | None
+    ) -> tuple[Any, str, list[float] | None]:
         _active(tab, "timeline")
         entry = _entry(store, key)
         lanes = _lanes(entry)
         if not lanes:
-            return F.empty_figure("No start times in this profile: nothing to place on a timeline"), ""
-        x0, x1 = _x_window(relayout if ctx.triggered_id == "timeline" else None)
+            return F.empty_figure("No start times in this profile: nothing to place on a timeline"), "", None
+        x0, x1 = _x_window(relayout, last) if ctx.triggered_id == "timeline" else (None, None)
         seg = timeline_window(lanes, x0, x1)
         fig = F.timeline_figure(
             seg.lane,
@@ -200,7 +204,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
             + (f", {len(seg.links)} host→kernel launches linked" if seg.links else "")
             + ". Drag to zoom; double-click to reset."
         )
-        return fig, info
+        return fig, info, [x0, x1] if x0 is not None and x1 is not None else None
 
     # --- Findings ---------------------------------------------------------------------------
     @app.callback(Output("f-rule", "options"), Input("profile", "value"))
@@ -408,7 +412,8 @@ def warm(entry: ProfileEntry) -> None:
         return
 
 
-def _x_window(relayout: dict[str, Any] | None) -> tuple[float | None, float | None]:
+def _x_window(relayout: dict[str, Any] | None, last: list[float] | None) -> tuple[float | None, float | None]:
+    """The x window a relayout asks for; `last` is the window drawn last (None: the whole run)."""
     if not relayout or relayout.get("xaxis.autorange"):
         return None, None
     if "xaxis.range[0]" in relayout:
@@ -416,4 +421,9 @@ def _x_window(relayout: dict[str, Any] | None) -> tuple[float | None, float | No
     rng = relayout.get("xaxis.range")
     if isinstance(rng, list) and len(rng) == 2:
         return float(rng[0]), float(rng[1])
+    if relayout.get("autosize"):
+        # plotly laid the graph out anew (shown, resized): redraw the same window. Not a
+        # PreventUpdate: this request can supersede the tab's first one still in flight, whose
+        # answer Dash then drops, and the timeline stayed blank (seen on a loaded machine)
+        return (float(last[0]), float(last[1])) if last else (None, None)
     raise PreventUpdate  # y-only zoom or hover: nothing to re-query

@@ -281,6 +281,7 @@ def build_layout(options: list[dict[str, str]], initial: str | None) -> html.Div
             ),
             html.Div(id="load-error", className="error", role="alert"),
             dcc.Store(id="finding-sel"),
+            dcc.Store(id="tl-window"),  # the timeline's last drawn x window (see callbacks.on_timeline)
             dcc.Tabs(
                 id="tabs",
                 value="overview",

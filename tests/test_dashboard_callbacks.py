@@ -234,6 +234,24 @@ def test_timeline_window_and_zoom(app: dash.Dash) -> None:
     )
     assert out["timeline"]["figure"]["layout"]["xaxis"]["range"] == [1000.0, 2000.0]
     assert zsize < size
+    assert out["tl-window"]["data"] == [1000.0, 2000.0]
+
+
+def test_timeline_autosize_redraws_the_last_window(app: dash.Dash) -> None:
+    """Plotly's `autosize` relayout (the graph shown or resized) must answer with a drawing: it can
+    supersede the tab's own request still in flight, whose answer Dash then drops (a PreventUpdate
+    here left the timeline blank on a loaded machine)."""
+    autosize = {"profile.value": "p0", "tabs.value": "timeline", "timeline.relayoutData": {"autosize": True}}
+    whole, _ = post_callback(app, "timeline.figure", {"profile.value": "p0", "tabs.value": "timeline"})
+    out, _ = post_callback(app, "timeline.figure", autosize, triggered="timeline.relayoutData")
+    assert "segments drawn" in out["tl-info"]["children"]
+    assert out["tl-info"]["children"] == whole["tl-info"]["children"] and out["tl-window"]["data"] is None
+    zoomed = {**autosize, "tl-window.data": [1000.0, 2000.0]}
+    out, _ = post_callback(app, "timeline.figure", zoomed, triggered="timeline.relayoutData")
+    assert out["timeline"]["figure"]["layout"]["xaxis"]["range"] == [1000.0, 2000.0]
+    # a y-only zoom still re-queries nothing
+    yonly = {**autosize, "timeline.relayoutData": {"yaxis.range[0]": 0, "yaxis.range[1]": 2}}
+    assert post_callback(app, "timeline.figure", yonly, triggered="timeline.relayoutData") == ({}, 0)
 
 
 def test_findings_filter_and_detail(app: dash.Dash) -> None:
