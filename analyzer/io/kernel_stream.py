@@ -27,6 +27,7 @@ The whole-file path (`load_kernels_arrow`) stays the reference. Streaming gives 
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import queue
@@ -35,7 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -55,6 +56,7 @@ BLOCK_SIZE = 2 << 20
 PARSERS = 2
 AHEAD = 2
 _END = object()
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class StreamFallback(Exception):
@@ -118,6 +120,25 @@ def _write_groups(
         stop.set()
 
 
+def _gc_paused(fn: _F) -> _F:
+    """Run `fn` with Python's cyclic GC paused. The stream gives it nothing to find (the groups are
+    Arrow buffers held by a few wrappers), yet the wrappers' allocations, with the pandas import
+    running beside them, set off dozens of collections: 3 % of the main thread's time."""
+
+    @functools.wraps(fn)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return cast(_F, paused)
+
+
+@_gc_paused
 def stream_kernel_csv(
     path: Path,
     chip: str | None,
@@ -139,27 +160,6 @@ def stream_kernel_csv(
     StreamFallback (nothing useful was written; use the whole-file path) or the typed error of a bad
     file (same as the whole-file path for header-level problems).
     """
-    # Python's cyclic GC has nothing to find here (the groups are Arrow buffers held by a few
-    # wrappers), yet the wrappers' allocations set off dozens of collections: 3 % of the main thread
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _stream(path, chip, sink, conform, group_bytes or GROUP_BYTES, progress, parsers, on_chip)
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _stream(
-    path: Path,
-    chip: str | None,
-    sink: Callable[[pa.Table], None],
-    conform: Callable[[pa.Table], pa.Table],
-    group_bytes: int,
-    progress: Callable[[int, int], None] | None,
-    parsers: int,
-    on_chip: Callable[[ChipSpec], None] | None,
-) -> tuple[int, ChipSpec]:
     from analyzer.io import device as dev
     from analyzer.io.kernel_csv import check_header, contract_table
     from analyzer.io.tables import (
@@ -173,6 +173,7 @@ def _stream(
     from analyzer.metrics import add_derived_metrics_arrow
     from analyzer.profile import DeviceInfo
 
+    group_bytes = group_bytes or GROUP_BYTES
     header = read_header(path)
     canonical = canonical_header(header)
     check_header(path, header, canonical)
