@@ -1,0 +1,84 @@
+"""Benchmark: the floor under `tilescope kernels FILE --format parquet -o OUT`.
+
+Runs, as a subprocess of its own (start-up included, like the command), only the two stages no
+kernel tool can skip: the typed parse of the CSV on one thread (the same options and byte ranges
+as `analyzer.io.kernel_stream`) overlapped with the Parquet write of the raw parsed columns (same
+writer settings) — no normalisation, no derived metrics, no chip, no CLI. Compare its time with the
+command's in `bench_kernels.py`: the difference is what normalisation costs on top of the floor.
+
+    .venv/bin/python benchmarks/bench_parquet_floor.py --csv bench-data/kernel_details_1000000.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CHILD = r"""
+import sys, threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analyzer.columns import canonical_header
+from analyzer.io import kernel_stream as ks
+from analyzer.io.tables import csv_options, numeric_columns, read_header, typed_column_types
+
+threading.Thread(target=__import__, args=("pandas",), daemon=True).start()  # as the command does
+src, out = Path(sys.argv[1]), sys.argv[2]
+header = read_header(src)
+names = [f"c{i}" for i in range(len(header))]
+types = typed_column_types(names, numeric_columns(canonical_header(header)))
+options = csv_options(names, types, True, ks.BLOCK_SIZE, skip_rows=0, use_threads=False)
+buf = pa.memory_map(str(src)).read_buffer()
+first = buf.slice(0, min(buf.size, 1 << 20)).to_pybytes().find(b"\n")
+ranges = ks._chunks(buf, first + 1, ks.GROUP_BYTES)
+pool = ThreadPoolExecutor(1)
+pending = deque()
+
+def parse_next():
+    r = next(ranges, None)
+    if r is not None:
+        pending.append(pool.submit(ks._parse, buf, r[0], r[1], options))
+
+for _ in range(ks.AHEAD):
+    parse_next()
+writer = None
+while pending:
+    table = pending.popleft().result()
+    parse_next()
+    if writer is None:
+        text = [f.name for f in table.schema if pa.types.is_dictionary(f.type)]
+        writer = pq.ParquetWriter(out, table.schema, compression="lz4", use_dictionary=text,
+                                  store_schema=False, write_batch_size=1 << 16)
+    writer.write_table(table, row_group_size=1 << 17)
+writer.close()
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--csv", type=Path, required=True)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    out = args.csv.with_name("floor.parquet")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}  # as analyzer/cli.py sets it
+    walls = []
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", CHILD, str(args.csv), str(out)], check=True, env=env)
+        walls.append(time.perf_counter() - t)
+    print(f"parse (1 thread) overlapped with the Parquet write of the raw columns: {min(walls):.2f} s best, "
+          f"{max(walls):.2f} s worst of {len(walls)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
