@@ -24,8 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import TypeVar
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -52,11 +56,12 @@ def _torch_dir(root: Path, rows: int, trace_bytes: int | None, gen: ModuleType) 
     return root
 
 
-def _best(fn: object, repeat: int) -> tuple[float, object]:
+def _best(fn: Callable[[], T], repeat: int) -> tuple[float, T | None]:
+    """Best time of `repeat` calls and the last call's value (None when repeat < 1)."""
     best, value = float("inf"), None
     for _ in range(repeat):
         t0 = time.perf_counter()
-        value = fn()  # type: ignore[operator]
+        value = fn()
         best = min(best, time.perf_counter() - t0)
     return best, value
 
@@ -67,8 +72,10 @@ def part1(root: Path, rows: int, repeat: int, gen: ModuleType) -> dict[str, floa
 
     d = _torch_dir(root / f"k{rows}", rows, None, gen)
     t_parse, profile = _best(lambda: load_profile(d), repeat)
-    t_analyze, result = _best(lambda: analyze(profile), repeat)  # type: ignore[arg-type]
-    findings = len(result.findings)  # type: ignore[union-attr]
+    assert profile is not None
+    t_analyze, result = _best(lambda: analyze(profile), repeat)
+    assert result is not None
+    findings = len(result.findings)
     print(
         f"part 1: {rows:,} kernels: parse {t_parse:.2f} s, analyze (all rules) {t_analyze:.2f} s, "
         f"ratio {t_analyze / t_parse:.2f} (target <= 3), {findings} findings"

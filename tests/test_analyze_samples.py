@@ -9,6 +9,7 @@ import pytest
 
 from analyzer.analysis import analyze
 from analyzer.engine import AnalysisResult
+from analyzer.findings import Finding
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 
@@ -22,7 +23,7 @@ def _analyze(name: str) -> AnalysisResult:
     return analyze(load_profile(path))
 
 
-def _pattern(r: AnalysisResult, pid: str) -> list[object]:
+def _pattern(r: AnalysisResult, pid: str) -> list[Finding]:
     return [f for f in r.findings if f.code == "TS102" and f.evidence["pattern"]["id"] == pid]
 
 

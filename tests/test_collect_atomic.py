@@ -192,7 +192,8 @@ def test_torch_npu_flow_layout(tmp_path: Path, fast: None, monkeypatch: pytest.M
     real = torch_npu_backend.profile_groups
 
     def with_fake_python(*a: Any, **k: Any) -> Any:
-        return real(*a, **k, python=str(fake))
+        k["python"] = str(fake)
+        return real(*a, **k)
 
     monkeypatch.setattr(runmod, "profile_groups", with_fake_python)
     monkeypatch.setattr(runmod, "run_check", fake_check("npu"))

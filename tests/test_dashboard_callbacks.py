@@ -297,9 +297,8 @@ def test_compare_callback(app: dash.Dash) -> None:
     store = store_of(app)
     base, head = store.get("p0"), store.get("p1")
     assert base is not None and head is not None
-    diff = compare_runs(
-        *(run_from_report({**e.report, "_profile": e.profile}, e.label) for e in (base, head))
-    )
+    base_run, head_run = (run_from_report({**e.report, "_profile": e.profile}, e.label) for e in (base, head))
+    diff = compare_runs(base_run, head_run)
     assert len(rows) == len(diff.kernels)
     assert {(r["name"], r["verdict"]) for r in rows} == {(d.name, d.verdict) for d in diff.kernels}
     assert abs(rows[0]["delta_us"]) >= abs(rows[-1]["delta_us"])

@@ -24,6 +24,7 @@ def test_source_pane_comes_from_the_bundle_and_is_marked() -> None:
     locs = [loc.to_dict() for loc in ts201.locations]
     src_lines = {loc["line"] for loc in locs if loc["stage"] == "source"}
     assert src_lines, "TS201 should point at the softmax lines of the kernel source"
+    assert profile.ir is not None
     mark_locations(stages, locs, profile.ir["line_map"], "flash_fwd")
     assert src_lines <= source.marked
     # The marked source lines are the softmax's reductions/elementwise ops in the kernel file.

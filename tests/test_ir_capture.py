@@ -78,16 +78,18 @@ def test_locate_topics(fa: Any) -> None:
     from analyzer.ir.locate import locate
 
     src = (KERNELS / "flash_attention.py").read_text().splitlines()
-    assert find_kernel(fa.ir, "flash_fwd_kernel_mix_aic")["name"] == "flash_fwd"
+    kernel = find_kernel(fa.ir, "flash_fwd_kernel_mix_aic")
+    assert kernel is not None and kernel["name"] == "flash_fwd"
     cube = locate(fa.ir, "flash_fwd_kernel_mix_aic", "cube")
     assert {c.stage for c in cube} == {"source", "tvmscript", "ascendc"}
-    assert "T.gemm" in src[cube[0].line - 1]
+    assert cube[0].line is not None and "T.gemm" in src[cube[0].line - 1]
     vec = locate(fa.ir, "flash_fwd_kernel_mix_aiv", "vector")
+    assert vec[0].line is not None
     assert "T.Parallel" in src[vec[0].line - 1] or "T.reduce" in src[vec[0].line - 1]
     mem = locate(fa.ir, "flash_fwd_kernel", "memory")
-    assert "T.copy(" in src[mem[0].line - 1]
+    assert mem[0].line is not None and "T.copy(" in src[mem[0].line - 1]
     buf = locate(fa.ir, "flash_fwd_kernel", "buffer:s_ub")
-    assert "s_ub = T.alloc_shared" in src[buf[0].line - 1]
+    assert buf[0].line is not None and "s_ub = T.alloc_shared" in src[buf[0].line - 1]
     assert locate(fa.ir, "other_kernel", "cube") == []
     assert locate(fa.ir, "flash_fwd_kernel", "nonsense") == []
 

@@ -131,8 +131,8 @@ def test_hostile_names_never_become_markup(bundle: Path, hostile: str) -> None:
     for tag, attrs in parsed.tags:
         for name, _value in attrs:
             assert not name.startswith("on"), (tag, attrs)
-    for attrs, body in parsed.scripts:
-        if attrs.get("type") == "application/json":
+    for script_attrs, body in parsed.scripts:
+        if script_attrs.get("type") == "application/json":
             assert "</" not in body and "<!--" not in body
             json.loads(body)
     report_json = next(b for a, b in parsed.scripts if a.get("id") == "tilescope-report")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from analyzer.analysis import analyze
 from analyzer.io.load import load_profile
@@ -13,7 +14,7 @@ BUNDLE = Path(__file__).resolve().parents[1] / "sample_traces" / "tilelang_fa_bu
 
 
 def test_where_text_shortens_source_paths_and_caps_the_list() -> None:
-    locs = [
+    locs: list[dict[str, Any]] = [
         {"file": "sample_traces/kernels/fa.py", "line": 41, "stage": "source"},
         {"file": "ir/tvmscript.py", "line": 46, "stage": "tvmscript"},
         {"file": "ir/tvmscript.py", "line": 46, "stage": "tvmscript"},  # repeat: shown once

@@ -135,7 +135,7 @@ def test_grouped_findings_count_launches() -> None:
 
 def test_partial_and_hostile_input_never_crashes() -> None:
     """Rows with only a name and a duration, NaN everywhere, junk shapes and unknown core types."""
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"name": "a", "duration_us": 5.0},
         {
             "name": None,

@@ -98,7 +98,7 @@ def test_acceptance_matmul_bad_params(captures: dict[str, Any]) -> None:
     assert ev["buffers"][0]["padded_shape"] == [256, 288]
     src = (KERNELS / "matmul.py").read_text(encoding="utf-8").splitlines()
     loc = ts501[0].locations[0]
-    assert loc.stage == "source" and "alloc_l0c" in src[loc.line - 1]
+    assert loc.stage == "source" and loc.line is not None and "alloc_l0c" in src[loc.line - 1]
     ts502 = _by_code(fs, "TS502")[0]
     assert (ts502.evidence["m_padded"], ts502.evidence["n_padded"], ts502.evidence["k_padded"]) == (
         256,
@@ -106,7 +106,7 @@ def test_acceptance_matmul_bad_params(captures: dict[str, Any]) -> None:
         48,
     )
     assert ts502.evidence["waste_pct"] == round(100 * (1 - 250 * 280 * 40 / (256 * 288 * 48)), 2) == 20.88
-    assert "T.gemm" in src[ts502.locations[0].line - 1]
+    assert ts502.locations[0].line is not None and "T.gemm" in src[ts502.locations[0].line - 1]
     ts503 = _by_code(fs, "TS503")[0]
     assert ts503.evidence["total_k"] == 4096 and ts503.evidence["accum_dtype"] == "float16"
     assert {loc.stage for loc in ts503.locations} >= {"source", "tvmscript", "ascendc"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
@@ -74,7 +75,7 @@ def test_example_kernel_and_its_flows(real: Timeline) -> None:
         8,
     )
     assert row["duration_us"] == 1.35
-    idx = int(row.name)  # type: ignore[arg-type]
+    idx = int(cast(int, row.name))  # the label of a row of the default RangeIndex
     f = real.flows
     npu = f[(f["cat"] == "async_npu") & (f["kernel_index"] == idx)].iloc[0]
     assert npu["flow_id"] == "1704161511422904204"
