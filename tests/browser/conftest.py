@@ -2,7 +2,9 @@
 
 - `browser_type_launch_args`: pytest-playwright's hook, pointed at Debian's /usr/bin/chromium with
   the verified flags (never `playwright install`).
-- `CHROMIUM`, `LAUNCH_ARGS`, `needs_chromium`: for modules that launch their own browser.
+- `CHROMIUM`, `LAUNCH_ARGS`, `needs_chromium`, and `browser`: one headless Chromium per test module
+  (pytest-playwright's session-wide one would stay alive into the next module's own sync
+  Playwright).
 - `record_events(page, base_url)`: dialogs (Playwright dismisses them silently), page errors,
   console errors and requests leaving the app, so a test can assert none happened.
 - `serve_wsgi(app)`: an in-process werkzeug server on a free port; at exit it checks the port is
@@ -36,6 +38,16 @@ LAUNCH_ARGS = [
 needs_chromium = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium chromium-driver)"
 )
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield b
+        b.close()
 
 
 @pytest.fixture(scope="session")

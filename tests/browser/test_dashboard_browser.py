@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CHROMIUM, LAUNCH_ARGS, PageEvents, needs_chromium, record_events, serve_wsgi
+from conftest import PageEvents, needs_chromium, record_events, serve_wsgi
 
 from analyzer.analysis import analyze
 from analyzer.chips import get_chip
@@ -78,18 +78,6 @@ def build_bundle(tmp: Path) -> tuple[Any, dict[str, Any]]:
             )
         )
     return profile, build_report(profile, result)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    # A module-scoped browser of our own: pytest-playwright's session one would stay alive into
-    # other browser modules that start their own sync Playwright.
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

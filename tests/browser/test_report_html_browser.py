@@ -17,21 +17,15 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from conftest import needs_chromium, record_events
 from test_report_fixture_data import hostile_report, make_bundle
 
 from analyzer.report import render_html
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-extensions"]
 HOSTILE_NAMES = ["<img src=x onerror=alert(1)>", "</script><script>alert(2)</script>",
                  "[x](javascript:alert(1)) @org/team a|b `x`", "\" onmouseover=\"alert(3)"]
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)"),
-]
+pytestmark = [pytest.mark.browser, needs_chromium]
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -52,31 +46,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
     thread.join()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
-
-
-def _watch(page: Any, base: str) -> dict[str, list[str]]:
-    seen: dict[str, list[str]] = {"dialogs": [], "errors": [], "console": [], "outside": []}
-
-    def on_dialog(d: Any) -> None:
-        seen["dialogs"].append(d.message)
-        d.dismiss()
-
-    page.on("dialog", on_dialog)
-    page.on("pageerror", lambda e: seen["errors"].append(str(e)))
-    page.on("console", lambda m: seen["console"].append(m.text) if m.type == "error" else None)
-    page.on("request", lambda r: None if r.url.startswith((base, "data:", "blob:", "about:"))
-            else seen["outside"].append(r.url))
-    return seen
-
-
 def _screenshot(page: Any, name: str) -> None:
     target = Path(os.environ.get("TILESCOPE_SCREENSHOTS", "/tmp/tilescope-screenshots"))
     target.mkdir(parents=True, exist_ok=True)
@@ -92,7 +61,7 @@ def test_hostile_names_render_as_text(site: tuple[str, Path], browser: Any, host
     name = f"report{HOSTILE_NAMES.index(hostile)}.html"
     (root / name).write_text(render_html.render(hostile_report(bundle, hostile)), encoding="utf-8")
     page = browser.new_page(viewport={"width": 1280, "height": 1600})
-    seen = _watch(page, base)
+    events = record_events(page, base)
     page.goto(f"{base}/{name}")
     expect(page.locator("#chart-pipes .xtick text").first).to_have_text(hostile.replace("\n", " "))
     cell = page.locator("code.kernel-name").first
@@ -109,7 +78,7 @@ def test_hostile_names_render_as_text(site: tuple[str, Path], browser: Any, host
     page.wait_for_timeout(300)  # give any injected handler a chance to fire
     _screenshot(page, f"report-hostile-{HOSTILE_NAMES.index(hostile)}.png")
     page.close()
-    assert seen == {"dialogs": [], "errors": [], "console": [], "outside": []}
+    events.assert_clean()
 
 
 def test_positive_control_unsafe_sink_is_detected(site: tuple[str, Path], browser: Any) -> None:
@@ -118,8 +87,8 @@ def test_positive_control_unsafe_sink_is_detected(site: tuple[str, Path], browse
         "<!doctype html><body><div id=t></div><script>"
         "document.getElementById('t').innerHTML = '<img src=x onerror=alert(1)>';</script></body>")
     page = browser.new_page()
-    seen = _watch(page, base)
+    events = record_events(page, base)
     page.goto(f"{base}/control.html")
     page.wait_for_timeout(500)
     page.close()
-    assert seen["dialogs"] == ["1"], "the dialog recorder must catch a real injection"
+    assert events.dialogs == ["1"], "the dialog recorder must catch a real injection"
