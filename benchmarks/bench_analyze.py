@@ -16,7 +16,7 @@ the other in the same run. The advisor is looked up on PATH, then in --advisor-b
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import os
 import shutil
@@ -36,12 +36,9 @@ sys.path.insert(0, str(REPO))
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("generate", REPO / "sample_traces" / "generate.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["generate"] = mod  # dataclasses look their module up in sys.modules
-    spec.loader.exec_module(mod)
-    return mod
+    """sample_traces/generate.py: not an installed package, so its folder goes on sys.path."""
+    sys.path.insert(0, str(REPO / "sample_traces"))
+    return importlib.import_module("generate")
 
 
 def _torch_dir(root: Path, rows: int, trace_bytes: int | None, gen: ModuleType) -> Path:

@@ -10,9 +10,9 @@ written on request: ``--large-kernels N`` (a kernel_details.csv with N rows) and
 This file is the thin entry point; the code lives in the ``generator/`` package next to it (see
 ``generator/__init__.py`` for the module map and ``generator/model.py`` for the performance model).
 ``sample_traces`` is not an installed package, so this script puts its own directory on ``sys.path``
-and imports the package as ``generator``. It can be run from any working directory and loaded by
-path (``importlib.util.spec_from_file_location``), as the tests and benchmarks do; the names below
-are re-exported for them.
+and imports the package as ``generator``. It can be run from any working directory, or imported
+as ``generate`` with this folder on ``sys.path``, as the tests (the ``sample_generator`` fixture)
+and benchmarks do; the names below are re-exported for them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,12 @@
-"""Shared fixtures: the repository root and the real profiler traces (skipped when absent)."""
+"""Shared fixtures: the repository root, the real profiler traces (skipped when absent) and the
+sample generator."""
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -21,3 +25,14 @@ def real_traces() -> Path:
     if not (REAL_TRACES / "fa_pipeutil_29" / "kernel_details.csv").is_file():
         pytest.skip(f"real traces not available at {REAL_TRACES}")
     return REAL_TRACES
+
+
+@pytest.fixture(scope="session")
+def sample_generator() -> ModuleType:
+    """sample_traces/generate.py, the generator's entry point with its re-exported names.
+    sample_traces/ is not an installed package: its folder goes on sys.path, as the script itself
+    does for its `generator` package."""
+    folder = str(REPO_ROOT / "sample_traces")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module("generate")

@@ -7,7 +7,6 @@ import hashlib
 import importlib
 import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,13 +25,8 @@ OPPROF = "OPPROF_20261130000000_ABCDEFGHIJKLMNOP"
 
 
 @pytest.fixture(scope="module")
-def fa() -> ModuleType:
-    """generator.fa_bundle, loaded the way tests and benchmarks load generate.py (by path)."""
-    spec = importlib.util.spec_from_file_location("tilescope_sample_generator_fa", SAMPLES / "generate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+def fa(sample_generator: ModuleType) -> ModuleType:
+    """generator.fa_bundle (importable once the generator's entry point is loaded)."""
     return importlib.import_module("generator.fa_bundle")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import sys
 from collections.abc import Iterator
@@ -24,19 +23,9 @@ OPPROF = "OPPROF_20261130000000_ABCDEFGHIJKLMNOP"
 CHAIN = ["BatchMatMulV3", "Mul", "Add", "SoftmaxV2", "Cast", "DropOutDoMask", "BatchMatMulV3"]
 
 
-def _load_generator() -> ModuleType:
-    # sample_traces/ is not a package: load the script from its path, as benchmarks do
-    spec = importlib.util.spec_from_file_location("tilescope_sample_generator", SAMPLES / "generate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look the module up by name
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def gen() -> ModuleType:
-    return _load_generator()
+def gen(sample_generator: ModuleType) -> ModuleType:
+    return sample_generator
 
 
 @pytest.fixture(scope="module")

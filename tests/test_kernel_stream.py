@@ -8,7 +8,6 @@ checked to fall back and still produce the whole-file result, or its exact error
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
 import subprocess
@@ -94,20 +93,11 @@ def test_wrong_chip_guess_on_a_real_trace_falls_back(
     assert _plain(pq.read_table(out)).replace_schema_metadata(None).to_pylist() == _whole(src).to_pylist()
 
 
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "tilescope_gen_stream", REPO / "sample_traces" / "generate.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_stream_equals_whole_file_on_generated_rows(tmp_path: Path, small_blocks: None) -> None:
+def test_stream_equals_whole_file_on_generated_rows(
+    tmp_path: Path, small_blocks: None, sample_generator: ModuleType
+) -> None:
     src = tmp_path / "kernel_details.csv"
-    _generator().write_large_kernel_details(src, 5000, chunk_rows=1500)
+    sample_generator.write_large_kernel_details(src, 5000, chunk_rows=1500)
     streamed, groups = _streamed(src, tmp_path, group_rows=600)
     assert groups >= 8
     whole = _whole(src)
@@ -239,7 +229,7 @@ def test_op_summary_streams_like_the_whole_file(tmp_path: Path, small_blocks: No
 
 
 def test_streamed_csv_is_the_bytes_of_one_write(
-    tmp_path: Path, small_blocks: None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, small_blocks: None, monkeypatch: pytest.MonkeyPatch, sample_generator: ModuleType
 ) -> None:
     """CSV written group by group (many groups here) = one write_csv of the whole-file table."""
     import pyarrow.csv as pacsv
@@ -247,7 +237,7 @@ def test_streamed_csv_is_the_bytes_of_one_write(
     from analyzer.io.kernel_sink import csv_table
 
     src = tmp_path / "kernel_details.csv"
-    _generator().write_large_kernel_details(src, 3000, chunk_rows=1000)
+    sample_generator.write_large_kernel_details(src, 3000, chunk_rows=1000)
     monkeypatch.setattr(kernel_stream, "GROUP_BYTES", rows_bytes(src, 250))
     out = tmp_path / "k.csv"
     stream_kernels(src, "csv", out, None)
