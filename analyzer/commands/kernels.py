@@ -152,11 +152,11 @@ class _TableView:
     is printed under it at the end. The chip in the title is the first group's, which the stream
     confirms on all rows (or falls back, and this rendering is dropped)."""
 
-    def __init__(self, keep: int, console: Any, title: Callable[[str], str], limit: int | None) -> None:
+    def __init__(self, rows: int, console: Any, label: str) -> None:
         from analyzer.io.kernel_sink import HeadSink
 
-        self.head = HeadSink(keep)
-        self.console, self.title, self.limit = console, title, limit
+        self.head = HeadSink(rows)
+        self.console, self.label = console, label
         self.chip_name = ""
         self.rendered: str | None = None
 
@@ -174,31 +174,30 @@ class _TableView:
         head = self.head.head()
         df = to_frame({n: head.column(n) for n in head.column_names}, head.num_rows)
         with self.console.capture() as captured:  # rich buffers per thread: safe off the main one
-            self.console.print(kernel_table(df, self.title(self.chip_name), self.limit))
+            self.console.print(kernel_table(df, f"{self.label} — kernel_csv, chip {self.chip_name}"))
         return str(captured.get())
 
     def finish(self) -> str:
         return self.rendered if self.rendered is not None else self._render()
 
 
-def _table_view(
-    csv_path: Path, chip: str | None, keep: int, title: Callable[[str], str], limit: int | None
-) -> bool:
-    """Print the first `keep` kernels of one CSV and the kernel count, through the pipeline (no
-    million-row DataFrame for a 50-row view); False (nothing printed) when it declines the file."""
+def _table_view(csv_path: Path, chip: str | None, rows: int, label: str) -> bool:
+    """Print the first `rows` kernels of one CSV (titled with `label`, the path as given) and the
+    kernel count, through the pipeline (no million-row DataFrame for a 50-row view); False
+    (nothing printed) when it declines the file."""
     from rich.console import Console
 
     from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
 
     console = Console()
-    view = _TableView(keep, console, title, limit)
+    view = _TableView(rows, console, label)
     try:
         with _read_progress(csv_path.name) as progress:
             stream_kernel_csv(csv_path, chip, view, lambda t: t, progress=progress, on_chip=view.chip)
     except StreamFallback:
         return False
     console.file.write(view.finish())
-    _print_count(console, view.head.head().num_rows, view.head.rows)
+    _print_count(console, min(rows, view.head.rows), view.head.rows)
     return True
 
 
@@ -212,12 +211,11 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def kernel_table(df: pd.DataFrame, title: str, limit: int | None) -> Any:
-    """The rich Table of the first `limit` (default 50) rows of `df`."""
+def kernel_table(shown: pd.DataFrame, title: str) -> Any:
+    """The rich Table of the rows of `shown`."""
     from rich.table import Table
     from rich.text import Text
 
-    shown = df.head(limit if limit is not None else DEFAULT_TABLE_ROWS)
     cols = [c for c in TABLE_COLUMNS if c in shown.columns and (c == "name" or shown[c].notna().any())]
     table = Table(title=title, title_justify="left")
     for c in cols:
@@ -237,13 +235,13 @@ def _print_count(console: Any, shown: int, total: int) -> None:
         console.print(f"showing {shown} of {total} kernels (use --limit N or --format csv/json/parquet)")
 
 
-def render_table(df: pd.DataFrame, title: str, limit: int | None) -> None:
-    """Print the first `limit` (default 50) rows of `df` and, when that is not all, the count."""
+def render_table(df: pd.DataFrame, title: str, rows: int) -> None:
+    """Print the first `rows` rows of `df` and, when that is not all, the count."""
     from rich.console import Console
 
     console = Console()
-    console.print(kernel_table(df, title, limit))
-    _print_count(console, min(len(df), limit if limit is not None else DEFAULT_TABLE_ROWS), len(df))
+    console.print(kernel_table(df.head(rows), title))
+    _print_count(console, min(len(df), rows), len(df))
 
 
 def kernels_command(
@@ -267,12 +265,9 @@ def kernels_command(
         raise UsageError("-o needs a machine format: --format csv, json or parquet")
     # a single kernel CSV: Arrow from the reader to the writer, no DataFrame round trip
     csv_path = single_kernel_csv(path)
-    if fmt == "table" and csv_path is not None:
-        keep = limit if limit is not None else DEFAULT_TABLE_ROWS
-        if _table_view(
-            csv_path, chip, keep, lambda chip_name: f"{path} — kernel_csv, chip {chip_name}", limit
-        ):
-            return
+    shown = limit if limit is not None else DEFAULT_TABLE_ROWS  # rows in the terminal view
+    if fmt == "table" and csv_path is not None and _table_view(csv_path, chip, shown, str(path)):
+        return
     if fmt != "table":
         if csv_path is not None and output is not None and fmt in ("parquet", "csv") and limit is None:
             stream_kernels(csv_path, fmt, output, chip)
@@ -294,7 +289,7 @@ def kernels_command(
         frames.append(k)
     df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     if fmt == "table":
-        render_table(df, f"{path} — {profiles[0].source.format}, chip {profiles[0].chip.name}", limit)
+        render_table(df, f"{path} — {profiles[0].source.format}, chip {profiles[0].chip.name}", shown)
         return
     if limit is not None:
         df = df.head(limit)
