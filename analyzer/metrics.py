@@ -307,12 +307,10 @@ def bound_pipe(k: pd.DataFrame) -> pd.Series:
 
 
 def _split_shapes(text: Any) -> list[list[int]] | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return [[int(d) for d in t.split(",") if d.strip()] for t in text.split(";")]
-    except ValueError:
-        return None
+    """The shape lists of a shapes cell (`tables.parse_shape`); None for a missing or empty cell."""
+    from analyzer.io.tables import parse_shape
+
+    return parse_shape(text) if isinstance(text, str) and text else None
 
 
 def _matmul_flops(ins: list[list[int]], outs: list[list[int]]) -> float | None:
