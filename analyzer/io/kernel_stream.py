@@ -27,8 +27,6 @@ The whole-file path (`load_kernels_arrow`) stays the reference. Streaming gives 
 
 from __future__ import annotations
 
-import functools
-import gc
 import importlib
 import queue
 import threading
@@ -36,7 +34,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -44,6 +42,7 @@ import pyarrow.csv as pacsv
 from analyzer.chips import ChipSpec
 from analyzer.columns import canonical_header
 from analyzer.errors import ProfileFormatError
+from analyzer.gcpause import gc_paused
 
 # A group is ~16 MB of the file (~57k kernel_details rows): big enough that per-group overheads
 # stay small, small enough that the last group's work after the parse ends is short.
@@ -56,7 +55,6 @@ BLOCK_SIZE = 2 << 20
 PARSERS = 2
 AHEAD = 2
 _END = object()
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class StreamFallback(Exception):
@@ -120,25 +118,7 @@ def _write_groups(
         stop.set()
 
 
-def _gc_paused(fn: _F) -> _F:
-    """Run `fn` with Python's cyclic GC paused. The stream gives it nothing to find (the groups are
-    Arrow buffers held by a few wrappers), yet the wrappers' allocations, with the pandas import
-    running beside them, set off dozens of collections: 3 % of the main thread's time."""
-
-    @functools.wraps(fn)
-    def paused(*args: Any, **kwargs: Any) -> Any:
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if enabled:
-                gc.enable()
-
-    return cast(_F, paused)
-
-
-@_gc_paused
+@gc_paused()  # the stream's Arrow wrappers and the pandas import beside it
 def stream_kernel_csv(
     path: Path,
     chip: str | None,

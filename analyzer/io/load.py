@@ -14,7 +14,6 @@ A parent dir of several of the above (e.g. one `*_ascend_pt` per rank) gives one
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import sys
 import threading
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer.columns import KERNEL_CONTRACT, metric_groups_of
 from analyzer.errors import NoProfileFoundError, ProfileFormatError, UsageError
+from analyzer.gcpause import gc_paused
 
 # The readers, pandas and the profile model are imported inside the functions that use them:
 # `load_profiles` first starts reading the timeline on a second thread (DuckDB needs neither),
@@ -532,15 +532,12 @@ def load_profiles(
     imported = threading.Event()
     # Importing the readers creates ~100,000 objects: without a pause their allocation triggers
     # full collections over everything loaded so far (~0.03 s of ~0.17 s).
-    collecting = gc.isenabled()
-    gc.disable()
     try:
-        _prefetch_timeline(p, imported)
-        _import_readers()
+        with gc_paused():
+            _prefetch_timeline(p, imported)
+            _import_readers()
     finally:
         imported.set()
-        if collecting:
-            gc.enable()
     try:
         return _load_found(p, chip, progress, lazy_timeline)
     finally:

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyzer.analysis import gc_paused, skipped_to_dict
+from analyzer.analysis import skipped_to_dict
 from analyzer.findings import Finding
+from analyzer.gcpause import gc_paused
 
 # pandas and the profile model are imported by the functions that need them: `tilescope analyze`
 # imports this module before loading, and loading starts the timeline scan before pandas is loaded.
