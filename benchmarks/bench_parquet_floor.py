@@ -39,8 +39,8 @@ names = [f"c{i}" for i in range(len(header))]
 types = typed_column_types(names, numeric_columns(canonical_header(header)))
 options = csv_options(names, types, True, ks.BLOCK_SIZE, skip_rows=0, use_threads=False)
 buf = pa.memory_map(str(src)).read_buffer()
-first = buf.slice(0, min(buf.size, 1 << 20)).to_pybytes().find(b"\n")
-ranges = ks._chunks(buf, first + 1, ks.GROUP_BYTES)
+_, header_end = next(ks._chunks(buf, 0, 1))
+ranges = ks._chunks(buf, header_end, ks.GROUP_BYTES)
 pool = ThreadPoolExecutor(parsers)
 pending = deque()
 

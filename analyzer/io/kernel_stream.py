@@ -170,8 +170,8 @@ def stream_kernel_csv(
     source = pa.memory_map(str(path))
     buf = source.read_buffer()
     size = buf.size
-    first_newline = buf.slice(0, min(size, 1 << 20)).to_pybytes().find(b"\n")
-    ranges = _chunks(buf, first_newline + 1 if first_newline >= 0 else size, group_bytes)
+    _, header_end = next(_chunks(buf, 0, 1), (0, size))  # the header line, as a range of its own
+    ranges = _chunks(buf, header_end, group_bytes)
     pool = ThreadPoolExecutor(max_workers=parsers, thread_name_prefix="tilescope-parse")
     parsing: deque[tuple[int, Future[pa.Table]]] = deque()
 
