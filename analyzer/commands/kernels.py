@@ -43,21 +43,15 @@ def kernels_arrow(df: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return str(value)
-
-
 def _write_json(table: pa.Table, fh: Any) -> None:
     fh.write("[")
     first = True
     for batch in table.to_batches(max_chunksize=65536):
         for row in batch.to_pylist():
-            for key, v in row.items():
+            for key, v in row.items():  # json.dumps writes NaN/Infinity, which is not JSON
                 if isinstance(v, float) and not math.isfinite(v):
                     row[key] = None
-            fh.write(("\n" if first else ",\n") + json.dumps(row, default=_json_default, ensure_ascii=False))
+            fh.write(("\n" if first else ",\n") + json.dumps(row, default=str, ensure_ascii=False))
             first = False
     fh.write("\n]\n")
 
