@@ -39,6 +39,9 @@ class DeviceInfo:
     aiv_num: int | None = None
     aic_frequency_mhz: float | None = None
     rated_frequency_mhz: float | None = None
+    # the highest value of the timeline's `AI Core Freq` counter (the idle clock reads lower, so the
+    # maximum, not the value under a kernel, is the evidence for the rated clock)
+    timeline_max_frequency_mhz: float | None = None
     model_name: str | None = None
     cann_version: str | None = None
 

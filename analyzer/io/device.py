@@ -129,6 +129,7 @@ def merge_device(base: DeviceInfo, other: DeviceInfo) -> DeviceInfo:
         "aiv_num",
         "aic_frequency_mhz",
         "rated_frequency_mhz",
+        "timeline_max_frequency_mhz",
         "model_name",
         "cann_version",
     ):
