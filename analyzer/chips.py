@@ -1,8 +1,10 @@
-"""Built-in chip table (from shared docs/chips.md) and chip selection.
+"""Built-in chip table and chip selection.
 
-Every figure is a default that the user can override with `--chip` or a TOML file. Figures with no
-authoritative source are listed in `ChipSpec.assumptions` so that every verdict depending on them can
-say so (e.g. HBM bandwidth: no vendor figure exists for any 910B variant).
+Figures come from shared docs/chips.md; for the 910B variants the clock, GM (HBM) and L2 bandwidths,
+L2 size and the single-core path bandwidths are Huawei's own (the `msprof op` tool's source, chips.md
+§2a). Every figure is a default the user can override with `--chip NAME`, `--chip NAME:cj` (the "CJ"
+memory type) or a TOML file. What has no vendor source is listed in `ChipSpec.assumptions`, so that
+every verdict depending on it can say so.
 """
 
 from __future__ import annotations
@@ -17,6 +19,30 @@ from analyzer.errors import UsageError
 
 KIB = 1024
 MIB = 1024 * 1024
+
+# The memory types msopprof tells apart (`THEORY_BW_GM` vs `THEORY_BW_GM_CJ`); a profile does not
+# record which one the device has, so the report names the one it used.
+MEMORY_TYPES = ("default", "cj")
+# The AI Core clock drops to this between runs (the timeline's `AI Core Freq` counter reads 800 MHz on
+# an idle 910B2, chips.md §2): a clock inferred below it is arithmetic on the wrong core count.
+IDLE_CLOCK_MHZ = 800.0
+# The highest rated AI Core clock of any catalogued chip, with margin for rounding in the profiler's
+# figures: an inferred clock above it is wrong too.
+MAX_CLOCK_MHZ = 2000.0
+
+
+@dataclass(frozen=True)
+class CorePaths:
+    """Vendor single-core data-path bandwidths in GB/s (msopprof `maxBwRateOf910B*`, chips.md §2a).
+
+    A launch on N cores cannot move data faster than N x the path rate, whatever HBM could give.
+    """
+
+    gm_to_l1: float
+    gm_to_ub: float
+    ub_to_gm: float
+    l1_to_l0a: float
+    l0c_to_gm: float
 
 
 @dataclass(frozen=True)
@@ -34,13 +60,20 @@ class ChipSpec:
     ub_bytes: int
     l2_bytes: int | None
     hbm_bytes: int | None
+    # GM (HBM) bandwidth in GB/s for `memory_type`; `gm_bandwidth_by_type` keeps every vendor figure
     hbm_bandwidth_gbps: float | None
     l2_bandwidth_gbps: float | None = None
+    memory_type: str = "default"
+    gm_bandwidth_by_type: dict[str, float] = field(default_factory=dict)
+    l2_bandwidth_by_type: dict[str, float] = field(default_factory=dict)
+    core_paths: CorePaths | None = None
     vector_flop_per_cycle_per_aiv: int = 256  # fp16 lanes x2; assumption, see assumptions
     flop_per_cycle_per_aic: dict[str, int] = field(
         default_factory=lambda: {"float16": 8192, "bfloat16": 8192, "float32": 4096, "int8": 16384}
     )
     assumptions: tuple[str, ...] = ()
+    # where the figures came from, one line each ("clock 1800 MHz: vendor rated clock of 910B2")
+    provenance: tuple[str, ...] = ()
 
     def peak_flops(self, dtype: str = "float16") -> float | None:
         """Peak Cube FLOP/s: cores x clock x FLOP/cycle/core (formats doc §10.4)."""
@@ -71,25 +104,64 @@ class ChipSpec:
             "L0C": self.l0c_bytes,
         }[buffer.upper()]
 
+    @property
+    def hbm_bandwidth_source(self) -> str:
+        """One line saying where the GM bandwidth comes from (shown beside every verdict using it)."""
+        if self.hbm_bandwidth_gbps is None:
+            return "GM bandwidth unknown for this chip: configure hbm_bandwidth_gbps"
+        by_type = self.gm_bandwidth_by_type
+        if by_type.get(self.memory_type) == self.hbm_bandwidth_gbps:
+            others = ", ".join(f"{k}: {v:g} GB/s" for k, v in by_type.items() if k != self.memory_type)
+            return (
+                f"GM {self.hbm_bandwidth_gbps:g} GB/s: vendor figure for {self.base_name}, "
+                f"{self.memory_type} memory type (the profile does not record the type"
+                + (f"; {others}" if others else "")
+                + ")"
+            )
+        return f"GM {self.hbm_bandwidth_gbps:g} GB/s: configured"
+
+    @property
+    def hbm_note(self) -> str:
+        """A short label for the GM line of a chart: "vendor, default memory type" or "configured"."""
+        if self.hbm_bandwidth_gbps is not None and (
+            self.gm_bandwidth_by_type.get(self.memory_type) == self.hbm_bandwidth_gbps
+        ):
+            return f"vendor, {self.memory_type} memory type"
+        return "configured"
+
+    @property
+    def base_name(self) -> str:
+        return self.name.split(" ")[0].removesuffix("-class")
+
     def with_overrides(self, **values: Any) -> ChipSpec:
         known = {f.name for f in dataclasses.fields(self)}
         unknown = set(values) - known
         if unknown:
             raise UsageError(f"unknown chip field(s): {', '.join(sorted(unknown))}")
+        if "memory_type" in values:
+            values = {**_memory_type_values(self, str(values["memory_type"])), **values}
         return dataclasses.replace(self, **values)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["assumptions"] = list(self.assumptions)
+        d["provenance"] = list(self.provenance)
         d["peak_fp16_tflops"] = (self.peak_flops() or 0) / 1e12 or None
+        d["hbm_bandwidth_source"] = self.hbm_bandwidth_source
         return d
 
 
-_HBM_ASSUMED = (
-    "hbm_bandwidth_gbps=1600 is an assumption: no vendor figure exists (third-party pages give "
-    "0.77-1.6 TB/s); set your own in a chip TOML (base = \"910B2\", hbm_bandwidth_gbps = ...) "
-    "passed as --chip FILE.toml"
-)
+def _memory_type_values(chip: ChipSpec, memory_type: str) -> dict[str, Any]:
+    kind = memory_type.strip().lower()
+    if kind not in MEMORY_TYPES:
+        raise UsageError(f"unknown memory type {memory_type!r}; known: {', '.join(MEMORY_TYPES)}")
+    out: dict[str, Any] = {"memory_type": kind}
+    if kind in chip.gm_bandwidth_by_type:
+        out["hbm_bandwidth_gbps"] = chip.gm_bandwidth_by_type[kind]
+    if kind in chip.l2_bandwidth_by_type:
+        out["l2_bandwidth_gbps"] = chip.l2_bandwidth_by_type[kind]
+    return out
+
 
 _A2_BUFFERS: dict[str, Any] = dict(
     l0a_bytes=64 * KIB,
@@ -97,35 +169,67 @@ _A2_BUFFERS: dict[str, Any] = dict(
     l0c_bytes=128 * KIB,
     l1_bytes=512 * KIB,
     ub_bytes=192 * KIB,
-    l2_bytes=192 * MIB,
+)
+# msopprof `maxBwRateOf910B*` (chips.md §2a): 910B1, 910B2/B3 share one table, 910B4 its own
+_PATHS_B1 = CorePaths(gm_to_l1=264.0, gm_to_ub=220.06, ub_to_gm=186.8, l1_to_l0a=437.5, l0c_to_gm=209.32)
+_PATHS_B2 = CorePaths(gm_to_l1=256.86, gm_to_ub=214.11, ub_to_gm=181.75, l1_to_l0a=425.68, l0c_to_gm=203.66)
+_PATHS_B4 = CorePaths(gm_to_l1=222.0, gm_to_ub=195.27, ub_to_gm=176.75, l1_to_l0a=368.2, l0c_to_gm=190.7)
+_VECTOR_ASSUMED = (
+    "Vector peak assumes 256 FLOP per cycle per AIV (128 fp16 lanes, multiply-add): no vendor figure"
 )
 
 
-def _a2(name: str, aic: int | None, aiv: int | None, clock: float | None, hbm_gb: int | None,
-        extra: tuple[str, ...] = ()) -> ChipSpec:
+def _a2(
+    name: str,
+    aic: int,
+    aiv: int,
+    clock: float,
+    hbm_gb: int | None,
+    gm: tuple[float, float],
+    l2_bw: tuple[float, float],
+    l2_mib: int,
+    paths: CorePaths,
+    extra: tuple[str, ...] = (),
+) -> ChipSpec:
+    """A 910B variant: clock, GM/L2 bandwidth (default, CJ), L2 size and core paths are vendor figures."""
     return ChipSpec(
         name=name,
         family="910B",
         split=True,
         aic_count=aic,
         aiv_count=aiv,
-        clock_mhz=clock,
+        clock_mhz=float(clock),
+        l2_bytes=l2_mib * MIB,
         hbm_bytes=hbm_gb * 1024**3 if hbm_gb else None,
-        hbm_bandwidth_gbps=1600.0,
-        assumptions=(_HBM_ASSUMED, *extra),
+        hbm_bandwidth_gbps=float(gm[0]),
+        l2_bandwidth_gbps=float(l2_bw[0]),
+        gm_bandwidth_by_type={"default": float(gm[0]), "cj": float(gm[1])},
+        l2_bandwidth_by_type={"default": float(l2_bw[0]), "cj": float(l2_bw[1])},
+        core_paths=paths,
+        assumptions=(*extra, _VECTOR_ASSUMED),
         **_A2_BUFFERS,
     )
 
 
 CHIPS: dict[str, ChipSpec] = {
-    "910B1": _a2("910B1", 24, 48, 1800, 64, ("910B1 core count and clock assumed equal to 910B2",)),
-    "910B2": _a2("910B2", 24, 48, 1800, 64),
-    "910B3": _a2(
-        "910B3", 20, 40, 1800, 64, ("910B3 clock 1800 MHz from a 20-core trace, model not recorded",)
+    "910B1": _a2(
+        "910B1", 24, 48, 1850, 64, (1800, 1340), (8000, 7400), 192, _PATHS_B1,
+        ("910B1 core count (24 AIC / 48 AIV) is not a vendor figure: it matches a 24-core 1850 MHz trace",),
     ),
-    "910B4": _a2("910B4", 20, 40, 1800, 32, ("910B4 figures are third-party (HAMi) only",)),
+    "910B2": _a2("910B2", 24, 48, 1800, 64, (1750, 1300), (7780, 7200), 192, _PATHS_B2),
+    "910B3": _a2("910B3", 20, 40, 1800, 64, (1750, 1300), (7780, 7200), 192, _PATHS_B2),
+    "910B4": _a2(
+        "910B4", 20, 40, 1650, 32, (800, 1250), (4000, 6300), 96, _PATHS_B4,
+        ("910B4 core count (20 AIC) is third-party (HAMi) only; 40 AIV assumed (2 per AIC)",),
+    ),
     "A3": dataclasses.replace(
-        _a2("A3", 20, 40, 1800, 64, ("A3 core count is third-party (HAMi) only; verify on hardware",)),
+        _a2(
+            "A3", 20, 40, 1800, 64, (1750, 1300), (7780, 7200), 192, _PATHS_B2,
+            (
+                "A3 core count is third-party (HAMi) only; verify on hardware",
+                "A3 clock, bandwidths and paths assumed equal to 910B2/B3 (no A3 vendor table)",
+            ),
+        ),
         family="A3",
     ),
     "950": ChipSpec(
@@ -167,25 +271,49 @@ CHIPS: dict[str, ChipSpec] = {
     ),
 }
 
+# The catalogued 910B variants by rated clock: what a clock read from the profile (or inferred from
+# its cycle counts) tells about the chip.
+VARIANTS_BY_CLOCK: dict[float, tuple[str, ...]] = {}
+for _name in ("910B2", "910B3", "910B1", "910B4"):
+    _clock = CHIPS[_name].clock_mhz
+    if _clock is not None:
+        VARIANTS_BY_CLOCK.setdefault(_clock, ())
+        VARIANTS_BY_CLOCK[_clock] += (_name,)
+
 ALIASES = {
-    "ascend910b1": "910B1", "ascend910b2": "910B2", "ascend910b3": "910B3", "ascend910b4": "910B4",
-    "ascend910b4-1": "910B4", "910c": "A3", "910_93": "A3", "ascend910_93": "A3", "a3": "A3",
-    "ascend950": "950", "910_95": "950", "ascend310p3": "310P", "310p3": "310P", "310p": "310P",
+    "ascend910b1": "910B1", "ascend910b2": "910B2", "ascend910b2c": "910B2", "ascend910b3": "910B3",
+    "ascend910b4": "910B4", "ascend910b4-1": "910B4", "910c": "A3", "910_93": "A3", "ascend910_93": "A3",
+    "a3": "A3", "ascend950": "950", "910_95": "950", "ascend310p3": "310P", "310p3": "310P",
+    "310p": "310P",
 }
 
 
 def get_chip(name: str) -> ChipSpec:
-    key = name.strip()
-    if key in CHIPS:
-        return CHIPS[key]
-    alias = ALIASES.get(key.lower()) or next((k for k in CHIPS if k.lower() == key.lower()), None)
-    if alias is None:
-        raise UsageError(f"unknown chip {name!r}; known: {', '.join(CHIPS)} (or a TOML file)")
-    return CHIPS[alias]
+    """A catalogued chip by name or alias; `NAME:cj` selects the CJ memory type's bandwidths."""
+    key, _, memory = name.strip().partition(":")
+    key = key.strip()
+    chip = CHIPS.get(key)
+    if chip is None:
+        alias = ALIASES.get(key.lower()) or next((k for k in CHIPS if k.lower() == key.lower()), None)
+        if alias is None:
+            raise UsageError(
+                f"unknown chip {name!r}; known: {', '.join(CHIPS)} (optionally NAME:cj), or a TOML file"
+            )
+        chip = CHIPS[alias]
+    return chip.with_overrides(memory_type=memory) if memory else chip
+
+
+def family_chip(model_name: str) -> ChipSpec | None:
+    """The chip a device model string names exactly ("Ascend910B2"), None for a family-only name
+    ("Ascend910B": the variant is not recorded)."""
+    try:
+        return get_chip(model_name)
+    except UsageError:
+        return None
 
 
 def load_chip_toml(path: str | Path) -> ChipSpec:
-    """A user chip file: `base = "910B2"` plus any ChipSpec field to override."""
+    """A user chip file: `base = "910B2"` plus any ChipSpec field to override (`memory_type = "cj"`)."""
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -194,7 +322,14 @@ def load_chip_toml(path: str | Path) -> ChipSpec:
     data = dict(data.get("chip", data))
     base = get_chip(str(data.pop("base", "910B2")))
     name = str(data.pop("name", f"{base.name} (custom)"))
+    if isinstance(data.get("core_paths"), dict):
+        data["core_paths"] = CorePaths(**data["core_paths"])
     return base.with_overrides(name=name, **data)
+
+
+def requested_chip(requested: str) -> ChipSpec:
+    """--chip: a TOML file or a catalogued name."""
+    return load_chip_toml(requested) if requested.endswith(".toml") else get_chip(requested)
 
 
 def resolve_chip(
@@ -204,29 +339,49 @@ def resolve_chip(
     freq_mhz: float | None = None,
     model_name: str | None = None,
 ) -> ChipSpec:
-    """Pick the chip: --chip (name or TOML) wins, then the device's model name, then core counts.
+    """Pick the chip: --chip (name or TOML) wins, then the device's model name, then clock and cores.
 
     Core count and frequency measured from the profile always override the table's defaults,
     because utilisation formulas divide by the device's own figures.
     """
     if requested:
-        chip = load_chip_toml(requested) if requested.endswith(".toml") else get_chip(requested)
-    elif model_name:
-        try:
-            chip = get_chip(model_name)
-        except UsageError:
-            chip = CHIPS["910B2"]
-    elif ai_core_num == 20:
-        chip = CHIPS["910B3"]
+        chip = requested_chip(requested)
     else:
-        chip = CHIPS["910B2"]
+        chip = (family_chip(model_name) if model_name else None) or catalogue_match(ai_core_num, freq_mhz)
     overrides: dict[str, Any] = {}
     if ai_core_num and ai_core_num != chip.aic_count:
         overrides["aic_count"] = int(ai_core_num)
     if aiv_num and aiv_num != chip.aiv_count:
         overrides["aiv_count"] = int(aiv_num)
+    elif ai_core_num and ai_core_num != chip.aic_count and chip.split:
+        overrides["aiv_count"] = 2 * int(ai_core_num)  # 1 AIC : 2 AIV on every split chip
     if freq_mhz and freq_mhz != chip.clock_mhz:
         overrides["clock_mhz"] = float(freq_mhz)
+    if "aic_count" in overrides:
+        # the count is the device's own now: the table's caveats about it no longer apply
+        kept = tuple(a for a in chip.assumptions if "core count" not in a)
+        if not any(c.aic_count == overrides["aic_count"] for c in CHIPS.values()):
+            kept += (
+                f"{overrides['aic_count']} AI Cores: no catalogued chip has this count; the other "
+                f"figures (buffers, bandwidths) are {chip.name}'s",
+            )
+        overrides["assumptions"] = kept
     if overrides and not requested:
         return chip.with_overrides(name=f"{chip.name}-class", **overrides)
     return chip.with_overrides(**overrides) if overrides else chip
+
+
+def catalogue_match(ai_core_num: int | None, freq_mhz: float | None) -> ChipSpec:
+    """The catalogued 910B variant that fits a core count and clock best (910B2 when nothing is known).
+
+    A clock names the variants rated at it (1650: 910B4; 1850: 910B1; 1800: 910B2/B3), and the core
+    count picks among those; a core count alone picks the first variant with it.
+    """
+    candidates = [CHIPS[n] for n in ("910B2", "910B3", "910B1", "910B4")]
+    if freq_mhz:
+        at_clock = [c for c in candidates if c.clock_mhz and abs(c.clock_mhz - freq_mhz) <= 0.01 * freq_mhz]
+        candidates = at_clock or candidates
+    if ai_core_num:
+        with_cores = [c for c in candidates if c.aic_count == ai_core_num]
+        candidates = with_cores or candidates
+    return candidates[0]

@@ -299,11 +299,10 @@ def bandwidth_figure(rows: pd.DataFrame, chip: ChipSpec) -> go.Figure:
         )
     )
     if chip.hbm_bandwidth_gbps:
-        note = " (assumption)" if assumed(chip, "hbm_bandwidth_gbps") else ""
         fig.add_hline(
             y=chip.hbm_bandwidth_gbps,
             line=dict(color="#c0392b", dash="dash"),
-            annotation_text=f"{chip.name} HBM {chip.hbm_bandwidth_gbps:,.0f} GB/s{note}",
+            annotation_text=f"{chip.name} GM {chip.hbm_bandwidth_gbps:,.0f} GB/s ({chip.hbm_note})",
         )
     fig.update_yaxes(title_text="bandwidth (GB/s)")
     fig.update_xaxes(title_text="counter")
@@ -416,22 +415,22 @@ def roofline_figure(points: pd.DataFrame, chip: ChipSpec, max_points: int = 2000
             )
         )
     top = max((p for _, p, _, _ in ceilings), default=float(tflops.max()) * 1e12 * 2)
-    for label, bw, field_name in (
-        ("HBM", chip.hbm_bandwidth_gbps, "hbm_bandwidth_gbps"),
-        ("L2", chip.l2_bandwidth_gbps, "l2_bandwidth_gbps"),
+    for label, bw, note in (
+        ("GM", chip.hbm_bandwidth_gbps, chip.hbm_note),
+        ("L2", chip.l2_bandwidth_gbps, chip.hbm_note),
     ):
         if not bw:
             continue
         ys = np.minimum(xs * bw * 1e9, top) / 1e12
-        note = " (assumption)" if assumed(chip, field_name) else ""
+        configured = note == "configured"
         fig.add_trace(
             go.Scatter(
                 x=xs,
                 y=ys,
                 mode="lines",
                 hoverinfo="skip",
-                name=f"{label} {bw:,.0f} GB/s{note}",
-                line=dict(color="#555" if label == "HBM" else "#999", dash="dash" if note else "solid"),
+                name=f"{label} {bw:,.0f} GB/s ({note})",
+                line=dict(color="#555" if label == "GM" else "#999", dash="dash" if configured else "solid"),
             )
         )
     cats = core_categories(pts)

@@ -313,7 +313,8 @@ def overlap_with_union(
 
 
 def chip_figures(chip: ChipSpec, *fields: str) -> dict[str, Any]:
-    """The chip numbers a verdict used, plus any assumption that mentions them."""
+    """The chip numbers a verdict used, where the GM bandwidth comes from, and any assumption that
+    mentions a figure used."""
     out: dict[str, Any] = {"chip": chip.name}
     for f in fields:
         if f == "ridge_point":
@@ -323,10 +324,10 @@ def chip_figures(chip: ChipSpec, *fields: str) -> dict[str, Any]:
             out[f] = r3(peak / 1e12) if peak else None
         else:
             out[f] = getattr(chip, f, None)
-    keys = [f.split("_")[0] for f in fields] + list(fields)
-    notes = [a for a in chip.assumptions if any(k in a for k in fields)]
-    if not notes and any(k in ("hbm", "ridge") for k in keys):
-        notes = [a for a in chip.assumptions if "hbm" in a.lower()]
+    if any(f in ("hbm_bandwidth_gbps", "ridge_point") for f in fields):
+        out["hbm_bandwidth_source"] = chip.hbm_bandwidth_source
+    keys = {f.split("_")[0] for f in fields} | {"core count" for f in fields if f.endswith("_count")}
+    notes = [a for a in chip.assumptions if any(k in a for k in (*fields, *keys))]
     if notes:
         out["assumptions"] = notes
     return out

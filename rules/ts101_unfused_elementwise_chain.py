@@ -112,7 +112,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     Links are found by tensor element counts, not by tensor identity: two unrelated tensors of
     the same size on consecutive kernels link too. The saving (intermediate bytes x 2 ÷ HBM
     bandwidth + launch overhead per removed kernel) is capped at the chain's time minus its
-    longest kernel, and uses the configured HBM bandwidth (an assumption on every 910B).
+    longest kernel. It uses the chip's GM bandwidth: the vendor figure for the 910B variant and the
+    default memory type unless `--chip NAME:cj` or a chip file says otherwise (the profile does not
+    record the memory type; evidence names the figure used).
     """
     df = profile.kernels
     order = stream_ordered(df)

@@ -65,8 +65,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     (20).
 
     ## Known limits
-    The HBM bandwidth is a configurable assumption (no vendor figure for any 910B); verdicts that
-    use it say so in `chip_figures.assumptions`. The saving (time by which data movement exceeds
+    The GM bandwidth is the vendor's figure for the 910B variant and the default memory type
+    (`--chip NAME:cj` for the "CJ" type; the profile does not record which):
+    `chip_figures.hbm_bandwidth_source` names the figure used. The saving (time by which data movement exceeds
     compute, or the bandwidth headroom) is an estimate: traffic rarely drops to the compute time.
     """
     df = profile.kernels
@@ -123,7 +124,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             )
         if row["bandwidth_of_peak"] == row["bandwidth_of_peak"]:
             parts.append(
-                f"{r3(row['achieved_gbps'])} GB/s = {pct(row['bandwidth_of_peak'])} of the assumed HBM peak"
+                f"{r3(row['achieved_gbps'])} GB/s = {pct(row['bandwidth_of_peak'])} of the chip's GM bandwidth"
             )
         return f"{kernel} is memory-bound: " + "; ".join(parts or ["data movement dominates"])
 

@@ -100,7 +100,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                         "consumer": reader["name"],
                         "min_bytes": min_bytes,
                         "chip": ctx.chip.name,
-                        "hbm_bandwidth_gbps_assumed": ctx.chip.hbm_bandwidth_gbps,
+                        "gm_bandwidth_gbps": ctx.chip.hbm_bandwidth_gbps,
+                        "gm_bandwidth_source": ctx.chip.hbm_bandwidth_source,
                     },
                     recommendation=(
                         f"fuse {k['name']} and {reader['name']}: keep {name} on chip "

@@ -39,8 +39,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     least `min_gain` (2.0) times better. Severity medium (≥ 3× gain: high). Static: est. saving 0 µs.
 
     ## Known limits
-    A roofline-style estimate: it depends on the chip table's HBM bandwidth (an assumption, see
-    `tilescope info`), ignores L2 hits and assumes a plain L1 -> L0 GEMM. It ranks tilings; it does
+    A roofline-style estimate: it depends on the chip's GM bandwidth (the vendor figure for the
+    default memory type unless configured, see `tilescope info`), ignores L2 hits and assumes a plain
+    L1 -> L0 GEMM. It ranks tilings; it does
     not predict measured utilisation.
     """
     ir = profile.ir or {}
@@ -83,7 +84,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                         "gain": round(gain, 2),
                         "chip": ctx.chip.name,
                         "aic_count": ctx.chip.aic_count,
-                        "hbm_bandwidth_gbps_assumed": ctx.chip.hbm_bandwidth_gbps,
+                        "gm_bandwidth_gbps": ctx.chip.hbm_bandwidth_gbps,
+                        "gm_bandwidth_source": ctx.chip.hbm_bandwidth_source,
                         "min_gain": th["min_gain"],
                         "max_occupancy": th["max_occupancy"],
                     },

@@ -89,8 +89,11 @@ def test_bandwidth_figure_marks_assumed_hbm_line() -> None:
     assert list(fig["data"][0]["x"]) == ["AIC GM read", "AIV ub to gm"]
     assert list(fig["data"][0]["y"]) == [900.0, 20.0]
     shape = fig["layout"]["shapes"][0]
-    assert shape["y0"] == 1600.0
-    assert "(assumption)" in fig["layout"]["annotations"][0]["text"]
+    assert shape["y0"] == 1750.0  # the vendor's GM figure for a 910B2 (chips.md §2a)
+    assert "(vendor, default memory type)" in fig["layout"]["annotations"][0]["text"]
+    cj = F.bandwidth_figure(rows, get_chip("910B2:cj")).to_dict()
+    assert cj["layout"]["shapes"][0]["y0"] == 1300.0
+    assert "(vendor, cj memory type)" in cj["layout"]["annotations"][0]["text"]
     assert fig["layout"]["yaxis"]["title"]["text"] == "bandwidth (GB/s)"
 
 
@@ -127,7 +130,8 @@ def test_roofline_ceilings_points_and_assumption_labels() -> None:
     names = [t["name"] for t in fig["data"]]
     assert names[0] == "Cube FP16/BF16 peak 354 TFLOP/s"
     assert any(n.startswith("Vector peak") and n.endswith("(assumption)") for n in names)
-    assert "HBM 1,600 GB/s (assumption)" in names
+    assert "GM 1,750 GB/s (vendor, default memory type)" in names
+    assert "L2 7,780 GB/s (vendor, default memory type)" in names
     cube = next(t for t in fig["data"] if t["name"] == "Cube")
     assert cube["type"] == "scattergl" and cube["marker"]["color"] == "#1f77b4"
     assert list(cube["customdata"]) == [HOSTILE] and list(cube["hovertext"]) == [SAFE]

@@ -68,8 +68,7 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernel_stream, "BLOCK_SIZE", 4096)  # many small batches -> many groups
 
 
-# gpt_step_arith_591 starts with vector kernels: a 7-row first group cannot infer the clock, so
-# without --chip the speculative chip is wrong and streaming must give up (checked below)
+# gpt_step_arith_591 with --chip 910B4 (not its device): the chip is given, so every group uses it
 @pytest.mark.parametrize(("trace", "chip"), [("fa_pipeutil_29", None), ("gpt_step_arith_591", "910B4")])
 def test_stream_equals_whole_file_on_real_traces(
     real_traces: Path, tmp_path: Path, small_blocks: None, trace: str, chip: str | None
@@ -85,7 +84,20 @@ def test_stream_equals_whole_file_on_real_traces(
 def test_wrong_chip_guess_on_a_real_trace_falls_back(
     real_traces: Path, tmp_path: Path, small_blocks: None
 ) -> None:
-    src = real_traces / "gpt_step_arith_591" / "kernel_details.csv"
+    """The first group decides the chip the stream converts with; when all rows decide otherwise,
+    streaming gives up and the whole-file path runs. The real trace with the cycle counts of its
+    first 30 rows blanked: the first group carries no evidence (chip defaults: 910B2, 1800 MHz),
+    the rest give 1850 MHz and 24 cores (910B1)."""
+    import csv
+
+    rows = list(csv.reader((real_traces / "gpt_step_arith_591" / "kernel_details.csv").open(newline="")))
+    header = rows[0]
+    for row in rows[1:31]:
+        for col in ("aic_total_cycles", "aiv_total_cycles"):
+            row[header.index(col)] = "0"
+    src = tmp_path / "kernel_details.csv"
+    with src.open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
     with pytest.raises(StreamFallback, match="chip"):
         _streamed(src, tmp_path, group_rows=7)
     out = tmp_path / "k.parquet"
@@ -171,8 +183,9 @@ def test_unparseable_value_falls_back_and_names_the_file_row(tmp_path: Path, sma
 
 def test_chip_guess_from_first_group_is_checked_against_all_rows(tmp_path: Path, small_blocks: None) -> None:
     src = tmp_path / "kernel_details.csv"
-    # the first 40 rows run at 1000 MHz, the other 200 at 1800: the median over all rows is 1800
-    src.write_text(HEADER + _rows(40, mhz=1000.0) + _rows(200))
+    # the first 40 rows' cycles give 1650 MHz (the first group guesses a 910B4), the other 200 give
+    # 1800: all rows vote 1800
+    src.write_text(HEADER + _rows(40, mhz=1650.0) + _rows(200))
     with pytest.raises(StreamFallback, match="chip"):
         stream_kernel_csv(src, None, lambda t: None, large_strings, group_bytes=rows_bytes(src, 40))
     # the command redoes it the whole-file way: same values as load_kernels_arrow

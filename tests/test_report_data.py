@@ -75,8 +75,10 @@ def test_chip_figures_for_the_roofline(loaded: tuple[Profile, dict[str, Any]]) -
     _prof, report = loaded
     chip = report["inputs"]["chip"]
     assert chip["peak_fp16_flops"] == 24 * 1800e6 * 8192
-    assert chip["hbm_bandwidth_gbps"] == 1600.0 and chip["hbm_bandwidth_assumed"] is True
-    assert chip["ridge_point_flop_per_byte"] == pytest.approx(24 * 1800e6 * 8192 / 1600e9)
+    # the vendor's GM figure for a 910B2, default memory type (chips.md §2a)
+    assert chip["hbm_bandwidth_gbps"] == 1750.0 and chip["hbm_bandwidth_assumed"] is False
+    assert chip["memory_type"] == "default" and "vendor figure for 910B2" in chip["hbm_bandwidth_source"]
+    assert chip["ridge_point_flop_per_byte"] == pytest.approx(24 * 1800e6 * 8192 / 1750e9)
 
 
 def test_timeline_has_every_launch_in_start_order(loaded: tuple[Profile, dict[str, Any]]) -> None:

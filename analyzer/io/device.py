@@ -18,7 +18,7 @@ import pyarrow as pa
 if TYPE_CHECKING:
     import pandas as pd
 
-from analyzer.chips import ChipSpec, resolve_chip
+from analyzer.chips import ChipSpec, family_chip, resolve_chip
 from analyzer.profile import DeviceInfo
 
 # Example: "device_0", "device_12"
@@ -139,20 +139,25 @@ def merge_device(base: DeviceInfo, other: DeviceInfo) -> DeviceInfo:
 
 
 class ChipEvidence:
-    """What `infer_from_kernels` reads from each kernel row, gathered table by table.
+    """What the chip inference reads from each kernel row, gathered table by table.
 
-    The inference takes medians over all rows, so a streamed file can only be concluded at its
-    end; keeping the per-row inputs (a few float arrays) makes that end cheap, and the whole-table
-    inference is the same code with one table.
+    The inference takes medians and votes over all rows, so a streamed file can only be concluded
+    at its end; keeping the per-row inputs (a few float arrays) makes that end cheap, and the
+    whole-table inference is the same code with one table.
+
+    Per row and side (Cube: `aic_*`, Vector: `aiv_*`) it keeps the clock the row would imply if all
+    its blocks ran at once, cycles / (blocks x side time) (formats doc §10.2): right when the grid
+    fits on the cores, a fraction of the clock when the blocks run in waves (Block Dim > cores,
+    usual for Triton and TileLang grids), which is why no single row is trusted. With
+    `cube_utilization(%)` it keeps the product clock x cores the profiler divided by (§10.1).
     """
 
     def __init__(self) -> None:
-        self.mhz: list[np.ndarray] = []
-        self.cycles: list[np.ndarray] = []  # the rows usable for the core count: util > 1 %
-        self.util: list[np.ndarray] = []
-        self.duration: list[np.ndarray] = []
-        self.has_util = False
-        self.cube_dims: list[np.ndarray] = []
+        self.cube_mhz: list[np.ndarray] = []  # per Cube-side row: cycles / (blocks x aic time)
+        self.cube_blocks: list[np.ndarray] = []
+        self.vector_mhz: list[np.ndarray] = []
+        self.vector_blocks: list[np.ndarray] = []
+        self.product: list[np.ndarray] = []  # per row with cube_utilization: MHz x AIC cores
         self.rows = 0
 
     @classmethod
@@ -165,72 +170,209 @@ class ChipEvidence:
         from analyzer.metrics import KernelColumns
 
         cols = KernelColumns(kernels)
-        needed = {"core_type", "aic_total_cycles", "aic_time_us", "block_dim"}
-        if not needed.issubset(cols.names) or not cols.n:
+        if "core_type" not in cols or not cols.n:
             return
         self.rows += cols.n
-        cube = cols.text_in("core_type", ["AI_CORE"])
-        cycles = cols.floats("aic_total_cycles")
-        block_dim = cols.floats("block_dim")
+        block = cols.floats("block_dim")
+        mix = cols.floats("mix_block_dim")
+        mix_aic = cols.text_in("core_type", ["MIX_AIC"])
+        mix_aiv = cols.text_in("core_type", ["MIX_AIV"])
+        # blocks on each side: a MIX_AIC launch's Vector side runs `Mix Block Dim` sub-blocks, a
+        # MIX_AIV launch's Cube side likewise; every other row runs Block Dim on whichever side did
+        # the work (older CANN types vector kernels AI_CORE with their cycles in aiv_*)
+        cube_blocks = np.where(mix_aiv, mix, block)
+        vector_blocks = np.where(mix_aic, mix, block)
+        cube_cycles, vector_cycles = cols.floats("aic_total_cycles"), cols.floats("aiv_total_cycles")
+        sides = (
+            (cube_cycles, cols.floats("aic_time_us"), cube_blocks, self.cube_mhz, self.cube_blocks),
+            (vector_cycles, cols.floats("aiv_time_us"), vector_blocks, self.vector_mhz, self.vector_blocks),
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
-            mhz = cycles[cube] / (block_dim[cube] * cols.floats("aic_time_us")[cube])
-        self.mhz.append(mhz[np.isfinite(mhz)])
-        if "cube_utilization_pct" in cols:
+            for cycles, time, blocks, mhz_out, blocks_out in sides:
+                ok = (cycles > 0) & (time > 0) & (blocks > 0)
+                mhz_out.append(cycles[ok] / (blocks[ok] * time[ok]))
+                blocks_out.append(blocks[ok])
             util = cols.floats("cube_utilization_pct")
-            self.has_util = self.has_util or not np.isnan(util).all()
-            ok = (util > 1.0) & ~np.isnan(cycles)
-            self.cycles.append(cycles[ok])
-            self.util.append(util[ok])
-            self.duration.append(cols.floats("duration_us")[ok])
-        dims = block_dim[cols.text_in("core_type", ["AI_CORE", "MIX_AIC"])]
-        self.cube_dims.append(dims[~np.isnan(dims)])
+            dur = cols.floats("duration_us")
+            # below ~0.3 % the file's three decimals leave too few digits for the product
+            ok = (util >= 0.3) & (cube_cycles > 0) & (dur > 0)
+            self.product.append(cube_cycles[ok] / (util[ok] / 100.0 * dur[ok]))
 
-    def infer(self) -> tuple[DeviceInfo, list[str]]:
-        """Core count and clock, with the arithmetic as notes (see `infer_from_kernels`)."""
+    def _cat(self, parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    def infer(self, clock_mhz: float | None = None) -> tuple[DeviceInfo, list[str]]:
+        """Core count and clock, with the arithmetic as notes; `clock_mhz` when the profile records it.
+
+        Clock, first that applies: `clock_mhz`; the rated clock of a catalogued chip that rows
+        fitting on the cores give (cycles / (blocks x time) within 1.5 % of 1650, 1800 or 1850 MHz;
+        the most common wins); the rated clock at which `cube_utilization(%)`'s clock x cores is a
+        whole number of cores; nothing (the chip default is then assumed and said so).
+        Cores: clock x cores / clock when the profiler's utilisation gives it; else the largest
+        grid that fitted on the cores (a lower bound) raised to the catalogued variant at that clock.
+        Never a clock outside [idle clock, 2000 MHz] nor a core count outside 1..64.
+        """
         info = DeviceInfo()
         notes: list[str] = []
-        mhz = np.concatenate(self.mhz) if self.mhz else np.empty(0)
-        if len(mhz) == 0:
-            return info, notes
-        freq = float(np.round(np.median(mhz) / 10.0) * 10.0)
-        info.aic_frequency_mhz = freq
-        notes.append(
-            f"clock {freq:g} MHz inferred from the data: median of aic_total_cycles / (Block Dim × "
-            f"aicore_time) over {len(mhz)} AI_CORE kernels"
-        )
-        if self.has_util:
-            cycles, util = np.concatenate(self.cycles), np.concatenate(self.util)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                cores = cycles / (freq * (util / 100.0) * np.concatenate(self.duration))
-            cores = cores[np.isfinite(cores)]
-            if len(cores):
-                info.ai_core_num = round(float(np.median(cores)))
-                notes.append(
-                    f"{info.ai_core_num} AI Cores inferred from the data: cube_utilization(%) = "
-                    f"cycles / ({freq:g} MHz × cores × duration) over {len(cores)} kernels"
-                )
-        if info.ai_core_num is None:
-            dims = np.concatenate(self.cube_dims)
-            if len(dims) and int(dims.max()) > 0:
-                info.ai_core_num = int(dims.max())
-                notes.append(
-                    f"{info.ai_core_num} AI Cores inferred from the data: the largest Block Dim of a "
-                    "Cube kernel (a lower bound)"
-                )
-        if info.ai_core_num:
-            info.aiv_num = 2 * info.ai_core_num
+        product, fit = _product_and_tolerance(self._cat(self.product))
+        mhz = np.concatenate([self._cat(self.cube_mhz), self._cat(self.vector_mhz)])
+        clock = clock_mhz
+        if clock is None:
+            clock, note = _clock_from_rows(mhz)
+            if note:
+                notes.append(note)
+        if clock is None and product is not None:
+            clock, cores, note = _clock_from_product(product, fit)
+            if note:
+                notes.append(note)
+        if clock is not None:
+            info.aic_frequency_mhz = float(clock)
+        cores = _cores_from_product(product, clock, notes) if clock else None
+        if cores is None and clock is not None:
+            cores = self._cores_from_grids(clock, notes)
+        if cores is not None:
+            info.ai_core_num = cores
+            info.aiv_num = 2 * cores
         return info, notes
 
+    def _cores_from_grids(self, clock: float, notes: list[str]) -> int | None:
+        """The largest Block Dim among rows whose cycles give the clock (their grid fitted on the
+        cores), per side; AIC >= AIV / 2. A lower bound, raised to a catalogued variant's count."""
+        from analyzer.chips import catalogue_match
 
-def infer_from_kernels(kernels: pd.DataFrame | pa.Table) -> tuple[DeviceInfo, list[str]]:
-    """Core count and clock from the kernel table alone, with the arithmetic as warnings.
+        def fitted(mhz: list[np.ndarray], blocks: list[np.ndarray]) -> int:
+            m, b = self._cat(mhz), self._cat(blocks)
+            ok = np.abs(m - clock) <= CLOCK_SNAP * clock
+            return int(b[ok].max()) if ok.any() else 0
 
-    Clock: on AI_CORE rows `aicore_time(us)` = aic_total_cycles / (MHz × Block Dim) (formats doc
-    §10.2), so MHz = cycles / (Block Dim × aic_time_us); the median over rows, rounded to 10 MHz.
-    Cores: `cube_utilization(%)` = cycles / (MHz × cores × duration) × 100 (§10.1) solved for cores;
-    without that column, the largest Block Dim of a Cube kernel (a lower bound).
-    """
-    return ChipEvidence.of(kernels).infer()
+        cube, vector = fitted(self.cube_mhz, self.cube_blocks), fitted(self.vector_mhz, self.vector_blocks)
+        bound = max(cube, (vector + 1) // 2)
+        if bound <= 0:
+            return None
+        variant = catalogue_match(None, clock)
+        cores = bound
+        if variant.aic_count and variant.aic_count >= bound:
+            cores = variant.aic_count
+        side = (
+            f"a Cube grid of {cube} blocks" if cube * 2 >= vector else f"a Vector grid of {vector} blocks"
+        )
+        notes.append(
+            f"{cores} AI Cores ({2 * cores} Vector cores) assumed: {side} ran in one wave at {clock:g} MHz, "
+            f"so the device has at least {bound} AI Cores"
+            + (f"; {variant.name} (rated {clock:g} MHz) has {cores}" if cores != bound else "")
+        )
+        return cores
+
+
+# A row's implied clock within this fraction of a rated clock votes for it (profiler rounding of
+# the side time to 0.01 µs on µs-long kernels).
+CLOCK_SNAP = 0.015
+# The profiler's clock x cores divided by a candidate clock must be this close to a whole number:
+# six times the rows' relative spread (the utilisation's three decimals), within these bounds.
+CORE_FIT_MIN, CORE_FIT_MAX = 2e-4, 5e-3
+
+
+def _product_and_tolerance(values: np.ndarray) -> tuple[float | None, float]:
+    """Median of the rows' clock x cores and how close to a whole core count a fit must come."""
+    values = values[np.isfinite(values) & (values > 0)]
+    if not len(values):
+        return None, CORE_FIT_MAX
+    median = float(np.median(values))
+    spread = float(np.median(np.abs(values - median))) / median
+    return median, min(CORE_FIT_MAX, max(CORE_FIT_MIN, 6.0 * spread))
+
+
+def _rated_clocks() -> list[float]:
+    from analyzer.chips import VARIANTS_BY_CLOCK
+
+    return sorted(VARIANTS_BY_CLOCK)
+
+
+def _clock_from_rows(mhz: np.ndarray) -> tuple[float | None, str | None]:
+    """The rated clock most rows vote for (rows whose grid fitted on the cores give it exactly)."""
+    from analyzer.chips import IDLE_CLOCK_MHZ, MAX_CLOCK_MHZ, VARIANTS_BY_CLOCK
+
+    mhz = mhz[np.isfinite(mhz) & (mhz >= IDLE_CLOCK_MHZ) & (mhz <= MAX_CLOCK_MHZ)]
+    if not len(mhz):
+        return None, None
+    votes = {c: int((np.abs(mhz - c) <= CLOCK_SNAP * c).sum()) for c in _rated_clocks()}
+    best = max(votes, key=lambda c: (votes[c], c == 1800.0))
+    if votes[best] == 0:
+        return None, None
+    names = "/".join(VARIANTS_BY_CLOCK[best])
+    return best, (
+        f"clock {best:g} MHz (rated clock of {names}) inferred from the data: aic/aiv_total_cycles / "
+        f"(blocks x side time) gives it on {votes[best]} of {len(mhz)} kernels whose grid fitted on the cores"
+    )
+
+
+def _clock_from_product(product: float, fit: float) -> tuple[float | None, int | None, str | None]:
+    """The rated clock at which the profiler's clock x cores is a whole number of cores (within `fit`)."""
+    fits = []
+    for clock in _rated_clocks():
+        cores = product / clock
+        whole = round(cores)
+        if 1 <= whole <= 64:
+            fits.append((abs(cores - whole) / whole, clock, whole))
+    fits.sort()
+    if not fits or fits[0][0] > fit:
+        return None, None, (
+            f"cube_utilization(%) implies clock x AI Cores = {product:,.0f} MHz, which gives a whole "
+            "number of cores at no catalogued rated clock (1650, 1800, 1850 MHz)"
+        )
+    err, clock, whole = fits[0]
+    runner = next((f for f in fits[1:] if f[0] <= fit), None)
+    note = (
+        f"clock {clock:g} MHz inferred from the data: cube_utilization(%) = cycles / (clock x AI Cores x "
+        f"duration) gives clock x cores = {product:,.0f} MHz, {whole} cores at {clock:g} MHz "
+        f"(off by {100 * err:.3f} %)"
+    )
+    if runner is not None:
+        note += f"; {runner[2]} cores at {runner[1]:g} MHz fits too (off by {100 * runner[0]:.3f} %)"
+    return clock, whole, note
+
+
+def _cores_from_product(product: float | None, clock: float, notes: list[str]) -> int | None:
+    if product is None:
+        return None
+    cores = product / clock
+    whole = round(cores)
+    if not 1 <= whole <= 64:
+        notes.append(
+            f"cube_utilization(%) gives clock x cores = {product:,.0f} MHz: {cores:.1f} cores at "
+            f"{clock:g} MHz is no device's core count; core count not inferred from it"
+        )
+        return None
+    off = abs(cores - whole) / whole
+    notes.append(
+        f"{whole} AI Cores inferred from the data: cube_utilization(%) gives clock x cores = "
+        f"{product:,.0f} MHz, {cores:.3f} cores at {clock:g} MHz"
+        + (f" (off by {100 * off:.1f} %: the profiler divided by other figures)" if off > 0.01 else "")
+    )
+    return whole
+
+
+def infer_from_kernels(
+    kernels: pd.DataFrame | pa.Table, clock_mhz: float | None = None
+) -> tuple[DeviceInfo, list[str]]:
+    """Core count and clock from the kernel table alone, with the arithmetic as notes
+    (`ChipEvidence.infer`)."""
+    return ChipEvidence.of(kernels).infer(clock_mhz)
+
+
+def recorded_clock(device: DeviceInfo) -> tuple[float | None, str | None]:
+    """The rated clock the profile records, strongest source first: `msprof op` OpBasicInfo's Rated
+    Freq, info.json's aic_frequency, the highest value of the timeline's AI Core Freq counter."""
+    from analyzer.chips import IDLE_CLOCK_MHZ, MAX_CLOCK_MHZ
+
+    for value, source in (
+        (device.rated_frequency_mhz, "OpBasicInfo Rated Freq"),
+        (device.aic_frequency_mhz, "the profile's device info"),
+        (device.timeline_max_frequency_mhz, "the highest AI Core Freq counter value of the timeline"),
+    ):
+        if value and IDLE_CLOCK_MHZ <= value <= MAX_CLOCK_MHZ:
+            return float(value), source
+    return None, None
 
 
 def choose_chip(
@@ -243,17 +385,35 @@ def choose_chip(
     (`kernels`: the kernel table, or the evidence gathered from it group by group).
 
     An explicit --chip wins over inferred figures (inference is a guess) but not over measured ones
-    from info.json / OpBasicInfo, which describe the device the profile really ran on.
+    from info.json / OpBasicInfo, which describe the device the profile really ran on. What the
+    profile does not record (often the core count, sometimes the clock) is inferred from the data;
+    every figure that was neither recorded nor inferred is the chip default, and a note says so.
     """
-    freq = device.aic_frequency_mhz or device.rated_frequency_mhz
-    measured = device.ai_core_num is not None or freq is not None or device.model_name is not None
-    if not requested and not measured:
+    clock, clock_source = recorded_clock(device)
+    exact = family_chip(device.model_name) if device.model_name else None
+    if requested:
+        return resolve_chip(requested, device.ai_core_num, device.aiv_num, clock, None)
+    cores = device.ai_core_num
+    aiv = device.aiv_num
+    if clock is not None and clock_source:
+        warnings.append(f"clock {clock:g} MHz from {clock_source}")
+    if exact is None and (cores is None or clock is None):
         evidence = kernels if isinstance(kernels, ChipEvidence) else ChipEvidence.of(kernels)
-        inferred, notes = evidence.infer()
-        if inferred.ai_core_num or inferred.aic_frequency_mhz:
-            warnings.extend(notes)
-            return resolve_chip(
-                None, inferred.ai_core_num, inferred.aiv_num, inferred.aic_frequency_mhz, None
-            )
-        warnings.append("no device information in the profile: chip defaults assumed (use --chip)")
-    return resolve_chip(requested, device.ai_core_num, device.aiv_num, freq, device.model_name)
+        inferred, notes = evidence.infer(clock)
+        warnings.extend(notes)
+        clock = clock or inferred.aic_frequency_mhz
+        if cores is None and inferred.ai_core_num:
+            cores, aiv = inferred.ai_core_num, aiv or inferred.aiv_num
+    chip = resolve_chip(None, cores, aiv, clock, device.model_name if exact else None)
+    assumed = []
+    if clock is None and chip.clock_mhz:
+        assumed.append(f"clock {chip.clock_mhz:g} MHz")
+    if cores is None and chip.aic_count:
+        assumed.append(f"{chip.aic_count} AI Cores")
+    if assumed:
+        family = f" (device model {device.model_name}: variant not recorded)" if device.model_name else ""
+        warnings.append(
+            f"{' and '.join(assumed)} assumed: {chip.base_name} defaults{family}; the profile records "
+            "neither and its data does not tell (use --chip)"
+        )
+    return chip

@@ -179,7 +179,7 @@ def cube_occupancy(
         "cube_cycles_per_step": cube_cycles,
         "mte2_cycles_per_step": round(mte2_cycles, 1),
         "occupancy": round(occ, 4),
-        "bandwidth_gbps_assumed": chip.hbm_bandwidth_gbps,
+        "gm_bandwidth_gbps": chip.hbm_bandwidth_gbps,
     }
 
 

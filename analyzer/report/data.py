@@ -317,9 +317,8 @@ def _chip(profile: Profile) -> dict[str, Any]:
     """ChipSpec.to_dict plus what the roofline needs, flagged when a figure is an assumption."""
     d = profile.chip.to_dict()
     d["peak_fp16_flops"] = profile.chip.peak_flops("float16")
-    # the assumption texts name the figure ("hbm_bandwidth_gbps=1600 is an assumption", "...bandwidth
-    # are unknown"): the roofline must say its HBM roof is not a vendor figure
-    d["hbm_bandwidth_assumed"] = any("bandwidth" in a for a in profile.chip.assumptions)
+    # the roofline says whether its GM roof is the vendor's figure (and for which memory type)
+    d["hbm_bandwidth_assumed"] = profile.chip.hbm_note == "configured"
     d["ridge_point_flop_per_byte"] = profile.chip.ridge_point("float16")
     return d
 
