@@ -73,7 +73,9 @@ COLUMNS: tuple[ColumnSpec, ...] = (
         "int64_ns",
         "ns",
         "exact integer ns parsed from the µs decimal string",
-        op_summary=("Task Start Time(us)",),
+        # `Task Start Time` (no unit): msprof's own header mapping (prof_header_mapping.json) names
+        # it so, as coupled-chip op_summary files do; the values are µs all the same
+        op_summary=("Task Start Time(us)", "Task Start Time"),
         kernel_details=("Start Time(us)",),
         sqlite=("startNs",),
     ),

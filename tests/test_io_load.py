@@ -125,7 +125,8 @@ def test_real_timeline_only(real_traces: Path, tmp_path: Path) -> None:
         pytest.skip("torch_timeline_3670 not available")
     pr = load_profile(src)
     assert pr.source.format == "timeline_json" and pr.timeline is not None
-    assert len(pr.kernels) == len(pr.timeline.kernels) > 0
+    # the two MEMCPY_ASYNC runtime tasks of the hardware lane stay in the timeline, not as kernels
+    assert len(pr.kernels) == len(pr.timeline.kernels) - 2 == 274
 
 
 SAMPLES = ["attention_unfused", "attention_fused", "tilelang_fa_msprof_op", "tilelang_fa_msprof_op_multi"]

@@ -17,6 +17,7 @@ from analyzer.errors import GateTrippedError, UsageError
 from analyzer.findings import Finding, Severity
 
 if TYPE_CHECKING:  # analyzer.profile imports pandas: not needed for `analyze --help`
+    from analyzer.io.load import LoadFailure
     from analyzer.profile import Profile
 
 FORMATS = ("text", "json", "md", "html", "sarif")
@@ -24,12 +25,15 @@ SEVERITY_RANK = {"high": 3, "medium": 2, "low": 1, "info": 0}
 
 
 def load_profiles(path: Path, chip: str | None) -> list[Profile]:
-    """All profiles under PATH (one per rank); tests replace this to feed canonical tables."""
+    """All profiles under PATH (one per rank); tests replace this to feed canonical tables.
+
+    The result is `analyzer.io.load.LoadedProfiles`: its `failures` name the profiles under PATH
+    that could not be read (a plain list from a test means none)."""
     from analyzer.io.load import load_profiles as _load
 
     # the kernel-table rules run while a large trace_view.json is still being read; `build` makes
     # sure every timeline is resolved (a broken one is bad input, exit 2) before any report
-    return list(_load(path, chip=chip, lazy_timeline=True))
+    return _load(path, chip=chip, lazy_timeline=True)
 
 
 def _codes(value: str | None) -> list[str]:
@@ -44,11 +48,17 @@ def renderer(fmt: str) -> Any:
     return importlib.import_module(name).render
 
 
-def build(path: Path, cfg: Config, chip: str | None, with_advisor: bool) -> dict[str, Any]:
+def build(
+    path: Path, cfg: Config, chip: str | None, with_advisor: bool, failures: list[LoadFailure] | None = None
+) -> dict[str, Any]:
+    """The report of every profile under PATH; the ones that could not be read (when PATH holds
+    several) are appended to `failures`."""
     from analyzer.analysis import analyze
     from analyzer.report.data import build_report
 
     profiles = load_profiles(path, chip or cfg.chip)
+    if failures is not None:
+        failures.extend(getattr(profiles, "failures", []))
     pairs = [(p, analyze(p, cfg)) for p in profiles]
     for p in profiles:
         _ = p.timeline  # raises the ProfileFormatError of a broken timeline no rule looked at
@@ -98,6 +108,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Diagnose a profile: findings ordered by estimated saving, and the rules that could not run.
 
+        When PATH holds several profiles (ranks) and some cannot be read, the others are reported,
+        each unreadable one gets a warning line on stderr, and the exit code is 2 (partial: some
+        inputs could not be read), also when --fail-on trips on the others.
+
         Example: tilescope analyze runs/fa-v1 --format md -o report.md --fail-on high --github-summary
         """
         if fmt not in FORMATS:
@@ -117,7 +131,10 @@ def register(app: typer.Typer) -> None:
             cfg.select = _codes(select)
         if ignore:
             cfg.ignore = [*cfg.ignore, *_codes(ignore)]
-        report = build(path, cfg, chip, with_msprof_advisor)
+        failures: list[LoadFailure] = []
+        report = build(path, cfg, chip, with_msprof_advisor, failures)
+        for failure in failures:
+            typer.echo(failure.warning_line(), err=True)
         opts: dict[str, Any] = {}
         if fmt == "text":
             opts["color"] = output is None and sys.stdout.isatty()
@@ -132,14 +149,24 @@ def register(app: typer.Typer) -> None:
 
             md = text if fmt == "md" else renderer("md")(report)
             append_github_summary(md)
+        gate: GateTrippedError | None = None
         if fail_on is not None:
             cut = SEVERITY_RANK[fail_on]
             hits = [f for f in report["findings"] if SEVERITY_RANK.get(f["severity"], 0) >= cut]
             if hits:
-                raise GateTrippedError(
+                gate = GateTrippedError(
                     f"{len(hits)} finding(s) at or above {fail_on} "
                     f"(first: {hits[0]['code']} {hits[0]['slug']})"
                 )
+        if failures:
+            from analyzer.io.load import PartialLoadError
+
+            # bad input outranks the gate: the report covers only part of PATH
+            if gate is not None:
+                typer.echo(f"tilescope: error: {gate.one_line()}", err=True)
+            raise PartialLoadError(failures, len(report["profiles"]))
+        if gate is not None:
+            raise gate
 
 
 __all__ = ["Severity", "build", "load_profiles", "register", "renderer"]

@@ -247,9 +247,13 @@ def kernels_command(
 ) -> None:
     """List kernels with canonical columns and derived metrics.
 
+    When PATH holds several profiles (ranks) and some cannot be read, the others' kernels are
+    written, each unreadable one gets a warning line on stderr, and the exit code is 2 (partial:
+    some inputs could not be read).
+
     Example: tilescope kernels runs/fa-v1 --format json -o kernels.json
     """
-    from analyzer.io.load import load_kernels_arrow, load_profiles, single_kernel_csv
+    from analyzer.io.load import PartialLoadError, load_kernels_arrow, load_profiles, single_kernel_csv
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -275,19 +279,22 @@ def kernels_command(
     import pandas as pd
 
     profiles = load_profiles(path, chip=chip, progress=True)
+    failures = getattr(profiles, "failures", [])
+    for failure in failures:
+        typer.echo(failure.warning_line(), err=True)
     frames = []
     for pr in profiles:
         k = pr.kernels
-        if len(profiles) > 1:
+        if len(profiles) + len(failures) > 1:  # several ranks under PATH, even if one was left out
             k = k.assign(rank=pr.rank)
         frames.append(k)
     df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     if fmt == "table":
         render_table(df, f"{path} — {profiles[0].source.format}, chip {profiles[0].chip.name}", shown)
-        return
-    if limit is not None:
-        df = df.head(limit)
-    write_kernels(kernels_arrow(df), fmt, output)
+    else:
+        write_kernels(kernels_arrow(df if limit is None else df.head(limit)), fmt, output)
+    if failures:
+        raise PartialLoadError(failures, len(profiles))
 
 
 def register(app: typer.Typer) -> None:

@@ -16,7 +16,7 @@ import pyarrow as pa
 if TYPE_CHECKING:
     import pandas as pd
 
-from analyzer.columns import KERNEL_CONTRACT, canonical_header, metric_groups_of
+from analyzer.columns import KERNEL_CONTRACT, canonical_header, is_coupled_header, metric_groups_of
 from analyzer.errors import ProfileFormatError
 from analyzer.io.tables import (
     arrow_type_of,
@@ -28,9 +28,13 @@ from analyzer.io.tables import (
     to_frame,
 )
 
-# Header names that tell the producer apart (formats doc §3.3).
+# Header names that tell the producer apart (formats doc §3.3). `Task Start Time` without the unit
+# is the name in msprof's own header mapping (`prof_header_mapping.json`), used by coupled-chip
+# op_summary files; its values are µs all the same.
 _TORCH_NPU_MARKERS = frozenset({"Name", "Accelerator Core", "Start Time(us)", "Duration(us)"})
-_MSPROF_MARKERS = frozenset({"Op Name", "Task Type", "Task Start Time(us)", "Task Duration(us)"})
+_MSPROF_MARKERS = frozenset(
+    {"Op Name", "Task Type", "Task Start Time(us)", "Task Start Time", "Task Duration(us)"}
+)
 REQUIRED = ("name", "start_ns", "duration_us")
 
 # Example: "op_summary_20260606121516.csv", "op_summary_20260606121516_1.csv", "op_summary_slice_0.csv"
@@ -56,11 +60,10 @@ def detect_producer(header: list[str]) -> str | None:
 
 
 def is_kernel_table(path: Path) -> bool:
-    """Cheap sniff used by detection: does the header look like op_summary/kernel_details?"""
-    try:
-        return detect_producer(read_header(path)) is not None
-    except ProfileFormatError:
-        return False
+    """Cheap sniff: does the header look like op_summary/kernel_details (and not OpBasicInfo)?"""
+    from analyzer.io.detect import sniff
+
+    return sniff(path) == "kernel_table"
 
 
 def slice_order(paths: list[Path]) -> list[Path]:
@@ -91,7 +94,7 @@ def check_header(path: Path, header: list[str], canonical: list[str]) -> str:
         if req not in canonical:
             src = {
                 "name": "Name / Op Name",
-                "start_ns": "Start Time(us) / Task Start Time(us)",
+                "start_ns": "Start Time(us) / Task Start Time(us) / Task Start Time",
                 "duration_us": "Duration(us) / Task Duration(us)",
             }[req]
             raise ProfileFormatError(path, "line 1", f"missing required column {src!r}")
@@ -104,8 +107,7 @@ def _read_arrow(path: Path) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int,
     producer = check_header(path, header, canonical)
     header, raw = read_csv_strings(path, header, numeric_columns(canonical))
     cols = convert_columns(path, header, raw, canonical=canonical)
-    coupled = any(c.startswith("aic_") for c in cols) and not any(h.startswith("aic_") for h in header)
-    return cols, raw.num_rows, producer, coupled
+    return cols, raw.num_rows, producer, is_coupled_header(header)
 
 
 def _read_columns(

@@ -3,12 +3,17 @@
 Accepted (reported in `profile.source.format`):
   torch_npu        a `*_ascend_pt` dir, or its ASCEND_PROFILER_OUTPUT/
   msprof           a `PROF_*` dir, or its mindstudio_profiler_output/ (old: device_N/summary/)
-  msprof_op        an `OPPROF_*` single-operator dir; msprof_op_multi for {Op}/{launch}/ layouts
-  kernel_csv       a single kernel_details.csv / op_summary_*.csv
-  timeline_json    a single trace_view.json / msprof_*.json (kernels taken from the timeline)
-  sqlite           a single ascend_pytorch_profiler*.db / msprof_*.db
+  msprof_op        an `OPPROF_*` single-operator dir (OpBasicInfo + per-block metric CSVs), or one
+                   OpBasicInfo.csv; msprof_op_multi for {Op}/{launch}/ layouts
+  kernel_csv       a single kernel table (op_summary / kernel_details header, any file name)
+  timeline_json    a single timeline (Chrome-trace JSON, any file name; kernels taken from it)
+  sqlite           a single SQLite export (by its magic bytes)
+  folder           a plain folder of such files, each used for what it holds: kernels from its
+                   kernel table (else its timeline), the timeline, the clock from OpBasicInfo.csv
   bundle           manifest.json + profile/ (+ ir/); several metric-group runs under profile/ merge
-A parent dir of several of the above (e.g. one `*_ascend_pt` per rank) gives one Profile each.
+A parent dir of several of the above (e.g. one `*_ascend_pt` per rank) gives one Profile each; one
+that cannot be read is left out and reported in `LoadedProfiles.failures` (detection:
+`analyzer.io.detect`).
 """
 
 from __future__ import annotations
@@ -17,171 +22,43 @@ import contextlib
 import json
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyzer.columns import KERNEL_CONTRACT, metric_groups_of
-from analyzer.errors import NoProfileFoundError, ProfileFormatError, UsageError
+from analyzer.columns import metric_groups_of
+from analyzer.errors import NoProfileFoundError, ProfileFormatError, TilescopeError, UsageError
 from analyzer.gcpause import gc_paused
+from analyzer.io.detect import MSPROF_OUT, TORCH_OUT, Detected, detect
+from analyzer.io.parts import (
+    Parts,
+    add_basic_info,
+    clock_from_launches,
+    ensure_contract,
+    file_names,
+    kernels_from_timeline,
+    read_kernel_csv,
+)
 
 # The readers, pandas and the profile model are imported inside the functions that use them:
 # `load_profiles` first starts reading the timeline on a second thread (DuckDB needs neither),
 # and only then pays for those imports (~0.15 s, pandas most of it) on the main thread.
 if TYPE_CHECKING:
-    import pandas as pd
     import pyarrow as pa
 
-    from analyzer.profile import DeviceInfo, Profile, Timeline
+    from analyzer.profile import Profile, Timeline
 
-TORCH_OUT = "ASCEND_PROFILER_OUTPUT"
-MSPROF_OUT = "mindstudio_profiler_output"
-TIMELINE_CORE_TYPES = frozenset(
-    {"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL", "DSA_SQE"}
-)
-
-
-def _new_device_info() -> DeviceInfo:
-    from analyzer.profile import DeviceInfo
-
-    return DeviceInfo()
-
-
-@dataclass
-class Detected:
-    format: str
-    path: Path
-    rank: int | None = None
-    children: list[Detected] = field(default_factory=list)  # bundle: one per metric-group run
-
-
-@dataclass
-class _Parts:
-    """What one profile root yielded before the chip and derived metrics are applied."""
-
-    kernels: pd.DataFrame
-    producer: str | None
-    files: list[Path] = field(default_factory=list)
-    metric_groups: list[str] = field(default_factory=list)
-    device: DeviceInfo = field(default_factory=_new_device_info)
-    blocks: pd.DataFrame | None = None
-    launches: pd.DataFrame | None = None
-    timeline: Timeline | None = None
-    rank: int | None = None
-    warnings: list[str] = field(default_factory=list)
-    # a timeline still being read, for the caller to resolve on first use (`lazy_timeline`)
-    pending_timeline: Callable[[], Timeline | None] | None = None
-
-
-# ---- detection -------------------------------------------------------------------------------------
-
-
-def _is_kernel_csv(p: Path) -> bool:
-    from analyzer.io.kernel_csv import OP_SUMMARY_RE, detect_producer
-    from analyzer.io.tables import read_header
-
-    if p.suffix.lower() != ".csv":
-        return False
-    if p.name == "kernel_details.csv" or OP_SUMMARY_RE.match(p.name):
-        return True
-    try:
-        return detect_producer(read_header(p)) is not None
-    except ProfileFormatError:
-        return False
-
-
-def _is_timeline(p: Path) -> bool:
-    return p.name == "trace_view.json" or (p.name.startswith("msprof_") and p.suffix == ".json")
-
-
-def _detect_file(p: Path) -> Detected | None:
-    from analyzer.io.kernel_csv import OP_SUMMARY_RE
-    from analyzer.io.sqlite import is_sqlite_file
-
-    if p.suffix.lower() == ".db" or is_sqlite_file(p):
-        return Detected("sqlite", p)
-    if _is_timeline(p):
-        return Detected("timeline_json", p)
-    if p.name == "kernel_details.csv" or OP_SUMMARY_RE.match(p.name) or p.suffix.lower() == ".csv":
-        return Detected("kernel_csv", p)
-    return None
-
-
-def _is_torch_root(d: Path) -> bool:
-    return d.name.endswith("_ascend_pt") or (d / TORCH_OUT).is_dir()
-
-
-def _is_msprof_root(d: Path) -> bool:
-    return (
-        d.name.startswith("PROF_")
-        or (d / MSPROF_OUT).is_dir()
-        or any(d.glob("device_*/summary/op_summary_*.csv"))
-    )
-
-
-def _detect_dir(d: Path) -> list[Detected]:
-    from analyzer.io.msprof_op import is_msprof_op_dir
-    from analyzer.io.sqlite import is_sqlite_file
-
-    if (d / "manifest.json").is_file() and ((d / "profile").is_dir() or (d / "ir").is_dir()):
-        inner: list[Detected] = []
-        if (d / "profile").is_dir():
-            inner = _detect_dir(d / "profile")
-            if not inner:
-                groups = sorted(p for p in (d / "profile").iterdir() if p.is_dir())
-                inner = [x for g in groups for x in _detect_dir(g)]
-        if not inner and not (d / "ir" / "ir.json").is_file():
-            raise NoProfileFoundError(d, "bundle holds neither profiler output in profile/ nor ir/ir.json")
-        # An IR-only bundle (`collect --ir-only`, `lint --out`) has no children: static analysis only.
-        return [Detected("bundle", d, children=inner)]
-    if d.name == TORCH_OUT:
-        return [Detected("torch_npu", d.parent if _is_torch_root(d.parent) else d)]
-    if d.name == MSPROF_OUT:
-        return [Detected("msprof", d.parent)]
-    if _is_torch_root(d) or ((d / "kernel_details.csv").is_file() and (d / "trace_view.json").is_file()):
-        return [Detected("torch_npu", d)]
-    if is_msprof_op_dir(d):
-        single = any(d.glob("OpBasicInfo*.csv"))
-        return [Detected("msprof_op" if single else "msprof_op_multi", d)]
-    if _is_msprof_root(d):
-        return [Detected("msprof", d)]
-    subdirs = sorted(p for p in d.iterdir() if p.is_dir())
-    found: list[Detected] = []
-    for s in subdirs:
-        if _is_torch_root(s) or s.name.startswith(("PROF_", "OPPROF_")):
-            found.extend(_detect_dir(s))
-    if found:
-        return found
-    files = sorted(p for p in d.iterdir() if p.is_file())
-    for p in files:
-        if _is_kernel_csv(p) or (p.suffix == ".db" and is_sqlite_file(p)):
-            det = _detect_file(p)
-            if det:
-                found.append(det)
-    if not found:
-        found.extend(Detected("timeline_json", p) for p in files if _is_timeline(p))
-    return found
-
-
-def detect(path: str | Path) -> list[Detected]:
-    """What profile(s) a path holds; NoProfileFoundError when none."""
-    p = Path(path)
-    if not p.exists():
-        raise NoProfileFoundError(p, "path does not exist")
-    if p.is_file():
-        det = _detect_file(p)
-        if det is None:
-            raise NoProfileFoundError(p, "not a kernel table, timeline or profiler database")
-        return [det]
-    try:
-        found = _detect_dir(p)
-    except PermissionError as exc:
-        raise ProfileFormatError(p, None, "cannot read directory (permission denied)") from exc
-    if not found:
-        raise NoProfileFoundError(p, "no kernel_details.csv, op_summary_*.csv, OPPROF_*, *.db or timeline")
-    return found
+__all__ = [
+    "Detected",
+    "LoadFailure",
+    "LoadedProfiles",
+    "PartialLoadError",
+    "detect",
+    "load_profile",
+    "load_profiles",
+]
 
 
 # ---- loading one root --------------------------------------------------------------------------------
@@ -191,7 +68,7 @@ def detect(path: str | Path) -> list[Detected]:
 _PREFETCHED: dict[Path, Future[Timeline]] = {}
 
 
-def _read_timeline(path: Path, parts: _Parts) -> Timeline | None:
+def _read_timeline(path: Path, parts: Parts) -> Timeline | None:
     prefetched = _PREFETCHED.pop(path, None)  # a directory holding only a trace_view.json
     if prefetched is not None:
         parts.files.append(path)
@@ -246,57 +123,20 @@ def _import_readers() -> None:
     import analyzer.profile  # noqa: F401
 
 
-def _finish_timeline(path: Path, future: Future[Timeline] | None, parts: _Parts) -> Timeline | None:
+def _finish_timeline(path: Path, future: Future[Timeline] | None, parts: Parts) -> Timeline | None:
     if future is None:
         return _read_timeline(path, parts)  # reports the missing reader as a warning
     parts.files.append(path)
     return future.result()
 
 
-def _kernels_from_timeline(tl: Timeline) -> pd.DataFrame:
-    import pandas as pd
-
-    src = tl.kernels
-    k = pd.DataFrame(
-        {c: src[c] for c in ("name", "start_ns", "duration_us", "stream_id", "task_id") if c in src}
-    )
-    if "task_type" in src:
-        tt = src["task_type"].astype("str")
-        k["core_type"] = tt.where(tt.isin(TIMELINE_CORE_TYPES))
-    return _ensure_contract(k)
-
-
-def _ensure_contract(k: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
-
-    from analyzer.columns import dtype_of
-
-    for col in KERNEL_CONTRACT:
-        if col not in k:
-            dt = dtype_of(col)
-            k[col] = pd.Series(
-                pd.NA if dt in ("Int64", "int64_ns") else None,
-                index=k.index,
-                dtype={"string": "str", "Int64": "Int64", "int64_ns": "Int64"}.get(dt, "float64"),
-            )
-    return k
-
-
-def _kernel_csv(paths: Path | list[Path], parts_files: list[Path]) -> tuple[pd.DataFrame, str, list[str]]:
-    from analyzer.io.kernel_csv import read_kernel_table
-
-    kt = read_kernel_table(paths)
-    parts_files.extend(kt.files)
-    return kt.kernels, kt.producer, kt.metric_groups
-
-
-def _load_sqlite(p: Path) -> _Parts:
+def _load_sqlite(p: Path) -> Parts:
     from analyzer.io.sqlite import read_sqlite
     from analyzer.io.tables import null_unused_side
 
     data = read_sqlite(p)
-    parts = _Parts(
-        null_unused_side(_ensure_contract(data.kernels)),
+    parts = Parts(
+        null_unused_side(ensure_contract(data.kernels)),
         "torch_npu" if "pytorch" in p.name else "msprof",
         list(data.files),
         data.metric_groups,
@@ -307,24 +147,24 @@ def _load_sqlite(p: Path) -> _Parts:
     return parts
 
 
-def _load_torch(root: Path, lazy_timeline: bool = False) -> _Parts:
+def _load_torch(root: Path, lazy_timeline: bool = False) -> Parts:
     import pandas as pd
 
     from analyzer.io import device as dev
 
     out = root / TORCH_OUT if (root / TORCH_OUT).is_dir() else root
-    parts = _Parts(pd.DataFrame(), "torch_npu")
+    parts = Parts(pd.DataFrame(), "torch_npu")
     kd = out / "kernel_details.csv"
     dbs = sorted(out.glob("ascend_pytorch_profiler*.db"))
     slices = sorted(root.glob(f"PROF_*/{MSPROF_OUT}/op_summary_*.csv"))
     tv = out / "trace_view.json"
     timeline = _start_timeline(tv) if tv.is_file() else None
     if kd.is_file():
-        parts.kernels, parts.producer, parts.metric_groups = _kernel_csv(kd, parts.files)
+        read_kernel_csv(parts, kd)
     elif dbs:
         parts = _load_sqlite(dbs[0])
     elif slices:
-        parts.kernels, parts.producer, parts.metric_groups = _kernel_csv(slices, parts.files)
+        read_kernel_csv(parts, slices)
     if timeline is not None and lazy_timeline and len(parts.kernels.columns):
         parts.files.append(tv)  # still being read: the profile resolves it on first use
         parts.pending_timeline = timeline.result
@@ -333,7 +173,7 @@ def _load_torch(root: Path, lazy_timeline: bool = False) -> _Parts:
     if not len(parts.kernels.columns):
         if parts.timeline is None:
             raise NoProfileFoundError(root, "no kernel_details.csv, op_summary, database or trace_view.json")
-        parts.kernels = _kernels_from_timeline(parts.timeline)
+        parts.kernels = kernels_from_timeline(parts.timeline, parts.warnings)
     rank, cann, files = dev.read_profiler_info(root)
     parts.files.extend(files)
     parts.rank = parts.rank if parts.rank is not None else rank
@@ -342,7 +182,7 @@ def _load_torch(root: Path, lazy_timeline: bool = False) -> _Parts:
     return parts
 
 
-def _add_info_json(root: Path, parts: _Parts) -> None:
+def _add_info_json(root: Path, parts: Parts) -> None:
     from analyzer.io import device as dev
 
     for info in dev.find_info_json(root):
@@ -350,16 +190,16 @@ def _add_info_json(root: Path, parts: _Parts) -> None:
         dev.merge_device(parts.device, dev.read_info_json(info))
 
 
-def _load_msprof(root: Path) -> _Parts:
+def _load_msprof(root: Path) -> Parts:
     import pandas as pd
 
-    parts = _Parts(pd.DataFrame(), "msprof")
+    parts = Parts(pd.DataFrame(), "msprof")
     out = root / MSPROF_OUT
     slices = sorted(out.glob("op_summary_*.csv")) or sorted(root.glob("device_*/summary/op_summary_*.csv"))
     dbs = sorted(root.glob("msprof_*.db"))
     timelines = sorted(out.glob("msprof_*.json")) or sorted(root.glob("device_*/timeline/msprof_*.json"))
     if slices:
-        parts.kernels, parts.producer, parts.metric_groups = _kernel_csv(slices, parts.files)
+        read_kernel_csv(parts, slices)
     elif dbs:
         parts = _load_sqlite(dbs[0])
     if timelines:
@@ -369,40 +209,76 @@ def _load_msprof(root: Path) -> _Parts:
     if not len(parts.kernels.columns):
         if parts.timeline is None:
             raise NoProfileFoundError(root, "no op_summary_*.csv, msprof_*.db or msprof_*.json")
-        parts.kernels = _kernels_from_timeline(parts.timeline)
+        parts.kernels = kernels_from_timeline(parts.timeline, parts.warnings)
     _add_info_json(root, parts)
     return parts
 
 
-def _load_msprof_op(root: Path) -> _Parts:
-    import pandas as pd
-
+def _load_msprof_op(root: Path) -> Parts:
     from analyzer.io.msprof_op import read_msprof_op
 
-    data = read_msprof_op(root)
-    parts = _Parts(
-        data.kernels,
-        "msprof_op",
-        list(data.files),
-        data.metric_groups,
-        blocks=data.blocks,
-        launches=data.launches,
-    )
-    la = data.launches
-    if len(la):
-        first = la.iloc[0]
-        for col, attr in (
-            ("current_freq_mhz", "aic_frequency_mhz"),
-            ("rated_freq_mhz", "rated_frequency_mhz"),
-        ):
-            if col in la and pd.notna(first[col]):
-                setattr(parts.device, attr, float(first[col]))
-        if "device_id" in la and pd.notna(first["device_id"]):
-            parts.device.device_id = int(first["device_id"])
+    if root.is_file():  # one OpBasicInfo file, recognised by its header: one kernel per launch
+        from analyzer.io.tables import read_small_table
+
+        launches = read_small_table(root)
+        parts = Parts(ensure_contract(launches.copy()), "msprof_op", [root], launches=launches)
+    else:
+        data = read_msprof_op(root)
+        launches = data.launches
+        parts = Parts(
+            data.kernels,
+            "msprof_op",
+            list(data.files),
+            data.metric_groups,
+            blocks=data.blocks,
+            launches=launches,
+        )
+    clock_from_launches(parts.device, launches)
     return parts
 
 
-def _load_single(det: Detected, lazy_timeline: bool = False) -> _Parts:
+def _timeline_producer(path: Path) -> str:
+    return "torch_npu" if path.name == "trace_view.json" else "msprof"
+
+
+def _load_folder(det: Detected, lazy_timeline: bool = False) -> Parts:
+    """A plain folder of loose profiler files: kernels from its kernel table (else from its
+    timeline), the timeline, the clock from OpBasicInfo; the first note says which gave what."""
+    import pandas as pd
+
+    from analyzer.io.detect import FolderSources
+
+    src = det.sources or FolderSources()
+    parts = Parts(pd.DataFrame(), None)
+    said: list[str] = []
+    tl_path = src.timelines[0] if src.timelines else None
+    future = _start_timeline(tl_path) if tl_path is not None else None
+    if src.kernel_tables:
+        read_kernel_csv(parts, src.kernel_tables)
+        groups = ", ".join(parts.metric_groups) or "no PMU columns"
+        said.append(f"kernels from {file_names(src.kernel_tables)} ({len(parts.kernels)} launches, {groups})")
+    if tl_path is not None:
+        if len(src.timelines) > 1:
+            parts.warnings.append(f"{len(src.timelines)} timeline files; only {tl_path.name} was read")
+        if future is not None and lazy_timeline and src.kernel_tables:
+            parts.files.append(tl_path)  # still being read: the profile resolves it on first use
+            parts.pending_timeline = future.result
+        else:
+            parts.timeline = _finish_timeline(tl_path, future, parts)
+        said.append(f"timeline from {tl_path.name}")
+    if not src.kernel_tables:
+        if tl_path is None or parts.timeline is None:
+            raise NoProfileFoundError(det.path, "no kernel table, and no timeline could be read")
+        parts.producer = _timeline_producer(tl_path)
+        parts.kernels = kernels_from_timeline(parts.timeline, parts.warnings)
+        said.insert(0, f"kernels from {tl_path.name} ({len(parts.kernels)} compute tasks)")
+    if src.basic_info:
+        said.append(add_basic_info(parts, src.basic_info))
+    parts.warnings.insert(0, "; ".join(s for s in said if s))
+    return parts
+
+
+def _load_single(det: Detected, lazy_timeline: bool = False) -> Parts:
     import pandas as pd
 
     if det.format == "torch_npu":
@@ -413,30 +289,32 @@ def _load_single(det: Detected, lazy_timeline: bool = False) -> _Parts:
         return _load_msprof_op(det.path)
     if det.format == "sqlite":
         return _load_sqlite(det.path)
+    if det.format == "folder":
+        return _load_folder(det, lazy_timeline)
     if det.format == "kernel_csv":
-        parts = _Parts(pd.DataFrame(), None)
-        parts.kernels, parts.producer, parts.metric_groups = _kernel_csv(det.path, parts.files)
+        parts = Parts(pd.DataFrame(), None)
+        read_kernel_csv(parts, det.path)
         return parts
     if det.format == "timeline_json":
-        parts = _Parts(pd.DataFrame(), "torch_npu" if det.path.name == "trace_view.json" else "msprof")
+        parts = Parts(pd.DataFrame(), _timeline_producer(det.path))
         tl = _read_timeline(det.path, parts)
         if tl is None:
             raise NoProfileFoundError(det.path, "timeline reader not available")
         parts.timeline = tl
-        parts.kernels = _kernels_from_timeline(tl)
+        parts.kernels = kernels_from_timeline(tl, parts.warnings)
         return parts
     raise NoProfileFoundError(det.path, f"unsupported format {det.format}")
 
 
-def _load_bundle(det: Detected) -> _Parts:
+def _load_bundle(det: Detected) -> Parts:
     import pandas as pd
 
     from analyzer.io import device as dev
     from analyzer.io.merge import merge_blocks, merge_kernel_tables
 
     if not det.children:
-        empty = _ensure_contract(pd.DataFrame(index=pd.RangeIndex(0)))
-        return _Parts(empty, None, warnings=["bundle has no profiler output: runtime metrics are absent"])
+        empty = ensure_contract(pd.DataFrame(index=pd.RangeIndex(0)))
+        return Parts(empty, None, warnings=["bundle has no profiler output: runtime metrics are absent"])
     loaded = [_load_single(c) for c in det.children]
     parts = loaded[0]
     if len(loaded) > 1:
@@ -450,6 +328,7 @@ def _load_bundle(det: Detected) -> _Parts:
             dev.merge_device(parts.device, other.device)
             parts.timeline = parts.timeline or other.timeline
             parts.launches = parts.launches if parts.launches is not None else other.launches
+            parts.coupled = parts.coupled or other.coupled
         parts.metric_groups = metric_groups_of(list(parts.kernels.columns))
     return parts
 
@@ -470,9 +349,14 @@ def _build(
     from analyzer.profile import Profile, SourceInfo
 
     parts = _load_bundle(det) if det.format == "bundle" else _load_single(det, lazy_timeline)
+    if parts.timeline is not None and parts.device.timeline_max_frequency_mhz is None:
+        # a timeline still being read (`pending_timeline`) is not waited for: no value then
+        from analyzer.io.timeline import counter_max
+
+        parts.device.timeline_max_frequency_mhz = counter_max(parts.timeline)
     warnings = list(parts.warnings)
     selected = dev.choose_chip(chip, parts.device, parts.kernels, warnings)
-    kernels = add_derived_metrics(_ensure_contract(parts.kernels), selected)
+    kernels = add_derived_metrics(ensure_contract(parts.kernels), selected)
     source = SourceInfo(det.path, det.format, parts.producer, parts.files, parts.metric_groups)
     profile = Profile(
         source=source,
@@ -518,14 +402,59 @@ def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
         yield step
 
 
+@dataclass
+class LoadFailure:
+    """One of several profiles under a path that could not be read (the others were loaded)."""
+
+    path: Path  # the profile's root (a rank's directory, a database, ...)
+    error: TilescopeError  # ProfileFormatError or NoProfileFoundError: file, row, what was expected
+    rank: int | None = None
+
+    @property
+    def label(self) -> str:
+        return f"rank {self.rank}" if self.rank is not None else self.path.name
+
+    def warning_line(self) -> str:
+        """`tilescope: warning: <file>: row 16 (line 17): expected ... — rank 0 left out`"""
+        return f"tilescope: warning: {self.error.one_line()} — {self.label} left out"
+
+
+class PartialLoadError(TilescopeError):
+    """Raised by a command after it wrote the output of the profiles that loaded, when others
+    under the same path could not be read: exit 2, "partial: some inputs could not be read"."""
+
+    def __init__(self, failures: list[LoadFailure], loaded: int) -> None:
+        self.failures = failures
+        labels = ", ".join(f.label for f in failures[:5]) + (", …" if len(failures) > 5 else "")
+        n, total = len(failures), len(failures) + loaded
+        super().__init__(
+            f"partial input: {n} of {total} profiles could not be read ({labels}); "
+            f"the output covers the other {loaded}"
+        )
+
+
+class LoadedProfiles(list["Profile"]):
+    """What `load_profiles` returns: a list of the profiles that loaded, and in `failures` the
+    ones under the same path that could not be read (empty unless the path held several)."""
+
+    def __init__(self, profiles: Iterable[Profile] = (), failures: Iterable[LoadFailure] = ()) -> None:
+        super().__init__(profiles)
+        self.failures: list[LoadFailure] = list(failures)
+
+
 def load_profiles(
     path: str | Path, chip: str | None = None, progress: bool = False, lazy_timeline: bool = False
-) -> list[Profile]:
+) -> LoadedProfiles:
     """Every profile under `path` (one per rank / profiler directory), fully parsed.
 
-    With `lazy_timeline` a torch_npu directory's trace_view.json may still be being read when this
-    returns (its kernels come from kernel_details.csv or a database): `profile.timeline` waits for
-    it, and raises its ProfileFormatError, on first use. The caller must use it before reporting
+    When the path holds several profiles and some cannot be read (ProfileFormatError,
+    NoProfileFoundError), the others are returned: the result's `failures` name the ones left
+    out (file, row, what was expected) and every loaded profile carries a note about them. When
+    none can be read, or the path holds one, its error is raised as before.
+
+    With `lazy_timeline` a torch_npu directory's trace_view.json (or a folder's timeline beside a
+    kernel table) may still be being read when this returns: `profile.timeline` waits for it, and
+    raises its ProfileFormatError, on first use. The caller must use it before reporting
     (`analyze` does), or a broken timeline would go unnoticed.
     """
     p = Path(path)
@@ -544,20 +473,49 @@ def load_profiles(
         _PREFETCHED.clear()  # a prefetched timeline that detection did not pick is dropped
 
 
-def _load_found(p: Path, chip: str | None, progress: bool, lazy_timeline: bool = False) -> list[Profile]:
+def _rank_of(det: Detected) -> int | None:
+    """The rank of a profile that failed to load, from what names it (no table is read)."""
+    if det.rank is not None:
+        return det.rank
+    if det.format == "torch_npu":
+        from analyzer.io import device as dev
+
+        return dev.read_profiler_info(det.path)[0]
+    if det.format == "sqlite":
+        from analyzer.io.sqlite import RANK_DB_RE
+
+        m = RANK_DB_RE.match(det.path.name)
+        return int(m.group("rank")) if m else None
+    return None
+
+
+def _load_found(p: Path, chip: str | None, progress: bool, lazy_timeline: bool = False) -> LoadedProfiles:
     found = detect(p)
     # a plain directory with a manifest.json next to the profiler output (sample dirs) keeps it
     manifest_dir = p if p.is_dir() and (p / "manifest.json").is_file() else None
-    profiles: list[Profile] = []
+    loaded: list[tuple[int, Profile]] = []
+    failed: list[tuple[int, LoadFailure]] = []
     with _progress(progress, len(found)) as step:
-        for det in found:
-            profiles.append(_build(det, chip, manifest_dir, lazy_timeline))
+        for i, det in enumerate(found):
+            try:
+                loaded.append((i, _build(det, chip, manifest_dir, lazy_timeline)))
+            except (ProfileFormatError, NoProfileFoundError) as exc:
+                if len(found) == 1:
+                    raise
+                failed.append((i, LoadFailure(det.path, exc, _rank_of(det))))
             step(det.path.name)
-    ranks = [pr.rank for pr in profiles]
-    if len(profiles) > 1 and all(r is None for r in ranks):
-        for i, pr in enumerate(profiles):
+    if not loaded:
+        raise failed[0][1].error  # nothing could be read: the first error, as for a single input
+    if len(found) > 1 and all(pr.rank is None for _, pr in loaded) and all(f.rank is None for _, f in failed):
+        # ranks by position among everything found, so a left-out profile keeps its number
+        for i, pr in loaded:
             pr.rank = i
-    return profiles
+        for i, f in failed:
+            f.rank = i
+    failures = [f for _, f in failed]
+    for _, pr in loaded:
+        pr.warnings.extend(f"{f.label} left out: {f.error.one_line()}" for f in failures)
+    return LoadedProfiles((pr for _, pr in loaded), failures)
 
 
 def single_kernel_csv(path: str | Path) -> Path | None:
@@ -586,8 +544,11 @@ def load_kernels_arrow(csv_path: Path, chip: str | None = None) -> pa.Table:
 
 
 def load_profile(path: str | Path, chip: str | None = None, progress: bool = False) -> Profile:
-    """Exactly one profile; UsageError when the path holds several (pick one rank's directory)."""
+    """Exactly one profile; UsageError when the path holds several (pick one rank's directory),
+    the first error when one of them cannot be read."""
     profiles = load_profiles(path, chip, progress)
+    if profiles.failures:
+        raise profiles.failures[0].error
     if len(profiles) != 1:
         names = ", ".join(str(pr.source.path.name) for pr in profiles[:5])
         raise UsageError(f"{path}: holds {len(profiles)} profiles ({names}); pass one of them")

@@ -93,6 +93,13 @@ def is_msprof_op_dir(path: Path) -> bool:
     return path.name.startswith("OPPROF_") and bool(find_launch_dirs(path))
 
 
+def has_block_metrics(path: Path) -> bool:
+    """Does `path` hold per-block metric CSVs (PipeUtilization.csv, Memory_{ts}.csv, ...)? With
+    them an OpBasicInfo folder is an `msprof op` output; without, OpBasicInfo may sit beside other
+    profiler files as a clock source (detection)."""
+    return any(metric in METRIC_FILES for metric in _metric_files(path))
+
+
 def _read_small_csv(path: Path) -> pd.DataFrame:
     header = read_header(path)
     header, raw = read_csv_strings(path, header)

@@ -20,11 +20,11 @@ if TYPE_CHECKING:  # pandas is imported by the readers below, not by detection (
 
 from analyzer.columns import KERNEL_CONTRACT, metric_groups_of, sqlite_pmu_canonical
 from analyzer.errors import ProfileFormatError
+from analyzer.io.detect import SQLITE_MAGIC as _SQLITE_MAGIC
 
 REQUIRED_TABLES = ("TASK", "COMPUTE_TASK_INFO", "STRING_IDS")
 # Example: "ascend_pytorch_profiler_3.db" -> rank 3
 RANK_DB_RE = re.compile(r"^ascend_pytorch_profiler_(?P<rank>\d+)\.db$")
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # COMPUTE_TASK_INFO column -> canonical name; names may be interned in STRING_IDS or plain text
 _TEXT_COLUMNS = {

@@ -507,3 +507,12 @@ def _arrow_type(dtype: str) -> pa.DataType:
 
 def empty_kernels(ensure: Iterable[str]) -> pd.DataFrame:
     return to_frame({}, 0, ensure)
+
+
+def read_small_table(path: Path) -> pd.DataFrame:
+    """A small CSV (an `msprof op` OpBasicInfo, ...) read whole, cleaned and typed by the canonical
+    names of its header (unknown columns kept, the trailing empty column dropped)."""
+    header = read_header(path)
+    header, raw = read_csv_strings(path, header)
+    cols = convert_columns(path, header, raw, canonical=canonical_header(header))
+    return to_frame(cols, raw.num_rows)

@@ -1,0 +1,157 @@
+"""What one profile root yields before the chip and derived metrics are applied (`Parts`), and the
+helpers the loaders of `analyzer.io.load` share to fill it: the kernel-table contract, a kernel
+table read from a CSV or taken from a timeline, the clock from `msprof op` OpBasicInfo rows.
+
+Kept light at import (pandas and the readers are imported where used): `analyzer.io.load` imports
+this module before it starts reading a timeline on its second thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from analyzer.columns import KERNEL_CONTRACT
+from analyzer.errors import ProfileFormatError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from analyzer.profile import DeviceInfo, Timeline
+
+COUPLED_NOTE = (
+    "coupled-chip table (one AI Core with Cube and Vector inside): un-prefixed metrics mapped to aic_/aiv_"
+)
+
+
+def _new_device_info() -> DeviceInfo:
+    from analyzer.profile import DeviceInfo
+
+    return DeviceInfo()
+
+
+@dataclass
+class Parts:
+    """What one profile root yielded before the chip and derived metrics are applied."""
+
+    kernels: pd.DataFrame
+    producer: str | None
+    files: list[Path] = field(default_factory=list)
+    metric_groups: list[str] = field(default_factory=list)
+    device: DeviceInfo = field(default_factory=_new_device_info)
+    blocks: pd.DataFrame | None = None
+    launches: pd.DataFrame | None = None
+    timeline: Timeline | None = None
+    rank: int | None = None
+    warnings: list[str] = field(default_factory=list)
+    # a timeline still being read, for the caller to resolve on first use (`lazy_timeline`)
+    pending_timeline: Callable[[], Timeline | None] | None = None
+    # the kernel table came from a coupled chip (un-prefixed PMU names); Profile has no field yet
+    coupled: bool = False
+
+
+def kernels_from_timeline(tl: Timeline, warnings: list[str]) -> pd.DataFrame:
+    """The kernel table of a profile that has only a timeline: its compute tasks (runtime tasks
+    are left out and named in a note; the timeline's own table keeps every task for display)."""
+    import pandas as pd
+
+    from analyzer.io.timeline import kernel_tasks
+
+    src = tl.kernels
+    keep, core_type = kernel_tasks(src)
+    k = pd.DataFrame(
+        {c: src[c] for c in ("name", "start_ns", "duration_us", "stream_id", "task_id") if c in src}
+    )
+    k["core_type"] = core_type
+    if not keep.all():
+        dropped = src.loc[~keep, ["name", "start_ns"]].sort_values("start_ns", kind="stable")
+        names = dropped["name"].astype("object").dropna().drop_duplicates().tolist()
+        shown = ", ".join(map(str, names[:6])) + (", …" if len(names) > 6 else "")
+        n = len(dropped)
+        said = f"{n} runtime tasks ({shown}) are not kernels"
+        warnings.append(said if n > 1 else f"1 runtime task ({shown}) is not a kernel")
+        k = k.loc[keep].reset_index(drop=True)
+    return ensure_contract(k)
+
+
+def ensure_contract(k: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd
+
+    from analyzer.columns import dtype_of
+
+    for col in KERNEL_CONTRACT:
+        if col not in k:
+            dt = dtype_of(col)
+            k[col] = pd.Series(
+                pd.NA if dt in ("Int64", "int64_ns") else None,
+                index=k.index,
+                dtype={"string": "str", "Int64": "Int64", "int64_ns": "Int64"}.get(dt, "float64"),
+            )
+    return k
+
+
+def read_kernel_csv(parts: Parts, paths: Path | list[Path]) -> None:
+    """The kernel table (one file or the slices of one) into `parts`."""
+    from analyzer.io.kernel_csv import read_kernel_table
+
+    kt = read_kernel_table(paths)
+    parts.files.extend(kt.files)
+    parts.kernels, parts.producer, parts.metric_groups = kt.kernels, kt.producer, kt.metric_groups
+    parts.coupled = kt.coupled
+    if kt.coupled:
+        parts.warnings.append(COUPLED_NOTE)
+
+
+def clock_from_launches(device: DeviceInfo, launches: pd.DataFrame) -> None:
+    """OpBasicInfo's clock (its first launch): `Current Freq` is the clock the kernel ran at,
+    `Rated Freq` the device's rated one."""
+    import pandas as pd
+
+    if not len(launches):
+        return
+    first = launches.iloc[0]
+    for col, attr in (
+        ("current_freq_mhz", "aic_frequency_mhz"),
+        ("rated_freq_mhz", "rated_frequency_mhz"),
+    ):
+        if col in launches and pd.notna(first[col]):
+            setattr(device, attr, float(first[col]))
+    if "device_id" in launches and pd.notna(first["device_id"]):
+        device.device_id = int(first["device_id"])
+
+
+def _clock_text(device: DeviceInfo) -> str:
+    rated, current = device.rated_frequency_mhz, device.aic_frequency_mhz
+    said = [f"Current Freq {current:g} MHz"] if current is not None and current != rated else []
+    said += [f"Rated Freq {rated:g} MHz"] if rated is not None else []
+    return ", ".join(said) or "no frequency"
+
+
+def add_basic_info(parts: Parts, files: list[Path]) -> str:
+    """OpBasicInfo beside other sources: its rows become `launches`, its clock the device's. A
+    broken one is a note, not a failed load (it is a side source, like info.json)."""
+    import pandas as pd
+
+    from analyzer.io.tables import read_small_table
+
+    frames: list[pd.DataFrame] = []
+    used: list[Path] = []
+    for f in files:
+        try:
+            frames.append(read_small_table(f))
+        except ProfileFormatError as exc:
+            parts.warnings.append(f"{f.name} not used: {exc.one_line()}")
+            continue
+        used.append(f)
+    if not frames:
+        return ""
+    parts.files.extend(used)
+    parts.launches = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    clock_from_launches(parts.device, parts.launches)
+    return f"clock from {file_names(used)} ({_clock_text(parts.device)})"
+
+
+def file_names(paths: list[Path]) -> str:
+    return ", ".join(p.name for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
