@@ -90,6 +90,10 @@ def explain_need(need: str) -> str:
 
 def _explain_one(need: str) -> str:
     col = need.split(".", 1)[1] if need.startswith("blocks.") else need
+    # a derived share of the launch comes from the pipe ratio/time columns of its metric group
+    col = {"cube_share": "aic_cube_ratio", "vector_share": "aiv_vec_ratio"}.get(col, col)
+    if col.endswith("_share") and col.startswith(("aic_", "aiv_")):
+        col = col.removesuffix("_share") + "_ratio"
     group = METRIC_GROUP_OF.get(col) or next((g for p, g in _PREFIX_GROUPS if col.startswith(p)), None)
     if group:
         return f"aic_metrics={group}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import pandas as pd
 
 from analyzer.errors import UsageError
 from analyzer.report.charts import PIPE_SERIES, num, report_findings, report_kernels, report_summary
+from analyzer.summary import device_time
 
 DIFF_SCHEMA_VERSION = "1"
 TOP_KERNELS = 10  # the gate watches the base run's top kernels by device time
@@ -118,7 +119,11 @@ def run_from_report(report: Mapping[str, Any], label: str) -> RunData:
     """Per-kernel stats from the profile when the report carries it, else from the report's table."""
     profile = report.get("_profile")
     if profile is not None:
-        return _run_from_kernels(profile.kernels, report_findings(report), label)
+        run = _run_from_kernels(profile.kernels, report_findings(report), label)
+        # unit shares and a one-step total are the summary's (analyzer.summary), as in every view
+        summary = report_summary(report)
+        run.shares = {k: summary["shares"].get(k) for k in ("cube", "vector", "mte")}
+        return run
     return _run_from_summary(report, label)
 
 
@@ -155,33 +160,21 @@ def _run_from_kernels(k: pd.DataFrame, findings: list[dict[str, Any]], label: st
             per_launch=Spread(med, q1, q3, len(d), "launches (IQR)" if len(d) > 1 else "one value"),
             ratios=ratios)
     if steps > 1:
-        per_step = dur.groupby(steps_col).sum().to_numpy()
+        # device time per step, as the summary defines it (the union of the step's compute kernels)
+        per_step = np.array(
+            [device_time(k.loc[steps_col == sid]).device_us for sid in sorted(step_ids)], dtype="float64"
+        )
         total = Spread(float(np.median(per_step)), float(per_step.min()), float(per_step.max()),
                        len(per_step), "steps (min-max)")
     else:
-        # One step: bound the total by every kernel running at its launches' quartiles.
-        lo = sum(s.per_launch.lo * s.launches for s in kernels.values())
-        hi = sum(s.per_launch.hi * s.launches for s in kernels.values())
-        total = Spread(float(dur.sum()), lo, hi, 1, "launch IQRs")
-    shares = _shares(frame, ratio_cols)
+        # One step: the device time, bounded by every kernel running at its launches' quartiles.
+        device = device_time(k).device_us
+        scale = device / max(float(dur.sum()), 1e-9)  # quartile sums are in summed-duration units
+        lo = sum(s.per_launch.lo * s.launches for s in kernels.values()) * scale
+        hi = sum(s.per_launch.hi * s.launches for s in kernels.values()) * scale
+        total = Spread(device, min(lo, device), max(hi, device), 1, "launch IQRs")
+    shares: dict[str, float | None] = {"cube": None, "vector": None, "mte": None}  # from the summary
     return RunData(label, total, steps, kernels, shares, findings)
-
-
-def _shares(frame: pd.DataFrame, ratio_cols: Sequence[str]) -> dict[str, float | None]:
-    d = frame["d"]
-
-    def weighted(cols: Sequence[str]) -> float | None:
-        cols = [c for c in cols if c in ratio_cols]
-        if not cols:
-            return None
-        r = frame[cols].max(axis=1, skipna=True)
-        ok = r.notna()
-        den = float(d[ok].sum())
-        return float((r[ok] * d[ok]).sum() / den) if den > 0 else None
-
-    return {"cube": weighted(["aic_cube_ratio"]), "vector": weighted(["aiv_vec_ratio"]),
-            "mte": weighted(["aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aiv_mte2_ratio",
-                             "aiv_mte3_ratio"])}
 
 
 def _run_from_summary(report: Mapping[str, Any], label: str) -> RunData:

@@ -4,11 +4,14 @@ A rule is a module in the `rules` package (one per file) with:
   CODE: str, SLUG: str, NEEDS: tuple[str, ...] (see Profile.has; "a|b" = either), KIND: "runtime" | "static",
   optionally missing_inputs(profile) -> tuple[str, ...] for needs Profile.has cannot express,
   THRESHOLDS: dict[str, float | int | str] (defaults; users override them in config),
+  optionally SAVING_KIND ("work": the saving removes or moves work, bounded by the kernels' time
+  rather than their speed of light; analyzer.findings),
   check(profile, ctx) -> list[Finding], and a docstring on check() with the sections of DOC_SECTIONS.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import pkgutil
@@ -20,7 +23,7 @@ from typing import Any, Protocol, cast
 from analyzer.chips import ChipSpec
 from analyzer.config import Config
 from analyzer.errors import TilescopeError
-from analyzer.findings import Finding, Severity, severity_for_share
+from analyzer.findings import SAVING_NONE, Finding, Severity, severity_for_share
 from analyzer.profile import Profile
 
 DOC_SECTIONS = (
@@ -132,22 +135,13 @@ def get_rule(code_or_slug: str) -> RuleInfo | None:
     return None
 
 
-COMMUNICATION_TYPES = frozenset({"HCCL", "COMMUNICATION", "HCCL_AI_CPU"})
-
-
 def device_busy_us(profile: Profile) -> float:
-    """Total device compute time: the sum of kernel durations (µs), communication tasks excluded.
+    """Device time (analyzer.summary.DEFINITIONS["device_us"]): the union of the compute kernels'
+    intervals, communication excluded. Severity is a share of it: a 300 ms HCCL broadcast at start-up
+    would otherwise make every compute finding look negligible."""
+    from analyzer.summary import device_time
 
-    HCCL tasks run on the communication engines beside the compute; a 300 ms broadcast at start-up
-    would otherwise make every compute finding look negligible (severity is a share of this).
-    """
-    k = profile.kernels
-    if "duration_us" not in k:
-        return 0.0
-    dur = k["duration_us"].fillna(0)
-    if "core_type" in k:
-        dur = dur[~k["core_type"].astype("str").str.upper().isin(COMMUNICATION_TYPES).to_numpy()]
-    return float(dur.sum())
+    return device_time(profile.kernels).device_us
 
 
 def _uses_timeline(info: RuleInfo) -> bool:
@@ -167,7 +161,15 @@ def run_rules(
     kinds: tuple[str, ...] = ("runtime", "static"),
 ) -> AnalysisResult:
     config = config or Config()
-    total = device_busy_us(profile)
+    from analyzer.summary import bound_findings, device_time
+
+    if "sol_us" not in profile.kernels.columns:  # a Profile built by hand: the rules read derived columns
+        from analyzer.metrics import add_derived_metrics
+
+        profile = profile.with_kernels(add_derived_metrics(profile.kernels, profile.chip))
+
+    times = device_time(profile.kernels)
+    total = times.device_us
     findings: list[Finding] = []
     skipped: list[SkippedRule] = []
     errors: list[Finding] = []
@@ -193,7 +195,14 @@ def run_rules(
                           severity_cuts=config.severity)
         ran.append(info.code)
         try:
-            findings.extend(cast(RuleModule, info.module).check(profile, ctx))
+            found = cast(RuleModule, info.module).check(profile, ctx)
+            if info.kind == "static":  # read from IR alone: no runtime saving to estimate
+                found = [dataclasses.replace(f, saving_kind=SAVING_NONE) if f.est_saving_us <= 0 else f
+                         for f in found]
+            kind = getattr(info.module, "SAVING_KIND", None)  # e.g. "work": fusion removes kernels
+            if kind is not None:
+                found = [dataclasses.replace(f, saving_kind=kind) for f in found]
+            findings.extend(found)
         except TilescopeError:
             raise  # bad input found while a rule read it (a deferred timeline): exit 2, no report
         except Exception as exc:  # a rule bug must not kill the run, nor vanish
@@ -209,6 +218,13 @@ def run_rules(
                     source="tilescope-engine-error",
                 )
             )
+    cuts = config.severity
+    findings = bound_findings(
+        findings,
+        profile.kernels,
+        times,
+        lambda share: severity_for_share(share, cuts["high"], cuts["medium"], cuts.get("low", 0.005)),
+    )
     findings.sort(key=lambda f: (-f.est_saving_us, -f.severity.rank, f.code))
     ran.sort(key=order.__getitem__)
     errors.sort(key=lambda f: order[f.code])

@@ -6,6 +6,16 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+# What a finding's est_saving_us measures: device time of kernels made faster in place (bounded by
+# their speed of light), device time of work removed or moved off the AI Cores (fusion, AI CPU ops:
+# bounded by the kernels' time, since the work itself changes), idle time between tasks (a share of
+# the wall time), or nothing (static findings: no runtime estimate).
+SAVING_DEVICE = "device"
+SAVING_WORK = "work"
+SAVING_IDLE = "idle"
+SAVING_NONE = "none"
+DEVICE_KINDS = frozenset({SAVING_DEVICE, SAVING_WORK})
+
 
 class Severity(StrEnum):
     HIGH = "high"
@@ -46,10 +56,11 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     recommendation: str = ""
     est_saving_us: float = 0.0
-    share_of_total: float = 0.0  # of device busy time, 0-1
+    share_of_total: float = 0.0  # 0-1 of device time (of the wall time for idle savings)
     locations: tuple[Location, ...] = ()
     source: str = "tilescope"
     occurrences: int = 1  # launches/chains grouped into this finding
+    saving_kind: str = SAVING_DEVICE  # SAVING_DEVICE | SAVING_WORK | SAVING_IDLE | SAVING_NONE
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +76,7 @@ class Finding:
             "locations": [loc.to_dict() for loc in self.locations],
             "source": self.source,
             "occurrences": self.occurrences,
+            "saving_kind": self.saving_kind,
         }
 
     @staticmethod
@@ -82,6 +94,7 @@ class Finding:
             locations=tuple(Location(**loc) for loc in d.get("locations", ())),
             source=d.get("source", "tilescope"),
             occurrences=int(d.get("occurrences", 1)),
+            saving_kind=str(d.get("saving_kind", SAVING_DEVICE)),
         )
 
 

@@ -1,24 +1,39 @@
-"""Derived per-kernel metrics and the profile summary (vectorised; design.md §3, formats doc §10).
+"""Derived per-kernel metrics (vectorised; design.md §3, formats doc §10; docs/metrics.md defines each).
 
 Conventions chosen here (the reports and rules rely on them):
 
-- `cube_utilization_calc_pct` = aic_total_cycles / (clock_MHz × chip AIC count × duration_us) × 100,
-  always when the inputs exist; `cube_utilization_pct` keeps the file's value and is filled from the
+- Times of a side (`aic_time_us`, `aic_<pipe>_time_us`, `aiv_...`) are per core: the time one core
+  of that side spent, averaged over the cores the launch used (op_summary's `aicore_time(us)` is
+  that; `msprof op` block rows are converted when they are read).
+- `*_ratio` columns are the profiler's: a pipe's time over its side's time (`aic_mte2_ratio` =
+  `aic_mte2_time` / `aicore_time`). On a mixed kernel whose Cube side works 1.8 µs of a 225 µs
+  launch a ratio of 0.87 is 1.6 µs.
+- `*_share` columns (derived here) are relative to the launch: a pipe's busy time per core over
+  `duration_us`, 0-1, the same meaning for every source: `aic_<pipe>_share` = pipe time (or ratio x
+  side time) / duration; `aic_busy_share` = `aic_time_us` / duration. `cube_share` = Cube pipe,
+  `vector_share` = Vector pipe; `cube_busy_us` / `vector_busy_us` the same as times. Rules that ask
+  "how much of the kernel does this pipe take" read shares; ratios say how a side spends its own
+  time.
+- `cube_utilization_calc_pct` = aic_total_cycles / (clock x chip AIC count x duration) x 100 (the
+  profiler's formula) where the inputs exist, not on coupled-chip tables (their total cycles include
+  the Vector unit's); `cube_utilization_pct` keeps the file's value and is filled from the
   calculation only where the file had none.
-- `cube_busy_us` = `aic_cube_time_us` (the Cube pipe's busy time per core, PipeUtilization) when
-  present, else aic_time_us × aic_cube_ratio, else aic_time_us × (sum of `aic_cube_*_ratio` per data
-  type, ArithmeticUtilization). `vector_busy_us` likewise from `aiv_vec_time_us` / aiv_vec_ratio /
-  the `aiv_vec_*_ratio` sum. `cube_share` / `vector_share` = busy / duration_us (0–1; the pipe's
-  fraction of the kernel's wall time).
-- `flops` from shapes, per unique (op_type, shapes, dtypes): MatMul*/BatchMatMul* = 2·batch·M·N·K,
-  with M, N from the output and K found by matching the input dims (handles transposed operands);
-  FlashAttentionScore = 4·B·S_q·S_kv·H_q (= 4·B·N·S_q·S_kv·D; causal masking ignored), the Grad ×2.5.
-  Null when the shapes do not resolve consistently.
-- `bytes_moved`: measured main-memory traffic when the Memory group is present (read+write GB/s ×
-  that side's time), else the sizes of all input and output tensors (shape × dtype size).
-- `bound_pipe`: the pipe with the largest ratio among cube, vector, mte1, mte2, mte3, fixpipe, scalar
-  (both sides, max); "none" when every ratio is below 0.8 (msprof-analyze's `operator_bound_ratio`);
-  null when the kernel has no ratios.
+- Work: `cube_flops` = measured `aic_cube_fops` (ArithmeticUtilization) when present, else from
+  shapes (MatMul*/BatchMatMul* = 2·batch·M·N·K with K matched in the input dims; FlashAttentionScore
+  = 4·B·S_q·S_kv·H_q, causal masking ignored, the Grad x2.5); `vector_flops` = measured
+  `aiv_vector_fops`; `flops` = their sum.
+- `bytes_moved`: measured GM traffic when the Memory group is present (read+write GB/s x that side's
+  time), else the sizes of all input and output tensors (each read or written once: a lower bound).
+  `achieved_gbps` = bytes_moved / duration (the launch's bandwidth; never a sum of per-block rates).
+- Speed of light (`sol_us`): the time the launch would take if its busiest resource ran at the
+  chip's ceiling: max(cube_flops / Cube peak, vector_flops / Vector peak, bytes_moved / GM
+  bandwidth), never above the measured duration; `sol_bound` names the resource ("cube", "vector",
+  "memory"), `sol_pct` = sol_us / duration x 100 (achieved % of speed of light). Null when the launch
+  carries neither work nor traffic, or when the ceiling time exceeds the measured duration by more
+  than 5 % (the shapes or chip figures contradict the measurement).
+- `bound_pipe`: the pipe with the largest share of the launch among cube, vector, mte1, mte2, mte3,
+  fixpipe, scalar (both sides, max); "none" when every share is below 0.8 (msprof-analyze's
+  `operator_bound_ratio`); null when the kernel has no pipe data.
 """
 
 from __future__ import annotations
@@ -37,18 +52,26 @@ from analyzer.chips import ChipSpec
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analyzer.profile import Profile
 
 BOUND_THRESHOLD = 0.8
-PIPE_RATIOS: dict[str, tuple[str, ...]] = {
-    "cube": ("aic_cube_ratio",),
-    "vector": ("aiv_vec_ratio",),
-    "mte1": ("aic_mte1_ratio",),
-    "mte2": ("aic_mte2_ratio", "aiv_mte2_ratio"),
-    "mte3": ("aic_mte3_ratio", "aiv_mte3_ratio"),
-    "fixpipe": ("aic_fixpipe_ratio",),
-    "scalar": ("aic_scalar_ratio", "aiv_scalar_ratio"),
+# The pipes of each side, as the profiler names them (`aic_cube_*`, `aiv_vec_*`, ...).
+SIDE_PIPES: dict[str, tuple[str, ...]] = {
+    "aic": ("cube", "scalar", "mte1", "mte2", "mte3", "fixpipe"),
+    "aiv": ("vec", "scalar", "mte2", "mte3"),
 }
+# bound_pipe label -> the share columns it takes the largest of
+PIPE_SHARES: dict[str, tuple[str, ...]] = {
+    "cube": ("aic_cube_share",),
+    "vector": ("aiv_vec_share",),
+    "mte1": ("aic_mte1_share",),
+    "mte2": ("aic_mte2_share", "aiv_mte2_share"),
+    "mte3": ("aic_mte3_share", "aiv_mte3_share"),
+    "fixpipe": ("aic_fixpipe_share",),
+    "scalar": ("aic_scalar_share", "aiv_scalar_share"),
+}
+# Columns that carry a coupled-chip table's un-prefixed metrics; their total cycles count the Vector
+# unit too, so no Cube utilisation is computed from them.
+COUPLED_MARKER = "memory_bound"
 DTYPE_BYTES = {
     "FLOAT16": 2,
     "FP16": 2,
@@ -186,48 +209,155 @@ def _ratio_sum(cols: KernelColumns, prefix: str) -> np.ndarray:
     return out
 
 
-def derived_metrics(cols: KernelColumns, chip: ChipSpec) -> dict[str, np.ndarray | pa.Array]:
+def _pipe_time(cols: KernelColumns, side: str, pipe: str) -> np.ndarray | None:
+    """Busy time per core of one pipe: the profiler's time column, else ratio x side time; None
+    when the table has neither (its metric group was not collected)."""
+    time_col, ratio_col = f"{side}_{pipe}_time_us", f"{side}_{pipe}_ratio"
+    if time_col not in cols and ratio_col not in cols:
+        return None
+    side_time = cols.floats(f"{side}_time_us")
+    return _fill(cols.floats(time_col), side_time * cols.floats(ratio_col))
+
+
+def _share(time: np.ndarray, safe: np.ndarray) -> np.ndarray:
+    """time / duration held to 0-1 (a few % over 1 is the profiler's rounding of short kernels)."""
+    return np.clip(time / safe, 0.0, 1.0)
+
+
+def derived_metrics(
+    cols: KernelColumns, chip: ChipSpec, coupled: bool = False
+) -> dict[str, np.ndarray | pa.Array]:
     """The derived columns of the module docstring, in output order; `cube_utilization_pct` last.
 
-    float64 numpy arrays (NaN = null) except `bound_pipe` (an Arrow string array).
+    float64 numpy arrays (NaN = null) except the labels (`unit`, `bound_pipe`, `sol_bound`: Arrow
+    strings). `coupled`: the table is a coupled chip's (SourceInfo.coupled).
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         new: dict[str, np.ndarray | pa.Array] = {}
         dur = cols.floats("duration_us")
         safe = _positive(dur)
         util = cols.floats("cube_utilization_pct")
-        if chip.clock_mhz and chip.aic_count and "aic_total_cycles" in cols:
+        coupled = coupled or COUPLED_MARKER in cols
+        new["unit"] = _units(cols)
+        if chip.clock_mhz and chip.aic_count and "aic_total_cycles" in cols and not coupled:
             calc = cols.floats("aic_total_cycles") / (chip.clock_mhz * chip.aic_count * safe) * 100.0
             new["cube_utilization_calc_pct"] = calc
             util = _fill(util, calc)
 
-        aic_time, aiv_time = cols.floats("aic_time_us"), cols.floats("aiv_time_us")
-        cube = _fill(cols.floats("aic_cube_time_us"), aic_time * cols.floats("aic_cube_ratio"))
-        cube = _fill(cube, aic_time * _ratio_sum(cols, "aic_cube_"))
-        vec = _fill(cols.floats("aiv_vec_time_us"), aiv_time * cols.floats("aiv_vec_ratio"))
-        vec = _fill(vec, aiv_time * _ratio_sum(cols, "aiv_vec_"))
-        new["cube_busy_us"] = cube
-        new["vector_busy_us"] = vec
-        new["cube_share"] = cube / safe
-        new["vector_share"] = vec / safe
+        for side, pipes in SIDE_PIPES.items():
+            if f"{side}_time_us" in cols:
+                new[f"{side}_busy_share"] = _share(cols.floats(f"{side}_time_us"), safe)
+            for pipe in pipes:
+                time = _pipe_time(cols, side, pipe)
+                if time is not None:
+                    new[f"{side}_{pipe}_share"] = _share(time, safe)
+        cube = _pipe_time(cols, "aic", "cube")
+        cube = np.full(cols.n, np.nan) if cube is None else cube
+        cube = _fill(cube, cols.floats("aic_time_us") * _ratio_sum(cols, "aic_cube_"))
+        vec = _pipe_time(cols, "aiv", "vec")
+        vec = np.full(cols.n, np.nan) if vec is None else vec
+        vec = _fill(vec, cols.floats("aiv_time_us") * _ratio_sum(cols, "aiv_vec_"))
+        new["cube_busy_us"] = np.minimum(cube, dur)
+        new["vector_busy_us"] = np.minimum(vec, dur)
+        new["cube_share"] = _share(cube, safe)
+        new["vector_share"] = _share(vec, safe)
 
-        flops, shape_bytes = _shape_metrics(cols)
+        shape_flops, shape_bytes = _shape_metrics(cols)
+        measured_cube = _positive(_add_fill0(cols.floats("aic_cube_fops"), cols.floats("aiv_cube_fops")))
+        cube_flops = _fill(measured_cube, shape_flops)
+        vector_flops = _positive(_add_fill0(cols.floats("aiv_vector_fops"), cols.floats("aic_vector_fops")))
+        flops = _add_fill0(cube_flops, vector_flops)
         moved = _fill(_measured_bytes(cols), shape_bytes)
+        new["cube_flops"] = cube_flops
+        new["vector_flops"] = vector_flops
         new["flops"] = flops
         new["achieved_tflops"] = flops / safe / 1e6  # FLOP / µs = 1e6 FLOP/s; / 1e12 -> TFLOP/s
         new["bytes_moved"] = moved
+        new["achieved_gbps"] = moved / safe / 1e3  # bytes / µs = 1e6 B/s; / 1e9 -> GB/s
         new["arithmetic_intensity"] = flops / _positive(moved)
-        new["bound_pipe"] = _bound_pipe_labels(cols)
+        sol, bound = _speed_of_light(cols, chip, cube_flops, vector_flops, moved)
+        # a ceiling time above the measured one means the work or traffic read from the shapes (or
+        # the chip figures) contradict the measurement: no speed of light rather than a wrong one
+        contradicted = sol > dur * SOL_TOLERANCE
+        sol = np.where(contradicted, np.nan, np.minimum(sol, dur))
+        bound = pc.if_else(pa.array(contradicted), pa.scalar(None, pa.string()), bound)
+        new["sol_us"] = sol
+        new["sol_pct"] = sol / safe * 100.0
+        new["sol_bound"] = bound
+        new["bound_pipe"] = _bound_pipe_labels(new, cols.n)
         new["cube_utilization_pct"] = util
     return new
 
 
-def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec) -> pd.DataFrame:
+UNIT_LABELS = ("cube", "vector", "mix")
+
+
+def _units(cols: KernelColumns) -> pa.Array:
+    """Which AI Core side a launch ran on: "cube", "vector", "mix", null for other tasks.
+
+    AI_CORE rows whose work is all in aiv_* (older CANN types vector kernels AI_CORE with
+    aic_total_cycles 0) ran on the Vector cores: their grid is measured against the AIV count.
+    """
+    n = cols.n
+    aic = cols.floats("aic_total_cycles")
+    aiv = cols.floats("aiv_total_cycles")
+    vector_only = ~(aic > 0) & (aiv > 0)
+    code = np.full(n, -1, dtype="int64")
+    code[cols.text_in("core_type", ["AI_CORE"])] = 0
+    code[cols.text_in("core_type", ["AI_CORE"]) & vector_only] = 1
+    code[cols.text_in("core_type", ["AI_VECTOR_CORE"])] = 1
+    code[cols.text_in("core_type", ["MIX_AIC", "MIX_AIV"])] = 2
+    return pc.take(pa.array(UNIT_LABELS), pa.array(np.maximum(code, 0), mask=code < 0))
+
+
+SOL_LABELS = ("cube", "vector", "memory")
+# the profiler rounds durations; a ceiling time up to 5 % over the measured one is taken as equal
+SOL_TOLERANCE = 1.05
+
+
+def _speed_of_light(
+    cols: KernelColumns, chip: ChipSpec, cube_flops: np.ndarray, vector_flops: np.ndarray, moved: np.ndarray
+) -> tuple[np.ndarray, pa.Array]:
+    """Per launch: the largest of the three ceiling times (µs) and which one it is."""
+    n = cols.n
+    per_cycle = _cube_flop_per_cycle(cols, chip)
+    cube_peak = (chip.aic_count or np.nan) * (chip.clock_mhz or np.nan) * per_cycle  # FLOP per µs
+    vector_peak = chip.peak_vector_flops()
+    gm = chip.hbm_bandwidth_gbps
+    terms = np.vstack(
+        [
+            cube_flops / cube_peak,
+            vector_flops / (vector_peak / 1e6) if vector_peak else np.full(n, np.nan),
+            moved / (gm * 1e3) if gm else np.full(n, np.nan),  # GB/s = 1e3 bytes per µs
+        ]
+    )
+    has = ~np.isnan(terms).all(axis=0)
+    sol = np.where(has, np.nanmax(np.where(np.isnan(terms), -1.0, terms), axis=0), np.nan)
+    which = np.argmax(np.where(np.isnan(terms), -1.0, terms), axis=0)
+    labels = pc.take(pa.array(SOL_LABELS), pa.array(which.astype("int64"), mask=~has))
+    return sol, labels
+
+
+def _cube_flop_per_cycle(cols: KernelColumns, chip: ChipSpec) -> np.ndarray:
+    """Cube FLOP per cycle per core for each launch's first input dtype (fp16 when unknown)."""
+    default = float(chip.flop_per_cycle_per_aic["float16"])
+    if "input_dtypes" not in cols or not cols.n:
+        return np.full(cols.n, default)
+    codes, values = cols.codes("input_dtypes")
+    table = {"INT8": "int8", "FLOAT": "float32", "FLOAT32": "float32", "DT_FLOAT": "float32"}
+    per = []
+    for v in values:
+        first = str(v).split(";")[0].strip().upper() if isinstance(v, str) else ""
+        per.append(float(chip.flop_per_cycle_per_aic.get(table.get(first, "float16"), default)))
+    return np.asarray(per, dtype="float64")[codes]
+
+
+def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec, coupled: bool = False) -> pd.DataFrame:
     """Return a new frame: `kernels` plus the derived columns of the module docstring."""
     import pandas as pd
 
     k = kernels
-    derived = derived_metrics(KernelColumns(k), chip)
+    derived = derived_metrics(KernelColumns(k), chip, coupled)
     util = derived.pop("cube_utilization_pct")
     new = {
         name: (
@@ -244,9 +374,9 @@ def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec) -> pd.DataFrame:
     return out
 
 
-def add_derived_metrics_arrow(table: pa.Table, chip: ChipSpec) -> pa.Table:
+def add_derived_metrics_arrow(table: pa.Table, chip: ChipSpec, coupled: bool = False) -> pa.Table:
     """The Arrow twin of `add_derived_metrics` (same formulas, same column order; NaN -> null)."""
-    derived = derived_metrics(KernelColumns(table), chip)
+    derived = derived_metrics(KernelColumns(table), chip, coupled)
     util = derived.pop("cube_utilization_pct")
     out = table.drop_columns([c for c in derived if c in table.column_names])
     for name, v in derived.items():
@@ -271,26 +401,26 @@ def _measured_bytes(cols: KernelColumns) -> np.ndarray:
     return total
 
 
-def _bound_pipe_labels(cols: KernelColumns) -> pa.Array:
-    names = list(PIPE_RATIOS)
-    n = cols.n
+def _bound_pipe_labels(shares: dict[str, np.ndarray | pa.Array], n: int) -> pa.Array:
+    names = list(PIPE_SHARES)
     if not n:
         return pa.array([], pa.string())
-    # running argmax over the pipes (first pipe wins ties, as argmax does); NaN = no ratio
+    # running argmax over the pipes (first pipe wins ties, as argmax does); NaN = no share
     top = np.full(n, -1.0)
     idx = np.zeros(n, dtype="int64")
     has = np.zeros(n, dtype=bool)
     for j, p in enumerate(names):
-        ratios = PIPE_RATIOS[p]
-        if not any(c in cols for c in ratios):
+        present = [shares[c] for c in PIPE_SHARES[p] if c in shares]
+        if not present:
             continue
-        v = np.fmax.reduce([cols.floats(c) for c in ratios]) if len(ratios) > 1 else cols.floats(ratios[0])
-        present = ~np.isnan(v)
-        has |= present
-        better = present & (v > top)
+        v = np.fmax.reduce(present) if len(present) > 1 else present[0]
+        assert isinstance(v, np.ndarray)
+        ok = ~np.isnan(v)
+        has |= ok
+        better = ok & (v > top)
         idx[better] = j
         top[better] = v[better]
-    # label = the argmax pipe, "none" below the threshold, null without ratios; gathered from a
+    # label = the argmax pipe, "none" below the threshold, null without shares; gathered from a
     # small label array by Arrow (a million Python strings would cost more than the argmax)
     code = np.where(top < BOUND_THRESHOLD, len(names), idx).astype("int64")
     label_array = pa.array([*names, "none"])
@@ -298,7 +428,11 @@ def _bound_pipe_labels(cols: KernelColumns) -> pa.Array:
 
 
 def bound_pipe(k: pd.DataFrame) -> pd.Series:
-    out = _bound_pipe_labels(KernelColumns(k)).to_pandas().astype("str")
+    """The `bound_pipe` label of every launch (derived from the pipe shares)."""
+    from analyzer.chips import CHIPS
+
+    derived = derived_metrics(KernelColumns(k), CHIPS["910B2"])  # the labels use no chip figure
+    out = derived["bound_pipe"].to_pandas().astype("str")  # type: ignore[union-attr]
     out.index = k.index  # positional: the labels were computed row by row
     return out
 
@@ -450,88 +584,3 @@ def interval_union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np
     u_end = np.zeros(len(u_start), dtype=e.dtype)
     np.maximum.at(u_end, group, e)
     return u_start, u_end
-
-
-def _busy_union_us(k: pd.DataFrame) -> float | None:
-    """Device busy time = union of kernel intervals (overlapping streams counted once)."""
-    if "start_ns" not in k or not k["start_ns"].notna().any():
-        return None
-    ok = k["start_ns"].notna() & k["duration_us"].notna()
-    start = k.loc[ok, "start_ns"].astype("int64").to_numpy()
-    end = start + np.round(k.loc[ok, "duration_us"].to_numpy() * 1000.0).astype("int64")
-    u_start, u_end = interval_union(start, end)
-    return float((u_end - u_start).sum()) / 1000.0
-
-
-def profile_summary(profile: Profile, top: int = 10) -> dict[str, Any]:
-    """JSON-serialisable overview: busy time, time by core type, pipe shares, top kernels.
-
-    Shares are time-weighted over kernels that carry the ratio: Σ ratio × duration / Σ duration.
-    Pipes run concurrently, so the shares do not add up to 1. "data_movement" uses the busiest MTE
-    pipe of each kernel (mte1/mte2/mte3, both sides); "scalar" the busier side's scalar ratio.
-    """
-    import pandas as pd
-
-    k = profile.kernels
-    dur = _col(k, "duration_us")
-    total = float(dur.sum()) if len(k) else 0.0
-    by_core: dict[str, float] = {}
-    if "core_type" in k and len(k):
-        by_core = {
-            str(c): round(float(v), 3)
-            for c, v in dur.groupby(k["core_type"].astype("str").fillna("UNKNOWN")).sum().items()
-        }
-
-    def share(ratio: pd.Series) -> float | None:
-        ok = ratio.notna() & dur.notna()
-        den = float(dur[ok].sum())
-        return round(float((ratio[ok] * dur[ok]).sum()) / den, 4) if den > 0 else None
-
-    def fmax(*cols: str) -> pd.Series:
-        arrs = [_col(k, c).to_numpy() for c in cols]
-        return pd.Series(np.fmax.reduce(arrs) if len(arrs) > 1 else arrs[0], index=k.index)
-
-    shares = {
-        "cube": share(_col(k, "aic_cube_ratio")),
-        "vector": share(_col(k, "aiv_vec_ratio")),
-        "data_movement": share(
-            fmax("aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio")
-        ),
-        "scalar": share(fmax("aic_scalar_ratio", "aiv_scalar_ratio")),
-    }
-    tops: list[dict[str, Any]] = []
-    if len(k):
-        g = pd.DataFrame(
-            {
-                "name": k["name"].astype("str"),
-                "d": dur,
-                "core_type": k["core_type"].astype("str") if "core_type" in k else None,
-            }
-        )
-        agg = g.groupby("name", sort=False).agg(
-            count=("d", "size"),
-            total_us=("d", "sum"),
-            mean_us=("d", "mean"),
-            core_type=("core_type", "first"),
-        )
-        agg = agg.sort_values("total_us", ascending=False).head(top)
-        for name, row in agg.iterrows():
-            tops.append(
-                {
-                    "name": str(name),
-                    "core_type": None if pd.isna(row["core_type"]) else str(row["core_type"]),
-                    "count": int(row["count"]),
-                    "total_us": round(float(row["total_us"]), 3),
-                    "mean_us": round(float(row["mean_us"]), 3),
-                    "share": round(float(row["total_us"]) / total, 4) if total > 0 else None,
-                }
-            )
-    busy = _busy_union_us(k)
-    return {
-        "kernel_count": len(k),
-        "total_kernel_us": round(total, 3),
-        "device_busy_us": round(busy, 3) if busy is not None else round(total, 3),
-        "time_by_core_type_us": by_core,
-        "shares": shares,
-        "top_kernels": tops,
-    }

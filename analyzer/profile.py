@@ -25,11 +25,13 @@ class SourceInfo:
 
     path: Path
     # "torch_npu", "msprof", "msprof_op", "msprof_op_multi", "kernel_csv", "timeline_json", "sqlite",
-    # "bundle"
+    # "folder" (several sources side by side), "bundle"
     format: str
     producer: str | None = None  # "torch_npu" | "msprof" | "msprof_op"
     files: list[Path] = field(default_factory=list)
     metric_groups: list[str] = field(default_factory=list)  # e.g. ["PipeUtilization"]
+    # a coupled-chip table (one AI Core with Cube and Vector inside, un-prefixed PMU names)
+    coupled: bool = False
 
 
 @dataclass

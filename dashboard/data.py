@@ -149,7 +149,9 @@ class ProfileEntry:
 
     @property
     def total_device_us(self) -> float:
-        return float(self.kernels["duration_us"].fillna(0).sum()) if "duration_us" in self.kernels else 0.0
+        """Device time as the report's summary defines it (analyzer.summary), for every view."""
+        summary = self.report.get("summary") or {}
+        return float(summary.get("total_device_us") or 0.0)
 
 
 def prepare_kernels(profile: Profile) -> pd.DataFrame:

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 
 from analyzer.chips import ChipSpec
 from analyzer.report.escape import MAX_INLINE, plotly_text
+from analyzer.report.words import fmt_us
 
 CUBE, VECTOR, MIX_CUBE, MIX_VECTOR, OTHER, HOST = (
     "Cube",
@@ -117,8 +118,8 @@ def empty_figure(message: str, height: int = 150) -> go.Figure:
 
 
 def format_us(us: float) -> str:
-    """µs in tables, ms from 10 ms on (product.md 'Words and units')."""
-    return f"{us / 1000:,.2f} ms" if us >= 10_000 else f"{us:,.1f} µs"
+    """µs in tables, ms from 10 ms on: the one formatter of every view (analyzer.report.words)."""
+    return fmt_us(us)
 
 
 # --- Overview -----------------------------------------------------------------------------------
@@ -191,14 +192,17 @@ def top_kernels_figure(by_name: pd.DataFrame, n: int = 12) -> go.Figure:
     return _layout(fig, f"Top {len(top)} kernels by time", 80 + 26 * len(top))
 
 
-def findings_by_severity_figure(findings: Sequence[dict[str, Any]]) -> go.Figure:
-    """Count and estimated saving per severity."""
+def findings_by_severity_figure(
+    findings: Sequence[dict[str, Any]], totals: dict[str, Any] | None = None
+) -> go.Figure:
+    """Count and estimated saving per severity; the savings are the summary's combined ones
+    (analyzer.summary: findings on one kernel never add up past its speed-of-light gap)."""
     counts = {s: 0 for s in SEVERITIES}
-    saving = {s: 0.0 for s in SEVERITIES}
     for f in findings:
         sev = str(f.get("severity", "info"))
         counts[sev] = counts.get(sev, 0) + 1
-        saving[sev] = saving.get(sev, 0.0) + float(f.get("est_saving_us", 0.0) or 0.0)
+    by_sev = (totals or {}).get("saving_by_severity") or {}
+    saving = {s: float((by_sev.get(s) or {}).get("device_us") or 0.0) for s in SEVERITIES}
     fig = go.Figure(
         go.Bar(
             x=list(SEVERITIES),

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from dash import dcc, html
 
-from analyzer.report.charts import num
+from analyzer.report.words import fmt_pct, fmt_us, num, saving_text
 from dashboard import figures as F
 from dashboard.data import ProfileEntry
 
@@ -50,19 +50,8 @@ TEXT_COLUMNS = {"name", "op_type", "core_type", "bound_pipe", "input_shapes", "i
 
 
 def summary_of(entry: ProfileEntry) -> dict[str, Any]:
-    """The report's summary; `analyzer.metrics.profile_summary` when the report lacks a key."""
-    return dict(entry.cached("summary", lambda: _summary(entry)))
-
-
-def _summary(entry: ProfileEntry) -> dict[str, Any]:
-    summary = dict(entry.report.get("summary") or {})
-    if not {"shares", "time_by_core_type_us"} <= set(summary):
-        try:
-            from analyzer.metrics import profile_summary
-        except ImportError:
-            return summary
-        summary = {**profile_summary(entry.profile), **summary}
-    return summary
+    """The report's summary (analyzer.summary): the same numbers as every other view."""
+    return dict(entry.report.get("summary") or {})
 
 
 def kpi(label: str, value: str, tone: str = "") -> html.Div:
@@ -74,25 +63,20 @@ def kpi(label: str, value: str, tone: str = "") -> html.Div:
 
 def overview_kpis(entry: ProfileEntry) -> list[html.Div]:
     s = summary_of(entry)
-    busy = num(s.get("device_busy_us")) or entry.total_device_us
+    busy = num(s.get("total_device_us")) or 0.0
     findings = entry.findings
     high = sum(1 for f in findings if f.get("severity") == "high")
-    # The report's own totals (the CLI's closing line), so both say the same; savings of
-    # different findings can overlap, as they do there.
+    # The report's own combined, bounded totals (analyzer.summary), as every other view shows them
     raw_totals = s.get("findings")
     totals: dict[str, Any] = raw_totals if isinstance(raw_totals, dict) else {}
-    # The combined estimate: findings overlap on a kernel, so their savings are not simply added.
-    saving = num(totals.get("est_recoverable_us"))
-    if saving is None:
-        saving = sum(num(f.get("est_saving_us")) or 0.0 for f in findings)
-    share_raw = num(totals.get("est_recoverable_share"))
-    share = share_raw * 100 if share_raw is not None else (saving / busy * 100 if busy else 0.0)
+    saving = num(totals.get("est_recoverable_us")) or 0.0
+    share = num(totals.get("est_recoverable_share")) or 0.0
     return [
-        kpi("device busy time", F.format_us(busy)),
+        kpi("device time", fmt_us(busy)),
         kpi("kernel launches", f"{len(entry.kernels):,}"),
         kpi("distinct kernels", f"{len(entry.by_name):,}"),
         kpi("findings", f"{len(findings)} ({high} high)", "warn" if high else ""),
-        kpi("est. recoverable", f"{F.format_us(saving)} ({share:.0f} %)", "good" if saving else ""),
+        kpi("est. recoverable", f"{fmt_us(saving)} ({fmt_pct(share, 0)})", "good" if saving else ""),
         kpi("chip", entry.profile.chip.name),
     ]
 
@@ -114,7 +98,7 @@ def overview_figures(entry: ProfileEntry) -> tuple[go.Figure, go.Figure, go.Figu
     return (
         F.busy_by_core_type_figure(busy_by_category(entry)),
         F.pipe_share_figure(shares),
-        F.findings_by_severity_figure(entry.findings),
+        F.findings_by_severity_figure(entry.findings, summary_of(entry).get("findings")),
         F.top_kernels_figure(entry.by_name),
     )
 
@@ -126,15 +110,13 @@ def severity_badge(severity: str) -> html.Span:
 def finding_item(index: int, f: dict[str, Any], kind: str, selected: bool = False) -> html.Div:
     """A clickable one-line finding, like linter output: severity, code, slug, kernel, saving."""
     kernels = ", ".join(str(k) for k in f.get("kernels", [])[:3])
-    saving = num(f.get("est_saving_us")) or 0.0
-    share = (num(f.get("share_of_total")) or 0.0) * 100
     return html.Div(
         [
             severity_badge(str(f.get("severity", "info"))),
             html.Span(str(f.get("code", "")), className="code"),
             html.Span(str(f.get("slug", "")), className="slug"),
             html.Span(kernels, className="kernel-name"),
-            html.Span(f"est. {F.format_us(saving)} ({share:.1f} %)", className="saving"),
+            html.Span(f"est. {saving_text(f)}", className="saving"),
             html.Div(str(f.get("message", "")), className="message"),
         ],
         id={"type": kind, "index": index},
@@ -217,8 +199,7 @@ def finding_detail(f: dict[str, Any] | None) -> list[Any]:
     doc = rule_doc(str(f.get("code", "")))
     kernels = ", ".join(str(k) for k in f.get("kernels", []))
     saving = (
-        f"Estimated saving: {F.format_us(num(f.get('est_saving_us')) or 0.0)} "
-        f"({(num(f.get('share_of_total')) or 0.0) * 100:.1f} % of device time)"
+        f"Estimated saving: {saving_text(f)}"
     )
     buttons = html.Div(
         [
@@ -312,25 +293,36 @@ def detail_kpis(entry: ProfileEntry, name: str | None) -> list[html.Div]:
                 className="muted",
             )
         ]
+    from analyzer.report.data import kernel_group_stats
+
     total = float(rows["duration_us"].sum()) if "duration_us" in rows else 0.0
-    share = total / entry.total_device_us * 100 if entry.total_device_us else 0.0
+    device = num(summary_of(entry).get("total_device_us")) or 0.0
     out = [
         kpi("launches", f"{len(rows):,}"),
-        kpi("total time", f"{F.format_us(total)} ({share:.1f} %)"),
-        kpi("mean", F.format_us(total / len(rows))),
+        kpi("total time", f"{fmt_us(total)} ({fmt_pct(min(1.0, total / device) if device else None)})"),
+        kpi("mean", fmt_us(total / len(rows))),
     ]
     for col, label, fmt in (
         ("core_type", "core type", "{}"),
         ("block_dim", "blocks", "{:.0f}"),
         ("bound_pipe", "bound by", "{}"),
-        ("achieved_tflops", "TFLOP/s", "{:.2f}"),
-        ("cube_utilization_pct", "Cube util", "{:.1f} %"),
     ):
-        if col == "cube_utilization_pct" and col in rows and not (rows[col].fillna(0) > 0).any():
-            continue  # a Vector-only kernel: 0 % Cube utilisation says nothing
         if col in rows and rows[col].notna().any():
-            v = rows[col].mode().iloc[0] if col in TEXT_COLUMNS or col == "core_type" else rows[col].mean()
-            out.append(kpi(label, fmt.format(v)))
+            out.append(kpi(label, fmt.format(rows[col].mode().iloc[0])))
+    # the per-kernel figures of the report's top-kernel rows, from the same function
+    stats = kernel_group_stats(rows)
+    row = stats.iloc[0] if len(stats) else pd.Series(dtype="float64")
+    for col, label, text in (
+        ("cube_share", "Cube busy", lambda v: fmt_pct(v, 0)),
+        ("vector_share", "Vector busy", lambda v: fmt_pct(v, 0)),
+        ("sol_pct", "speed of light", lambda v: f"{v:.0f} %"),
+        ("achieved_tflops", "TFLOP/s", lambda v: f"{v:.2f}"),
+        ("cube_utilization_pct", "AIC utilisation (profiler)", lambda v: f"{v:.1f} %"),
+    ):
+        v = num(row.get(col))
+        if v is None or (col == "cube_utilization_pct" and v <= 0):
+            continue  # a Vector-only kernel: 0 % AIC utilisation says nothing
+        out.append(kpi(label, text(v)))
     findings = [f for f in entry.findings if name in f.get("kernels", [])]
     if findings:
         out.append(kpi("findings", ", ".join(str(f.get("code")) for f in findings[:4]), "warn"))

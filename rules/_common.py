@@ -18,7 +18,7 @@ import pandas as pd
 
 from analyzer.chips import ChipSpec
 from analyzer.engine import RuleContext
-from analyzer.findings import Finding, Location
+from analyzer.findings import SAVING_DEVICE, Finding, Location
 from analyzer.profile import Profile
 
 CUBE_TYPES = frozenset({"AI_CORE", "MIX_AIC"})
@@ -363,7 +363,10 @@ def make_finding(
     saving_us: float,
     occurrences: int = 1,
     locations: tuple[Location, ...] = (),
+    saving_kind: str = SAVING_DEVICE,
 ) -> Finding:
+    """A finding with its share and severity from the saving (the engine bounds both afterwards:
+    analyzer.summary.bound_findings). `saving_kind` "idle" for savings of idle time between kernels."""
     saving = max(0.0, float(saving_us)) if not math.isnan(float(saving_us)) else 0.0
     return Finding(
         code=code,
@@ -377,6 +380,7 @@ def make_finding(
         share_of_total=ctx.share(saving),
         locations=locations,
         occurrences=int(occurrences),
+        saving_kind=saving_kind,
     )
 
 

@@ -29,6 +29,8 @@ SLUG = "known-fusible-pattern"
 KIND = "runtime"
 NEEDS = ("kernels", "duration_us")
 USES = ("timeline",)  # optional: host op sequences are matched too when a timeline exists
+# the fix removes kernels (or moves work off the AI CPU): bounded by their time, not their speed of light
+SAVING_KIND = "work"
 THRESHOLDS: dict[str, Any] = {
     "min_occurrences": 1,  # report a pattern seen at least this often
     "min_saving_us": 0.0,  # drop groups whose estimated saving is below this

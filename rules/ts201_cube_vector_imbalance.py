@@ -15,7 +15,7 @@ from rules._common import MIX_TYPES, core_types, grouped_findings, lean, num, op
 CODE = "TS201"
 SLUG = "cube-vector-imbalance"
 KIND = "runtime"
-NEEDS = ("duration_us", "aic_cube_ratio", "aiv_vec_ratio")
+NEEDS = ("duration_us", "cube_share", "vector_share")
 THRESHOLDS: dict[str, Any] = {
     "min_duration_us": 10.0,  # shorter launches are not worth the restructuring
     "min_hidden_share": 0.1,  # the shorter side's non-overlapped work, as a share of the kernel
@@ -30,11 +30,11 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
     Finds mixed kernels (MIX_AIC / MIX_AIV, such as flash attention) whose Cube and Vector work
-    may not overlap. For every launch it takes the share
-    of the kernel during which the Cube pipe was busy (`aic_cube_ratio`) and the Vector pipe was
-    busy (`aiv_vec_ratio`). When the two shares add up to no more than 1 they may have run one
-    after the other; the shorter side's work that is not provably overlapped (`min(c, v) -
-    max(0, c + v - 1)`) is what overlapping would hide. It also notes a side that sits idle.
+    may not overlap. For every launch it takes the share of the launch during which the Cube pipe
+    was busy (`cube_share`) and the Vector pipe was busy (`vector_share`), per core. Where the two
+    add up to no more than 1 they may have run one after the other; above 1 they overlapped at least
+    by the excess. The shorter side's work that is not provably overlapped (`min(c, v) - max(0,
+    c + v - 1)`) is what overlapping would hide. It also notes a side that sits idle.
 
     ## Why is this bad?
     A mixed kernel pairs each Cube core with two Vector cores. If the softmax (Vector) waits for
@@ -42,7 +42,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     takes c + v instead of max(c, v).
 
     ## Example
-    `flash_fwd_kernel_mix_aic`, 400 µs, Cube 28 %, Vector 70 %: up to 112 µs per launch.
+    `flash_fwd_kernel_mix_aic`, 400 µs, Cube busy 28 %, Vector busy 64 % of the launch (together
+    92 %): up to 112 µs per launch.
 
     ## What to do instead
     Software-pipeline the loop: compute softmax of tile i on the Vector cores while the Cube
@@ -60,7 +61,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     df = profile.kernels
     dur = num(df, "duration_us")
-    c, v = num(df, "aic_cube_ratio").clip(0, 1), num(df, "aiv_vec_ratio").clip(0, 1)
+    c, v = num(df, "cube_share").clip(0, 1), num(df, "vector_share").clip(0, 1)
     mixed = core_types(df).isin(MIX_TYPES) | op_types(df).str.contains("Attention", case=False)
     both = c.notna() & v.notna()
     hidden = pd.Series(np.minimum(c, v) - np.maximum(c + v - 1, 0), index=df.index).clip(lower=0)
@@ -74,21 +75,27 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         & ((hidden >= float(ctx.thresholds["min_hidden_share"])) | idle)
     ).to_numpy()
     saving = (hidden * dur).fillna(0)
-    work = lean(df, hidden_share=hidden, cube_busy_us=c * dur, vector_busy_us=v * dur)
+    work = lean(df, cube_share=c, vector_share=v, hidden_share=hidden, cube_busy_us=c * dur,
+                vector_busy_us=v * dur)
     prof = profile.with_kernels(work)
 
     def message(kernel: str, row: pd.Series) -> str:
-        cc, vv = row["aic_cube_ratio"], row["aiv_vec_ratio"]
+        cc, vv = row["cube_share"], row["vector_share"]
         if min(cc, vv) <= float(ctx.thresholds["idle_side_max"]):
             side = "Vector" if vv < cc else "Cube"
             return (
-                f"{kernel}: Cube {pct(cc)}, Vector {pct(vv)} of the kernel — the {side} cores of this "
-                f"mixed kernel sit idle ({int(row['launches'])} launches)"
+                f"{kernel}: Cube busy {pct(cc)}, Vector busy {pct(vv)} of the launch — the {side} cores "
+                f"of this mixed kernel sit idle ({int(row['launches'])} launches)"
             )
+        together = cc + vv
+        overlap = (
+            f"together {pct(together)} ≤ 100 %, so the sides may run one after the other"
+            if together <= 1.0
+            else f"together {pct(together)}: they overlap by at least {pct(together - 1)} of it"
+        )
         return (
-            f"{kernel}: Cube busy {pct(cc)}, Vector busy {pct(vv)} of {r3(row['median_us'])} µs — together "
-            f"≤ 100 %, so the sides may run one after the other; overlapping could hide up to "
-            f"{pct(row['hidden_share'])} of the kernel"
+            f"{kernel}: Cube busy {pct(cc)}, Vector busy {pct(vv)} of {r3(row['median_us'])} µs — "
+            f"{overlap}; overlapping could hide up to {pct(row['hidden_share'])} of the launch"
         )
 
     def extra(kernel: str, row: pd.Series) -> dict[str, Any]:
@@ -108,7 +115,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         slug=SLUG,
         flagged=flagged,
         saving=saving,
-        metrics=("aic_cube_ratio", "aiv_vec_ratio", "hidden_share", "cube_busy_us", "vector_busy_us"),
+        metrics=("cube_share", "vector_share", "hidden_share", "cube_busy_us", "vector_busy_us"),
         message=message,
         topic="vector",
         extra=extra,

@@ -15,12 +15,12 @@ from rules._common import grouped_findings, lean, num, pct, r3
 CODE = "TS202"
 SLUG = "memory-bound-kernel"
 KIND = "runtime"
-NEEDS = ("duration_us", "aic_mte2_ratio|aiv_mte2_ratio|aic_main_mem_read_gbps|aiv_main_mem_read_gbps")
+NEEDS = ("duration_us", "aic_mte2_share|aiv_mte2_share|aic_main_mem_read_gbps|aiv_main_mem_read_gbps")
 THRESHOLDS: dict[str, Any] = {
     "min_duration_us": 10.0,
-    "cube_mte2_ratio": 0.95,  # msprof-analyze's cube operator mte2-bound threshold
-    "vector_mte_ratio": 0.7,  # msprof-analyze's vector operator mte2/mte3 threshold
-    "bw_near_limit": 0.8,  # achieved HBM bandwidth / configured peak
+    "cube_mte2_share": 0.95,  # msprof-analyze's cube operator mte2-bound threshold, on the launch
+    "vector_mte_share": 0.7,  # msprof-analyze's vector operator mte2/mte3 threshold, on the launch
+    "bw_near_limit": 0.8,  # achieved GM bandwidth (bytes / duration) / the chip's GM bandwidth
     "min_saving_us": 1.0,
     "max_findings": 20,
 }
@@ -39,12 +39,13 @@ def _side_bound(
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
-    Flags every launch whose data movement dominates: on the Cube side `aic_mte2_ratio` at or
-    above `cube_mte2_ratio` and above the Cube/FixPipe ratios, on the Vector side the larger of
-    `aiv_mte2_ratio` / `aiv_mte3_ratio` at or above `vector_mte_ratio` and above `aiv_vec_ratio`;
-    or, with Memory metrics, achieved global-memory bandwidth at or above `bw_near_limit` of the
-    configured HBM bandwidth. When FLOPs and bytes are both known it places the kernel on the
-    roofline (arithmetic intensity vs the chip's ridge point).
+    Flags every launch whose data movement dominates: on the Cube side MTE2 busy at least
+    `cube_mte2_share` of the launch and longer than the Cube and FixPipe pipes, on the Vector side
+    the busier of MTE2 / MTE3 at least `vector_mte_share` of the launch and longer than the Vector
+    pipe (pipe shares of the launch, the same on every profiler); or, with Memory metrics, a
+    launch bandwidth (measured GM bytes / duration) at or above `bw_near_limit` of the chip's GM
+    bandwidth. When FLOPs and bytes are both known it places the kernel on the roofline
+    (arithmetic intensity vs the chip's ridge point).
 
     ## Why is this bad?
     The kernel waits for data: the compute units idle while MTE2 (GM→L1/UB) or MTE3 (UB→GM)
@@ -60,9 +61,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     on chip; use lower-precision storage when accuracy allows.
 
     ## Thresholds
-    `cube_mte2_ratio` (0.95) and `vector_mte_ratio` (0.7) are msprof-analyze's; `bw_near_limit`
-    (0.8) of `hbm_bandwidth_gbps`; `min_duration_us` (10); `min_saving_us` (1); `max_findings`
-    (20).
+    `cube_mte2_share` (0.95) and `vector_mte_share` (0.7) are msprof-analyze's ratio thresholds,
+    applied to shares of the launch; `bw_near_limit` (0.8) of `hbm_bandwidth_gbps`;
+    `min_duration_us` (10); `min_saving_us` (1); `max_findings` (20).
 
     ## Known limits
     The GM bandwidth is the vendor's figure for the 910B variant and the default memory type
@@ -72,29 +73,27 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     df = profile.kernels
     dur = num(df, "duration_us")
-    lim_c, lim_v = float(ctx.thresholds["cube_mte2_ratio"]), float(ctx.thresholds["vector_mte_ratio"])
+    lim_c, lim_v = float(ctx.thresholds["cube_mte2_share"]), float(ctx.thresholds["vector_mte_share"])
     c_bound, c_mte, c_ratio = _side_bound(
-        df, "aic", ("aic_mte2_ratio",), ("aic_cube_ratio", "aic_fixpipe_ratio"), lim_c
+        df, "aic", ("aic_mte2_share",), ("aic_cube_share", "aic_fixpipe_share"), lim_c
     )
     v_bound, v_mte, v_ratio = _side_bound(
-        df, "aiv", ("aiv_mte2_ratio", "aiv_mte3_ratio"), ("aiv_vec_ratio",), lim_v
+        df, "aiv", ("aiv_mte2_share", "aiv_mte3_share"), ("aiv_vec_share",), lim_v
     )
-    c_comp = num(df, "aic_cube_ratio").fillna(0)
-    v_comp = num(df, "aiv_vec_ratio").fillna(0)
+    c_comp = num(df, "aic_cube_share").fillna(0)
+    v_comp = num(df, "aiv_vec_share").fillna(0)
     # Saving: how long data movement runs beyond the compute it could hide behind.
     ratio_saving = np.maximum(
         np.where(c_bound, (c_mte - c_comp) * dur, 0), np.where(v_bound, (v_mte - v_comp) * dur, 0)
     )
-    read_bw = num(df, "aic_main_mem_read_gbps").fillna(0) + num(df, "aiv_main_mem_read_gbps").fillna(0)
-    write_bw = num(df, "aic_main_mem_write_gbps").fillna(0) + num(df, "aiv_main_mem_write_gbps").fillna(0)
-    achieved = read_bw + write_bw
+    # the launch's bandwidth from measured bytes (Memory group), never a sum of per-block rates
+    measured = "aic_main_mem_read_gbps" in df.columns or "aiv_main_mem_read_gbps" in df.columns
+    bytes_moved = num(df, "bytes_moved") if measured else pd.Series(np.nan, index=df.index)
+    achieved = bytes_moved / dur.where(dur > 0) / 1e3  # bytes / µs -> GB/s
     peak = profile.chip.hbm_bandwidth_gbps or np.nan
     bw_frac = achieved / peak
     bw_bound = (bw_frac >= float(ctx.thresholds["bw_near_limit"])).fillna(False)
-    bytes_moved = achieved * 1e9 * dur * 1e-6
-    flops = num(df, "aic_cube_fops").fillna(0) + num(df, "aiv_vector_fops").fillna(0)
-    if "flops" in df.columns:
-        flops = flops.where(flops > 0, num(df, "flops"))
+    flops = num(df, "flops")
     intensity = (flops / bytes_moved.where(bytes_moved > 0)).where(flops > 0)
     ridge = profile.chip.ridge_point()
     bw_saving = (dur - bytes_moved / (peak * 1e3)).clip(lower=0) if peak == peak else dur * 0
@@ -102,8 +101,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     flagged = ((c_bound | v_bound | bw_bound) & (dur >= float(ctx.thresholds["min_duration_us"]))).to_numpy()
     work = lean(
         df,
-        mte_ratio_cube=c_mte,
-        mte_ratio_vector=v_mte,
+        mte_share_cube=c_mte,
+        mte_share_vector=v_mte,
+        aic_cube_share=c_comp.where(num(df, "aic_cube_share").notna()),
+        aiv_vec_share=v_comp.where(num(df, "aiv_vec_share").notna()),
         achieved_gbps=achieved.where(achieved > 0),
         bandwidth_of_peak=bw_frac.where(achieved > 0),
         arithmetic_intensity=intensity,
@@ -114,17 +115,20 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
 
     def message(kernel: str, row: pd.Series) -> str:
         parts = []
-        if row["mte_ratio_cube"] == row["mte_ratio_cube"] and row["mte_ratio_cube"] >= lim_c:
+        if row["mte_share_cube"] == row["mte_share_cube"] and row["mte_share_cube"] >= lim_c:
             parts.append(
-                f"Cube-side MTE2 {pct(row['mte_ratio_cube'])} vs Cube {pct(row['aic_cube_ratio'] or 0)}"
+                f"Cube-side MTE2 busy {pct(row['mte_share_cube'])} of the launch vs Cube "
+                f"{pct(row['aic_cube_share'] or 0)}"
             )
-        if row["mte_ratio_vector"] == row["mte_ratio_vector"] and row["mte_ratio_vector"] >= lim_v:
+        if row["mte_share_vector"] == row["mte_share_vector"] and row["mte_share_vector"] >= lim_v:
             parts.append(
-                f"Vector-side MTE {pct(row['mte_ratio_vector'])} vs Vector {pct(row['aiv_vec_ratio'] or 0)}"
+                f"Vector-side MTE busy {pct(row['mte_share_vector'])} of the launch vs Vector "
+                f"{pct(row['aiv_vec_share'] or 0)}"
             )
         if row["bandwidth_of_peak"] == row["bandwidth_of_peak"]:
             parts.append(
-                f"{r3(row['achieved_gbps'])} GB/s = {pct(row['bandwidth_of_peak'])} of the chip's GM bandwidth"
+                f"{r3(row['achieved_gbps'])} GB/s = {pct(row['bandwidth_of_peak'])} of the chip's GM "
+                "bandwidth"
             )
         return f"{kernel} is memory-bound: " + "; ".join(parts or ["data movement dominates"])
 
@@ -135,7 +139,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             roof["position"] = "below ridge (memory side)" if ai < ridge else "above ridge (compute side)"
         return {
             "roofline": roof,
-            "saving_model": "max((MTE ratio - compute ratio) x duration, duration - bytes / peak bandwidth)",
+            "saving_model": "max((MTE share - compute share) x duration, duration - bytes / GM bandwidth)",
         }
 
     return grouped_findings(
@@ -146,10 +150,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         flagged=flagged,
         saving=saving,
         metrics=(
-            "mte_ratio_cube",
-            "aic_cube_ratio",
-            "mte_ratio_vector",
-            "aiv_vec_ratio",
+            "mte_share_cube",
+            "aic_cube_share",
+            "mte_share_vector",
+            "aiv_vec_share",
             "achieved_gbps",
             "bandwidth_of_peak",
             "arithmetic_intensity",

@@ -15,24 +15,28 @@ from rules._common import grouped_findings, lean, num, pct
 CODE = "TS204"
 SLUG = "scalar-bound"
 KIND = "runtime"
-NEEDS = ("duration_us", "aic_scalar_ratio|aiv_scalar_ratio")
+NEEDS = ("duration_us", "aic_scalar_share|aiv_scalar_share")
 THRESHOLDS: dict[str, Any] = {
-    "scalar_ratio": 0.5,  # scalar busy at least this share of the side's time
+    "scalar_share": 0.5,  # Scalar busy at least this share of the launch
     "min_duration_us": 10.0,
     "min_saving_us": 1.0,
     "max_findings": 20,
 }
+SHARE_COLUMNS = ("aic_scalar_share", "aiv_scalar_share", "aic_cube_share", "aiv_vec_share", "aic_busy_share")
 OTHERS = {
-    "aic": ("aic_cube_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aic_fixpipe_ratio"),
-    "aiv": ("aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio"),
+    "aic": ("aic_cube_share", "aic_mte1_share", "aic_mte2_share", "aic_mte3_share", "aic_fixpipe_share"),
+    "aiv": ("aiv_vec_share", "aiv_mte2_share", "aiv_mte3_share"),
 }
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
-    Flags every launch where, on the Cube or the Vector side, `*_scalar_ratio` is at least
-    `scalar_ratio` and higher than every other pipe of that side.
+    Flags every launch where, on the Cube or the Vector side, the Scalar pipe is busy at least
+    `scalar_share` of the launch (`*_scalar_share`: Scalar time per core / duration) and longer than
+    every other pipe of that side. Shares, not the profiler's ratios: a ratio is relative to its
+    side's own busy time, so the Cube side of a mixed kernel that works 1.8 µs of a 225 µs launch
+    can show a Scalar ratio of 0.87 while its Scalar pipe is busy under 1 % of the launch.
 
     ## Why is this bad?
     The Scalar unit issues every instruction and computes addresses and loop bounds. When it is
@@ -40,8 +44,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     control, not on data.
 
     ## Example
-    A TileLang vector kernel with Scalar 72 %, Vector 20 %: per-element index arithmetic in an
-    inner `T.serial` loop.
+    A TileLang vector kernel whose Scalar pipe is busy 72 % of the launch and its Vector pipe 20 %:
+    per-element index arithmetic in an inner `T.serial` loop.
 
     ## What to do instead
     Vectorise inner loops (`T.Parallel`/tile ops instead of `T.serial` over elements), hoist
@@ -49,32 +53,35 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     data-dependent branches and scalar reads from GM in the loop body.
 
     ## Thresholds
-    `scalar_ratio` (0.5), `min_duration_us` (10), `min_saving_us` (1), `max_findings` (20).
+    `scalar_share` (0.5), `min_duration_us` (10), `min_saving_us` (1), `max_findings` (20).
 
     ## Known limits
     The saving assumes scalar work could drop to the next busiest pipe's level
-    (duration x (scalar - next pipe)); scalar work that is needed stays.
+    (duration x (scalar share - next pipe's share)); scalar work that is needed stays.
     """
     df = profile.kernels
     dur = num(df, "duration_us")
     best = pd.Series(0.0, index=df.index)
     side = pd.Series("", index=df.index)
     scal = pd.Series(np.nan, index=df.index)
-    lim = float(ctx.thresholds["scalar_ratio"])
+    lim = float(ctx.thresholds["scalar_share"])
     for s, others in OTHERS.items():
-        sc = num(df, f"{s}_scalar_ratio")
+        sc = num(df, f"{s}_scalar_share")
         nxt = pd.concat([num(df, c) for c in others], axis=1).max(axis=1, skipna=True).fillna(0)
         gain = (sc - nxt).where((sc >= lim) & (sc > nxt)).fillna(0)
         better = gain > best
         best, side, scal = best.where(~better, gain), side.where(~better, s), scal.where(~better, sc)
     flagged = ((best > 0) & (dur >= float(ctx.thresholds["min_duration_us"]))).to_numpy()
     saving = (best * dur).fillna(0)
-    prof = profile.with_kernels(lean(df, scalar_ratio=scal, scalar_excess=best))
+    prof = profile.with_kernels(
+        lean(df, scalar_share=scal, scalar_excess=best, **{c: num(df, c) for c in SHARE_COLUMNS})
+    )
 
     def message(kernel: str, row: pd.Series) -> str:
         return (
-            f"{kernel}: Scalar busy {pct(row['scalar_ratio'])}, {pct(row['scalar_excess'])} above the next "
-            f"busiest pipe — the kernel is bound by instruction issue and address arithmetic"
+            f"{kernel}: Scalar busy {pct(row['scalar_share'])} of the launch, {pct(row['scalar_excess'])} "
+            f"more than the next busiest pipe — the kernel is bound by instruction issue and address "
+            f"arithmetic"
         )
 
     return grouped_findings(
@@ -84,17 +91,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         slug=SLUG,
         flagged=flagged,
         saving=saving,
-        metrics=(
-            "scalar_ratio",
-            "scalar_excess",
-            "aic_scalar_ratio",
-            "aiv_scalar_ratio",
-            "aic_cube_ratio",
-            "aiv_vec_ratio",
-        ),
+        metrics=("scalar_share", "scalar_excess", *SHARE_COLUMNS),
         message=message,
         topic="scalar",
-        extra=lambda k, r: {"saving_model": "duration x (scalar ratio - next busiest pipe ratio)"},
+        extra=lambda k, r: {"saving_model": "duration x (Scalar share - next busiest pipe's share)"},
         recommendation="Vectorise inner loops (tile ops / T.Parallel instead of element-wise "
         "T.serial), hoist "
         "address arithmetic out of loops, and use larger tiles so each instruction moves more data.",

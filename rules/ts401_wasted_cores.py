@@ -10,7 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import CUBE_TYPES, VECTOR_TYPES, core_types, grouped_findings, num, pct
+from rules._common import CUBE_TYPES, VECTOR_TYPES, core_types, grouped_findings, num, pct, text
 
 CODE = "TS401"
 SLUG = "wasted-cores"
@@ -29,7 +29,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     ## What it does
     For every launch, compares its block count with the chip's cores of the kind it runs on —
     AIC cores (`aic_count`) for AI_CORE/MIX_AIC kernels, AIV cores (`aiv_count`) for
-    AI_VECTOR_CORE/MIX_AIV — and computes the core efficiency blocks / (waves x cores), waves =
+    AI_VECTOR_CORE/MIX_AIV and for AI_CORE-typed kernels whose work is all on the Vector side
+    (older CANN) — and computes the core efficiency blocks / (waves x cores), waves =
     ceil(blocks / cores). 33 blocks on 48 AIV cores: 69 %; 52 blocks: 2 waves, 54 %.
 
     ## Why is this bad?
@@ -55,11 +56,15 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     df = profile.kernels
     ct = core_types(df)
+    # the side a launch ran on (analyzer.metrics `unit`): older CANN types vector kernels AI_CORE
+    unit = text(df, "unit")
+    cube = ct.isin(CUBE_TYPES) & (unit != "vector")
+    vector = ct.isin(VECTOR_TYPES) | (unit == "vector")
     cores = pd.Series(np.nan, index=df.index)
     if profile.chip.aic_count:
-        cores = cores.mask(ct.isin(CUBE_TYPES), float(profile.chip.aic_count))
+        cores = cores.mask(cube, float(profile.chip.aic_count))
     if profile.chip.aiv_count:
-        cores = cores.mask(ct.isin(VECTOR_TYPES), float(profile.chip.aiv_count))
+        cores = cores.mask(vector, float(profile.chip.aiv_count))
     blocks = num(df, "block_dim")
     waves = np.ceil(blocks / cores)
     eff = blocks / (waves * cores)

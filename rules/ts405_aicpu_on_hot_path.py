@@ -28,6 +28,8 @@ CODE = "TS405"
 SLUG = "aicpu-on-hot-path"
 KIND = "runtime"
 NEEDS = ("duration_us", "core_type")
+# the fix removes kernels (or moves work off the AI CPU): bounded by their time, not their speed of light
+SAVING_KIND = "work"
 THRESHOLDS: dict[str, Any] = {
     "min_total_us": 20.0,  # per kernel name, over all launches (msprof-analyze: 20 µs per task)
     "min_saving_us": 0.0,

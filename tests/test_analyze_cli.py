@@ -148,15 +148,20 @@ def test_multi_rank_reports_per_rank(
 def test_text_summary_line() -> None:
     from analyzer.report.render_text import summary_line
 
+    # the line reads the summary's combined, bounded totals (analyzer.summary), not the raw savings
     report = {
         "findings": [
             {"severity": "high", "est_saving_us": 1500.0},
             {"severity": "low", "est_saving_us": 340.0},
         ],
-        "profiles": [{"summary": {"compute_us": 8000.0}}],
+        "profiles": [
+            {"summary": {"total_device_us": 8000.0, "device_time": {"wall_us": 10000.0},
+                         "findings": {"est_recoverable_us": 1700.0, "est_idle_recoverable_us": 500.0}}}
+        ],
     }
-    assert (
-        summary_line(report) == "2 findings: 1 high, 1 low — est. 1840.0 µs (23 % of device time) recoverable"
+    assert summary_line(report) == (
+        "2 findings: 1 high, 1 low — est. 1,700.0 µs (21 % of device time) + 500.0 µs of idle gaps "
+        "(5 % of wall time) recoverable"
     )
 
 

@@ -56,11 +56,13 @@ def test_findings_by_severity_counts_and_colours() -> None:
         {"severity": "high", "est_saving_us": 50.0},
         {"severity": "low", "est_saving_us": 1.0},
     ]
-    bar = F.findings_by_severity_figure(findings).to_dict()["data"][0]
+    # the bucket savings are the summary's combined ones (never the plain sum of overlapping findings)
+    totals = {"saving_by_severity": {"high": {"device_us": 120.0}, "low": {"device_us": 1.0}}}
+    bar = F.findings_by_severity_figure(findings, totals).to_dict()["data"][0]
     assert list(bar["x"]) == ["high", "medium", "low", "info"]
     assert list(bar["y"]) == [2, 0, 1, 0]
     assert list(bar["marker"]["color"]) == ["#c0392b", "#e67e22", "#f1c40f", "#7f8c8d"]
-    assert bar["text"][0] == "2 · est. 150.0 µs"
+    assert bar["text"][0] == "2 · est. 120.0 µs"
 
 
 def test_pipe_ratio_figure_mean_and_whiskers() -> None:

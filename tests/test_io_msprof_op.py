@@ -88,10 +88,29 @@ def test_single_operator_blocks_launches_kernels(tmp_path: Path) -> None:
     k = data.kernels.iloc[0]
     assert k["core_type"] == "MIX_AIC" and k["duration_us"] == 45.5
     assert k["aic_total_cycles"] == 72000  # summed
-    assert k["aic_time_us"] == 30.0  # max = critical path
+    assert k["aic_time_us"] == 20.0  # the mean block: per core while the grid fits on the cores
+    assert k["cube_block_rows"] == 2 and k["vector_block_rows"] == 4
     assert k["aic_cube_ratio"] == pytest.approx((0.5 * 18000 + 0.9 * 54000) / 72000)  # cycle-weighted
     assert k["aiv_vec_ratio"] == pytest.approx(0.5)
-    assert k["aiv_ub_read_vector_gbps"] == pytest.approx(4 * 100.5)  # summed over vector blocks
+    # bytes over the mean block time: 4 vector blocks moving 100.5 GB/s for 20 µs each are 402 GB/s
+    # of the device for 20 µs, so bandwidth x per-core time gives back the 8040 (x 1e3) bytes
+    assert k["aiv_ub_read_vector_gbps"] == pytest.approx(4 * 100.5)
+    assert k["aiv_ub_read_vector_gbps"] * k["aiv_time_us"] == pytest.approx(4 * 100.5 * 20.0)
+    # active rates are rates while the pipe moved data: the blocks' rates weighted by their active time
+    assert k["aic_mte1_active_gbps"] == pytest.approx(5.0)
+
+
+def test_per_core_times_for_grids_larger_than_the_cores(tmp_path: Path) -> None:
+    """A grid of 2 cube blocks on 1 core runs in two waves: the core spends both block times."""
+    from analyzer.io.msprof_op import per_core_times
+
+    data = read_msprof_op(write_single(tmp_path / "OPPROF_20260605170804_UKAXQCBEDBJAUNQY"))
+    k = per_core_times(data.kernels, aic_count=1, aiv_count=8)
+    assert k["aic_time_us"].iloc[0] == pytest.approx(40.0)  # 10 + 30 µs on one core
+    assert k["aiv_time_us"].iloc[0] == pytest.approx(20.0)  # 4 vector blocks on 8 cores: one wave
+    moved = data.kernels["aiv_ub_read_vector_gbps"] * data.kernels["aiv_time_us"]
+    assert (k["aiv_ub_read_vector_gbps"] * k["aiv_time_us"]).iloc[0] == pytest.approx(moved.iloc[0])
+    assert per_core_times(data.kernels, aic_count=24, aiv_count=48) is data.kernels  # nothing to do
 
 
 def test_multi_operator_layouts(tmp_path: Path) -> None:

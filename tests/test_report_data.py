@@ -123,26 +123,32 @@ def test_markdown_table_shows_op_type_and_cube_share(loaded: tuple[Profile, dict
 
 
 def test_combined_saving_never_exceeds_a_kernels_time() -> None:
-    """Overlapping findings on one kernel combine as fractions; idle-gap savings stay apart."""
+    """Overlapping findings on one kernel combine as fractions, never past its speed-of-light gap;
+    idle-gap savings stay apart."""
     import pandas as pd
 
     from analyzer.findings import Finding, Severity
-    from analyzer.report.data import combined_saving
+    from analyzer.summary import combined_saving, device_time
 
-    kernels = pd.DataFrame({"name": ["fa", "fa", "mm"], "duration_us": [40.0, 60.0, 50.0]})
-
-    def f(saving: float, *names: str) -> Finding:
-        return Finding("TS000", "x", Severity.HIGH, tuple(names), "m", est_saving_us=saving)
-
-    # fa (100 µs) loses 50 % then 50 % of the rest: 75 µs, not 100 µs; mm gets 10 µs of a chain
-    # saving of 30 µs spread over fa and mm by time (100:50) -> fa 20 µs, mm 10 µs.
-    device, idle = combined_saving(
-        [f(50.0, "fa"), f(50.0, "fa"), f(30.0, "fa", "mm"), f(7.0, "gap-between-kernels")], kernels
+    kernels = pd.DataFrame(
+        {"name": ["fa", "fa", "mm"], "duration_us": [40.0, 60.0, 50.0], "sol_us": [np.nan, np.nan, 45.0]}
     )
-    fa_rest = (1 - 0.5) * (1 - 0.5) * (1 - 20.0 / 100.0)
-    assert device == pytest.approx(100.0 * (1 - fa_rest) + 10.0)
+    dt = device_time(kernels)
+
+    def f(saving: float, *names: str, kind: str = "device") -> Finding:
+        return Finding("TS000", "x", Severity.HIGH, tuple(names), "m", est_saving_us=saving, saving_kind=kind)
+
+    # fa (100 µs, no speed of light) loses 50 % then 50 % of the rest then 20 %: 100 x (1 - 0.5 x 0.5
+    # x 0.8) = 80 µs; mm gets 10 µs of a chain saving of 30 µs spread over fa and mm by time (100:50),
+    # but its speed of light (45 of 50 µs) leaves a gap of 5 µs
+    device, idle = combined_saving(
+        [f(50.0, "fa"), f(50.0, "fa"), f(30.0, "fa", "mm"), f(7.0, kind="idle")], kernels, dt
+    )
+    assert device == pytest.approx(100.0 * (1 - 0.5 * 0.5 * 0.8) + 5.0)
     assert idle == pytest.approx(7.0)
-    assert device < 150.0
+    # work-removing findings (fusion) are bounded by the kernels' time, not their speed of light
+    device, _ = combined_saving([f(30.0, "fa", "mm", kind="work")], kernels, dt)
+    assert device == pytest.approx(30.0)
 
 
 def test_json_output_is_byte_identical_to_the_standard_encoder() -> None:

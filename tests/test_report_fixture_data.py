@@ -83,25 +83,39 @@ def _findings() -> list[Finding]:
 
 
 def sample_report(bundle: Path | None = None) -> dict[str, Any]:
+    # per-kernel figures as build_report writes them: pipe ratios of their side, shares of the launch
     kernels = [
         {"name": "BatchMatMul_1", "op_type": "BatchMatMul", "core_type": "AI_CORE", "launches": 4,
          "total_us": 2100.0, "median_us": 520.0, "share": 0.42, "aic_cube_ratio": 0.81,
          "aic_mte2_ratio": 0.55, "aic_mte1_ratio": 0.3, "aic_scalar_ratio": 0.05,
+         "aic_cube_share": 0.79, "aic_mte2_share": 0.54, "aic_mte1_share": 0.29, "aic_scalar_share": 0.05,
+         "cube_share": 0.79, "sol_pct": 52.0, "sol_bound": "cube",
          "arithmetic_intensity": 120.0, "achieved_tflops": 180.0, "input_shapes": "8,16,2048,128"},
         {"name": "ScaledMaskedSoftmax_2", "op_type": "ScaledMaskedSoftmax", "core_type": "AI_VECTOR_CORE",
          "launches": 4, "total_us": 1500.0, "median_us": 370.0, "share": 0.30, "aiv_vec_ratio": 0.62,
          "aiv_mte2_ratio": 0.7, "aiv_mte3_ratio": 0.5, "aiv_scalar_ratio": 0.1,
+         "aiv_vec_share": 0.6, "aiv_mte2_share": 0.68, "aiv_mte3_share": 0.49, "aiv_scalar_share": 0.1,
+         "vector_share": 0.6, "sol_pct": 71.0, "sol_bound": "memory",
          "arithmetic_intensity": 1.5, "achieved_tflops": 2.0},
         {"name": "Cast_7", "op_type": "Cast", "core_type": "AI_VECTOR_CORE", "launches": 12,
-         "total_us": 40.0, "median_us": 3.1, "share": 0.008, "aiv_vec_ratio": 0.2},
+         "total_us": 40.0, "median_us": 3.1, "share": 0.008, "aiv_vec_ratio": 0.2, "aiv_vec_share": 0.2,
+         "vector_share": 0.2},
     ]
     report: dict[str, Any] = {
         "schema_version": "1.0",
         "tool": {"name": "tilescope", "version": "0.1.0"},
         "inputs": {"path": str(bundle) if bundle else "runs/fa-v1", "format": "bundle",
                    "chip": {"name": "910B2", "peak_fp16_tflops": 353.9, "hbm_bandwidth_gbps": 1600.0}},
-        "summary": {"total_device_us": 5000.0, "kernel_count": 3, "launch_count": 20,
-                    "shares": {"cube": 0.28, "vector": 0.70, "mte": 0.12, "scalar": 0.03}},
+        "summary": {"total_device_us": 5000.0, "kernel_count": 20, "distinct_kernels": 3,
+                    "shares": {"cube": 0.28, "vector": 0.70, "mte": 0.12, "scalar": 0.03},
+                    "units": {u: {"busy_us": v * 5000.0, "share": v, "coverage": 1.0}
+                              for u, v in (("cube", 0.28), ("vector", 0.70), ("mte", 0.12),
+                                           ("scalar", 0.03))},
+                    "units_definition": "busy share of device time",
+                    "device_time": {"device_us": 5000.0, "wall_us": 6000.0, "idle_us": 1000.0},
+                    "findings": {"est_recoverable_us": 1200.0, "est_recoverable_share": 0.24,
+                                 "est_idle_recoverable_us": 0.0,
+                                 "saving_by_severity": {"high": {"device_us": 1000.0}}}},
         "top_kernels": kernels,
         "timeline": [{"name": k["name"], "start_ns": 1_000_000 + i * 600_000, "duration_us": k["median_us"],
                       "core_type": k["core_type"], "stream_id": 2} for i, k in enumerate(kernels)],

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from analyzer.errors import UsageError
-from analyzer.metrics import profile_summary
 from analyzer.profile import Profile
+from analyzer.summary import summarize
 
 
 def profile_info(pr: Profile) -> dict[str, Any]:
@@ -37,6 +37,9 @@ def profile_info(pr: Profile) -> dict[str, Any]:
             "aic_count": pr.chip.aic_count,
             "aiv_count": pr.chip.aiv_count,
             "clock_mhz": pr.chip.clock_mhz,
+            "memory_type": pr.chip.memory_type,
+            "hbm_bandwidth_gbps": pr.chip.hbm_bandwidth_gbps,
+            "hbm_bandwidth_source": pr.chip.hbm_bandwidth_source,
             "assumptions": list(pr.chip.assumptions),
         },
         "rows": {
@@ -49,7 +52,7 @@ def profile_info(pr: Profile) -> dict[str, Any]:
         },
         "has_ir": pr.ir is not None,
         "has_manifest": pr.manifest is not None,
-        "summary": profile_summary(pr),
+        "summary": summarize(pr),
         "warnings": list(pr.warnings),
         "files": [str(f) for f in pr.source.files],
     }
@@ -72,12 +75,20 @@ def _print_text(info: dict[str, Any]) -> None:
         f"  chip          {escape(str(ch['name']))}: {ch['aic_count']} AIC / {ch['aiv_count']} AIV @ "
         f"{ch['clock_mhz']} MHz"
     )
+    c.print(f"                {escape(ch['hbm_bandwidth_source'])}")
     for a in ch["assumptions"]:
         c.print(f"                assumption: {escape(a)}")
     rows = ", ".join(f"{k} {v}" for k, v in info["rows"].items() if v is not None)
     c.print(f"  rows          {rows}")
     s = info["summary"]
-    c.print(f"  device busy   {s['device_busy_us']:,.3f} µs over {s['kernel_count']} kernels")
+    dt = s["device_time"]
+    c.print(f"  device time   {dt['device_us']:,.3f} µs over {s['kernel_count']} launches")
+    c.print(f"                ({escape(dt['definitions']['device_us'])})")
+    if dt["communication_us"]:
+        c.print(f"                {dt['with_communication_us']:,.3f} µs with communication")
+    if dt["wall_us"] is not None:
+        span = f"{dt['wall_us']:,.3f} µs from first start to last end, {dt['idle_us']:,.3f} µs idle"
+        c.print(f"                {span}")
     for w in info["warnings"]:
         c.print(f"  note          {escape(w)}")
     c.print(f"  files read    {len(info['files'])}")
@@ -92,18 +103,28 @@ def info_command(
 ) -> None:
     """Describe a profile: format, producer, metric groups, ranks, device, chip, table sizes, files.
 
+    When PATH holds several profiles (ranks) and some cannot be read, the others are described,
+    each unreadable one gets a warning line on stderr, and the exit code is 2 (partial: some
+    inputs could not be read).
+
     Example: tilescope info ./localhost_123_ascend_pt --format json
     """
-    from analyzer.io.load import load_profiles
+    from analyzer.io.load import PartialLoadError, load_profiles
 
     if fmt not in ("text", "json"):
         raise UsageError(f"--format must be text or json, not {fmt!r}")
-    infos = [profile_info(pr) for pr in load_profiles(path, chip=chip, progress=True)]
+    profiles = load_profiles(path, chip=chip, progress=True)
+    failures = getattr(profiles, "failures", [])
+    for failure in failures:
+        typer.echo(failure.warning_line(), err=True)
+    infos = [profile_info(pr) for pr in profiles]
     if fmt == "json":
         typer.echo(json.dumps(infos[0] if len(infos) == 1 else infos, indent=2, ensure_ascii=False))
-        return
-    for info in infos:
-        _print_text(info)
+    else:
+        for info in infos:
+            _print_text(info)
+    if failures:
+        raise PartialLoadError(failures, len(profiles))
 
 
 def register(app: typer.Typer) -> None:

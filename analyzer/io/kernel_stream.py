@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from analyzer.chips import ChipSpec
-from analyzer.columns import canonical_header
+from analyzer.columns import canonical_header, is_coupled_header
 from analyzer.errors import ProfileFormatError
 from analyzer.gcpause import gc_paused
 
@@ -157,6 +157,7 @@ def stream_kernel_csv(
     header = read_header(path)
     canonical = canonical_header(header)
     check_header(path, header, canonical)
+    coupled = is_coupled_header(header)
     # pyarrow imports pandas on its first array/scalar construction (its pandas shim); start that
     # 0.2 s import now, beside the parsers, instead of on the main thread's first group
     threading.Thread(target=importlib.import_module, args=("pandas",), daemon=True).start()
@@ -212,7 +213,7 @@ def stream_kernel_csv(
                 spec = dev.choose_chip(chip, DeviceInfo(), evidence, [])
                 if on_chip is not None:
                     on_chip(spec)
-            table = conform(add_derived_metrics_arrow(table, spec))
+            table = conform(add_derived_metrics_arrow(table, spec, coupled=coupled))
             if schema is None:
                 schema = table.schema
             elif not table.schema.equals(schema):

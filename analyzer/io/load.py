@@ -345,6 +345,7 @@ def _build(
     det: Detected, chip: str | None, manifest_dir: Path | None, lazy_timeline: bool = False
 ) -> Profile:
     from analyzer.io import device as dev
+    from analyzer.io.msprof_op import per_core_times
     from analyzer.metrics import add_derived_metrics
     from analyzer.profile import Profile, SourceInfo
 
@@ -356,8 +357,12 @@ def _build(
         parts.device.timeline_max_frequency_mhz = counter_max(parts.timeline)
     warnings = list(parts.warnings)
     selected = dev.choose_chip(chip, parts.device, parts.kernels, warnings)
-    kernels = add_derived_metrics(ensure_contract(parts.kernels), selected)
-    source = SourceInfo(det.path, det.format, parts.producer, parts.files, parts.metric_groups)
+    # `msprof op` times are per block until the core count is known (io/msprof_op.py)
+    per_core = per_core_times(parts.kernels, selected.aic_count, selected.aiv_count)
+    kernels = add_derived_metrics(ensure_contract(per_core), selected, coupled=parts.coupled)
+    source = SourceInfo(
+        det.path, det.format, parts.producer, parts.files, parts.metric_groups, coupled=parts.coupled
+    )
     profile = Profile(
         source=source,
         kernels=kernels,
@@ -533,14 +538,16 @@ def load_kernels_arrow(csv_path: Path, chip: str | None = None) -> pa.Table:
     The file-output path of `tilescope kernels`: the same columns and values as
     `load_profiles(csv_path)[0].kernels` without building a DataFrame.
     """
+    from analyzer.columns import is_coupled_header
     from analyzer.io import device as dev
     from analyzer.io.kernel_csv import read_kernel_arrow
+    from analyzer.io.tables import read_header
     from analyzer.metrics import add_derived_metrics_arrow
     from analyzer.profile import DeviceInfo
 
     table, _producer, _files = read_kernel_arrow(csv_path)
     selected = dev.choose_chip(chip, DeviceInfo(), table, [])
-    return add_derived_metrics_arrow(table, selected)
+    return add_derived_metrics_arrow(table, selected, coupled=is_coupled_header(read_header(csv_path)))
 
 
 def load_profile(path: str | Path, chip: str | None = None, progress: bool = False) -> Profile:

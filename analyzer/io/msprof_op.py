@@ -9,13 +9,18 @@ Three tables come out: `blocks` (one row per op, launch, block_id, sub_block_id)
 row per OpBasicInfo row) and `kernels` (one row per launch, aggregated from the blocks).
 
 Kernel-level aggregation of the block metrics, per side (aic_* over `cube*` rows, aiv_* over
-`vector*` rows, where the other side is NA anyway):
+`vector*` rows, where the other side is NA anyway), so that a launch row means what an op_summary
+row means (analyzer/metrics.py):
   *_total_cycles, counts (*_instructions, *_fops, cache hits/misses, *_kb): summed over blocks
   *_ratio, *_rate, *_pct: cycle-weighted mean (weight = that side's total cycles per block), so a
                     block that ran longer counts more, matching op_summary's whole-kernel ratios
-  *_us (times):     max over blocks = the critical path of the launch
-  *_gbps:           summed over blocks: blocks run concurrently, so the device-level bandwidth is the
-                    sum of per-block bandwidths (an upper estimate when blocks do not fully overlap)
+  *_us (times):     mean over blocks; `per_core_times` turns it into the time per core once the
+                    core count is known (blocks beyond the cores run in waves on the same cores)
+  *_active_gbps:    bytes / active time over all blocks (the transfer rate while the pipe moved data)
+  other *_gbps:     bytes over all blocks / the side's time per core: with the per-core time it gives
+                    the bytes back, and bytes / duration is the launch's bandwidth. Never a sum of
+                    per-block rates, which counts each block's rate as if it ran for the whole launch.
+`cube_block_rows` / `vector_block_rows` count the block rows of each side.
 """
 
 from __future__ import annotations
@@ -153,6 +158,9 @@ def _read_launch(
     return basic, blocks, [basic_path, *files.values()], groups
 
 
+SIDE_BLOCK_ROWS = {"aic_": "cube_block_rows", "aiv_": "vector_block_rows"}
+
+
 def _side_aggregate(blocks: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per-launch aggregates of the per-block metrics (rules in the module docstring)."""
     side = blocks["sub_block_id"].astype("str").str[:4]
@@ -162,23 +170,71 @@ def _side_aggregate(blocks: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         cols = [c for c in sub.columns if c.startswith(prefix) and pd.api.types.is_float_dtype(sub[c])]
         if not cols:
             continue
+        by = [sub[k] for k in keys]
         cyc = f"{prefix}total_cycles"
         weight = sub[cyc].fillna(0.0) if cyc in sub else pd.Series(1.0, index=sub.index)
         g = sub.groupby(keys, sort=False)
-        agg: dict[str, pd.Series] = {}
+        side_time = sub.get(f"{prefix}time_us", pd.Series(np.nan, index=sub.index))
+        n_rows = side_time.notna().groupby(by, sort=False).sum()
+        agg: dict[str, pd.Series] = {SIDE_BLOCK_ROWS[prefix]: n_rows.astype("float64")}
         for c in cols:
             if c.endswith(("_ratio", "_rate", "_pct")):
-                num = (sub[c] * weight).groupby([sub[k] for k in keys], sort=False).sum(min_count=1)
-                den = weight.where(sub[c].notna()).groupby([sub[k] for k in keys], sort=False).sum()
+                num = (sub[c] * weight).groupby(by, sort=False).sum(min_count=1)
+                den = weight.where(sub[c].notna()).groupby(by, sort=False).sum()
                 agg[c] = num / den.replace(0.0, np.nan)
             elif c.endswith("_us"):
-                agg[c] = g[c].max()
+                agg[c] = g[c].mean()
+            elif c.endswith("_gbps"):
+                agg[c] = _bandwidth(sub, c, prefix, side_time, by, n_rows)
             else:
                 agg[c] = g[c].sum(min_count=1)
         frames.append(pd.DataFrame(agg))
     if not frames:
         return pd.DataFrame(index=blocks.groupby(keys, sort=False).size().index)
     return pd.concat(frames, axis=1)
+
+
+def _bandwidth(
+    sub: pd.DataFrame, col: str, prefix: str, side_time: pd.Series, by: list[pd.Series], n_rows: pd.Series
+) -> pd.Series:
+    """A launch's bandwidth from the blocks' bytes (rate x time), never a sum of their rates."""
+    # Example: aic_mte2_active_gbps -> its pipe's time column aic_mte2_time_us
+    active = col.endswith("_active_gbps")
+    time_col = col.removesuffix("_active_gbps") + "_time_us" if active else f"{prefix}time_us"
+    time = sub.get(time_col, side_time)
+    moved = (sub[col] * time).groupby(by, sort=False).sum(min_count=1)  # GB/s x µs = 1e3 bytes
+    spent = time.where(sub[col].notna()).groupby(by, sort=False).sum()
+    if active:
+        return moved / spent.replace(0.0, np.nan)
+    # over the mean block time: the device-level rate while the side ran, all blocks at once
+    return moved / (spent / n_rows.replace(0, np.nan)).replace(0.0, np.nan)
+
+
+def per_core_times(kernels: pd.DataFrame, aic_count: int | None, aiv_count: int | None) -> pd.DataFrame:
+    """`msprof op` launch rows with side times per core instead of per block (module docstring).
+
+    A launch of n blocks on c cores runs its blocks in ceil(n / c) waves: each core spends
+    n / min(n, c) mean block times. Bandwidths over the side time are divided by the same factor,
+    so bandwidth x time (the bytes) is unchanged. Tables without block counts are returned as is.
+    """
+    out = kernels
+    for prefix, cores in (("aic_", aic_count), ("aiv_", aiv_count)):
+        rows = SIDE_BLOCK_ROWS[prefix]
+        if rows not in out.columns or not cores:
+            continue
+        n = pd.to_numeric(out[rows], errors="coerce")
+        factor: pd.Series = (n / np.minimum(n, float(cores))).where(n > 0, 1.0).fillna(1.0)
+        if not (factor > 1.0).any():
+            continue
+        out = out.copy() if out is kernels else out
+        for c in out.columns:
+            if not c.startswith(prefix):
+                continue
+            if c.endswith("_us"):
+                out[c] = out[c] * factor
+            elif c.endswith("_gbps") and not c.endswith("_active_gbps"):
+                out[c] = out[c] / factor
+    return out
 
 
 def _kernels_from(launches: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:

@@ -11,13 +11,13 @@ the key names of the JSON report, so renderers and the dashboard stay in step wi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 
 from analyzer.report.escape import plotly_text
+from analyzer.report.words import num
 
 CUBE = "#1f77b4"
 VECTOR = "#ff7f0e"
@@ -29,22 +29,23 @@ SEVERITY_COLOURS = {"high": "#c0392b", "medium": "#e67e22", "low": "#f1c40f", "i
 CORE_COLOURS = {"AI_CORE": CUBE, "MIX_AIC": CUBE, "AIC": CUBE, "AI_VECTOR_CORE": VECTOR,
                 "MIX_AIV": VECTOR, "AIV": VECTOR}
 
-# (column, label, colour) for the per-kernel pipe bars: Cube-side pipes then Vector-side pipes.
+# (column, label, colour) for the per-kernel pipe bars: Cube-side pipes then Vector-side pipes, each
+# as its share of the launch (analyzer.metrics: the same meaning whatever the profiler)
 PIPE_SERIES: tuple[tuple[str, str, str], ...] = (
-    ("aic_cube_ratio", "Cube", CUBE),
-    ("aic_mte1_ratio", "MTE1 (AIC)", MTE1),
-    ("aic_mte2_ratio", "MTE2 (AIC)", MTE2),
-    ("aic_mte3_ratio", "MTE3 (AIC)", MTE3),
-    ("aic_fixpipe_ratio", "FixPipe", FIXPIPE),
-    ("aic_scalar_ratio", "Scalar (AIC)", SCALAR),
-    ("aiv_vec_ratio", "Vector", VECTOR),
-    ("aiv_mte2_ratio", "MTE2 (AIV)", MTE2),
-    ("aiv_mte3_ratio", "MTE3 (AIV)", MTE3),
-    ("aiv_scalar_ratio", "Scalar (AIV)", SCALAR),
+    ("aic_cube_share", "Cube", CUBE),
+    ("aic_mte1_share", "MTE1 (AIC)", MTE1),
+    ("aic_mte2_share", "MTE2 (AIC)", MTE2),
+    ("aic_mte3_share", "MTE3 (AIC)", MTE3),
+    ("aic_fixpipe_share", "FixPipe", FIXPIPE),
+    ("aic_scalar_share", "Scalar (AIC)", SCALAR),
+    ("aiv_vec_share", "Vector", VECTOR),
+    ("aiv_mte2_share", "MTE2 (AIV)", MTE2),
+    ("aiv_mte3_share", "MTE3 (AIV)", MTE3),
+    ("aiv_scalar_share", "Scalar (AIV)", SCALAR),
 )
 SHARE_SERIES: tuple[tuple[str, str, str], ...] = (
     ("cube", "Cube", CUBE), ("vector", "Vector", VECTOR), ("mte", "Data movement (MTE)", MTE2),
-    ("scalar", "Scalar", SCALAR), ("other", "Other / idle", IDLE),
+    ("scalar", "Scalar", SCALAR),
 )
 
 Rows = Sequence[Mapping[str, Any]]
@@ -59,52 +60,29 @@ def _first(d: Mapping[str, Any], *keys: str, default: Any = None) -> Any:
     return default
 
 
-def num(value: Any) -> float | None:
-    """A finite float, or None for missing/NaN/non-numeric values."""
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
-
 def report_summary(report: Mapping[str, Any]) -> dict[str, Any]:
-    """Device time (µs), unit shares (0-1: cube, vector, mte, scalar, other) and counts."""
+    """The first profile's summary (analyzer.summary) with the keys renderers read."""
     s = _first(report, "summary", default={}) or {}
-    total = num(_first(s, "total_device_us", "device_busy_us", "device_time_us", "total_us"))
-    if total is None:
-        total = num(_first(report, "total_device_us"))
-    raw = _first(s, "shares", "unit_shares", default={}) or {}
-    aliases = {"mte": ("mte", "data_movement", "mte_share")}  # profile_summary says "data_movement"
-    shares = {k: num(_first(raw, *aliases.get(k, (k, f"{k}_share"))))
-              for k in ("cube", "vector", "mte", "scalar")}
-    for k in ("cube", "vector", "mte", "scalar"):  # flat keys such as summary["cube_share"]
-        if shares[k] is None:
-            shares[k] = num(_first(s, f"{k}_share"))
-    known = [v for v in shares.values() if v is not None]
-    shares["other"] = max(0.0, 1.0 - sum(known)) if known else None
+    shares = {k: num(v) for k, v in (_first(s, "shares", default={}) or {}).items()}
     return {
-        "total_device_us": total,
+        "total_device_us": num(_first(s, "total_device_us")),
+        "device_time": dict(_first(s, "device_time", default={}) or {}),
         "shares": shares,
-        "kernel_count": _first(s, "kernel_count", "kernels", "distinct_kernels"),
+        "units": dict(_first(s, "units", default={}) or {}),
+        "units_definition": _first(s, "units_definition", default=""),
+        "kernel_count": _first(s, "kernel_count"),
         "launch_count": _first(s, "launch_count", "launches"),
+        "distinct_kernels": _first(s, "distinct_kernels"),
+        "speed_of_light": dict(_first(s, "speed_of_light", default={}) or {}),
         "findings_totals": _first(s, "findings", default={}) or {},
+        "raw": s,
     }
 
 
-def recoverable_us(
-    summaries: Sequence[Mapping[str, Any]], findings: Sequence[Mapping[str, Any]]
-) -> tuple[float, float]:
-    """Combined (non-overlapping) device-time and idle-time savings from the report summaries.
-
-    Reports written before `est_recoverable_us` existed fall back to the plain sum.
-    """
-    totals = [s.get("findings") or {} for s in summaries]
-    if totals and all("est_recoverable_us" in t for t in totals):
-        device = sum(float(t["est_recoverable_us"]) for t in totals)
-        idle = sum(float(t.get("est_idle_recoverable_us") or 0) for t in totals)
-        return device, idle
-    return sum(float(x.get("est_saving_us") or 0) for x in findings), 0.0
+def profile_summaries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every profile's summary (one per rank), for totals over a multi-rank report."""
+    out = [dict(p.get("summary") or {}) for p in report.get("profiles", []) or []]
+    return out or [dict(report.get("summary") or {})]
 
 
 def report_kernels(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -173,7 +151,7 @@ def unit_share_bar(report: Mapping[str, Any]) -> go.Figure:
     """
     shares = report_summary(report)["shares"]
     series = [(label, shares[key], colour) for key, label, colour in SHARE_SERIES
-              if key != "other" and shares.get(key) is not None]
+              if shares.get(key) is not None]
     fig = go.Figure()
     fig.add_bar(y=[label for label, _, _ in series], x=[v * 100 for _, v, _ in series], orientation="h",
                 marker_color=[colour for _, _, colour in series], showlegend=False,

@@ -18,7 +18,6 @@ import datetime as _dt
 import importlib.metadata
 import json
 import math
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,11 +39,14 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = "1.0"
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
 TIMELINE_CAP = 5_000  # launches in `timeline`; above it the longest are kept
-# Per-launch pipe ratios and shares averaged per kernel, weighted by launch duration.
+# Per-launch pipe ratios (of their side's time) and shares (of the launch) averaged per kernel,
+# weighted by launch duration, plus the speed of light (analyzer.metrics).
 WEIGHTED_RATIOS = (
     "aic_cube_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aic_fixpipe_ratio",
     "aic_scalar_ratio", "aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio", "aiv_scalar_ratio",
-    "cube_share", "vector_share",
+    "aic_busy_share", "aic_cube_share", "aic_mte1_share", "aic_mte2_share", "aic_mte3_share",
+    "aic_fixpipe_share", "aic_scalar_share", "aiv_busy_share", "aiv_vec_share", "aiv_mte2_share",
+    "aiv_mte3_share", "aiv_scalar_share", "cube_share", "vector_share", "cube_utilization_pct",
 )
 FIRST_OF_GROUP = ("op_type", "core_type", "input_shapes", "input_dtypes")
 TIMELINE_KEYS = ("name", "start_ns", "duration_us", "core_type", "stream_id")
@@ -81,75 +83,23 @@ def _jsonable(x: Any) -> Any:
 
 
 def _summary(profile: Profile, result: AnalysisResult) -> dict[str, Any]:
-    try:
-        from analyzer.metrics import profile_summary
+    """analyzer.summary's model of this profile and its (already bounded) findings."""
+    from analyzer.summary import summarize
 
-        s = dict(profile_summary(profile))
-    except ImportError:  # metrics module not installed: the minimum the renderers need
-        dur = profile.kernels["duration_us"].fillna(0) if "duration_us" in profile.kernels else None
-        s = {
-            "kernel_count": len(profile.kernels),
-            "total_kernel_us": float(dur.sum()) if dur is not None else 0.0,
-            "device_busy_us": float(dur.sum()) if dur is not None else 0.0,
-            "time_by_core_type_us": {},
-            "shares": {},
-            "top_kernels": [],
-        }
-    s["compute_us"] = round(result.total_device_us, 3)
-    s["total_device_us"] = round(result.total_device_us, 3)
-    counts = Counter(f.severity.value for f in result.findings)
-    saving = sum(f.est_saving_us for f in result.findings)
-    device_us, idle_us = combined_saving(result.findings, profile.kernels)
-    total = result.total_device_us
-    s["findings"] = {
-        "count": len(result.findings),
-        "by_severity": {k: counts.get(k, 0) for k in ("high", "medium", "low", "info")},
-        "est_saving_us": round(saving, 3),
-        "est_saving_share": round(saving / total, 6) if total > 0 else 0.0,
-        "est_recoverable_us": round(device_us, 3),
-        "est_recoverable_share": round(device_us / total, 6) if total > 0 else 0.0,
-        "est_idle_recoverable_us": round(idle_us, 3),
-    }
+    derived = _derived(profile)
+    if derived is not profile.kernels:  # a Profile built by hand: the summary reads derived columns
+        profile = profile.with_kernels(derived)
+    s = summarize(profile, result.findings)
     s["rules_run"] = list(result.rules_run)
     if s.get("top_kernels") and len(profile.kernels):
         s["top_kernels"] = enrich_top_kernels(list(s["top_kernels"]), _derived(profile))
     return s
 
 
-def combined_saving(findings: Sequence[Finding], kernels: pd.DataFrame) -> tuple[float, float]:
-    """Device time the findings could recover together, and idle time they could remove.
-
-    Findings overlap (one kernel can be latency-bound, imbalanced and on too few cores at once), so
-    their savings cannot be added. Per kernel name, each finding's saving is taken as a fraction of
-    that kernel's total time and the fractions combine multiplicatively (each fix removes a share of
-    what is left), so the result never exceeds the kernel's time. A finding spanning several kernels
-    (a chain) spreads its saving over them by time. Savings on no kernel of the table (host-bound
-    gaps between kernels) are idle time, reported apart from device time.
-    """
-    if "name" not in kernels or "duration_us" not in kernels or not len(kernels):
-        return 0.0, float(sum(f.est_saving_us for f in findings if f.est_saving_us > 0))
-    totals = kernels.groupby("name", sort=False)["duration_us"].sum()
-    kept: dict[str, float] = {}  # kernel name -> product of (1 - fraction) over its findings
-    idle = 0.0
-    for f in findings:
-        if f.est_saving_us <= 0:
-            continue
-        names = [k for k in dict.fromkeys(f.kernels) if k in totals.index and totals[k] > 0]
-        if not names:
-            idle += f.est_saving_us
-            continue
-        span = float(sum(totals[k] for k in names))
-        for k in names:
-            frac = min(1.0, f.est_saving_us * (float(totals[k]) / span) / float(totals[k]))
-            kept[k] = kept.get(k, 1.0) * (1.0 - frac)
-    device = sum(float(totals[k]) * (1.0 - rest) for k, rest in kept.items())
-    return device, idle
-
-
 def _derived(profile: Profile) -> pd.DataFrame:
     """The kernel table with analyzer.metrics' derived columns (loaded profiles already have them)."""
     k = profile.kernels
-    if "cube_share" in k.columns and "arithmetic_intensity" in k.columns:
+    if "sol_us" in k.columns:
         return k
     from analyzer.metrics import add_derived_metrics
 
@@ -179,7 +129,8 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
     if names is None:
         k = kernels
     else:  # only the columns used below: the filter then copies ~25 columns, not all ~60
-        wanted = ("name", "duration_us", "flops", "bytes_moved", *WEIGHTED_RATIOS, *FIRST_OF_GROUP)
+        wanted = ("name", "duration_us", "flops", "bytes_moved", "sol_us", "sol_bound", *WEIGHTED_RATIOS,
+                  *FIRST_OF_GROUP)
         k = kernels[[c for c in dict.fromkeys(wanted) if c in kernels.columns]]
         k = k[k["name"].astype("str").isin(list(names))]
     dur = _numeric(k, "duration_us")
@@ -193,6 +144,10 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
         "ai_b": moved.where(both),
         "tf_d": dur.where(flops.notna() & dur.notna()),
         "tf_f": flops.where(dur.notna()),
+        "bw_d": dur.where(moved.notna() & dur.notna()),
+        "bw_b": moved.where(dur.notna()),
+        "sol": _numeric(k, "sol_us"),
+        "sol_d": dur.where(_numeric(k, "sol_us").notna()),
     }
     for c in WEIGHTED_RATIOS:
         v = _numeric(k, c)
@@ -215,8 +170,15 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
             "bytes_moved": g["bytes_moved"].mean(),
             "arithmetic_intensity": sums["ai_f"] / sums["ai_b"].where(sums["ai_b"] > 0),
             "achieved_tflops": sums["tf_f"] / sums["tf_d"].where(sums["tf_d"] > 0) / 1e6,
+            "achieved_gbps": sums["bw_b"] / sums["bw_d"].where(sums["bw_d"] > 0) / 1e3,
+            "sol_us": sums["sol"],
+            "sol_pct": sums["sol"] / sums["sol_d"].where(sums["sol_d"] > 0) * 100.0,
         }
     )
+    if "sol_bound" in k.columns:
+        # the resource most launches of the kernel are bound by
+        counts = k["sol_bound"].astype("object").groupby(key, sort=False).value_counts()
+        out["sol_bound"] = counts.groupby(level=0, sort=False).idxmax().map(lambda ix: ix[1])
     for c in WEIGHTED_RATIOS:
         out[c] = sums[f"{c}__w"] / sums[f"{c}__d"].where(sums[f"{c}__d"] > 0)
     present = [c for c in FIRST_OF_GROUP if c in k.columns]
@@ -240,7 +202,7 @@ _KERNEL_KEYS: dict[str, int | None] = {
     "launches": None, "median_us": 3, "p25_us": 3, "p75_us": 3, "min_us": 3, "max_us": 3,
     **{c: 4 for c in WEIGHTED_RATIOS},
     "flops": None, "bytes_moved": None, "arithmetic_intensity": None, "achieved_tflops": None,
-    "input_shape_variants": None,
+    "achieved_gbps": 3, "sol_us": 3, "sol_pct": 2, "input_shape_variants": None,
 }
 
 
@@ -259,7 +221,7 @@ def enrich_top_kernels(tops: list[dict[str, Any]], kernels: pd.DataFrame) -> lis
             for c, digits in _KERNEL_KEYS.items():
                 if c in s.index:
                     row[c] = _rounded(s[c], digits)
-            for c in FIRST_OF_GROUP:
+            for c in (*FIRST_OF_GROUP, "sol_bound"):
                 if c in s.index and not (c == "core_type" and row.get("core_type")):
                     row[c] = None if pd.isna(s[c]) else str(s[c])
         out.append(row)

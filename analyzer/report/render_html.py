@@ -29,6 +29,7 @@ from analyzer.report.charts import (
     SEVERITY_COLOURS,
     VECTOR,
     figures_from_report,
+    profile_summaries,
     report_chip,
     report_findings,
     report_input_path,
@@ -40,12 +41,10 @@ from analyzer.report.render_md import (
     Excerpt,
     excerpt_roots,
     finding_excerpts,
-    findings_headline,
-    fmt_pct,
-    fmt_us,
     format_value,
     kernels_text,
 )
+from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us, headline, saving_text, sol_text
 
 # No network at all; inline scripts and styles only (plotly.js builds its styles at run time).
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
@@ -141,19 +140,21 @@ def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], pa
     shares = s["shares"]
     chip = report_chip(report).get("name")
     facts = [f'<span><b>Device time {html_text(fmt_us(s["total_device_us"]))}</b></span>']
-    for key, label in (("cube", "Cube"), ("vector", "Vector"), ("mte", "Data movement (MTE)"),
-                       ("scalar", "Scalar")):
-        if shares.get(key) is not None:
-            facts.append(f'<span class="{key}">{label} {html_text(fmt_pct(shares[key], 0))}</span>')
+    busy = [f'<span class="{key}">{label} {html_text(fmt_pct(shares[key], 0))}</span>'
+            for key, label in UNIT_LABELS if shares.get(key) is not None]
+    if busy:
+        # the definition travels with the numbers (analyzer.summary.DEFINITIONS["units"])
+        facts.append(f'<span title="{html_text(s["units_definition"])}">busy (of device time): '
+                     + " · ".join(busy) + "</span>")
     if chip:
         facts.append(f"<span>chip {html_text(chip, 60)}</span>")
     for key, noun in (("kernel_count", "kernels"), ("launch_count", "launches")):
         if s[key] is not None:
             facts.append(f"<span>{html_text(s[key], 20)} {noun}</span>")
-    headline = findings_headline(findings, s["total_device_us"], s["findings_totals"])
+    closing = headline(findings, profile_summaries(report))
     return (f"<header><h1>{html_text(page_title, 200)}</h1>"
             f'<p class="facts">{"".join(facts)}</p>'
-            f'<p id="headline"><b>{html_text(headline)}</b></p>'
+            f'<p id="headline"><b>{html_text(closing)}</b></p>'
             "</header>")
 
 
@@ -180,8 +181,8 @@ def _top_kernels(report: Mapping[str, Any]) -> str:
     if not rows:
         return ""
     out = ['<section id="kernels"><h2>Top kernels</h2><table><thead><tr><th>#</th><th>kernel</th>'
-           "<th>op type</th><th>core</th><th>launches</th><th>time</th><th>share</th><th>Cube</th>"
-           "<th>Vector</th></tr></thead><tbody>"]
+           "<th>op type</th><th>core</th><th>launches</th><th>time</th><th>share</th><th>Cube busy</th>"
+           "<th>Vector busy</th><th>speed of light</th></tr></thead><tbody>"]
     for i, r in enumerate(rows, 1):
         out.append("<tr>" + "".join([
             _td(str(i), True), _td(f'<code class="kernel-name">{html_text(r.get("name", "?"))}</code>'),
@@ -189,10 +190,13 @@ def _top_kernels(report: Mapping[str, Any]) -> str:
             _td(html_text(r.get("launches", r.get("count", ""))), True),
             _td(html_text(fmt_us(r.get("total_us", r.get("duration_us")))), True),
             _td(html_text(fmt_pct(r.get("share"))), True),
-            _td(html_text(fmt_pct(r.get("cube_share", r.get("aic_cube_ratio")))), True),
-            _td(html_text(fmt_pct(r.get("vector_share", r.get("aiv_vec_ratio")))), True),
+            _td(html_text(fmt_pct(r.get("cube_share"))), True),
+            _td(html_text(fmt_pct(r.get("vector_share"))), True),
+            _td(html_text(sol_text(r)), True),
         ]) + "</tr>")
-    out.append("</tbody></table></section>")
+    out.append("</tbody></table><p class=\"note\">Busy: the pipe's busy time per core as a share of the "
+               "launch. Speed of light: the time the launch would take at the chip's ceiling for its "
+               "work or traffic, as a share of its measured time (its bound in brackets).</p></section>")
     return "\n".join(out)
 
 
@@ -215,7 +219,7 @@ def _finding(index: int, f: Mapping[str, Any], roots: Sequence[Path]) -> str:
         f'data-severity="{html_text(sev, 10)}"' + (" open" if index <= 3 else "") + ">",
         f'<summary><span class="sev sev-{sev_cls}">{html_text(sev.upper(), 10)}</span> '
         f'<code>{code}</code> <span class="slug">{html_text(f.get("slug", ""), 80)}</span> · est. '
-        f'{html_text(fmt_us(f.get("est_saving_us")))} ({html_text(fmt_pct(f.get("share_of_total")))}) — '
+        f'{html_text(saving_text(f))} — '
         f'<span class="message">{html_text(f.get("message", ""))}</span></summary>',
     ]
     names, more = kernels_text(f.get("kernels", []) or [], shown=20)

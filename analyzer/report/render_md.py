@@ -17,8 +17,7 @@ from typing import Any
 
 from analyzer.errors import UsageError
 from analyzer.report.charts import (
-    num,
-    recoverable_us,
+    profile_summaries,
     report_chip,
     report_findings,
     report_input_path,
@@ -26,6 +25,7 @@ from analyzer.report.charts import (
     report_summary,
 )
 from analyzer.report.escape import md_code_block, md_code_span, md_html_text, md_text
+from analyzer.report.words import fmt_pct, fmt_us, headline, saving_text, sol_text, units_text
 
 GITHUB_COMMENT_LIMIT = 65_536
 # Leave room for the marker line a workflow prepends to find and update its own comment.
@@ -38,24 +38,6 @@ EXCERPT_CONTEXT = 3
 EXCERPT_MAX_LINES = 40
 _LEXER_BY_SUFFIX = {".py": "python", ".cpp": "cpp", ".cc": "cpp", ".h": "cpp", ".hpp": "cpp",
                     ".json": "json", ".mlir": "mlir", ".ll": "llvm"}
-
-
-# ---------------------------------------------------------------- number formats (docs/product.md)
-
-def fmt_us(value: Any) -> str:
-    """µs in tables, ms from 10 ms up."""
-    v = num(value)
-    if v is None:
-        return "–"
-    if abs(v) >= 10_000:
-        return f"{v / 1000:,.2f} ms"
-    return f"{v:,.2f} µs" if abs(v) < 100 else f"{v:,.1f} µs"
-
-
-def fmt_pct(ratio: Any, digits: int = 1) -> str:
-    """A 0-1 ratio as a percentage."""
-    v = num(ratio)
-    return "–" if v is None else f"{v * 100:.{digits}f} %"
 
 
 # ---------------------------------------------------------------- IR / source excerpts
@@ -143,30 +125,6 @@ def finding_excerpts(finding: Mapping[str, Any], roots: Sequence[Path]) -> list[
 
 # ---------------------------------------------------------------- shared prose
 
-def findings_headline(
-    findings: Sequence[Mapping[str, Any]], total_us: float | None, totals: Mapping[str, Any] | None = None
-) -> str:
-    """`7 findings: 2 high, 3 medium, 2 low — est. 1.84 ms (23 % of device time) recoverable`.
-
-    The saving is the report's combined (non-overlapping) estimate when it has one.
-    """
-    if not findings:
-        return "No findings."
-    counts = Counter(str(f.get("severity")) for f in findings)
-    parts = ", ".join(f"{counts[s]} {s}" for s in SEVERITY_ORDER if counts[s])
-    saving, idle = recoverable_us([{"findings": totals}] if totals else [], list(findings))
-    share = f" ({saving / total_us * 100:.0f} % of device time)" if total_us else ""
-    idle_part = f" + {fmt_us(idle)} of idle gaps" if idle > 0 else ""
-    noun = "finding" if len(findings) == 1 else "findings"
-    return f"{len(findings)} {noun}: {parts} — est. {fmt_us(saving)}{share}{idle_part} recoverable"
-
-
-def unit_shares_line(shares: Mapping[str, float | None]) -> str:
-    labels = (("cube", "Cube"), ("vector", "Vector"), ("mte", "data movement (MTE)"), ("scalar", "Scalar"))
-    return " · ".join(f"{label} {fmt_pct(shares.get(k), 0)}" for k, label in labels
-                      if shares.get(k) is not None)
-
-
 def format_value(value: Any) -> str:
     """An evidence value as plain text (numbers rounded, containers as compact JSON)."""
     if isinstance(value, bool) or value is None:
@@ -191,17 +149,17 @@ def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) 
     chip = report_chip(report).get("name")
     out = ["## tilescope performance report" + (f" — {md_code_span(src, 120)}" if src else ""), ""]
     facts = [f"**Device time {fmt_us(s['total_device_us'])}**"]
-    shares = unit_shares_line(s["shares"])
-    if shares:
-        facts.append(shares)
+    units = units_text(s["raw"])
+    if units:
+        facts.append(units)
     if chip:
         facts.append(f"chip {md_text(chip, 40)}")
     if s["kernel_count"] is not None:
         facts.append(f"{md_text(s['kernel_count'])} kernels")
     if s["launch_count"] is not None:
         facts.append(f"{md_text(s['launch_count'])} launches")
-    headline = findings_headline(findings, s["total_device_us"], s["findings_totals"])
-    out += [" · ".join(facts), "", f"**{md_text(headline, None)}**"]
+    closing = headline(findings, profile_summaries(report))
+    out += [" · ".join(facts), "", f"**{md_text(closing, None)}**"]
     return "\n".join(out) + "\n"
 
 
@@ -209,28 +167,33 @@ def _top_kernels(report: Mapping[str, Any], limit: int) -> str:
     rows = report_kernels(report)
     if not rows:
         return ""
-    out = ["### Top kernels", "", "| # | kernel | op type | core | launches | time | share | Cube | Vector |",
-           "|--:|---|---|---|--:|--:|--:|--:|--:|"]
+    out = ["### Top kernels", "",
+           "| # | kernel | op type | core | launches | time | share | Cube busy | Vector busy "
+           "| speed of light |",
+           "|--:|---|---|---|--:|--:|--:|--:|--:|--:|"]
     for i, r in enumerate(rows[:limit], 1):
         out.append("| " + " | ".join([
             str(i), md_code_span(r.get("name", "?"), 80), md_text(r.get("op_type", ""), 40),
             md_text(r.get("core_type", ""), 20), md_text(r.get("launches", r.get("count", "")), 12),
             fmt_us(r.get("total_us", r.get("duration_us"))), fmt_pct(r.get("share")),
-            fmt_pct(r.get("cube_share", r.get("aic_cube_ratio"))),
-            fmt_pct(r.get("vector_share", r.get("aiv_vec_ratio"))),
+            fmt_pct(r.get("cube_share")),
+            fmt_pct(r.get("vector_share")),
+            sol_text(r),
         ]) + " |")
     if len(rows) > limit:
         out.append(f"\n_{len(rows) - limit} more kernels in the full report._")
+    out.append("\n_Busy: the pipe's busy time per core as a share of the launch. Speed of light: the time "
+               "the launch would take at the chip's ceiling for its work or traffic, as a share of its "
+               "measured time (its bound in brackets)._")
     return "\n".join(out) + "\n"
 
 
 def finding_summary_line(f: Mapping[str, Any]) -> str:
     """The text of a finding's `<summary>` (already HTML-escaped: summary is raw HTML on GitHub)."""
     sev = str(f.get("severity", "info"))
-    saving = num(f.get("est_saving_us")) or 0.0
     return (f"{SEVERITY_ICON.get(sev, '')} <b>{md_html_text(sev.upper(), 10)}</b> "
             f"<code>{md_html_text(f.get('code', '?'), 12)}</code> {md_html_text(f.get('slug', ''), 60)}"
-            f" · est. {fmt_us(saving)} ({fmt_pct(f.get('share_of_total'))}) — "
+            f" · est. {md_html_text(saving_text(f), 80)} — "
             f"{md_html_text(f.get('message', ''), 200)}")
 
 

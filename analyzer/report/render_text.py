@@ -9,13 +9,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from analyzer.report.charts import recoverable_us
+from analyzer.report.charts import profile_summaries
+from analyzer.report.words import fmt_us, headline, saving_text, units_text
 
 SEVERITY_STYLE = {"high": "bold #c0392b", "medium": "bold #e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
-
-
-def fmt_us(us: float) -> str:
-    return f"{us / 1000:.2f} ms" if us >= 10_000 else f"{us:.1f} µs"
 
 
 def where_text(locations: list[dict[str, Any]], limit: int | None = None) -> str:
@@ -43,20 +40,8 @@ def _kernels(names: list[str], limit: int = 3) -> str:
 
 
 def summary_line(report: dict[str, Any]) -> str:
-    f = report.get("findings", [])
-    counts = {s: sum(1 for x in f if x.get("severity") == s) for s in ("high", "medium", "low", "info")}
-    summaries = [p.get("summary") or {} for p in report.get("profiles", [])]
-    saving, idle = recoverable_us(summaries, f)
-    total = sum(float(s.get("compute_us") or 0) for s in summaries)
-    share = f" ({100 * saving / total:.0f} % of device time)" if total > 0 else ""
-    idle_part = f" + {fmt_us(idle)} of idle gaps" if idle > 0 else ""
-    parts = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    return (
-        f"{len(f)} finding{'s' if len(f) != 1 else ''}"
-        + (f": {parts}" if parts else "")
-        + f" — est. {fmt_us(saving)}{share}{idle_part} recoverable"
-    )
-
+    """The closing line: counts and the combined, bounded savings of every profile (words.headline)."""
+    return headline(report.get("findings", []) or [], profile_summaries(report))
 
 
 def render(report: dict[str, Any], **opts: Any) -> str:
@@ -74,14 +59,19 @@ def render(report: dict[str, Any], **opts: Any) -> str:
         s = p.get("summary") or {}
         chip = p.get("chip") or {}
         rank = f" rank {p['rank']}" if p.get("rank") is not None else ""
+        launches = int(s.get("kernel_count") or 0)
         console.print(
             Text(
-                f"{p.get('path')}{rank}: {s.get('kernel_count', 0)} kernels, "
-                f"{fmt_us(float(s.get('compute_us') or 0))} compute, chip {chip.get('name')} "
+                f"{p.get('path')}{rank}: {launches} launch{'es' if launches != 1 else ''} of "
+                f"{s.get('distinct_kernels', 0)} kernel{'s' if s.get('distinct_kernels') != 1 else ''}, "
+                f"device time {fmt_us(s.get('total_device_us'))}, chip {chip.get('name')} "
                 f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})",
                 style="bold",
             )
         )
+        units = units_text(s)
+        if units:
+            console.print(Text(f"  {units}", style="bold"))
         # What the loader had to assume or could not find (no device info, no runtime metrics in an
         # IR-only bundle, inferred core counts) changes how findings read: say it up front.
         for note in p.get("warnings") or []:
@@ -104,13 +94,13 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             occ = int(f.get("occurrences") or 1)
             row = [
                 Text(sev, style=SEVERITY_STYLE.get(sev, "")),
-                str(f.get("code")),
-                str(f.get("slug")),
-                *((str(f.get("rank", "")),) if multi else ()),
-                _kernels(list(f.get("kernels") or [])),
-                str(f.get("message")) + (f" [x{occ}]" if occ > 1 else ""),
-                f"{fmt_us(float(f.get('est_saving_us') or 0))} "
-                f"({100 * float(f.get('share_of_total') or 0):.1f} %)",
+                Text(str(f.get("code"))),
+                Text(str(f.get("slug"))),
+                *((Text(str(f.get("rank", ""))),) if multi else ()),
+                # Text, not str: a str cell is rich markup, and names come from the trace
+                Text(_kernels(list(f.get("kernels") or []))),
+                Text(str(f.get("message")) + (f" [x{occ}]" if occ > 1 else "")),
+                Text(saving_text(f)),
             ]
             table.add_row(*row)
         console.print(table)

@@ -1,0 +1,107 @@
+"""How numbers and the shared sentences read, in every view (terminal, Markdown, HTML, SARIF,
+dashboard, diff): one formatter per quantity, so one value prints the same everywhere.
+
+docs/product.md 'Words and units': µs in tables, ms from 10 ms up; shares as % in prose. Rounding
+is fixed per kind of number: times to 0.1 µs (0.01 ms), unit busy shares and headline shares to
+whole per cent, a finding's or kernel's share to 0.1 %.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SEVERITY_ORDER = ("high", "medium", "low", "info")
+UNIT_LABELS = (("cube", "Cube"), ("vector", "Vector"), ("mte", "data movement (MTE)"), ("scalar", "Scalar"))
+
+
+def num(value: Any) -> float | None:
+    """A finite float, or None for missing/NaN/non-numeric values."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def fmt_us(value: Any) -> str:
+    """43.7 µs, 1,234.5 µs, 12.35 ms; "–" when unknown."""
+    v = num(value)
+    if v is None:
+        return "–"
+    return f"{v / 1000:,.2f} ms" if abs(v) >= 10_000 else f"{v:,.1f} µs"
+
+
+def fmt_pct(ratio: Any, digits: int = 1) -> str:
+    """A 0-1 ratio as a percentage; "–" when unknown."""
+    v = num(ratio)
+    return "–" if v is None else f"{v * 100:.{digits}f} %"
+
+
+def saving_text(f: Mapping[str, Any]) -> str:
+    """A finding's estimated saving with what it is a share of."""
+    kind = f.get("saving_kind", "device")
+    if kind == "none":
+        return "saving not estimated (static)"
+    saving = num(f.get("est_saving_us")) or 0.0
+    share = fmt_pct(f.get("share_of_total"))
+    if kind == "idle":
+        return f"{fmt_us(saving)} idle ({share} of wall time)"
+    return f"{fmt_us(saving)} ({share})"
+
+
+def sol_text(row: Mapping[str, Any]) -> str:
+    """A kernel's achieved share of its speed of light: `16 % (memory)`; "–" when unknown."""
+    v = num(row.get("sol_pct"))
+    if v is None:
+        return "–"
+    bound = row.get("sol_bound")
+    return f"{v:.0f} %" + (f" ({bound})" if bound else "")
+
+
+def units_text(summary: Mapping[str, Any]) -> str:
+    """`Cube busy 28 % · Vector 64 % · data movement (MTE) 33 % · Scalar 14 % of device time`."""
+    shares = summary.get("shares") or {}
+    parts = [f"{label} {fmt_pct(shares.get(k), 0)}" for k, label in UNIT_LABELS
+             if num(shares.get(k)) is not None]
+    if not parts:
+        return ""
+    units = summary.get("units") or {}
+    coverage = min((num((units.get(k) or {}).get("coverage")) or 1.0) for k, _ in UNIT_LABELS)
+    measured = f" (measured on {fmt_pct(coverage, 0)} of it)" if coverage < 0.995 else ""
+    return "busy: " + " · ".join(parts) + f" of device time{measured}"
+
+
+def recoverable(summaries: Sequence[Mapping[str, Any]]) -> tuple[float, float, float, float | None]:
+    """Combined device saving, device time, idle saving and wall time over the profiles' summaries."""
+    device = idle = total = 0.0
+    wall: float | None = None
+    for s in summaries:
+        t = s.get("findings") or {}
+        device += num(t.get("est_recoverable_us")) or 0.0
+        idle += num(t.get("est_idle_recoverable_us")) or 0.0
+        total += num(s.get("total_device_us")) or 0.0
+        w = num((s.get("device_time") or {}).get("wall_us"))
+        if w is not None:
+            wall = (wall or 0.0) + w
+    return device, total, idle, wall
+
+
+def headline(findings: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[str, Any]]) -> str:
+    """`6 findings: 5 high, 1 medium — est. 36.7 µs (84 % of device time) recoverable`, the closing
+    line of every view; savings are the summary's combined, bounded totals (analyzer.summary)."""
+    if not findings:
+        return "No findings."
+    counts = Counter(str(f.get("severity")) for f in findings)
+    parts = ", ".join(f"{counts[s]} {s}" for s in SEVERITY_ORDER if counts[s])
+    device, total, idle, wall = recoverable(summaries)
+    noun = "finding" if len(findings) == 1 else "findings"
+    text = f"{len(findings)} {noun}: {parts} — est. {fmt_us(device)}"
+    if total > 0:
+        text += f" ({fmt_pct(device / total, 0)} of device time)"
+    if idle > 0:
+        of_wall = f" ({fmt_pct(idle / wall, 0)} of wall time)" if wall else ""
+        text += f" + {fmt_us(idle)} of idle gaps{of_wall}"
+    return text + " recoverable"

@@ -1,0 +1,425 @@
+"""The one summary model: device time, unit busy shares, kernel shares, savings and their totals.
+
+Every view shows these numbers through the report dict that `build_report` makes from `summarize`
+(terminal, Markdown, HTML, JSON, SARIF, the dashboard and `diff`), so one quantity has one value.
+docs/metrics.md defines each; the definitions below are also printed where the numbers are shown.
+
+Savings are bounded here, once, for every rule:
+- a finding that makes kernels faster saves at most the gap between their measured time and their
+  speed of light (`sol_us`, analyzer.metrics), or their whole time where none is known; one that
+  removes or moves work (fusion, AI CPU ops) at most the kernels' time;
+- findings on one kernel combine as fractions of what is left (each fix removes a share of the
+  remaining time) and never past that kernel's gap; severity buckets and the total use the same
+  combination, so no bucket exceeds the total and no total exceeds the device time;
+- a finding about idle time between kernels (host-bound gaps) is a share of the wall time and is
+  capped at the idle time; a static finding (from IR, no runtime data) has no saving estimate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from analyzer.findings import SAVING_IDLE, SAVING_NONE, SAVING_WORK, Finding, Severity
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from analyzer.profile import Profile
+
+COMMUNICATION_TYPES = frozenset({"HCCL", "COMMUNICATION", "HCCL_AI_CPU"})
+SEVERITIES = ("high", "medium", "low", "info")
+
+DEFINITIONS: dict[str, str] = {
+    "device_us": "device time: the time at least one compute kernel ran (union of the kernel intervals, "
+    "overlapping streams counted once; communication tasks excluded)",
+    "with_communication_us": "device time with communication: the union of every task's interval, HCCL "
+    "included",
+    "kernel_sum_us": "the sum of compute-kernel durations (launches overlapping on several streams count "
+    "once each)",
+    "communication_us": "time at least one communication task (HCCL) ran",
+    "wall_us": "from the first task's start to the last task's end",
+    "idle_us": "wall time with no task on the device",
+    "units": "a unit's busy share: the sum over launches of its pipe's busy time per core it used, over "
+    "device time; launches without pipe metrics count as not measured (coverage says how much of "
+    "device time was measured)",
+    "savings": "each finding's saving is capped at the gap between its kernels' time and their speed of "
+    "light; findings on one kernel combine as fractions of the remaining time, never past that gap",
+}
+
+
+@dataclass(frozen=True)
+class DeviceTime:
+    device_us: float
+    with_communication_us: float
+    kernel_sum_us: float
+    communication_us: float
+    wall_us: float | None
+    idle_us: float | None
+    exact_intervals: bool  # False: no start times (msprof op), device time is the sum of durations
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: _r3(v) if isinstance(v, float) else v for k, v in dataclasses.asdict(self).items()}
+        d["definitions"] = {k: DEFINITIONS[k] for k in dataclasses.asdict(self) if k in DEFINITIONS}
+        return d
+
+
+def _r3(x: float | None) -> float | None:
+    if x is None or not math.isfinite(x):
+        return None
+    return round(float(x), 3)
+
+
+def _floats(k: pd.DataFrame, col: str) -> np.ndarray:
+    import pandas as pd
+
+    if col not in k.columns:
+        return np.full(len(k), np.nan)
+    return pd.to_numeric(k[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+
+
+def communication_mask(k: pd.DataFrame) -> np.ndarray:
+    if "core_type" not in k.columns:
+        return np.zeros(len(k), dtype=bool)
+    return k["core_type"].astype("str").str.upper().isin(COMMUNICATION_TYPES).to_numpy(dtype=bool)
+
+
+def _union_us(start: np.ndarray, end: np.ndarray) -> float:
+    from analyzer.metrics import interval_union
+
+    u_start, u_end = interval_union(start, end)
+    return float((u_end - u_start).sum()) / 1000.0
+
+
+def device_time(kernels: pd.DataFrame) -> DeviceTime:
+    """Device time and its relatives (DEFINITIONS), from the kernel table's intervals."""
+    k = kernels
+    dur = np.nan_to_num(_floats(k, "duration_us"), nan=0.0)
+    dur = np.clip(dur, 0.0, None)
+    comm = communication_mask(k)
+    kernel_sum = float(dur[~comm].sum())
+    comm_sum = float(dur[comm].sum())
+    has_start = "start_ns" in k.columns and len(k) and bool(k["start_ns"].notna().any())
+    if not has_start:
+        return DeviceTime(kernel_sum, kernel_sum + comm_sum, kernel_sum, comm_sum, None, None, False)
+    ok = k["start_ns"].notna().to_numpy(dtype=bool)
+    # exact int64 ns: a float64 holds ~1.7e18 ns only to the nearest 256 ns
+    start_i = k["start_ns"].astype("Int64").to_numpy(dtype="int64", na_value=0)
+    end_i = start_i + np.round(dur * 1000.0).astype("int64")
+    device = _union_us(start_i[ok & ~comm], end_i[ok & ~comm])
+    every = _union_us(start_i[ok], end_i[ok])
+    communication = _union_us(start_i[ok & comm], end_i[ok & comm])
+    # rows without a start time still ran: their durations count (as if they overlapped nothing)
+    device += float(dur[~ok & ~comm].sum())
+    every += float(dur[~ok].sum())
+    wall = float(end_i[ok].max() - start_i[ok].min()) / 1000.0 if ok.any() else None
+    idle = max(0.0, wall - _union_us(start_i[ok], end_i[ok])) if wall is not None else None
+    return DeviceTime(device, every, kernel_sum, communication, wall, idle, True)
+
+
+# ---- units -------------------------------------------------------------------------------------
+
+_UNIT_SHARES: dict[str, tuple[str, ...]] = {
+    "cube": ("aic_cube_share",),
+    "vector": ("aiv_vec_share",),
+    "mte": ("aic_mte1_share", "aic_mte2_share", "aic_mte3_share", "aiv_mte2_share", "aiv_mte3_share"),
+    "scalar": ("aic_scalar_share", "aiv_scalar_share"),
+}
+
+
+def unit_busy(kernels: pd.DataFrame, device_us: float) -> dict[str, dict[str, float | None]]:
+    """Per unit (cube, vector, mte, scalar): busy µs, share of device time, measured coverage.
+
+    Per launch a unit's busy time is its pipe's share of the launch x the launch's duration (for
+    "mte" and "scalar", the busiest of that kind's pipes on either side). Communication excluded.
+    """
+    k = kernels
+    comm = communication_mask(k)
+    dur = np.where(comm, np.nan, _floats(k, "duration_us"))
+    measured = ~np.isnan(_floats(k, "aic_busy_share")) | ~np.isnan(_floats(k, "aiv_busy_share"))
+    covered = float(np.nansum(np.where(measured, dur, np.nan)))
+    total = float(np.nansum(dur))
+    out: dict[str, dict[str, float | None]] = {}
+    for unit, cols in _UNIT_SHARES.items():
+        present = [c for c in cols if c in k.columns and k[c].notna().any()]
+        if not present:
+            out[unit] = {"busy_us": None, "share": None, "coverage": None}
+            continue
+        with np.errstate(all="ignore"):
+            share = np.fmax.reduce([_floats(k, c) for c in present]) if len(present) > 1 else _floats(
+                k, present[0]
+            )
+        busy = float(np.nansum(share * dur))
+        out[unit] = {
+            "busy_us": _r3(busy),
+            "share": round(min(1.0, busy / device_us), 4) if device_us > 0 else None,
+            "coverage": round(min(1.0, covered / total), 4) if total > 0 else None,
+        }
+    return out
+
+
+# ---- kernels -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One kernel name's launches: total µs, the speed of light of those that have one, the µs they
+    cover, and the gap a fix can close (total - speed of light; the whole time where unknown)."""
+
+    total_us: float
+    sol_us: float
+    sol_covered_us: float
+
+    @property
+    def gap_us(self) -> float:
+        return max(0.0, self.total_us - self.sol_us)
+
+    @property
+    def sol_known(self) -> bool:
+        return self.sol_covered_us >= self.total_us
+
+
+def kernel_time(kernels: pd.DataFrame) -> dict[str, KernelTime]:
+    """Per kernel name: its time and speed of light (KernelTime)."""
+    import pandas as pd
+
+    k = kernels
+    if "name" not in k.columns or not len(k):
+        return {}
+    dur = np.clip(np.nan_to_num(_floats(k, "duration_us"), nan=0.0), 0.0, None)
+    sol = np.minimum(_floats(k, "sol_us"), dur)
+    known = ~np.isnan(sol)
+    frame = pd.DataFrame(
+        {
+            "total": dur,
+            "sol": np.where(known, sol, 0.0),
+            "covered": np.where(known, dur, 0.0),
+        },
+        index=k["name"].astype("str").to_numpy(),
+    )
+    sums = frame.groupby(level=0, sort=False).sum()
+    return {
+        str(name): KernelTime(float(t), float(sl), float(c))
+        for name, t, sl, c in zip(sums.index, sums["total"], sums["sol"], sums["covered"], strict=True)
+    }
+
+
+def top_kernels(kernels: pd.DataFrame, device_us: float, top: int = 10) -> list[dict[str, Any]]:
+    """Compute kernels by total time, each with its share of device time (communication apart)."""
+    import pandas as pd
+
+    k = kernels
+    if not len(k) or "name" not in k.columns:
+        return []
+    keep = ~communication_mask(k)
+    sub = k[keep]
+    if not len(sub):
+        return []
+    dur = pd.Series(_floats(sub, "duration_us"), index=sub.index)
+    g = pd.DataFrame(
+        {
+            "name": sub["name"].astype("str"),
+            "d": dur,
+            "core_type": sub["core_type"].astype("str") if "core_type" in sub else None,
+        }
+    )
+    agg = g.groupby("name", sort=False).agg(
+        count=("d", "size"), total_us=("d", "sum"), mean_us=("d", "mean"), core_type=("core_type", "first")
+    )
+    agg = agg.sort_values("total_us", ascending=False, kind="stable").head(top)
+    out = []
+    for name, row in agg.iterrows():
+        total = float(row["total_us"])
+        out.append(
+            {
+                "name": str(name),
+                "core_type": None if pd.isna(row["core_type"]) else str(row["core_type"]),
+                "count": int(row["count"]),
+                "total_us": round(total, 3),
+                "mean_us": round(float(row["mean_us"]), 3),
+                "share": round(min(1.0, total / device_us), 4) if device_us > 0 else None,
+            }
+        )
+    return out
+
+
+# ---- savings -------------------------------------------------------------------------------------
+
+
+def _spread(finding: Finding, times: dict[str, KernelTime]) -> dict[str, float]:
+    """The finding's saving per kernel of the table, spread over its kernels by their time."""
+    names = [n for n in dict.fromkeys(finding.kernels) if n in times and times[n].total_us > 0]
+    if not names or finding.est_saving_us <= 0:
+        return {}
+    span = sum(times[n].total_us for n in names)
+    return {n: finding.est_saving_us * times[n].total_us / span for n in names}
+
+
+def bound_findings(
+    findings: Sequence[Finding],
+    kernels: pd.DataFrame,
+    dt: DeviceTime,
+    severity: Callable[[float], Severity],
+) -> list[Finding]:
+    """Every finding with its saving capped (module docstring), share and severity recomputed.
+
+    `severity(share)` maps a share of device time to a severity (the run's configured cuts).
+    A capped finding records its raw estimate and the bound in `evidence["saving_bound"]`.
+    """
+    times = kernel_time(kernels)
+    out: list[Finding] = []
+    for f in findings:
+        if f.saving_kind == SAVING_NONE:
+            out.append(dataclasses.replace(f, est_saving_us=0.0, share_of_total=0.0))
+            continue
+        if f.saving_kind == SAVING_IDLE:
+            saving, bound = f.est_saving_us, None
+            if dt.idle_us is not None and saving > dt.idle_us:
+                saving, bound = dt.idle_us, "the idle time between tasks"
+            base = dt.wall_us or dt.device_us
+            share = saving / base if base else 0.0
+            out.append(_with_saving(f, saving, min(1.0, share), bound, severity))
+            continue
+        spread = _spread(f, times)
+        if spread and f.saving_kind == SAVING_WORK:
+            cap, how = sum(times[n].total_us for n in spread), "the kernels' measured time"
+        elif spread:
+            cap = sum(times[n].gap_us for n in spread)
+            known = [times[n].sol_covered_us > 0 for n in spread]
+            if all(times[n].sol_known for n in spread):
+                how = "the gap to the kernels' speed of light"
+            elif any(known):
+                how = "the kernels' time less the speed of light of the launches that have one"
+            else:
+                how = "the kernels' measured time"
+        else:
+            cap, how = dt.device_us, "the device time"
+        saving, bound = (cap, how) if f.est_saving_us > cap else (f.est_saving_us, None)
+        share = min(1.0, saving / dt.device_us) if dt.device_us > 0 else 0.0
+        out.append(_with_saving(f, saving, share, bound, severity))
+    return out
+
+
+def _with_saving(
+    f: Finding, saving: float, share: float, bound: str | None, severity: Callable[[float], Severity]
+) -> Finding:
+    saving = max(0.0, float(saving))
+    evidence = dict(f.evidence)
+    if bound is not None:
+        evidence["saving_bound"] = {
+            "estimated_us": _r3(f.est_saving_us), "capped_us": _r3(saving), "by": bound
+        }
+    # errors and advisor findings keep their own severity; ours follow the (bounded) share
+    sev = severity(share) if f.source == "tilescope" else f.severity
+    return dataclasses.replace(f, est_saving_us=saving, share_of_total=share, severity=sev, evidence=evidence)
+
+
+def combined_saving(
+    findings: Iterable[Finding], kernels: pd.DataFrame, dt: DeviceTime
+) -> tuple[float, float]:
+    """Device time and idle time the findings could recover together (module docstring)."""
+    times = kernel_time(kernels)
+    kept: dict[str, float] = {}  # kernel -> product of (1 - fraction) over its findings
+    reworked: set[str] = set()  # kernels whose work a finding removes: bounded by their time only
+    loose = 0.0  # savings on no kernel of the table
+    idle = 0.0
+    for f in findings:
+        if f.est_saving_us <= 0 or f.saving_kind == SAVING_NONE:
+            continue
+        if f.saving_kind == SAVING_IDLE:
+            idle += f.est_saving_us
+            continue
+        spread = _spread(f, times)
+        if not spread:
+            loose += f.est_saving_us
+        if f.saving_kind == SAVING_WORK:
+            reworked.update(spread)
+        for name, part in spread.items():
+            kept[name] = kept.get(name, 1.0) * (1.0 - min(1.0, part / times[name].total_us))
+    device = loose
+    for name, rest in kept.items():
+        t = times[name]
+        cap = t.total_us if name in reworked else t.gap_us
+        device += min(cap, t.total_us * (1.0 - rest))
+    device = min(device, dt.device_us)
+    if dt.idle_us is not None:
+        idle = min(idle, dt.idle_us)
+    return device, idle
+
+
+def finding_totals(findings: Sequence[Finding], kernels: pd.DataFrame, dt: DeviceTime) -> dict[str, Any]:
+    """Counts and combined savings, overall and per severity (the same combination on each subset)."""
+    counts = Counter(f.severity.value for f in findings)
+    device, idle = combined_saving(findings, kernels, dt)
+    by_sev: dict[str, dict[str, float | None]] = {}
+    for sev in SEVERITIES:
+        d, i = combined_saving([f for f in findings if f.severity.value == sev], kernels, dt)
+        by_sev[sev] = {"device_us": _r3(d), "idle_us": _r3(i)}
+    wall = dt.wall_us
+    return {
+        "count": len(findings),
+        "by_severity": {k: counts.get(k, 0) for k in SEVERITIES},
+        "saving_by_severity": by_sev,
+        "est_recoverable_us": _r3(device),
+        "est_recoverable_share": round(device / dt.device_us, 6) if dt.device_us > 0 else 0.0,
+        "est_idle_recoverable_us": _r3(idle),
+        "est_idle_recoverable_share": round(idle / wall, 6) if wall else None,
+        "not_estimated": sum(1 for f in findings if f.saving_kind == SAVING_NONE),
+        "definition": DEFINITIONS["savings"],
+    }
+
+
+def speed_of_light(kernels: pd.DataFrame) -> dict[str, Any]:
+    """How close the compute kernels run to their speed of light, over the launches that have one."""
+    keep = ~communication_mask(kernels)
+    dur = _floats(kernels, "duration_us")[keep]
+    sol = _floats(kernels, "sol_us")[keep]
+    known = ~np.isnan(sol) & ~np.isnan(dur)
+    measured = float(dur[known].sum())
+    total = float(np.nansum(dur))
+    return {
+        "sol_us": _r3(float(sol[known].sum())),
+        "measured_us": _r3(measured),
+        "achieved_pct": round(float(sol[known].sum()) / measured * 100, 2) if measured > 0 else None,
+        "coverage": round(measured / total, 4) if total > 0 else None,
+    }
+
+
+def summarize(profile: Profile, findings: Sequence[Finding] | None = None, top: int = 10) -> dict[str, Any]:
+    """The JSON-serialisable summary every view shows (see the module docstring)."""
+    k = profile.kernels
+    dt = device_time(k)
+    dur = _floats(k, "duration_us")
+    by_core: dict[str, float] = {}
+    if "core_type" in k.columns and len(k):
+        import pandas as pd
+
+        by_core = {
+            str(c): round(float(v), 3)
+            for c, v in pd.Series(dur, index=k.index)
+            .groupby(k["core_type"].astype("str").fillna("UNKNOWN"))
+            .sum()
+            .items()
+        }
+    units = unit_busy(k, dt.device_us)
+    out: dict[str, Any] = {
+        "kernel_count": len(k),
+        "distinct_kernels": int(k["name"].nunique()) if "name" in k.columns else 0,
+        "total_device_us": round(dt.device_us, 3),
+        "device_time": dt.to_dict(),
+        "time_by_core_type_us": by_core,
+        "units": units,
+        "shares": {u: v["share"] for u, v in units.items()},
+        "units_definition": DEFINITIONS["units"],
+        "speed_of_light": speed_of_light(k),
+        "top_kernels": top_kernels(k, dt.device_us, top),
+    }
+    if findings is not None:
+        out["findings"] = finding_totals(findings, k, dt)
+    return out

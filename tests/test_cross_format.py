@@ -1,0 +1,85 @@
+"""One profile rendered in every format shows the same numbers with the same rounding.
+
+The JSON report is the reference; the terminal, Markdown, HTML, SARIF, the dashboard's overview and
+`diff` must each print its device time, unit busy shares, closing headline and every finding's
+saving exactly as `analyzer.report.words` formats them from the JSON values.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyzer.analysis import analyze
+from analyzer.io.load import load_profile
+from analyzer.report import render_html, render_json, render_md, render_sarif, render_text
+from analyzer.report.data import build_report
+from analyzer.report.words import fmt_pct, fmt_us, headline, saving_text, units_text
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+
+
+def _md_visible(text: str) -> str:
+    """Markdown as rendered: backslash escapes dropped, HTML entities decoded."""
+    return html_lib.unescape(re.sub(r"\\(.)", r"\1", text))
+
+
+def _visible(page: str) -> str:
+    """The HTML page's text as a reader sees it (tags dropped, entities decoded)."""
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+@pytest.fixture(scope="module", params=["tilelang_fa_bundle", "attention_unfused"])
+def rendered(request: pytest.FixtureRequest) -> dict[str, Any]:
+    profile = load_profile(SAMPLES / request.param)
+    report = build_report(profile, analyze(profile))
+    from dashboard.data import make_entry
+    from dashboard.views import overview_kpis
+
+    entry = make_entry("p0", "sample", profile, report)
+    kpis = json.dumps([k.to_plotly_json() for k in overview_kpis(entry)], default=str, ensure_ascii=False)
+    return {
+        "report": json.loads(render_json.render(report)),
+        "text": render_text.render(report, width=400),
+        "md": _md_visible(render_md.render(report)),
+        "html": _visible(render_html.render(report)),
+        "sarif": render_sarif.render(report),
+        "dashboard": kpis,
+    }
+
+
+def test_device_time_is_one_value(rendered: dict[str, Any]) -> None:
+    summary = rendered["report"]["summary"]
+    device = fmt_us(summary["total_device_us"])
+    for fmt in ("text", "md", "html", "dashboard"):
+        assert device in rendered[fmt], fmt
+    assert summary["device_time"]["device_us"] == summary["total_device_us"]
+
+
+def test_unit_shares_are_one_value(rendered: dict[str, Any]) -> None:
+    summary = rendered["report"]["summary"]
+    line = units_text(summary)
+    assert line and line in rendered["text"] and line in rendered["md"]
+    for key, label in (("cube", "Cube"), ("vector", "Vector")):
+        assert f"{label} {fmt_pct(summary['shares'][key], 0)}" in rendered["html"]
+
+
+def test_headline_and_savings_are_one_value(rendered: dict[str, Any]) -> None:
+    report = rendered["report"]
+    closing = headline(report["findings"], [p["summary"] for p in report["profiles"]])
+    for fmt in ("text", "md", "html"):
+        assert closing in rendered[fmt], fmt
+    totals = report["summary"]["findings"]
+    kpi = f"{fmt_us(totals['est_recoverable_us'])} ({fmt_pct(totals['est_recoverable_share'], 0)})"
+    assert kpi in rendered["dashboard"]
+    sarif = json.loads(rendered["sarif"])["runs"][0]["results"]
+    for f in report["findings"]:
+        text = saving_text(f)
+        for fmt in ("text", "md", "html"):
+            assert text in rendered[fmt], (fmt, f["code"], text)
+        assert any(text in r["message"]["text"] for r in sarif), (f["code"], text)
