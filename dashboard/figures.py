@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from analyzer.chips import ChipSpec
 from analyzer.report.escape import MAX_INLINE, plotly_text
-from analyzer.report.words import fmt_us
+from analyzer.report.words import fmt_pct, fmt_us
 
 CUBE, VECTOR, MIX_CUBE, MIX_VECTOR, OTHER, HOST = (
     "Cube",
@@ -49,17 +49,18 @@ SEVERITIES = ("high", "medium", "low", "info")
 SYMBOLS = {CUBE: "circle", VECTOR: "circle", MIX_CUBE: "diamond", MIX_VECTOR: "diamond", OTHER: "square"}
 _CORE_CATEGORY = {"AI_CORE": CUBE, "AI_VECTOR_CORE": VECTOR, "MIX_AIC": MIX_CUBE, "MIX_AIV": MIX_VECTOR}
 # (label, column, colour key) of the pipe bars; AIC pipes first, then AIV, as MindStudio lists them.
+# Each is the pipe's share of the launch (analyzer.metrics), the same quantity as every other view.
 PIPES = (
-    ("Cube", "aic_cube_ratio", "Cube"),
-    ("MTE1 (AIC)", "aic_mte1_ratio", "MTE1"),
-    ("MTE2 (AIC)", "aic_mte2_ratio", "MTE2"),
-    ("MTE3 (AIC)", "aic_mte3_ratio", "MTE3"),
-    ("FixPipe", "aic_fixpipe_ratio", "FixPipe"),
-    ("Scalar (AIC)", "aic_scalar_ratio", "Scalar"),
-    ("Vector", "aiv_vec_ratio", "Vector"),
-    ("MTE2 (AIV)", "aiv_mte2_ratio", "MTE2"),
-    ("MTE3 (AIV)", "aiv_mte3_ratio", "MTE3"),
-    ("Scalar (AIV)", "aiv_scalar_ratio", "Scalar"),
+    ("Cube", "aic_cube_share", "Cube"),
+    ("MTE1 (AIC)", "aic_mte1_share", "MTE1"),
+    ("MTE2 (AIC)", "aic_mte2_share", "MTE2"),
+    ("MTE3 (AIC)", "aic_mte3_share", "MTE3"),
+    ("FixPipe", "aic_fixpipe_share", "FixPipe"),
+    ("Scalar (AIC)", "aic_scalar_share", "Scalar"),
+    ("Vector", "aiv_vec_share", "Vector"),
+    ("MTE2 (AIV)", "aiv_mte2_share", "MTE2"),
+    ("MTE3 (AIV)", "aiv_mte3_share", "MTE3"),
+    ("Scalar (AIV)", "aiv_scalar_share", "Scalar"),
 )
 FONT = dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=12)
 MAX_BAR_LABEL = 48
@@ -147,7 +148,7 @@ def busy_by_core_type_figure(busy_us: dict[str, float]) -> go.Figure:
 
 
 def pipe_share_figure(shares: dict[str, float]) -> go.Figure:
-    """Share of busy time per pipe family (Cube / Vector / data movement / Scalar / FixPipe)."""
+    """Each unit's busy share of device time (analyzer.summary; units overlap, so no total)."""
     items = [(k, v) for k, v in shares.items() if v is not None and math.isfinite(v)]
     if not items:
         return empty_figure("No pipe ratios: collect aic_metrics=PipeUtilization")
@@ -157,14 +158,15 @@ def pipe_share_figure(shares: dict[str, float]) -> go.Figure:
             y=[plot_text(k) for k, _ in items],
             orientation="h",
             marker_color=[COLORS.get(k, COLORS[OTHER]) for k, _ in items],
-            text=[f"{v * 100:.1f} %" for _, v in items],
+            # the rounding of every other view (analyzer.report.words: unit shares to whole per cent)
+            text=[fmt_pct(v, 0) for _, v in items],
             textposition="auto",
-            hovertemplate="%{y}: %{x:.1f} % of busy time<extra></extra>",
+            hovertemplate="%{y}: busy %{x:.1f} % of device time<extra></extra>",
         )
     )
-    fig.update_xaxes(title_text="share of device busy time (%)", range=[0, 100])
+    fig.update_xaxes(title_text="busy, % of device time (per core, summed over launches)", range=[0, 100])
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, "Cube / Vector / data movement / Scalar", 240)
+    return _layout(fig, "Cube / Vector / data movement / Scalar busy", 240)
 
 
 def top_kernels_figure(by_name: pd.DataFrame, n: int = 12) -> go.Figure:
@@ -223,11 +225,19 @@ def findings_by_severity_figure(
 
 
 def pipe_ratio_figure(rows: pd.DataFrame, title: str) -> go.Figure:
-    """Mean busy % per pipe over the given launches, with min-max whiskers when several."""
+    """Busy % of the launch per pipe over the given launches (duration-weighted, as the report's
+    kernel rows), with min-max whiskers when several."""
     present = [(label, col, key) for label, col, key in PIPES if col in rows and rows[col].notna().any()]
     if rows.empty or not present:
         return empty_figure("No pipe ratios for this kernel: collect aic_metrics=PipeUtilization")
-    means = [float(rows[c].mean()) * 100 for _, c, _ in present]
+    dur = rows["duration_us"] if "duration_us" in rows else pd.Series(1.0, index=rows.index)
+
+    def weighted(col: str) -> float:
+        ok = rows[col].notna() & dur.notna()
+        total = float(dur[ok].sum())
+        return float((rows[col][ok] * dur[ok]).sum() / total) if total > 0 else float(rows[col].mean())
+
+    means = [weighted(c) * 100 for _, c, _ in present]
     lo = [m - float(rows[c].min()) * 100 for m, (_, c, _) in zip(means, present, strict=True)]
     hi = [float(rows[c].max()) * 100 - m for m, (_, c, _) in zip(means, present, strict=True)]
     several = len(rows) > 1
@@ -242,7 +252,7 @@ def pipe_ratio_figure(rows: pd.DataFrame, title: str) -> go.Figure:
             hovertemplate="%{x}: %{y:.1f} % busy<extra></extra>",
         )
     )
-    fig.update_yaxes(title_text="pipe busy (% of side's cycles)", range=[0, 110])
+    fig.update_yaxes(title_text="pipe busy (% of the launch, per core)", range=[0, 110])
     fig.update_xaxes(title_text="pipe (AIC = Cube core, AIV = Vector core)")
     suffix = f" — mean of {len(rows)} launches, whiskers min–max" if several else ""
     return _layout(fig, plot_text(title, 60) + suffix, 320)

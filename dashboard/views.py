@@ -16,12 +16,12 @@ from analyzer.report.words import fmt_pct, fmt_us, num, saving_text
 from dashboard import figures as F
 from dashboard.data import ProfileEntry
 
+# the summary's unit keys (analyzer.summary) and the label each bar gets
 SHARE_LABELS = (
     ("cube", F.CUBE),
     ("vector", F.VECTOR),
-    ("data_movement", "Data movement"),
+    ("mte", "Data movement"),
     ("scalar", "Scalar"),
-    ("fixpipe", "FixPipe"),
 )
 GRID_HEADERS = {
     "name": "Kernel",

@@ -17,6 +17,8 @@ KIND = "runtime"
 NEEDS = ("duration_us", "aic_mte2_share|aiv_mte2_share")
 THRESHOLDS: dict[str, Any] = {
     "bound_share": 0.8,  # msprof-analyze operator_bound_ratio on the launch: every pipe below = no bound
+    # a busiest pipe that moves data at least this share of the launch is TS202's memory-bound case
+    "memory_bound_share": 0.7,
     "min_duration_us": 20.0,
     "min_saving_us": 1.0,
     "max_findings": 20,
@@ -59,7 +61,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
 
     ## Thresholds
     `bound_share` (0.8, msprof-analyze's `operator_bound_ratio`, applied to the launch),
-    `min_duration_us` (20), `min_saving_us` (1), `max_findings` (20).
+    `memory_bound_share` (0.7: a busiest pipe that is an MTE pipe at least this busy makes the
+    launch memory-bound, TS202's finding, not latency-bound), `min_duration_us` (20),
+    `min_saving_us` (1), `max_findings` (20).
 
     ## Known limits
     Needs PipeUtilization metrics. The saving assumes the busiest pipe could reach
@@ -68,17 +72,22 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     df = profile.kernels
     dur = num(df, "duration_us")
     present = [p for p in PIPES if p in df.columns and df[p].notna().any()]
-    busiest = pd.concat([num(df, p) for p in present], axis=1).max(axis=1, skipna=True)
+    shares = pd.concat([num(df, p) for p in present], axis=1)
+    busiest = shares.max(axis=1, skipna=True)
+    mte = shares[[p for p in present if "_mte" in p]].max(axis=1, skipna=True) if len(present) else busiest
+    # data movement near saturation is not latency: the kernel waits for bytes (TS202 says so)
+    moving = (mte >= busiest) & (mte >= float(ctx.thresholds["memory_bound_share"]))
     limit = float(ctx.thresholds["bound_share"])
-    flagged = ((busiest < limit) & (dur > float(ctx.thresholds["min_duration_us"]))).fillna(False).to_numpy()
+    long_enough = dur > float(ctx.thresholds["min_duration_us"])
+    flagged = ((busiest < limit) & ~moving & long_enough).fillna(False).to_numpy()
     saving = (dur * (1 - busiest / limit)).clip(lower=0).fillna(0)
     prof = profile.with_kernels(lean(df, busiest_pipe_share=busiest, **{p: num(df, p) for p in present}))
 
     def message(kernel: str, row: pd.Series) -> str:
         launches = int(row["launches"])
         return (
-            f"{kernel}: no pipe saturated — the busiest is busy {pct(row['busiest_pipe_share'])} of the "
-            f"launch (< {pct(limit)}) over {launches} launch{'es' if launches > 1 else ''} of "
+            f"{kernel}: no pipe saturated — the busiest is busy {100 * row['busiest_pipe_share']:.1f} % of "
+            f"the launch (< {pct(limit)}) over {launches} launch{'es' if launches > 1 else ''} of "
             f"{row['median_us']:.1f} µs median"
         )
 

@@ -33,8 +33,9 @@ def missing_inputs(profile: Profile) -> tuple[str, ...]:
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
-    Reads the timeline's `AI Core Freq` counter and, for every kernel of the timeline, the
-    frequency in effect when it started. Kernels that started while the clock was more than
+    Reads the timeline's `AI Core Freq` counter and, for every compute kernel of the timeline
+    (runtime tasks such as PROFILING_ENABLE are not kernels), the frequency in effect when it
+    started. Kernels that started while the clock was more than
     `min_drop` below the rated frequency (device info, else the chip's clock) are counted; the
     lost time is duration x (1 - f / rated).
 
@@ -61,7 +62,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     c = tl.counters[text(tl.counters, "name") == FREQ_COUNTER]
     freq = pd.DataFrame({"start_ns": start_ns(c).to_numpy(), "mhz": num(c, "value").to_numpy()}).dropna()
     freq = freq.sort_values("start_ns")
-    k = tl.kernels
+    from analyzer.io.timeline import kernel_tasks
+
+    keep, _types = kernel_tasks(tl.kernels)
+    k = tl.kernels[keep]  # compute kernels only: runtime tasks (PROFILING_ENABLE, ...) are not kernels
     ks = pd.DataFrame(
         {
             "start_ns": start_ns(k).to_numpy(),
@@ -72,6 +76,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     )
     ks = ks.sort_values("start_ns")
     m = pd.merge_asof(ks, freq, on="start_ns", direction="backward")
+    # the device's rated clock (OpBasicInfo, info.json, the counter's own maximum) before the chip's
     rated = profile.device.rated_frequency_mhz or profile.chip.clock_mhz or float(freq["mhz"].max())
     drop = float(ctx.thresholds["min_drop"])
     low = m["mhz"] < rated * (1 - drop)

@@ -30,7 +30,8 @@ def test_pipe_share_figure_uses_product_colours() -> None:
     fig = F.pipe_share_figure({"Cube": 0.5, "Vector": 0.2, "Data movement": 0.6, "Scalar": 0.1}).to_dict()
     assert list(fig["data"][0]["marker"]["color"]) == ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"]
     assert list(fig["data"][0]["x"]) == pytest.approx([50, 20, 60, 10])
-    assert fig["layout"]["xaxis"]["title"]["text"] == "share of device busy time (%)"
+    assert fig["layout"]["xaxis"]["title"]["text"] == "busy, % of device time (per core, summed over launches)"
+    assert list(fig["data"][0]["text"]) == ["50 %", "20 %", "60 %", "10 %"]  # the headline's rounding
     assert "PipeUtilization" in str(F.pipe_share_figure({}).to_dict()["layout"]["annotations"][0]["text"])
 
 
@@ -67,15 +68,17 @@ def test_findings_by_severity_counts_and_colours() -> None:
 
 def test_pipe_ratio_figure_mean_and_whiskers() -> None:
     rows = pd.DataFrame(
-        {"aic_cube_ratio": [0.2, 0.4], "aic_mte2_ratio": [0.9, 0.7], "aiv_vec_ratio": [np.nan] * 2}
+        {"duration_us": [10.0, 30.0], "aic_cube_share": [0.2, 0.4], "aic_mte2_share": [0.9, 0.7],
+         "aiv_vec_share": [np.nan] * 2}
     )
     fig = F.pipe_ratio_figure(rows, HOSTILE).to_dict()
     bar = fig["data"][0]
     assert list(bar["x"]) == ["Cube", "MTE2 (AIC)"]
-    assert list(bar["y"]) == pytest.approx([30.0, 80.0])
+    # weighted by duration, as the report's per-kernel rows: (0.2 x 10 + 0.4 x 30) / 40 = 35 %
+    assert list(bar["y"]) == pytest.approx([35.0, 75.0])
     assert list(bar["marker"]["color"]) == ["#1f77b4", "#2ca02c"]
-    assert list(bar["error_y"]["array"]) == pytest.approx([10.0, 10.0])
-    assert fig["layout"]["yaxis"]["title"]["text"] == "pipe busy (% of side's cycles)"
+    assert list(bar["error_y"]["array"]) == pytest.approx([5.0, 15.0])
+    assert fig["layout"]["yaxis"]["title"]["text"] == "pipe busy (% of the launch, per core)"
     assert fig["layout"]["title"]["text"].startswith(SAFE)
 
 

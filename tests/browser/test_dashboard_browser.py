@@ -234,7 +234,7 @@ def test_kernel_grid_search_sort_and_open_detail(page: Any, sample_app: tuple[st
     expect(page.locator(".tab--selected")).to_have_text("Kernel detail")
     expect(page.locator("#d-kernel")).to_contain_text(name)
     expect(page.locator("#d-pipes .xtick")).not_to_have_count(0)
-    expect(page.locator("#d-pipes .g-ytitle")).to_have_text("pipe busy (% of side's cycles)")
+    expect(page.locator("#d-pipes .g-ytitle")).to_have_text("pipe busy (% of the launch, per core)")
     screenshot(page, "detail")
     events.assert_clean()
 
@@ -246,7 +246,9 @@ def test_roofline_timeline_and_compare(page: Any, sample_app: tuple[str, Any]) -
     events = open_app(page, url)
     show_tab(page, "Roofline")
     expect(page.locator("#roofline .g-xtitle")).to_have_text("arithmetic intensity (FLOP/byte)")
-    expect(page.locator("#roofline .legendtext").filter(has_text="HBM")).to_contain_text("(assumption)")
+    expect(page.locator("#roofline .legendtext").filter(has_text="GM")).to_contain_text(
+        "(vendor, default memory type)"
+    )
     screenshot(page, "roofline")
     # A click on a point (Plotly's own click event on the WebGL trace) opens that kernel.
     name = page.evaluate(
