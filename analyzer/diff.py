@@ -25,7 +25,7 @@ from analyzer.summary import device_time
 
 DIFF_SCHEMA_VERSION = "1"
 TOP_KERNELS = 10  # the gate watches the base run's top kernels by device time
-PIPE_CHANGE_MIN = 0.05  # pipe-ratio changes smaller than 5 points are not reported
+PIPE_CHANGE_MIN = 0.05  # pipe-share changes smaller than 5 points of the launch are not reported
 
 # Example: "flash_attn_fwd_kernel_mix_aic_3f2a9c1b" -> "flash_attn_fwd"; "hcom_allReduce__123_0_1" ->
 # "hcom_allReduce"; "MatMul_17" -> "MatMul". Hash suffixes need a digit so words like "_facade"

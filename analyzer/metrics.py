@@ -26,11 +26,13 @@ Conventions chosen here (the reports and rules rely on them):
   time), else the sizes of all input and output tensors (each read or written once: a lower bound).
   `achieved_gbps` = bytes_moved / duration (the launch's bandwidth; never a sum of per-block rates).
 - Speed of light (`sol_us`): the time the launch would take if its busiest resource ran at the
-  chip's ceiling: max(cube_flops / Cube peak, vector_flops / Vector peak, bytes_moved / GM
-  bandwidth), never above the measured duration; `sol_bound` names the resource ("cube", "vector",
-  "memory"), `sol_pct` = sol_us / duration x 100 (achieved % of speed of light). Null when the launch
-  carries neither work nor traffic, or when the ceiling time exceeds the measured duration by more
-  than 5 % (the shapes or chip figures contradict the measurement).
+  chip's ceiling for the cores it used (its grid, at most the chip's cores): max(cube_flops / the
+  Cube peak of those cores, vector_flops / their Vector peak, bytes_moved / min(GM bandwidth,
+  their single-core GM->L1 / GM->UB path rates)), never above the measured duration; `sol_bound`
+  names the resource ("cube", "vector", "memory"), `sol_pct` = sol_us / duration x 100 (achieved %
+  of speed of light). Null when the launch carries neither work nor traffic, or when the ceiling time
+  exceeds the measured duration by more than 5 % (the shapes or chip figures contradict the
+  measurement). A fix that changes the grid (TS401) is bounded by the kernel's time instead.
 - `bound_pipe`: the pipe with the largest share of the launch among cube, vector, mte1, mte2, mte3,
   fixpipe, scalar (both sides, max); "none" when every share is below 0.8 (msprof-analyze's
   `operator_bound_ratio`); null when the kernel has no pipe data.
@@ -195,6 +197,17 @@ def _add_fill0(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(a), b, np.where(np.isnan(b), a, a + b))
 
 
+def _sum_present(cols: KernelColumns, *names: str) -> np.ndarray:
+    """`_add_fill0` over the columns the table has (an absent one adds nothing: no NaN arrays)."""
+    present = [cols.floats(c) for c in names if c in cols]
+    if not present:
+        return np.full(cols.n, np.nan)
+    out = present[0]
+    for a in present[1:]:
+        out = _add_fill0(out, a)
+    return out
+
+
 def _positive(a: np.ndarray) -> np.ndarray:
     return np.where(a > 0, a, np.nan)
 
@@ -238,7 +251,8 @@ def derived_metrics(
         safe = _positive(dur)
         util = cols.floats("cube_utilization_pct")
         coupled = coupled or COUPLED_MARKER in cols
-        new["unit"] = _units(cols)
+        unit = _unit_codes(cols)
+        new["unit"] = _unit_labels(unit)
         if chip.clock_mhz and chip.aic_count and "aic_total_cycles" in cols and not coupled:
             calc = cols.floats("aic_total_cycles") / (chip.clock_mhz * chip.aic_count * safe) * 100.0
             new["cube_utilization_calc_pct"] = calc
@@ -263,10 +277,11 @@ def derived_metrics(
         new["vector_share"] = _share(vec, safe)
 
         shape_flops, shape_bytes = _shape_metrics(cols)
-        measured_cube = _positive(_add_fill0(cols.floats("aic_cube_fops"), cols.floats("aiv_cube_fops")))
+        measured_cube = _positive(_sum_present(cols, "aic_cube_fops", "aiv_cube_fops"))
         cube_flops = _fill(measured_cube, shape_flops)
-        vector_flops = _positive(_add_fill0(cols.floats("aiv_vector_fops"), cols.floats("aic_vector_fops")))
-        flops = _add_fill0(cube_flops, vector_flops)
+        vector_flops = _positive(_sum_present(cols, "aiv_vector_fops", "aic_vector_fops"))
+        has_vector = "aiv_vector_fops" in cols or "aic_vector_fops" in cols
+        flops = _add_fill0(cube_flops, vector_flops) if has_vector else cube_flops
         moved = _fill(_measured_bytes(cols), shape_bytes)
         new["cube_flops"] = cube_flops
         new["vector_flops"] = vector_flops
@@ -275,7 +290,7 @@ def derived_metrics(
         new["bytes_moved"] = moved
         new["achieved_gbps"] = moved / safe / 1e3  # bytes / µs = 1e6 B/s; / 1e9 -> GB/s
         new["arithmetic_intensity"] = flops / _positive(moved)
-        sol, bound = _speed_of_light(cols, chip, cube_flops, vector_flops, moved)
+        sol, bound = _speed_of_light(cols, chip, unit, cube_flops, vector_flops, moved)
         # a ceiling time above the measured one means the work or traffic read from the shapes (or
         # the chip figures) contradict the measurement: no speed of light rather than a wrong one
         contradicted = sol > dur * SOL_TOLERANCE
@@ -292,21 +307,25 @@ def derived_metrics(
 UNIT_LABELS = ("cube", "vector", "mix")
 
 
-def _units(cols: KernelColumns) -> pa.Array:
-    """Which AI Core side a launch ran on: "cube", "vector", "mix", null for other tasks.
+def _unit_codes(cols: KernelColumns) -> np.ndarray:
+    """Which AI Core side a launch ran on, as an index into UNIT_LABELS (-1: no AI Core task).
 
     AI_CORE rows whose work is all in aiv_* (older CANN types vector kernels AI_CORE with
     aic_total_cycles 0) ran on the Vector cores: their grid is measured against the AIV count.
     """
-    n = cols.n
-    aic = cols.floats("aic_total_cycles")
-    aiv = cols.floats("aiv_total_cycles")
-    vector_only = ~(aic > 0) & (aiv > 0)
-    code = np.full(n, -1, dtype="int64")
-    code[cols.text_in("core_type", ["AI_CORE"])] = 0
-    code[cols.text_in("core_type", ["AI_CORE"]) & vector_only] = 1
-    code[cols.text_in("core_type", ["AI_VECTOR_CORE"])] = 1
-    code[cols.text_in("core_type", ["MIX_AIC", "MIX_AIV"])] = 2
+    if "core_type" not in cols or not cols.n:
+        return np.full(cols.n, -1, dtype="int64")
+    # one code per distinct core type (a handful), gathered per row
+    type_codes, types = cols.codes("core_type")
+    per_type = {"AI_CORE": 0, "AI_VECTOR_CORE": 1, "MIX_AIC": 2, "MIX_AIV": 2}
+    code = np.array([per_type.get(str(t), -1) for t in types], dtype="int64")[type_codes]
+    if (code == 0).any() and "aiv_total_cycles" in cols:
+        vector_only = ~(cols.floats("aic_total_cycles") > 0) & (cols.floats("aiv_total_cycles") > 0)
+        code[(code == 0) & vector_only] = 1
+    return code
+
+
+def _unit_labels(code: np.ndarray) -> pa.Array:
     return pc.take(pa.array(UNIT_LABELS), pa.array(np.maximum(code, 0), mask=code < 0))
 
 
@@ -315,26 +334,70 @@ SOL_LABELS = ("cube", "vector", "memory")
 SOL_TOLERANCE = 1.05
 
 
+def _cores_used(cols: KernelColumns, chip: ChipSpec, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cube and Vector cores each launch ran on: its grid, at most the chip's cores of that kind.
+
+    A MIX_AIC launch runs Block Dim cube blocks and Mix Block Dim vector blocks, a MIX_AIV the
+    reverse; a launch without a Block Dim is taken to use every core of its kind.
+    """
+    aic = float(chip.aic_count or np.nan)
+    aiv = float(chip.aiv_count or np.nan)
+    block, mix = cols.floats("block_dim"), cols.floats("mix_block_dim")
+    mix_aiv = cols.text_in("core_type", ["MIX_AIV"])
+    is_cube, is_vector, is_mix = unit == 0, unit == 1, unit == 2
+    cube_blocks = np.where(is_mix, np.where(mix_aiv, mix, block), np.where(is_cube, block, 0.0))
+    vector_blocks = np.where(is_mix, np.where(mix_aiv, block, mix), np.where(is_vector, block, 0.0))
+    # a missing or zero Block Dim says nothing about the grid: all cores of the side the launch used
+    cube_blocks = np.where(np.isnan(cube_blocks) | ((cube_blocks <= 0) & is_cube), aic, cube_blocks)
+    vector_blocks = np.where(np.isnan(vector_blocks) | ((vector_blocks <= 0) & is_vector), aiv, vector_blocks)
+    return np.minimum(cube_blocks, aic), np.minimum(vector_blocks, aiv)
+
+
 def _speed_of_light(
-    cols: KernelColumns, chip: ChipSpec, cube_flops: np.ndarray, vector_flops: np.ndarray, moved: np.ndarray
+    cols: KernelColumns,
+    chip: ChipSpec,
+    unit: np.ndarray,
+    cube_flops: np.ndarray,
+    vector_flops: np.ndarray,
+    moved: np.ndarray,
 ) -> tuple[np.ndarray, pa.Array]:
-    """Per launch: the largest of the three ceiling times (µs) and which one it is."""
+    """Per launch: the largest of the three ceiling times (µs) and which one it is.
+
+    Ceilings for the cores the launch used (its grid): Cube FLOP/s = cores x clock x FLOP/cycle,
+    Vector likewise, and GM bytes at min(GM bandwidth, the used cores' single-core path rates:
+    GM->L1 per Cube core, GM->UB per Vector core; chips.md §2a).
+    """
     n = cols.n
+    cube_cores, vector_cores = _cores_used(cols, chip, unit)
+    clock = chip.clock_mhz or np.nan
     per_cycle = _cube_flop_per_cycle(cols, chip)
-    cube_peak = (chip.aic_count or np.nan) * (chip.clock_mhz or np.nan) * per_cycle  # FLOP per µs
-    vector_peak = chip.peak_vector_flops()
-    gm = chip.hbm_bandwidth_gbps
-    terms = np.vstack(
-        [
-            cube_flops / cube_peak,
-            vector_flops / (vector_peak / 1e6) if vector_peak else np.full(n, np.nan),
-            moved / (gm * 1e3) if gm else np.full(n, np.nan),  # GB/s = 1e3 bytes per µs
-        ]
-    )
-    has = ~np.isnan(terms).all(axis=0)
-    sol = np.where(has, np.nanmax(np.where(np.isnan(terms), -1.0, terms), axis=0), np.nan)
-    which = np.argmax(np.where(np.isnan(terms), -1.0, terms), axis=0)
-    labels = pc.take(pa.array(SOL_LABELS), pa.array(which.astype("int64"), mask=~has))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # no Cube core in the grid but Cube work: the work says the side ran; all its cores
+        cube_cores = np.where((cube_cores > 0) | np.isnan(cube_flops), cube_cores, chip.aic_count or np.nan)
+        t_cube = cube_flops / (cube_cores * clock * per_cycle)  # FLOP / (FLOP per µs)
+        t_vector = None
+        if chip.aiv_count and chip.clock_mhz:
+            cores = np.where((vector_cores > 0) | np.isnan(vector_flops), vector_cores, chip.aiv_count)
+            t_vector = vector_flops / (cores * clock * chip.vector_flop_per_cycle_per_aiv)
+        t_memory = None
+        if chip.hbm_bandwidth_gbps:
+            ceiling = np.full(n, float(chip.hbm_bandwidth_gbps))
+            if chip.core_paths is not None:
+                paths = (np.nan_to_num(cube_cores) * chip.core_paths.gm_to_l1
+                         + np.nan_to_num(vector_cores) * chip.core_paths.gm_to_ub)
+                ceiling = np.where(paths > 0, np.minimum(ceiling, paths), ceiling)
+            t_memory = moved / (ceiling * 1e3)  # GB/s = 1e3 bytes per µs
+    # fmax skips NaN; the label is the first term equal to the maximum (cube, vector, memory)
+    sol = t_cube
+    for t in (t_vector, t_memory):
+        if t is not None:
+            sol = np.fmax(sol, t)
+    which = np.zeros(n, dtype="int64")
+    if t_vector is not None:
+        which[(t_vector == sol) & (t_cube != sol)] = 1
+    if t_memory is not None:
+        which[(t_memory == sol) & (t_cube != sol) & (which == 0)] = 2
+    labels = pc.take(pa.array(SOL_LABELS), pa.array(which, mask=np.isnan(sol)))
     return sol, labels
 
 

@@ -34,7 +34,19 @@ GRID_HEADERS = {
     "block_dim": "Blocks",
     "mix_block_dim": "Mix blocks",
     "bound_pipe": "Bound by",
-    "cube_utilization_pct": "Cube util (%)",
+    "cube_utilization_pct": "AIC util, profiler (%)",
+    "cube_share": "Cube busy",
+    "vector_share": "Vector busy",
+    "aic_mte1_share": "MTE1 (AIC)",
+    "aic_mte2_share": "MTE2 (AIC)",
+    "aic_fixpipe_share": "FixPipe",
+    "aic_scalar_share": "Scalar (AIC)",
+    "aiv_mte2_share": "MTE2 (AIV)",
+    "aiv_mte3_share": "MTE3 (AIV)",
+    "aiv_scalar_share": "Scalar (AIV)",
+    "sol_pct": "Speed of light (%)",
+    "sol_bound": "SOL bound",
+    "achieved_gbps": "GB/s",
     "achieved_tflops": "TFLOP/s",
     "arithmetic_intensity": "FLOP/B",
     "bytes_moved": "Bytes moved",
@@ -46,7 +58,7 @@ GRID_HEADERS = {
     "input_shapes": "Input shapes",
     "input_dtypes": "Input dtypes",
 }
-TEXT_COLUMNS = {"name", "op_type", "core_type", "bound_pipe", "input_shapes", "input_dtypes"}
+TEXT_COLUMNS = {"name", "op_type", "core_type", "bound_pipe", "sol_bound", "input_shapes", "input_dtypes"}
 
 
 def summary_of(entry: ProfileEntry) -> dict[str, Any]:
@@ -262,6 +274,12 @@ def column_defs(entry: ProfileEntry, grouped: bool) -> list[dict[str, Any]]:
                 "maxNumConditions": 1,
             }
             d["type"] = "rightAligned"
+        if c.endswith("_share"):
+            # shares are 0-1 of the launch (analyzer.metrics); shown as % with the report's rounding
+            d["valueFormatter"] = {
+                "function": "params.value == null ? '' : (100 * params.value).toFixed(1) + ' %'"
+            }
+            d["headerTooltip"] = f"{c}: busy time per core as a share of the launch"
         if c == "name":
             d.update(pinned="left", width=300, cellClass="kernel-link", tooltipField="name")
         defs.append(d)

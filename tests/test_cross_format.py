@@ -19,7 +19,7 @@ from analyzer.analysis import analyze
 from analyzer.io.load import load_profile
 from analyzer.report import render_html, render_json, render_md, render_sarif, render_text
 from analyzer.report.data import build_report
-from analyzer.report.words import fmt_pct, fmt_us, headline, saving_text, units_text
+from analyzer.report.words import chip_text, fmt_pct, fmt_us, headline, saving_text, units_text
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 
@@ -43,7 +43,25 @@ def rendered(request: pytest.FixtureRequest) -> dict[str, Any]:
 
     entry = make_entry("p0", "sample", profile, report)
     kpis = json.dumps([k.to_plotly_json() for k in overview_kpis(entry)], default=str, ensure_ascii=False)
+    # diff of the run against itself: the same summary on both sides
+    from analyzer.commands.diff import render_text as diff_text
+    from analyzer.diff import compare_runs, run_from_report
+
+    run = run_from_report({**report, "_profile": profile}, "run")
+    import numpy as np
+
+    from analyzer.summary import device_time
+
+    k = profile.kernels
+    steps = k["step_id"].dropna().unique() if "step_id" in k else []
+    per_step = (
+        float(np.median([device_time(k[k["step_id"] == s]).device_us for s in steps]))
+        if len(steps) > 1
+        else report["summary"]["total_device_us"]
+    )
     return {
+        "per_step_us": per_step,
+        "diff": diff_text(compare_runs(run, run)),
         "report": json.loads(render_json.render(report)),
         "text": render_text.render(report, width=400),
         "md": _md_visible(render_md.render(report)),
@@ -58,7 +76,12 @@ def test_device_time_is_one_value(rendered: dict[str, Any]) -> None:
     device = fmt_us(summary["total_device_us"])
     for fmt in ("text", "md", "html", "dashboard"):
         assert device in rendered[fmt], fmt
+    # diff compares device time per step: the median over steps of the same union, per step
+    assert f"device time per step: {fmt_us(rendered['per_step_us'])}" in rendered["diff"]
     assert summary["device_time"]["device_us"] == summary["total_device_us"]
+    chip = chip_text(rendered["report"]["inputs"]["chip"])
+    for fmt in ("text", "md", "html"):
+        assert chip in rendered[fmt], fmt
 
 
 def test_unit_shares_are_one_value(rendered: dict[str, Any]) -> None:
@@ -66,7 +89,9 @@ def test_unit_shares_are_one_value(rendered: dict[str, Any]) -> None:
     line = units_text(summary)
     assert line and line in rendered["text"] and line in rendered["md"]
     for key, label in (("cube", "Cube"), ("vector", "Vector")):
-        assert f"{label} {fmt_pct(summary['shares'][key], 0)}" in rendered["html"]
+        share = fmt_pct(summary["shares"][key], 0)
+        assert f"{label} {share}" in rendered["html"]
+        assert f"{label} {share} → {share}" in rendered["diff"]
 
 
 def test_headline_and_savings_are_one_value(rendered: dict[str, Any]) -> None:

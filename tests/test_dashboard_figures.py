@@ -30,7 +30,8 @@ def test_pipe_share_figure_uses_product_colours() -> None:
     fig = F.pipe_share_figure({"Cube": 0.5, "Vector": 0.2, "Data movement": 0.6, "Scalar": 0.1}).to_dict()
     assert list(fig["data"][0]["marker"]["color"]) == ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"]
     assert list(fig["data"][0]["x"]) == pytest.approx([50, 20, 60, 10])
-    assert fig["layout"]["xaxis"]["title"]["text"] == "busy, % of device time (per core, summed over launches)"
+    title = fig["layout"]["xaxis"]["title"]["text"]
+    assert title == "busy, % of device time (per core, summed over launches)"
     assert list(fig["data"][0]["text"]) == ["50 %", "20 %", "60 %", "10 %"]  # the headline's rounding
     assert "PipeUtilization" in str(F.pipe_share_figure({}).to_dict()["layout"]["annotations"][0]["text"])
 

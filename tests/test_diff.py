@@ -90,7 +90,7 @@ def test_acceptance_unfused_to_fused_shows_the_drop_and_passes(capsys: pytest.Ca
     # device time per step: the union of the step's compute kernels, as every view defines it
     assert "device time per step: 75.37 ms → 34.83 ms  −40.55 ms (−53.8 %), improved" in out
     # fusion's main effect: the Cube's share of device time more than doubles (summary model shares)
-    assert "unit shares: Cube 29 % → 64 %" in out
+    assert "busy (of device time): Cube 29 % → 64 %" in out
     assert "aclnnSoftmax_SoftmaxV2AiCore_SoftmaxV2" in out and "removed" in out
     assert "aclnnFlashAttentionScore" in out and "added" in out
     resolved = [line for line in out.splitlines() if line.strip().startswith("resolved")]

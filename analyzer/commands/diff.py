@@ -12,15 +12,14 @@ import typer
 from analyzer.atomic import write_text_atomic
 from analyzer.diff import DiffResult, KernelDelta, diff_paths
 from analyzer.errors import GateTrippedError, UsageError
+from analyzer.report.charts import PIPE_SERIES
 from analyzer.report.escape import md_code_span, md_text, one_line
-from analyzer.report.render_md import fmt_pct, fmt_us
+from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us
 
 SHOWN_KERNELS = 15
-SHARE_LABELS = (("cube", "Cube"), ("vector", "Vector"), ("mte", "data movement (MTE)"))
-PIPE_LABELS = {"aic_cube_ratio": "Cube", "aiv_vec_ratio": "Vector", "aic_mte2_ratio": "MTE2 (AIC)",
-               "aiv_mte2_ratio": "MTE2 (AIV)", "aic_mte1_ratio": "MTE1", "aic_mte3_ratio": "MTE3 (AIC)",
-               "aiv_mte3_ratio": "MTE3 (AIV)", "aic_fixpipe_ratio": "FixPipe",
-               "aic_scalar_ratio": "Scalar (AIC)", "aiv_scalar_ratio": "Scalar (AIV)"}
+SHARE_LABELS = tuple((k, label) for k, label in UNIT_LABELS if k != "scalar")
+# the per-kernel pipe columns diff compares: each pipe's share of the launch, as the report shows it
+PIPE_LABELS = {column: label for column, label, _ in PIPE_SERIES}
 
 
 def _squeeze(text: str, width: int) -> str:
@@ -94,7 +93,7 @@ def render_text(r: DiffResult) -> str:
     shares = ", ".join(f"{label} {fmt_pct(r.shares[k][0], 0)} → {fmt_pct(r.shares[k][1], 0)}"
                        for k, label in SHARE_LABELS if r.shares[k] != (None, None))
     if shares:
-        out.append(f"unit shares: {shares}")
+        out.append(f"busy (of device time): {shares}")
     out.append(f"kernels: {len(matched)} matched, {len(removed)} removed "
                f"({_signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
                f"({_signed_us(sum(d.head_per_step_us for d in added))} per step)")

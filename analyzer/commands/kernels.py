@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 FORMATS = ("table", "csv", "json", "parquet")
+# The terminal view: launch shares (0-1 of the launch, docs/metrics.md) and the achieved share of the
+# speed of light; the profiler's own ratios and utilisation are in the csv/json/parquet outputs.
 TABLE_COLUMNS = (
     "name",
     "op_type",
@@ -27,11 +29,11 @@ TABLE_COLUMNS = (
     "duration_us",
     "block_dim",
     "mix_block_dim",
-    "cube_utilization_pct",
-    "aic_cube_ratio",
-    "aiv_vec_ratio",
-    "aic_mte2_ratio",
+    "cube_share",
+    "vector_share",
     "bound_pipe",
+    "sol_pct",
+    "sol_bound",
 )
 DEFAULT_TABLE_ROWS = 50
 
@@ -215,7 +217,7 @@ def kernel_table(shown: pd.DataFrame, title: str) -> Any:
     for c in cols:
         table.add_column(
             c,
-            justify="left" if c in ("name", "op_type", "core_type", "bound_pipe") else "right",
+            justify="left" if c in ("name", "op_type", "core_type", "bound_pipe", "sol_bound") else "right",
             overflow="fold",
             max_width=48 if c == "name" else None,
         )

@@ -44,7 +44,7 @@ from analyzer.report.render_md import (
     format_value,
     kernels_text,
 )
-from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us, headline, saving_text, sol_text
+from analyzer.report.words import UNIT_LABELS, chip_text, fmt_pct, fmt_us, headline, saving_text, sol_text
 
 # No network at all; inline scripts and styles only (plotly.js builds its styles at run time).
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
@@ -147,7 +147,7 @@ def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], pa
         facts.append(f'<span title="{html_text(s["units_definition"])}">busy (of device time): '
                      + " · ".join(busy) + "</span>")
     if chip:
-        facts.append(f"<span>chip {html_text(chip, 60)}</span>")
+        facts.append(f"<span>chip {html_text(chip_text(report_chip(report)), 200)}</span>")
     for key, noun in (("kernel_count", "kernels"), ("launch_count", "launches")):
         if s[key] is not None:
             facts.append(f"<span>{html_text(s[key], 20)} {noun}</span>")

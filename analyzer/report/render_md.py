@@ -25,7 +25,7 @@ from analyzer.report.charts import (
     report_summary,
 )
 from analyzer.report.escape import md_code_block, md_code_span, md_html_text, md_text
-from analyzer.report.words import fmt_pct, fmt_us, headline, saving_text, sol_text, units_text
+from analyzer.report.words import chip_text, fmt_pct, fmt_us, headline, saving_text, sol_text, units_text
 
 GITHUB_COMMENT_LIMIT = 65_536
 # Leave room for the marker line a workflow prepends to find and update its own comment.
@@ -153,7 +153,7 @@ def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) 
     if units:
         facts.append(units)
     if chip:
-        facts.append(f"chip {md_text(chip, 40)}")
+        facts.append(f"chip {md_text(chip_text(report_chip(report)), 160)}")
     if s["kernel_count"] is not None:
         facts.append(f"{md_text(s['kernel_count'])} kernels")
     if s["launch_count"] is not None:

@@ -61,6 +61,24 @@ def sol_text(row: Mapping[str, Any]) -> str:
     return f"{v:.0f} %" + (f" ({bound})" if bound else "")
 
 
+def chip_text(chip: Mapping[str, Any]) -> str:
+    """`910B2: 24 AIC / 48 AIV @ 1800 MHz, GM 1,750 GB/s (vendor, default memory type)`: the chip
+    figures every verdict used, with where the bandwidth comes from."""
+    parts = [str(chip.get("name") or "?")]
+    cores = [f"{chip[k]} {label}" for k, label in (("aic_count", "AIC"), ("aiv_count", "AIV")) if chip.get(k)]
+    figures = " / ".join(cores)
+    clock = num(chip.get("clock_mhz"))
+    if clock is not None:
+        figures += f" @ {clock:g} MHz"
+    gm = num(chip.get("hbm_bandwidth_gbps"))
+    if gm is not None:
+        by_type = chip.get("gm_bandwidth_by_type") or {}
+        memory = chip.get("memory_type") or "default"
+        origin = f"vendor, {memory} memory type" if by_type.get(memory) == gm else "configured"
+        figures += f", GM {gm:,.0f} GB/s ({origin})"
+    return parts[0] + (f": {figures}" if figures else "")
+
+
 def units_text(summary: Mapping[str, Any]) -> str:
     """`Cube busy 28 % · Vector 64 % · data movement (MTE) 33 % · Scalar 14 % of device time`."""
     shares = summary.get("shares") or {}
