@@ -357,16 +357,17 @@ def resolve_chip(
         overrides["aiv_count"] = 2 * int(ai_core_num)  # 1 AIC : 2 AIV on every split chip
     if freq_mhz and freq_mhz != chip.clock_mhz:
         overrides["clock_mhz"] = float(freq_mhz)
-    if "aic_count" in overrides:
-        # the count is the device's own now: the table's caveats about it no longer apply
+    if ai_core_num:
+        # the count is the device's own (recorded or inferred): the table's caveats about it go
         kept = tuple(a for a in chip.assumptions if "core count" not in a)
-        if not any(c.aic_count == overrides["aic_count"] for c in CHIPS.values()):
+        if not any(c.aic_count == ai_core_num for c in CHIPS.values()):
             kept += (
-                f"{overrides['aic_count']} AI Cores: no catalogued chip has this count; the other "
+                f"{ai_core_num} AI Cores: no catalogued chip has this count; the other "
                 f"figures (buffers, bandwidths) are {chip.name}'s",
             )
-        overrides["assumptions"] = kept
-    if overrides and not requested:
+        if kept != chip.assumptions:
+            chip = chip.with_overrides(assumptions=kept)
+    if overrides and not requested:  # figures differ from the catalogued chip's
         return chip.with_overrides(name=f"{chip.name}-class", **overrides)
     return chip.with_overrides(**overrides) if overrides else chip
 

@@ -30,6 +30,7 @@ def profile_info(pr: Profile) -> dict[str, Any]:
             "aiv_num": d.aiv_num,
             "aic_frequency_mhz": d.aic_frequency_mhz,
             "rated_frequency_mhz": d.rated_frequency_mhz,
+            "timeline_max_frequency_mhz": d.timeline_max_frequency_mhz,
             "cann_version": d.cann_version,
         },
         "chip": {
