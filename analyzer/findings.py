@@ -7,9 +7,10 @@ from enum import StrEnum
 from typing import Any
 
 # What a finding's est_saving_us measures: device time of kernels made faster in place (bounded by
-# their speed of light), device time of work removed or moved off the AI Cores (fusion, AI CPU ops:
-# bounded by the kernels' time, since the work itself changes), idle time between tasks (a share of
-# the wall time), or nothing (static findings: no runtime estimate).
+# their speed of light), device time saved by changing the work or the launch itself (fusion, AI CPU
+# ops, a new grid: bounded by the kernels' time, since the speed of light of the present launch no
+# longer applies), idle time between tasks (a share of the wall time), or nothing (static findings:
+# no runtime estimate).
 SAVING_DEVICE = "device"
 SAVING_WORK = "work"
 SAVING_IDLE = "idle"

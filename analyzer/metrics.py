@@ -18,10 +18,11 @@ Conventions chosen here (the reports and rules rely on them):
   profiler's formula) where the inputs exist, not on coupled-chip tables (their total cycles include
   the Vector unit's); `cube_utilization_pct` keeps the file's value and is filled from the
   calculation only where the file had none.
-- Work: `cube_flops` = measured `aic_cube_fops` (ArithmeticUtilization) when present, else from
-  shapes (MatMul*/BatchMatMul* = 2·batch·M·N·K with K matched in the input dims; FlashAttentionScore
-  = 4·B·S_q·S_kv·H_q, causal masking ignored, the Grad x2.5); `vector_flops` = measured
-  `aiv_vector_fops`; `flops` = their sum.
+- Work: `cube_flops` = measured Cube FLOPs (ArithmeticUtilization `aic_cube_fops`, plus the older
+  `aiv_cube_fops`) when present, else from shapes (MatMul*/BatchMatMul* = 2·batch·M·N·K with K
+  matched in the input dims; FlashAttentionScore = 4·B·S_q·S_kv·H_q, causal masking ignored, the
+  Grad x2.5); `vector_flops` = measured Vector FLOPs (`aiv_vector_fops`, the older
+  `aic_vector_fops`, `msprof op`'s `aiv_vec_fops`); `flops` = their sum.
 - `bytes_moved`: measured GM traffic when the Memory group is present (read+write GB/s x that side's
   time), else the sizes of all input and output tensors (each read or written once: a lower bound).
   `achieved_gbps` = bytes_moved / duration (the launch's bandwidth; never a sum of per-block rates).
@@ -212,8 +213,17 @@ def _positive(a: np.ndarray) -> np.ndarray:
     return np.where(a > 0, a, np.nan)
 
 
-def _ratio_sum(cols: KernelColumns, prefix: str) -> np.ndarray:
-    names = [c for c in cols.names if c.startswith(prefix) and c.endswith("_ratio")]
+# ArithmeticUtilization splits the Cube and Vector ratios by data type (formats doc §3.2): their sum is
+# the pipe's ratio. Only these: other aiv_vec_*_ratio columns (bank conflicts, ...) are not busy time.
+DTYPE_RATIOS = {
+    "aic": ("aic_cube_fp16_ratio", "aic_cube_int8_ratio"),
+    "aiv": ("aiv_vec_fp32_ratio", "aiv_vec_fp16_ratio", "aiv_vec_int32_ratio", "aiv_vec_int16_ratio",
+            "aiv_vec_misc_ratio"),
+}
+
+
+def _dtype_ratio_sum(cols: KernelColumns, side: str) -> np.ndarray:
+    names = [c for c in DTYPE_RATIOS[side] if c in cols]
     if not names:
         return np.full(cols.n, np.nan)
     stack = np.vstack([cols.floats(c) for c in names])
@@ -222,14 +232,24 @@ def _ratio_sum(cols: KernelColumns, prefix: str) -> np.ndarray:
     return out
 
 
-def _pipe_time(cols: KernelColumns, side: str, pipe: str) -> np.ndarray | None:
-    """Busy time per core of one pipe: the profiler's time column, else ratio x side time; None
-    when the table has neither (its metric group was not collected)."""
+def _side_time(cols: KernelColumns, side: str, coupled: bool) -> np.ndarray:
+    """A side's time per core; a coupled chip has one AI Core, whose time both sides' ratios share."""
+    if side == "aiv" and coupled and "aiv_time_us" not in cols:
+        return cols.floats("aic_time_us")
+    return cols.floats(f"{side}_time_us")
+
+
+def _pipe_time(cols: KernelColumns, side: str, pipe: str, coupled: bool = False) -> np.ndarray | None:
+    """Busy time per core of one pipe: the profiler's time column, else ratio x side time (for the
+    Cube and Vector pipes, the ArithmeticUtilization per-dtype ratios summed); None when the table
+    has none of them (its metric group was not collected)."""
     time_col, ratio_col = f"{side}_{pipe}_time_us", f"{side}_{pipe}_ratio"
-    if time_col not in cols and ratio_col not in cols:
+    by_dtype = pipe in ("cube", "vec") and any(c in cols for c in DTYPE_RATIOS[side])
+    if time_col not in cols and ratio_col not in cols and not by_dtype:
         return None
-    side_time = cols.floats(f"{side}_time_us")
-    return _fill(cols.floats(time_col), side_time * cols.floats(ratio_col))
+    side_time = _side_time(cols, side, coupled)
+    time = _fill(cols.floats(time_col), side_time * cols.floats(ratio_col))
+    return _fill(time, side_time * _dtype_ratio_sum(cols, side)) if by_dtype else time
 
 
 def _share(time: np.ndarray, safe: np.ndarray) -> np.ndarray:
@@ -258,19 +278,18 @@ def derived_metrics(
             new["cube_utilization_calc_pct"] = calc
             util = _fill(util, calc)
 
+        times: dict[str, np.ndarray] = {}
         for side, pipes in SIDE_PIPES.items():
             if f"{side}_time_us" in cols:
                 new[f"{side}_busy_share"] = _share(cols.floats(f"{side}_time_us"), safe)
             for pipe in pipes:
-                time = _pipe_time(cols, side, pipe)
+                time = _pipe_time(cols, side, pipe, coupled)
                 if time is not None:
+                    times[f"{side}_{pipe}"] = time
                     new[f"{side}_{pipe}_share"] = _share(time, safe)
-        cube = _pipe_time(cols, "aic", "cube")
-        cube = np.full(cols.n, np.nan) if cube is None else cube
-        cube = _fill(cube, cols.floats("aic_time_us") * _ratio_sum(cols, "aic_cube_"))
-        vec = _pipe_time(cols, "aiv", "vec")
-        vec = np.full(cols.n, np.nan) if vec is None else vec
-        vec = _fill(vec, cols.floats("aiv_time_us") * _ratio_sum(cols, "aiv_vec_"))
+        # the Cube and Vector pipes: the same values as aic_cube_share / aiv_vec_share, by name
+        cube = times.get("aic_cube", np.full(cols.n, np.nan))
+        vec = times.get("aiv_vec", np.full(cols.n, np.nan))
         new["cube_busy_us"] = np.minimum(cube, dur)
         new["vector_busy_us"] = np.minimum(vec, dur)
         new["cube_share"] = _share(cube, safe)
@@ -279,8 +298,10 @@ def derived_metrics(
         shape_flops, shape_bytes = _shape_metrics(cols)
         measured_cube = _positive(_sum_present(cols, "aic_cube_fops", "aiv_cube_fops"))
         cube_flops = _fill(measured_cube, shape_flops)
-        vector_flops = _positive(_sum_present(cols, "aiv_vector_fops", "aic_vector_fops"))
-        has_vector = "aiv_vector_fops" in cols or "aic_vector_fops" in cols
+        # `aiv_vec_fops` is `msprof op`'s name for the Vector FLOPs (ArithmeticUtilization.csv)
+        vector_names = ("aiv_vector_fops", "aic_vector_fops", "aiv_vec_fops")
+        vector_flops = _positive(_sum_present(cols, *vector_names))
+        has_vector = any(c in cols for c in vector_names)
         flops = _add_fill0(cube_flops, vector_flops) if has_vector else cube_flops
         moved = _fill(_measured_bytes(cols), shape_bytes)
         new["cube_flops"] = cube_flops
@@ -375,10 +396,11 @@ def _speed_of_light(
         # no Cube core in the grid but Cube work: the work says the side ran; all its cores
         cube_cores = np.where((cube_cores > 0) | np.isnan(cube_flops), cube_cores, chip.aic_count or np.nan)
         t_cube = cube_flops / (cube_cores * clock * per_cycle)  # FLOP / (FLOP per µs)
+        all_aiv = chip.aiv_count or np.nan
+        vector_cores = np.where((vector_cores > 0) | np.isnan(vector_flops), vector_cores, all_aiv)
         t_vector = None
         if chip.aiv_count and chip.clock_mhz:
-            cores = np.where((vector_cores > 0) | np.isnan(vector_flops), vector_cores, chip.aiv_count)
-            t_vector = vector_flops / (cores * clock * chip.vector_flop_per_cycle_per_aiv)
+            t_vector = vector_flops / (vector_cores * clock * chip.vector_flop_per_cycle_per_aiv)
         t_memory = None
         if chip.hbm_bandwidth_gbps:
             ceiling = np.full(n, float(chip.hbm_bandwidth_gbps))
@@ -407,10 +429,11 @@ def _cube_flop_per_cycle(cols: KernelColumns, chip: ChipSpec) -> np.ndarray:
     if "input_dtypes" not in cols or not cols.n:
         return np.full(cols.n, default)
     codes, values = cols.codes("input_dtypes")
-    table = {"INT8": "int8", "FLOAT": "float32", "FLOAT32": "float32", "DT_FLOAT": "float32"}
+    table = {"INT8": "int8", "FLOAT": "float32", "FLOAT32": "float32"}
     per = []
     for v in values:
-        first = str(v).split(";")[0].strip().upper() if isinstance(v, str) else ""
+        # Example: "DT_INT8;DT_INT8" -> INT8; "FLOAT16;FLOAT16" -> FLOAT16 (fp16 rate)
+        first = str(v).split(";")[0].strip().upper().removeprefix("DT_") if isinstance(v, str) else ""
         per.append(float(chip.flop_per_cycle_per_aic.get(table.get(first, "float16"), default)))
     return np.asarray(per, dtype="float64")[codes]
 

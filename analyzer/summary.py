@@ -7,7 +7,8 @@ docs/metrics.md defines each; the definitions below are also printed where the n
 Savings are bounded here, once, for every rule:
 - a finding that makes kernels faster saves at most the gap between their measured time and their
   speed of light (`sol_us`, analyzer.metrics), or their whole time where none is known; one that
-  removes or moves work (fusion, AI CPU ops) at most the kernels' time;
+  removes or moves work (fusion, AI CPU ops) or changes the grid the speed of light is taken over
+  (TS401) at most the kernels' time;
 - findings on one kernel combine as fractions of what is left (each fix removes a share of the
   remaining time) and never past that kernel's gap; severity buckets and the total use the same
   combination, so no bucket exceeds the total and no total exceeds the device time;
@@ -47,8 +48,8 @@ DEFINITIONS: dict[str, str] = {
     "wall_us": "from the first task's start to the last task's end",
     "idle_us": "wall time with no task on the device",
     "units": "a unit's busy share: the sum over launches of its pipe's busy time per core it used, over "
-    "device time; launches without pipe metrics count as not measured (coverage says how much of "
-    "device time was measured)",
+    "device time; launches without pipe metrics add nothing (coverage: the share of the compute "
+    "kernels' summed durations whose launches carry per-side PMU times)",
     "savings": "each finding's saving is capped at the gap between its kernels' time and their speed of "
     "light; findings on one kernel combine as fractions of the remaining time, never past that gap",
 }

@@ -111,7 +111,12 @@ class ProfileEntry:
         con.execute("CREATE TABLE k AS SELECT * FROM k_src")
         con.unregister("k_src")
         aggs = [f"{sql} AS {name}" for name, sql in GROUP_AGGREGATES]
-        aggs += [f"avg({c}) AS {c}" for c in GROUP_MEANS if c in frame.columns]
+        # duration-weighted, as the report's per-kernel rows (analyzer.report.data.kernel_group_stats)
+        aggs += [
+            f"sum({c} * duration_us) / nullif(sum(CASE WHEN {c} IS NOT NULL THEN duration_us END), 0) AS {c}"
+            for c in GROUP_MEANS
+            if c in frame.columns
+        ]
         firsts = [f"any_value({c}) AS {c}" for c in ("op_type", "core_type") if c in frame.columns]
         con.execute(f"CREATE TABLE g AS SELECT name, {', '.join(firsts + aggs)} FROM k GROUP BY name")
         return con
@@ -141,10 +146,21 @@ class ProfileEntry:
         }
         if "core_type" in k:
             agg["core_type"] = ("core_type", "first")
+        frame = k
+        if "flops" in k and "bytes_moved" in k:
+            # a roofline point over the launches with both FLOPs and bytes, as the report's kernel rows
+            both = k["flops"].notna() & k["bytes_moved"].notna()
+            frame = k.assign(
+                roof_flops=k["flops"].where(both), roof_bytes=k["bytes_moved"].where(both),
+                roof_us=k["duration_us"].where(both),
+            )
+            agg.update(
+                roof_flops=("roof_flops", "sum"), roof_bytes=("roof_bytes", "sum"), roof_us=("roof_us", "sum")
+            )
         for col in ("flops", "bytes_moved"):
             if col in k:
                 agg[col] = (col, "sum")
-        out = k.groupby("name", sort=False, observed=True).agg(**agg).reset_index()
+        out = frame.groupby("name", sort=False, observed=True).agg(**agg).reset_index()
         return out.sort_values("total_us", ascending=False, kind="stable").reset_index(drop=True)
 
     @property

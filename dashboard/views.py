@@ -388,7 +388,11 @@ def detail_figures(entry: ProfileEntry, name: str | None, scope: str = "all") ->
 
 
 def roofline_points(entry: ProfileEntry) -> pd.DataFrame:
-    return entry.by_name
+    """Per kernel: FLOPs, bytes and time over its launches that have both (one roofline point)."""
+    pts = entry.by_name
+    if "roof_flops" not in pts:
+        return pts
+    return pts.assign(flops=pts["roof_flops"], bytes_moved=pts["roof_bytes"], total_us=pts["roof_us"])
 
 
 def finding_label(f: dict[str, Any]) -> str:

@@ -20,6 +20,8 @@ from analyzer.chips import ChipSpec
 from analyzer.engine import RuleContext
 from analyzer.findings import SAVING_DEVICE, Finding, Location
 from analyzer.profile import Profile
+from analyzer.report.words import fmt_pct
+from analyzer.report.words import fmt_us as words_fmt_us
 
 CUBE_TYPES = frozenset({"AI_CORE", "MIX_AIC"})
 VECTOR_TYPES = frozenset({"AI_VECTOR_CORE", "MIX_AIV"})
@@ -228,13 +230,13 @@ def r4(x: Any) -> float | None:
 
 
 def pct(x: float) -> str:
-    return f"{100.0 * x:.0f} %"
+    """A 0-1 share in a rule's message, rounded as every view rounds shares (analyzer.report.words)."""
+    return fmt_pct(x, 0)
 
 
 def fmt_us(us: float) -> str:
-    if us >= 10_000:
-        return f"{us / 1000:.2f} ms"
-    return f"{us:.1f} µs"
+    """A time in a rule's message, formatted as every view formats times (analyzer.report.words)."""
+    return words_fmt_us(us)
 
 
 def fmt_bytes(n: float) -> str:

@@ -183,6 +183,13 @@ class ChipEvidence:
         cube_blocks = np.where(mix_aiv, mix, block)
         vector_blocks = np.where(mix_aic, mix, block)
         cube_cycles, vector_cycles = cols.floats("aic_total_cycles"), cols.floats("aiv_total_cycles")
+        # `msprof op` launch rows are aggregated from per-block rows (io/msprof_op.py): their time is
+        # the mean block's, so cycles / (block rows x time) is the clock whatever the waves, and the
+        # grid bounds no core count (a 96-block launch on 20 cores gives 96 otherwise)
+        per_block = "cube_block_rows" in cols or "vector_block_rows" in cols
+        if per_block:
+            cube_blocks = cols.floats("cube_block_rows")
+            vector_blocks = cols.floats("vector_block_rows")
         sides = (
             (cube_cycles, cols.floats("aic_time_us"), cube_blocks, self.cube_mhz, self.cube_blocks),
             (vector_cycles, cols.floats("aiv_time_us"), vector_blocks, self.vector_mhz, self.vector_blocks),
@@ -191,7 +198,8 @@ class ChipEvidence:
             for cycles, time, blocks, mhz_out, blocks_out in sides:
                 ok = (cycles > 0) & (time > 0) & (blocks > 0)
                 mhz_out.append(cycles[ok] / (blocks[ok] * time[ok]))
-                blocks_out.append(blocks[ok])
+                # 0: the row votes for the clock but bounds no core count
+                blocks_out.append(np.zeros(int(ok.sum())) if per_block else blocks[ok])
             util = cols.floats("cube_utilization_pct")
             dur = cols.floats("duration_us")
             # below ~0.3 % the file's three decimals leave too few digits for the product
@@ -247,7 +255,7 @@ class ChipEvidence:
 
         cube, vector = fitted(self.cube_mhz, self.cube_blocks), fitted(self.vector_mhz, self.vector_blocks)
         bound = max(cube, (vector + 1) // 2)
-        if bound <= 0:
+        if bound <= 0 or bound > 64:  # no grid bounds it, or the grid ran in waves after all
             return None
         variant = catalogue_match(None, clock)
         cores = bound
@@ -302,7 +310,9 @@ def _clock_from_rows(mhz: np.ndarray) -> tuple[float | None, str | None]:
     names = "/".join(VARIANTS_BY_CLOCK[best])
     return best, (
         f"clock {best:g} MHz (rated clock of {names}) inferred from the data: aic/aiv_total_cycles / "
-        f"(blocks x side time) gives it on {votes[best]} of {len(mhz)} kernels whose grid fitted on the cores"
+        f"(blocks x side time) gives it within {100 * CLOCK_SNAP:g} % on {votes[best]} of the {len(mhz)} "
+        f"kernel sides (Cube and Vector counted apart) that imply a clock between "
+        f"{IDLE_CLOCK_MHZ:g} and {MAX_CLOCK_MHZ:g} MHz"
     )
 
 
@@ -362,7 +372,8 @@ def infer_from_kernels(
 
 def recorded_clock(device: DeviceInfo) -> tuple[float | None, str | None]:
     """The rated clock the profile records, strongest source first: `msprof op` OpBasicInfo's Rated
-    Freq, info.json's aic_frequency, the highest value of the timeline's AI Core Freq counter."""
+    Freq, then `aic_frequency_mhz` (info.json's aic_frequency, or OpBasicInfo's Current Freq when
+    that is all the profile has), then the highest value of the timeline's AI Core Freq counter."""
     from analyzer.chips import IDLE_CLOCK_MHZ, MAX_CLOCK_MHZ
 
     for value, source in (
@@ -412,8 +423,13 @@ def choose_chip(
         assumed.append(f"{chip.aic_count} AI Cores")
     if assumed:
         family = f" (device model {device.model_name}: variant not recorded)" if device.model_name else ""
+        what = (
+            "records neither"
+            if len(assumed) > 1
+            else f"does not record the {'clock' if clock is None else 'core count'}"
+        )
         warnings.append(
-            f"{' and '.join(assumed)} assumed: {chip.base_name} defaults{family}; the profile records "
-            "neither and its data does not tell (use --chip)"
+            f"{' and '.join(assumed)} assumed: {chip.base_name} defaults{family}; the profile {what} "
+            "and its data does not tell (use --chip)"
         )
     return chip

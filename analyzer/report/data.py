@@ -116,11 +116,15 @@ def _numeric(k: pd.DataFrame, col: str) -> pd.Series:
 
 def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per kernel name (index): launch-time statistics, duration-weighted pipe ratios,
-    roofline figures and the first launch's op type, core type, shapes and dtypes.
+    roofline figures, the speed of light and the first non-null op type, core type, shapes and
+    dtypes of the kernel's launches.
 
     Weighted means: Σ(value × duration) / Σ(duration) over the launches that carry the value.
-    `arithmetic_intensity` = Σ flops / Σ bytes_moved over launches with both; `achieved_tflops` =
-    Σ flops / Σ duration over launches with flops; `flops` and `bytes_moved` are means per launch.
+    `arithmetic_intensity` = Σ flops / Σ bytes_moved and `achieved_tflops` = Σ flops / Σ duration,
+    both over the launches with FLOPs and bytes (one roofline point); `achieved_gbps` = Σ bytes /
+    Σ duration over launches with bytes; `flops` and
+    `bytes_moved` are means per launch; `sol_us` is the sum over launches and `sol_pct` = Σ sol_us /
+    Σ duration over the launches that have one; `sol_bound` the bound most launches share.
     """
     import pandas as pd
 
@@ -142,8 +146,9 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
         "bytes_moved": moved,
         "ai_f": flops.where(both),
         "ai_b": moved.where(both),
-        "tf_d": dur.where(flops.notna() & dur.notna()),
-        "tf_f": flops.where(dur.notna()),
+        # a roofline point: AI and FLOP/s over the same launches, those with both FLOPs and bytes
+        "tf_d": dur.where(both & dur.notna()),
+        "tf_f": flops.where(both & dur.notna()),
         "bw_d": dur.where(moved.notna() & dur.notna()),
         "bw_b": moved.where(dur.notna()),
         "sol": _numeric(k, "sol_us"),
