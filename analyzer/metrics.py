@@ -445,17 +445,18 @@ def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec, coupled: bool = F
     k = kernels
     derived = derived_metrics(KernelColumns(k), chip, coupled)
     util = derived.pop("cube_utilization_pct")
-    new = {
-        name: (
+    new = [
+        (
             v.to_pandas().astype("str").set_axis(k.index)
             if isinstance(v, pa.Array)
-            else pd.Series(v, index=k.index, dtype="float64")
-        )
+            else pd.Series(v, index=k.index, dtype="float64", copy=False)
+        ).rename(name)
         for name, v in derived.items()
-    }
-    # one concat instead of a dozen inserts: wide tables stay unfragmented
-    keep = k.drop(columns=[c for c in new if c in k.columns])
-    out = pd.concat([keep, pd.DataFrame(new, index=k.index)], axis=1)
+    ]
+    # one concat instead of two dozen inserts, of Series rather than one new 2-D block: stacking the
+    # derived arrays into a block copies ~200 MB per million rows (page faults, ~0.3 s)
+    keep = k.drop(columns=[s.name for s in new if s.name in k.columns])
+    out = pd.concat([keep, *new], axis=1)
     out["cube_utilization_pct"] = util
     return out
 

@@ -19,7 +19,15 @@ from analyzer.analysis import analyze
 from analyzer.io.load import load_profile
 from analyzer.report import render_html, render_json, render_md, render_sarif, render_text
 from analyzer.report.data import build_report
-from analyzer.report.words import chip_text, fmt_pct, fmt_us, headline, saving_text, units_text
+from analyzer.report.words import (
+    chip_text,
+    fmt_pct,
+    fmt_us,
+    headline,
+    saving_text,
+    speed_of_light_text,
+    units_text,
+)
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 
@@ -88,6 +96,8 @@ def test_unit_shares_are_one_value(rendered: dict[str, Any]) -> None:
     summary = rendered["report"]["summary"]
     line = units_text(summary)
     assert line and line in rendered["text"] and line in rendered["md"]
+    sol = speed_of_light_text(summary)
+    assert sol and all(sol in rendered[fmt] for fmt in ("text", "md", "html"))
     for key, label in (("cube", "Cube"), ("vector", "Vector")):
         share = fmt_pct(summary["shares"][key], 0)
         assert f"{label} {share}" in rendered["html"]

@@ -44,7 +44,16 @@ from analyzer.report.render_md import (
     format_value,
     kernels_text,
 )
-from analyzer.report.words import UNIT_LABELS, chip_text, fmt_pct, fmt_us, headline, saving_text, sol_text
+from analyzer.report.words import (
+    UNIT_LABELS,
+    chip_text,
+    fmt_pct,
+    fmt_us,
+    headline,
+    saving_text,
+    sol_text,
+    speed_of_light_text,
+)
 
 # No network at all; inline scripts and styles only (plotly.js builds its styles at run time).
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
@@ -146,6 +155,9 @@ def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], pa
         # the definition travels with the numbers (analyzer.summary.DEFINITIONS["units"])
         facts.append(f'<span title="{html_text(s["units_definition"])}">busy (of device time): '
                      + " · ".join(busy) + "</span>")
+    sol = speed_of_light_text(s["raw"])
+    if sol:
+        facts.append(f"<span>{html_text(sol)}</span>")
     if chip:
         facts.append(f"<span>chip {html_text(chip_text(report_chip(report)), 200)}</span>")
     for key, noun in (("kernel_count", "kernels"), ("launch_count", "launches")):

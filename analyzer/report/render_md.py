@@ -25,7 +25,16 @@ from analyzer.report.charts import (
     report_summary,
 )
 from analyzer.report.escape import md_code_block, md_code_span, md_html_text, md_text
-from analyzer.report.words import chip_text, fmt_pct, fmt_us, headline, saving_text, sol_text, units_text
+from analyzer.report.words import (
+    chip_text,
+    fmt_pct,
+    fmt_us,
+    headline,
+    saving_text,
+    sol_text,
+    speed_of_light_text,
+    units_text,
+)
 
 GITHUB_COMMENT_LIMIT = 65_536
 # Leave room for the marker line a workflow prepends to find and update its own comment.
@@ -152,6 +161,9 @@ def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) 
     units = units_text(s["raw"])
     if units:
         facts.append(units)
+    sol = speed_of_light_text(s["raw"])
+    if sol:
+        facts.append(sol)
     if chip:
         facts.append(f"chip {md_text(chip_text(report_chip(report)), 160)}")
     if s["kernel_count"] is not None:

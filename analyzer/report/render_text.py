@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from analyzer.report.charts import profile_summaries
-from analyzer.report.words import chip_text, fmt_us, headline, saving_text, units_text
+from analyzer.report.words import chip_text, fmt_us, headline, saving_text, speed_of_light_text, units_text
 
 SEVERITY_STYLE = {"high": "bold #c0392b", "medium": "bold #e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
 
@@ -72,6 +72,9 @@ def render(report: dict[str, Any], **opts: Any) -> str:
         units = units_text(s)
         if units:
             console.print(Text(f"  {units}", style="bold"))
+        sol = speed_of_light_text(s)
+        if sol:
+            console.print(Text(f"  {sol}", style="bold"))
         console.print(Text(f"  chip {chip_text(chip)}", style="dim"))
         # What the loader had to assume or could not find (no device info, no runtime metrics in an
         # IR-only bundle, inferred core counts) changes how findings read: say it up front.

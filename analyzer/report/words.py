@@ -92,6 +92,17 @@ def units_text(summary: Mapping[str, Any]) -> str:
     return "busy: " + " · ".join(parts) + f" of device time{measured}"
 
 
+def speed_of_light_text(summary: Mapping[str, Any]) -> str:
+    """`kernels ran at 13 % of their speed of light (over 100 % of kernel time)`; "" when unknown."""
+    sol = summary.get("speed_of_light") or {}
+    achieved = num(sol.get("achieved_pct"))
+    if achieved is None:
+        return ""
+    coverage = num(sol.get("coverage"))
+    over = f" (over {fmt_pct(coverage, 0)} of kernel time)" if coverage is not None else ""
+    return f"kernels ran at {achieved:.0f} % of their speed of light{over}"
+
+
 def recoverable(summaries: Sequence[Mapping[str, Any]]) -> tuple[float, float, float, float | None]:
     """Combined device saving, device time, idle saving and wall time over the profiles' summaries."""
     device = idle = total = 0.0
