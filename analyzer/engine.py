@@ -4,8 +4,8 @@ A rule is a module in the `rules` package (one per file) with:
   CODE: str, SLUG: str, NEEDS: tuple[str, ...] (see Profile.has; "a|b" = either), KIND: "runtime" | "static",
   optionally missing_inputs(profile) -> tuple[str, ...] for needs Profile.has cannot express,
   THRESHOLDS: dict[str, float | int | str] (defaults; users override them in config),
-  optionally SAVING_KIND ("work": the saving removes or moves work, bounded by the kernels' time
-  rather than their speed of light; analyzer.findings),
+  optionally SAVING_KIND ("work": the saving removes or moves work, bounded by the kernels' time;
+  "grid": it changes the grid, bounded by the speed of light with every core; analyzer.findings),
   check(profile, ctx) -> list[Finding], and a docstring on check() with the sections of DOC_SECTIONS.
 """
 

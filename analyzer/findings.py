@@ -7,15 +7,16 @@ from enum import StrEnum
 from typing import Any
 
 # What a finding's est_saving_us measures: device time of kernels made faster in place (bounded by
-# their speed of light), device time saved by changing the work or the launch itself (fusion, AI CPU
-# ops, a new grid: bounded by the kernels' time, since the speed of light of the present launch no
-# longer applies), idle time between tasks (a share of the wall time), or nothing (static findings:
-# no runtime estimate).
+# their speed of light for the cores they used), of kernels given a new grid (bounded by their speed
+# of light with every core), of work removed or moved off the AI Cores (fusion, AI CPU ops: bounded
+# by the kernels' time, since the work itself changes), idle time between tasks (a share of the wall
+# time), or nothing (static findings: no runtime estimate).
 SAVING_DEVICE = "device"
+SAVING_GRID = "grid"  # a new grid (TS401): bounded by the speed of light with every core
 SAVING_WORK = "work"
 SAVING_IDLE = "idle"
 SAVING_NONE = "none"
-DEVICE_KINDS = frozenset({SAVING_DEVICE, SAVING_WORK})
+DEVICE_KINDS = frozenset({SAVING_DEVICE, SAVING_GRID, SAVING_WORK})
 
 
 class Severity(StrEnum):
@@ -61,7 +62,7 @@ class Finding:
     locations: tuple[Location, ...] = ()
     source: str = "tilescope"
     occurrences: int = 1  # launches/chains grouped into this finding
-    saving_kind: str = SAVING_DEVICE  # SAVING_DEVICE | SAVING_WORK | SAVING_IDLE | SAVING_NONE
+    saving_kind: str = SAVING_DEVICE  # SAVING_DEVICE | SAVING_GRID | SAVING_WORK | SAVING_IDLE | SAVING_NONE
 
     def to_dict(self) -> dict[str, Any]:
         return {

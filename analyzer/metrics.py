@@ -33,7 +33,8 @@ Conventions chosen here (the reports and rules rely on them):
   names the resource ("cube", "vector", "memory"), `sol_pct` = sol_us / duration x 100 (achieved %
   of speed of light). Null when the launch carries neither work nor traffic, or when the ceiling time
   exceeds the measured duration by more than 5 % (the shapes or chip figures contradict the
-  measurement). A fix that changes the grid (TS401) is bounded by the kernel's time instead.
+  measurement). `sol_device_us`: the same with every core of the chip (GM bytes at the GM
+  bandwidth), the bound of a fix that changes the grid (TS401).
 - `bound_pipe`: the pipe with the largest share of the launch among cube, vector, mte1, mte2, mte3,
   fixpipe, scalar (both sides, max); "none" when every share is below 0.8 (msprof-analyze's
   `operator_bound_ratio`); null when the kernel has no pipe data.
@@ -319,6 +320,8 @@ def derived_metrics(
         bound = pc.if_else(pa.array(contradicted), pa.scalar(None, pa.string()), bound)
         new["sol_us"] = sol
         new["sol_pct"] = sol / safe * 100.0
+        device_sol = _device_speed_of_light(cols, chip, cube_flops, vector_flops, moved)
+        new["sol_device_us"] = np.where(np.isnan(sol), np.nan, np.minimum(device_sol, sol))
         new["sol_bound"] = bound
         new["bound_pipe"] = _bound_pipe_labels(new, cols.n)
         new["cube_utilization_pct"] = util
@@ -421,6 +424,21 @@ def _speed_of_light(
         which[(t_memory == sol) & (t_cube != sol) & (which == 0)] = 2
     labels = pc.take(pa.array(SOL_LABELS), pa.array(which, mask=np.isnan(sol)))
     return sol, labels
+
+
+def _device_speed_of_light(
+    cols: KernelColumns, chip: ChipSpec, cube_flops: np.ndarray, vector_flops: np.ndarray, moved: np.ndarray
+) -> np.ndarray:
+    """The same three ceilings with every core of the chip: the bound of a fix that changes the
+    grid (TS401), whose new grid's own speed of light is not known."""
+    clock = chip.clock_mhz or np.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sol = cube_flops / ((chip.aic_count or np.nan) * clock * _cube_flop_per_cycle(cols, chip))
+        if chip.aiv_count and chip.clock_mhz:
+            sol = np.fmax(sol, vector_flops / (chip.aiv_count * clock * chip.vector_flop_per_cycle_per_aiv))
+        if chip.hbm_bandwidth_gbps:
+            sol = np.fmax(sol, moved / (chip.hbm_bandwidth_gbps * 1e3))
+    return np.asarray(sol, dtype="float64")
 
 
 def _cube_flop_per_cycle(cols: KernelColumns, chip: ChipSpec) -> np.ndarray:

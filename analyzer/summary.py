@@ -6,9 +6,10 @@ docs/metrics.md defines each; the definitions below are also printed where the n
 
 Savings are bounded here, once, for every rule:
 - a finding that makes kernels faster saves at most the gap between their measured time and their
-  speed of light (`sol_us`, analyzer.metrics), or their whole time where none is known; one that
-  removes or moves work (fusion, AI CPU ops) or changes the grid the speed of light is taken over
-  (TS401) at most the kernels' time;
+  speed of light for the cores they used (`sol_us`, analyzer.metrics), or their whole time where
+  none is known; one that gives them a new grid (TS401) at most the gap to their speed of light with
+  every core (`sol_device_us`); one that removes or moves work (fusion, AI CPU ops) at most the
+  kernels' time;
 - findings on one kernel combine as fractions of what is left (each fix removes a share of the
   remaining time) and never past that kernel's gap; severity buckets and the total use the same
   combination, so no bucket exceeds the total and no total exceeds the device time;
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyzer.findings import SAVING_IDLE, SAVING_NONE, SAVING_WORK, Finding, Severity
+from analyzer.findings import SAVING_GRID, SAVING_IDLE, SAVING_NONE, SAVING_WORK, Finding, Severity
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -176,10 +177,22 @@ class KernelTime:
     total_us: float
     sol_us: float
     sol_covered_us: float
+    sol_device_us: float = 0.0  # the speed of light with every core of the chip (same launches)
 
     @property
     def gap_us(self) -> float:
         return max(0.0, self.total_us - self.sol_us)
+
+    @property
+    def device_gap_us(self) -> float:
+        """The gap a new grid can close: to the speed of light with every core."""
+        return max(0.0, self.total_us - self.sol_device_us)
+
+    def cap(self, kind: str) -> float:
+        """The most a fix of this saving kind can save on this kernel."""
+        if kind == SAVING_WORK:
+            return self.total_us
+        return self.device_gap_us if kind == SAVING_GRID else self.gap_us
 
     @property
     def sol_known(self) -> bool:
@@ -196,18 +209,22 @@ def kernel_time(kernels: pd.DataFrame) -> dict[str, KernelTime]:
     dur = np.clip(np.nan_to_num(_floats(k, "duration_us"), nan=0.0), 0.0, None)
     sol = np.minimum(_floats(k, "sol_us"), dur)
     known = ~np.isnan(sol)
+    device_sol = np.fmin(_floats(k, "sol_device_us"), sol)  # no larger than the grid's
     frame = pd.DataFrame(
         {
             "total": dur,
             "sol": np.where(known, sol, 0.0),
             "covered": np.where(known, dur, 0.0),
+            "device": np.where(known, np.nan_to_num(device_sol), 0.0),
         },
         index=k["name"].astype("str").to_numpy(),
     )
     sums = frame.groupby(level=0, sort=False).sum()
     return {
-        str(name): KernelTime(float(t), float(sl), float(c))
-        for name, t, sl, c in zip(sums.index, sums["total"], sums["sol"], sums["covered"], strict=True)
+        str(name): KernelTime(float(t), float(sl), float(c), float(d))
+        for name, t, sl, c, d in zip(
+            sums.index, sums["total"], sums["sol"], sums["covered"], sums["device"], strict=True
+        )
     }
 
 
@@ -290,6 +307,9 @@ def bound_findings(
         spread = _spread(f, times)
         if spread and f.saving_kind == SAVING_WORK:
             cap, how = sum(times[n].total_us for n in spread), "the kernels' measured time"
+        elif spread and f.saving_kind == SAVING_GRID:
+            cap = sum(times[n].device_gap_us for n in spread)
+            how = "the gap to the kernels' speed of light with every core"
         elif spread:
             cap = sum(times[n].gap_us for n in spread)
             known = [times[n].sol_covered_us > 0 for n in spread]
@@ -327,7 +347,7 @@ def combined_saving(
     """Device time and idle time the findings could recover together (module docstring)."""
     times = kernel_time(kernels)
     kept: dict[str, float] = {}  # kernel -> product of (1 - fraction) over its findings
-    reworked: set[str] = set()  # kernels whose work a finding removes: bounded by their time only
+    kinds: dict[str, set[str]] = {}  # kernel -> saving kinds of its findings (the loosest bound wins)
     loose = 0.0  # savings on no kernel of the table
     idle = 0.0
     for f in findings:
@@ -339,14 +359,14 @@ def combined_saving(
         spread = _spread(f, times)
         if not spread:
             loose += f.est_saving_us
-        if f.saving_kind == SAVING_WORK:
-            reworked.update(spread)
+        for name in spread:
+            kinds.setdefault(name, set()).add(f.saving_kind)
         for name, part in spread.items():
             kept[name] = kept.get(name, 1.0) * (1.0 - min(1.0, part / times[name].total_us))
     device = loose
     for name, rest in kept.items():
         t = times[name]
-        cap = t.total_us if name in reworked else t.gap_us
+        cap = max(t.cap(kind) for kind in kinds[name])
         device += min(cap, t.total_us * (1.0 - rest))
     device = min(device, dt.device_us)
     if dt.idle_us is not None:

@@ -17,8 +17,8 @@ SLUG = "wasted-cores"
 KIND = "runtime"
 NEEDS = ("duration_us", "block_dim", "core_type")
 # the fix changes the grid, and with it the cores the speed of light is taken over: bounded by the
-# kernel's time, not its speed of light at the present grid
-SAVING_KIND = "work"
+# kernel's speed of light with every core, not at the present grid
+SAVING_KIND = "grid"
 THRESHOLDS: dict[str, Any] = {
     "min_duration_us": 20.0,
     "max_core_efficiency": 0.9,  # flag when blocks / (waves x cores) is below this

@@ -149,6 +149,10 @@ def test_combined_saving_never_exceeds_a_kernels_time() -> None:
     # work-removing findings (fusion) are bounded by the kernels' time, not their speed of light
     device, _ = combined_saving([f(30.0, "fa", "mm", kind="work")], kernels, dt)
     assert device == pytest.approx(30.0)
+    # a new grid (TS401) by the speed of light with every core: mm's 45 µs at its grid, 20 µs with all
+    kernels["sol_device_us"] = [np.nan, np.nan, 20.0]
+    device, _ = combined_saving([f(40.0, "mm", kind="grid"), f(40.0, "mm")], kernels, device_time(kernels))
+    assert device == pytest.approx(50.0 - 20.0)
 
 
 def test_json_output_is_byte_identical_to_the_standard_encoder() -> None:

@@ -145,6 +145,6 @@ def test_no_share_exceeds_what_it_is_a_share_of(every_report: list[tuple[str, di
                     assert 0 <= t["sol_pct"] <= 100, (label, t["name"])
         for f in report["findings"]:
             assert 0 <= f["share_of_total"] <= 1, (label, f["code"], f["share_of_total"])
-            if f["saving_kind"] in ("device", "work"):
+            if f["saving_kind"] in ("device", "grid", "work"):
                 device = report["profiles"][f["input"]]["summary"]["total_device_us"]
                 assert f["est_saving_us"] <= device + 1e-6, (label, f["code"])
