@@ -320,7 +320,7 @@ def bandwidth_figure(rows: pd.DataFrame, chip: ChipSpec) -> go.Figure:
         )
     fig.update_yaxes(title_text="bandwidth (GB/s)")
     fig.update_xaxes(title_text="counter")
-    return _layout(fig, "GM bandwidth vs HBM limit", 300)
+    return _layout(fig, "GM bandwidth vs the chip's GM bandwidth", 300)
 
 
 def _is_gm_counter(column: str) -> bool:
@@ -490,7 +490,13 @@ def roofline_figure(points: pd.DataFrame, chip: ChipSpec, max_points: int = 2000
         title += f" ({len(measured)} of {len(points)} kernels have FLOP and byte counts)"
     if len(pts) < len(measured):
         title += f" — top {len(pts)} by time shown"
-    return _layout(fig, title, 520, clickmode="event")
+    _layout(fig, title, 560, clickmode="event")
+    # six ceilings with their sources: below the plot, where the title cannot be covered
+    fig.update_layout(
+        legend=dict(orientation="h", yanchor="top", y=-0.16, xanchor="left", x=0.0),
+        margin=dict(l=60, r=20, t=44, b=110),
+    )
+    return fig
 
 
 def _sizes(total_us: pd.Series) -> list[float]:
