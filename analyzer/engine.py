@@ -18,13 +18,16 @@ import pkgutil
 import traceback
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from analyzer.chips import ChipSpec
 from analyzer.config import Config
 from analyzer.errors import TilescopeError
 from analyzer.findings import SAVING_NONE, Finding, Severity, severity_for_share
 from analyzer.profile import Profile
+
+if TYPE_CHECKING:
+    from analyzer.summary import DeviceTime
 
 DOC_SECTIONS = (
     "What it does",
@@ -99,6 +102,7 @@ class AnalysisResult:
     errors: list[Finding]
     total_device_us: float
     rules_run: list[str]
+    device_time: DeviceTime | None = None  # the summary's reuses it (analyzer.summary)
 
 
 def discover_rules() -> list[RuleInfo]:
@@ -135,15 +139,6 @@ def get_rule(code_or_slug: str) -> RuleInfo | None:
     return None
 
 
-def device_busy_us(profile: Profile) -> float:
-    """Device time (analyzer.summary.DEFINITIONS["device_us"]): the union of the compute kernels'
-    intervals, communication excluded. Severity is a share of it: a 300 ms HCCL broadcast at start-up
-    would otherwise make every compute finding look negligible."""
-    from analyzer.summary import device_time
-
-    return device_time(profile.kernels).device_us
-
-
 def _uses_timeline(info: RuleInfo) -> bool:
     """The rule needs the timeline, or reads it when present (module attribute USES)."""
     uses = tuple(getattr(info.module, "USES", ()))
@@ -161,12 +156,12 @@ def run_rules(
     kinds: tuple[str, ...] = ("runtime", "static"),
 ) -> AnalysisResult:
     config = config or Config()
+    from analyzer.metrics import with_derived_metrics
     from analyzer.summary import bound_findings, device_time
 
-    if "sol_us" not in profile.kernels.columns:  # a Profile built by hand: the rules read derived columns
-        from analyzer.metrics import add_derived_metrics
-
-        profile = profile.with_kernels(add_derived_metrics(profile.kernels, profile.chip))
+    derived = with_derived_metrics(profile.kernels, profile.chip)  # the rules read derived columns
+    if derived is not profile.kernels:
+        profile = profile.with_kernels(derived)
 
     times = device_time(profile.kernels)
     total = times.device_us
@@ -229,4 +224,5 @@ def run_rules(
     ran.sort(key=order.__getitem__)
     errors.sort(key=lambda f: order[f.code])
     return AnalysisResult(findings=findings, skipped=skipped, errors=errors, total_device_us=total,
+                          device_time=times,
                           rules_run=ran)

@@ -223,16 +223,6 @@ DTYPE_RATIOS = {
 }
 
 
-def _dtype_ratio_sum(cols: KernelColumns, side: str) -> np.ndarray:
-    names = [c for c in DTYPE_RATIOS[side] if c in cols]
-    if not names:
-        return np.full(cols.n, np.nan)
-    stack = np.vstack([cols.floats(c) for c in names])
-    out = np.nansum(stack, axis=0)
-    out[np.isnan(stack).all(axis=0)] = np.nan  # sum(min_count=1)
-    return out
-
-
 def _side_time(cols: KernelColumns, side: str, coupled: bool) -> np.ndarray:
     """A side's time per core; a coupled chip has one AI Core, whose time both sides' ratios share."""
     if side == "aiv" and coupled and "aiv_time_us" not in cols:
@@ -250,7 +240,7 @@ def _pipe_time(cols: KernelColumns, side: str, pipe: str, coupled: bool = False)
         return None
     side_time = _side_time(cols, side, coupled)
     time = _fill(cols.floats(time_col), side_time * cols.floats(ratio_col))
-    return _fill(time, side_time * _dtype_ratio_sum(cols, side)) if by_dtype else time
+    return _fill(time, side_time * _sum_present(cols, *DTYPE_RATIOS[side])) if by_dtype else time
 
 
 def _share(time: np.ndarray, safe: np.ndarray) -> np.ndarray:
@@ -312,7 +302,7 @@ def derived_metrics(
         new["bytes_moved"] = moved
         new["achieved_gbps"] = moved / safe / 1e3  # bytes / µs = 1e6 B/s; / 1e9 -> GB/s
         new["arithmetic_intensity"] = flops / _positive(moved)
-        sol, bound = _speed_of_light(cols, chip, unit, cube_flops, vector_flops, moved)
+        sol, bound, device_sol = _speed_of_light(cols, chip, unit, cube_flops, vector_flops, moved)
         # a ceiling time above the measured one means the work or traffic read from the shapes (or
         # the chip figures) contradict the measurement: no speed of light rather than a wrong one
         contradicted = sol > dur * SOL_TOLERANCE
@@ -320,7 +310,6 @@ def derived_metrics(
         bound = pc.if_else(pa.array(contradicted), pa.scalar(None, pa.string()), bound)
         new["sol_us"] = sol
         new["sol_pct"] = sol / safe * 100.0
-        device_sol = _device_speed_of_light(cols, chip, cube_flops, vector_flops, moved)
         new["sol_device_us"] = np.where(np.isnan(sol), np.nan, np.minimum(device_sol, sol))
         new["sol_bound"] = bound
         new["bound_pipe"] = _bound_pipe_labels(new, cols.n)
@@ -329,10 +318,12 @@ def derived_metrics(
 
 
 UNIT_LABELS = ("cube", "vector", "mix")
+# `_unit_codes` tells the two mixed kinds apart (their grids differ); both are labelled "mix"
+_UNIT_CODE_LABELS = (*UNIT_LABELS, "mix")
 
 
 def _unit_codes(cols: KernelColumns) -> np.ndarray:
-    """Which AI Core side a launch ran on, as an index into UNIT_LABELS (-1: no AI Core task).
+    """Which AI Core side a launch ran on: 0 cube, 1 vector, 2 MIX_AIC, 3 MIX_AIV, -1 no AI Core task.
 
     AI_CORE rows whose work is all in aiv_* (older CANN types vector kernels AI_CORE with
     aic_total_cycles 0) ran on the Vector cores: their grid is measured against the AIV count.
@@ -341,7 +332,7 @@ def _unit_codes(cols: KernelColumns) -> np.ndarray:
         return np.full(cols.n, -1, dtype="int64")
     # one code per distinct core type (a handful), gathered per row
     type_codes, types = cols.codes("core_type")
-    per_type = {"AI_CORE": 0, "AI_VECTOR_CORE": 1, "MIX_AIC": 2, "MIX_AIV": 2}
+    per_type = {"AI_CORE": 0, "AI_VECTOR_CORE": 1, "MIX_AIC": 2, "MIX_AIV": 3}
     code = np.array([per_type.get(str(t), -1) for t in types], dtype="int64")[type_codes]
     if (code == 0).any() and "aiv_total_cycles" in cols:
         vector_only = ~(cols.floats("aic_total_cycles") > 0) & (cols.floats("aiv_total_cycles") > 0)
@@ -350,7 +341,7 @@ def _unit_codes(cols: KernelColumns) -> np.ndarray:
 
 
 def _unit_labels(code: np.ndarray) -> pa.Array:
-    return pc.take(pa.array(UNIT_LABELS), pa.array(np.maximum(code, 0), mask=code < 0))
+    return pc.take(pa.array(_UNIT_CODE_LABELS), pa.array(np.maximum(code, 0), mask=code < 0))
 
 
 SOL_LABELS = ("cube", "vector", "memory")
@@ -367,14 +358,34 @@ def _cores_used(cols: KernelColumns, chip: ChipSpec, unit: np.ndarray) -> tuple[
     aic = float(chip.aic_count or np.nan)
     aiv = float(chip.aiv_count or np.nan)
     block, mix = cols.floats("block_dim"), cols.floats("mix_block_dim")
-    mix_aiv = cols.text_in("core_type", ["MIX_AIV"])
-    is_cube, is_vector, is_mix = unit == 0, unit == 1, unit == 2
+    is_cube, is_vector, is_mix, mix_aiv = unit == 0, unit == 1, unit >= 2, unit == 3
     cube_blocks = np.where(is_mix, np.where(mix_aiv, mix, block), np.where(is_cube, block, 0.0))
     vector_blocks = np.where(is_mix, np.where(mix_aiv, block, mix), np.where(is_vector, block, 0.0))
     # a missing or zero Block Dim says nothing about the grid: all cores of the side the launch used
     cube_blocks = np.where(np.isnan(cube_blocks) | ((cube_blocks <= 0) & is_cube), aic, cube_blocks)
     vector_blocks = np.where(np.isnan(vector_blocks) | ((vector_blocks <= 0) & is_vector), aiv, vector_blocks)
     return np.minimum(cube_blocks, aic), np.minimum(vector_blocks, aiv)
+
+
+def _ceiling_times(
+    cube_flops: np.ndarray,
+    vector_flops: np.ndarray,
+    moved: np.ndarray,
+    cube_cores: np.ndarray | float,
+    vector_cores: np.ndarray | float,
+    gm_ceiling_gbps: np.ndarray | float,
+    clock: float,
+    per_cycle: np.ndarray,
+    vector_per_cycle: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Cube, Vector and memory times (µs) of the work and traffic at these ceilings (NaN where
+    the launch has no such work or the ceiling is unknown)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_cube = cube_flops / (cube_cores * clock * per_cycle)  # FLOP / (FLOP per µs)
+        t_vector = vector_flops / (vector_cores * clock * vector_per_cycle)
+        t_memory = moved / (gm_ceiling_gbps * 1e3)  # GB/s = 1e3 bytes per µs
+    return (np.asarray(t_cube, dtype="float64"), np.asarray(t_vector, dtype="float64"),
+            np.asarray(t_memory, dtype="float64"))
 
 
 def _speed_of_light(
@@ -384,61 +395,43 @@ def _speed_of_light(
     cube_flops: np.ndarray,
     vector_flops: np.ndarray,
     moved: np.ndarray,
-) -> tuple[np.ndarray, pa.Array]:
-    """Per launch: the largest of the three ceiling times (µs) and which one it is.
+) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """Per launch: the largest of the three ceiling times (µs), which one it is, and the same
+    largest time with every core of the chip.
 
     Ceilings for the cores the launch used (its grid): Cube FLOP/s = cores x clock x FLOP/cycle,
     Vector likewise, and GM bytes at min(GM bandwidth, the used cores' single-core path rates:
-    GM->L1 per Cube core, GM->UB per Vector core; chips.md §2a).
+    GM->L1 per Cube core, GM->UB per Vector core; chips.md §2a). With every core (the bound of a
+    fix that changes the grid, TS401, whose new grid's own speed of light is not known): the chip's
+    core counts and its GM bandwidth.
     """
     n = cols.n
+    nan = np.nan
     cube_cores, vector_cores = _cores_used(cols, chip, unit)
-    clock = chip.clock_mhz or np.nan
+    all_aic, all_aiv = float(chip.aic_count or nan), float(chip.aiv_count or nan)
+    # a side with work but no cores in the grid: the work says the side ran; all its cores
+    cube_cores = np.where((cube_cores > 0) | np.isnan(cube_flops), cube_cores, all_aic)
+    vector_cores = np.where((vector_cores > 0) | np.isnan(vector_flops), vector_cores, all_aiv)
+    gm = float(chip.hbm_bandwidth_gbps or nan)
+    ceiling = np.full(n, gm)
+    if chip.core_paths is not None:
+        paths = (np.nan_to_num(cube_cores) * chip.core_paths.gm_to_l1
+                 + np.nan_to_num(vector_cores) * chip.core_paths.gm_to_ub)
+        ceiling = np.where(paths > 0, np.minimum(ceiling, paths), ceiling)
+    clock = float(chip.clock_mhz or nan)
     per_cycle = _cube_flop_per_cycle(cols, chip)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # no Cube core in the grid but Cube work: the work says the side ran; all its cores
-        cube_cores = np.where((cube_cores > 0) | np.isnan(cube_flops), cube_cores, chip.aic_count or np.nan)
-        t_cube = cube_flops / (cube_cores * clock * per_cycle)  # FLOP / (FLOP per µs)
-        all_aiv = chip.aiv_count or np.nan
-        vector_cores = np.where((vector_cores > 0) | np.isnan(vector_flops), vector_cores, all_aiv)
-        t_vector = None
-        if chip.aiv_count and chip.clock_mhz:
-            t_vector = vector_flops / (vector_cores * clock * chip.vector_flop_per_cycle_per_aiv)
-        t_memory = None
-        if chip.hbm_bandwidth_gbps:
-            ceiling = np.full(n, float(chip.hbm_bandwidth_gbps))
-            if chip.core_paths is not None:
-                paths = (np.nan_to_num(cube_cores) * chip.core_paths.gm_to_l1
-                         + np.nan_to_num(vector_cores) * chip.core_paths.gm_to_ub)
-                ceiling = np.where(paths > 0, np.minimum(ceiling, paths), ceiling)
-            t_memory = moved / (ceiling * 1e3)  # GB/s = 1e3 bytes per µs
+    shared = (clock, per_cycle, float(chip.vector_flop_per_cycle_per_aiv))
+    t_cube, t_vector, t_memory = _ceiling_times(
+        cube_flops, vector_flops, moved, cube_cores, vector_cores, ceiling, *shared
+    )
     # fmax skips NaN; the label is the first term equal to the maximum (cube, vector, memory)
-    sol = t_cube
-    for t in (t_vector, t_memory):
-        if t is not None:
-            sol = np.fmax(sol, t)
+    sol = np.fmax(np.fmax(t_cube, t_vector), t_memory)
     which = np.zeros(n, dtype="int64")
-    if t_vector is not None:
-        which[(t_vector == sol) & (t_cube != sol)] = 1
-    if t_memory is not None:
-        which[(t_memory == sol) & (t_cube != sol) & (which == 0)] = 2
+    which[(t_vector == sol) & (t_cube != sol)] = 1
+    which[(t_memory == sol) & (t_cube != sol) & (which == 0)] = 2
     labels = pc.take(pa.array(SOL_LABELS), pa.array(which, mask=np.isnan(sol)))
-    return sol, labels
-
-
-def _device_speed_of_light(
-    cols: KernelColumns, chip: ChipSpec, cube_flops: np.ndarray, vector_flops: np.ndarray, moved: np.ndarray
-) -> np.ndarray:
-    """The same three ceilings with every core of the chip: the bound of a fix that changes the
-    grid (TS401), whose new grid's own speed of light is not known."""
-    clock = chip.clock_mhz or np.nan
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sol = cube_flops / ((chip.aic_count or np.nan) * clock * _cube_flop_per_cycle(cols, chip))
-        if chip.aiv_count and chip.clock_mhz:
-            sol = np.fmax(sol, vector_flops / (chip.aiv_count * clock * chip.vector_flop_per_cycle_per_aiv))
-        if chip.hbm_bandwidth_gbps:
-            sol = np.fmax(sol, moved / (chip.hbm_bandwidth_gbps * 1e3))
-    return np.asarray(sol, dtype="float64")
+    device = np.fmax.reduce(_ceiling_times(cube_flops, vector_flops, moved, all_aic, all_aiv, gm, *shared))
+    return sol, labels, device
 
 
 def _cube_flop_per_cycle(cols: KernelColumns, chip: ChipSpec) -> np.ndarray:
@@ -477,6 +470,12 @@ def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec, coupled: bool = F
     out = pd.concat([keep, *new], axis=1)
     out["cube_utilization_pct"] = util
     return out
+
+
+def with_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec) -> pd.DataFrame:
+    """`kernels` itself when it already has the derived columns (a loaded profile), else
+    `add_derived_metrics` (a Profile built by hand: tests, API users)."""
+    return kernels if "sol_us" in kernels.columns else add_derived_metrics(kernels, chip)
 
 
 def add_derived_metrics_arrow(table: pa.Table, chip: ChipSpec, coupled: bool = False) -> pa.Table:

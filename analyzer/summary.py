@@ -79,11 +79,9 @@ def _r3(x: float | None) -> float | None:
 
 
 def _floats(k: pd.DataFrame, col: str) -> np.ndarray:
-    import pandas as pd
+    from analyzer.metrics import _col
 
-    if col not in k.columns:
-        return np.full(len(k), np.nan)
-    return pd.to_numeric(k[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    return _col(k, col).to_numpy()
 
 
 def communication_mask(k: pd.DataFrame) -> np.ndarray:
@@ -115,13 +113,13 @@ def device_time(kernels: pd.DataFrame) -> DeviceTime:
     start_i = k["start_ns"].astype("Int64").to_numpy(dtype="int64", na_value=0)
     end_i = start_i + np.round(dur * 1000.0).astype("int64")
     device = _union_us(start_i[ok & ~comm], end_i[ok & ~comm])
-    every = _union_us(start_i[ok], end_i[ok])
+    timed = _union_us(start_i[ok], end_i[ok])  # every task with a start time
     communication = _union_us(start_i[ok & comm], end_i[ok & comm])
+    wall = float(end_i[ok].max() - start_i[ok].min()) / 1000.0 if ok.any() else None
+    idle = max(0.0, wall - timed) if wall is not None else None
     # rows without a start time still ran: their durations count (as if they overlapped nothing)
     device += float(dur[~ok & ~comm].sum())
-    every += float(dur[~ok].sum())
-    wall = float(end_i[ok].max() - start_i[ok].min()) / 1000.0 if ok.any() else None
-    idle = max(0.0, wall - _union_us(start_i[ok], end_i[ok])) if wall is not None else None
+    every = timed + float(dur[~ok].sum())
     return DeviceTime(device, every, kernel_sum, communication, wall, idle, True)
 
 
@@ -305,26 +303,28 @@ def bound_findings(
             out.append(_with_saving(f, saving, min(1.0, share), bound, severity))
             continue
         spread = _spread(f, times)
-        if spread and f.saving_kind == SAVING_WORK:
-            cap, how = sum(times[n].total_us for n in spread), "the kernels' measured time"
-        elif spread and f.saving_kind == SAVING_GRID:
-            cap = sum(times[n].device_gap_us for n in spread)
-            how = "the gap to the kernels' speed of light with every core"
-        elif spread:
-            cap = sum(times[n].gap_us for n in spread)
-            known = [times[n].sol_covered_us > 0 for n in spread]
-            if all(times[n].sol_known for n in spread):
-                how = "the gap to the kernels' speed of light"
-            elif any(known):
-                how = "the kernels' time less the speed of light of the launches that have one"
-            else:
-                how = "the kernels' measured time"
+        if spread:
+            cap = sum(times[n].cap(f.saving_kind) for n in spread)
+            how = _bound_text(f.saving_kind, [times[n] for n in spread])
         else:
             cap, how = dt.device_us, "the device time"
         saving, bound = (cap, how) if f.est_saving_us > cap else (f.est_saving_us, None)
         share = min(1.0, saving / dt.device_us) if dt.device_us > 0 else 0.0
         out.append(_with_saving(f, saving, share, bound, severity))
     return out
+
+
+def _bound_text(kind: str, times: list[KernelTime]) -> str:
+    """What capped a saving of this kind on these kernels (`KernelTime.cap`), for its evidence."""
+    if kind == SAVING_WORK:
+        return "the kernels' measured time"
+    if kind == SAVING_GRID:
+        return "the gap to the kernels' speed of light with every core"
+    if all(t.sol_known for t in times):
+        return "the gap to the kernels' speed of light"
+    if any(t.sol_covered_us > 0 for t in times):
+        return "the kernels' time less the speed of light of the launches that have one"
+    return "the kernels' measured time"
 
 
 def _with_saving(
@@ -342,10 +342,14 @@ def _with_saving(
 
 
 def combined_saving(
-    findings: Iterable[Finding], kernels: pd.DataFrame, dt: DeviceTime
+    findings: Iterable[Finding],
+    kernels: pd.DataFrame,
+    dt: DeviceTime,
+    times: dict[str, KernelTime] | None = None,
 ) -> tuple[float, float]:
-    """Device time and idle time the findings could recover together (module docstring)."""
-    times = kernel_time(kernels)
+    """Device time and idle time the findings could recover together (module docstring);
+    `times`: `kernel_time(kernels)` when the caller has it already."""
+    times = kernel_time(kernels) if times is None else times
     kept: dict[str, float] = {}  # kernel -> product of (1 - fraction) over its findings
     kinds: dict[str, set[str]] = {}  # kernel -> saving kinds of its findings (the loosest bound wins)
     loose = 0.0  # savings on no kernel of the table
@@ -377,10 +381,11 @@ def combined_saving(
 def finding_totals(findings: Sequence[Finding], kernels: pd.DataFrame, dt: DeviceTime) -> dict[str, Any]:
     """Counts and combined savings, overall and per severity (the same combination on each subset)."""
     counts = Counter(f.severity.value for f in findings)
-    device, idle = combined_saving(findings, kernels, dt)
+    times = kernel_time(kernels)  # one group-by for the total and every bucket
+    device, idle = combined_saving(findings, kernels, dt, times)
     by_sev: dict[str, dict[str, float | None]] = {}
     for sev in SEVERITIES:
-        d, i = combined_saving([f for f in findings if f.severity.value == sev], kernels, dt)
+        d, i = combined_saving([f for f in findings if f.severity.value == sev], kernels, dt, times)
         by_sev[sev] = {"device_us": _r3(d), "idle_us": _r3(i)}
     wall = dt.wall_us
     return {
@@ -412,10 +417,16 @@ def speed_of_light(kernels: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def summarize(profile: Profile, findings: Sequence[Finding] | None = None, top: int = 10) -> dict[str, Any]:
-    """The JSON-serialisable summary every view shows (see the module docstring)."""
+def summarize(
+    profile: Profile,
+    findings: Sequence[Finding] | None = None,
+    top: int = 10,
+    dt: DeviceTime | None = None,
+) -> dict[str, Any]:
+    """The JSON-serialisable summary every view shows (see the module docstring); `dt`: the
+    profile's `device_time` when the caller has it already (the engine's)."""
     k = profile.kernels
-    dt = device_time(k)
+    dt = device_time(k) if dt is None else dt
     dur = _floats(k, "duration_us")
     by_core: dict[str, float] = {}
     if "core_type" in k.columns and len(k):

@@ -180,14 +180,10 @@ def prepare_kernels(profile: Profile) -> pd.DataFrame:
     Derived metrics come from `analyzer.metrics` (the one place that defines them); a profile
     missing a column simply lacks it in the views.
     """
-    kernels = profile.kernels
-    try:
-        from analyzer.metrics import add_derived_metrics
-    except ImportError:  # metrics module not installed yet: show the canonical columns only
-        kernels = kernels.copy()
-    else:
-        # The loader already derives them; a Profile built by hand (tests, API users) may not have.
-        kernels = kernels.copy() if "bound_pipe" in kernels else add_derived_metrics(kernels, profile.chip)
+    from analyzer.metrics import with_derived_metrics
+
+    # The loader already derives them; a Profile built by hand (tests, API users) may not have.
+    kernels = with_derived_metrics(profile.kernels, profile.chip).copy()
     kernels = kernels.reset_index(drop=True)
     kernels["_row"] = np.arange(len(kernels), dtype=np.int64)
     if "start_ns" in kernels and len(kernels):

@@ -14,7 +14,7 @@ import pandas as pd
 
 from analyzer.chips import get_chip
 from analyzer.findings import Finding, Location, Severity
-from analyzer.metrics import add_derived_metrics
+from analyzer.metrics import with_derived_metrics
 from analyzer.profile import Profile, SourceInfo, Timeline
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -165,7 +165,7 @@ def synthetic_report(profile: Profile, hostile: bool = False) -> dict[str, Any]:
     from analyzer.summary import summarize
 
     # the summary every view reads (analyzer.summary), over these made-up findings
-    summary = summarize(profile.with_kernels(add_derived_metrics(profile.kernels, profile.chip)), findings)
+    summary = summarize(profile.with_kernels(with_derived_metrics(profile.kernels, profile.chip)), findings)
     return {"summary": summary, "findings": [f.to_dict() for f in findings], "skipped": [], "errors": []}
 
 

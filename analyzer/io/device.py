@@ -230,7 +230,7 @@ class ChipEvidence:
             if note:
                 notes.append(note)
         if clock is None and product is not None:
-            clock, cores, note = _clock_from_product(product, fit)
+            clock, note = _clock_from_product(product, fit)
             if note:
                 notes.append(note)
         if clock is not None:
@@ -316,7 +316,7 @@ def _clock_from_rows(mhz: np.ndarray) -> tuple[float | None, str | None]:
     )
 
 
-def _clock_from_product(product: float, fit: float) -> tuple[float | None, int | None, str | None]:
+def _clock_from_product(product: float, fit: float) -> tuple[float | None, str | None]:
     """The rated clock at which the profiler's clock x cores is a whole number of cores (within `fit`)."""
     fits = []
     for clock in _rated_clocks():
@@ -326,7 +326,7 @@ def _clock_from_product(product: float, fit: float) -> tuple[float | None, int |
             fits.append((abs(cores - whole) / whole, clock, whole))
     fits.sort()
     if not fits or fits[0][0] > fit:
-        return None, None, (
+        return None, (
             f"cube_utilization(%) implies clock x AI Cores = {product:,.0f} MHz, which gives a whole "
             "number of cores at no catalogued rated clock (1650, 1800, 1850 MHz)"
         )
@@ -339,7 +339,7 @@ def _clock_from_product(product: float, fit: float) -> tuple[float | None, int |
     )
     if runner is not None:
         note += f"; {runner[2]} cores at {runner[1]:g} MHz fits too (off by {100 * runner[0]:.3f} %)"
-    return clock, whole, note
+    return clock, note
 
 
 def _cores_from_product(product: float | None, clock: float, notes: list[str]) -> int | None:

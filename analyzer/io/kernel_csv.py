@@ -59,13 +59,6 @@ def detect_producer(header: list[str]) -> str | None:
     return None
 
 
-def is_kernel_table(path: Path) -> bool:
-    """Cheap sniff: does the header look like op_summary/kernel_details (and not OpBasicInfo)?"""
-    from analyzer.io.detect import sniff
-
-    return sniff(path) == "kernel_table"
-
-
 def slice_order(paths: list[Path]) -> list[Path]:
     """Sort op_summary slices: the unsliced file first, then `_<n>` / `slice_<n>` by n."""
 

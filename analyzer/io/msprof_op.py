@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzer.columns import KERNEL_CONTRACT, canonical_header
+from analyzer.columns import KERNEL_CONTRACT
 from analyzer.errors import ProfileFormatError
-from analyzer.io.tables import convert_columns, read_csv_strings, read_header, to_frame
+from analyzer.io.tables import read_small_table
 
 METRIC_FILES = (
     "PipeUtilization",
@@ -106,10 +106,7 @@ def has_block_metrics(path: Path) -> bool:
 
 
 def _read_small_csv(path: Path) -> pd.DataFrame:
-    header = read_header(path)
-    header, raw = read_csv_strings(path, header)
-    cols = convert_columns(path, header, raw, canonical=canonical_header(header))
-    return to_frame(cols, raw.num_rows).copy()  # consolidated: columns are inserted into it below
+    return read_small_table(path).copy()  # consolidated: columns are inserted into it below
 
 
 def _read_launch(

@@ -89,7 +89,7 @@ def _summary(profile: Profile, result: AnalysisResult) -> dict[str, Any]:
     derived = _derived(profile)
     if derived is not profile.kernels:  # a Profile built by hand: the summary reads derived columns
         profile = profile.with_kernels(derived)
-    s = summarize(profile, result.findings)
+    s = summarize(profile, result.findings, dt=result.device_time)
     s["rules_run"] = list(result.rules_run)
     if s.get("top_kernels") and len(profile.kernels):
         s["top_kernels"] = enrich_top_kernels(list(s["top_kernels"]), _derived(profile))
@@ -98,12 +98,9 @@ def _summary(profile: Profile, result: AnalysisResult) -> dict[str, Any]:
 
 def _derived(profile: Profile) -> pd.DataFrame:
     """The kernel table with analyzer.metrics' derived columns (loaded profiles already have them)."""
-    k = profile.kernels
-    if "sol_us" in k.columns:
-        return k
-    from analyzer.metrics import add_derived_metrics
+    from analyzer.metrics import with_derived_metrics
 
-    return add_derived_metrics(k, profile.chip)
+    return with_derived_metrics(profile.kernels, profile.chip)
 
 
 def _numeric(k: pd.DataFrame, col: str) -> pd.Series:
