@@ -24,6 +24,7 @@ from analyzer.report.words import (
     fmt_pct,
     fmt_us,
     headline,
+    launches_text,
     saving_text,
     speed_of_light_text,
     units_text,
@@ -88,8 +89,10 @@ def test_device_time_is_one_value(rendered: dict[str, Any]) -> None:
     assert f"device time per step: {fmt_us(rendered['per_step_us'])}" in rendered["diff"]
     assert summary["device_time"]["device_us"] == summary["total_device_us"]
     chip = chip_text(rendered["report"]["inputs"]["chip"])
+    counts = launches_text(summary)  # launches and distinct kernels, worded alike
     for fmt in ("text", "md", "html"):
         assert chip in rendered[fmt], fmt
+        assert counts in rendered[fmt], fmt
 
 
 def test_unit_shares_are_one_value(rendered: dict[str, Any]) -> None:

@@ -71,7 +71,6 @@ def report_summary(report: Mapping[str, Any]) -> dict[str, Any]:
         "units": dict(_first(s, "units", default={}) or {}),
         "units_definition": _first(s, "units_definition", default=""),
         "kernel_count": _first(s, "kernel_count"),
-        "launch_count": _first(s, "launch_count", "launches"),
         "distinct_kernels": _first(s, "distinct_kernels"),
         "speed_of_light": dict(_first(s, "speed_of_light", default={}) or {}),
         "findings_totals": _first(s, "findings", default={}) or {},

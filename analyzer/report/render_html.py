@@ -50,6 +50,7 @@ from analyzer.report.words import (
     fmt_pct,
     fmt_us,
     headline,
+    launches_text,
     saving_text,
     sol_text,
     speed_of_light_text,
@@ -160,9 +161,8 @@ def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], pa
         facts.append(f"<span>{html_text(sol)}</span>")
     if chip:
         facts.append(f"<span>chip {html_text(chip_text(report_chip(report)), 200)}</span>")
-    for key, noun in (("kernel_count", "kernels"), ("launch_count", "launches")):
-        if s[key] is not None:
-            facts.append(f"<span>{html_text(s[key], 20)} {noun}</span>")
+    if s["kernel_count"] is not None:
+        facts.append(f"<span>{html_text(launches_text(s['raw']), 60)}</span>")
     closing = headline(findings, profile_summaries(report))
     return (f"<header><h1>{html_text(page_title, 200)}</h1>"
             f'<p class="facts">{"".join(facts)}</p>'

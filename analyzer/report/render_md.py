@@ -30,6 +30,7 @@ from analyzer.report.words import (
     fmt_pct,
     fmt_us,
     headline,
+    launches_text,
     saving_text,
     sol_text,
     speed_of_light_text,
@@ -167,9 +168,7 @@ def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) 
     if chip:
         facts.append(f"chip {md_text(chip_text(report_chip(report)), 160)}")
     if s["kernel_count"] is not None:
-        facts.append(f"{md_text(s['kernel_count'])} kernels")
-    if s["launch_count"] is not None:
-        facts.append(f"{md_text(s['launch_count'])} launches")
+        facts.append(md_text(launches_text(s["raw"])))
     closing = headline(findings, profile_summaries(report))
     out += [" · ".join(facts), "", f"**{md_text(closing, None)}**"]
     return "\n".join(out) + "\n"

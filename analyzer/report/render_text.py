@@ -10,7 +10,15 @@ from rich.table import Table
 from rich.text import Text
 
 from analyzer.report.charts import profile_summaries
-from analyzer.report.words import chip_text, fmt_us, headline, saving_text, speed_of_light_text, units_text
+from analyzer.report.words import (
+    chip_text,
+    fmt_us,
+    headline,
+    launches_text,
+    saving_text,
+    speed_of_light_text,
+    units_text,
+)
 
 SEVERITY_STYLE = {"high": "bold #c0392b", "medium": "bold #e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
 
@@ -59,11 +67,9 @@ def render(report: dict[str, Any], **opts: Any) -> str:
         s = p.get("summary") or {}
         chip = p.get("chip") or {}
         rank = f" rank {p['rank']}" if p.get("rank") is not None else ""
-        launches = int(s.get("kernel_count") or 0)
         console.print(
             Text(
-                f"{p.get('path')}{rank}: {launches} launch{'es' if launches != 1 else ''} of "
-                f"{s.get('distinct_kernels', 0)} kernel{'s' if s.get('distinct_kernels') != 1 else ''}, "
+                f"{p.get('path')}{rank}: {launches_text(s)}, "
                 f"device time {fmt_us(s.get('total_device_us'))}, chip {chip.get('name')} "
                 f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})",
                 style="bold",

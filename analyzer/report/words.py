@@ -61,6 +61,14 @@ def sol_text(row: Mapping[str, Any]) -> str:
     return f"{v:.0f} %" + (f" ({bound})" if bound else "")
 
 
+def launches_text(summary: Mapping[str, Any]) -> str:
+    """`290 launches of 18 kernels` (`kernel_count` counts launches, `distinct_kernels` names)."""
+    launches = int(num(summary.get("kernel_count")) or 0)
+    kernels = int(num(summary.get("distinct_kernels")) or 0)
+    return (f"{launches:,} launch{'es' if launches != 1 else ''} of {kernels:,} "
+            f"kernel{'s' if kernels != 1 else ''}")
+
+
 def chip_text(chip: Mapping[str, Any]) -> str:
     """`910B2: 24 AIC / 48 AIV @ 1800 MHz, GM 1,750 GB/s (vendor, default memory type)`: the chip
     figures every verdict used, with where the bandwidth comes from."""
