@@ -119,15 +119,15 @@ def run_from_report(report: Mapping[str, Any], label: str) -> RunData:
     """Per-kernel stats from the profile when the report carries it, else from the report's table."""
     profile = report.get("_profile")
     if profile is not None:
-        run = _run_from_kernels(profile.kernels, report_findings(report), label)
-        # unit shares and a one-step total are the summary's (analyzer.summary), as in every view
-        summary = report_summary(report)
-        run.shares = {k: summary["shares"].get(k) for k in ("cube", "vector", "mte")}
-        return run
+        return _run_from_kernels(profile.kernels, report_findings(report), label, report_summary(report))
     return _run_from_summary(report, label)
 
 
-def _run_from_kernels(k: pd.DataFrame, findings: list[dict[str, Any]], label: str) -> RunData:
+def _run_from_kernels(
+    k: pd.DataFrame, findings: list[dict[str, Any]], label: str, summary: Mapping[str, Any]
+) -> RunData:
+    """Per-kernel launch statistics from the table; unit shares are the report summary's
+    (analyzer.summary), as in every other view."""
     if len(k) == 0 or "duration_us" not in k:
         raise UsageError(f"{label}: the profile has no kernel durations to compare")
     dur = k["duration_us"].astype("float64").fillna(0.0)
@@ -167,13 +167,14 @@ def _run_from_kernels(k: pd.DataFrame, findings: list[dict[str, Any]], label: st
         total = Spread(float(np.median(per_step)), float(per_step.min()), float(per_step.max()),
                        len(per_step), "steps (min-max)")
     else:
-        # One step: the device time, bounded by every kernel running at its launches' quartiles.
+        # One step: the device time (unrounded: the summary's is to the ns), bounded by every kernel
+        # running at its launches' quartiles.
         device = device_time(k).device_us
         scale = device / max(float(dur.sum()), 1e-9)  # quartile sums are in summed-duration units
         lo = sum(s.per_launch.lo * s.launches for s in kernels.values()) * scale
         hi = sum(s.per_launch.hi * s.launches for s in kernels.values()) * scale
         total = Spread(device, min(lo, device), max(hi, device), 1, "launch IQRs")
-    shares: dict[str, float | None] = {"cube": None, "vector": None, "mte": None}  # from the summary
+    shares = {key: summary["shares"].get(key) for key in ("cube", "vector", "mte")}
     return RunData(label, total, steps, kernels, shares, findings)
 
 
