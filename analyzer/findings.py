@@ -30,6 +30,10 @@ class Severity(StrEnum):
         return {"high": 3, "medium": 2, "low": 1, "info": 0}[self.value]
 
 
+# The severities, highest first (declaration order): the order every view lists them in.
+SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
+
+
 @dataclass(frozen=True)
 class Location:
     """A place a finding points at.

@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyzer.findings import SAVING_GRID, SAVING_IDLE, SAVING_NONE, SAVING_WORK, Finding, Severity
+from analyzer.findings import (
+    SAVING_GRID,
+    SAVING_IDLE,
+    SAVING_NONE,
+    SAVING_WORK,
+    SEVERITIES,
+    Finding,
+    Severity,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,7 +44,6 @@ if TYPE_CHECKING:
     from analyzer.profile import Profile
 
 COMMUNICATION_TYPES = frozenset({"HCCL", "COMMUNICATION", "HCCL_AI_CPU"})
-SEVERITIES = ("high", "medium", "low", "info")
 
 DEFINITIONS: dict[str, str] = {
     "device_us": "device time: the time at least one compute kernel ran (union of the kernel intervals, "

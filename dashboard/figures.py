@@ -17,6 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analyzer.chips import ChipSpec
+from analyzer.findings import SEVERITIES
 from analyzer.report.escape import MAX_INLINE, plotly_text
 from analyzer.report.words import fmt_pct, fmt_us
 
@@ -44,7 +45,6 @@ COLORS = {
     "Idle": "#c7c7c7",
 }
 SEVERITY_COLORS = {"high": "#c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
-SEVERITIES = ("high", "medium", "low", "info")
 # Mix kernels use their side's colour with a different marker, so the palette stays the product's.
 SYMBOLS = {CUBE: "circle", VECTOR: "circle", MIX_CUBE: "diamond", MIX_VECTOR: "diamond", OTHER: "square"}
 _CORE_CATEGORY = {"AI_CORE": CUBE, "AI_VECTOR_CORE": VECTOR, "MIX_AIC": MIX_CUBE, "MIX_AIV": MIX_VECTOR}

@@ -11,7 +11,7 @@ from typing import Any
 import dash_ag_grid as dag
 from dash import dcc, html
 
-from dashboard.figures import SEVERITIES
+from analyzer.findings import SEVERITIES
 from dashboard.views import SCOPES
 
 TABS = (

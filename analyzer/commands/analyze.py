@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # analyzer.profile imports pandas: not needed for `analyze --
     from analyzer.profile import Profile
 
 FORMATS = ("text", "json", "md", "html", "sarif")
-SEVERITY_RANK = {"high": 3, "medium": 2, "low": 1, "info": 0}
+SEVERITY_RANK = {s.value: s.rank for s in Severity}
 
 
 def load_profiles(path: Path, chip: str | None) -> list[Profile]:

@@ -40,7 +40,6 @@ from analyzer.report.words import (
 GITHUB_COMMENT_LIMIT = 65_536
 # Leave room for the marker line a workflow prepends to find and update its own comment.
 DEFAULT_MAX_CHARS = GITHUB_COMMENT_LIMIT - 1_024
-SEVERITY_ORDER = ("high", "medium", "low", "info")
 SEVERITY_ICON = {"high": "🔴", "medium": "🟠", "low": "🟡", "info": "⚪"}
 MAX_TOP_KERNELS = 15
 MAX_LISTED = 30  # skipped rules / rule errors listed before "and N more"

@@ -13,7 +13,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-SEVERITY_ORDER = ("high", "medium", "low", "info")
+from analyzer.findings import SEVERITIES
+
 UNIT_LABELS = (("cube", "Cube"), ("vector", "Vector"), ("mte", "data movement (MTE)"), ("scalar", "Scalar"))
 
 
@@ -132,7 +133,7 @@ def headline(findings: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[
     if not findings:
         return "No findings."
     counts = Counter(str(f.get("severity")) for f in findings)
-    parts = ", ".join(f"{counts[s]} {s}" for s in SEVERITY_ORDER if counts[s])
+    parts = ", ".join(f"{counts[s]} {s}" for s in SEVERITIES if counts[s])
     device, total, idle, wall = recoverable(summaries)
     noun = "finding" if len(findings) == 1 else "findings"
     text = f"{len(findings)} {noun}: {parts} — est. {fmt_us(device)}"
