@@ -62,7 +62,7 @@ def rendered(request: pytest.FixtureRequest) -> dict[str, Any]:
     from analyzer.summary import device_time
 
     k = profile.kernels
-    steps = k["step_id"].dropna().unique() if "step_id" in k else []
+    steps = k["step_id"].dropna().unique() if "step_id" in k else np.array([])
     per_step = (
         float(np.median([device_time(k[k["step_id"] == s]).device_us for s in steps]))
         if len(steps) > 1

@@ -56,7 +56,7 @@ def test_gpt3_rank1_vector_kernels_typed_ai_core(real_traces: Path) -> None:
 def test_gpt3_parent_leaves_the_broken_rank_out(real_traces: Path) -> None:
     profiles = load_profiles(real_traces / "gpt3_2rank_memoryl0")
     assert [pr.rank for pr in profiles] == [1]
-    (failure,) = profiles.failures  # type: ignore[attr-defined]
+    (failure,) = profiles.failures
     assert "row 16 (line 17)" in str(failure.error)
 
 

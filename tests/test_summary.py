@@ -66,6 +66,7 @@ def test_device_time_is_the_union_of_compute_kernels(real_traces: Path) -> None:
     first = min(s for s, _ in raw["all"])
     last = max(s + d for s, d in raw["all"])
     assert dt.wall_us == pytest.approx(float(last - first), abs=1e-3)
+    assert dt.wall_us is not None
     assert dt.idle_us == pytest.approx(dt.wall_us - dt.with_communication_us, abs=1e-3)
 
 
