@@ -45,6 +45,7 @@ from analyzer.report.render_md import (
     kernels_text,
 )
 from analyzer.report.words import (
+    KERNEL_COLUMNS_NOTE,
     UNIT_LABELS,
     chip_text,
     fmt_pct,
@@ -206,9 +207,7 @@ def _top_kernels(report: Mapping[str, Any]) -> str:
             _td(html_text(fmt_pct(r.get("vector_share"))), True),
             _td(html_text(sol_text(r)), True),
         ]) + "</tr>")
-    out.append("</tbody></table><p class=\"note\">Busy: the pipe's busy time per core as a share of the "
-               "launch. Speed of light: the time the launch would take at the chip's ceiling for its "
-               "work or traffic, as a share of its measured time (its bound in brackets).</p></section>")
+    out.append(f'</tbody></table><p class="note">{KERNEL_COLUMNS_NOTE}</p></section>')
     return "\n".join(out)
 
 

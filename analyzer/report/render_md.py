@@ -26,6 +26,7 @@ from analyzer.report.charts import (
 )
 from analyzer.report.escape import md_code_block, md_code_span, md_html_text, md_text
 from analyzer.report.words import (
+    KERNEL_COLUMNS_NOTE,
     chip_text,
     fmt_pct,
     fmt_us,
@@ -192,9 +193,7 @@ def _top_kernels(report: Mapping[str, Any], limit: int) -> str:
         ]) + " |")
     if len(rows) > limit:
         out.append(f"\n_{len(rows) - limit} more kernels in the full report._")
-    out.append("\n_Busy: the pipe's busy time per core as a share of the launch. Speed of light: the time "
-               "the launch would take at the chip's ceiling for its work or traffic, as a share of its "
-               "measured time (its bound in brackets)._")
+    out.append(f"\n_{KERNEL_COLUMNS_NOTE}_")
     return "\n".join(out) + "\n"
 
 

@@ -16,6 +16,10 @@ from typing import Any
 from analyzer.findings import SEVERITIES
 
 UNIT_LABELS = (("cube", "Cube"), ("vector", "Vector"), ("mte", "data movement (MTE)"), ("scalar", "Scalar"))
+# Under every top-kernels table: what its busy and speed-of-light columns mean (plain text, no markup).
+KERNEL_COLUMNS_NOTE = ("Busy: the pipe's busy time per core as a share of the launch. Speed of light: the "
+                       "time the launch would take at the chip's ceiling for its work or traffic, as a share "
+                       "of its measured time (its bound in brackets).")
 
 
 def num(value: Any) -> float | None:
