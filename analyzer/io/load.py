@@ -130,6 +130,16 @@ def _finish_timeline(path: Path, future: Future[Timeline] | None, parts: Parts) 
     return future.result()
 
 
+def _take_timeline(parts: Parts, path: Path, future: Future[Timeline] | None, defer: bool) -> None:
+    """The timeline into `parts`: left still being read (`pending_timeline`, resolved by the profile
+    on first use) when `defer` and a read is under way, else waited for."""
+    if future is not None and defer:
+        parts.files.append(path)
+        parts.pending_timeline = future.result
+    else:
+        parts.timeline = _finish_timeline(path, future, parts)
+
+
 def _load_sqlite(p: Path) -> Parts:
     from analyzer.io.sqlite import read_sqlite
     from analyzer.io.tables import null_unused_side
@@ -165,11 +175,8 @@ def _load_torch(root: Path, lazy_timeline: bool = False) -> Parts:
         parts = _load_sqlite(dbs[0])
     elif slices:
         read_kernel_csv(parts, slices)
-    if timeline is not None and lazy_timeline and len(parts.kernels.columns):
-        parts.files.append(tv)  # still being read: the profile resolves it on first use
-        parts.pending_timeline = timeline.result
-    elif timeline is not None:
-        parts.timeline = _finish_timeline(tv, timeline, parts)
+    if timeline is not None:  # deferred only when the kernels come from elsewhere
+        _take_timeline(parts, tv, timeline, lazy_timeline and bool(len(parts.kernels.columns)))
     if not len(parts.kernels.columns):
         if parts.timeline is None:
             raise NoProfileFoundError(root, "no kernel_details.csv, op_summary, database or trace_view.json")
@@ -260,11 +267,7 @@ def _load_folder(det: Detected, lazy_timeline: bool = False) -> Parts:
     if tl_path is not None:
         if len(src.timelines) > 1:
             parts.warnings.append(f"{len(src.timelines)} timeline files; only {tl_path.name} was read")
-        if future is not None and lazy_timeline and src.kernel_tables:
-            parts.files.append(tl_path)  # still being read: the profile resolves it on first use
-            parts.pending_timeline = future.result
-        else:
-            parts.timeline = _finish_timeline(tl_path, future, parts)
+        _take_timeline(parts, tl_path, future, lazy_timeline and bool(src.kernel_tables))
         said.append(f"timeline from {tl_path.name}")
     if not src.kernel_tables:
         if tl_path is None or parts.timeline is None:
