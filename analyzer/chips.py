@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,17 @@ IDLE_CLOCK_MHZ = 800.0
 # The highest rated AI Core clock of any catalogued chip, with margin for rounding in the profiler's
 # figures: an inferred clock above it is wrong too.
 MAX_CLOCK_MHZ = 2000.0
+
+
+def is_vendor_gm(gbps: float | None, memory_type: str, by_type: Mapping[str, float]) -> bool:
+    """The GM bandwidth in use is the vendor's figure for the memory type (not a configured one)."""
+    return gbps is not None and by_type.get(memory_type) == gbps
+
+
+def gm_note(gbps: float | None, memory_type: str, by_type: Mapping[str, float]) -> str:
+    """Where a GM bandwidth comes from, in short: "vendor, default memory type" or "configured"
+    (ChipSpec.hbm_note; also read from a report's chip dict by analyzer.report.words)."""
+    return f"vendor, {memory_type} memory type" if is_vendor_gm(gbps, memory_type, by_type) else "configured"
 
 
 @dataclass(frozen=True)
@@ -110,7 +122,7 @@ class ChipSpec:
         if self.hbm_bandwidth_gbps is None:
             return "GM bandwidth unknown for this chip: configure hbm_bandwidth_gbps"
         by_type = self.gm_bandwidth_by_type
-        if by_type.get(self.memory_type) == self.hbm_bandwidth_gbps:
+        if is_vendor_gm(self.hbm_bandwidth_gbps, self.memory_type, by_type):
             others = ", ".join(f"{k}: {v:g} GB/s" for k, v in by_type.items() if k != self.memory_type)
             return (
                 f"GM {self.hbm_bandwidth_gbps:g} GB/s: vendor figure for {self.base_name}, "
@@ -123,11 +135,7 @@ class ChipSpec:
     @property
     def hbm_note(self) -> str:
         """A short label for the GM line of a chart: "vendor, default memory type" or "configured"."""
-        if self.hbm_bandwidth_gbps is not None and (
-            self.gm_bandwidth_by_type.get(self.memory_type) == self.hbm_bandwidth_gbps
-        ):
-            return f"vendor, {self.memory_type} memory type"
-        return "configured"
+        return gm_note(self.hbm_bandwidth_gbps, self.memory_type, self.gm_bandwidth_by_type)
 
     @property
     def base_name(self) -> str:

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from analyzer.chips import gm_note
 from analyzer.findings import SEVERITIES
 
 UNIT_LABELS = (("cube", "Cube"), ("vector", "Vector"), ("mte", "data movement (MTE)"), ("scalar", "Scalar"))
@@ -85,9 +86,7 @@ def chip_text(chip: Mapping[str, Any]) -> str:
         figures += f" @ {clock:g} MHz"
     gm = num(chip.get("hbm_bandwidth_gbps"))
     if gm is not None:
-        by_type = chip.get("gm_bandwidth_by_type") or {}
-        memory = chip.get("memory_type") or "default"
-        origin = f"vendor, {memory} memory type" if by_type.get(memory) == gm else "configured"
+        origin = gm_note(gm, chip.get("memory_type") or "default", chip.get("gm_bandwidth_by_type") or {})
         figures += f", GM {gm:,.0f} GB/s ({origin})"
     return parts[0] + (f": {figures}" if figures else "")
 
