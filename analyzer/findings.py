@@ -16,7 +16,6 @@ SAVING_GRID = "grid"  # a new grid (TS401): bounded by the speed of light with e
 SAVING_WORK = "work"
 SAVING_IDLE = "idle"
 SAVING_NONE = "none"
-DEVICE_KINDS = frozenset({SAVING_DEVICE, SAVING_GRID, SAVING_WORK})
 
 
 class Severity(StrEnum):

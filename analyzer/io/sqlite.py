@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # pandas is imported by the readers below, not by detection (is_sqlite_file)
+if TYPE_CHECKING:  # pandas is imported by the readers below, not at import
     import pandas as pd
 
 from analyzer.columns import KERNEL_CONTRACT, metric_groups_of, sqlite_pmu_canonical
@@ -50,14 +50,6 @@ class SqliteData:
     rank: int | None = None
     files: list[Path] = field(default_factory=list)
     metric_groups: list[str] = field(default_factory=list)
-
-
-def is_sqlite_file(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(16) == _SQLITE_MAGIC
-    except OSError:
-        return False
 
 
 def _connect(path: Path) -> sqlite3.Connection:
