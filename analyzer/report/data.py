@@ -92,7 +92,7 @@ def _summary(profile: Profile, result: AnalysisResult) -> dict[str, Any]:
     s = summarize(profile, result.findings, dt=result.device_time)
     s["rules_run"] = list(result.rules_run)
     if s.get("top_kernels") and len(profile.kernels):
-        s["top_kernels"] = enrich_top_kernels(list(s["top_kernels"]), _derived(profile))
+        s["top_kernels"] = enrich_top_kernels(list(s["top_kernels"]), profile.kernels)  # derived above
     return s
 
 
