@@ -121,3 +121,17 @@ def test_headline_and_savings_are_one_value(rendered: dict[str, Any]) -> None:
         for fmt in ("text", "md", "html"):
             assert text in rendered[fmt], (fmt, f["code"], text)
         assert any(text in r["message"]["text"] for r in sarif), (f["code"], text)
+
+
+def test_partial_pmu_coverage_is_said_in_every_format(real_traces: Path) -> None:
+    """gpt_step_arith_591 (real, torch_npu): launches with pipe metrics cover 94.12 % of the compute
+    kernels' time, so every view qualifies the busy shares alike (the HTML header once left it out)."""
+    profile = load_profile(real_traces / "gpt_step_arith_591")
+    report = build_report(profile, analyze(profile))
+    summary = report["summary"]
+    assert summary["units"]["cube"]["coverage"] == pytest.approx(0.9412, abs=1e-4)
+    said = " (measured on 94 % of it)"
+    assert units_text(summary).endswith(f"of device time{said}")
+    assert said in render_text.render(report, width=400)
+    assert said in _md_visible(render_md.render(report))
+    assert said in _visible(render_html.render(report))

@@ -46,8 +46,8 @@ from analyzer.report.render_md import (
 )
 from analyzer.report.words import (
     KERNEL_COLUMNS_NOTE,
-    UNIT_LABELS,
     chip_text,
+    coverage_text,
     fmt_pct,
     fmt_us,
     headline,
@@ -55,6 +55,7 @@ from analyzer.report.words import (
     saving_text,
     sol_text,
     speed_of_light_text,
+    unit_share_parts,
 )
 
 # No network at all; inline scripts and styles only (plotly.js builds its styles at run time).
@@ -148,15 +149,14 @@ def _pygments_css() -> str:
 
 def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], page_title: str) -> str:
     s = report_summary(report)
-    shares = s["shares"]
     chip = report_chip(report).get("name")
     facts = [f'<span><b>Device time {html_text(fmt_us(s["total_device_us"]))}</b></span>']
-    busy = [f'<span class="{key}">{label} {html_text(fmt_pct(shares[key], 0))}</span>'
-            for key, label in UNIT_LABELS if shares.get(key) is not None]
+    busy = [f'<span class="{key}">{html_text(text)}</span>' for key, text in unit_share_parts(s["raw"])]
     if busy:
-        # the definition travels with the numbers (analyzer.summary.DEFINITIONS["units"])
+        # the definition travels with the numbers (analyzer.summary.DEFINITIONS["units"]), and the
+        # coverage qualifier the terminal and Markdown print (words.units_text)
         facts.append(f'<span title="{html_text(s["units_definition"])}">busy (of device time): '
-                     + " · ".join(busy) + "</span>")
+                     + " · ".join(busy) + html_text(coverage_text(s["raw"])) + "</span>")
     sol = speed_of_light_text(s["raw"])
     if sol:
         facts.append(f"<span>{html_text(sol)}</span>")
