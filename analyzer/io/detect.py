@@ -34,6 +34,7 @@ MSPROF_OUT = "mindstudio_profiler_output"
 SNIFF_BYTES = 16 << 10
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _UTF8_BOM = b"\xef\xbb\xbf"
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 # Example: [{"name":"process_name","pid":1463785727,"tid":0,"ph":"M","args":{"name":"CANN"}}, ...
 _TRACE_EVENT_RE = re.compile(rb'"ph"\s*:\s*"[A-Za-z]"')
@@ -91,11 +92,17 @@ def looks_like_timeline(head: bytes) -> bool:
     return False
 
 
+def first_line(head: bytes) -> bytes:
+    """The first line of `head`, whichever of LF, CRLF or a lone CR ends it (Arrow's CSV reader
+    accepts all three, so the header must be split the same way)."""
+    return _LINE_END.split(head, maxsplit=1)[0]
+
+
 def csv_header(head: bytes) -> list[str] | None:
     """The first CSV record of `head`, or None for binary or empty data."""
     if not head.strip() or b"\x00" in head:
         return None
-    line = head.removeprefix(_UTF8_BOM).split(b"\n", 1)[0]
+    line = first_line(head.removeprefix(_UTF8_BOM))
     # a header cut at SNIFF_BYTES may end inside a multi-byte character; its names are ASCII
     return next(csv.reader([line.decode("utf-8", errors="replace")]), None)
 

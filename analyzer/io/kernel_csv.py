@@ -109,6 +109,7 @@ def _read_columns(
     """Cleaned, typed Arrow columns of one kernel table or its slices (unused-side zeros nulled)."""
     files = slice_order(list(paths)) if isinstance(paths, list) else [paths]
     parts = [_read_arrow(p) for p in files]
+    _check_same_columns(files, [list(p[0]) for p in parts])
     producers = {p[2] for p in parts}
     if len(parts) == 1:
         cols, n, producer, coupled = parts[0]
@@ -121,6 +122,22 @@ def _read_columns(
     parts.clear()  # drop our references so to_frame can release the Arrow buffers as it converts
     null_unused_side_arrow(cols)
     return cols, n, producer, files, coupled
+
+
+def _check_same_columns(files: list[Path], columns: list[list[str]]) -> None:
+    """Slices of one op_summary carry one header: slices with different metric groups are two
+    collections, and concatenating them would leave each group's columns null on half the rows."""
+    first = set(columns[0])
+    for path, cols in zip(files[1:], columns[1:], strict=True):
+        if set(cols) != first:
+            extra = sorted(set(cols) - first) or sorted(first - set(cols))
+            raise ProfileFormatError(
+                path,
+                "line 1",
+                f"columns differ from {files[0].name} ({', '.join(extra[:3])}"
+                f"{', ...' if len(extra) > 3 else ''}); "
+                "expected the slices of one op_summary, with one header",
+            )
 
 
 def read_kernel_table(paths: Path | list[Path]) -> KernelTable:

@@ -35,6 +35,7 @@ import pandas as pd
 from analyzer.columns import KERNEL_CONTRACT
 from analyzer.errors import ProfileFormatError
 from analyzer.io.tables import read_small_table
+from analyzer.io.validate import csv_row
 
 METRIC_FILES = (
     "PipeUtilization",
@@ -133,6 +134,7 @@ def _read_launch(
             part.insert(0, "block_id", pd.Series(np.arange(len(part)), index=part.index, dtype="Int64"))
         if "sub_block_id" not in part:
             part.insert(1, "sub_block_id", pd.Series(["core"] * len(part), dtype="str"))
+        _check_unique_blocks(part, files[metric])
         if blocks is None:
             blocks = part
         else:
@@ -153,6 +155,36 @@ def _read_launch(
     if device is not None:
         blocks.insert(0, "device_id", device)
     return basic, blocks, [basic_path, *files.values()], groups
+
+
+def _check_unique_blocks(part: pd.DataFrame, path: Path) -> None:
+    """One row per (block, sub-block): a repeated row would be merged and summed twice (a
+    duplicated block row gave 145 % utilisation)."""
+    repeated = part.duplicated(["block_id", "sub_block_id"], keep="first")
+    if repeated.any():
+        i = int(np.argmax(repeated.to_numpy()))
+        block, sub = part["block_id"].iloc[i], part["sub_block_id"].iloc[i]
+        raise ProfileFormatError(
+            path,
+            csv_row(i),
+            f"block_id {block} / sub_block_id {sub} repeats an earlier row; expected one row per block",
+        )
+
+
+def _check_unique_launches(launch_dirs: list[tuple[Path, int | None, str | None, int]]) -> None:
+    """Each (device, operator, launch index) once: two folders read as the same launch would have
+    their block rows merged and summed together."""
+    seen: dict[tuple[int | None, str | None, int], Path] = {}
+    for launch_dir, device, op_name, launch in launch_dirs:
+        key = (device, op_name, launch)
+        if key in seen:
+            raise ProfileFormatError(
+                launch_dir,
+                None,
+                f"read as launch {launch} of {op_name or 'the operator'}, as {seen[key]} is; expected one "
+                "folder per launch, named by its index (0, 1, ...)",
+            )
+        seen[key] = launch_dir
 
 
 SIDE_BLOCK_ROWS = {"aic_": "cube_block_rows", "aiv_": "vector_block_rows"}
@@ -264,6 +296,7 @@ def read_msprof_op(root: Path) -> MsprofOpData:
     launch_dirs = find_launch_dirs(root)
     if not launch_dirs:
         raise ProfileFormatError(root, None, "expected OpBasicInfo.csv in an msprof op (OPPROF_*) directory")
+    _check_unique_launches(launch_dirs)
     all_launches: list[pd.DataFrame] = []
     all_blocks: list[pd.DataFrame] = []
     files: list[Path] = []

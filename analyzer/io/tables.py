@@ -21,6 +21,8 @@ import pyarrow.csv as pacsv
 
 from analyzer.columns import SHAPE_LIST_COLUMNS, canonical_header, dtype_of
 from analyzer.errors import ProfileFormatError
+from analyzer.io.detect import first_line
+from analyzer.io.validate import check_columns, csv_row
 
 # pandas is imported where a DataFrame is built: the Arrow-only `tilescope kernels` file output never
 # pays its ~0.2 s import
@@ -58,7 +60,7 @@ def read_header(path: Path) -> list[str]:
     if b"\x00" in head:
         nul = head.index(b"\x00")
         raise ProfileFormatError(path, f"byte {nul}", "binary data; expected CSV text")
-    line = head.split(b"\n", 1)[0]
+    line = first_line(head)
     try:
         text = line.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -246,7 +248,7 @@ def to_float(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.Chu
         row = _first_bad_row(arr, ok)
         value = arr[row].as_py() if row >= 0 else "?"
         raise ProfileFormatError(
-            path, f"row {row + 1}", f"column {column!r}: expected a number, found {str(value)[:40]!r}"
+            path, csv_row(row), f"column {column!r}: expected a number, found {str(value)[:40]!r}"
         ) from exc
 
 
@@ -254,8 +256,19 @@ def to_int(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.Chunk
     try:
         return pc.cast(arr, pa.int64())
     except pa.ArrowInvalid:
-        # "16.0" style integers: go through float64 (ids and counts are far below 2**53)
-        return pc.cast(pc.floor(to_float(arr, path, column)), pa.int64())
+        pass
+    # "16.0" style integers: go through float64 (ids and counts are far below 2**53); NaN, ±inf
+    # and values beyond int64 have no integer and are named here, not left to Arrow's cast error
+    floats = to_float(arr, path, column)
+    fits = pc.and_(pc.is_finite(floats), pc.less(pc.abs(floats), float(2**63)))
+    if not pc.all(pc.fill_null(fits, True)).as_py():
+        row = _first_bad_row(floats, fits)
+        raise ProfileFormatError(
+            path,
+            csv_row(row),
+            f"column {column!r}: expected an integer, found {str(arr[row].as_py())[:40]!r}",
+        )
+    return pc.cast(pc.floor(floats), pa.int64())
 
 
 def decimal_to_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.ChunkedArray:
@@ -275,7 +288,7 @@ def decimal_to_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> p
         if bad.any():
             row = at + int(np.argmax(bad))
             raise ProfileFormatError(
-                path, f"row {row + 1}", f"column {column!r}: timestamp {arr[row].as_py()} µs is out of range"
+                path, csv_row(row), f"column {column!r}: timestamp {arr[row].as_py()} µs is out of range"
             )
         validity = valid.buffers()[1] if chunk.null_count else None
         out.append(pa.Array.from_buffers(pa.int64(), len(chunk), [validity, pa.py_buffer(low.copy())]))
@@ -301,7 +314,7 @@ def to_exact_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.
         row = _first_bad_row(arr, ok)
         raise ProfileFormatError(
             path,
-            f"row {row + 1}",
+            csv_row(row),
             f"column {column!r}: expected a decimal timestamp in µs, found {str(arr[row].as_py())[:40]!r}",
         )
     whole = pc.cast(pc.struct_field(parts, "i"), pa.int64())
@@ -375,6 +388,7 @@ def convert_columns(
                 out[name] = col  # a text column we do not know: keep it as text, never drop it
         if name in SHAPE_LIST_COLUMNS:
             out[SHAPE_LIST_COLUMNS[name]] = shape_lists(out[name])
+    check_columns(out, path, source_names=dict(zip(names, header, strict=True)))
     return out
 
 

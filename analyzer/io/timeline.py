@@ -47,6 +47,7 @@ import numpy as np
 import pyarrow as pa
 
 from analyzer.errors import ProfileFormatError
+from analyzer.io.validate import check_frame
 
 # pandas (and the modules that import it) are imported where the frames are built, after the
 # scan: `load_profiles` starts the scan on a second thread before the main thread imports pandas.
@@ -279,8 +280,21 @@ def _build(config: DuckConfig, path: Path, parts: dict[str, pa.Table]) -> Timeli
     pa.default_memory_pool().release_unused()
     flows, counters = _flows(config, parts.pop("flow", None) or _empty(_FLOW_COLS), kernels, host_ops,
                              parts.get("C"))
+    for table, what in ((kernels, "device task"), (host_ops, "host event")):
+        check_frame(table[["start_ns", "duration_us"]], path, where=_event_at(table, what),
+                    columns={"start_ns": "ts", "duration_us": "dur"})
     return Timeline(kernels=kernels, host_ops=host_ops, counters=counters, flows=flows, lanes=lanes,
                     source_file=path)
+
+
+def _event_at(table: pd.DataFrame, what: str) -> Callable[[int], str]:
+    """Where a timeline value is: the event's kind, name and ts as the file writes it (µs)."""
+
+    def where(i: int) -> str:
+        row = table.iloc[i]
+        return f"{what} {str(row['name'])[:60]!r} at ts {int(row['start_ns']) / 1000:.3f}"
+
+    return where
 
 
 def _empty(columns: list[str]) -> pa.Table:

@@ -1,0 +1,186 @@
+"""The boundary check: every reader's table against the canonical columns' documented ranges.
+
+Readers convert a file's text to typed canonical columns; before any of it reaches a total, a
+rule or a report, `check_columns` (Arrow, the CSV family: op_summary, kernel_details, `msprof op`)
+or `check_frame` (pandas: SQLite, timelines) holds each numeric column to the range its unit
+implies (docs/reliability.md lists them):
+
+  durations and times (µs)      finite, 0 .. MAX_DURATION_US
+  timestamps (ns)               0 .. the last ns whose end still fits in int64
+  ratios                        0 .. 1 + RATIO_SLACK
+  percentages                   0 .. 100 × (1 + RATIO_SLACK)
+  cycles, counts, GB/s, KB, MHz finite, >= 0
+  integer ids                   >= 0
+
+A value outside is a ProfileFormatError naming the file, the row and the column (exit 2): no real
+profiler output we have read writes one (both real sets, every sample), so a value outside is a
+broken or hostile file and every total computed from it would be wrong. Columns tilescope does not
+know are held to the range their name's unit implies (`*_ratio`, `*_us`, `*_gbps`, ...) and are
+otherwise shown as written.
+
+The common case costs two Arrow reductions per column (min/max and a NaN test); the row is looked
+up only when a column fails.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from analyzer.columns import SPECS
+from analyzer.errors import ProfileFormatError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# A kernel, a pipe's busy time or a wait longer than a day is not a measurement (the longest real
+# task we have read is 0.5 s); the bound also keeps every start + duration inside int64 ns.
+MAX_DURATION_US = 86_400e6
+# msprof rounds ratios and times to 3 decimals and computes some ratios from rounded times, so a
+# true 1.0 can be written as 1.001; 1 % of slack accepts that and nothing a real overload would give
+RATIO_SLACK = 0.01
+INT64_MAX = 2**63 - 1
+_MAX_START_NS = INT64_MAX - int(MAX_DURATION_US * 1000)
+
+
+@dataclass(frozen=True)
+class Range:
+    lo: float
+    hi: float
+    expected: str  # "a duration 0 .. 86,400 s in µs", as the error line says it
+
+
+DURATION = Range(0.0, MAX_DURATION_US, "a duration in µs, 0 .. 8.64e10 (one day)")
+TIMESTAMP = Range(0.0, float(_MAX_START_NS), "a timestamp in ns, 0 .. 9.2e18")
+RATIO = Range(0.0, 1.0 + RATIO_SLACK, f"a ratio 0 .. {1 + RATIO_SLACK:g}")
+PERCENT = Range(0.0, 100.0 * (1.0 + RATIO_SLACK), f"a percentage 0 .. {100 * (1 + RATIO_SLACK):g}")
+NON_NEGATIVE = Range(0.0, math.inf, "a finite value >= 0")
+ID = Range(0.0, float(INT64_MAX), "an integer >= 0")
+
+_BY_UNIT: dict[str, Range] = {
+    "us": DURATION,
+    "ns": TIMESTAMP,
+    "ratio": RATIO,
+    "pct": PERCENT,
+    "cycles": NON_NEGATIVE,
+    "count": NON_NEGATIVE,
+    "gbps": NON_NEGATIVE,
+    "kb": NON_NEGATIVE,
+    "mhz": NON_NEGATIVE,
+}
+# Columns the table does not list, by the unit their canonical name ends in (columns.generic_canonical
+# moves units into the name): `aic_cube_fp16_ratio`, `aic_l1_read_gbps`, `aic_r0_read_cache_hit`, ...
+_BY_SUFFIX: tuple[tuple[str, Range], ...] = (
+    ("_ratio", RATIO),
+    ("_rate", RATIO),
+    ("_pct", PERCENT),
+    ("_us", DURATION),
+    ("_gbps", NON_NEGATIVE),
+    ("_kb", NON_NEGATIVE),
+    ("_mb", NON_NEGATIVE),
+    ("_cycles", NON_NEGATIVE),
+    ("_fops", NON_NEGATIVE),
+    ("_instructions", NON_NEGATIVE),
+    ("_number", NON_NEGATIVE),
+    ("_hit", NON_NEGATIVE),
+    ("_allocate", NON_NEGATIVE),
+)
+# `memory_bound` is mte2_ratio / max(mac_ratio, vec_ratio): a ratio of ratios, unbounded above
+_UNBOUNDED_RATIOS = frozenset({"memory_bound"})
+
+
+def range_of(name: str) -> Range | None:
+    """The documented range of a canonical column, or None for text and unknown unitless columns."""
+    if name in _UNBOUNDED_RATIOS:
+        return NON_NEGATIVE
+    spec = SPECS.get(name)
+    if spec is not None:
+        if spec.dtype == "string":
+            return None
+        if spec.unit in _BY_UNIT:
+            return _BY_UNIT[spec.unit]
+        return ID if spec.dtype == "Int64" else NON_NEGATIVE
+    for suffix, rng in _BY_SUFFIX:
+        if name.endswith(suffix):
+            return rng
+    return None
+
+
+def csv_row(index: int) -> str:
+    """Where a data row of a CSV file is: `row 3 (line 4)` for the third row after the header."""
+    return f"row {index + 1} (line {index + 2})"
+
+
+def _first_bad(arr: pa.Array | pa.ChunkedArray, rng: Range, floating: bool) -> int | None:
+    """Index of the first value outside `rng` (NaN and ±inf included), or None."""
+    mm = pc.min_max(arr).as_py()  # NaN is skipped here, ±inf is not
+    lo, hi = mm["min"], mm["max"]
+    nan = floating and bool(pc.any(pc.is_nan(arr)).as_py())
+    if lo is None or (not nan and rng.lo <= lo and hi <= rng.hi and math.isfinite(hi)):
+        return None
+    if floating:
+        bad = pc.or_(pc.or_(pc.less(arr, rng.lo), pc.greater(arr, rng.hi)), pc.invert(pc.is_finite(arr)))
+    else:  # integer bounds: a float scalar cannot compare with int64 beyond 2**53
+        bad = pc.less(arr, pa.scalar(int(rng.lo), arr.type))
+        if math.isfinite(rng.hi) and rng.hi < INT64_MAX:
+            bad = pc.or_(bad, pc.greater(arr, pa.scalar(int(rng.hi), arr.type)))
+    found = pc.index(pc.fill_null(bad, False), True).as_py()
+    return int(found) if found is not None and found >= 0 else None
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, float):
+        return repr(value) if not math.isfinite(value) else f"{value:.6g}"
+    return str(value)[:40]
+
+
+def check_columns(
+    cols: Mapping[str, pa.Array | pa.ChunkedArray],
+    path: str | Path,
+    *,
+    source_names: Mapping[str, str] | None = None,
+    where: Callable[[int], str] = csv_row,
+) -> None:
+    """Raise ProfileFormatError for the first value outside its column's range (see the module doc).
+
+    `source_names` maps canonical names back to the file's header, so that the line names the
+    column as the user sees it; `where` turns a row index into the error's location.
+    """
+    for name, arr in cols.items():
+        floating = pa.types.is_floating(arr.type)
+        if not (floating or pa.types.is_integer(arr.type)) or len(arr) == 0:
+            continue
+        rng = range_of(name)
+        if rng is None:
+            continue
+        row = _first_bad(arr, rng, floating)
+        if row is None:
+            continue
+        column = (source_names or {}).get(name, name)
+        raise ProfileFormatError(
+            path, where(row), f"column {column!r}: expected {rng.expected}, found {_shown(arr[row].as_py())}"
+        )
+
+
+def check_frame(
+    df: pd.DataFrame,
+    path: str | Path,
+    *,
+    where: Callable[[int], str],
+    columns: Mapping[str, str] | None = None,
+) -> None:
+    """`check_columns` for a pandas table (SQLite, timeline): its numeric columns, by position."""
+    import pandas as pd
+
+    cols: dict[str, pa.Array] = {}
+    for name in df.columns:
+        s = df[name]
+        if isinstance(name, str) and pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+            cols[name] = pa.array(s, from_pandas=True)
+    check_columns(cols, path, source_names=columns, where=where)
