@@ -229,3 +229,17 @@ def test_ranges_by_unit() -> None:
     assert range_of("memory_bound") is not None and range_of("memory_bound").hi == float("inf")  # type: ignore[union-attr]
     assert range_of("name") is None
     assert range_of("some_unitless_metric") is None
+
+
+@pytest.mark.parametrize("shape", ["-9223372036854775808", "4096,-2", "1099511627777,8"])
+def test_impossible_shape_dims_are_no_shape(
+    real_traces: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], shape: str
+) -> None:
+    # found by the fuzzer: a negative dim made a negative byte count and sol_us = -1.05e13
+    path = _mutated(real_traces, tmp_path, "Output Shapes", shape, row=10)
+    code, out, err = _run(capsys, "kernels", str(path), "--format", "json")
+    assert code == 0, err
+    row = json.loads(out)[9]
+    assert row["output_shapes"] == shape
+    assert row["output_shape_list"] is None
+    assert row["sol_us"] is None or row["sol_us"] >= 0

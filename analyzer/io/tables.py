@@ -327,13 +327,22 @@ def to_exact_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.
     return pc.if_else(ok, ns, pa.scalar(None, pa.int64()))
 
 
+# 2**40 elements along one axis is 2,000× a 910B's memory at one byte each
+MAX_DIM = 2**40
+
+
 @lru_cache(maxsize=65536)
 def parse_shape(text: str) -> list[list[int]] | None:
-    """`"4096,2,512;;8"` -> [[4096, 2, 512], [], [8]]; None when a dim is not an integer."""
+    """`"4096,2,512;;8"` -> [[4096, 2, 512], [], [8]]; None when a dim is not an integer in
+    0 .. MAX_DIM (a negative or astronomically large dim is no shape: its byte count would be
+    negative or overflow, and every bandwidth and speed-of-light figure built on it wrong)."""
     try:
-        return [[int(d) for d in t.split(",") if d.strip()] for t in text.split(";")]
+        dims = [[int(d) for d in t.split(",") if d.strip()] for t in text.split(";")]
     except ValueError:
         return None
+    if any(d < 0 or d > MAX_DIM for tensor in dims for d in tensor):
+        return None
+    return dims
 
 
 def shape_lists(arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

@@ -1,0 +1,366 @@
+"""Seeded mutations of real profiler files: one hostile change per case, reproducible from its seed.
+
+A case is a directory holding a mutated copy of one seed input (a kernel_details / op_summary CSV,
+an `msprof op` folder, a trace_view.json, an msprof SQLite database) plus the argument the CLI is
+given. Mutations are the ones real files and hostile users produce: cells replaced by impossible or
+malformed values, rows repeated or cut, columns dropped or renamed, line endings and encodings
+changed, bytes flipped or truncated, control characters and markup in names, odd directory names.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+import shutil
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+# Values a broken or hostile file puts in a cell
+HOSTILE_VALUES = (
+    "-1",
+    "-0.5",
+    "0",
+    "1e308",
+    "-1e308",
+    "Infinity",
+    "-inf",
+    "NaN",
+    "nan",
+    "1e30",
+    "5",
+    "150",
+    "1e14",
+    "99999999999999999999999",
+    "",
+    " ",
+    "N/A",
+    "abc",
+    "0x10",
+    "1,5",
+    "\t",
+    '"',
+    '=HYPERLINK("http://x")',
+    "+1",
+    "@SUM(A1)",
+    "x[/bold]y",
+    "[link=https://evil.example]c[/link]",
+    "a\x1b[2Jb",
+    "\x07",
+    "é\u202e",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1.7976931348623157e308",
+    "4294967295",
+)
+# Directory names that a path-as-URI, glob or SQL reader would misread
+ODD_NAMES = ("pct%41", "a?b", "a#b", "run[1]", "x*", "{a,b}", "q'uote", 'd"q', "sp ace", "new\nline", "ü-ñ")
+
+
+@dataclass(frozen=True)
+class Seed:
+    """One input the fuzzer mutates: `root` is copied whole, `target` (relative) is what it mutates,
+    `arg` (relative) is what the CLI is given."""
+
+    name: str
+    kind: str  # "csv" | "json" | "sqlite" | "msprof_op"
+    root: Path
+    target: str
+    arg: str
+
+
+@dataclass
+class Case:
+    seed: Seed
+    mutation: str
+    path: Path  # what the CLI is given
+    twin: Path | None = None  # the same content under a plain name (odd-name cases)
+
+
+def _csv_rows(path: Path) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig", errors="replace"), newline="")))
+
+
+def _write_rows(path: Path, rows: list[list[str]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+
+
+# ---- CSV mutations -------------------------------------------------------------------------------
+
+
+def _cell(rng: random.Random, path: Path) -> str:
+    rows = _csv_rows(path)
+    if len(rows) < 2:
+        return "cell: too few rows"
+    r, c = rng.randrange(1, len(rows)), rng.randrange(len(rows[0]))
+    value = rng.choice(HOSTILE_VALUES)
+    if c < len(rows[r]):
+        rows[r][c] = value
+    _write_rows(path, rows)
+    return f"cell row {r} col {rows[0][c]!r} = {value!r}"
+
+
+def _repeat_row(rng: random.Random, path: Path) -> str:
+    rows = _csv_rows(path)
+    r = rng.randrange(1, len(rows)) if len(rows) > 1 else 0
+    rows.insert(r, list(rows[r]))
+    _write_rows(path, rows)
+    return f"repeat row {r}"
+
+
+def _drop_column(rng: random.Random, path: Path) -> str:
+    rows = _csv_rows(path)
+    c = rng.randrange(len(rows[0]))
+    name = rows[0][c]
+    _write_rows(path, [row[:c] + row[c + 1 :] for row in rows])
+    return f"drop column {name!r}"
+
+
+def _rename_header(rng: random.Random, path: Path) -> str:
+    rows = _csv_rows(path)
+    c = rng.randrange(len(rows[0]))
+    old = rows[0][c]
+    rows[0][c] = rng.choice([old.upper(), old + " ", "", "Name", "Duration(us)", old[::-1]])
+    _write_rows(path, rows)
+    return f"rename header {old!r} -> {rows[0][c]!r}"
+
+
+def _short_row(rng: random.Random, path: Path) -> str:
+    rows = _csv_rows(path)
+    r = rng.randrange(1, len(rows)) if len(rows) > 1 else 0
+    rows[r] = rows[r][: rng.randrange(len(rows[r]) or 1)]
+    _write_rows(path, rows)
+    return f"short row {r}"
+
+
+def _line_endings(rng: random.Random, path: Path) -> str:
+    data = path.read_bytes().replace(b"\r\n", b"\n")
+    end = rng.choice([b"\r", b"\r\n", b"\n\n"])
+    path.write_bytes(data.replace(b"\n", end))
+    return f"line endings {end!r}"
+
+
+def _bom_and_encoding(rng: random.Random, path: Path) -> str:
+    data = path.read_bytes()
+    how = rng.choice(["bom", "latin1", "utf16"])
+    if how == "bom":
+        path.write_bytes(b"\xef\xbb\xbf" + data.removeprefix(b"\xef\xbb\xbf"))
+    elif how == "latin1":
+        at = rng.randrange(len(data))
+        path.write_bytes(data[:at] + b"\xe9\xff" + data[at:])
+    else:
+        path.write_bytes(data.decode("utf-8", errors="replace").encode("utf-16"))
+    return f"encoding {how}"
+
+
+def _quoted_newline_name(rng: random.Random, path: Path) -> str:
+    rows = _csv_rows(path)
+    if len(rows) < 2:
+        return "quoted newline: too few rows"
+    r = rng.randrange(1, len(rows))
+    col = next((i for i, h in enumerate(rows[0]) if h in ("Name", "Op Name")), 0)
+    rows[r][col] = rows[r][col] + rng.choice(["\nx", "\r\ny", "\x1b]8;;https://evil.example\x07z"])
+    _write_rows(path, rows)
+    return f"name with newline/escape row {r}"
+
+
+# ---- byte mutations (any file) -------------------------------------------------------------------
+
+
+def _flip_bytes(rng: random.Random, path: Path) -> str:
+    data = bytearray(path.read_bytes())
+    n = rng.choice([1, 8, 64])
+    for _ in range(n):
+        if data:
+            data[rng.randrange(len(data))] = rng.randrange(256)
+    path.write_bytes(bytes(data))
+    return f"flip {n} bytes"
+
+
+def _truncate(rng: random.Random, path: Path) -> str:
+    data = path.read_bytes()
+    at = rng.randrange(len(data)) if data else 0
+    path.write_bytes(data[:at])
+    return f"truncate at {at}"
+
+
+def _insert_nul(rng: random.Random, path: Path) -> str:
+    data = path.read_bytes()
+    at = rng.randrange(len(data)) if data else 0
+    path.write_bytes(data[:at] + b"\x00" + data[at:])
+    return f"NUL at {at}"
+
+
+# ---- JSON timeline mutations ---------------------------------------------------------------------
+
+
+def _json_field(rng: random.Random, path: Path) -> str:
+    events = json.loads(path.read_text())
+    items = events["traceEvents"] if isinstance(events, dict) else events
+    xs = [e for e in items if isinstance(e, dict) and e.get("ph") == "X"] or items
+    e = rng.choice(xs)
+    key = rng.choice(["dur", "ts", "name", "pid", "tid", "args", "ph"])
+    value: object = rng.choice([-3.5, 1e308, "NaN", None, "x", 2**70, "", {"a": 1}, [], "1e30", -1])
+    if rng.random() < 0.2:
+        e.pop(key, None)
+        value = "<removed>"
+    else:
+        e[key] = value
+    path.write_text(json.dumps(events))
+    return f"event field {key} = {value!r}"
+
+
+def _json_object_form(rng: random.Random, path: Path) -> str:
+    events = json.loads(path.read_text())
+    if isinstance(events, list):
+        path.write_text(json.dumps({"displayTimeUnit": "ns", "traceEvents": events, "otherData": {"x": "]"}}))
+    return "object form"
+
+
+# ---- SQLite mutations ----------------------------------------------------------------------------
+
+
+def _sqlite_value(rng: random.Random, path: Path) -> str:
+    con = sqlite3.connect(path)
+    try:
+        table, col = rng.choice(
+            [
+                ("TASK", "endNs"),
+                ("TASK", "startNs"),
+                ("TASK", "globalTaskId"),
+                ("COMPUTE_TASK_INFO", "blockDim"),
+                ("COMPUTE_TASK_INFO", "name"),
+                ("TASK_PMU_INFO", "value"),
+                ("STRING_IDS", "value"),
+            ]
+        )
+        value = rng.choice([-5, None, "text", 2**62, 1e308, "", "x[/bold]"])
+        con.execute(
+            f'UPDATE "{table}" SET "{col}" = ? WHERE rowid IN (SELECT rowid FROM "{table}" LIMIT 2)', (value,)
+        )
+        con.commit()
+        return f"{table}.{col} = {value!r}"
+    except sqlite3.Error as exc:
+        return f"sqlite update failed ({exc})"
+    finally:
+        con.close()
+
+
+def _sqlite_drop(rng: random.Random, path: Path) -> str:
+    con = sqlite3.connect(path)
+    try:
+        table = rng.choice(["STRING_IDS", "TASK_PMU_INFO", "NPU_INFO", "META_DATA"])
+        con.execute(f'DROP TABLE IF EXISTS "{table}"')
+        con.commit()
+        return f"drop table {table}"
+    finally:
+        con.close()
+
+
+def _sqlite_drop_column(rng: random.Random, path: Path) -> str:
+    con = sqlite3.connect(path)
+    try:
+        table, col = rng.choice(
+            [("TASK", "endNs"), ("TASK", "startNs"), ("COMPUTE_TASK_INFO", "globalTaskId")]
+        )
+        con.execute(f'ALTER TABLE "{table}" DROP COLUMN "{col}"')
+        con.commit()
+        return f"drop column {table}.{col}"
+    except sqlite3.Error as exc:
+        return f"drop column failed ({exc})"
+    finally:
+        con.close()
+
+
+def _sqlite_pages(rng: random.Random, path: Path) -> str:
+    data = bytearray(path.read_bytes())
+    at = rng.randrange(100, max(101, len(data)))
+    for i in range(at, min(len(data), at + 64)):
+        data[i] = rng.randrange(256)
+    path.write_bytes(bytes(data))
+    return f"corrupt 64 bytes at {at}"
+
+
+Mutator = Callable[[random.Random, Path], str]
+MUTATORS: dict[str, tuple[Mutator, ...]] = {
+    "csv": (
+        _cell,
+        _cell,
+        _cell,
+        _repeat_row,
+        _drop_column,
+        _rename_header,
+        _short_row,
+        _line_endings,
+        _bom_and_encoding,
+        _quoted_newline_name,
+        _flip_bytes,
+        _truncate,
+        _insert_nul,
+    ),
+    "msprof_op": (_cell, _cell, _repeat_row, _drop_column, _short_row, _flip_bytes, _truncate),
+    "json": (_json_field, _json_field, _json_field, _json_object_form, _flip_bytes, _truncate, _insert_nul),
+    "sqlite": (_sqlite_value, _sqlite_value, _sqlite_drop, _sqlite_drop_column, _sqlite_pages, _truncate),
+}
+
+
+def make_case(seed: Seed, index: int, base_seed: int, work: Path) -> Case:
+    """Case `index` of a run: a mutated copy of `seed` under `work`; reproducible from (base_seed, index)."""
+    rng = random.Random(f"{base_seed}:{index}:{seed.name}")
+    odd = rng.random() < 0.1
+    folder = work / f"case{index:05d}" / (rng.choice(ODD_NAMES) if odd else "p")
+    shutil.copytree(seed.root, folder, ignore=shutil.ignore_patterns("*-shm", "*-wal"))
+    for p in folder.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)  # the real corpus is read-only
+    target = folder / seed.target
+    if seed.kind == "msprof_op":
+        files = sorted(p for p in (folder / seed.target).rglob("*.csv"))
+        target = rng.choice(files)
+    mutator = rng.choice(MUTATORS[seed.kind])
+    what = mutator(rng, target)
+    twin = None
+    if odd:  # the same bytes under a plain name: the odd name must read exactly these
+        twin = work / f"case{index:05d}" / "plain"
+        shutil.copytree(folder, twin)
+        decoy = (
+            folder.parent / folder.name.replace("%41", "A").replace("[1]", "1").split("?")[0].split("#")[0]
+        )
+        if decoy != folder and not decoy.exists():
+            shutil.copytree(seed.root, decoy)  # what a URI/glob reader would open instead
+    return Case(
+        seed,
+        f"{mutator.__name__.lstrip('_')}: {what}" + (f" in {folder.name!r}" if odd else ""),
+        folder / seed.arg,
+        twin / seed.arg if twin else None,
+    )
+
+
+def seeds(repo: Path) -> list[Seed]:
+    """The seed inputs: real profiles from ../shared (when present) and the bundled samples."""
+    real = repo.parent / "shared" / "traces" / "real"
+    out = [
+        Seed("sample_msprof_op", "msprof_op", repo / "sample_traces" / "tilelang_fa_msprof_op", ".", "."),
+    ]
+    if (real / "fa_pipeutil_29" / "kernel_details.csv").is_file():
+        out += [
+            Seed(
+                "fa_pipeutil_29", "csv", real / "fa_pipeutil_29", "kernel_details.csv", "kernel_details.csv"
+            ),
+            Seed(
+                "triton_opsum",
+                "csv",
+                real / "triton_matmul_bd1024_opsum" / "mindstudio_profiler_output",
+                "op_summary_20260402160352.csv",
+                ".",
+            ),
+            Seed("sigmoid_app", "csv", real / "tilelang_sigmoid_app" / "trace_data", "op_summary.csv", "."),
+            Seed("msprof_db", "sqlite", real / "msprof_db_2023", "msprof_0.db", "msprof_0.db"),
+            Seed(
+                "torch_timeline", "json", real / "torch_timeline_3670", "trace_view.json", "trace_view.json"
+            ),
+        ]
+    return out
