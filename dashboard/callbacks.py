@@ -317,7 +317,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         _active(tab, "ir")
         entry = _entry(store, key)
         profile = entry.profile
-        stages = load_stages(profile.ir_dir, profile.ir, kernel)
+        stages = load_stages(profile.ir_dir, profile.ir, kernel, store.roots)
         if not stages:
             return (
                 [],
