@@ -61,7 +61,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         if entry is None:
             return [], "No profile loaded: pass a path or --root to `tilescope serve`.", [], None
         top = str(entry.by_name["name"].iloc[0]) if len(entry.by_name) else None
-        return V.chip_info(entry), "", V.kernel_options(entry, top), top
+        return V.chip_info(entry), "", V.kernel_options(entry, top), V.name_value(top) if top else None
 
     @app.callback(
         Output("ov-kpis", "children"),
@@ -145,7 +145,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
             if not picked:
                 raise PreventUpdate
         name = inputs.text(picked, "kernel name") or ""
-        return V.kernel_options(_entry(store, key), name), name, "detail"
+        return V.kernel_options(_entry(store, key), name), V.name_value(name), "detail"
 
     # --- Kernel detail ----------------------------------------------------------------------
     @app.callback(
@@ -162,7 +162,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
     def on_detail(key: str | None, name: str | None, scope: str | None, tab: str) -> tuple[Any, ...]:
         _active(tab, "detail")
         entry = _entry(store, key)
-        name = inputs.text(name, "kernel name")
+        name = V.kernel_of_value(entry, inputs.text(name, "kernel name"))
         scope = inputs.choice(scope, V.SCOPES, "launch scope")
         return (V.detail_kpis(entry, name), *V.detail_figures(entry, name, scope or "all"))
 
@@ -297,7 +297,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         if not clicks or finding is None or not finding.get("kernels"):
             raise PreventUpdate
         name = str(finding["kernels"][0])
-        return V.kernel_options(entry, name), name, "detail"
+        return V.kernel_options(entry, name), V.name_value(name), "detail"
 
     # --- IR ---------------------------------------------------------------------------------
     @app.callback(Output("ir-finding", "options"), Input("profile", "value"))
@@ -321,9 +321,9 @@ def register(app: dash.Dash, store: DataStore) -> None:
         names = ir_kernels(entry.profile.ir)
         finding = _finding(entry, sel)
         wanted = kernel_of_locations(entry.profile.ir, (finding or {}).get("locations", []))
-        current = inputs.text(current, "IR kernel")
-        value = wanted or (current if current in names else (names[0] if names else None))
-        return [{"label": n, "value": n} for n in names], value
+        kept = V.name_from_value(inputs.text(current, "IR kernel"), names)
+        value = wanted or kept or (names[0] if names else None)
+        return [V.name_option(n) for n in names], V.name_value(value) if value else None
 
     @app.callback(
         Output("ir-panes", "children"),
@@ -337,7 +337,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         _active(tab, "ir")
         entry = _entry(store, key)
         profile = entry.profile
-        kernel = inputs.text(kernel, "IR kernel")
+        kernel = V.name_from_value(inputs.text(kernel, "IR kernel"), ir_kernels(profile.ir))
         stages = load_stages(profile.ir_dir, profile.ir, kernel, store.roots)
         if not stages:
             return (

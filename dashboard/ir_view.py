@@ -22,6 +22,7 @@ from pygments.lexers import CppLexer, PythonLexer
 from pygments.token import STANDARD_TYPES, _TokenType
 
 from dashboard.paths import PathRejected, RootSet, confine
+from dashboard.views import shortened
 
 MAX_BYTES = 4_000_000  # read at most this much of one stage file
 # Lines rendered per pane: a window around the first marked line (about 0.35 KB per line on the
@@ -296,7 +297,7 @@ def stage_component(stage: Stage, pane_id: str) -> html.Div:
     if stage.truncated:
         notes.append(f"file cut at {MAX_BYTES:,} bytes")
     header = html.Div(
-        [html.Span(stage.title, className="ir-title"), html.Code(stage.file, className="ir-file")],
+        [html.Span(stage.title, className="ir-title"), html.Code(shortened(stage.file), className="ir-file")],
         className="ir-head",
     )
     marked = sorted(stage.marked)
