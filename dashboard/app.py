@@ -14,7 +14,7 @@ import dash
 from dash.exceptions import DependencyException
 
 from analyzer.profile import Profile
-from dashboard import callbacks
+from dashboard import callbacks, guard
 from dashboard.data import DataStore
 from dashboard.layout import build_layout
 from dashboard.paths import RootSet
@@ -28,10 +28,13 @@ def create_app(
     chip: str | None = None,
     reports: Sequence[dict[str, Any] | None] | None = None,
     labels: Sequence[str | None] | None = None,
+    hosts: Iterable[str] = (),
 ) -> dash.Dash:
     """Build the app. `profiles` are Profile objects or paths (loaded now, trusted like the command
-    line); `roots` are the only directories a browser request can open profiles from. `reports`
-    optionally supplies prebuilt report dicts (tests), otherwise each profile is analysed once.
+    line, and confined to themselves); `roots` are the only directories a browser request can open
+    profiles from. `reports` optionally supplies prebuilt report dicts (tests), otherwise each
+    profile is analysed once. `hosts` are the names, besides localhost, that requests may carry in
+    their Host header (the `--host` address).
     """
     store = DataStore(RootSet.of(roots), chip=chip)
     store.on_load = callbacks.warm
@@ -55,6 +58,7 @@ def create_app(
     # Dash answers an unknown component-suite path (e.g. `/_dash-component-suites/../x`) with an
     # exception, i.e. a 500 and a traceback in the log; it is a request for a missing file.
     app.server.register_error_handler(DependencyException, lambda _exc: ("not found", 404))
+    guard.install(app, hosts)
     app.server.config["TILESCOPE_STORE"] = store
     return app
 

@@ -1,7 +1,9 @@
 """Thin callbacks: read the request, ask the store / views, return components. No logic of their own.
 
 A view's callback runs only when its tab is visible (`_active`), so switching profiles on a large
-run computes one view, not eight.
+run computes one view, not eight. Every value a callback receives is checked (dashboard.inputs,
+the store's key check, the grid request parser) before use: a malformed one raises UsageError,
+which the app answers with a quiet 400 (dashboard.guard), never a 500.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import dash
 from dash import ALL, Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
 
-from analyzer.errors import TilescopeError
+from analyzer.errors import TilescopeError, UsageError
 from dashboard import compare as C
 from dashboard import figures as F
+from dashboard import inputs
 from dashboard import views as V
 from dashboard.data import DataStore, ProfileEntry
 from dashboard.ir_view import ir_kernels, kernel_of_locations, load_stages, mark_locations, stage_component
@@ -34,6 +37,13 @@ def _active(tab: str, wanted: str) -> None:
         raise PreventUpdate
 
 
+def _finding(entry: ProfileEntry, sel: object) -> dict[str, Any] | None:
+    """The selected finding; None when nothing (or an index past this profile's list) is selected,
+    as after switching to a profile with fewer findings."""
+    i = inputs.index(sel, "selected finding")
+    return entry.findings[i] if i is not None and i < len(entry.findings) else None
+
+
 def register(app: dash.Dash, store: DataStore) -> None:
     @app.callback(
         Output("chip-info", "children"),
@@ -46,12 +56,12 @@ def register(app: dash.Dash, store: DataStore) -> None:
     def on_profile(key: str | None) -> tuple[Any, ...]:
         try:
             entry = store.get(key)
-        except Exception as exc:  # a bad pick shows one line; the app keeps serving
-            return [], f"Cannot open this profile: {getattr(exc, 'args', [''])[0]}", [], None
+        except TilescopeError as exc:  # a bad pick shows one line; the app keeps serving
+            return [], f"Cannot open this profile: {exc.one_line()}", [], None
         if entry is None:
             return [], "No profile loaded: pass a path or --root to `tilescope serve`.", [], None
         top = str(entry.by_name["name"].iloc[0]) if len(entry.by_name) else None
-        return V.chip_info(entry), "", V.kernel_options(entry, top), top
+        return V.chip_info(entry), "", V.kernel_options(entry, top), V.name_value(top) if top else None
 
     @app.callback(
         Output("ov-kpis", "children"),
@@ -100,7 +110,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         if not request:
             raise PreventUpdate
         entry = _entry(store, key)
-        response = kernel_page(entry, request, search, grouped=mode == "grouped")
+        response = kernel_page(entry, request, search, grouped=mode == "grouped")  # validates both
         unit = "kernels" if mode == "grouped" else "launches"
         total = len(entry.by_name) if mode == "grouped" else len(entry.kernels)
         return response, f"{response['rowCount']:,} of {total:,} {unit} match"
@@ -121,17 +131,21 @@ def register(app: dash.Dash, store: DataStore) -> None:
         cell: dict[str, Any] | None, roof: dict[str, Any] | None, top: dict[str, Any] | None, key: str | None
     ) -> tuple[Any, Any, Any]:
         if ctx.triggered_id == "k-grid":
-            if not cell or cell.get("colId") != "name" or not cell.get("value"):
+            clicked = inputs.mapping(cell, "grid cell") or {}
+            if clicked.get("colId") != "name" or not clicked.get("value"):
                 raise PreventUpdate
-            name = str(cell["value"])
+            picked = clicked["value"]
         else:
-            click = roof if ctx.triggered_id == "roofline" else top
-            points = (click or {}).get("points") or []
-            picked = points[0].get("customdata") if points else None
+            click = inputs.mapping(roof if ctx.triggered_id == "roofline" else top, "chart click") or {}
+            points = click.get("points") or []
+            if not isinstance(points, list):
+                raise UsageError("chart click: expected a list of points")
+            point = inputs.mapping(points[0], "chart point") if points else None
+            picked = point.get("customdata") if point else None
             if not picked:
                 raise PreventUpdate
-            name = str(picked)
-        return V.kernel_options(_entry(store, key), name), name, "detail"
+        name = inputs.text(picked, "kernel name") or ""
+        return V.kernel_options(_entry(store, key), name), V.name_value(name), "detail"
 
     # --- Kernel detail ----------------------------------------------------------------------
     @app.callback(
@@ -148,6 +162,8 @@ def register(app: dash.Dash, store: DataStore) -> None:
     def on_detail(key: str | None, name: str | None, scope: str | None, tab: str) -> tuple[Any, ...]:
         _active(tab, "detail")
         entry = _entry(store, key)
+        name = V.kernel_of_value(entry, inputs.text(name, "kernel name"))
+        scope = inputs.choice(scope, V.SCOPES, "launch scope")
         return (V.detail_kpis(entry, name), *V.detail_figures(entry, name, scope or "all"))
 
     # --- Roofline and timeline ---------------------------------------------------------------
@@ -227,6 +243,9 @@ def register(app: dash.Dash, store: DataStore) -> None:
     ) -> tuple[Any, str]:
         _active(tab, "findings")
         entry = _entry(store, key)
+        sev = inputs.text_list(sev, "severity filter")
+        rules = inputs.text_list(rules, "rule filter")
+        sel = inputs.index(sel, "selected finding")
         shown = V.filter_findings(entry.findings, sev, rules)
         items = [V.finding_item(i, f, "f-item", selected=i == sel) for i, f in shown]
         return items or [
@@ -244,13 +263,12 @@ def register(app: dash.Dash, store: DataStore) -> None:
         trig = ctx.triggered_id
         if not isinstance(trig, dict) or not ctx.triggered or not ctx.triggered[0].get("value"):
             raise PreventUpdate
-        return int(trig["index"]), "findings" if trig["type"] == "ov-finding" else no_update
+        index = inputs.index(trig.get("index"), "finding item")
+        return index, "findings" if trig.get("type") == "ov-finding" else no_update
 
     @app.callback(Output("f-detail", "children"), Input("finding-sel", "data"), Input("profile", "value"))
     def on_finding_detail(sel: int | None, key: str | None) -> Any:
-        entry = _entry(store, key)
-        found = entry.findings[sel] if sel is not None and 0 <= sel < len(entry.findings) else None
-        return V.finding_detail(found)
+        return V.finding_detail(_finding(_entry(store, key), sel))
 
     @app.callback(
         Output("ir-finding", "value"),
@@ -275,10 +293,11 @@ def register(app: dash.Dash, store: DataStore) -> None:
     )
     def on_to_kernel(clicks: int | None, sel: int | None, key: str | None) -> tuple[Any, Any, str]:
         entry = _entry(store, key)
-        if not clicks or sel is None or not entry.findings[sel].get("kernels"):
+        finding = _finding(entry, sel)
+        if not clicks or finding is None or not finding.get("kernels"):
             raise PreventUpdate
-        name = str(entry.findings[sel]["kernels"][0])
-        return V.kernel_options(entry, name), name, "detail"
+        name = str(finding["kernels"][0])
+        return V.kernel_options(entry, name), V.name_value(name), "detail"
 
     # --- IR ---------------------------------------------------------------------------------
     @app.callback(Output("ir-finding", "options"), Input("profile", "value"))
@@ -300,10 +319,11 @@ def register(app: dash.Dash, store: DataStore) -> None:
     def on_ir_kernel(key: str | None, sel: int | None, current: str | None) -> tuple[Any, Any]:
         entry = _entry(store, key)
         names = ir_kernels(entry.profile.ir)
-        finding = entry.findings[sel] if sel is not None and 0 <= sel < len(entry.findings) else None
+        finding = _finding(entry, sel)
         wanted = kernel_of_locations(entry.profile.ir, (finding or {}).get("locations", []))
-        value = wanted or (current if current in names else (names[0] if names else None))
-        return [{"label": n, "value": n} for n in names], value
+        kept = V.name_from_value(inputs.text(current, "IR kernel"), names)
+        value = wanted or kept or (names[0] if names else None)
+        return [V.name_option(n) for n in names], V.name_value(value) if value else None
 
     @app.callback(
         Output("ir-panes", "children"),
@@ -317,13 +337,14 @@ def register(app: dash.Dash, store: DataStore) -> None:
         _active(tab, "ir")
         entry = _entry(store, key)
         profile = entry.profile
-        stages = load_stages(profile.ir_dir, profile.ir, kernel)
+        kernel = V.name_from_value(inputs.text(kernel, "IR kernel"), ir_kernels(profile.ir))
+        stages = load_stages(profile.ir_dir, profile.ir, kernel, store.roots)
         if not stages:
             return (
                 [],
                 "No IR here: `tilescope collect` or `tilescope lint --out` writes a bundle with ir/.",
             )
-        finding = entry.findings[sel] if sel is not None and 0 <= sel < len(entry.findings) else None
+        finding = _finding(entry, sel)
         line_map = profile.ir.get("line_map") if isinstance(profile.ir, dict) else None
         mark_locations(stages, (finding or {}).get("locations", []), line_map, kernel)
         panes = [stage_component(s, f"ir-{s.stage}") for s in stages]
@@ -412,18 +433,37 @@ def warm(entry: ProfileEntry) -> None:
         return
 
 
-def _x_window(relayout: dict[str, Any] | None, last: list[float] | None) -> tuple[float | None, float | None]:
-    """The x window a relayout asks for; `last` is the window drawn last (None: the whole run)."""
-    if not relayout or relayout.get("xaxis.autorange"):
+def _x_window(relayout: Any, last: Any) -> tuple[float | None, float | None]:
+    """The x window a relayout asks for; `last` is the window drawn last (None: the whole run).
+
+    Both come from the browser: anything but finite numbers is a UsageError (a 400).
+    """
+    layout = inputs.mapping(relayout, "timeline relayout")
+    if not layout or layout.get("xaxis.autorange"):
         return None, None
-    if "xaxis.range[0]" in relayout:
-        return float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])
-    rng = relayout.get("xaxis.range")
-    if isinstance(rng, list) and len(rng) == 2:
-        return float(rng[0]), float(rng[1])
-    if relayout.get("autosize"):
+    drawn = _pair(last, "timeline window")
+    if "xaxis.range[0]" in layout or "xaxis.range[1]" in layout:
+        # dragging one end of the axis moves only that end: the other is the window drawn last
+        if drawn is None and not ("xaxis.range[0]" in layout and "xaxis.range[1]" in layout):
+            raise PreventUpdate  # the whole run is drawn: plotly zooms it on its own
+        low = layout.get("xaxis.range[0]", drawn[0] if drawn else None)
+        high = layout.get("xaxis.range[1]", drawn[1] if drawn else None)
+        return _pair([low, high], "timeline range") or (None, None)
+    if "xaxis.range" in layout:
+        return _pair(layout["xaxis.range"], "timeline range") or (None, None)
+    if layout.get("autosize"):
         # plotly laid the graph out anew (shown, resized): redraw the same window. Not a
         # PreventUpdate: this request can supersede the tab's first one still in flight, whose
         # answer Dash then drops, and the timeline stayed blank (seen on a loaded machine)
-        return (float(last[0]), float(last[1])) if last else (None, None)
+        return drawn or (None, None)
     raise PreventUpdate  # y-only zoom or hover: nothing to re-query
+
+
+def _pair(value: Any, what: str) -> tuple[float, float] | None:
+    """`[x0, x1]` as two finite numbers in order; None for None."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 2:
+        raise UsageError(f"{what}: expected two numbers")
+    x0, x1 = inputs.number(value[0], what), inputs.number(value[1], what)
+    return (x0, x1) if x0 <= x1 else (x1, x0)

@@ -20,8 +20,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from analyzer.errors import UsageError
 from analyzer.profile import Profile
-from dashboard.paths import RootSet, discover_profiles
+from dashboard.paths import PathRejected, RootSet, discover_profiles
 
 # Canonical columns shown in the Kernels grid, in this order when present (design.md §3 plus the
 # derived metrics of analyzer/metrics.py). Anything else stays on the server.
@@ -266,15 +267,36 @@ class DataStore:
     def add_profile(
         self, profile: Profile, label: str | None = None, report: dict[str, Any] | None = None
     ) -> ProfileEntry:
+        """A profile handed over in-process (tests, API users), trusted like the command line: its
+        bundle directory, where the IR view reads, is served."""
+        if profile.ir_dir is not None:
+            self.roots = self.roots.with_given(profile.ir_dir.parent)
         key = f"p{len(self._fixed)}"
         return self.add(make_entry(key, label or profile.label, profile, report))
 
     def add_path(self, path: Path) -> list[ProfileEntry]:
-        """A profile named on the command line: trusted like the command line itself."""
+        """A profile named on the command line: it, and nothing its links lead to outside it (or
+        outside a --root), is served."""
+        self.roots = self.roots.with_given(path)
         out = []
-        for profile in load_path(path, self.chip):
+        for profile in self._load(path, str(path)):
             out.append(self.add_profile(profile, label=_short_label(profile)))
         return out
+
+    def _load(self, path: Path, shown: str) -> list[Profile]:
+        """Load `path` for the browser: its tree is checked before the loaders open anything, and
+        the files they report having read are checked again after (a link swapped in between)."""
+        self.roots.check_tree(path, shown)
+        try:
+            profiles = load_path(path, self.chip)
+        except OSError as exc:  # unreadable file under a root: a one-line answer, not a traceback
+            name = Path(exc.filename).name if exc.filename else shown
+            raise UsageError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+        for profile in profiles:
+            read = [*profile.source.files, *([profile.ir_dir] if profile.ir_dir is not None else [])]
+            for file in read:
+                self.roots.check(file, file.name)
+        return profiles
 
     def options(self) -> list[dict[str, str]]:
         """Picker options: loaded profiles first, then profiles found under the roots."""
@@ -285,14 +307,17 @@ class DataStore:
     def loaded(self) -> list[ProfileEntry]:
         return [*self._fixed.values(), *self._lazy.values()]
 
-    def get(self, key: str | None) -> ProfileEntry | None:
+    def get(self, key: object) -> ProfileEntry | None:
         """The entry for a picker key; loads (confined to the roots) on first use.
 
-        Raises PathRejected for a key that escapes the roots, and the loader's typed errors for a
+        Raises PathRejected for a key (any JSON value a request sends) that is not one, escapes the
+        roots or leads to a profile with a link out of them, and the loader's typed errors for a
         directory that is not a profile.
         """
-        if not key:
+        if key is None or key == "":
             return None
+        if not isinstance(key, str):  # a request can send any JSON value
+            raise PathRejected("unknown profile key")
         if key in self._fixed:
             return self._fixed[key]
         with self._lock:
@@ -301,8 +326,8 @@ class DataStore:
                 return self._lazy[key]
         base_key, _, rank_text = key.partition("#")
         path = self.roots.resolve_key(base_key)
-        profiles = load_path(path, self.chip)
-        rank = int(rank_text) if rank_text.isdigit() else 0
+        profiles = self._load(path, base_key.partition(":")[2] or path.name)
+        rank = int(rank_text) if rank_text.isascii() and rank_text.isdigit() else 0
         profile = profiles[min(rank, len(profiles) - 1)]
         entry = make_entry(key, _short_label(profile), profile)
         with self._lock:

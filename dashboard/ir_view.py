@@ -1,8 +1,9 @@
 """The IR view: a bundle's stages as highlighted, line-numbered Dash components.
 
 Code is tokenised with Pygments and every token becomes an `html.Span` whose text React escapes;
-no HTML string from the bundle ever reaches the page. File names listed in `ir.json` are confined
-to the bundle's `ir/` directory (dashboard.paths), since a bundle is untrusted input.
+no HTML string from the bundle ever reaches the page. File names listed in `ir.json` are taken
+relative to the bundle's `ir/` (or `kernel/`) directory and read only when their real path is inside
+the directories being served (dashboard.paths), since a bundle is untrusted input.
 
 Panes: TVMScript before lowering, after lowering ("final") and the generated Ascend C of one
 kernel, side by side. A finding's locations mark lines in the files they name; the `ir.json` line
@@ -20,7 +21,8 @@ from dash import html
 from pygments.lexers import CppLexer, PythonLexer
 from pygments.token import STANDARD_TYPES, _TokenType
 
-from dashboard.paths import PathRejected, confine
+from dashboard.paths import PathRejected, RootSet, confine
+from dashboard.views import shortened
 
 MAX_BYTES = 4_000_000  # read at most this much of one stage file
 # Lines rendered per pane: a window around the first marked line (about 0.35 KB per line on the
@@ -69,9 +71,10 @@ def _stage_files(ir: dict[str, Any] | None, kernel: str | None) -> dict[str, str
     return {}
 
 
-def _read_confined(ir_dir: Path, name: str) -> tuple[str, bool] | None:
+def _read_confined(folder: Path, name: str, allowed: RootSet) -> tuple[str, bool] | None:
+    """`name` (from ir.json) under `folder`, when its real path is inside the served directories."""
     try:
-        path = confine(ir_dir, name)
+        path = confine(folder, name, allowed)
     except PathRejected:
         return None
     if not path.is_file():
@@ -81,15 +84,17 @@ def _read_confined(ir_dir: Path, name: str) -> tuple[str, bool] | None:
     return raw[:MAX_BYTES].decode("utf-8", errors="replace"), len(raw) > MAX_BYTES
 
 
-def load_stages(ir_dir: Path | None, ir: dict[str, Any] | None, kernel: str | None = None) -> list[Stage]:
+def load_stages(
+    ir_dir: Path | None, ir: dict[str, Any] | None, kernel: str | None, allowed: RootSet
+) -> list[Stage]:
     """The before / after / Ascend C texts of one kernel of a bundle's ir/ directory.
 
-    Without an ir.json stage list the conventional single-kernel names are tried
-    (tvmscript.py, final.py, kernel.cpp).
+    Every file is read only when its real path (links followed) is inside `allowed`, the
+    directories the dashboard serves. Without an ir.json stage list the conventional single-kernel
+    names are tried (tvmscript.py, final.py, kernel.cpp).
     """
     if ir_dir is None or not ir_dir.is_dir():
         return []
-    root = ir_dir.resolve()
     listed = _stage_files(ir, kernel) or {
         "tvmscript": "tvmscript.py",
         "final": "final.py",
@@ -98,28 +103,29 @@ def load_stages(ir_dir: Path | None, ir: dict[str, Any] | None, kernel: str | No
     stages: list[Stage] = []
     for stage, title, lexer in PANES:
         if stage == "source":
-            src = _kernel_source(root, ir)
+            src = _kernel_source(ir_dir, ir, allowed)
             if src is not None:
                 stages.append(src)
             continue
         name = listed.get(stage)
-        got = _read_confined(root, name) if name else None
+        got = _read_confined(ir_dir, name, allowed) if name else None
         if got is not None and name is not None:
             stages.append(Stage(stage, title, name, got[0], lexer, got[1]))
     return stages
 
 
-def _kernel_source(ir_root: Path, ir: dict[str, Any] | None) -> Stage | None:
+def _kernel_source(ir_dir: Path, ir: dict[str, Any] | None, allowed: RootSet) -> Stage | None:
     """The bundle's copy of the kernel file (`kernel/<name>.py` beside ir/).
 
     ir.json records where the kernel lived when it was captured (repo-relative, for SARIF); the
-    dashboard reads only the bundle's own copy, confined to the bundle's kernel/ folder.
+    dashboard reads only the bundle's own copy: a file directly in the bundle's kernel/ folder,
+    whose real path must still be inside the served directories (kernel/ may be a link).
     """
     recorded = ir.get("kernel_file") if isinstance(ir, dict) else None
     if not isinstance(recorded, str) or not recorded:
         return None
     name = Path(recorded.replace("\\", "/")).name
-    got = _read_confined(ir_root.parent / "kernel", name) if (ir_root.parent / "kernel").is_dir() else None
+    got = _read_confined(ir_dir.parent / "kernel", name, allowed) if name else None
     if got is None:
         return None
     return Stage("source", "Kernel source", name, got[0], "python", got[1])
@@ -291,7 +297,7 @@ def stage_component(stage: Stage, pane_id: str) -> html.Div:
     if stage.truncated:
         notes.append(f"file cut at {MAX_BYTES:,} bytes")
     header = html.Div(
-        [html.Span(stage.title, className="ir-title"), html.Code(stage.file, className="ir-file")],
+        [html.Span(stage.title, className="ir-title"), html.Code(shortened(stage.file), className="ir-file")],
         className="ir-head",
     )
     marked = sorted(stage.marked)

@@ -3,15 +3,17 @@
 The dashboard reads profiles given on the command line and profiles found under the allowed
 `--root` directories. A request never carries a path to open; it carries a *key* (a root index and
 a path relative to that root) which is resolved here and rejected unless the real path — after
-URL-decoding, `..` collapsing and symlink resolution — stays inside the root. IR files named inside
-a bundle's `ir.json` go through the same check against the bundle directory, because that file is
-as untrusted as anything else the profile contains.
+URL-decoding, `..` collapsing and symlink resolution — stays inside the roots. The same check
+(`RootSet.check`) guards every other file opened on a browser's behalf: the whole tree of a profile
+before the loaders read it (`RootSet.check_tree`), and the IR and kernel-source files a bundle's
+`ir.json` names, because a profile is as untrusted as a request. Containment is always judged on
+the path with its links followed, against the served directories, never against a link's target.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
@@ -31,6 +33,7 @@ PROFILE_MARKERS = (
 PROFILE_GLOB_MARKERS = ("op_summary_*.csv", "msprof_*.json", "ascend_pytorch_profiler_*.db", "msprof_*.db")
 MAX_SCAN_DEPTH = 6
 MAX_PROFILES_LISTED = 500
+MAX_TREE_ENTRIES = 100_000  # files and directories checked under one profile before it is refused
 
 
 class PathRejected(UsageError):
@@ -39,9 +42,16 @@ class PathRejected(UsageError):
 
 @dataclass(frozen=True)
 class RootSet:
-    """The allowed directories, resolved once at start-up."""
+    """The directories the dashboard may read from, resolved (links followed) once.
+
+    `roots` are the `--root` directories: the picker lists their profiles and a key addresses them
+    by index. `given` are the paths named on the command line (or Profile objects handed to
+    `create_app`): readable, but not listed. Every file opened on a browser's behalf is checked
+    against both by `check`, after its links are followed.
+    """
 
     roots: tuple[Path, ...]
+    given: tuple[Path, ...] = ()
 
     @staticmethod
     def of(dirs: Iterable[str | Path]) -> RootSet:
@@ -53,12 +63,78 @@ class RootSet:
             resolved.append(p)
         return RootSet(tuple(resolved))
 
-    def resolve_key(self, key: str) -> Path:
-        """`"<root index>:<relative path>"` → a real path inside that root, or PathRejected."""
-        index_text, sep, rel = key.partition(":")
-        if not sep or not index_text.isdigit() or int(index_text) >= len(self.roots):
+    def with_given(self, *paths: Path) -> RootSet:
+        """This set plus `paths` (resolved), e.g. a profile named on the command line."""
+        added = (p.resolve() for p in paths)
+        return RootSet(self.roots, tuple(dict.fromkeys((*self.given, *added))))
+
+    @property
+    def allowed(self) -> tuple[Path, ...]:
+        return self.roots + self.given
+
+    def check(self, path: Path, shown: str | None = None) -> Path:
+        """The one confinement check: `path` with every link followed, when that real path exists
+        and lies inside an allowed root; PathRejected otherwise.
+
+        The containment test runs on the resolved path, never on the link or on its directory's
+        resolution, so a link anywhere on the way (a bundle's `kernel/` pointing at /etc) is judged
+        by where it finally leads.
+        """
+        label = shown or str(path)
+        try:
+            real = path.resolve(strict=True)
+        except RuntimeError:  # a link loop (Python 3.11 raises this rather than OSError)
+            raise PathRejected(f"{label}: link loop") from None
+        except OSError:
+            raise PathRejected(f"{label}: no such file or directory") from None
+        if not any(is_within(real, root) for root in self.allowed):
+            raise PathRejected(f"{label}: leads outside the directories being served")
+        return real
+
+    def check_tree(self, top: Path, shown: str) -> None:
+        """Everything under `top` that a loader might open stays inside the allowed roots.
+
+        The loaders (analyzer.io) open whatever a profile directory holds, through pyarrow, DuckDB
+        and sqlite, so the check runs before them, over the whole tree: every link is followed and
+        judged by `check`; special files (FIFOs, devices, sockets), which would block or never end
+        a read, are refused; linked directories inside the roots are walked once each.
+        """
+        start = self.check(top, shown)
+        seen = {start}
+        pending = [(start, shown)]
+        count = 0
+        while pending:
+            real, label = pending.pop()
+            if not real.is_dir():
+                _require_plain(real, label)
+                continue
+            try:
+                entries = list(os.scandir(real))
+            except OSError as exc:
+                raise PathRejected(f"{label}: cannot be listed ({exc.strerror or exc})") from None
+            count += len(entries)
+            if count > MAX_TREE_ENTRIES:
+                raise PathRejected(f"{shown}: holds more than {MAX_TREE_ENTRIES:,} files; not opened")
+            for entry in entries:
+                name = f"{label}/{entry.name}"
+                target = self.check(Path(entry.path), name) if entry.is_symlink() else Path(entry.path)
+                if target.is_dir():
+                    if target not in seen:
+                        seen.add(target)
+                        pending.append((target, name))
+                else:
+                    _require_plain(target, name)
+
+    def resolve_key(self, key: object) -> Path:
+        """`"<root index>:<relative path>"` → a real path inside the roots, or PathRejected."""
+        if not isinstance(key, str):
             raise PathRejected("unknown profile key")
-        return confine(self.roots[int(index_text)], rel)
+        index_text, sep, rel = key.partition(":")
+        # isascii: '²'.isdigit() is true but int('²') fails
+        index_ok = index_text.isascii() and index_text.isdigit()
+        if not sep or not index_ok or int(index_text) >= len(self.roots):
+            raise PathRejected("unknown profile key")
+        return confine(self.roots[int(index_text)], rel, self)
 
     def key_for(self, path: Path) -> str | None:
         """The key a picker uses for a path under one of the roots (None when outside all)."""
@@ -69,6 +145,12 @@ class RootSet:
         return None
 
 
+def _require_plain(path: Path, shown: str) -> None:
+    """A regular file (a FIFO or a device would hang or never end the reader that opens it)."""
+    if not path.is_file():
+        raise PathRejected(f"{shown}: not a regular file or directory")
+
+
 def is_within(path: Path, root: Path) -> bool:
     try:
         path.relative_to(root)
@@ -77,12 +159,12 @@ def is_within(path: Path, root: Path) -> bool:
     return True
 
 
-def confine(root: Path, requested: str) -> Path:
-    """Resolve `requested` relative to `root`; raise PathRejected when it leaves the root.
+def relative_name(requested: str) -> str:
+    """An untrusted relative name (a key's path, a file named in ir.json), checked as text.
 
     Decoding is repeated until stable so that `%252e%252e` cannot smuggle a `..` past one decode;
     absolute paths, NUL bytes and backslash separators are refused outright rather than
-    normalised, since a legitimate picker key never contains them.
+    normalised, since a legitimate name never contains them.
     """
     text = requested
     for _ in range(4):
@@ -98,12 +180,17 @@ def confine(root: Path, requested: str) -> Path:
         raise PathRejected("absolute paths are not accepted")
     if any(part == ".." for part in Path(text).parts):
         raise PathRejected("'..' is not accepted")
-    real = (root / text).resolve(strict=False)
-    if not is_within(real, root.resolve()):
-        raise PathRejected("path leaves the allowed root")
-    if not real.exists():
-        raise PathRejected("no such profile under the root")
-    return real
+    return text
+
+
+def confine(base: Path, requested: str, allowed: RootSet) -> Path:
+    """`requested` (untrusted text) under `base`, as a real path inside `allowed`; else PathRejected.
+
+    The text is checked first (`relative_name`), then the joined path goes through the one
+    containment check, `RootSet.check`, with its links followed.
+    """
+    text = relative_name(requested)
+    return allowed.check(base / text, text or ".")
 
 
 def looks_like_profile(directory: Path) -> bool:
@@ -138,14 +225,3 @@ def discover_profiles(roots: RootSet, limit: int = MAX_PROFILES_LISTED) -> list[
                 if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
                     stack.append((Path(entry.path), depth + 1))
     return sorted(found, key=lambda kv: kv[1])
-
-
-def confine_all(root: Path, names: Sequence[str]) -> list[Path]:
-    """Confine several names under one root, dropping (not raising on) those that escape."""
-    out: list[Path] = []
-    for name in names:
-        try:
-            out.append(confine(root, name))
-        except PathRejected:
-            continue
-    return out

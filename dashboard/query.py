@@ -18,9 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analyzer.errors import UsageError
+from dashboard import inputs
 from dashboard.data import ProfileEntry
 
 MAX_PAGE_ROWS = 1000  # one infinite-model block; the grid asks for 100 at a time
+MAX_ROW = 2**53 - 1  # the largest row index JavaScript counts exactly
+MAX_CONDITIONS = 8  # conditions of one column filter (the grid allows one here, AG Grid's max is 2)
+MAX_SORT_KEYS = 16
 MAX_LINKS = 150  # host-to-kernel launch lines drawn in one window (more is a hairball)
 _TEXT_OPS = {
     "contains": "contains(lower(CAST({c} AS VARCHAR)), lower(?))",
@@ -44,41 +49,64 @@ def _quote(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
 
 
-def _condition(column: str, model: dict[str, Any], params: list[Any]) -> str | None:
-    """One AG Grid filter condition as SQL; unknown filter types are ignored, not trusted."""
+def _condition(column: str, model: dict[str, Any], params: list[Any], nested: bool = False) -> str | None:
+    """One AG Grid filter condition as SQL; unknown filter types are ignored, not trusted.
+
+    Malformed values (a text where a number belongs, conditions nested deeper than AG Grid nests
+    them) raise UsageError: they come from a hand-made request, not from the grid.
+    """
+    what = f"grid filter on {column}"
     if "conditions" in model:  # combined: {"operator": "AND"|"OR", "conditions": [...]}
-        parts = [p for p in (_condition(column, m, params) for m in model["conditions"]) if p]
-        joiner = " OR " if str(model.get("operator", "AND")).upper() == "OR" else " AND "
+        conditions = model["conditions"]
+        if nested or not isinstance(conditions, list) or len(conditions) > MAX_CONDITIONS:
+            raise UsageError(f"{what}: expected at most {MAX_CONDITIONS} plain conditions")
+        operator = inputs.choice(model.get("operator"), ("AND", "OR", "and", "or"), f"{what}, operator")
+        subs = [_condition(column, _model(m, column), params, nested=True) for m in conditions]
+        parts = [p for p in subs if p]
+        joiner = " OR " if (operator or "AND").upper() == "OR" else " AND "
         return "(" + joiner.join(parts) + ")" if parts else None
     kind = model.get("type", "contains")
+    if not isinstance(kind, str):
+        raise UsageError(f"{what}: expected a filter type name")
     c = _quote(column)
     if kind == "blank":
         return f"{c} IS NULL"
     if kind == "notBlank":
         return f"{c} IS NOT NULL"
+    value = model.get("filter")
     if model.get("filterType") == "number":
         if kind == "inRange":
-            params.extend([float(model.get("filter", 0)), float(model.get("filterTo", 0))])
+            high = model.get("filterTo")
+            if value is None or high is None:  # the grid sends an incomplete range while typing
+                return None
+            params.extend([inputs.number(value, what), inputs.number(high, what)])
             return f"{c} BETWEEN ? AND ?"
         template = _NUMBER_OPS.get(kind)
-        if template is None or model.get("filter") is None:
+        if template is None or value is None:
             return None
-        params.append(float(model["filter"]))
+        params.append(inputs.number(value, what))
         return template.format(c=c)
     template = _TEXT_OPS.get(kind)
-    if template is None or model.get("filter") in (None, ""):
+    if template is None or value in (None, ""):
         return None
-    params.append(str(model["filter"]))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = str(value)  # a text filter typed as digits may arrive as a number
+    params.append(inputs.text(value, what))
     return template.format(c=c)
 
 
-def where_clause(
-    filter_model: dict[str, Any] | None, search: str | None, columns: list[str], params: list[Any]
-) -> str:
+def _model(value: Any, column: str) -> dict[str, Any]:
+    model = inputs.mapping(value, f"grid filter on {column}")
+    if model is None:
+        raise UsageError(f"grid filter on {column}: expected an object")
+    return model
+
+
+def where_clause(filter_model: Any, search: str | None, columns: list[str], params: list[Any]) -> str:
     parts: list[str] = []
-    for column, model in (filter_model or {}).items():
-        if column in columns and isinstance(model, dict):
-            cond = _condition(column, model, params)
+    for column, model in (inputs.mapping(filter_model, "grid filterModel") or {}).items():
+        if column in columns:  # a column the table does not have is ignored, never quoted into SQL
+            cond = _condition(column, _model(model, column), params)
             if cond:
                 parts.append(cond)
     if search:
@@ -91,12 +119,16 @@ def where_clause(
     return " WHERE " + " AND ".join(parts) if parts else ""
 
 
-def order_clause(sort_model: list[dict[str, Any]] | None, columns: list[str], default: str) -> str:
+def order_clause(sort_model: Any, columns: list[str], default: str) -> str:
+    if sort_model is not None and (not isinstance(sort_model, list) or len(sort_model) > MAX_SORT_KEYS):
+        raise UsageError(f"grid sortModel: expected a list of at most {MAX_SORT_KEYS} sort keys")
     keys = []
     for item in sort_model or []:
-        col = item.get("colId")
+        sort = _model(item, "sort")
+        col = sort.get("colId")
+        direction = inputs.choice(sort.get("sort"), ("asc", "desc"), "grid sort direction")
         if col in columns:
-            keys.append(f"{_quote(col)} {'DESC' if item.get('sort') == 'desc' else 'ASC'} NULLS LAST")
+            keys.append(f"{_quote(col)} {'DESC' if direction == 'desc' else 'ASC'} NULLS LAST")
     return " ORDER BY " + ", ".join(keys or [default])
 
 
@@ -110,13 +142,20 @@ def _json_safe(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def kernel_page(
-    entry: ProfileEntry, request: dict[str, Any] | None, search: str | None = None, grouped: bool = False
+    entry: ProfileEntry, request: Any, search: Any = None, grouped: bool = False
 ) -> dict[str, Any]:
-    """`getRowsResponse` for one `getRowsRequest`: the rows of the block and the total count."""
-    request = request or {}
-    start = max(int(request.get("startRow", 0) or 0), 0)
-    end = int(request.get("endRow", start + 100) or start + 100)
-    limit = max(min(end - start, MAX_PAGE_ROWS), 0)
+    """`getRowsResponse` for one `getRowsRequest`: the rows of the block and the total count.
+
+    The request and the search text come straight from the browser: a malformed one raises
+    UsageError (a 400), never a database error.
+    """
+    request = inputs.mapping(request, "grid request") or {}
+    search = inputs.text(search, "kernel search")
+    start = inputs.whole(request.get("startRow"), "grid startRow", 0, MAX_ROW)
+    end = inputs.whole(request.get("endRow"), "grid endRow", min(start + 100, MAX_ROW), MAX_ROW)
+    if end < start:
+        raise UsageError("grid request: endRow is before startRow")
+    limit = min(end - start, MAX_PAGE_ROWS)
     table, columns = ("g", entry.group_columns) if grouped else ("k", [*entry.grid_columns, "_row"])
     default = (
         '"total_us" DESC' if grouped else ('"duration_us" DESC' if "duration_us" in columns else '"_row"')

@@ -6,12 +6,15 @@ All profile strings become component children (React escapes them), never HTML.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 from dash import dcc, html
 
+from analyzer.report.escape import one_line
 from analyzer.report.words import fmt_pct, fmt_us, num, saving_text
 from dashboard import figures as F
 from dashboard.data import ProfileEntry
@@ -59,6 +62,62 @@ GRID_HEADERS = {
     "input_dtypes": "Input dtypes",
 }
 TEXT_COLUMNS = {"name", "op_type", "core_type", "bound_pipe", "sol_bound", "input_shapes", "input_dtypes"}
+# Characters of a kernel name (or another profile string) shown in a list, a dropdown or a pane
+# header; the full text is in the element's tooltip. Generated kernels can carry names thousands
+# of characters long, which would otherwise push everything else off the page.
+NAME_LIMIT = 120
+MESSAGE_LIMIT = 600  # a finding's message, which quotes kernel names, in a one-line list item
+
+
+def short(text: object, limit: int = NAME_LIMIT) -> str:
+    """One line of at most `limit` characters, shortened with an ellipsis (the report's helper)."""
+    return one_line(text, limit)
+
+
+def shortened(text: object, limit: int = NAME_LIMIT, className: str | None = None) -> html.Span:
+    """A span showing `short(text)`, with the full text as its title (tooltip) when cut."""
+    full = str(text)
+    shown = short(full, limit)
+    extra: dict[str, Any] = {"title": full} if shown != full else {}
+    if className:
+        extra["className"] = className
+    return html.Span(shown, **extra)
+
+
+def names_span(names: Iterable[object], className: str = "kernel-name") -> html.Span:
+    """Kernel names, each shortened, comma-separated; the full list as the title when one was cut."""
+    full = [str(n) for n in names]
+    shown = ", ".join(short(n) for n in full)
+    extra: dict[str, Any] = {"title": ", ".join(full)} if any(len(n) > NAME_LIMIT for n in full) else {}
+    return html.Span(shown, className=className, **extra)
+
+
+def name_value(name: str) -> str:
+    """The dropdown value standing for `name`: the name itself, or for a name longer than
+    NAME_LIMIT its start and a digest. Dash's dropdown indexes every substring of every value for
+    its search box (n²/2 strings), so a 5,000-character value freezes the browser tab."""
+    if len(name) <= NAME_LIMIT:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{name[: NAME_LIMIT - 18]}…#{digest}"
+
+
+def name_from_value(value: str | None, names: Iterable[str]) -> str | None:
+    """The name a dropdown value stands for (inverse of `name_value`); None when none does."""
+    if value is None:
+        return None
+    for name in names:
+        if name == value or (len(name) > NAME_LIMIT and name_value(name) == value):
+            return name
+    return None
+
+
+def name_option(name: str) -> dict[str, str]:
+    """A dropdown option for a kernel name: shortened label and value, full name as its tooltip."""
+    option = {"label": short(name), "value": name_value(name)}
+    if len(name) > NAME_LIMIT:
+        option["title"] = name
+    return option
 
 
 def summary_of(entry: ProfileEntry) -> dict[str, Any]:
@@ -121,15 +180,14 @@ def severity_badge(severity: str) -> html.Span:
 
 def finding_item(index: int, f: dict[str, Any], kind: str, selected: bool = False) -> html.Div:
     """A clickable one-line finding, like linter output: severity, code, slug, kernel, saving."""
-    kernels = ", ".join(str(k) for k in f.get("kernels", [])[:3])
     return html.Div(
         [
             severity_badge(str(f.get("severity", "info"))),
             html.Span(str(f.get("code", "")), className="code"),
             html.Span(str(f.get("slug", "")), className="slug"),
-            html.Span(kernels, className="kernel-name"),
+            names_span(f.get("kernels", [])[:3]),
             html.Span(f"est. {saving_text(f)}", className="saving"),
-            html.Div(str(f.get("message", "")), className="message"),
+            html.Div(shortened(f.get("message", ""), MESSAGE_LIMIT), className="message"),
         ],
         id={"type": kind, "index": index},
         n_clicks=0,
@@ -209,7 +267,6 @@ def finding_detail(f: dict[str, Any] | None) -> list[Any]:
         for loc in f.get("locations", [])
     ]
     doc = rule_doc(str(f.get("code", "")))
-    kernels = ", ".join(str(k) for k in f.get("kernels", []))
     saving = (
         f"Estimated saving: {saving_text(f)}"
     )
@@ -240,7 +297,7 @@ def finding_detail(f: dict[str, Any] | None) -> list[Any]:
             ]
         ),
         html.P(str(f.get("message", "")), className="message"),
-        html.Div(["Kernels: ", html.Span(kernels, className="kernel-name")]),
+        html.Div(["Kernels: ", names_span(f.get("kernels", []))]),
         html.Div(saving, className="saving"),
         html.H4("Recommendation"),
         html.P(str(f.get("recommendation", "")) or "—", className="recommendation"),
@@ -293,7 +350,18 @@ def kernel_options(entry: ProfileEntry, selected: str | None) -> list[dict[str, 
     names = [str(n) for n in entry.by_name["name"].head(MAX_KERNEL_OPTIONS)]
     if selected and selected not in names:
         names.insert(0, selected)
-    return [{"label": n, "value": n} for n in names]
+    return [name_option(n) for n in names]
+
+
+def kernel_of_value(entry: ProfileEntry, value: str | None) -> str | None:
+    """The kernel name a Kernel-detail dropdown value stands for (see `name_value`); None when it
+    stands for none of this profile's kernels (the view then asks to pick one)."""
+    if value is None:
+        return None
+    names = entry.by_name["name"].astype(str)
+    if (names == value).any():
+        return value
+    return name_from_value(value, names[names.str.len() > NAME_LIMIT])
 
 
 def kernel_rows(entry: ProfileEntry, name: str | None) -> pd.DataFrame:
@@ -396,8 +464,8 @@ def roofline_points(entry: ProfileEntry) -> pd.DataFrame:
 
 
 def finding_label(f: dict[str, Any]) -> str:
-    kernels = ", ".join(str(k) for k in f.get("kernels", [])[:2])
-    return f"{f.get('code', '')} {f.get('slug', '')} — {kernels}"
+    kernels = ", ".join(short(k) for k in f.get("kernels", [])[:2])
+    return short(f"{f.get('code', '')} {f.get('slug', '')} — {kernels}", 2 * NAME_LIMIT)
 
 
 def chip_info(entry: ProfileEntry) -> list[Any]:

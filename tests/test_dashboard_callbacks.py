@@ -28,6 +28,19 @@ def post_callback(
     `values` maps "id.property" to the value of each Input/State (missing ones are None).
     Returns (response["response"], payload bytes); a 204 (PreventUpdate) returns ({}, 0).
     """
+    body = callback_body(app, output_prefix, values, triggered)
+    resp = app.server.test_client().post("/_dash-update-component", json=body)
+    if resp.status_code == 204:
+        return {}, 0
+    assert resp.status_code == 200, resp.get_data(as_text=True)[:2000]
+    data = resp.get_data()
+    return json.loads(data)["response"], len(data)
+
+
+def callback_body(
+    app: dash.Dash, output_prefix: str, values: dict[str, Any], triggered: str | None = None
+) -> dict[str, Any]:
+    """The /_dash-update-component body the browser sends for that callback and those values."""
     keys = [k for k in app.callback_map if k.lstrip(".").startswith(output_prefix)]
     if len(keys) > 1 and triggered:  # several callbacks share outputs (allow_duplicate): pick by input
         trig_id, trig_prop = triggered.split(".", 1)
@@ -51,12 +64,7 @@ def post_callback(
         "state": items("state"),
         "changedPropIds": [triggered or f"{inputs[0]['id']}.{inputs[0]['property']}"],
     }
-    resp = app.server.test_client().post("/_dash-update-component", json=body)
-    if resp.status_code == 204:
-        return {}, 0
-    assert resp.status_code == 200, resp.get_data(as_text=True)[:2000]
-    data = resp.get_data()
-    return json.loads(data)["response"], len(data)
+    return body
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,14 @@ from pathlib import Path
 from analyzer.analysis import analyze
 from analyzer.io.load import load_profile
 from dashboard.ir_view import load_stages, mark_locations
+from dashboard.paths import RootSet
 
 BUNDLE = Path(__file__).resolve().parents[1] / "sample_traces" / "tilelang_fa_bundle"
 
 
 def test_source_pane_comes_from_the_bundle_and_is_marked() -> None:
     profile = load_profile(BUNDLE)
-    stages = load_stages(profile.ir_dir, profile.ir, "flash_fwd")
+    stages = load_stages(profile.ir_dir, profile.ir, "flash_fwd", RootSet.of([BUNDLE]))
     assert [s.stage for s in stages][:2] == ["source", "tvmscript"]
     source = stages[0]
     assert source.file == "flash_attention.py"

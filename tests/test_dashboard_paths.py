@@ -29,9 +29,10 @@ def tree(tmp_path: Path) -> dict[str, Path]:
 
 def test_confine_accepts_paths_inside(tree: dict[str, Path]) -> None:
     root = tree["root"].resolve()
-    assert confine(root, "runs/a") == root / "runs" / "a"
-    assert confine(root, "runs/./a/") == root / "runs" / "a"
-    assert confine(root, "runs%2Fa") == root / "runs" / "a"
+    roots = RootSet.of([root])
+    assert confine(root, "runs/a", roots) == root / "runs" / "a"
+    assert confine(root, "runs/./a/", roots) == root / "runs" / "a"
+    assert confine(root, "runs%2Fa", roots) == root / "runs" / "a"
 
 
 @pytest.mark.parametrize(
@@ -58,7 +59,7 @@ def test_confine_accepts_paths_inside(tree: dict[str, Path]) -> None:
 )
 def test_confine_rejects_escapes(tree: dict[str, Path], requested: str) -> None:
     with pytest.raises(PathRejected):
-        confine(tree["root"].resolve(), requested)
+        confine(tree["root"].resolve(), requested, RootSet.of([tree["root"]]))
 
 
 def test_root_keys_are_checked(tree: dict[str, Path]) -> None:
@@ -129,6 +130,6 @@ def test_ir_json_cannot_point_the_ir_view_outside_ir(tmp_path: Path) -> None:
             }
         ]
     }
-    stages = load_stages(ir_dir, ir, "k")
+    stages = load_stages(ir_dir, ir, "k", RootSet.of([tmp_path / "bundle"]))
     assert [s.stage for s in stages] == ["final"]
     assert all("secret" not in s.text for s in stages)

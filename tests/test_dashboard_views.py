@@ -18,6 +18,7 @@ from analyzer.cli import main
 from dashboard import views as V
 from dashboard.data import make_entry
 from dashboard.ir_view import Stage, highlight_lines, load_stages, mark_locations, stage_component
+from dashboard.paths import RootSet
 from dashboard.query import build_lanes, kernel_page, timeline_window
 from dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
 
@@ -45,7 +46,7 @@ def test_highlight_keeps_every_character_and_line() -> None:
 
 def test_ir_pane_renders_code_as_text_components(tmp_path: Path) -> None:
     ir = write_ir_bundle(tmp_path / "ir", hostile=True)
-    stages = load_stages(tmp_path / "ir", ir, "main")
+    stages = load_stages(tmp_path / "ir", ir, "main", RootSet.of([tmp_path]))
     assert [s.stage for s in stages] == ["tvmscript", "final", "ascendc"]
     mark_locations(
         stages, [{"stage": "tvmscript", "file": "ir/tvmscript.py", "line": 6}], ir["line_map"], "main"

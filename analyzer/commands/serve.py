@@ -1,9 +1,11 @@
 """`tilescope serve [PATH ...]`: the Dash dashboard on localhost.
 
 Profiles come from the command line or from the `--root` directories only; the browser picks among
-them by key and can never name another path (dashboard/paths.py). The one line on stdout is the
-URL, printed once the socket is bound, so scripts can start the server in the background and read
-where it listens (`--port 0` picks a free port).
+them by key and can never name another path, and no file is read whose real path (links followed)
+lies outside them (dashboard/paths.py). Requests must name localhost or the `--host` address in
+their Host header (dashboard/guard.py). The one line on stdout is the URL, printed once the socket
+is bound, so scripts can start the server in the background and read where it listens (`--port 0`
+picks a free port).
 """
 
 from __future__ import annotations
@@ -63,16 +65,16 @@ def serve_command(
 
     if paths:
         _log(f"loading {len(paths)} profile(s)…")
-    app = create_app(list(paths or []), roots=list(root or []), chip=chip)
+    app = create_app(list(paths or []), roots=list(root or []), chip=chip, hosts=[host])
     if host not in LOOPBACK:
         _log(f"warning: binding {host}: anyone who can reach it can read the served profiles")
     if check:
         typer.echo(f"tilescope: serving on {_url(host, port)}")
         return
-    from werkzeug.serving import make_server
+    from dashboard.guard import make_http_server
 
     try:
-        server = make_server(host, port, app.server, threaded=True)
+        server = make_http_server(app, host, port)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from exc
     url = _url(host, server.server_port)
