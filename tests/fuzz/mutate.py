@@ -66,7 +66,7 @@ class Seed:
     `arg` (relative) is what the CLI is given."""
 
     name: str
-    kind: str  # "csv" | "json" | "sqlite" | "msprof_op"
+    kind: str  # "csv" | "json" | "sqlite" | "msprof_op" | "bundle"
     root: Path
     target: str
     arg: str
@@ -221,6 +221,53 @@ def _json_object_form(rng: random.Random, path: Path) -> str:
     return "object form"
 
 
+def _json_any(rng: random.Random, path: Path) -> str:
+    """A run bundle's ir.json / manifest.json: one value anywhere in the document replaced or removed."""
+    doc = json.loads(path.read_text())
+    parents: list[tuple[object, object]] = []
+
+    def collect(x: object) -> None:
+        if isinstance(x, dict):
+            for k, v in x.items():
+                parents.append((x, k))
+                collect(v)
+        elif isinstance(x, list):
+            for i, v in enumerate(x):
+                parents.append((x, i))
+                collect(v)
+
+    collect(doc)
+    if not parents:
+        return "json: empty document"
+    holder, key = rng.choice(parents)
+    value: object = rng.choice(
+        [
+            -1,
+            0,
+            2**70,
+            1e308,
+            "NaN",
+            None,
+            "",
+            "x[/bold]",
+            "../../etc/passwd",
+            [],
+            {},
+            "\x1b[2J",
+            True,
+            "/etc/passwd",
+            -1e308,
+        ]
+    )
+    if isinstance(holder, dict) and rng.random() < 0.25:
+        del holder[key]
+        value = "<removed>"
+    else:
+        holder[key] = value  # type: ignore[index]
+    path.write_text(json.dumps(doc))
+    return f"{path.name} [{key!r}] = {value!r}"
+
+
 # ---- SQLite mutations ----------------------------------------------------------------------------
 
 
@@ -304,6 +351,7 @@ MUTATORS: dict[str, tuple[Mutator, ...]] = {
     ),
     "msprof_op": (_cell, _cell, _repeat_row, _drop_column, _short_row, _flip_bytes, _truncate),
     "json": (_json_field, _json_field, _json_field, _json_object_form, _flip_bytes, _truncate, _insert_nul),
+    "bundle": (_json_any, _json_any, _json_any, _truncate, _flip_bytes),
     "sqlite": (_sqlite_value, _sqlite_value, _sqlite_drop, _sqlite_drop_column, _sqlite_pages, _truncate),
 }
 
@@ -320,6 +368,8 @@ def make_case(seed: Seed, index: int, base_seed: int, work: Path) -> Case:
     if seed.kind == "msprof_op":
         files = sorted(p for p in (folder / seed.target).rglob("*.csv"))
         target = rng.choice(files)
+    elif seed.kind == "bundle":
+        target = folder / rng.choice(["ir/ir.json", "ir/ir.json", "manifest.json"])
     mutator = rng.choice(MUTATORS[seed.kind])
     what = mutator(rng, target)
     twin = None
@@ -344,6 +394,7 @@ def seeds(repo: Path) -> list[Seed]:
     real = repo.parent / "shared" / "traces" / "real"
     out = [
         Seed("sample_msprof_op", "msprof_op", repo / "sample_traces" / "tilelang_fa_msprof_op", ".", "."),
+        Seed("sample_bundle", "bundle", repo / "sample_traces" / "tilelang_fa_bundle", "ir/ir.json", "."),
     ]
     if (real / "fa_pipeutil_29" / "kernel_details.csv").is_file():
         out += [
