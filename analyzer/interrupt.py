@@ -97,7 +97,8 @@ def signals_raise(restore: bool = True) -> Iterator[None]:
         _state.raising = False
         if restore:
             for sig, old in previous.items():
-                signal.signal(sig, old)
+                if old is not None:  # None: a handler set outside Python, which cannot be put back
+                    signal.signal(sig, old)
             _state.signum = None
 
 
