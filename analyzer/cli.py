@@ -21,6 +21,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import typer
 
+from analyzer import interrupt
 from analyzer.errors import TilescopeError
 
 COMMAND_MODULES = ("info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "serve")
@@ -88,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
 def _exit_now(code: int) -> NoReturn:
     import logging
 
+    from analyzer.scratch import remove_all
+
+    # os._exit skips the `finally` of threads still running (a timeline read beside a bad kernel
+    # table): their scratch directories go here
+    remove_all()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         # a closed pipe or stream: nothing more can be delivered
@@ -98,28 +104,67 @@ def _exit_now(code: int) -> NoReturn:
 
 def _run(argv: list[str] | None) -> int:
     args = argv if argv is not None else sys.argv[1:]
-    debug = "--debug" in args or os.environ.get("TILESCOPE_DEBUG")
-    _register_commands(args)
-    try:
-        app(args=argv, standalone_mode=False, prog_name="tilescope")
-    except TilescopeError as exc:
+    debug = bool("--debug" in args or os.environ.get("TILESCOPE_DEBUG"))
+    # The whole process (argv None) keeps the handlers to its os._exit: a signal after this
+    # returns is recorded, not raised as a traceback. In-process callers get theirs back.
+    with interrupt.signals_raise(restore=argv is not None):
+        try:
+            _register_commands(args)
+            returned = app(args=argv, standalone_mode=False, prog_name="tilescope")
+        except BaseException as exc:
+            # a signal decides the outcome whatever exception it became on the way (DuckDB turns
+            # it into RuntimeError, a reader into a format error): one line, 128 + signal
+            signalled = _signalled()
+            return signalled if signalled is not None else _failure_code(exc, debug)
+        signalled = _signalled()  # swallowed on the way: the commit refused the output
+        if signalled is not None:
+            return signalled
+    return _returned_code(returned)
+
+
+def _signalled() -> int | None:
+    """128 + the signal that interrupted the command, once it has been said; None if none did."""
+    signum = interrupt.received()
+    return None if signum is None else _interrupted(128 + signum)
+
+
+def _returned_code(returned: object) -> int:
+    """What `app()` returned: in non-standalone mode typer returns the code of a `typer.Exit`
+    (and turns KeyboardInterrupt into `Exit(130)`) instead of raising it; a command returns None."""
+    if isinstance(returned, int) and not isinstance(returned, bool):
+        return _interrupted(130) if returned == 130 else returned
+    return 0
+
+
+def _failure_code(exc: BaseException, debug: bool) -> int:
+    """The exit code (and one stderr line) for an exception that ended a command; re-raises bugs."""
+    if isinstance(exc, TilescopeError):
         if debug:
-            raise
-        typer.echo(f"tilescope: error: {exc.one_line()}", err=True)
+            raise exc
+        _say(f"tilescope: error: {exc.one_line()}")
         return exc.exit_code
-    except KeyboardInterrupt:
-        typer.echo("tilescope: interrupted", err=True)
-        return 130
-    except typer.Exit as exc:
+    if isinstance(exc, interrupt.Interrupted):  # raised without the handler (a test, a hook)
+        return _interrupted(exc.exit_code)
+    if isinstance(exc, KeyboardInterrupt | typer.Abort):
+        return _interrupted(130)
+    if isinstance(exc, typer.Exit):
         return int(exc.exit_code)
-    except typer.Abort:
-        typer.echo("tilescope: interrupted", err=True)
-        return 130
-    except typer.TyperException as exc:
+    if isinstance(exc, typer.TyperException):
         # typer's own (vendored click) usage errors: unknown command or option, missing argument,
         # bad value; `tilescope` alone raises one that carries the help text
         return _usage_error(exc)
-    return 0
+    raise exc
+
+
+def _interrupted(code: int) -> int:
+    _say("tilescope: interrupted")
+    return code
+
+
+def _say(line: str) -> None:
+    # stderr may be gone (a closed terminal, a dead pipe): the exit code still tells
+    with contextlib.suppress(OSError, ValueError):
+        typer.echo(line, err=True)
 
 
 def _usage_error(exc: typer.TyperException) -> int:

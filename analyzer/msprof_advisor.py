@@ -13,13 +13,13 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from analyzer.errors import MissingComponentError
 from analyzer.findings import Finding, Severity
+from analyzer.scratch import scratch_dir
 
 INSTALL_HINT = (
     "msprof-analyze is not installed: install it with `pip install msprof-analyze` (or "
@@ -56,20 +56,20 @@ def find_advisor() -> list[str] | None:
     return [sys.executable, "-m", "msprof_analyze.cli.entrance"]
 
 
-def advisor_input_dir(path: Path) -> Path:
-    """The advisor wants a profiler directory; a lone kernel_details.csv is placed in a temp layout."""
+def advisor_input_dir(path: Path, scratch: Path) -> Path:
+    """The advisor wants a profiler directory; a lone kernel_details.csv is placed in a layout
+    built in `scratch` (an empty directory the caller removes)."""
     if path.is_dir() and ((path / "ASCEND_PROFILER_OUTPUT").is_dir() or any(path.glob("PROF_*"))
                           or any(path.glob("*_ascend_pt"))):
         return path
     # A bare kernel_details.csv / trace_view.json (or a folder of them): the advisor only looks
     # inside ASCEND_PROFILER_OUTPUT/, so give it that layout with symlinks.
     files = [path] if path.is_file() else [p for p in path.iterdir() if p.suffix in (".csv", ".json")]
-    tmp = Path(tempfile.mkdtemp(prefix="tilescope-msa-"))
-    out = tmp / "ASCEND_PROFILER_OUTPUT"
+    out = scratch / "ASCEND_PROFILER_OUTPUT"
     out.mkdir()
     for f in files:
         (out / f.name).symlink_to(f.resolve())
-    return tmp
+    return scratch
 
 
 def run_advisor(path: Path, timeout: float = 900.0) -> dict[str, Any]:
@@ -77,9 +77,10 @@ def run_advisor(path: Path, timeout: float = 900.0) -> dict[str, Any]:
     cmd = find_advisor()
     if cmd is None:
         raise MissingComponentError(INSTALL_HINT)
-    d = advisor_input_dir(path)
-    with tempfile.TemporaryDirectory(prefix="tilescope-msa-out-") as out:
-        full = [*cmd, "advisor", "all", "-d", str(d), "-l", "en", "--agent", "-o", out]
+    # both removed afterwards, also on Ctrl-C (the layout was left in /tmp on every run before)
+    with scratch_dir("tilescope-msa-") as layout, scratch_dir("tilescope-msa-out-") as out:
+        d = advisor_input_dir(path, layout)
+        full = [*cmd, "advisor", "all", "-d", str(d), "-l", "en", "--agent", "-o", str(out)]
         t0 = time.perf_counter()
         proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout, cwd=out, check=False)
         dt = time.perf_counter() - t0

@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import mmap
 import re
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,7 +45,9 @@ import numpy as np
 import pyarrow as pa
 
 from analyzer.errors import ProfileFormatError
+from analyzer.interrupt import hold_point
 from analyzer.io.validate import check_frame
+from analyzer.scratch import scratch_dir
 
 # pandas (and the modules that import it) are imported where the frames are built, after the
 # scan: `load_profiles` starts the scan on a second thread before the main thread imports pandas.
@@ -115,9 +115,10 @@ def read_timeline(path: str | Path, before_build: Callable[[], object] | None = 
     """
     path = Path(path)
     source = _source_clause(path)
-    tmp = tempfile.mkdtemp(prefix="tilescope-duckdb-")
-    try:
-        config: DuckConfig = {**DUCKDB_CONFIG, "temp_directory": tmp}
+    # registered: removed even when the process ends with os._exit while this thread still reads
+    with scratch_dir("tilescope-duckdb-") as tmp:
+        hold_point("timeline")
+        config: DuckConfig = {**DUCKDB_CONFIG, "temp_directory": str(tmp)}
         # Closing the scan's connection hands its buffers back before the joins allocate theirs;
         # with one connection the two peaks add up (+0.5 GB on a 1 GB file).
         with duckdb.connect(config=config) as con:
@@ -126,8 +127,6 @@ def read_timeline(path: str | Path, before_build: Callable[[], object] | None = 
         if before_build is not None:
             before_build()
         return _build(config, path, parts)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _sql_str(text: str) -> str:

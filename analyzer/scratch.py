@@ -1,0 +1,61 @@
+"""Scratch directories (DuckDB spill space, the advisor's input layout) that never outlive the process.
+
+Each is removed when its block ends, normally or by an exception (`Interrupted` included). That
+is not enough on its own: the CLI ends with `os._exit`, which skips the `finally` of threads still
+running (a timeline read on the prefetch thread when the kernel table beside it was bad), so the
+live ones are also registered here and `remove_all` removes them on that fast exit path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+_lock = threading.Lock()
+_live: set[Path] = set()
+_closed = False
+
+
+class ScratchClosedError(RuntimeError):
+    """A scratch directory was asked for after `remove_all` (the process is exiting)."""
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """A new directory in the system temp dir (TMPDIR), removed with its contents afterwards."""
+    # created and registered under the lock: `remove_all` never misses one created beside it
+    with _lock:
+        if _closed:
+            raise ScratchClosedError("the process is exiting")
+        path = Path(tempfile.mkdtemp(prefix=prefix))
+        _live.add(path)
+    try:
+        yield path
+    finally:
+        _remove(path)
+        with _lock:
+            _live.discard(path)
+
+
+def _remove(path: Path) -> None:
+    # twice: a thread still writing there (a DuckDB spill) may add a file while the tree goes
+    for _ in range(2):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+
+
+def remove_all() -> None:
+    """Remove every live scratch directory and refuse new ones: the process is about to end
+    without running the `finally` blocks of its other threads."""
+    global _closed
+    with _lock:
+        _closed = True
+        paths = sorted(_live)
+        _live.clear()
+    for path in paths:
+        _remove(path)
