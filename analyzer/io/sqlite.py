@@ -7,8 +7,10 @@ the canonical ones (`aic_total_time` -> `aic_time_us`, times ns -> µs).
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,7 +64,38 @@ def _connect(path: Path) -> sqlite3.Connection:
         raise ProfileFormatError(path, None, f"cannot read file ({exc.strerror})") from exc
     if magic != _SQLITE_MAGIC:
         raise ProfileFormatError(path, "byte 0", "not an SQLite database (expected 'SQLite format 3')")
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return sqlite3.connect(_read_only_uri(path), uri=True)
+    except sqlite3.Error as exc:
+        raise ProfileFormatError(path, None, f"cannot open the SQLite database ({exc})") from None
+
+
+def _read_only_uri(path: Path) -> str:
+    """A `file:` URI that opens exactly `path`, read-only.
+
+    Every byte of the absolute path but `/` is percent-encoded: in a URI `%41` is `A`, and `?` /
+    `#` start the query / fragment, so `pct%41/x.db` would open `pctA/x.db` and `a?b/x.db` the
+    file `a` (read-write, created empty). Encoding the bytes (not the str) keeps file names that
+    are not UTF-8.
+    `immutable=1` makes SQLite take no locks and create nothing: with `mode=ro` alone it still
+    writes `-wal` and `-shm` files beside a WAL-mode database (msprof's exports are). It is left
+    out when a journal next to the file has content: immutable would ignore that journal, whose
+    committed rows a `-wal` holds until they are copied into the database; SQLite then reads it
+    and needs (creates) the `-shm` index.
+    """
+    encoded = urllib.parse.quote(os.fsencode(path.absolute()), safe="/")
+    params = "mode=ro" if _has_journal(path) else "mode=ro&immutable=1"
+    return f"file://{encoded}?{params}"
+
+
+def _has_journal(path: Path) -> bool:
+    for suffix in ("-wal", "-journal"):
+        try:
+            if os.stat(f"{os.fspath(path)}{suffix}").st_size > 0:
+                return True
+        except OSError:  # no such journal (or one we cannot see, which SQLite could not read either)
+            continue
+    return False
 
 
 def _columns(con: sqlite3.Connection, table: str) -> list[str]:
