@@ -1,4 +1,5 @@
-"""Issue #13, hardening: paths are data (no reader reads a path as a URI, a glob or SQL).
+"""Issue #13, hardening: paths are data (no reader reads a path as a URI, a glob or SQL), and a
+broken SQLite export is one line and exit 2, never a traceback.
 
 Each odd directory name holds a copy of a real profile (../shared/traces/real, copied into
 tmp_path at test time) beside decoy siblings holding a *different* profile, placed where the old
@@ -22,6 +23,7 @@ import pytest
 import analyzer.io.timeline as timeline_mod
 from analyzer.cli import main
 from analyzer.errors import ProfileFormatError
+from analyzer.io.sqlite import read_sqlite
 from analyzer.io.timeline import read_timeline
 
 REPO = Path(__file__).resolve().parent.parent
@@ -297,3 +299,183 @@ def test_timeline_error_names_the_file_not_the_descriptor(tmp_path: Path) -> Non
         read_timeline(p)
     assert info.value.path == str(p) and info.value.where == "event 1"
     assert "/dev/fd" not in str(info.value)
+
+
+# ---- SQLite: broken databases are one line, exit 2 ------------------------------------------------
+
+
+def _rebuild(table: str, columns: str) -> str:
+    """SQL that rebuilds `table` with only `columns` (and without its primary key, so that an id
+    column can hold text)."""
+    return (
+        f"CREATE TABLE tmp_copy AS SELECT {columns} FROM {table}; DROP TABLE {table}; "
+        f"ALTER TABLE tmp_copy RENAME TO {table};"
+    )
+
+
+_ALL_TASK = "startNs, endNs, deviceId, streamId, taskId, contextId, modelId, globalTaskId"
+_ALL_CTI = "name, globalTaskId, blockDim, mixBlockDim, taskType, opType"
+
+# case -> (SQL run on a copy of the real database, text the one line must hold)
+BROKEN_REAL: dict[str, tuple[str, list[str]]] = {
+    "compute_task_without_globalTaskId": (
+        _rebuild("COMPUTE_TASK_INFO", "name, blockDim, taskType, opType"),
+        ["table COMPUTE_TASK_INFO", "missing column(s) globalTaskId"],
+    ),
+    "task_without_endNs": (
+        _rebuild("TASK", "startNs, deviceId, globalTaskId"),
+        ["table TASK", "missing column(s) endNs", "expected the columns globalTaskId, startNs, endNs"],
+    ),
+    "string_ids_without_value": (
+        "ALTER TABLE STRING_IDS RENAME COLUMN value TO v;",
+        ["table STRING_IDS", "missing column(s) value"],
+    ),
+    "text_ids_in_both_tables": (
+        _rebuild("COMPUTE_TASK_INFO", _ALL_CTI) + _rebuild("TASK", _ALL_TASK)
+        + "UPDATE COMPUTE_TASK_INFO SET globalTaskId = 'g' || globalTaskId;"
+        + "UPDATE TASK SET globalTaskId = 'g' || globalTaskId;",
+        ["table COMPUTE_TASK_INFO, rowid 1", "column globalTaskId holds the text 'g0'",
+         "expected an integer task id"],
+    ),
+    "text_id_in_task_only": (  # the join silently dropped that compute task
+        _rebuild("TASK", _ALL_TASK) + "UPDATE TASK SET globalTaskId = 'x3' WHERE globalTaskId = 3;",
+        ["table TASK, rowid 4", "column globalTaskId holds the text 'x3'", "expected an integer task id"],
+    ),
+    "text_start": (
+        "UPDATE TASK SET startNs = 'abc' WHERE globalTaskId = 2;",
+        ["table TASK, rowid 2", "column startNs holds the text 'abc'", "expected an integer time in ns"],
+    ),
+    "text_end_with_newline": (  # SQLite would subtract it as 0: a duration of 55 years
+        "UPDATE TASK SET endNs = 'late' || char(10) || 'r' WHERE globalTaskId = 4;",
+        ["table TASK, rowid 4", "column endNs holds the text 'late\\nr'", "expected an integer time in ns"],
+    ),
+    "null_start": (
+        "UPDATE TASK SET startNs = NULL WHERE globalTaskId = 1;",
+        ["table TASK, rowid 1", "column startNs holds NULL", "expected an integer time in ns"],
+    ),
+    "real_end": (
+        "UPDATE TASK SET endNs = 1.5 WHERE globalTaskId = 7;",
+        ["table TASK, rowid 7", "column endNs holds the real number 1.5"],
+    ),
+    "text_block_dim": (
+        "UPDATE COMPUTE_TASK_INFO SET blockDim = 'lots' WHERE globalTaskId = 5;",
+        ["table COMPUTE_TASK_INFO, rowid 5", "column blockDim holds the text 'lots'",
+         "expected an integer or NULL"],
+    ),
+    "blob_stream_id": (
+        "UPDATE TASK SET streamId = X'0102' WHERE globalTaskId = 6;",
+        ["table TASK, rowid 6", "column streamId holds a 2-byte blob"],
+    ),
+    "pmu_text_task_id": (
+        "CREATE TABLE TASK_PMU_INFO (globalTaskId, name INTEGER, value NUMERIC);"  # no affinity
+        "INSERT INTO TASK_PMU_INFO VALUES (0, 1, 5), ('t1', 1, 5);",
+        ["table TASK_PMU_INFO, rowid 2", "column globalTaskId holds the text 't1'"],
+    ),
+    "pmu_without_value": (
+        "CREATE TABLE TASK_PMU_INFO (globalTaskId INTEGER, name INTEGER);",
+        ["table TASK_PMU_INFO", "missing column(s) value"],
+    ),
+}
+
+
+def _broken_copy(real_db: Path, tmp_path: Path, name: str, script: str) -> Path:
+    return _edit_db(_copy(real_db, tmp_path / "pct%41" / f"{name}.db"), script)
+
+
+def _assert_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], path: Path, expected: list[str]
+) -> str:
+    out_file = path.parent / "out.json"
+    code, out, err = _cli(capsys, "kernels", "--format", "json", "-o", str(out_file), str(path))
+    assert code == 2, err
+    assert err.startswith(f"tilescope: error: {path}: ") and err.count("\n") == 1, err
+    for text in expected:
+        assert text in err, err
+    assert out == "" and not out_file.exists()
+    return err
+
+
+@pytest.mark.parametrize("case", list(BROKEN_REAL))
+def test_broken_real_database_is_one_line_exit_2(
+    case: str, tmp_path: Path, real_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script, expected = BROKEN_REAL[case]
+    _assert_one_line_exit_2(capsys, _broken_copy(real_db, tmp_path, case, script), expected)
+
+
+def _root_page(db: Path, table: str) -> int:
+    con = sqlite3.connect(db)
+    try:
+        page: int = con.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    finally:
+        con.close()
+    return page
+
+
+@pytest.mark.parametrize("table", ["COMPUTE_TASK_INFO", "TASK", "NPU_INFO"])
+def test_corrupted_page_is_one_line_exit_2(
+    table: str, tmp_path: Path, real_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Garbage over the first page of a table we read. NPU_INFO is optional (the device model):
+    damage there is still damage, not 'no model recorded'."""
+    p = _copy(real_db, tmp_path / "a#b" / "corrupt.db")
+    page_size = int.from_bytes(p.read_bytes()[16:18], "big")
+    data = bytearray(p.read_bytes())
+    start = (_root_page(p, table) - 1) * page_size
+    data[start : start + page_size] = b"\xa5" * page_size
+    p.write_bytes(bytes(data))
+    _assert_one_line_exit_2(capsys, p, ["unreadable SQLite database", "malformed"])
+
+
+def test_truncated_database_is_one_line_exit_2(
+    tmp_path: Path, real_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = tmp_path / "100%" / "cut.db"
+    p.parent.mkdir()
+    p.write_bytes(real_db.read_bytes()[:40000])
+    _assert_one_line_exit_2(capsys, p, ["unreadable SQLite database"])
+
+
+def _tiny(path: Path, task_table: str, task_rows: str) -> Path:
+    """A hand-built export: one compute task (id 1) unless the rows say otherwise."""
+    con = sqlite3.connect(path)
+    con.executescript(
+        "CREATE TABLE STRING_IDS (id INTEGER PRIMARY KEY, value TEXT);"
+        "INSERT INTO STRING_IDS VALUES (1, 'MatMul');"
+        "CREATE TABLE COMPUTE_TASK_INFO (name INTEGER, globalTaskId INTEGER);"
+        "INSERT INTO COMPUTE_TASK_INFO VALUES (1, 1);"
+        f"{task_table}; {task_rows};"
+    )
+    con.commit()
+    con.close()
+    return path
+
+
+def test_tiny_database_reads(tmp_path: Path) -> None:
+    """The hand-built schema below is a valid export when its values are right."""
+    p = _tiny(tmp_path / "ok.db", "CREATE TABLE TASK (globalTaskId INTEGER, startNs INTEGER, endNs INTEGER)",
+              "INSERT INTO TASK VALUES (1, 1000, 3500)")
+    k = read_sqlite(p).kernels
+    assert k["name"].tolist() == ["MatMul"] and k["duration_us"].tolist() == [2.5]
+
+
+def test_tiny_without_rowid_table_names_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "it's"
+    folder.mkdir()
+    p = _tiny(
+        folder / "norowid.db",
+        "CREATE TABLE TASK (globalTaskId INTEGER PRIMARY KEY, startNs, endNs) WITHOUT ROWID",
+        "INSERT INTO TASK VALUES (1, '12:00', 3500)",
+    )
+    err = _assert_one_line_exit_2(capsys, p, ["table TASK: column startNs holds the text '12:00'"])
+    assert ", rowid" not in err
+
+
+def test_tiny_text_numbers_in_text_columns_are_rejected(tmp_path: Path) -> None:
+    """Digits stored as TEXT ('1000' in a column declared TEXT) are still not integers."""
+    p = _tiny(tmp_path / "t.db", "CREATE TABLE TASK (globalTaskId INTEGER, startNs TEXT, endNs TEXT)",
+              "INSERT INTO TASK VALUES (1, '1000', '3500')")
+    with pytest.raises(ProfileFormatError) as info:
+        read_sqlite(p)
+    assert info.value.where == "table TASK, rowid 1"
+    assert info.value.expected == "column startNs holds the text '1000'; expected an integer time in ns"
