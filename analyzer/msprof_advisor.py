@@ -79,7 +79,9 @@ def run_advisor(path: Path, timeout: float = 900.0) -> dict[str, Any]:
         raise MissingComponentError(INSTALL_HINT)
     d = advisor_input_dir(path)
     with tempfile.TemporaryDirectory(prefix="tilescope-msa-out-") as out:
-        full = [*cmd, "advisor", "all", "-d", str(d), "-l", "en", "--agent", "-o", out]
+        # absolute: the advisor runs in `out`, where a relative path means something else, and a
+        # relative name starting with '-' would be read as an option
+        full = [*cmd, "advisor", "all", "-d", str(d.absolute()), "-l", "en", "--agent", "-o", out]
         t0 = time.perf_counter()
         proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout, cwd=out, check=False)
         dt = time.perf_counter() - t0

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import analyzer.io.timeline as timeline_mod
+import analyzer.msprof_advisor as msa
 from analyzer.cli import main
 from analyzer.errors import ProfileFormatError
 from analyzer.io.sqlite import read_sqlite
@@ -479,3 +480,28 @@ def test_tiny_text_numbers_in_text_columns_are_rejected(tmp_path: Path) -> None:
         read_sqlite(p)
     assert info.value.where == "table TASK, rowid 1"
     assert info.value.expected == "column startNs holds the text '1000'; expected an integer time in ns"
+
+
+# ---- msprof-analyze: the directory it is given does not depend on its working directory ---------
+
+
+_FAKE_ADVISOR = (
+    "import json, os, sys; d = sys.argv[sys.argv.index('-d') + 1];"
+    "ok = os.path.isfile(os.path.join(d, 'ASCEND_PROFILER_OUTPUT', 'kernel_details.csv'));"
+    "print(json.dumps({'status': 'found' if ok else 'missing ' + d}))"
+)
+
+
+@pytest.mark.parametrize("name", ["prof", "-prof"])
+def test_advisor_gets_an_absolute_directory(
+    name: str, tmp_path: Path, real_traces: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The advisor runs in a temp working directory: a relative `-d prof` pointed into it, and a
+    name starting with '-' read as an option."""
+    out = tmp_path / name / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    shutil.copyfile(real_traces / "fa_pipeutil_29" / "kernel_details.csv", out / "kernel_details.csv")
+    monkeypatch.setattr(msa, "find_advisor", lambda: [sys.executable, "-c", _FAKE_ADVISOR])
+    monkeypatch.chdir(tmp_path)
+    result = msa.run_advisor(Path(name))
+    assert result["status"] == "found", result
