@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-import analyzer.io.timeline as timeline_mod
+import analyzer.io.native as native
 import analyzer.msprof_advisor as msa
 from analyzer.cli import main
 from analyzer.errors import ProfileFormatError
@@ -276,7 +276,7 @@ def test_timeline_without_dev_fd_escapes_the_glob(
     odd: str, tmp_path: Path, real_trace: Path, decoy_trace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Where /dev/fd does not exist the path goes to DuckDB with `*`, `?`, `[` bracketed."""
-    monkeypatch.setattr(timeline_mod, "_FD_DIR", tmp_path / "no-dev-fd")
+    monkeypatch.setattr(native, "FD_DIR", tmp_path / "no-dev-fd")
     target = _plant(tmp_path, odd, real_trace, decoy_trace, TIMELINE_DECOYS[odd], TRACE)
     tl = read_timeline(target)
     assert len(tl.kernels) == 276 and not tl.kernels["name"].str.startswith("decoy").any()
@@ -285,7 +285,7 @@ def test_timeline_without_dev_fd_escapes_the_glob(
 def test_timeline_without_dev_fd_rejects_a_non_utf8_name(
     tmp_path: Path, decoy_trace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(timeline_mod, "_FD_DIR", tmp_path / "no-dev-fd")
+    monkeypatch.setattr(native, "FD_DIR", tmp_path / "no-dev-fd")
     target = _copy(decoy_trace, tmp_path / NOT_UTF8 / TRACE)
     with pytest.raises(ProfileFormatError, match="not valid UTF-8"):
         read_timeline(target)
@@ -300,6 +300,50 @@ def test_timeline_error_names_the_file_not_the_descriptor(tmp_path: Path) -> Non
         read_timeline(p)
     assert info.value.path == str(p) and info.value.where == "event 1"
     assert "/dev/fd" not in str(info.value)
+
+
+# ---- CSV tables: Arrow reads the open file, whatever its name ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_csv(real_traces: Path) -> Path:
+    return real_traces / "fa_pipeutil_29" / "kernel_details.csv"
+
+
+def _assert_fa_pipeutil_29(rows: list[dict[str, object]]) -> None:
+    # fa_pipeutil_29: 29 kernels; the MatMulV2 row of 185.504 us has aic_total_cycles 5295467
+    assert len(rows) == 29
+    matmul = [r for r in rows if r["duration_us"] == pytest.approx(185.504)]
+    assert [r["aic_total_cycles"] for r in matmul] == [5295467]
+
+
+@pytest.mark.parametrize("odd", [NOT_UTF8, "run[1]", "pct%41"], ids=repr)
+def test_csv_odd_directory_reads_its_own_table(
+    odd: str, tmp_path: Path, real_csv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pyarrow refused a path that is not UTF-8 (UnicodeEncodeError, a traceback)."""
+    target = _copy(real_csv, tmp_path / odd / "kernel_details.csv")
+    _assert_fa_pipeutil_29(_kernels(capsys, target))
+    _assert_fa_pipeutil_29(_kernels(capsys, target.parent))  # the folder: detection, then the reader
+
+
+def test_csv_streamed_output_from_a_non_utf8_name(
+    tmp_path: Path, real_csv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kernels --format csv -o` streams the file (analyzer.io.kernel_stream), mapped by its handle."""
+    target = _copy(real_csv, tmp_path / NOT_UTF8 / "kernel_details.csv")
+    out = tmp_path / "out.csv"
+    code, _, err = _cli(capsys, "kernels", "--format", "csv", "-o", str(out), str(target))
+    assert code == 0, err
+    assert len(out.read_text().splitlines()) == 30  # header + 29 kernels
+
+
+@pytest.mark.parametrize("name", ["kernel_details.csv.gz", "op_summary.bz2", "k.csv.zst"])
+def test_csv_name_does_not_choose_compression(
+    name: str, tmp_path: Path, real_csv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plain CSV is recognised by its header; pyarrow then tried to inflate it by its name."""
+    _assert_fa_pipeutil_29(_kernels(capsys, _copy(real_csv, tmp_path / name)))
 
 
 # ---- SQLite: broken databases are one line, exit 2 ------------------------------------------------

@@ -48,6 +48,7 @@ import numpy as np
 import pyarrow as pa
 
 from analyzer.errors import ProfileFormatError
+from analyzer.io.native import native_name
 
 # pandas (and the modules that import it) are imported where the frames are built, after the
 # scan: `load_profiles` starts the scan on a second thread before the main thread imports pandas.
@@ -136,8 +137,6 @@ def _sql_str(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-# Where an open file can be named by its descriptor (Linux, macOS, the BSDs).
-_FD_DIR = Path("/dev/fd")
 # DuckDB's glob syntax: `*`, `?`, `[...]` (and `**`); a bracket holding one character matches it.
 _GLOB_CHARS = re.compile(r"([*?\[])")
 
@@ -154,23 +153,8 @@ def _open_trace(path: Path) -> BinaryIO:
 
 
 def _scan_name(path: Path, fh: BinaryIO) -> str:
-    """The name DuckDB opens for the file behind `fh`: the path is data, never a pattern.
-
-    DuckDB reads a read_json path as a glob (`run[1]/trace_view.json` would read
-    `run1/trace_view.json`, `x*/...` every match at once), picks a decompressor by the extension
-    and takes only UTF-8 SQL text, which a POSIX file name need not be. `/dev/fd/N` names the
-    handle we already sniffed, so there is nothing in it to interpret and the file scanned is the
-    file checked. Without /dev/fd the absolute path goes with its glob characters escaped.
-    """
-    if _FD_DIR.is_dir():
-        return f"{_FD_DIR}/{fh.fileno()}"
-    name = _GLOB_CHARS.sub(r"[\1]", str(path.absolute()))
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ProfileFormatError(path, None, "the file name is not valid UTF-8, which DuckDB needs "
-                                             "on a system without /dev/fd") from None
-    return name
+    """What read_json opens: the open file (`native_name`), never the path as a glob."""
+    return native_name(path, fh, escape=lambda name: _GLOB_CHARS.sub(r"[\1]", name))
 
 
 def _source_clause(path: Path, fh: BinaryIO) -> str:
