@@ -217,6 +217,10 @@ def test_sqlite_pending_wal_is_read(
     writer.close()
     assert (shipped / f"{DB}-wal").stat().st_size > 0
     assert _info(capsys, shipped / DB)["kernels"] == 6
+    link = tmp_path / "elsewhere" / "link.db"  # the journal is beside the file, not the link
+    link.parent.mkdir()
+    link.symlink_to(shipped / DB)
+    assert _info(capsys, link)["kernels"] == 6
 
 
 # ---- timeline: DuckDB reads the open file through /dev/fd, never a pattern ------------------------

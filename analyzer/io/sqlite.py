@@ -96,9 +96,10 @@ def _read_only_uri(path: Path) -> str:
 
 
 def _has_journal(path: Path) -> bool:
+    real = os.path.realpath(path)  # SQLite keeps the journal beside the file a symlink points to
     for suffix in ("-wal", "-journal"):
         try:
-            if os.stat(f"{os.fspath(path)}{suffix}").st_size > 0:
+            if os.stat(f"{real}{suffix}").st_size > 0:
                 return True
         except OSError:  # no such journal (or one we cannot see, which SQLite could not read either)
             continue
