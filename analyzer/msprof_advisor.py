@@ -80,7 +80,9 @@ def run_advisor(path: Path, timeout: float = 900.0) -> dict[str, Any]:
     # both removed afterwards, also on Ctrl-C (the layout was left in /tmp on every run before)
     with scratch_dir("tilescope-msa-") as layout, scratch_dir("tilescope-msa-out-") as out:
         d = advisor_input_dir(path, layout)
-        full = [*cmd, "advisor", "all", "-d", str(d), "-l", "en", "--agent", "-o", str(out)]
+        # absolute: the advisor runs in `out`, where a relative path means something else, and a
+        # relative name starting with '-' would be read as an option
+        full = [*cmd, "advisor", "all", "-d", str(d.absolute()), "-l", "en", "--agent", "-o", str(out)]
         t0 = time.perf_counter()
         proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout, cwd=out, check=False)
         dt = time.perf_counter() - t0

@@ -142,6 +142,7 @@ def stream_kernel_csv(
     """
     from analyzer.io import device as dev
     from analyzer.io.kernel_csv import check_header, contract_table
+    from analyzer.io.native import native_name
     from analyzer.io.tables import (
         convert_columns,
         csv_options,
@@ -167,8 +168,10 @@ def stream_kernel_csv(
     options = csv_options(names, types, True, BLOCK_SIZE, skip_rows=0, use_threads=False)
 
     # memory-mapped: the parse reads the page cache in place (0.03 s of system time per 313 MB,
-    # against 0.16-0.23 s for read() copies through a path or a Python file)
-    source = pa.memory_map(str(path))
+    # against 0.16-0.23 s for read() copies through a path or a Python file); mapped through the
+    # open file, as the name may not be UTF-8 (analyzer.io.native); the map outlives the handle
+    with open(path, "rb") as fh:
+        source = pa.memory_map(native_name(path, fh))
     buf = source.read_buffer()
     size = buf.size
     _, header_end = next(_chunks(buf, 0, 1), (0, size))  # the header line, as a range of its own

@@ -7,8 +7,10 @@ the canonical ones (`aic_total_time` -> `aic_time_us`, times ns -> µs).
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +25,13 @@ from analyzer.errors import ProfileFormatError
 from analyzer.io.detect import SQLITE_MAGIC as _SQLITE_MAGIC
 
 REQUIRED_TABLES = ("TASK", "COMPUTE_TASK_INFO", "STRING_IDS")
+# The columns each table must have for the join below (TASK_PMU_INFO only when it is there).
+REQUIRED_COLUMNS = {
+    "TASK": ("globalTaskId", "startNs", "endNs"),
+    "COMPUTE_TASK_INFO": ("globalTaskId",),
+    "STRING_IDS": ("id", "value"),
+    "TASK_PMU_INFO": ("globalTaskId", "name", "value"),
+}
 # Example: "ascend_pytorch_profiler_3.db" -> rank 3
 RANK_DB_RE = re.compile(r"^ascend_pytorch_profiler_(?P<rank>\d+)\.db$")
 
@@ -62,7 +71,39 @@ def _connect(path: Path) -> sqlite3.Connection:
         raise ProfileFormatError(path, None, f"cannot read file ({exc.strerror})") from exc
     if magic != _SQLITE_MAGIC:
         raise ProfileFormatError(path, "byte 0", "not an SQLite database (expected 'SQLite format 3')")
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return sqlite3.connect(_read_only_uri(path), uri=True)
+    except sqlite3.Error as exc:
+        raise ProfileFormatError(path, None, f"cannot open the SQLite database ({exc})") from None
+
+
+def _read_only_uri(path: Path) -> str:
+    """A `file:` URI that opens exactly `path`, read-only.
+
+    Every byte of the absolute path but `/` is percent-encoded: in a URI `%41` is `A`, and `?` /
+    `#` start the query / fragment, so `pct%41/x.db` would open `pctA/x.db` and `a?b/x.db` the
+    file `a` (read-write, created empty). Encoding the bytes (not the str) keeps file names that
+    are not UTF-8.
+    `immutable=1` makes SQLite take no locks and create nothing: with `mode=ro` alone it still
+    writes `-wal` and `-shm` files beside a WAL-mode database (msprof's exports are). It is left
+    out when a journal next to the file has content: immutable would ignore that journal, whose
+    committed rows a `-wal` holds until they are copied into the database; SQLite then reads it
+    and needs (creates) the `-shm` index.
+    """
+    encoded = urllib.parse.quote(os.fsencode(path.absolute()), safe="/")
+    params = "mode=ro" if _has_journal(path) else "mode=ro&immutable=1"
+    return f"file://{encoded}?{params}"
+
+
+def _has_journal(path: Path) -> bool:
+    real = os.path.realpath(path)  # SQLite keeps the journal beside the file a symlink points to
+    for suffix in ("-wal", "-journal"):
+        try:
+            if os.stat(f"{real}{suffix}").st_size > 0:
+                return True
+        except OSError:  # no such journal (or one we cannot see, which SQLite could not read either)
+            continue
+    return False
 
 
 def _columns(con: sqlite3.Connection, table: str) -> list[str]:
@@ -70,9 +111,11 @@ def _columns(con: sqlite3.Connection, table: str) -> list[str]:
 
 
 def _scalar(con: sqlite3.Connection, sql: str) -> str | None:
+    """An optional value (model, version, rank): None when its table lacks the column. A damaged
+    database is not optional: its DatabaseError goes up to read_sqlite."""
     try:
         row = con.execute(sql).fetchone()
-    except sqlite3.Error:
+    except sqlite3.OperationalError:
         return None
     return str(row[0]) if row and row[0] is not None else None
 
@@ -87,6 +130,24 @@ def read_sqlite(path: Path) -> SqliteData:
         con.close()
 
 
+# TASK columns read as integers -> canonical name
+_TASK_INTS = {
+    "startNs": "start_ns",
+    "deviceId": "device_id",
+    "streamId": "stream_id",
+    "taskId": "task_id",
+    "contextId": "context_id",
+    "modelId": "model_id",
+}
+# Result columns that must be an integer in every row; the other integer columns may be NULL.
+_NOT_NULL = frozenset({"global_task_id", "start_ns", "duration_ns"})
+# What an integer column means, for the message when it holds something else.
+_INT_MEANING = {"globalTaskId": "an integer task id", "startNs": "an integer time in ns",
+                "endNs": "an integer time in ns"}
+# result column -> the (table, column)s it is computed from
+IntSources = dict[str, tuple[tuple[str, str], ...]]
+
+
 def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
     import pandas as pd
 
@@ -99,51 +160,17 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
             f"missing table(s) {', '.join(missing)}; expected an msprof / "
             "torch_npu profiler database with TASK, COMPUTE_TASK_INFO, STRING_IDS",
         )
-    ctcols = _columns(con, "COMPUTE_TASK_INFO")
-    # old exports say blockDim/mixBlockDim, newer ones blockNum/mixBlockNum
-    blocks = "blockNum" if "blockNum" in ctcols else "blockDim"
-    mix = "mixBlockNum" if "mixBlockNum" in ctcols else "mixBlockDim"
-    select = ["c.globalTaskId AS global_task_id"]
-    joins = []
-    for i, (src, canon) in enumerate(_TEXT_COLUMNS.items()):
-        if src in ctcols:
-            joins.append(f"LEFT JOIN STRING_IDS AS s{i} ON s{i}.id = c.{src}")
-            select.append(f"COALESCE(s{i}.value, CAST(c.{src} AS TEXT)) AS {canon}")
-    for src, canon in ((blocks, "block_dim"), (mix, "mix_block_dim")):
-        if src in ctcols:
-            select.append(f"c.{src} AS {canon}")
-    tcols = _columns(con, "TASK")
-    for src, canon in (
-        ("startNs", "start_ns"),
-        ("deviceId", "device_id"),
-        ("streamId", "stream_id"),
-        ("taskId", "task_id"),
-        ("contextId", "context_id"),
-        ("modelId", "model_id"),
-    ):
-        if src in tcols:
-            select.append(f"t.{src} AS {canon}")
-    if "startNs" not in tcols or "endNs" not in tcols:
-        raise ProfileFormatError(path, None, "table TASK: missing column startNs/endNs")
-    select.append("(t.endNs - t.startNs) AS duration_ns")
-    sql = (
-        f"SELECT {', '.join(select)} FROM COMPUTE_TASK_INFO AS c "
-        f"JOIN TASK AS t ON t.globalTaskId = c.globalTaskId {' '.join(joins)} ORDER BY t.startNs"
-    )
-    k = pd.read_sql_query(sql, con)
+    for table, needed in REQUIRED_COLUMNS.items():
+        if table in tables:
+            _require_columns(con, path, table, needed)
+    sql, ints = _kernel_query(_columns(con, "COMPUTE_TASK_INFO"), _columns(con, "TASK"))
+    k = _query(con, sql)
+    _check_integers(con, path, k, ints)
+    _check_join(con, path, len(k))
     dur_ns = pd.to_numeric(k.pop("duration_ns"), errors="coerce").astype("Int64")
     k["duration_us"] = dur_ns.astype("float64") / 1000.0
-    for col in (
-        "start_ns",
-        "device_id",
-        "stream_id",
-        "task_id",
-        "block_dim",
-        "mix_block_dim",
-        "context_id",
-        "model_id",
-    ):
-        if col in k:
+    for col in ints:
+        if col in k and col not in _NOT_NULL:  # nullable: Int64 (the others are int64 already)
             k[col] = pd.to_numeric(k[col], errors="coerce").astype("Int64")
     if "model_id" in k:
         k["model_id"] = k["model_id"].mask(k["model_id"] == 4294967295)
@@ -153,7 +180,7 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
             k[col] = text.where(~text.isin(["N/A", "NA", ""]))
     k = _add_wait(k, dur_ns)
     if "TASK_PMU_INFO" in tables:
-        k = k.merge(_pmu_wide(con), left_on="global_task_id", right_index=True, how="left")
+        k = k.merge(_pmu_wide(con, path), left_on="global_task_id", right_index=True, how="left")
     for col in KERNEL_CONTRACT:
         if col not in k:
             k[col] = np.nan
@@ -169,6 +196,112 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
         r = _scalar(con, "SELECT rankId FROM RANK_DEVICE_MAP LIMIT 1")
         rank = int(r) if r is not None and r.lstrip("-").isdigit() and int(r) >= 0 else None
     return SqliteData(k.reset_index(drop=True), model, cann, rank, [path], metric_groups_of(list(k.columns)))
+
+
+def _require_columns(con: sqlite3.Connection, path: Path, table: str, needed: tuple[str, ...]) -> None:
+    have = set(_columns(con, table))
+    missing = [c for c in needed if c not in have]
+    if missing:
+        expected = f"missing column(s) {', '.join(missing)}; expected the columns {', '.join(needed)}"
+        raise ProfileFormatError(path, f"table {table}", expected)
+
+
+def _kernel_query(ctcols: list[str], tcols: list[str]) -> tuple[str, IntSources]:
+    """The kernel SELECT for these COMPUTE_TASK_INFO / TASK columns, and where each of its integer
+    columns comes from (for `_check_integers`). Identifiers are ours, never the file's."""
+    # old exports say blockDim/mixBlockDim, newer ones blockNum/mixBlockNum
+    blocks = "blockNum" if "blockNum" in ctcols else "blockDim"
+    mix = "mixBlockNum" if "mixBlockNum" in ctcols else "mixBlockDim"
+    select = ["c.globalTaskId AS global_task_id"]
+    ints: IntSources = {"global_task_id": (("COMPUTE_TASK_INFO", "globalTaskId"),)}
+    joins = []
+    for i, (src, canon) in enumerate(_TEXT_COLUMNS.items()):
+        if src in ctcols:
+            joins.append(f"LEFT JOIN STRING_IDS AS s{i} ON s{i}.id = c.{src}")
+            select.append(f"COALESCE(s{i}.value, CAST(c.{src} AS TEXT)) AS {canon}")
+    for src, canon in ((blocks, "block_dim"), (mix, "mix_block_dim")):
+        if src in ctcols:
+            select.append(f"c.{src} AS {canon}")
+            ints[canon] = (("COMPUTE_TASK_INFO", src),)
+    for src, canon in _TASK_INTS.items():
+        if src in tcols:
+            select.append(f"t.{src} AS {canon}")
+            ints[canon] = (("TASK", src),)
+    # NULL unless both ends are integers: SQLite would read text as 0 and subtract anyway
+    select.append(
+        "CASE WHEN typeof(t.startNs) = 'integer' AND typeof(t.endNs) = 'integer' "
+        "THEN t.endNs - t.startNs END AS duration_ns"
+    )
+    ints["duration_ns"] = (("TASK", "startNs"), ("TASK", "endNs"))
+    sql = (
+        f"SELECT {', '.join(select)} FROM COMPUTE_TASK_INFO AS c "
+        f"JOIN TASK AS t ON t.globalTaskId = c.globalTaskId {' '.join(joins)} ORDER BY t.startNs"
+    )
+    return sql, ints
+
+
+def _query(con: sqlite3.Connection, sql: str) -> pd.DataFrame:
+    """pd.read_sql_query, raising the sqlite3 error itself (pandas wraps it in its own
+    DatabaseError with the whole statement), for read_sqlite to report in one line."""
+    import pandas as pd
+
+    try:
+        return pd.read_sql_query(sql, con)
+    except pd.errors.DatabaseError as exc:
+        if isinstance(exc.__cause__, sqlite3.Error):
+            raise exc.__cause__ from None
+        raise
+
+
+def _check_integers(con: sqlite3.Connection, path: Path, k: pd.DataFrame, ints: IntSources) -> None:
+    """Raise on the first row whose integer column holds text, a blob or a real, or NULL where a
+    value is needed (ids and times; text would otherwise become NaN or a 0 in a subtraction).
+
+    Free when the data is right: an all-integer column comes back as int64, and only a column
+    that did not (a NULL, or anything but an integer) costs a scan to find the row."""
+    import pandas as pd
+
+    if k.empty:  # no row read (every column is `object` then); a dropped row is _check_join's
+        return
+    for col, sources in ints.items():
+        if col not in k or pd.api.types.is_integer_dtype(k[col].dtype):
+            continue
+        for table, column in sources:
+            _raise_non_integer(con, path, table, column, nullable=col not in _NOT_NULL)
+
+
+def _check_join(con: sqlite3.Connection, path: Path, joined: int) -> None:
+    """Compute tasks the join dropped may have ids of another type than TASK's (text never equals
+    an integer): name the first such id rather than silently read fewer kernels."""
+    total = con.execute("SELECT count(*) FROM COMPUTE_TASK_INFO").fetchone()[0]
+    if joined < total:
+        for table in ("COMPUTE_TASK_INFO", "TASK"):
+            _raise_non_integer(con, path, table, "globalTaskId", nullable=True)
+
+
+def _raise_non_integer(con: sqlite3.Connection, path: Path, table: str, column: str, nullable: bool) -> None:
+    allowed = "('integer', 'null')" if nullable else "('integer')"
+    cond = f"typeof({column}) NOT IN {allowed}"
+    try:
+        row = con.execute(f"SELECT rowid, {column} FROM {table} WHERE {cond} LIMIT 1").fetchone()
+    except sqlite3.OperationalError:  # a WITHOUT ROWID table: no row number to give
+        row = con.execute(f"SELECT NULL, {column} FROM {table} WHERE {cond} LIMIT 1").fetchone()
+    if row is None:
+        return
+    where = f"table {table}, rowid {row[0]}" if row[0] is not None else f"table {table}"
+    meaning = _INT_MEANING.get(column, "an integer or NULL")
+    raise ProfileFormatError(path, where, f"column {column} holds {_describe(row[1])}; expected {meaning}")
+
+
+def _describe(value: object) -> str:
+    """A database value in a few words, on one line (file text is shown escaped and cut short)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes):
+        return f"a {len(value)}-byte blob"
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}"
+    return f"the real number {value!r}"
 
 
 def _add_wait(k: pd.DataFrame, dur_ns: pd.Series) -> pd.DataFrame:
@@ -189,22 +322,23 @@ def _add_wait(k: pd.DataFrame, dur_ns: pd.Series) -> pd.DataFrame:
     return k
 
 
-def _pmu_wide(con: sqlite3.Connection) -> pd.DataFrame:
+def _pmu_wide(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
     import pandas as pd
 
-    long = pd.read_sql_query(
-        "SELECT p.globalTaskId AS gid, COALESCE(s.value, CAST(p.name AS TEXT)) AS metric, p.value AS value "
-        "FROM TASK_PMU_INFO AS p LEFT JOIN STRING_IDS AS s ON s.id = p.name",
+    long = _query(
         con,
+        "SELECT p.globalTaskId AS global_task_id, COALESCE(s.value, CAST(p.name AS TEXT)) AS metric, "
+        "p.value AS value FROM TASK_PMU_INFO AS p LEFT JOIN STRING_IDS AS s ON s.id = p.name",
     )
     if long.empty:
         return pd.DataFrame()
+    _check_integers(con, path, long, {"global_task_id": (("TASK_PMU_INFO", "globalTaskId"),)})
     raw = long["metric"].astype("str").unique()
     mapping = {r: sqlite_pmu_canonical(r) for r in raw}
     long["canon"] = long["metric"].map({r: c for r, (c, _) in mapping.items()})
     long["value"] = pd.to_numeric(long["value"], errors="coerce") * long["metric"].map(
         {r: s for r, (_, s) in mapping.items()}
     )
-    wide = long.pivot_table(index="gid", columns="canon", values="value", aggfunc="first")
+    wide = long.pivot_table(index="global_task_id", columns="canon", values="value", aggfunc="first")
     wide.columns.name = None
     return wide.astype("float64")

@@ -22,6 +22,7 @@ import pyarrow.csv as pacsv
 from analyzer.columns import SHAPE_LIST_COLUMNS, canonical_header, dtype_of
 from analyzer.errors import ProfileFormatError
 from analyzer.io.detect import first_line
+from analyzer.io.native import native_name
 from analyzer.io.validate import check_columns, csv_row
 
 # pandas is imported where a DataFrame is built: the Arrow-only `tilescope kernels` file output never
@@ -106,7 +107,10 @@ def typed_column_types(names: list[str], numeric: dict[int, pa.DataType]) -> dic
 
 
 def _read_typed(path: Path, names: list[str], types: dict[str, pa.DataType], typed: bool) -> pa.Table:
-    return pacsv.read_csv(path, **csv_options(names, types, typed))
+    # Through the open file, not the path: given a path, pyarrow picks a decompressor by its
+    # extension (a CSV named .gz) and refuses a name that is not UTF-8 (analyzer.io.native).
+    with open(path, "rb") as fh, pa.memory_map(native_name(path, fh)) as source:
+        return pacsv.read_csv(source, **csv_options(names, types, typed))
 
 
 def read_csv_strings(

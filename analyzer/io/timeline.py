@@ -35,10 +35,11 @@ left out of host_ops and not returned (Timeline has no field for it yet).
 from __future__ import annotations
 
 import mmap
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import duckdb
 import numpy as np
@@ -46,6 +47,7 @@ import pyarrow as pa
 
 from analyzer.errors import ProfileFormatError
 from analyzer.interrupt import hold_point
+from analyzer.io.native import native_name
 from analyzer.io.validate import check_frame
 from analyzer.scratch import scratch_dir
 
@@ -114,15 +116,17 @@ def read_timeline(path: str | Path, before_build: Callable[[], object] | None = 
     non-array input.
     """
     path = Path(path)
-    source = _source_clause(path)
     # registered: removed even when the process ends with os._exit while this thread still reads
     with scratch_dir("tilescope-duckdb-") as tmp:
         hold_point("timeline")
         config: DuckConfig = {**DUCKDB_CONFIG, "temp_directory": str(tmp)}
-        # Closing the scan's connection hands its buffers back before the joins allocate theirs;
-        # with one connection the two peaks add up (+0.5 GB on a 1 GB file).
-        with duckdb.connect(config=config) as con:
-            parts = _scan(con, path, source)
+        # The file stays open for the scan: DuckDB reads this very handle (`_scan_name`).
+        with _open_trace(path) as fh:
+            source = _source_clause(path, fh)
+            # Closing the scan's connection hands its buffers back before the joins allocate
+            # theirs; with one connection the two peaks add up (+0.5 GB on a 1 GB file).
+            with duckdb.connect(config=config) as con:
+                parts = _scan(con, path, source, fh)
         pa.default_memory_pool().release_unused()
         if before_build is not None:
             before_build()
@@ -133,14 +137,33 @@ def _sql_str(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _source_clause(path: Path) -> str:
+# DuckDB's glob syntax: `*`, `?`, `[...]` (and `**`); a bracket holding one character matches it.
+_GLOB_CHARS = re.compile(r"([*?\[])")
+
+
+def _unreadable(path: Path, exc: OSError) -> ProfileFormatError:
+    return ProfileFormatError(path, None, f"{EXPECTED}; cannot read it ({exc.strerror})")
+
+
+def _open_trace(path: Path) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+
+
+def _scan_name(path: Path, fh: BinaryIO) -> str:
+    """What read_json opens: the open file (`native_name`), never the path as a glob."""
+    return native_name(path, fh, escape=lambda name: _GLOB_CHARS.sub(r"[\1]", name))
+
+
+def _source_clause(path: Path, fh: BinaryIO) -> str:
     """The read_json source for this file; rejects what is plainly not a JSON array or object."""
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
+        size = os.fstat(fh.fileno()).st_size
+        head = fh.read(4096)
     except OSError as exc:
-        raise ProfileFormatError(path, None, f"{EXPECTED}; cannot read it ({exc.strerror})") from None
+        raise _unreadable(path, exc) from None
     if size == 0:
         raise ProfileFormatError(path, None, f"{EXPECTED}; the file is empty")
     stripped = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
@@ -150,28 +173,29 @@ def _source_clause(path: Path) -> str:
             raise ProfileFormatError(path, None, f"{EXPECTED}; the file holds only whitespace")
         raise ProfileFormatError(path, f"byte {offset}", f"{EXPECTED}; found a long run of whitespace")
     first = stripped[:1]
-    quoted = _sql_str(str(path))
+    # compression='none': the content decides how it is read, not the name (it was sniffed above)
+    quoted = _sql_str(_scan_name(path, fh))
     if first == b"[":
-        return (f"read_json({quoted}, format='array', columns={_EVENT_COLUMNS}, "
+        return (f"read_json({quoted}, format='array', compression='none', columns={_EVENT_COLUMNS}, "
                 f"maximum_object_size={MAX_OBJECT_BYTES})")
     if first == b"{":
         # The msprof op simulator's {"traceEvents": [...]} form: one object holding the whole
         # list, so DuckDB materialises it at once (fine for simulator-sized files).
         limit = max(size + 1, 1 << 24)
-        inner = (f"read_json({quoted}, format='unstructured', records=true, "
+        inner = (f"read_json({quoted}, format='unstructured', records=true, compression='none', "
                  f"columns={{'traceEvents': '{_EVENT_STRUCT}[]'}}, maximum_object_size={limit})")
         return f"(SELECT unnest(e) FROM (SELECT unnest(traceEvents) AS e FROM {inner}))"
     shown = repr(first.decode("latin-1"))
     raise ProfileFormatError(path, f"byte {offset}", f"{EXPECTED}; found {shown}")
 
 
-def _format_error(path: Path, exc: Exception) -> ProfileFormatError:
+def _format_error(path: Path, fh: BinaryIO, exc: Exception) -> ProfileFormatError:
     """Map a DuckDB error to one line: where (byte / event) and a short reason."""
-    msg = str(exc).replace(str(path), "<file>")
+    msg = str(exc).replace(_scan_name(path, fh), "<file>").replace(str(path), "<file>")
     found = _MALFORMED.search(msg)
     if found:
         # DuckDB's "at byte N" counts from the start of the bad record, not of the file.
-        offset = _malformed_offset(path)
+        offset = _malformed_offset(fh)
         where = f"byte {offset}" if offset is not None else f"event {found[1]}"
         return ProfileFormatError(path, where, f"{EXPECTED}; malformed JSON: {found[2].rstrip('. ')}")
     found = _TRANSFORM.search(msg)
@@ -182,8 +206,9 @@ def _format_error(path: Path, exc: Exception) -> ProfileFormatError:
     return ProfileFormatError(path, None, f"{EXPECTED}; {first_line[:160]}")
 
 
-def _malformed_offset(path: Path) -> int | None:
-    """File offset of the first JSON syntax error (error path only: a second, validating pass).
+def _malformed_offset(fh: BinaryIO) -> int | None:
+    """File offset of the first JSON syntax error (error path only: a second, validating pass
+    over the same open file).
 
     msgspec validates into zero-copy `Raw` views over a memory map, so even a 1 GB file costs a
     list of small objects, not a decoded document.
@@ -191,7 +216,7 @@ def _malformed_offset(path: Path) -> int | None:
     import msgspec
 
     try:
-        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
             size = len(data)
             msgspec.json.decode(data, type=list[msgspec.Raw])
     except msgspec.DecodeError as exc:
@@ -212,7 +237,7 @@ def _encode(table: pa.Table, columns: list[str]) -> pa.Table:
     return pa.table(arrays, names=columns)
 
 
-def _scan(con: duckdb.DuckDBPyConnection, path: Path, source: str) -> dict[str, pa.Table]:
+def _scan(con: duckdb.DuckDBPyConnection, path: Path, source: str, fh: BinaryIO) -> dict[str, pa.Table]:
     """Stream the file once; split each Arrow batch by phase as it arrives."""
     pieces: dict[str, list[pa.Table]] = {"X": [], "flow": [], "C": [], "M": []}
     rows = 0
@@ -233,7 +258,7 @@ def _scan(con: duckdb.DuckDBPyConnection, path: Path, source: str) -> dict[str, 
             pieces["M"].append(table.filter(pc.equal(ph, "M")).select(["name", "pid", "tid", "meta_name"]))
     except (duckdb.Error, OSError) as exc:
         # Errors raised while streaming reach us through pyarrow's reader as OSError.
-        raise _format_error(path, exc) from None
+        raise _format_error(path, fh, exc) from None
     parts = {k: pa.concat_tables(v).unify_dictionaries().combine_chunks() for k, v in pieces.items() if v}
     for key, what in (("X", "complete (X)"), ("flow", "flow (s/f)")):
         if key in parts:
