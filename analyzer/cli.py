@@ -22,6 +22,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import typer
 
 from analyzer.errors import TilescopeError
+from analyzer.report.escape import terminal_text
 
 COMMAND_MODULES = ("info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "serve")
 # command name -> module, so that one command's run imports only its own module (start-up time:
@@ -105,7 +106,7 @@ def _run(argv: list[str] | None) -> int:
     except TilescopeError as exc:
         if debug:
             raise
-        typer.echo(f"tilescope: error: {exc.one_line()}", err=True)
+        typer.echo(exc.terminal_line(), err=True)
         return exc.exit_code
     except KeyboardInterrupt:
         typer.echo("tilescope: interrupted", err=True)
@@ -128,7 +129,8 @@ def _usage_error(exc: typer.TyperException) -> int:
     if type(exc).__name__ == "NoArgsIsHelpError":  # no sub-command: typer has printed the help
         return 2
     where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-    typer.echo(f"tilescope: error: {exc.format_message()}{where}", err=True)
+    # the message quotes the arguments as typed (a path may hold anything)
+    typer.echo(terminal_text(f"tilescope: error: {exc.format_message()}{where}"), err=True)
     return 2
 
 
