@@ -23,6 +23,7 @@ import typer
 
 from analyzer import interrupt
 from analyzer.errors import TilescopeError
+from analyzer.report.escape import terminal_text
 
 COMMAND_MODULES = ("info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "serve")
 # command name -> module, so that one command's run imports only its own module (start-up time:
@@ -141,7 +142,7 @@ def _failure_code(exc: BaseException, debug: bool) -> int:
     if isinstance(exc, TilescopeError):
         if debug:
             raise exc
-        _say(f"tilescope: error: {exc.one_line()}")
+        _say(exc.terminal_line())
         return exc.exit_code
     if isinstance(exc, interrupt.Interrupted):  # raised without the handler (a test, a hook)
         return _interrupted(exc.exit_code)
@@ -173,7 +174,8 @@ def _usage_error(exc: typer.TyperException) -> int:
     if type(exc).__name__ == "NoArgsIsHelpError":  # no sub-command: typer has printed the help
         return 2
     where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-    typer.echo(f"tilescope: error: {exc.format_message()}{where}", err=True)
+    # the message quotes the arguments as typed (a path may hold anything)
+    typer.echo(terminal_text(f"tilescope: error: {exc.format_message()}{where}"), err=True)
     return 2
 
 

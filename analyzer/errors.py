@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analyzer.report.escape import terminal_text
+
 
 class TilescopeError(Exception):
     """Base of every error shown to the user as one line."""
@@ -16,6 +18,11 @@ class TilescopeError(Exception):
 
     def one_line(self) -> str:
         return str(self)
+
+    def terminal_line(self) -> str:
+        """`tilescope: error: <message>` for stderr. Messages name files and quote values read
+        from them, so control characters are shown as escapes, not sent to the terminal."""
+        return terminal_text(f"tilescope: error: {self.one_line()}")
 
 
 class ProfileFormatError(TilescopeError):

@@ -295,24 +295,17 @@ def test_crlf_file_without_final_newline_streams_like_the_whole_file(
 def test_a_quoted_newline_cut_by_a_group_boundary_never_changes_the_table(
     real_traces: Path, tmp_path: Path
 ) -> None:
-    """Groups are cut at newlines, assuming none inside values (as the whole-file reader's blocks
-    do). A newline inside a quoted shape, wherever a cut lands, must give the whole-file table or a
-    fallback to it — never a different table."""
+    """Groups are cut at newlines without tracking quotes. A group holding a newline inside a quoted
+    shape, wherever the cut lands (before, on or after it), falls back to the whole-file path,
+    whose table is the reference: the stream never returns a different table. (Cut on the quoted
+    newline itself, the first group parses without an error; tests/test_hardening_output.py
+    crafts a row for which the second one does too.)"""
     lines = (real_traces / "fa_pipeutil_29" / "kernel_details.csv").read_text().splitlines(keepends=True)
     at = lines[3].index('"""') + 3
     lines[3] = lines[3][:at] + "\n" + lines[3][at:]
     src = tmp_path / "kernel_details.csv"
     src.write_text("".join(lines))
-    whole = load_kernels_arrow(src, chip="910B3").to_pylist()
     inside = src.read_bytes().index(b'"""\n') + 3 - len(lines[0])  # the quoted newline, from row 1
-    outcomes = set()
     for size in range(inside - 40, inside + 40):
-        got: list[pa.Table] = []
-        try:
-            stream_kernel_csv(src, "910B3", got.append, lambda t: t, group_bytes=size)
-        except StreamFallback:
-            outcomes.add("fallback")
-            continue
-        assert pa.concat_tables(got).to_pylist() == whole, size
-        outcomes.add("equal")
-    assert outcomes == {"fallback", "equal"}
+        with pytest.raises(StreamFallback):
+            stream_kernel_csv(src, "910B3", lambda t: None, lambda t: t, group_bytes=size)

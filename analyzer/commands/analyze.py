@@ -163,7 +163,7 @@ def register(app: typer.Typer) -> None:
 
             # bad input outranks the gate: the report covers only part of PATH
             if gate is not None:
-                typer.echo(f"tilescope: error: {gate.one_line()}", err=True)
+                typer.echo(gate.terminal_line(), err=True)
             raise PartialLoadError(failures, len(report["profiles"]))
         if gate is not None:
             raise gate

@@ -13,7 +13,7 @@ from analyzer.atomic import write_text_atomic
 from analyzer.diff import DiffResult, KernelDelta, diff_paths
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.report.charts import PIPE_SERIES
-from analyzer.report.escape import md_code_span, md_text, one_line
+from analyzer.report.escape import MAX_INLINE, md_code_span, md_text, one_line, terminal_text
 from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us
 
 SHOWN_KERNELS = 15
@@ -85,8 +85,12 @@ def _kernel_groups(r: DiffResult) -> tuple[list[KernelDelta], list[KernelDelta],
     return matched, removed, added
 
 
+def _term(text: object, limit: int | None = MAX_INLINE) -> str:
+    return terminal_text(text, limit)
+
+
 def render_text(r: DiffResult) -> str:
-    esc = one_line  # drops control characters: a kernel name must not drive the terminal
+    esc = _term  # control characters shown as escapes: a kernel name must not drive the terminal
     matched, removed, added = _kernel_groups(r)
     out = [f"tilescope diff: {esc(r.base_label)} → {esc(r.head_label)}",
            f"device time per step: {_total_line(r)}"]
@@ -115,15 +119,15 @@ def render_text(r: DiffResult) -> str:
     out += [f"  resolved {_finding_line(f, esc)}" for f in r.resolved]
     out += [f"  new      {_finding_line(f, esc)}" for f in r.new]
     out.append("")
-    out.append(_gate_line(r))
+    out.append(_gate_line(r, esc))
     return "\n".join(out) + "\n"
 
 
-def _gate_line(r: DiffResult) -> str:
+def _gate_line(r: DiffResult, esc: Callable[[object], str] = one_line) -> str:
     if not r.regressions:
         return f"regression gate ({r.threshold_pct:g} %, noise-aware): passed"
     return f"regression gate ({r.threshold_pct:g} %, noise-aware): TRIPPED — " + "; ".join(
-        one_line(x) for x in r.regressions)
+        esc(x) for x in r.regressions)
 
 
 def render_md(r: DiffResult) -> str:

@@ -61,40 +61,46 @@ def profile_info(pr: Profile) -> dict[str, Any]:
 
 def _print_text(info: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.markup import escape
+    from rich.text import Text
+
+    from analyzer.report.escape import terminal_text
 
     c = Console(highlight=False)
+
+    def line(text: str, style: str = "") -> None:
+        # paths, device strings and notes come from the profile: Text (never markup), and control
+        # characters shown as escapes
+        c.print(Text(terminal_text(text), style=style))
+
     rank = f" (rank {info['rank']})" if info["rank"] is not None else ""
-    c.print(f"[bold]{escape(info['path'])}[/bold]{rank}")
-    c.print(f"  format        {info['format']}  (producer: {info['producer'] or 'unknown'})")
-    c.print(f"  metric groups {', '.join(info['metric_groups']) or 'none (no PMU columns)'}")
+    c.print(Text.assemble((terminal_text(info["path"]), "bold"), rank))
+    line(f"  format        {info['format']}  (producer: {info['producer'] or 'unknown'})")
+    line(f"  metric groups {', '.join(info['metric_groups']) or 'none (no PMU columns)'}")
     d = info["device"]
     dev = ", ".join(f"{k}={v}" for k, v in d.items() if v is not None) or "not recorded"
-    c.print(f"  device        {escape(dev)}")
+    line(f"  device        {dev}")
     ch = info["chip"]
-    c.print(
-        f"  chip          {escape(str(ch['name']))}: {ch['aic_count']} AIC / {ch['aiv_count']} AIV @ "
-        f"{ch['clock_mhz']} MHz"
-    )
-    c.print(f"                {escape(ch['hbm_bandwidth_source'])}")
+    cores = f"{ch['aic_count']} AIC / {ch['aiv_count']} AIV @ {ch['clock_mhz']} MHz"
+    line(f"  chip          {ch['name']}: {cores}")
+    line(f"                {ch['hbm_bandwidth_source']}")
     for a in ch["assumptions"]:
-        c.print(f"                assumption: {escape(a)}")
+        line(f"                assumption: {a}")
     rows = ", ".join(f"{k} {v}" for k, v in info["rows"].items() if v is not None)
-    c.print(f"  rows          {rows}")
+    line(f"  rows          {rows}")
     s = info["summary"]
     dt = s["device_time"]
-    c.print(f"  device time   {dt['device_us']:,.3f} µs over {s['kernel_count']} launches")
-    c.print(f"                ({escape(dt['definitions']['device_us'])})")
+    line(f"  device time   {dt['device_us']:,.3f} µs over {s['kernel_count']} launches")
+    line(f"                ({dt['definitions']['device_us']})")
     if dt["communication_us"]:
-        c.print(f"                {dt['with_communication_us']:,.3f} µs with communication")
+        line(f"                {dt['with_communication_us']:,.3f} µs with communication")
     if dt["wall_us"] is not None:
         span = f"{dt['wall_us']:,.3f} µs from first start to last end, {dt['idle_us']:,.3f} µs idle"
-        c.print(f"                {span}")
+        line(f"                {span}")
     for w in info["warnings"]:
-        c.print(f"  note          {escape(w)}")
-    c.print(f"  files read    {len(info['files'])}")
+        line(f"  note          {w}")
+    line(f"  files read    {len(info['files'])}")
     for f in info["files"]:
-        c.print(f"                {escape(f)}")
+        line(f"                {f}")
 
 
 def info_command(

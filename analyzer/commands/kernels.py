@@ -69,14 +69,14 @@ def write_kernels(table: pa.Table, fmt: str, out: Path | None) -> None:
     from analyzer.io.kernel_sink import csv_table
     from analyzer.io.tables import decode_dictionary
 
-    table = pa.table({n: decode_dictionary(table.column(n)) for n in table.column_names})
     if fmt == "csv":
         import pyarrow.csv as pacsv
 
         buf = pa.BufferOutputStream()
-        pacsv.write_csv(csv_table(table), buf)
+        pacsv.write_csv(csv_table(table), buf)  # decodes and neutralises the text columns
         sys.stdout.write(buf.getvalue().to_pybytes().decode("utf-8"))
         return
+    table = pa.table({n: decode_dictionary(table.column(n)) for n in table.column_names})
     if out is None:
         _write_json(table, sys.stdout)
     else:
@@ -112,9 +112,14 @@ def _read_progress(name: str) -> Iterator[Callable[[int, int], None] | None]:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    from analyzer.report.escape import terminal_text
+
+    # the description is the file's name: printed as text (markup=False), controls made visible
+    columns = (
+        TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(), TimeRemainingColumn()
+    )
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(f"reading {name}", total=None)
+        task = bar.add_task(f"reading {terminal_text(name)}", total=None)
 
         def update(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
@@ -212,8 +217,11 @@ def kernel_table(shown: pd.DataFrame, title: str) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    from analyzer.report.escape import terminal_text
+
     cols = [c for c in TABLE_COLUMNS if c in shown.columns and (c == "name" or shown[c].notna().any())]
-    table = Table(title=title, title_justify="left")
+    # the title holds the path as given and every cell may come from the trace: Text, never markup
+    table = Table(title=Text(terminal_text(title), style="table.title"), title_justify="left")
     for c in cols:
         table.add_column(
             c,
@@ -222,7 +230,7 @@ def kernel_table(shown: pd.DataFrame, title: str) -> Any:
             max_width=48 if c == "name" else None,
         )
     for row in shown[cols].itertuples(index=False):
-        table.add_row(*(Text(_fmt(v)) for v in row))  # Text(): kernel names are data, never markup
+        table.add_row(*(Text(terminal_text(_fmt(v))) for v in row))
     return table
 
 

@@ -29,32 +29,37 @@ def _loc_text(f: Finding) -> str:
 
 def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> None:
     from rich.console import Console
+    from rich.text import Text
 
+    from analyzer.report.escape import terminal_text as term
+
+    # Kernel, file and parameter names are the user's and messages quote them: every line is a
+    # Text (a markup string would swallow `[x]` and crash on `[/bold]`), controls made visible.
     con = Console(highlight=False, soft_wrap=True)
     names = ", ".join(k["name"] for k in ir["kernels"])
     con.print(
-        f"[bold]{ir['kernel_file']}[/]:{ir['function']}  kernels: {names}  chip: {chip_name}  "
-        f"lowered: {'yes' if ir['lowered'] else 'NO'}"
+        Text.assemble(
+            (term(ir["kernel_file"]), "bold"),
+            term(f":{ir['function']}  kernels: {names}  chip: {chip_name}  "),
+            f"lowered: {'yes' if ir['lowered'] else 'NO'}",
+        )
     )
     for k in ir["kernels"]:
         fps = k.get("footprint", {})
         if fps:
-            con.print(
-                "  "
-                + k["name"]
-                + ": "
-                + "  ".join(f"{hw} {fp['bytes']}/{fp['capacity_bytes']} B" for hw, fp in fps.items())
-            )
+            sizes = "  ".join(f"{hw} {fp['bytes']}/{fp['capacity_bytes']} B" for hw, fp in fps.items())
+            con.print(Text(term(f"  {k['name']}: {sizes}")))
     for f in findings:
         # Linter-style: one line per finding, then where it points (wide tables fold badly in CI logs).
         con.print(
-            f"[{_SEV_STYLE[f.severity.value]}]{f.severity.value:<6}[/] {f.code} {f.slug} "
-            f"[{', '.join(f.kernels)}] {f.message}",
-            markup=True,
+            Text.assemble(
+                (f"{f.severity.value:<6}", _SEV_STYLE[f.severity.value]),
+                term(f" {f.code} {f.slug} [{', '.join(f.kernels)}] {f.message}"),
+            )
         )
         where = _loc_text(f)
         if where:
-            con.print(f"       at {where}")
+            con.print(Text(term(f"       at {where}")))
     counts = {s.value: sum(1 for f in findings if f.severity == s) for s in Severity}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     con.print(
@@ -70,20 +75,27 @@ def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from analyzer.report.escape import terminal_text as term
 
     scopes = [hw for hw in ("UB", "L1", "L0A", "L0B", "L0C") if any(hw in r["footprint"] for r in rows)]
     t = Table(show_header=True, header_style="bold")
     for col in (*grid, *scopes, "fits", "waste %", "est. Cube occ.", "findings"):
-        t.add_column(col)
+        t.add_column(Text(term(col)))
     for r in rows:
-        cells = [str(r["params"].get(k)) for k in grid]
+        # cells are Text: parameter values and the reasons a point does not fit are not markup
+        cells = [Text(term(r["params"].get(k))) for k in grid]
         for hw in scopes:
             fp = r["footprint"].get(hw)
-            cells.append("" if fp is None else (f"{fp['bytes']}" if fp["fits"] else f"[red]{fp['bytes']}[/]"))
-        cells.append("yes" if r["fits"] else f"no: {'; '.join(r['why_not'])[:80]}")
-        cells.append("" if r.get("waste_pct") is None else f"{r['waste_pct']:.1f}")
-        cells.append("" if r.get("occupancy") is None else f"{r['occupancy']:.2f}")
-        cells.append(",".join(r["findings"]))
+            if fp is None:
+                cells.append(Text(""))
+            else:
+                cells.append(Text(f"{fp['bytes']}", style="" if fp["fits"] else "red"))
+        cells.append(Text("yes" if r["fits"] else term(f"no: {'; '.join(r['why_not'])[:80]}")))
+        cells.append(Text("" if r.get("waste_pct") is None else f"{r['waste_pct']:.1f}"))
+        cells.append(Text("" if r.get("occupancy") is None else f"{r['occupancy']:.2f}"))
+        cells.append(Text(term(",".join(r["findings"]))))
         t.add_row(*cells)
     Console(highlight=False).print(t)
 

@@ -9,9 +9,11 @@ import typer
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
+from rich.text import Text
 
 from analyzer.engine import discover_rules, get_rule
 from analyzer.errors import UsageError
+from analyzer.report.escape import terminal_text
 
 
 def rules_table_rows() -> list[tuple[str, str, str, str, str]]:
@@ -40,7 +42,8 @@ def register(app: typer.Typer) -> None:
         console = Console(width=None if sys.stdout.isatty() else 200)
         table = Table("code", "slug", "kind", "needs", "summary", box=None, header_style="bold")
         for row in rules_table_rows():
-            table.add_row(*row)
+            # Text, not markup: "[...]" in a summary or a needs list is printed as written
+            table.add_row(*(Text(terminal_text(cell)) for cell in row))
         console.print(table)
 
     @app.command("rule")

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from analyzer.io.tables import decode_dictionary
+from analyzer.report.escape import csv_cell
 
 
 def large_strings(table: pa.Table) -> pa.Table:
@@ -57,7 +59,7 @@ class TableSink:
 
     def __call__(self, table: pa.Table) -> None:
         if self.fmt == "csv":
-            table = csv_table(pa.table({n: decode_dictionary(table.column(n)) for n in table.column_names}))
+            table = csv_table(table)
         if self.writer is None:
             self.writer = self._open(table.schema)
             if self.fmt == "parquet":
@@ -121,6 +123,28 @@ class HeadSink:
 
 
 def csv_table(table: pa.Table) -> pa.Table:
-    # CSV has no nested type: the *_shape_list columns are dropped; the shape strings stay
+    """The table as `kernels --format csv` writes it: plain (not dictionary-encoded) columns, every
+    text cell passed through `escape.csv_cell` (no formula a spreadsheet would run, no control
+    character for a terminal), numbers untouched. CSV has no nested type: the *_shape_list
+    columns are dropped; the shape strings stay."""
     keep = [n for n in table.column_names if not pa.types.is_list(table.schema.field(n).type)]
-    return table.select(keep)
+    return pa.table({n: _csv_column(table.column(n)) for n in keep})
+
+
+def _csv_column(col: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+    """One column, decoded; text goes through `csv_cell` once per distinct value (a million rows
+    of kernel names hold a few hundred), so a clean file costs a dictionary pass, not a Python
+    call per cell."""
+    kind = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return decode_dictionary(col)
+    encoded = col if pa.types.is_dictionary(col.type) else pc.dictionary_encode(col)
+    chunks = encoded.unify_dictionaries().chunks
+    if not chunks:
+        return decode_dictionary(col)
+    values = chunks[0].dictionary.to_pylist()
+    inert = [None if v is None else csv_cell(v) for v in values]
+    if inert == values:
+        return decode_dictionary(col)
+    dictionary = pa.array(inert, kind)
+    return pa.chunked_array([pc.take(dictionary, c.indices) for c in chunks], kind)

@@ -16,6 +16,9 @@ The whole-file path (`load_kernels_arrow`) stays the reference. Streaming gives 
 
 - a value the typed reader cannot parse (a word in a number column): the whole-file path re-reads
   everything as text, cleans it, and names the bad row with its row number in the file;
+- a newline inside a quoted value (legal CSV: a kernel named "a<LF>b"): the ranges are cut at
+  newlines without tracking quotes, so a range holding one may have been cut inside a value
+  (`_check_whole_rows`);
 - a column whose type differs between groups (an unknown column numeric in one, text in another);
 - the chip. A single CSV has no device information, so the clock and core count are inferred from
   the data (medians over all rows, `device.infer_from_kernels`). The first group's inference is
@@ -27,6 +30,7 @@ The whole-file path (`load_kernels_arrow`) stays the reference. Streaming gives 
 
 from __future__ import annotations
 
+import csv
 import importlib
 import queue
 import threading
@@ -36,6 +40,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
@@ -75,8 +80,8 @@ def _put(q: queue.Queue[Any], item: object, stop: threading.Event) -> bool:
 def _chunks(buf: pa.Buffer, start: int, size: int) -> Iterator[tuple[int, int]]:
     """Byte ranges [start, end) of about `size` bytes from `start`, each ending after a newline.
 
-    The reader's options have newlines_in_values=False, so a newline always ends a row: every
-    range is whole rows, and their parses concatenated are the parse of the whole file.
+    A newline ends a row unless it is inside a quoted value; `_parse` checks that each range was
+    whole rows, so the parses concatenated are the parse of the whole file.
     """
     n = buf.size
     while start < n:
@@ -93,7 +98,45 @@ def _chunks(buf: pa.Buffer, start: int, size: int) -> Iterator[tuple[int, int]]:
 
 
 def _parse(buf: pa.Buffer, start: int, end: int, options: dict[str, Any]) -> pa.Table:
-    return pacsv.read_csv(pa.BufferReader(buf.slice(start, end - start)), **options)
+    table = pacsv.read_csv(pa.BufferReader(buf.slice(start, end - start)), **options)
+    _check_whole_rows(buf, start, end, table.num_rows)
+    return table
+
+
+def _check_whole_rows(buf: pa.Buffer, start: int, end: int, rows: int) -> None:
+    """Raise StreamFallback unless [start, end), which starts a row, ends one and holds no newline
+    inside a quoted value.
+
+    A cut inside a quoted value is not an error for the parser: it reads the open value to the
+    end of the range, and the rest of the row starts the next range (a crafted value parses there
+    as a row of its own). Within the range the parse honours quotes, so every newline ends a row
+    exactly when the rows equal the newlines (+1 for a last row without one). That count misses
+    one case: the only quoted newline is the one the range was cut after; the last line then holds
+    an unclosed quote, which a strict parse of that line finds. Both checks run on the parser
+    thread: a count over the range (~1 ms per 16 MB) and one line.
+    """
+    data = np.frombuffer(buf, dtype=np.uint8, count=end - start, offset=start)
+    newlines = int(np.count_nonzero(data == 0x0A))
+    unterminated = int(end > start and data[-1] != 0x0A)  # the file's last row, without a newline
+    if rows != newlines + unterminated:
+        raise StreamFallback("a newline inside a quoted value (or an empty line)")
+    last_line = _last_line(data if unterminated else data[:-1]).decode("utf-8", "replace")
+    try:
+        for _ in csv.reader([last_line], strict=True):
+            pass
+    except csv.Error as exc:
+        raise StreamFallback(f"the range may end inside a quoted value ({exc})") from exc
+
+
+def _last_line(body: np.ndarray[Any, np.dtype[np.uint8]]) -> bytes:
+    """The bytes after the last newline of `body`, looked for in a growing tail (lines are short)."""
+    window = 1 << 16
+    while True:
+        tail = body[-window:].tobytes()
+        cut = tail.rfind(b"\n")
+        if cut >= 0 or window >= len(body):
+            return tail[cut + 1 :]
+        window *= 4
 
 
 def _write_groups(

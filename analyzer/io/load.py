@@ -41,6 +41,7 @@ from analyzer.io.parts import (
     kernels_from_timeline,
     read_kernel_csv,
 )
+from analyzer.report.escape import terminal_text
 
 # The readers, pandas and the profile model are imported inside the functions that use them:
 # `load_profiles` first starts reading the timeline on a second thread (DuckDB needs neither),
@@ -414,13 +415,15 @@ def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
         yield lambda _desc: None
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import Progress
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("loading", total=total)
 
         def step(desc: str) -> None:
-            bar.update(task, advance=1, description=desc)
+            # a file or folder name: the default description column reads markup
+            bar.update(task, advance=1, description=escape(terminal_text(desc)))
 
         yield step
 
@@ -438,8 +441,10 @@ class LoadFailure:
         return f"rank {self.rank}" if self.rank is not None else self.path.name
 
     def warning_line(self) -> str:
-        """`tilescope: warning: <file>: row 16 (line 17): expected ... — rank 0 left out`"""
-        return f"tilescope: warning: {self.error.one_line()} — {self.label} left out"
+        """`tilescope: warning: <file>: row 16 (line 17): expected ... — rank 0 left out`, for
+        stderr: the path and the message may quote the trace, so control characters are shown as
+        escapes (`terminal_text`)."""
+        return terminal_text(f"tilescope: warning: {self.error.one_line()} — {self.label} left out")
 
 
 class PartialLoadError(TilescopeError):

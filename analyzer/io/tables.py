@@ -76,10 +76,18 @@ def csv_options(
     block_size: int = 8 << 20,
     skip_rows: int = 1,
     use_threads: bool = True,
+    newlines_in_values: bool = False,
 ) -> dict[str, object]:
     """Keyword arguments for pyarrow's read_csv / open_csv, shared by the whole-file and the
     streaming reader so both parse a file identically (the streaming reader parses byte ranges
-    after the header: skip_rows=0)."""
+    after the header: skip_rows=0).
+
+    A quoted value may hold a newline (RFC 4180; a kernel named "a<LF>b"). The parser always
+    honours quotes; `newlines_in_values` makes the reader also cut the file into blocks with a
+    quote-aware scan, a serial pass the clean files do not need. Without it a block boundary
+    inside such a value stops the read with an error (Arrow checks that each block parsed to its
+    end: "CSV parser got out of sync with chunker"), never a wrong table, and `read_csv_strings`
+    then reads the file again with it."""
     convert = pacsv.ConvertOptions(
         column_types=types,
         # typed columns parse N/A / NA / empty straight to null in the C++ reader; in the all-string
@@ -92,7 +100,7 @@ def csv_options(
         "read_options": pacsv.ReadOptions(
             column_names=names, skip_rows=skip_rows, block_size=block_size, use_threads=use_threads
         ),
-        "parse_options": pacsv.ParseOptions(newlines_in_values=False),
+        "parse_options": pacsv.ParseOptions(newlines_in_values=newlines_in_values),
         "convert_options": convert,
     }
 
@@ -106,11 +114,19 @@ def typed_column_types(names: list[str], numeric: dict[int, pa.DataType]) -> dic
     return {**{n: _DICT_STRING for n in names}, **{names[i]: t for i, t in numeric.items()}}
 
 
-def _read_typed(path: Path, names: list[str], types: dict[str, pa.DataType], typed: bool) -> pa.Table:
+# the whole-file reader's block: the unit its threads parse (tests make it small to put many block
+# boundaries in a small file)
+READ_BLOCK_SIZE = 8 << 20
+
+
+def _read_typed(
+    path: Path, names: list[str], types: dict[str, pa.DataType], typed: bool, newlines: bool = False
+) -> pa.Table:
+    options = csv_options(names, types, typed, READ_BLOCK_SIZE, newlines_in_values=newlines)
     # Through the open file, not the path: given a path, pyarrow picks a decompressor by its
     # extension (a CSV named .gz) and refuses a name that is not UTF-8 (analyzer.io.native).
     with open(path, "rb") as fh, pa.memory_map(native_name(path, fh)) as source:
-        return pacsv.read_csv(source, **csv_options(names, types, typed))
+        return pacsv.read_csv(source, **options)
 
 
 def read_csv_strings(
@@ -136,7 +152,12 @@ def read_csv_strings(
                 return header, _read_typed(path, names, typed_column_types(names, numeric), True)
             except pa.ArrowInvalid:
                 pass  # not clean enough for the fast path; the string path cleans or names the row
-        return header, _read_typed(path, names, strings, False)
+        try:
+            return header, _read_typed(path, names, strings, False)
+        except pa.ArrowInvalid:
+            # a quoted newline across a block boundary (see csv_options); a truly broken file
+            # fails this read too and its row is named below
+            return header, _read_typed(path, names, strings, False, newlines=True)
     except pa.ArrowInvalid as exc:
         raise _locate_csv_error(path, len(header), str(exc)) from exc
     except PermissionError as exc:
@@ -169,13 +190,16 @@ def _locate_csv_error(path: Path, n_fields: int, message: str) -> ProfileFormatE
         return ProfileFormatError(path, None, "not UTF-8 text; expected a CSV file")
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-            for i, row in enumerate(csv.reader(fh)):
+            reader = csv.reader(fh)
+            last_line = 0  # a quoted newline makes a row span lines: name the line it starts on
+            for i, row in enumerate(reader):
+                first_line, last_line = last_line + 1, reader.line_num
                 if i == 0 or not row:
                     continue
                 if len(row) != n_fields:
                     return ProfileFormatError(
                         path,
-                        f"row {i} (line {i + 1})",
+                        f"row {i} (line {first_line})",
                         f"expected {n_fields} fields as in the header, found {len(row)} (truncated row?)",
                     )
     except csv.Error as exc:

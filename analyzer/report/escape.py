@@ -1,4 +1,4 @@
-"""Neutralise untrusted text (kernel names, shapes, paths from trace files) for Markdown and HTML.
+"""Neutralise untrusted text (kernel names, shapes, paths from trace files) for every output.
 
 Everything a profiler writes can be chosen by whoever produced the trace, and reports are posted
 into pull requests and opened in browsers. Each helper here targets one output context; callers
@@ -27,9 +27,16 @@ _MD_LINE_START = frozenset("-=+>")
 # release notes.
 _ZWSP = "\u200b"
 
+# Characters that act rather than show: C0 controls (ESC starts a terminal's CSI/OSC sequences:
+# clear screen, OSC 8 hyperlinks, window titles; BEL, BS and CR overwrite what was printed), DEL, C1
+# controls (U+009B is a one-character CSI on some terminals), the Unicode line/paragraph
+# separators, and the bidi embeddings, overrides and isolates that reorder what is displayed
+# (CVE-2021-42574, "Trojan Source").
+_UNSAFE_CHARS = r"\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+
 # Example: "line\nbreak\ttab\x00nul" -> control characters and newlines (which would end a table
 # row or start a new Markdown block) become single spaces.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_CONTROL = re.compile(f"[{_UNSAFE_CHARS}]+")
 
 MAX_INLINE = 200  # characters of one untrusted value shown inline before it is shortened
 
@@ -45,6 +52,62 @@ def one_line(text: object, limit: int | None = MAX_INLINE) -> str:
 def _break_mentions(s: str) -> str:
     # Example: "@org/team" -> "@\u200borg/team"; "#12" -> "#\u200b12"
     return re.sub(r"([@#])(?=[\w-])", "\\1" + _ZWSP, s)
+
+
+_TERMINAL_UNSAFE = re.compile(f"[{_UNSAFE_CHARS}]")
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _visible_escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    code = ord(ch)
+    return _NAMED_ESCAPES.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def terminal_text(text: object, limit: int | None = None) -> str:
+    r"""Untrusted text made inert for a terminal: every character of `_TERMINAL_UNSAFE` is shown as
+    the Python-style escape that names it (`\x1b`, `\x07`, `\t`, `\n`, `\r`, `\x9b`, `\u202e`),
+    so the result is one line and nothing in it drives the terminal; beyond `limit` characters it
+    is shortened with an ellipsis.
+
+    Example: "a" ESC "[2Jb" -> `a\x1b[2Jb`; "evil" CR LF "name" -> `evil\r\nname`.
+
+    Backslash escapes rather than the Control Pictures (U+2400 block): those exist for C0 and DEL
+    only, not for C1 or the bidi controls, and `\x1b` reads the same in every font. A backslash
+    already in the text is left alone (paths keep their look); the JSON output has the exact text.
+    Rich markup is a separate matter: callers print the result as a `rich.text.Text`, never as a
+    markup string, so `[/bold]` or `[link=...]` in a name is printed as those characters.
+    """
+    s = _TERMINAL_UNSAFE.sub(_visible_escape, str(text))
+    if limit is not None and len(s) > limit:
+        s = s[: max(limit - 1, 0)] + "…"
+    return s
+
+
+# OWASP "CSV Injection": a spreadsheet runs a cell that starts with one of these as a formula
+# (`=HYPERLINK(...)`, `@SUM(...)`, `-2+3+cmd|...`). OWASP also lists TAB and CR; `csv_cell` has
+# already made those visible (`\t`, `\r`), so no cell can start with them.
+_FORMULA_START = frozenset("=+-@")
+# Example: "-1", "+2.5", "1e-3" are numbers: a spreadsheet reads them as values and runs nothing,
+# so they keep their sign; "-1+cmd", "+1)" and "-inf" are not numbers.
+_PLAIN_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def csv_cell(text: object) -> str:
+    r"""An untrusted text cell of a CSV we write: inert in a spreadsheet and in a terminal.
+
+    Control characters become visible escapes (`terminal_text`: `kernels --format csv` prints to
+    the terminal unless -o is given), then a cell a spreadsheet would run as a formula gets a
+    leading `'` (OWASP's neutralisation; Excel and LibreOffice do not show it). Numeric columns
+    are never passed here, and a text cell that is a plain number keeps its sign.
+
+    Example: `=HYPERLINK("http://x","y")` -> `'=HYPERLINK("http://x","y")`; `@SUM(A1)` ->
+    `'@SUM(A1)`; `-cmd` -> `'-cmd`; `-1` -> `-1`; "name" BEL -> `name\x07`.
+    """
+    s = terminal_text(text)
+    if s[:1] in _FORMULA_START and not _PLAIN_NUMBER.fullmatch(s):
+        return "'" + s
+    return s
 
 
 def md_text(text: object, limit: int | None = MAX_INLINE) -> str:
@@ -96,7 +159,9 @@ def md_html_text(text: object, limit: int | None = MAX_INLINE) -> str:
     Markdown is not parsed there, so backslashes would show; HTML escaping is what applies, and
     mentions are still linked by GitHub, so they are broken too.
     """
-    return _break_mentions(html.escape(one_line(text, limit), quote=True))
+    # mentions first: broken after escaping, the `#` of an entity such as `&#x27;` (html.escape's
+    # apostrophe) would be split from its `x27;` and the page would show the raw entity
+    return html.escape(_break_mentions(one_line(text, limit)), quote=True)
 
 
 def plotly_text(text: object, limit: int | None = MAX_INLINE) -> str:

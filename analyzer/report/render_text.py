@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from analyzer.report.charts import profile_summaries
+from analyzer.report.escape import terminal_text
 from analyzer.report.words import (
     chip_text,
     fmt_us,
@@ -47,6 +48,13 @@ def _kernels(names: list[str], limit: int = 3) -> str:
     return shown + (f" +{len(names) - limit}" if len(names) > limit else "")
 
 
+def _text(value: object, style: str = "") -> Text:
+    """One printed line or cell. Everything here can hold text from the trace (names, paths,
+    messages that quote them): a `Text` is never read as rich markup, and `terminal_text` shows
+    control characters as escapes instead of sending them to the terminal."""
+    return Text(terminal_text(value), style=style)
+
+
 def summary_line(report: dict[str, Any]) -> str:
     """The closing line: counts and the combined, bounded savings of every profile (words.headline)."""
     return headline(report.get("findings", []) or [], profile_summaries(report))
@@ -68,7 +76,7 @@ def render(report: dict[str, Any], **opts: Any) -> str:
         chip = p.get("chip") or {}
         rank = f" rank {p['rank']}" if p.get("rank") is not None else ""
         console.print(
-            Text(
+            _text(
                 f"{p.get('path')}{rank}: {launches_text(s)}, "
                 f"device time {fmt_us(s.get('total_device_us'))}, chip {chip.get('name')} "
                 f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})",
@@ -77,15 +85,15 @@ def render(report: dict[str, Any], **opts: Any) -> str:
         )
         units = units_text(s)
         if units:
-            console.print(Text(f"  {units}", style="bold"))
+            console.print(_text(f"  {units}", style="bold"))
         sol = speed_of_light_text(s)
         if sol:
-            console.print(Text(f"  {sol}", style="bold"))
-        console.print(Text(f"  chip {chip_text(chip)}", style="dim"))
+            console.print(_text(f"  {sol}", style="bold"))
+        console.print(_text(f"  chip {chip_text(chip)}", style="dim"))
         # What the loader had to assume or could not find (no device info, no runtime metrics in an
         # IR-only bundle, inferred core counts) changes how findings read: say it up front.
         for note in p.get("warnings") or []:
-            console.print(Text(f"  note: {note}", style="dim"))
+            console.print(_text(f"  note: {note}", style="dim"))
     findings = report.get("findings", [])
     if findings:
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
@@ -103,23 +111,22 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             sev = str(f.get("severity"))
             occ = int(f.get("occurrences") or 1)
             row = [
-                Text(sev, style=SEVERITY_STYLE.get(sev, "")),
-                Text(str(f.get("code"))),
-                Text(str(f.get("slug"))),
-                *((Text(str(f.get("rank", ""))),) if multi else ()),
-                # Text, not str: a str cell is rich markup, and names come from the trace
-                Text(_kernels(list(f.get("kernels") or []))),
-                Text(str(f.get("message")) + (f" [x{occ}]" if occ > 1 else "")),
-                Text(saving_text(f)),
+                _text(sev, style=SEVERITY_STYLE.get(sev, "")),
+                _text(f.get("code")),
+                _text(f.get("slug")),
+                *((_text(f.get("rank", "")),) if multi else ()),
+                _text(_kernels(list(f.get("kernels") or []))),
+                _text(str(f.get("message")) + (f" [x{occ}]" if occ > 1 else "")),
+                _text(saving_text(f)),
             ]
             table.add_row(*row)
         console.print(table)
         if opts.get("recommendations", True):
             for f in findings[: int(opts.get("max_recommendations", 5))]:
-                console.print(Text(f"  {f.get('code')} → {f.get('recommendation')}", style="dim"))
+                console.print(_text(f"  {f.get('code')} → {f.get('recommendation')}", style="dim"))
                 where = where_text(list(f.get("locations") or []), limit=6)
                 if where:
-                    console.print(Text(f"      at {where}", style="dim"))
+                    console.print(_text(f"      at {where}", style="dim"))
     skipped = report.get("skipped", [])
     if skipped:
         console.print(Text("not checked:", style="bold"))
@@ -130,17 +137,17 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             by_need.setdefault(need, []).append(f"{s.get('code')} {s.get('slug')}")
         for need, names in by_need.items():
             label = names[0] if len(names) == 1 else ", ".join(n.split()[0] for n in names)
-            console.print(f"  {label}: needs {need}")
+            console.print(_text(f"  {label}: needs {need}"))
     for e in report.get("errors", []):
-        console.print(Text(f"error: {e.get('message')}", style="bold red"))
+        console.print(_text(f"error: {e.get('message')}", style="bold red"))
     adv = report.get("advisor")
     if adv:
         console.print(
-            Text(
+            _text(
                 f"msprof-analyze advisor: {adv.get('status')} — {len(adv.get('problems', []))} problems, "
                 f"{adv.get('duplicates', 0)} already reported by tilescope",
                 style="dim",
             )
         )
-    console.print(Text(summary_line(report), style="bold"))
+    console.print(_text(summary_line(report), style="bold"))
     return buf.getvalue()
