@@ -34,6 +34,31 @@ def test_fuzz_budget_meets_the_bar(real_traces: Path) -> None:
     assert counts["accepted"] > 0 and counts["rejected"] > 0
 
 
+# Cases the long run failed on, replayed on every CI run: (run seed, case index, seed input, what it was)
+FOUND = [
+    (7, 43, "fa_pipeutil_29", "Output Shapes = -9223372036854775808: sol_us = -1.05e13 with exit 0"),
+    (7, 16, "msprof_db", "COMPUTE_TASK_INFO.blockDim = 1e308: TypeError traceback"),
+    (7, 154, "msprof_db", "damaged page: UnicodeDecodeError traceback from SQLite's error message"),
+    (7, 250, "msprof_db", "damaged page: UnicodeDecodeError traceback from SQLite's error message"),
+    (7, 190, "msprof_db", "'a?b' directory: the URI opened a truncated path (sqlite3.OperationalError)"),
+    (7, 193, "fa_pipeutil_29", "a newline in the directory name split the error line in two"),
+]
+
+
+@pytest.mark.parametrize(("run_seed", "index", "seed_name", "what"), FOUND)
+def test_cases_the_fuzzer_found_stay_fixed(
+    real_traces: Path, tmp_path: Path, run_seed: int, index: int, seed_name: str, what: str
+) -> None:
+    from tests.fuzz.mutate import make_case, seeds
+    from tests.fuzz.oracle import check_case
+    from tests.fuzz.run import REPO
+
+    seed = next(s for s in seeds(REPO) if s.name == seed_name)
+    case = make_case(seed, index, run_seed, tmp_path)
+    results = check_case(case.path, case.twin, False, REPO)
+    assert [r for r in results if r.outcome in FAILURES] == [], (what, case.mutation)
+
+
 def test_oracle_catches_what_it_exists_to_catch() -> None:
     # the judge itself: a value outside its range, NaN, a traceback, a multi-line error
     assert judge_output("kernels", '[{"aic_busy_share": 1.5}]')[0] == "out_of_range"

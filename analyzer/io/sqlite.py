@@ -126,6 +126,12 @@ def read_sqlite(path: Path) -> SqliteData:
         return _read(con, path)
     except sqlite3.DatabaseError as exc:
         raise ProfileFormatError(path, None, f"unreadable SQLite database ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        # Python's sqlite3 decodes SQLite's error messages and TEXT values as UTF-8: on a damaged
+        # page either may quote garbage bytes (seen: the schema error of a corrupted sqlite_master)
+        raise ProfileFormatError(
+            path, None, "damaged SQLite database (it returned bytes that are not UTF-8 text)"
+        ) from exc
     finally:
         con.close()
 

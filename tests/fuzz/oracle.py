@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.io.validate import range_of
+from analyzer.report.escape import terminal_text
 
 COMMANDS: tuple[tuple[str, ...], ...] = (
     ("info",),
@@ -160,7 +161,8 @@ def judge(command: str, code: int | None, stdout: str, stderr: str, tb: str, nam
         errors = [ln for ln in lines if ln.startswith("tilescope: error:")]
         if len(errors) != 1 or not lines[-1].startswith("tilescope: error:"):
             return Result(command, "bad_error", stderr[-300:])
-        if named not in errors[0] and Path(named).name not in errors[0]:
+        shown = (named, Path(named).name, terminal_text(named), terminal_text(Path(named).name))
+        if not any(s in errors[0] for s in shown):  # the line shows control characters escaped
             return Result(command, "bad_error", f"does not name the input: {errors[0][:200]}")
         return Result(command, "rejected", errors[0][:200])
     return Result(command, "bad_exit", f"exit {code}: {stderr[-300:]}")
