@@ -194,7 +194,6 @@ def check_case(case_path: Path, twin: Path | None, subprocess_mode: bool, cwd: P
                 result = Result(cmd[0], "wrong_file", f"exit {run[0]} vs plain-named twin {trun[0]}")
         results.append(result)
     created = _files(case_dir.parent) - before
-    created = {p for p in created if not p.name.endswith(("-wal", "-shm", "-journal"))}
     if created:
         results.append(Result("*", "wrote_files", ", ".join(sorted(p.name for p in created))[:200]))
     return results
