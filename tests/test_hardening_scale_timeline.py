@@ -9,6 +9,7 @@ on hostile synthetic timelines (overlapping threads, shuffled flows, tied starts
 from __future__ import annotations
 
 import fnmatch
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,12 @@ import pytest
 
 from analyzer.analysis import analyze
 from analyzer.chips import get_chip
+from analyzer.cli import main
 from analyzer.engine import RuleContext
+from analyzer.errors import ProfileFormatError
+from analyzer.io import timeline as timeline_io
 from analyzer.io.load import load_profile
+from analyzer.io.timeline import read_timeline
 from analyzer.profile import Profile, SourceInfo, Timeline
 from rules import ts102_known_fusible_pattern as ts102
 from rules._common import end_ns, num, start_ns, text
@@ -389,3 +394,171 @@ def test_ts102_host_nesting_in_exact_ns() -> None:
     assert [p.id for p in found.patterns] == ["unfused-adam"]
     assert found.op_names() == [adam]
     assert found.windows()[0].tolist() == [t + 500]
+
+
+# ---- the {"traceEvents": [...]} object form, read like the array form -----------------------------------
+
+# Keys before the array whose strings hold `]`, `"traceEvents"` (escaped quotes) and UTF-8, a nested
+# "traceEvents" key, and keys after it: the last `]` of the file then closes `[1, 2]`, which the rest
+# of the file closes validly, so the guessed end is wrong and the exact pass must take over.
+_BEFORE = (
+    b'{"displayTimeUnit": "ns", "note": "a ] and \\"traceEvents\\": [1] inside a string", '
+    b'"meta": {"traceEvents": [{"ph": "X"}], "name": "\xe5\x90\x8d\xe5\x89\x8d ]"}, "traceEvents": '
+)
+_AFTER_GUESSED_WRONG = b', "otherData": {"traceEvents": [], "x": "]"}, "list": [1, 2], "n": 3}\n'
+_AFTER_GUESSED_RIGHT = b', "otherData": {"traceEvents": [], "x": "]"}}\n'
+
+
+def _events_files() -> list[Path]:
+    files = [_sample_trace("attention_unfused")]
+    real = REAL / "torch_timeline_3670" / "trace_view.json"
+    return files + ([real] if real.is_file() else [])
+
+
+def _same_tables(a: Timeline, b: Timeline) -> None:
+    assert len(a.kernels) > 0 and len(a.flows) > 0
+    for name in ("kernels", "host_ops", "counters", "flows"):
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name))
+    assert a.lanes == b.lanes
+
+
+@pytest.fixture
+def exact_calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Records each call of the exact (whole-file) window pass."""
+    calls: list[Path] = []
+    exact = timeline_io._exact_window
+
+    def counted(path: Path) -> tuple[int, int]:
+        calls.append(path)
+        return exact(path)
+
+    monkeypatch.setattr(timeline_io, "_exact_window", counted)
+    return calls
+
+
+@pytest.mark.parametrize("events_file", _events_files(), ids=lambda p: p.parent.name)
+@pytest.mark.parametrize(
+    ("before", "after", "exact_passes"),
+    [
+        (_BEFORE, _AFTER_GUESSED_RIGHT, 0),
+        (_BEFORE, _AFTER_GUESSED_WRONG, 1),  # DuckDB rejects the guessed window; the exact one is read
+        (b'\xef\xbb\xbf {\n  "traceEvents" :\n', b"\n}\n", 0),  # BOM, the only key, whitespace
+        (b'{"trace\\u0045vents": ', b"}", 0),  # the key spelled with an escape is the same key
+    ],
+    ids=["keys-around", "guessed-end-wrong", "bom-only-key", "escaped-key"],
+)
+def test_object_form_reads_the_tables_of_the_array_form(
+    tmp_path: Path, events_file: Path, before: bytes, after: bytes, exact_passes: int, exact_calls: list[Path]
+) -> None:
+    events = events_file.read_bytes()
+    obj = tmp_path / "trace.json"
+    obj.write_bytes(before + events + after)
+    _same_tables(read_timeline(obj), read_timeline(events_file))
+    assert len(exact_calls) == exact_passes
+
+
+@pytest.mark.parametrize(("head", "tail"), [(64, 1 << 20), (1 << 20, 16)], ids=["long-head", "long-tail"])
+def test_object_form_with_keys_beyond_the_head_or_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exact_calls: list[Path], head: int, tail: int
+) -> None:
+    """Keys before or after the array longer than what is parsed at either end: the exact pass."""
+    monkeypatch.setattr(timeline_io, "_HEAD_BYTES", head)
+    monkeypatch.setattr(timeline_io, "_TAIL_BYTES", tail)
+    events_file = _sample_trace("attention_unfused")
+    obj = tmp_path / "trace.json"
+    obj.write_bytes(_BEFORE + events_file.read_bytes() + b', "pad": "' + b"x" * 200 + b'"}')
+    _same_tables(read_timeline(obj), read_timeline(events_file))
+    assert exact_calls == [obj]
+
+
+def test_object_form_window_is_the_array(tmp_path: Path) -> None:
+    """DuckDB is given exactly the bytes of the traceEvents array, through a window, as an array."""
+    events = _sample_trace("attention_fused").read_bytes().strip()
+    obj = tmp_path / "it's [a] {trace}*.json"  # quote and glob characters stay out of DuckDB's path
+    obj.write_bytes(_BEFORE + events + _AFTER_GUESSED_RIGHT)
+    source = timeline_io._source_clause(obj)
+    assert "format='array'" in source and "unstructured" not in source
+    found = timeline_io._WINDOW_URL.search(source)
+    assert found is not None
+    assert (int(found[1]), int(found[2])) == (len(_BEFORE), len(_BEFORE) + len(events))
+    assert timeline_io._exact_window(obj) == (len(_BEFORE), len(_BEFORE) + len(events))
+    assert len(read_timeline(obj).kernels) == len(read_timeline(_sample_trace("attention_fused")).kernels)
+
+
+def _format_error(path: Path) -> ProfileFormatError:
+    with pytest.raises(ProfileFormatError) as info:
+        read_timeline(path)
+    assert "\n" not in str(info.value) and info.value.path == str(path)
+    assert "<file>" not in str(info.value) and timeline_io.WINDOW_PROTOCOL not in str(info.value)
+    return info.value
+
+
+def test_object_form_truncated_in_the_array(tmp_path: Path) -> None:
+    data = _BEFORE + _sample_trace("attention_unfused").read_bytes() + _AFTER_GUESSED_RIGHT
+    p = tmp_path / "trace.json"
+    cut = len(data) // 2
+    p.write_bytes(data[:cut])
+    err = _format_error(p)
+    assert err.where == f"byte {cut}" and err.expected.endswith("malformed JSON: unexpected end of data")
+
+
+def test_object_form_broken_event_with_a_valid_end(tmp_path: Path) -> None:
+    events = _sample_trace("attention_unfused").read_bytes()
+    bad = events.index(b"},", len(events) // 3) + 1  # a comma after an object
+    p = tmp_path / "trace.json"
+    p.write_bytes(_BEFORE + events[:bad] + b";" + events[bad + 1 :] + _AFTER_GUESSED_RIGHT)
+    err = _format_error(p)
+    assert err.where == f"byte {len(_BEFORE) + bad}" and "malformed JSON: expected ','" in err.expected
+
+
+@pytest.mark.parametrize(
+    ("content", "where", "reason"),
+    [
+        (b'{"displayTimeUnit": "ns", "traceEvents": 5}', "byte 41", '"traceEvents" is not a list'),
+        (b'{"displayTimeUnit": "ns", "x": [1]}', None, 'an object without a "traceEvents" list'),
+        (b'{"traceEvents": []}', None, "found no events"),
+        (b'{"traceEvents": [{"ph": "M", "name": "x", "pid": 1, "tid": 1}]} junk', "byte 65", "trailing"),
+        (  # nested past any parser's stack, before the list: one line, not a RecursionError
+            b'{"a": '
+            + b"[" * 100_000
+            + b"]" * 100_000
+            + b', "traceEvents": [{"ph": "M", "pid": 1, "tid": 1}]}',
+            None,
+            "nested too deeply",
+        ),
+    ],
+)
+def test_object_form_bad_input_is_one_line(
+    tmp_path: Path, content: bytes, where: str | None, reason: str
+) -> None:
+    p = tmp_path / "trace.json"
+    p.write_bytes(content)
+    err = _format_error(p)
+    assert err.where == where and reason in err.expected
+
+
+def test_object_form_broken_file_exits_2_from_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _BEFORE + _sample_trace("attention_unfused").read_bytes() + _AFTER_GUESSED_WRONG
+    p = tmp_path / "trace_view.json"
+    p.write_bytes(data[: len(data) - 100])
+    assert main(["analyze", str(p)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"tilescope: error: {p}: byte {len(data) - 100}: expected a Chrome-trace JSON array of events "
+        "(trace_view.json / msprof_*.json); malformed JSON: unexpected end of data"
+    )
+
+
+def test_object_form_without_fsspec_is_a_missing_component(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fsspec is a declared dependency; an install without it gets exit 3 and one line, no traceback."""
+    monkeypatch.setitem(sys.modules, "fsspec.spec", None)  # `import fsspec.spec` raises ImportError
+    p = tmp_path / "trace_view.json"
+    p.write_bytes(_BEFORE + _sample_trace("attention_fused").read_bytes() + b"}")
+    assert main(["analyze", str(p)]) == 3
+    assert capsys.readouterr().err.strip() == (
+        'tilescope: error: reading a {"traceEvents": [...]} timeline needs fsspec (pip install fsspec)'
+    )
