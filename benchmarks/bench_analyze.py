@@ -10,7 +10,14 @@ kernels (default 50,000) and a trace_view.json of about --events events (default
 the other in the same run. The advisor is looked up on PATH, then in --advisor-bin (default
 /tmp/msa-venv/bin); when absent that half is reported as skipped.
 
+Part 3 (issue #13 target: `analyze` on a large trace_view.json within 2x `read_timeline`): a bare
+trace_view.json of --timeline-mb MiB from sample_traces/generate.py; `read_timeline` and the whole
+`tilescope analyze FILE -f json -o OUT` each run in their own subprocess (one after the other) on
+the code of --code (default: this checkout; e.g. /work/main for a before/after), timed inside the
+child around the call, with the child's peak RSS and the load average printed.
+
     .venv/bin/python benchmarks/bench_analyze.py --dir bench-data
+    .venv/bin/python benchmarks/bench_analyze.py --dir /tmp/ba --skip-part1 --skip-part2 --timeline-mb 2048
 """
 
 from __future__ import annotations
@@ -139,6 +146,67 @@ def part2(root: Path, rows: int, events: int, advisor_bin: Path, gen: ModuleType
     return {"tilescope_s": t_ts, "advisor_s": t_adv, "speedup": t_adv / t_ts}
 
 
+_PART3_CHILD = {
+    "read_timeline": (
+        "from analyzer.io.timeline import read_timeline\n"
+        "def run(p, out):\n"
+        "    t = read_timeline(p)\n"
+        "    return f'{len(t.kernels)} kernels, {len(t.host_ops)} host ops, {len(t.flows)} flows'\n"
+    ),
+    "analyze": (
+        "from analyzer.cli import main\n"
+        "def run(p, out):\n"
+        "    code = main(['analyze', p, '-f', 'json', '-o', out])\n"
+        "    import json\n"
+        "    with open(out) as fh:\n"
+        "        n = len(json.load(fh)['findings'])\n"
+        "    return f'exit {code}, {n} findings'\n"
+    ),
+}
+_PART3_TIMER = (
+    "import resource, sys, time\n"
+    "t = time.perf_counter()\n"
+    "what = run(sys.argv[1], sys.argv[2])\n"
+    "dt = time.perf_counter() - t\n"
+    "print(f'{dt:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} {what}')\n"
+)
+
+
+def _part3_child(label: str, trace: Path, out: Path, code_dir: Path) -> tuple[float, float, str] | None:
+    env = dict(os.environ, PYTHONPATH=str(code_dir))
+    res = subprocess.run(
+        [sys.executable, "-c", _PART3_CHILD[label] + _PART3_TIMER, str(trace), str(out)],
+        capture_output=True, text=True, env=env, cwd=code_dir, check=False,
+    )
+    if res.returncode != 0:
+        print(f"part 3: {label} failed: {(res.stderr.strip().splitlines() or ['?'])[-1][:300]}", flush=True)
+        return None
+    seconds, rss, what = res.stdout.strip().splitlines()[-1].split(" ", 2)
+    return float(seconds), float(rss), what
+
+
+def part3(root: Path, size_mb: float, code_dir: Path, gen: ModuleType) -> dict[str, float | None]:
+    trace = root / f"tl{size_mb:g}" / "trace_view.json"
+    if not trace.exists():
+        trace.parent.mkdir(parents=True, exist_ok=True)
+        gen.write_large_trace_view(trace, int(size_mb * 2**20))
+    print(f"part 3: {trace} ({trace.stat().st_size / 2**20:,.0f} MiB), code {code_dir}, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
+    got: dict[str, tuple[float, float, str] | None] = {}
+    # kept beside the trace, one per checkout, so that a before/after can compare the findings
+    report = trace.with_name(f"report.{code_dir.name}.json")
+    for label in ("read_timeline", "analyze"):
+        got[label] = found = _part3_child(label, trace, report, code_dir)
+        if found is not None:
+            print(f"part 3: {label:>13}: {found[0]:7.2f} s  peak RSS {found[1]:7,.0f} MiB  ({found[2]})  "
+                  f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    read, whole = got["read_timeline"], got["analyze"]
+    ratio = whole[0] / read[0] if read and whole else None
+    if ratio is not None:
+        print(f"part 3: analyze / read_timeline = {ratio:.2f} (target <= 2)")
+    return {"read_s": read[0] if read else None, "analyze_s": whole[0] if whole else None, "ratio": ratio}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -149,6 +217,8 @@ def main() -> int:
     ap.add_argument("--advisor-bin", type=Path, default=Path("/tmp/msa-venv/bin"))
     ap.add_argument("--skip-part1", action="store_true")
     ap.add_argument("--skip-part2", action="store_true")
+    ap.add_argument("--timeline-mb", type=float, default=0.0, help="part 3 trace size in MiB (0: skip)")
+    ap.add_argument("--code", type=Path, default=REPO, help="part 3: the checkout whose code runs")
     args = ap.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     gen = _generator()
@@ -156,6 +226,8 @@ def main() -> int:
         part1(args.dir, args.rows, args.repeat, gen)
     if not args.skip_part2:
         part2(args.dir, args.small_rows, args.events, args.advisor_bin, gen)
+    if args.timeline_mb > 0:
+        part3(args.dir, args.timeline_mb, args.code.resolve(), gen)
     return 0
 
 

@@ -4,6 +4,12 @@ Usage:
     .venv/bin/python benchmarks/bench_timeline.py --size-mb 200
     .venv/bin/python benchmarks/bench_timeline.py --size-mb 1024
     .venv/bin/python benchmarks/bench_timeline.py --input /path/to/trace_view.json
+    .venv/bin/python benchmarks/bench_timeline.py --size-mb 500 --object-form [--code /work/main]
+
+--object-form compares read_timeline on the bare array with read_timeline on the same events in the
+`{"traceEvents": [...]}` object form (keys before and after the list, strings holding `]` and
+`"traceEvents"`), written next to it; json.load is not run. --code runs the children on another
+checkout's code (PYTHONPATH and working directory), e.g. the main branch for a before/after.
 
 Both readers run as separate subprocesses (one after the other, never in parallel) so each reports
 its own peak RSS (`ru_maxrss`); the printed ratio is read_timeline time / json.load time, measured
@@ -168,6 +174,24 @@ def _make_trace(path: Path, target_bytes: int) -> None:
         write_large_trace_view(path, target_bytes)
 
 
+# Wrapped around the bare array by --object-form: keys before and after the list whose strings hold
+# `]` and "traceEvents", as a reader that scans for them naively would trip on.
+OBJECT_BEFORE = (
+    b'{"displayTimeUnit": "ns", "note": "a ] and \\"traceEvents\\": [1] in a string", '
+    b'"meta": {"traceEvents": []}, "traceEvents": '
+)
+OBJECT_AFTER = b', "otherData": {"traceEvents": [], "x": "]"}}\n'
+
+
+def write_object_form(src: Path, dst: Path) -> None:
+    """`dst`: the events of the bare array `src` as {"traceEvents": [...]} with keys around them."""
+    with open(src, "rb") as fh, open(dst, "wb") as out:
+        out.write(OBJECT_BEFORE)
+        while chunk := fh.read(1 << 24):
+            out.write(chunk)
+        out.write(OBJECT_AFTER)
+
+
 _CHILD = {
     "json.load": (
         "import json\n"
@@ -185,6 +209,7 @@ _CHILD = {
         "            f'({linked} to kernels), {len(t.counters)} counter rows')\n"
     ),
 }
+_CHILD["read_timeline (object form)"] = _CHILD["read_timeline"]
 
 _TIMER = (
     "import resource, sys, time\n"
@@ -195,12 +220,17 @@ _TIMER = (
 )
 
 
-def _measure(label: str, path: Path) -> tuple[float, float, str]:
+def _measure(label: str, path: Path, code_dir: Path = ROOT) -> tuple[float, float, str] | None:
+    """Time and peak RSS of one reader in its own subprocess; None (and its last error line
+    printed) when it fails, e.g. the object form on code from before #13."""
     code = _CHILD[label] + _TIMER
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    res = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env)
+    env = dict(os.environ, PYTHONPATH=str(code_dir))
+    res = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env,
+                         cwd=code_dir)
     if res.returncode != 0:
-        raise SystemExit(f"{label} failed:\n{res.stderr}")
+        last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
+        print(f"{label:>14}: FAILED: {last[:300]}", flush=True)
+        return None
     seconds, rss_mib, what = res.stdout.strip().splitlines()[-1].split(" ", 2)
     return float(seconds), float(rss_mib), what
 
@@ -210,6 +240,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--size-mb", type=float, default=200.0, help="size of the generated trace (MiB)")
     ap.add_argument("--input", type=Path, help="benchmark this trace instead of generating one")
     ap.add_argument("--keep", type=Path, help="write the generated trace here and keep it")
+    ap.add_argument("--object-form", action="store_true",
+                    help="compare read_timeline on the bare array and on the {\"traceEvents\": [...]} form")
+    ap.add_argument("--code", type=Path, default=ROOT, help="checkout whose code the children run")
     args = ap.parse_args(argv)
 
     tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -223,16 +256,26 @@ def main(argv: list[str] | None = None) -> None:
             path = Path(tmp.name) / "trace_view.json"
         _make_trace(path, int(args.size_mb * 2**20))
     size_mib = path.stat().st_size / 2**20
-    print(f"trace: {path} ({size_mib:,.0f} MiB), {os.cpu_count()} CPUs, "
+    print(f"trace: {path} ({size_mib:,.0f} MiB), {os.cpu_count()} CPUs, code {args.code}, "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
-    results: dict[str, tuple[float, float, str]] = {}
-    for label in ("json.load", "read_timeline"):
-        results[label] = _measure(label, path)
-        sec, rss, what = results[label]
-        print(f"{label:>14}: {sec:7.2f} s  peak RSS {rss:7,.0f} MiB  ({what})", flush=True)
-    base, ours = results["json.load"], results["read_timeline"]
-    print(f"time ratio read_timeline / json.load = {ours[0] / base[0]:.2f}; "
-          f"peak RSS ratio = {ours[1] / base[1]:.2f}; load average now {os.getloadavg()[0]:.2f}")
+    runs = [("json.load", path), ("read_timeline", path)]
+    obj = path.with_name(path.stem + ".object.json")
+    if args.object_form:
+        write_object_form(path, obj)
+        runs = [("read_timeline", path), ("read_timeline (object form)", obj)]
+    results: dict[str, tuple[float, float, str] | None] = {}
+    for label, file in runs:
+        results[label] = found = _measure(label, file, args.code)
+        if found is not None:
+            sec, rss, what = found
+            print(f"{label:>14}: {sec:7.2f} s  peak RSS {rss:7,.0f} MiB  ({what})  "
+                  f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    base, ours = results[runs[0][0]], results[runs[1][0]]
+    if base is not None and ours is not None:
+        print(f"time ratio {runs[1][0]} / {runs[0][0]} = {ours[0] / base[0]:.2f}; "
+              f"peak RSS ratio = {ours[1] / base[1]:.2f}; load average now {os.getloadavg()[0]:.2f}")
+    if args.object_form and not args.keep:
+        obj.unlink()
     if tmp is not None:
         tmp.cleanup()
 

@@ -305,34 +305,102 @@ _HOST_IGNORE = (
 )
 
 
-def match_host_patterns(
-    host_ops: pd.DataFrame, patterns: Sequence[Pattern]
-) -> list[tuple[Pattern, pd.DataFrame]]:
+@dataclass(frozen=True)
+class HostMatches:
+    """Occurrences of the patterns' `host_steps` over the sequenced host ops (torch ops without the
+    view and nested ones, per thread in time order). Occurrence i is sequenced ops `first[i]` up to
+    `stop[i]`: a match never crosses a thread, so its ops are consecutive in that order."""
+
+    names: list[str]  # op name of each code in `name_codes`
+    name_codes: np.ndarray  # int64 per sequenced op: index into `names`
+    start_ns: np.ndarray  # int64 per sequenced op
+    end_ns: np.ndarray  # int64 per sequenced op
+    patterns: list[Pattern]  # per occurrence, in match order
+    first: np.ndarray  # int64 per occurrence
+    stop: np.ndarray  # int64 per occurrence
+
+    def windows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(earliest start, latest end) of each occurrence's ops, in ns."""
+        if not self.patterns:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        # reduceat over the [first, stop) pairs; the appended sentinel keeps stop == len a valid index
+        idx = np.column_stack([self.first, self.stop]).ravel()
+        lo = np.minimum.reduceat(np.append(self.start_ns, 0), idx)[::2]
+        hi = np.maximum.reduceat(np.append(self.end_ns, 0), idx)[::2]
+        return lo, hi
+
+    def op_names(self) -> list[list[str]]:
+        """The op names of each occurrence (one gather over the matched ops only)."""
+        if not self.patterns:
+            return []
+        lengths = self.stop - self.first
+        rows = np.repeat(self.first - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+        flat = [self.names[c] for c in self.name_codes[rows].tolist()]
+        ends = np.cumsum(lengths).tolist()
+        return [flat[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+def _no_host_matches() -> HostMatches:
+    none = np.empty(0, np.int64)
+    return HostMatches([], none, none, none, [], none, none)
+
+
+def _host_kept(name: str) -> bool:
+    """Whether the host patterns see an op of this name: torch ops (aten::*, npu_*) but no views."""
+    if not name.startswith(("aten::", "npu_")):
+        return False
+    low = name.lower()
+    return not any(fnmatch.fnmatchcase(low, g) if "*" in g else low == g for g in _HOST_IGNORE)
+
+
+def _name_codes(df: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """`text(df, "name")` factorised: a code per row and the distinct names ("" for missing).
+
+    Factorising the column itself (a categorical in a timeline) skips making a string per row."""
+    if "name" not in df.columns:
+        return np.zeros(len(df), np.int64), [""]
+    codes, uniq = pd.factorize(df["name"], use_na_sentinel=True)
+    names = [str(u) for u in uniq]
+    codes = np.asarray(codes, dtype=np.int64)
+    missing = codes < 0
+    if missing.any():
+        codes = np.where(missing, len(names), codes)
+        names.append("")
+    return codes, names
+
+
+def match_host_patterns(host_ops: pd.DataFrame | None, patterns: Sequence[Pattern]) -> HostMatches:
     """Match `host_steps` on torch ops (aten::*) of the timeline, per thread, ignoring view ops and
-    ops nested inside the previous kept op (aten::softmax encloses aten::_softmax)."""
+    ops nested inside the previous kept op (aten::softmax encloses aten::_softmax).
+
+    A timeline repeats a few hundred names millions of times: names are judged once per distinct
+    name and the rest is whole-array work, with no Python per op or per occurrence."""
     if host_ops is None or host_ops.empty or not any(p.host_steps for p in patterns):
-        return []
-    names = text(host_ops, "name")
-    keep = names.str.startswith("aten::") | names.str.startswith("npu_")
-    low = names.str.lower()
-    for g in _HOST_IGNORE:
-        keep &= ~low.map(lambda n, g=g: fnmatch.fnmatchcase(n, g)) if "*" in g else (low != g)
-    ops = host_ops[keep.to_numpy()].copy()
-    if ops.empty:
-        return []
-    ops["_tid"] = num(ops, "tid").fillna(-1).astype("int64")
-    ops["_start"] = start_ns(ops)
-    ops["_end"] = end_ns(ops)
-    ops = ops.sort_values(["_tid", "_start"], kind="stable")
-    run_end = ops.groupby("_tid")["_end"].cummax().shift(1)
-    same_tid = ops["_tid"].eq(ops["_tid"].shift(1))
-    nested = same_tid & (ops["_end"] <= run_end)
-    ops = ops[~nested.to_numpy()].reset_index()
-    vocab = {op: _BASE + i for i, op in enumerate(pd.unique(text(ops, "name")))}
-    seq = text(ops, "name").map(vocab).to_numpy(dtype="int64")
-    boundaries = np.flatnonzero(np.diff(ops["_tid"].to_numpy()) != 0) + 1
-    codes = np.insert(seq, boundaries, _SEP)
-    pos = np.insert(np.arange(len(ops)), boundaries, -1)
-    return [
-        (pat, ops.iloc[pos[a:b]]) for pat, a, b, _spans in _run_matches(codes, patterns, vocab, host=True)
-    ]
+        return _no_host_matches()
+    codes, names = _name_codes(host_ops)
+    rows = np.flatnonzero(np.array([_host_kept(n) for n in names], dtype=bool)[codes])
+    if not len(rows):
+        return _no_host_matches()
+    tid = num(host_ops, "tid").fillna(-1).astype("int64").to_numpy()[rows]
+    start = start_ns(host_ops).to_numpy()[rows]
+    end = end_ns(host_ops).to_numpy()[rows]
+    order = np.lexsort((start, tid))  # by thread, then start; stable
+    rows, tid, start, end = rows[order], tid[order], start[order], end[order]
+    # Nested: on the same thread as the op before it, and ending no later than the latest end so far
+    # on that thread (an enclosing op starts first, so it comes first in this order).
+    run_end = pd.Series(end).groupby(tid).cummax().to_numpy()
+    same_tid = np.concatenate([[False], tid[1:] == tid[:-1]])
+    nested = same_tid & (end <= np.concatenate([[0], run_end[:-1]]))
+    op_codes, tid, start, end = codes[rows[~nested]], tid[~nested], start[~nested], end[~nested]
+    # regex code points numbered in order of first appearance, one per distinct name
+    seen = pd.unique(op_codes)
+    point = np.zeros(len(names), dtype=np.int64)
+    point[seen] = _BASE + np.arange(len(seen))
+    vocab = {names[c]: int(point[c]) for c in seen.tolist()}
+    boundaries = np.flatnonzero(np.diff(tid) != 0) + 1
+    seq = np.insert(point[op_codes], boundaries, _SEP)
+    pos = np.insert(np.arange(len(op_codes), dtype=np.int64), boundaries, -1)
+    found = _run_matches(seq, patterns, vocab, host=True)
+    first = np.array([pos[a] for _pat, a, _b, _spans in found], dtype=np.int64)
+    stop = first + np.array([b - a for _pat, a, b, _spans in found], dtype=np.int64)
+    return HostMatches(names, op_codes, start, end, [f[0] for f in found], first, stop)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
-from analyzer.profile import Profile
+from analyzer.profile import Profile, Timeline
 from rules._common import (
     end_ns,
     fmt_us,
@@ -191,49 +191,87 @@ def _kernel_findings(profile: Profile, ctx: RuleContext, patterns: list[Pattern]
     return findings
 
 
+# Links gathered per block of windows: bounds the (windows x links) index array of wide windows.
+_GATHER_BLOCK = 1 << 22
+
+
+def _flow_links(tl: Timeline) -> tuple[np.ndarray, np.ndarray]:
+    """(start of the host op, device µs of the kernel) of every flow linking a host op to a kernel
+    (async_npu / HostToDevice), in flow order."""
+    fl = tl.flows
+    if fl is None or fl.empty or "kernel_index" not in fl or "host_index" not in fl:
+        return np.empty(0, np.int64), np.empty(0, np.float64)
+    k = fl["kernel_index"].to_numpy().astype("int64")
+    h = fl["host_index"].to_numpy().astype("int64")
+    both = (k >= 0) & (h >= 0)
+    kd = num(tl.kernels, "duration_us").to_numpy()
+    return start_ns(tl.host_ops).to_numpy()[h[both]], kd[k[both]]
+
+
+def _window_links(
+    link_start: np.ndarray, link_dur: np.ndarray, w0: np.ndarray, w1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per window [w0, w1] (ns): how many links start in it, the sum and the max of their device µs.
+
+    One sort of the links and a binary search per window, instead of a scan of every link per
+    window (that scan was ~90 % of `analyze` on a 2 GB timeline). The sum adds each window's links
+    in flow order, as numpy sums the selection `link_dur[(link_start >= w0) & (link_start <= w1)]`:
+    windows of k links are summed as the rows of one (n, k) array, which numpy sums row by row
+    exactly as it sums a 1-D array of k values (a running, prefix or reduceat sum rounds differently).
+    """
+    n = len(w0)
+    count = np.zeros(n, np.int64)
+    total = np.zeros(n, np.float64)
+    longest = np.zeros(n, np.float64)
+    if not n or not len(link_start):
+        return count, total, longest
+    order = np.argsort(link_start, kind="stable")
+    lo = np.searchsorted(link_start[order], w0, "left")
+    count = np.maximum(np.searchsorted(link_start[order], w1, "right") - lo, 0)
+    for k in np.unique(count[count > 0]).tolist():
+        sel = np.flatnonzero(count == k)
+        for part in np.array_split(sel, max(1, len(sel) * k // _GATHER_BLOCK)):
+            members = order[lo[part][:, None] + np.arange(k)]
+            members.sort(axis=1)  # back to flow order
+            d = link_dur[members]
+            total[part] = d.sum(axis=1)
+            longest[part] = d.max(axis=1)
+    return count, total, longest
+
+
 def _host_findings(profile: Profile, ctx: RuleContext, patterns: list[Pattern]) -> list[Finding]:
     tl = profile.timeline
     if tl is None or tl.host_ops is None or tl.host_ops.empty:
         return []
     found = match_host_patterns(tl.host_ops, patterns)
-    # Device time per host op through the flow links (async_npu / HostToDevice).
-    linked = pd.DataFrame(columns=["host_index", "duration_us"])
-    if tl.flows is not None and not tl.flows.empty and "kernel_index" in tl.flows:
-        fl = tl.flows[(tl.flows["kernel_index"] >= 0) & (tl.flows["host_index"] >= 0)]
-        kd = num(tl.kernels, "duration_us").to_numpy()
-        linked = pd.DataFrame(
-            {
-                "host_index": fl["host_index"].to_numpy(),
-                "duration_us": kd[fl["kernel_index"].to_numpy().astype("int64")],
-            }
-        )
-    host_start = start_ns(tl.host_ops).to_numpy()
-    link_start = host_start[linked["host_index"].to_numpy().astype("int64")] if len(linked) else np.array([])
-    link_dur = linked["duration_us"].to_numpy(dtype="float64") if len(linked) else np.array([])
-    groups: dict[str, list[pd.DataFrame]] = {}
+    if not found.patterns:
+        return []
+    # Device time per occurrence: the kernels linked (by flow) to a host op starting in its window.
+    w0, w1 = found.windows()
+    count, device, longest = _window_links(*_flow_links(tl), w0, w1)
+    savings = np.where(count > 0, device - longest, 0.0).tolist()
+    names = found.op_names()
+    w0_l, w1_l, count_l, device_l = w0.tolist(), w1.tolist(), count.tolist(), device.tolist()
+    groups: dict[str, list[int]] = {}
     pats = {p.id: p for p in patterns}
-    for pat, ops in found:
-        groups.setdefault(pat.id, []).append(ops)
+    for i, pat in enumerate(found.patterns):
+        groups.setdefault(pat.id, []).append(i)
     findings = []
     for pid, occs in groups.items():
         pat = pats[pid]
         occ_ev: list[dict[str, Any]] = []
         saving = 0.0
-        for i, ops in enumerate(occs, start=1):
-            w0, w1 = int(ops["_start"].min()), int(ops["_end"].max())
-            sel = link_dur[(link_start >= w0) & (link_start <= w1)]
-            dev = float(sel.sum())
-            s = dev - float(sel.max()) if len(sel) else 0.0
-            saving += s
+        for n, i in enumerate(occs, start=1):
+            saving += savings[i]  # in occurrence order, as the total has always been added up
             occ_ev.append(
                 {
-                    "index": i,
-                    "host_ops": text(ops, "name").tolist(),
-                    "start_ns": w0,
-                    "host_span_us": r3((w1 - w0) / 1000),
-                    "linked_kernels": len(sel),
-                    "device_us": r3(dev),
-                    "saving_us": r3(s),
+                    "index": n,
+                    "host_ops": names[i],
+                    "start_ns": w0_l[i],
+                    "host_span_us": r3((w1_l[i] - w0_l[i]) / 1000),
+                    "linked_kernels": count_l[i],
+                    "device_us": r3(device_l[i]),
+                    "saving_us": r3(savings[i]),
                 }
             )
         msg = (

@@ -24,8 +24,9 @@ Choices worth knowing:
 - Only `X`, `s`/`f`, `C` and `M` events are read; `B`/`E`, instant and async events are ignored
   (Ascend profilers do not write them). Unpaired flow ends are dropped.
 - An empty array, or an object without "traceEvents", is a ProfileFormatError, not empty tables.
-- The object form {"traceEvents": [...]} is read as one JSON value (memory ~ file size): meant for
-  the msprof op simulator's trace.json, not for GB-sized timelines.
+- The object form {"traceEvents": [...]} (the msprof op simulator's trace.json, and any other keys
+  before or after the list) is streamed like the bare array: DuckDB reads the byte range of the
+  list through a window onto the file (see "the object form" below), same time and memory.
 
 Tables beyond the `Timeline` contract: `flows` also has name, end_ns and the start/end pid/tid;
 `host_ops.lane` is NaN for a pid without process_name metadata. The `Overlap Analysis` lane is
@@ -45,7 +46,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from analyzer.errors import ProfileFormatError
+from analyzer.errors import MissingComponentError, ProfileFormatError
 from analyzer.interrupt import hold_point
 from analyzer.io.native import native_name
 from analyzer.io.validate import check_frame
@@ -71,10 +72,6 @@ MAX_OBJECT_BYTES = 16 << 20  # DuckDB default; its read buffers scale with it (p
 _EVENT_COLUMNS = (
     "{'ph': 'VARCHAR', 'name': 'VARCHAR', 'cat': 'VARCHAR', 'pid': 'BIGINT', 'tid': 'BIGINT', "
     "'ts': 'DECIMAL(38,3)', 'dur': 'DOUBLE', 'id': 'VARCHAR', 'args': 'JSON'}"
-)
-_EVENT_STRUCT = (
-    "STRUCT(ph VARCHAR, name VARCHAR, cat VARCHAR, pid BIGINT, tid BIGINT, ts DECIMAL(38,3), "
-    "dur DOUBLE, id VARCHAR, args JSON)"
 )
 _KERNEL_ARGS = (
     '{"Stream Id": "BIGINT", "Physic Stream Id": "BIGINT", "Task Id": "BIGINT", '
@@ -126,7 +123,7 @@ def read_timeline(path: str | Path, before_build: Callable[[], object] | None = 
             # Closing the scan's connection hands its buffers back before the joins allocate
             # theirs; with one connection the two peaks add up (+0.5 GB on a 1 GB file).
             with duckdb.connect(config=config) as con:
-                parts = _scan(con, path, source, fh)
+                parts = _scan_source(con, path, source, fh)
         pa.default_memory_pool().release_unused()
         if before_build is not None:
             before_build()
@@ -176,22 +173,268 @@ def _source_clause(path: Path, fh: BinaryIO) -> str:
     # compression='none': the content decides how it is read, not the name (it was sniffed above)
     quoted = _sql_str(_scan_name(path, fh))
     if first == b"[":
-        return (f"read_json({quoted}, format='array', compression='none', columns={_EVENT_COLUMNS}, "
-                f"maximum_object_size={MAX_OBJECT_BYTES})")
+        return _array_read(quoted)
     if first == b"{":
-        # The msprof op simulator's {"traceEvents": [...]} form: one object holding the whole
-        # list, so DuckDB materialises it at once (fine for simulator-sized files).
-        limit = max(size + 1, 1 << 24)
-        inner = (f"read_json({quoted}, format='unstructured', records=true, compression='none', "
-                 f"columns={{'traceEvents': '{_EVENT_STRUCT}[]'}}, maximum_object_size={limit})")
-        return f"(SELECT unnest(e) FROM (SELECT unnest(traceEvents) AS e FROM {inner}))"
+        return _object_source(path, size, offset)
     shown = repr(first.decode("latin-1"))
     raise ProfileFormatError(path, f"byte {offset}", f"{EXPECTED}; found {shown}")
+
+
+def _array_read(quoted: str) -> str:
+    """read_json of a JSON array of events at `quoted` (an SQL string: a path or a window URL)."""
+    # compression='none': the content decides how it is read, not the name (it was sniffed)
+    return (f"read_json({quoted}, format='array', compression='none', columns={_EVENT_COLUMNS}, "
+            f"maximum_object_size={MAX_OBJECT_BYTES})")
+
+
+# ---- the {"traceEvents": [...]} object form ---------------------------------------------------------
+#
+# DuckDB streams a JSON array but materialises any other top-level value (format='unstructured'
+# allocated the whole object: "failed to allocate" above ~100 MB). So the object form is read as
+# the array form: the byte range of its traceEvents array is found, and DuckDB reads that range
+# through a registered read-only filesystem (`_window_fs`) as if it were a file of its own.
+#
+# Start: the keys before "traceEvents" are parsed from the head of the file (the array is usually
+# the first key; Python's json skips the others). End: the array's `]` is the last `]` of the file
+# that the rest of the file closes as a valid object (`, "k": v, ...}`); those keys are few.
+# When that guess is wrong (a later key holds a `]` followed by valid JSON), the window is not one
+# JSON array and DuckDB's scan fails; the exact window then comes from msgspec's validating pass
+# over the whole file (`_exact_window`), which also places the error of a broken file.
+
+WINDOW_PROTOCOL = "tilescope-window"
+TRACE_EVENTS = "traceEvents"
+_HEAD_BYTES = 1 << 20  # keys before traceEvents parsed from at most this much of the file
+_TAIL_BYTES = 1 << 20  # keys after it: the `]` is looked for in at most this much of the end
+_TAIL_TRIES = 64  # `]` candidates tried from the end
+_JSON_WS = b" \t\r\n"
+# Example: tilescope-window://81-524436561/%2Ftmp%2Fp%2Ftrace.json
+_WINDOW_URL = re.compile(WINDOW_PROTOCOL + r"://(\d+)-(\d+)/([^/'\"\s]+)")
+
+
+def _object_source(path: Path, size: int, first: int) -> str:
+    """read_json of the traceEvents array of an object-form file (`first`: offset of its `{`)."""
+    start = _events_start(path, first)
+    end = _events_end(path, size, start) if start is not None else None
+    if start is None or end is None:
+        start, end = _exact_window(path)
+    return _array_read(_sql_str(window_url(path, start, end)))
+
+
+def window_url(path: Path, start: int, end: int) -> str:
+    """The URL `_window_fs` serves as bytes [start, end) of `path` (quoted: no glob characters)."""
+    from urllib.parse import quote
+
+    return f"{WINDOW_PROTOCOL}://{start}-{end}/{quote(str(path.resolve()), safe='')}"
+
+
+def _events_start(path: Path, first: int) -> int | None:
+    """Offset of the `[` that opens the top-level "traceEvents" value, from the keys before it;
+    None when they do not parse within the head (a long or broken value: `_exact_window` decides)."""
+    import json
+
+    with open(path, "rb") as fh:
+        # latin-1: one character per byte, so string positions are file offsets; the structure
+        # (all ASCII) and the keys we compare with (ASCII) survive any UTF-8 inside the strings
+        head = fh.read(_HEAD_BYTES).decode("latin-1")
+    decoder = json.JSONDecoder()
+
+    def skip_ws(i: int) -> int:
+        while i < len(head) and head[i] in " \t\r\n":
+            i += 1
+        return i
+
+    pos = skip_ws(first + 1)
+    try:
+        while pos < len(head) and head[pos] == '"':
+            key, pos = json.decoder.scanstring(head, pos + 1)  # type: ignore[attr-defined]
+            pos = skip_ws(pos)
+            if head[pos : pos + 1] != ":":
+                return None
+            pos = skip_ws(pos + 1)
+            if key == TRACE_EVENTS:
+                return pos if head[pos : pos + 1] == "[" else None
+            _value, pos = decoder.raw_decode(head, pos)
+            pos = skip_ws(pos)
+            if head[pos : pos + 1] != ",":
+                return None
+            pos = skip_ws(pos + 1)
+    except (ValueError, RecursionError):  # a broken or absurdly nested value: msgspec will say
+        return None
+    return None
+
+
+def _events_end(path: Path, size: int, start: int) -> int | None:
+    """End (exclusive) of the traceEvents array: the last `]` after which the file closes the
+    top-level object validly; None when none does within the tail."""
+    import msgspec
+
+    at = max(start + 1, size - _TAIL_BYTES)
+    with open(path, "rb") as fh:
+        fh.seek(at)
+        tail = fh.read()
+    p = len(tail)
+    for _ in range(_TAIL_TRIES):
+        p = tail.rfind(b"]", 0, p)
+        if p < 0:
+            return None
+        rest = tail[p + 1 :].strip(_JSON_WS)
+        if rest == b"}":
+            return at + p + 1
+        if rest.startswith(b","):
+            try:
+                msgspec.json.decode(b"{" + rest[1:], type=dict[str, msgspec.Raw])
+            except msgspec.DecodeError:
+                continue
+            return at + p + 1
+    return None
+
+
+def _exact_window(path: Path) -> tuple[int, int]:
+    """[start, end) of the traceEvents array by a validating pass over the whole file (msgspec:
+    values are skipped in place, never decoded); ProfileFormatError naming the byte of a syntax
+    error, a missing "traceEvents" key or a non-list value."""
+    import msgspec
+
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        try:
+            top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+        except (msgspec.DecodeError, RecursionError) as exc:
+            raise _msgspec_error(path, exc, len(data)) from None
+        raw = top.pop(TRACE_EVENTS, None)
+        del top
+        if raw is None:
+            raise ProfileFormatError(path, None, f"{EXPECTED}; found no events (an object without a "
+                                                 f"\"{TRACE_EVENTS}\" list)")
+        # msgspec.Raw is a view into `data`: its address gives the offset
+        view = np.frombuffer(raw, np.uint8)
+        start = int(view.ctypes.data - np.frombuffer(data, np.uint8).ctypes.data)
+        end, opening = start + len(view), bytes(view[:1])
+        del view, raw
+    if opening != b"[":
+        raise ProfileFormatError(path, f"byte {start}", f"{EXPECTED}; \"{TRACE_EVENTS}\" is not a list")
+    return start, end
+
+
+def _msgspec_error(path: Path, exc: Exception, size: int) -> ProfileFormatError:
+    """msgspec's syntax error as one line with its file offset, worded as DuckDB's."""
+    if isinstance(exc, RecursionError):
+        return ProfileFormatError(path, None, f"{EXPECTED}; malformed JSON: values nested too deeply")
+    offset = _msgspec_offset(exc, size)
+    reason = "unexpected end of data" if offset == size else _MSGSPEC_BYTE.sub("", str(exc))
+    reason = reason.replace("JSON is malformed: ", "").strip().rstrip(".")
+    where = f"byte {offset}" if offset is not None else None
+    return ProfileFormatError(path, where, f"{EXPECTED}; malformed JSON: {reason}")
+
+
+class _Window:
+    """Bytes [start, end) of a file as a read-only, seekable binary file."""
+
+    def __init__(self, path: str, start: int, end: int) -> None:
+        self._fh = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by close())
+        self._start, self._size, self._pos = start, end - start, 0
+        self.closed = False
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = (0, self._pos, self._size)[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        left = max(0, self._size - self._pos)
+        n = left if n is None or n < 0 else min(n, left)
+        self._fh.seek(self._start + self._pos)
+        data = self._fh.read(n) if n else b""
+        self._pos += len(data)
+        return data
+
+    def readinto(self, buf: Any) -> int:
+        data = self.read(len(memoryview(buf)))
+        memoryview(buf).cast("B")[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._fh.close()
+        self.closed = True
+
+    def __enter__(self) -> _Window:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _window_fs() -> Any:
+    """An fsspec filesystem serving `window_url`s (DuckDB registers fsspec filesystems only)."""
+    from datetime import UTC, datetime
+    from urllib.parse import unquote
+
+    try:
+        from fsspec.spec import AbstractFileSystem
+    except ImportError:
+        raise MissingComponentError(
+            'reading a {"traceEvents": [...]} timeline needs fsspec (pip install fsspec)'
+        ) from None
+
+    class WindowFS(AbstractFileSystem):
+        protocol = WINDOW_PROTOCOL
+
+        @staticmethod
+        def _parse(url: str) -> tuple[str, int, int]:
+            found = _WINDOW_URL.search(url if "://" in url else f"{WINDOW_PROTOCOL}://{url}")
+            if found is None:
+                raise FileNotFoundError(url)
+            return unquote(found[3]), int(found[1]), int(found[2])
+
+        def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> _Window:
+            if mode != "rb":
+                raise PermissionError(f"{path}: read-only")
+            return _Window(*self._parse(path))
+
+        def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+            _file, start, end = self._parse(path)
+            return {"name": path, "size": end - start, "type": "file"}
+
+        def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+            return [self.info(path)] if detail else [path]
+
+        def modified(self, path: str) -> datetime:
+            return datetime.fromtimestamp(Path(self._parse(path)[0]).stat().st_mtime, UTC)
+
+    return WindowFS()
+
+
+def _scan_source(
+    con: duckdb.DuckDBPyConnection, path: Path, source: str, fh: BinaryIO
+) -> dict[str, pa.Table]:
+    """`_scan`, and for an object-form file the window's filesystem and the check of its end."""
+    found = _WINDOW_URL.search(source)
+    if found is None:
+        return _scan(con, path, source, fh)
+    con.register_filesystem(_window_fs())
+    try:
+        return _scan(con, path, source, fh)
+    except ProfileFormatError:
+        # the guessed end may be a `]` inside a later key: the exact window settles it (and raises
+        # for a broken file); the same window means the error stands
+        start, end = _exact_window(path)
+        if (start, end) == (int(found[1]), int(found[2])):
+            raise
+    return _scan(con, path, _array_read(_sql_str(window_url(path, start, end))), fh)
 
 
 def _format_error(path: Path, fh: BinaryIO, exc: Exception) -> ProfileFormatError:
     """Map a DuckDB error to one line: where (byte / event) and a short reason."""
     msg = str(exc).replace(_scan_name(path, fh), "<file>").replace(str(path), "<file>")
+    msg = _WINDOW_URL.sub("<file>", msg)
     found = _MALFORMED.search(msg)
     if found:
         # DuckDB's "at byte N" counts from the start of the bad record, not of the file.
@@ -210,23 +453,28 @@ def _malformed_offset(fh: BinaryIO) -> int | None:
     """File offset of the first JSON syntax error (error path only: a second, validating pass
     over the same open file).
 
-    msgspec validates into zero-copy `Raw` views over a memory map, so even a 1 GB file costs a
-    list of small objects, not a decoded document.
+    msgspec validates the whole document into one zero-copy `Raw` view over a memory map, so even
+    a 1 GB file (array or object form) costs no decoded document.
     """
     import msgspec
 
     try:
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
             size = len(data)
-            msgspec.json.decode(data, type=list[msgspec.Raw])
+            msgspec.json.decode(data, type=msgspec.Raw)
     except msgspec.DecodeError as exc:
-        if "truncated" in str(exc):
-            return size
-        found = _MSGSPEC_BYTE.search(str(exc))
-        return int(found[1]) if found else None
-    except (OSError, ValueError):
+        return _msgspec_offset(exc, size)
+    except (OSError, ValueError, RecursionError):
         return None
     return None
+
+
+def _msgspec_offset(exc: Exception, size: int) -> int | None:
+    """The file offset in a msgspec syntax error (the end of the data when it was truncated)."""
+    if "truncated" in str(exc):
+        return size
+    found = _MSGSPEC_BYTE.search(str(exc))
+    return int(found[1]) if found else None
 
 
 def _encode(table: pa.Table, columns: list[str]) -> pa.Table:
