@@ -42,6 +42,7 @@ FOUND = [
     (7, 250, "msprof_db", "damaged page: UnicodeDecodeError traceback from SQLite's error message"),
     (7, 190, "msprof_db", "'a?b' directory: the URI opened a truncated path (sqlite3.OperationalError)"),
     (7, 193, "fa_pipeutil_29", "a newline in the directory name split the error line in two"),
+    (1, 1877, "sample_bundle", "ir.json versions -1e308: a 300-digit integer in a TS504 finding, exit 0"),
 ]
 
 

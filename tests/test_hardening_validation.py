@@ -243,3 +243,44 @@ def test_impossible_shape_dims_are_no_shape(
     assert row["output_shapes"] == shape
     assert row["output_shape_list"] is None
     assert row["sol_us"] is None or row["sol_us"] >= 0
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda d: d["kernels"][0]["versions"].update(s_ub=-1e308),
+            "kernels[0].versions.s_ub: -1e+308 is less than",
+        ),
+        (
+            lambda d: d["kernels"][0].update(allocations="x"),
+            "kernels[0].allocations: 'x' is not of type 'array'",
+        ),
+        (lambda d: d.pop("kernels"), "'kernels' is a required property"),
+    ],
+)
+def test_bundle_ir_json_is_held_to_its_schema(
+    repo_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], change: object, expected: str
+) -> None:
+    # found by the fuzzer: versions -1e308 became a 300-digit integer in a TS504 message, exit 0
+    bundle = tmp_path / "bundle"
+    shutil.copytree(repo_root / "sample_traces" / "tilelang_fa_bundle", bundle)
+    ir = bundle / "ir" / "ir.json"
+    doc = json.loads(ir.read_text())
+    change(doc)  # type: ignore[operator]
+    ir.write_text(json.dumps(doc))
+    code, out, err = _run(capsys, "analyze", str(bundle), "--format", "json")
+    assert code == 2
+    assert out == ""
+    assert f"{ir}: " in err and expected in err, err
+
+
+def test_bundle_ir_json_that_is_not_an_object_is_refused(
+    repo_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(repo_root / "sample_traces" / "tilelang_fa_bundle", bundle)
+    (bundle / "ir" / "ir.json").write_text("[1, 2]")
+    code, _, err = _run(capsys, "analyze", str(bundle))
+    assert code == 2
+    assert "ir.json: expected a JSON object, found a JSON list" in err

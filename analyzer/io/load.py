@@ -357,7 +357,26 @@ def _read_json_file(path: Path) -> dict[str, Any] | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ProfileFormatError(path, None, f"expected a JSON object ({exc})") from exc
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise ProfileFormatError(path, None, f"expected a JSON object, found a JSON {type(data).__name__}")
+    return data
+
+
+def _read_ir(path: Path) -> dict[str, Any] | None:
+    """A bundle's ir.json, held to its schema (analyzer/ir/schema/ir.schema.json): the TS5xx rules
+    and the IR view trust its types (a buffer's versions of -1e308 became a 300-digit integer in a
+    finding), so a value of the wrong type or range is refused here, naming where it is."""
+    import jsonschema
+
+    from analyzer.ir.model import load_schema
+
+    doc = _read_json_file(path)
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(load_schema()).iter_errors(doc))
+    if error is not None:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+        expected = f"{error.message[:160]}; expected ir.json of schema 1.x"
+        raise ProfileFormatError(path, where or None, expected)
+    return doc
 
 
 def _build(
@@ -403,7 +422,7 @@ def _build(
         if (bundle / "ir").is_dir():
             profile.ir_dir = bundle / "ir"
             if (bundle / "ir" / "ir.json").is_file():
-                profile.ir = _read_json_file(bundle / "ir" / "ir.json")
+                profile.ir = _read_ir(bundle / "ir" / "ir.json")
                 profile.source.files.append(bundle / "ir" / "ir.json")
     return profile
 

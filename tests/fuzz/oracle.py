@@ -131,8 +131,11 @@ def _walk(x: Any, key: str = "") -> Iterator[tuple[str, float]]:
     elif isinstance(x, list):
         for v in x:
             yield from _walk(v, key)
-    elif isinstance(x, (int, float)) and not isinstance(x, bool):
-        yield key, float(x)
+    elif isinstance(x, int) and not isinstance(x, bool):
+        # an integer beyond int64 is no count any reader can take back (and beyond float: OverflowError)
+        yield key, float(x) if abs(x) < 2**63 else math.inf
+    elif isinstance(x, float):
+        yield key, x
 
 
 def judge_output(command: str, stdout: str) -> tuple[str, str]:
