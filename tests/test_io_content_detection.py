@@ -328,7 +328,7 @@ def test_real_parent_with_a_broken_rank_cli(
     lines = err.strip().splitlines()
     assert lines[0] == f"tilescope: warning: {d}/{RANK0_ERROR} — rank 0 left out"
     assert lines[-1] == (
-        "tilescope: error: partial input: 1 of 2 profiles could not be read (rank 0); "
+        f"tilescope: error: partial input: 1 of 2 profiles could not be read (rank 0: {d / 'test_rank_0'}); "
         "the output covers the other 1"
     )
     assert "Traceback" not in err

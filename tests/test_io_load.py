@@ -11,6 +11,8 @@ import pytest
 from analyzer.errors import NoProfileFoundError, UsageError
 from analyzer.io.load import detect, load_profile, load_profiles
 
+REPO = Path(__file__).resolve().parents[1]
+
 HEADER = "Name,Type,Accelerator Core,Start Time(us),Duration(us),Block Dim,aicore_time(us),aic_total_cycles"
 OPS_HEADER = "Op Name,OP Type,Task Type,Task Start Time(us),Task Duration(us),Block Dim"
 
@@ -80,7 +82,9 @@ def test_bundle_merges_metric_groups(tmp_path: Path) -> None:
     b = tmp_path / "run"
     (b / "ir").mkdir(parents=True)
     (b / "manifest.json").write_text(json.dumps({"kernel": "k"}))
-    (b / "ir" / "ir.json").write_text(json.dumps({"stages": []}))
+    # a real ir.json (bundles' ir.json is held to its schema on load)
+    ir_doc = json.loads((REPO / "sample_traces" / "tilelang_fa_bundle" / "ir" / "ir.json").read_text())
+    (b / "ir" / "ir.json").write_text(json.dumps(ir_doc))
     _kd(
         b / "profile" / "PipeUtilization" / "x_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv",
         ["k,MatMul,AI_CORE,1.0,10.0,20,9.0,324000,0.5", "k,MatMul,AI_CORE,30.0,11.0,20,9.0,324000,0.6"],
@@ -93,7 +97,7 @@ def test_bundle_merges_metric_groups(tmp_path: Path) -> None:
     )
     pr = load_profile(b)
     assert pr.source.format == "bundle"
-    assert pr.manifest == {"kernel": "k"} and pr.ir == {"stages": []} and pr.ir_dir == b / "ir"
+    assert pr.manifest == {"kernel": "k"} and pr.ir == ir_doc and pr.ir_dir == b / "ir"
     assert len(pr.kernels) == 2
     assert pr.kernels["aic_main_mem_read_gbps"].tolist() == [100.0, 200.0]
     # shared columns come from the first group run in directory order ("Memory" < "PipeUtilization")

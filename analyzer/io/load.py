@@ -472,7 +472,11 @@ class PartialLoadError(TilescopeError):
 
     def __init__(self, failures: list[LoadFailure], loaded: int) -> None:
         self.failures = failures
-        labels = ", ".join(f.label for f in failures[:5]) + (", …" if len(failures) > 5 else "")
+        # each named with its path, so that the one error line says which files to look at (the
+        # warning lines above it carry each file's row and reason)
+        named = [f"{f.label}: {f.path}" if f.rank is not None else str(f.path) for f in failures[:3]]
+        labels = ", ".join(named)
+        labels += ", …" if len(failures) > 3 else ""
         n, total = len(failures), len(failures) + loaded
         super().__init__(
             f"partial input: {n} of {total} profiles could not be read ({labels}); "

@@ -66,7 +66,7 @@ class Seed:
     `arg` (relative) is what the CLI is given."""
 
     name: str
-    kind: str  # "csv" | "json" | "sqlite" | "msprof_op" | "bundle"
+    kind: str  # "csv" | "json" | "sqlite" | "msprof_op" | "bundle" | "jsondoc"
     root: Path
     target: str
     arg: str
@@ -352,6 +352,7 @@ MUTATORS: dict[str, tuple[Mutator, ...]] = {
     "msprof_op": (_cell, _cell, _repeat_row, _drop_column, _short_row, _flip_bytes, _truncate),
     "json": (_json_field, _json_field, _json_field, _json_object_form, _flip_bytes, _truncate, _insert_nul),
     "bundle": (_json_any, _json_any, _json_any, _truncate, _flip_bytes),
+    "jsondoc": (_json_any, _json_any, _truncate, _flip_bytes),
     "sqlite": (_sqlite_value, _sqlite_value, _sqlite_drop, _sqlite_drop_column, _sqlite_pages, _truncate),
 }
 
@@ -414,4 +415,32 @@ def seeds(repo: Path) -> list[Seed]:
                 "torch_timeline", "json", real / "torch_timeline_3670", "trace_view.json", "trace_view.json"
             ),
         ]
+    return out
+
+
+def seeds_from(roots: list[Path]) -> list[Seed]:
+    """Seeds from any folder of inputs (another corpus run the same way): every CSV, JSON
+    timeline and SQLite file, every `msprof op` folder and run bundle found under `roots`."""
+    out: list[Seed] = []
+    for root in roots:
+        for p in sorted(root.rglob("*")) if root.is_dir() else [root]:
+            name = f"{p.parent.name}/{p.name}"
+            if p.is_dir() and (p / "ir" / "ir.json").is_file():
+                out.append(Seed(name, "bundle", p, "ir/ir.json", "."))
+            elif p.is_dir() and any(p.glob("OpBasicInfo*.csv")):
+                out.append(Seed(name, "msprof_op", p, ".", "."))
+            elif p.is_file() and p.suffix == ".csv" and not p.name.startswith("OpBasicInfo"):
+                out.append(Seed(name, "csv", p.parent, p.name, p.name))
+            elif p.is_file() and p.suffix == ".json" and p.name not in ("manifest.json", "ir.json"):
+                # a timeline is given itself; any other JSON (info.json, profiler_info_N.json, ...)
+                # is mutated in place and its folder given
+                head = p.read_bytes()[:4096].lstrip()
+                timeline = head.startswith(b"[") or b'"traceEvents"' in head
+                out.append(
+                    Seed(
+                        name, "json" if timeline else "jsondoc", p.parent, p.name, p.name if timeline else "."
+                    )
+                )
+            elif p.is_file() and p.suffix == ".db":
+                out.append(Seed(name, "sqlite", p.parent, p.name, p.name))
     return out

@@ -16,15 +16,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.fuzz.mutate import make_case, seeds
+from tests.fuzz.mutate import Seed, make_case, seeds, seeds_from
 from tests.fuzz.oracle import FAILURES, OUTCOMES, Result, check_case
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run(cases: int, seed: int, subprocess_mode: bool = False, log: bool = False) -> dict[str, object]:
+def run(
+    cases: int, seed: int, subprocess_mode: bool = False, log: bool = False, pool: list[Seed] | None = None
+) -> dict[str, object]:
     """Run `cases` cases (round-robin over the seeds); returns counts and the failing cases."""
-    pool = seeds(REPO)
+    pool = pool or seeds(REPO)
     counts: collections.Counter[str] = collections.Counter()
     failures: list[dict[str, object]] = []
     started = time.monotonic()
@@ -68,8 +70,14 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--subprocess", action="store_true", help="run each command as its own process")
     ap.add_argument("--json", type=Path, help="write the counts and failures here")
+    ap.add_argument(
+        "--corpus", type=Path, nargs="*", help="seed from these folders instead of the built-in seeds"
+    )
     args = ap.parse_args()
-    report = run(args.cases, args.seed, args.subprocess, log=True)
+    pool = seeds_from(args.corpus) if args.corpus else None
+    if args.corpus and not pool:
+        ap.error("no CSV, JSON, SQLite, msprof op folder or bundle under --corpus")
+    report = run(args.cases, args.seed, args.subprocess, log=True, pool=pool)
     text = json.dumps(report, indent=1)
     if args.json:
         args.json.write_text(text)
