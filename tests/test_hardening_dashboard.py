@@ -29,6 +29,7 @@ from dashboard.ir_view import load_stages
 from dashboard.paths import MAX_TREE_ENTRIES, PathRejected, RootSet
 from dashboard.synthetic import synthetic_profile, synthetic_report, write_ir_bundle
 
+REPO = Path(__file__).resolve().parents[1]
 MARKER = "MARKER-OUTSIDE-THE-ROOT"
 CSV_HEADER = "Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
 LONG = "fused_" + "x" * 4994  # a 5,000-character kernel name, as generated code can produce
@@ -37,14 +38,26 @@ LONG = "fused_" + "x" * 4994  # a 5,000-character kernel name, as generated code
 # --- symlink trees --------------------------------------------------------------------------
 
 
+def _valid_ir(kernel_file: str, name: str) -> dict[str, object]:
+    """The sample bundle's ir.json (bundles are held to the ir.json schema on load), naming
+    `kernel_file` and one kernel `name` whose one stage is ir/final.py."""
+    ir = json.loads((REPO / "sample_traces" / "tilelang_fa_bundle" / "ir" / "ir.json").read_text())
+    ir["kernel_file"] = kernel_file
+    ir["kernels"] = [
+        {
+            **ir["kernels"][0],
+            "name": name,
+            "stages": [{"name": "final", "file": "final.py", "pass": None, "lines": 1}],
+        }
+    ]
+    return dict(ir)
+
+
 def _ir_bundle(bundle: Path, kernel_file: str = "passwd") -> None:
     """A minimal IR-only bundle: manifest.json + ir/ir.json naming one stage and a kernel source."""
     (bundle / "ir").mkdir(parents=True)
     (bundle / "manifest.json").write_text("{}", encoding="utf-8")
-    ir = {
-        "kernel_file": kernel_file,
-        "kernels": [{"name": "k", "stages": [{"name": "final", "file": "final.py"}]}],
-    }
+    ir = _valid_ir(kernel_file=kernel_file, name="k")
     (bundle / "ir" / "ir.json").write_text(json.dumps(ir), encoding="utf-8")
     (bundle / "ir" / "final.py").write_text("x = 1\n", encoding="utf-8")
 
@@ -56,7 +69,7 @@ def tree(tmp_path: Path) -> dict[str, Path]:
     (outside / "ir").mkdir(parents=True)
     (outside / "passwd").write_text(f"root:{MARKER}\n", encoding="utf-8")
     (outside / "kernel_details.csv").write_text(f"{CSV_HEADER}{MARKER},Add,AI_VECTOR_CORE,1.0,2.0\n")
-    (outside / "ir" / "ir.json").write_text(json.dumps({"kernels": [{"name": MARKER}]}), encoding="utf-8")
+    (outside / "ir" / "ir.json").write_text(json.dumps(_valid_ir("x.py", MARKER)), encoding="utf-8")
     (outside / "ir" / "final.py").write_text(f"# {MARKER}\n", encoding="utf-8")
     root = tmp_path / "root"
     # kernel/ -> a directory outside, and ir.json names `passwd` inside it
@@ -166,7 +179,11 @@ def test_ir_view_judges_a_linked_kernel_folder_by_where_it_leads(tree: dict[str,
 
 def test_ir_view_refuses_a_linked_ir_folder(tree: dict[str, Path]) -> None:
     bundle = tree["root"] / "ir_link"
-    ir = {"kernels": [{"name": "k", "stages": [{"name": "final", "file": "final.py"}]}]}
+    ir = {
+        "kernels": [
+            {"name": "k", "stages": [{"name": "final", "file": "final.py", "pass": None, "lines": 1}]}
+        ]
+    }
     assert load_stages(bundle / "ir", ir, "k", RootSet.of([bundle])) == []
     # the same tree is fine when its target is served
     stages = load_stages(bundle / "ir", ir, "k", RootSet.of([bundle, tree["outside"]]))
