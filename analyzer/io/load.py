@@ -39,6 +39,7 @@ from analyzer.io.parts import (
     ensure_contract,
     file_names,
     kernels_from_timeline,
+    read_basic_info,
     read_kernel_csv,
 )
 
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from analyzer.profile import Profile, Timeline
+    from analyzer.profile import DeviceInfo, Profile, Timeline
 
 __all__ = [
     "Detected",
@@ -172,25 +173,54 @@ def _sqlite_task(k: pd.DataFrame) -> Callable[[int], str]:
     return where
 
 
+@dataclass
+class _Sources:
+    """Where a torch_npu or msprof directory keeps its kernel table and timeline: `tables` (one
+    kernel CSV or the slices of one op_summary) and else `database`, for the loaders below and
+    `kernel_csv_profile` alike, so that both read a directory the same way."""
+
+    tables: list[Path]
+    database: Path | None
+    timelines: list[Path]
+
+
+def _torch_sources(root: Path) -> _Sources:
+    """kernel_details.csv, else the profiler database, else the op_summary slices of a PROF_* dir."""
+    out = root / TORCH_OUT if (root / TORCH_OUT).is_dir() else root
+    kd = out / "kernel_details.csv"
+    dbs = sorted(out.glob("ascend_pytorch_profiler*.db"))
+    tv = out / "trace_view.json"
+    timelines = [tv] if tv.is_file() else []
+    if kd.is_file():
+        return _Sources([kd], None, timelines)
+    if dbs:
+        return _Sources([], dbs[0], timelines)
+    return _Sources(sorted(root.glob(f"PROF_*/{MSPROF_OUT}/op_summary_*.csv")), None, timelines)
+
+
+def _msprof_sources(root: Path) -> _Sources:
+    """The op_summary slices, else the msprof database; the msprof_*.json timelines."""
+    out = root / MSPROF_OUT
+    slices = sorted(out.glob("op_summary_*.csv")) or sorted(root.glob("device_*/summary/op_summary_*.csv"))
+    dbs = sorted(root.glob("msprof_*.db"))
+    timelines = sorted(out.glob("msprof_*.json")) or sorted(root.glob("device_*/timeline/msprof_*.json"))
+    return _Sources(slices, None if slices or not dbs else dbs[0], timelines)
+
+
 def _load_torch(root: Path, lazy_timeline: bool = False) -> Parts:
     import pandas as pd
 
     from analyzer.io import device as dev
 
-    out = root / TORCH_OUT if (root / TORCH_OUT).is_dir() else root
     parts = Parts(pd.DataFrame(), "torch_npu")
-    kd = out / "kernel_details.csv"
-    dbs = sorted(out.glob("ascend_pytorch_profiler*.db"))
-    slices = sorted(root.glob(f"PROF_*/{MSPROF_OUT}/op_summary_*.csv"))
-    tv = out / "trace_view.json"
-    timeline = _start_timeline(tv) if tv.is_file() else None
-    if kd.is_file():
-        read_kernel_csv(parts, kd)
-    elif dbs:
-        parts = _load_sqlite(dbs[0])
-    elif slices:
-        read_kernel_csv(parts, slices)
-    if timeline is not None:  # deferred only when the kernels come from elsewhere
+    src = _torch_sources(root)
+    tv = src.timelines[0] if src.timelines else None
+    timeline = _start_timeline(tv) if tv is not None else None
+    if src.tables:
+        read_kernel_csv(parts, src.tables)
+    elif src.database is not None:
+        parts = _load_sqlite(src.database)
+    if tv is not None:  # deferred only when the kernels come from elsewhere
         _take_timeline(parts, tv, timeline, lazy_timeline and bool(len(parts.kernels.columns)))
     if not len(parts.kernels.columns):
         if parts.timeline is None:
@@ -200,30 +230,29 @@ def _load_torch(root: Path, lazy_timeline: bool = False) -> Parts:
     parts.files.extend(files)
     parts.rank = parts.rank if parts.rank is not None else rank
     parts.device.cann_version = parts.device.cann_version or cann
-    _add_info_json(root, parts)
+    _add_info_json(root, parts.device, parts.files)
     return parts
 
 
-def _add_info_json(root: Path, parts: Parts) -> None:
+def _add_info_json(root: Path, device: DeviceInfo, files: list[Path]) -> None:
+    """The `info.json.N` files below a torch_npu or msprof directory into `device`."""
     from analyzer.io import device as dev
 
     for info in dev.find_info_json(root):
-        parts.files.append(info)
-        dev.merge_device(parts.device, dev.read_info_json(info))
+        files.append(info)
+        dev.merge_device(device, dev.read_info_json(info))
 
 
 def _load_msprof(root: Path) -> Parts:
     import pandas as pd
 
     parts = Parts(pd.DataFrame(), "msprof")
-    out = root / MSPROF_OUT
-    slices = sorted(out.glob("op_summary_*.csv")) or sorted(root.glob("device_*/summary/op_summary_*.csv"))
-    dbs = sorted(root.glob("msprof_*.db"))
-    timelines = sorted(out.glob("msprof_*.json")) or sorted(root.glob("device_*/timeline/msprof_*.json"))
-    if slices:
-        read_kernel_csv(parts, slices)
-    elif dbs:
-        parts = _load_sqlite(dbs[0])
+    src = _msprof_sources(root)
+    timelines = src.timelines
+    if src.tables:
+        read_kernel_csv(parts, src.tables)
+    elif src.database is not None:
+        parts = _load_sqlite(src.database)
     if timelines:
         if len(timelines) > 1:
             parts.warnings.append(f"{len(timelines)} timeline files; only {timelines[0].name} was read")
@@ -232,7 +261,7 @@ def _load_msprof(root: Path) -> Parts:
         if parts.timeline is None:
             raise NoProfileFoundError(root, "no op_summary_*.csv, msprof_*.db or msprof_*.json")
         parts.kernels = kernels_from_timeline(parts.timeline, parts.warnings)
-    _add_info_json(root, parts)
+    _add_info_json(root, parts.device, parts.files)
     return parts
 
 
@@ -541,20 +570,77 @@ def _load_found(p: Path, chip: str | None, progress: bool, lazy_timeline: bool =
     return LoadedProfiles((pr for _, pr in loaded), failures)
 
 
-def single_kernel_csv(path: str | Path) -> Path | None:
-    """The file, when `path` is exactly one kernel CSV (kernel_details.csv / op_summary_*.csv)."""
+@dataclass
+class KernelCsv:
+    """A profile whose kernels are one CSV file (`kernel_csv_profile`): the file, the profile's
+    detected format, and the device facts recorded beside the file, which the chip is chosen from."""
+
+    path: Path
+    format: str  # kernel_csv, torch_npu, msprof or folder (as `Profile.source.format` says)
+    device: DeviceInfo
+
+
+def kernel_csv_profile(path: str | Path) -> KernelCsv | None:
+    """The kernel CSV of `path` when the one profile there takes its kernels from exactly that file:
+    a kernel table itself, a torch_npu `*_ascend_pt` (or msprof `PROF_*`) directory whose kernel
+    table is one kernel_details.csv (one op_summary), or a plain folder of loose files with one
+    kernel table. None otherwise (several profiles, op_summary slices, a database, msprof op, a
+    bundle, kernels taken from a timeline): those are loaded whole by `load_profiles`.
+
+    Of everything beside the file, the kernel table of such a profile depends only on the device
+    facts that choose its chip: info.json, OpBasicInfo's clock, and the timeline's AI Core Freq
+    counter when nothing else records the clock. They are read here the way the loaders read them,
+    so the table streamed from the file equals `load_profiles(path)[0].kernels`; a timeline is read
+    only for that counter, and nothing else is read.
+    """
     found = detect(path)
-    if len(found) != 1 or found[0].format != "kernel_csv":
+    if len(found) != 1 or found[0].format not in ("kernel_csv", "torch_npu", "msprof", "folder"):
         return None
-    return found[0].path
+    det = found[0]
+    from analyzer.profile import DeviceInfo
+
+    device = DeviceInfo()
+    if det.format == "kernel_csv":
+        return KernelCsv(det.path, det.format, device)
+    if det.format == "folder":
+        from analyzer.io.detect import FolderSources
+
+        folder = det.sources or FolderSources()
+        src = _Sources(folder.kernel_tables, None, folder.timelines)
+    else:
+        src = _torch_sources(det.path) if det.format == "torch_npu" else _msprof_sources(det.path)
+        _add_info_json(det.path, device, [])
+    if len(src.tables) != 1:
+        return None
+    if det.format == "folder" and det.sources is not None and det.sources.basic_info:
+        launches, _used = read_basic_info(det.sources.basic_info, [])
+        if launches is not None:
+            clock_from_launches(device, launches)
+    if src.timelines:
+        _add_timeline_clock(device, src.timelines[0])
+    return KernelCsv(src.tables[0], det.format, device)
 
 
-def load_kernels_arrow(csv_path: Path, chip: str | None = None) -> pa.Table:
+def _add_timeline_clock(device: DeviceInfo, timeline: Path) -> None:
+    """The timeline's highest AI Core Freq into `device`, read only when nothing else recorded the
+    clock (`device.recorded_clock` prefers those): what `_build` takes from a loaded timeline."""
+    from analyzer.io import device as dev
+
+    if dev.recorded_clock(device)[0] is not None:
+        return
+    try:
+        from analyzer.io.timeline import counter_max, read_timeline
+    except ImportError:  # no timeline reader: the loaders skip the timeline too
+        return
+    device.timeline_max_frequency_mhz = counter_max(read_timeline(timeline))
+
+
+def load_kernels_arrow(csv_path: Path, chip: str | None = None, device: DeviceInfo | None = None) -> pa.Table:
     """The canonical kernel table with derived metrics as Arrow, for one kernel CSV file (as found
-    by `single_kernel_csv`).
+    by `kernel_csv_profile`, with the device facts it found beside the file).
 
     The file-output path of `tilescope kernels`: the same columns and values as
-    `load_profiles(csv_path)[0].kernels` without building a DataFrame.
+    `load_profiles(path)[0].kernels` without building a DataFrame.
     """
     from analyzer.columns import is_coupled_header
     from analyzer.io import device as dev
@@ -564,7 +650,7 @@ def load_kernels_arrow(csv_path: Path, chip: str | None = None) -> pa.Table:
     from analyzer.profile import DeviceInfo
 
     table, _producer, _files = read_kernel_arrow(csv_path)
-    selected = dev.choose_chip(chip, DeviceInfo(), table, [])
+    selected = dev.choose_chip(chip, device or DeviceInfo(), table, [])
     return add_derived_metrics_arrow(table, selected, coupled=is_coupled_header(read_header(csv_path)))
 
 

@@ -129,9 +129,9 @@ def _clock_text(device: DeviceInfo) -> str:
     return ", ".join(said) or "no frequency"
 
 
-def add_basic_info(parts: Parts, files: list[Path]) -> str:
-    """OpBasicInfo beside other sources: its rows become `launches`, its clock the device's. A
-    broken one is a note, not a failed load (it is a side source, like info.json)."""
+def read_basic_info(files: list[Path], warnings: list[str]) -> tuple[pd.DataFrame | None, list[Path]]:
+    """The launches of the OpBasicInfo files beside other sources and the files that gave them. A
+    broken one is a note in `warnings`, not a failed load (it is a side source, like info.json)."""
     import pandas as pd
 
     from analyzer.io.tables import read_small_table
@@ -142,13 +142,21 @@ def add_basic_info(parts: Parts, files: list[Path]) -> str:
         try:
             frames.append(read_small_table(f))
         except ProfileFormatError as exc:
-            parts.warnings.append(f"{f.name} not used: {exc.one_line()}")
+            warnings.append(f"{f.name} not used: {exc.one_line()}")
             continue
         used.append(f)
     if not frames:
+        return None, used
+    return (pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]), used
+
+
+def add_basic_info(parts: Parts, files: list[Path]) -> str:
+    """OpBasicInfo beside other sources: its rows become `launches`, its clock the device's."""
+    launches, used = read_basic_info(files, parts.warnings)
+    if launches is None:
         return ""
     parts.files.extend(used)
-    parts.launches = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    parts.launches = launches
     clock_from_launches(parts.device, parts.launches)
     return f"clock from {file_names(used)} ({_clock_text(parts.device)})"
 
