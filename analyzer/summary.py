@@ -86,9 +86,9 @@ def _r3(x: float | None) -> float | None:
 
 
 def _floats(k: pd.DataFrame, col: str) -> np.ndarray:
-    from analyzer.metrics import _col
+    from analyzer.metrics import float_column
 
-    return _col(k, col).to_numpy()
+    return float_column(k, col).to_numpy()
 
 
 def communication_mask(k: pd.DataFrame) -> np.ndarray:
@@ -241,7 +241,8 @@ def top_kernels(kernels: pd.DataFrame, device_us: float, top: int = 10) -> list[
     if not len(k) or "name" not in k.columns:
         return []
     keep = ~communication_mask(k)
-    sub = k[keep]
+    # only the columns read below: a row filter of the whole table copied all ~80 columns
+    sub = k.loc[keep, [c for c in ("name", "duration_us", "core_type") if c in k.columns]]
     if not len(sub):
         return []
     dur = pd.Series(_floats(sub, "duration_us"), index=sub.index)

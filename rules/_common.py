@@ -19,6 +19,7 @@ import pandas as pd
 from analyzer.chips import ChipSpec
 from analyzer.engine import RuleContext
 from analyzer.findings import SAVING_DEVICE, Finding, Location
+from analyzer.metrics import float_column
 from analyzer.profile import Profile
 from analyzer.report.words import fmt_pct
 from analyzer.report.words import fmt_us as words_fmt_us
@@ -76,10 +77,9 @@ DEFAULT_DTYPE_BYTES = 2  # fp16: the common case when a table has shapes but no 
 
 
 def num(df: pd.DataFrame, col: str) -> pd.Series:
-    """A numeric column as float64 (NaN where missing); an all-NaN series when the column is absent."""
-    if col not in df.columns:
-        return pd.Series(np.nan, index=df.index, dtype="float64")
-    return pd.to_numeric(df[col], errors="coerce").astype("float64")
+    """A numeric column as float64 (NaN where missing); an all-NaN series when the column is absent
+    (`analyzer.metrics.float_column`: a float64 column is the table's own, not a copy)."""
+    return float_column(df, col)
 
 
 def text(df: pd.DataFrame, col: str) -> pd.Series:

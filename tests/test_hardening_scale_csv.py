@@ -15,6 +15,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
@@ -226,3 +228,143 @@ def test_op_summary_slices_are_not_one_file(tmp_path: Path, real_traces: Path) -
     assert one is not None and one.path == out / "op_summary_1_1.csv" and one.format == "msprof"
     shutil.copy(src, out / "op_summary_1_2.csv")
     assert kernel_csv_profile(tmp_path / "PROF_1") is None
+
+
+# ---- analyze / info memory: the same numbers from fewer copies --------------------------------------
+
+
+def _one_frame_stats(k: pd.DataFrame, names: list[str] | None = None) -> pd.DataFrame:
+    """The reference: report.data.kernel_group_stats as it was, one launches × 61 frame of every
+    term summed by one groupby, text columns through object copies (what the JSON report held)."""
+    from analyzer.report.data import FIRST_OF_GROUP, WEIGHTED_RATIOS
+
+    if names is not None:
+        k = k[k["name"].astype("str").isin(names)]
+
+    def num(col: str) -> pd.Series:
+        return pd.to_numeric(k[col], errors="coerce").astype("float64") if col in k else pd.Series(
+            np.nan, index=k.index, dtype="float64"
+        )
+
+    dur, flops, moved = num("duration_us"), num("flops"), num("bytes_moved")
+    both = flops.notna() & moved.notna()
+    cols = {
+        "d": dur, "flops": flops, "bytes_moved": moved, "ai_f": flops.where(both), "ai_b": moved.where(both),
+        "tf_d": dur.where(both & dur.notna()), "tf_f": flops.where(both & dur.notna()),
+        "bw_d": dur.where(moved.notna() & dur.notna()), "bw_b": moved.where(dur.notna()),
+        "sol": num("sol_us"), "sol_d": dur.where(num("sol_us").notna()),
+    }
+    for c in WEIGHTED_RATIOS:
+        v = num(c)
+        cols[f"{c}__w"] = v * dur
+        cols[f"{c}__d"] = dur.where(v.notna())
+    key = k["name"].astype("str")
+    g = pd.DataFrame(cols, index=k.index).groupby(key, sort=False)
+    sums = g.sum(min_count=1)
+    quart = g["d"].quantile(np.array([0.25, 0.5, 0.75])).unstack()
+    out = pd.DataFrame({
+        "launches": g.size(), "median_us": quart[0.5], "p25_us": quart[0.25], "p75_us": quart[0.75],
+        "min_us": g["d"].min(), "max_us": g["d"].max(), "flops": g["flops"].mean(),
+        "bytes_moved": g["bytes_moved"].mean(),
+        "arithmetic_intensity": sums["ai_f"] / sums["ai_b"].where(sums["ai_b"] > 0),
+        "achieved_tflops": sums["tf_f"] / sums["tf_d"].where(sums["tf_d"] > 0) / 1e6,
+        "achieved_gbps": sums["bw_b"] / sums["bw_d"].where(sums["bw_d"] > 0) / 1e3,
+        "sol_us": sums["sol"], "sol_pct": sums["sol"] / sums["sol_d"].where(sums["sol_d"] > 0) * 100.0,
+    })
+    counts = k["sol_bound"].astype("object").groupby(key, sort=False).value_counts()
+    out["sol_bound"] = counts.groupby(level=0, sort=False).idxmax().map(lambda ix: ix[1])
+    for c in WEIGHTED_RATIOS:
+        out[c] = sums[f"{c}__w"] / sums[f"{c}__d"].where(sums[f"{c}__d"] > 0)
+    firsts = k[list(FIRST_OF_GROUP)].astype("object").groupby(key, sort=False).first()
+    out = out.join(firsts)
+    out["input_shape_variants"] = k["input_shapes"].groupby(key, sort=False).nunique()
+    return out
+
+
+def _launches(n: int, sorted_names: bool, seed: int = 7) -> pd.DataFrame:
+    """Every column kernel_group_stats reads, finite everywhere (no NaN in any summed term)."""
+    from analyzer.report.data import WEIGHTED_RATIOS
+
+    rng = np.random.default_rng(seed)
+    names = np.array(["matmul", "softmax", "add"])
+    idx = np.sort(rng.integers(0, 3, n)) if sorted_names else rng.integers(0, 3, n)
+    k = pd.DataFrame({
+        "name": pd.Series(names[idx], dtype="str"),
+        "duration_us": rng.uniform(100, 200, n).round(3),
+        "flops": rng.uniform(1e9, 2e9, n),
+        "bytes_moved": rng.uniform(1e6, 2e6, n),
+        "sol_us": rng.uniform(10, 90, n),
+        "sol_bound": pd.Series(np.array(["compute", "memory"])[rng.integers(0, 2, n)], dtype="str"),
+        "op_type": pd.Series(names[idx], dtype="str"),
+        "core_type": pd.Series(["AI_CORE"] * n, dtype="str"),
+        "input_shapes": pd.Series(np.array(['"8,16"', '"4,4"'])[rng.integers(0, 2, n)], dtype="str"),
+        "input_dtypes": pd.Series(["FLOAT16"] * n, dtype="str"),
+    })
+    for c in WEIGHTED_RATIOS:
+        k[c] = rng.uniform(0, 1, n).round(5) * (100.0 if c.endswith("_pct") else 1.0)
+    return k
+
+
+def _same_stats(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    from analyzer.report.data import FIRST_OF_GROUP
+
+    for c in FIRST_OF_GROUP:  # the same strings; read as they are now, not as an object copy
+        got[c] = got[c].astype("object")
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+@pytest.mark.parametrize("sorted_names", [True, False])
+@pytest.mark.parametrize("nan_in", [None, "aiv_mte3_share", "bytes_moved"])
+@pytest.mark.parametrize("names", [None, ["softmax", "add"]])
+def test_kernel_group_stats_sums_as_one_frame_did(
+    sorted_names: bool, nan_in: str | None, names: list[str] | None
+) -> None:
+    # pandas sums a NaN-free block of sorted groups with np.add.reduceat and any other block with
+    # its Kahan loop (they differ in the last bit): one NaN in one term of the old one-frame sum put
+    # every sum on the Kahan loop, and the few-at-a-time sums must follow it bit for bit
+    from analyzer.report.data import kernel_group_stats
+
+    k = _launches(4000, sorted_names)
+    if nan_in is not None:
+        k.loc[1234, nan_in] = np.nan
+    _same_stats(kernel_group_stats(k, names), _one_frame_stats(k, names))
+
+
+def test_kernel_group_stats_leaves_out_unnamed_launches_as_before() -> None:
+    from analyzer.report.data import kernel_group_stats
+
+    k = _launches(600, sorted_names=True)
+    k.loc[[0, 300, 599], "name"] = np.nan  # before, inside and after the sorted runs
+    got = kernel_group_stats(k)
+    assert int(got["launches"].sum()) == 597
+    _same_stats(got, _one_frame_stats(k))
+
+
+@pytest.mark.parametrize("name", FOLDERS[:1] + FOLDERS[3:7])
+def test_kernel_group_stats_on_real_and_sample_profiles(real_traces: Path, tmp_path: Path, name: str) -> None:
+    from analyzer.report.data import kernel_group_stats
+
+    k = load_profile(_folders(real_traces, tmp_path)[name]).kernels
+    tops = list(k["name"].dropna().astype("str").unique()[:10])
+    _same_stats(kernel_group_stats(k), _one_frame_stats(k))
+    _same_stats(kernel_group_stats(k, tops), _one_frame_stats(k, tops))
+
+
+def test_float_columns_are_read_in_place_and_stay_read_only() -> None:
+    # the derived metrics, summary, report and rules read float64 columns without a copy, and
+    # cannot write through what they read
+    from analyzer.metrics import KernelColumns, float_column
+    from rules._common import num
+
+    k = load_profile(UNFUSED_PT).kernels
+    column = k["duration_us"].to_numpy()
+    for got in (float_column(k, "duration_us"), num(k, "duration_us")):
+        assert np.shares_memory(got.to_numpy(), column)
+    read = KernelColumns(k).floats("duration_us")
+    assert np.shares_memory(read, column) and not read.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        float_column(k, "duration_us").to_numpy()[0] = -1.0
+    assert k["duration_us"].iloc[0] == column[0] > 0
+    # other dtypes are converted as before: nullable ints to float, text to NaN, absent to NaN
+    assert float_column(k, "block_dim").dtype == np.float64
+    assert float_column(k, "name").isna().all() and float_column(k, "no_such_column").isna().all()
