@@ -222,7 +222,8 @@ def kernel_time(kernels: pd.DataFrame) -> dict[str, KernelTime]:
             "covered": np.where(known, dur, 0.0),
             "device": np.where(known, np.nan_to_num(device_sol), 0.0),
         },
-        index=k["name"].astype("str").to_numpy(),
+        # the names as an Arrow-backed index: to_numpy() made a Python string per launch
+        index=pd.Index(k["name"].astype("str")),
     )
     sums = frame.groupby(level=0, sort=False).sum()
     return {

@@ -92,6 +92,16 @@ def text(df: pd.DataFrame, col: str) -> pd.Series:
     return s.astype("object").where(s.notna(), "").astype(str)
 
 
+def strings(s: pd.Series) -> np.ndarray:
+    """`s.to_numpy()` of a text Series (`text`, `op_types`), with one Python string per distinct
+    value shared by its rows: `to_numpy()` makes a string object per row (~60 bytes each), and a
+    kernel table repeats a few hundred names, types and shapes a million times."""
+    codes, uniques = pd.factorize(s)
+    if (codes < 0).any():  # a missing value: as to_numpy() gives it
+        return s.to_numpy()
+    return np.asarray(uniques, dtype=object)[codes]
+
+
 def core_types(df: pd.DataFrame) -> pd.Series:
     return text(df, "core_type").str.upper()
 
@@ -113,10 +123,12 @@ LEAN_COLUMNS = (
 
 def lean(df: pd.DataFrame, **cols: Any) -> pd.DataFrame:
     """The reportable columns of `df` plus `cols`, without copying the rest of a wide kernel table
-    (`df.assign` would copy every column of a million-row table)."""
+    (`df.assign` would copy every column of a million-row table), nor these: copy=False shares
+    them (copy-on-write copies a column only if it is written), where the constructor's default
+    copied them into one new block (~16 columns, 8 bytes per launch each)."""
     data: dict[str, Any] = {c: df[c] for c in LEAN_COLUMNS if c in df.columns}
     data.update(cols)
-    return pd.DataFrame(data, index=df.index)
+    return pd.DataFrame(data, index=df.index, copy=False)
 
 
 def has_values(df: pd.DataFrame, col: str) -> bool:
@@ -413,7 +425,9 @@ def grouped_findings(
 ) -> list[Finding]:
     """One finding per kernel name over the flagged launches (every row was evaluated), largest
     saving first, at most `max_findings`; the last one says how many kernels were left out."""
-    df = profile.kernels[flagged]
+    # only the columns group_launches reads: a row filter of the whole table copies all ~80
+    k = profile.kernels
+    df = k.loc[flagged, [c for c in dict.fromkeys(("name", "duration_us", *metrics)) if c in k.columns]]
     groups = group_launches(df, saving[flagged], metrics)
     if groups.empty:
         return []

@@ -368,3 +368,25 @@ def test_float_columns_are_read_in_place_and_stay_read_only() -> None:
     # other dtypes are converted as before: nullable ints to float, text to NaN, absent to NaN
     assert float_column(k, "block_dim").dtype == np.float64
     assert float_column(k, "name").isna().all() and float_column(k, "no_such_column").isna().all()
+
+
+def test_rule_text_read_once_per_value_keeps_every_name(capsys: pytest.CaptureFixture[str]) -> None:
+    # TS404 now looks up only the names of the gaps it lists; its message and evidence must still
+    # name the kernel the longest stall came before (the sample plants one)
+    code, out, _ = _run(capsys, "analyze", str(UNFUSED_PT.parent), "--format", "json")
+    assert code == 0
+    (ts404,) = [f for f in json.loads(out)["findings"] if f["code"] == "TS404"]
+    largest = ts404["evidence"]["largest_gaps"]
+    assert largest and all(g["before"] for g in largest)
+    assert f"before {largest[0]['before']} (" in ts404["message"]
+
+
+def test_strings_shares_one_object_per_value() -> None:
+    from rules._common import strings, text
+
+    k = load_profile(UNFUSED_PT).kernels
+    got, want = strings(text(k, "name")), text(k, "name").to_numpy()
+    assert got.dtype == object and list(got) == list(want)
+    assert len({id(x) for x in got}) == k["name"].nunique()  # one string object per distinct name
+    with_missing = pd.Series(["a", None, "a"], dtype="str")
+    assert list(map(str, strings(with_missing))) == ["a", "nan", "a"]  # as to_numpy() gives them
