@@ -279,6 +279,8 @@ def derived_metrics(
             new["cube_utilization_calc_pct"] = calc
             util = _fill(util, calc)
 
+        # the Cube and Vector pipes' times are kept for the columns below; the other pipes' are
+        # dropped once their share is taken (nine launch-long arrays less at the peak)
         times: dict[str, np.ndarray] = {}
         for side, pipes in SIDE_PIPES.items():
             if f"{side}_time_us" in cols:
@@ -286,8 +288,9 @@ def derived_metrics(
             for pipe in pipes:
                 time = _pipe_time(cols, side, pipe, coupled)
                 if time is not None:
-                    times[f"{side}_{pipe}"] = time
                     new[f"{side}_{pipe}_share"] = _share(time, safe)
+                    if f"{side}_{pipe}" in ("aic_cube", "aiv_vec"):
+                        times[f"{side}_{pipe}"] = time
         # the Cube and Vector pipes: the same values as aic_cube_share / aiv_vec_share, by name
         cube = times.get("aic_cube", np.full(cols.n, np.nan))
         vec = times.get("aiv_vec", np.full(cols.n, np.nan))
