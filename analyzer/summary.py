@@ -140,6 +140,20 @@ _UNIT_SHARES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Every kernel column `summarize` reads when it is given no findings: `tilescope info` loads only
+# these (analyzer.io.load, `kernel_columns`); a column read here must be listed here.
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "name",
+    "core_type",
+    "start_ns",
+    "duration_us",
+    "sol_us",
+    "aic_busy_share",
+    "aiv_busy_share",
+    *(c for cols in _UNIT_SHARES.values() for c in cols),
+)
+
+
 def unit_busy(kernels: pd.DataFrame, device_us: float) -> dict[str, dict[str, float | None]]:
     """Per unit (cube, vector, mte, scalar): busy µs, share of device time, measured coverage.
 

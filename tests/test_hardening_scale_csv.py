@@ -390,3 +390,95 @@ def test_strings_shares_one_object_per_value() -> None:
     assert len({id(x) for x in got}) == k["name"].nunique()  # one string object per distinct name
     with_missing = pd.Series(["a", None, "a"], dtype="str")
     assert list(map(str, strings(with_missing))) == ["a", "nan", "a"]  # as to_numpy() gives them
+
+
+# ---- info: the counts and summary from the columns the summary reads, streamed -----------------------
+
+
+def _info_without_streaming(path: Path, chip: str | None) -> list[dict[str, Any]]:
+    """What `info` printed before: every profile loaded whole, then described."""
+    from analyzer.commands.info import profile_info
+    from analyzer.io.load import load_profiles
+
+    return [profile_info(pr) for pr in load_profiles(path, chip=chip)]
+
+
+INFO_CASES = [
+    ("fa_pipeutil_29", None),  # a kernel CSV: the chip inferred from the data, with its notes
+    ("gpt_step_arith_591", "910B4"),
+    ("kernel_details_na_8", None),
+    ("triton_matmul_bd1024_opsum", None),
+    ("gpt3_2rank_memoryl0/test_rank_1", None),
+]
+
+
+@pytest.mark.parametrize(("name", "chip"), INFO_CASES)
+def test_info_streams_the_kernel_table_and_says_what_it_said(
+    real_traces: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    chip: str | None,
+) -> None:
+    from analyzer.io import kernel_csv
+
+    path = real_traces / name
+    (expected,) = _info_without_streaming(path, chip)
+    streamed: list[Path] = []
+    real_stream = kernel_stream.stream_kernel_csv
+
+    def counting(p: Path, *args: Any, **kwargs: Any) -> Any:
+        streamed.append(p)
+        return real_stream(p, *args, **kwargs)
+
+    def no_whole_read(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("the kernel table was read whole")
+
+    monkeypatch.setattr(kernel_stream, "stream_kernel_csv", counting)
+    monkeypatch.setattr(kernel_csv, "read_kernel_table", no_whole_read)
+    code, out, err = _run(capsys, "info", str(path), "--format", "json", *(["--chip", chip] if chip else []))
+    assert (code, err) == (0, "")
+    assert json.loads(out) == json.loads(json.dumps(expected, ensure_ascii=False))
+    assert len(streamed) == 1 and streamed[0].suffix == ".csv"
+
+
+def test_info_on_a_sample_folder_with_a_timeline(capsys: pytest.CaptureFixture[str]) -> None:
+    expected = _info_without_streaming(UNFUSED_PT.parent, None)
+    code, out, err = _run(capsys, "info", str(UNFUSED_PT.parent), "--format", "json")
+    assert (code, err) == (0, "")
+    got = json.loads(out)
+    assert got == json.loads(json.dumps(expected[0], ensure_ascii=False))
+    assert got["rows"]["kernels"] == 290 and got["rows"]["timeline_kernels"] > 0
+
+
+def test_info_with_a_bad_value_names_it_as_before(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the stream gives up on the group; the whole-file read names the file and the row
+    folder = tmp_path / "z_ascend_pt"
+    shutil.copytree(UNFUSED_PT, folder)
+    kd = folder / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    lines = kd.read_text(encoding="utf-8").splitlines(keepends=True)
+    cells = lines[200].split(",")
+    cells[lines[0].split(",").index("Duration(us)")] = "fast"
+    lines[200] = ",".join(cells)
+    kd.write_text("".join(lines), encoding="utf-8")
+    code, out, err = _run(capsys, "info", str(folder), "--format", "json")
+    assert code == 2 and out == ""
+    assert err == (
+        f"tilescope: error: {kd}: row 200 (line 201): "
+        "column 'Duration(us)': expected a number, found 'fast'\n"
+    )
+
+
+def test_summary_reads_only_its_listed_columns(real_traces: Path) -> None:
+    # SUMMARY_COLUMNS is what `info` keeps: the summary of a table cut to them is the whole one's
+    from analyzer.summary import SUMMARY_COLUMNS, summarize
+
+    rank_1 = real_traces / "gpt3_2rank_memoryl0" / "test_rank_1"
+    for path in (UNFUSED_PT, real_traces / "gpt_step_arith_591", rank_1):
+        pr = load_profile(path)
+        lean = pr.with_kernels(pr.kernels[[c for c in pr.kernels.columns if c in SUMMARY_COLUMNS]])
+        assert summarize(lean) == summarize(pr)
+    # the sample exercises every part: units with PMU shares, speed of light, top kernels
+    full = summarize(load_profile(UNFUSED_PT))
+    assert full["units"]["cube"]["busy_us"] > 0 and full["speed_of_light"]["sol_us"] > 0
+    assert len(full["top_kernels"]) == 10

@@ -133,6 +133,7 @@ def stream_kernel_csv(
     parsers: int = PARSERS,
     on_chip: Callable[[ChipSpec], None] | None = None,
     device: DeviceInfo | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[int, ChipSpec]:
     """Feed `sink` the canonical kernel table of one CSV, group by group; returns the row count and
     the chip the derived metrics used.
@@ -142,7 +143,8 @@ def stream_kernel_csv(
     a group in the file (tests make it small to cross many group seams); `on_chip` is told the
     chip chosen on the first group, before the sink sees any row (it is the final one unless the
     stream falls back); `device` the device facts recorded beside the file (`load.KernelCsv`),
-    which the chip is chosen from before anything is inferred from the rows. Raises
+    which the chip is chosen from before anything is inferred from the rows; `notes` gets what
+    `device.choose_chip` says about the chip from all rows (what it adds on the whole table). Raises
     StreamFallback (nothing useful was written; use the whole-file path) or the typed error of a bad
     file (same as the whole-file path for header-level problems).
     """
@@ -235,7 +237,10 @@ def stream_kernel_csv(
         if not total:
             raise StreamFallback("no rows: the whole-file path writes the empty table")
         if chip is None:
-            final = dev.choose_chip(None, device, evidence, [])
+            said: list[str] = []
+            final = dev.choose_chip(None, device, evidence, said)
+            if notes is not None:
+                notes.extend(said)
             if final != spec:
                 raise StreamFallback(
                     f"chip inferred from all rows ({final.name}) differs from the first rows'"

@@ -22,7 +22,7 @@ import contextlib
 import json
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from analyzer.chips import ChipSpec
     from analyzer.profile import DeviceInfo, Profile, Timeline
 
 __all__ = [
@@ -207,7 +208,7 @@ def _msprof_sources(root: Path) -> _Sources:
     return _Sources(slices, None if slices or not dbs else dbs[0], timelines)
 
 
-def _load_torch(root: Path, lazy_timeline: bool = False) -> Parts:
+def _load_torch(root: Path, lazy_timeline: bool = False, defer_csv: bool = False) -> Parts:
     import pandas as pd
 
     from analyzer.io import device as dev
@@ -217,12 +218,12 @@ def _load_torch(root: Path, lazy_timeline: bool = False) -> Parts:
     tv = src.timelines[0] if src.timelines else None
     timeline = _start_timeline(tv) if tv is not None else None
     if src.tables:
-        read_kernel_csv(parts, src.tables)
+        read_kernel_csv(parts, src.tables, defer_csv)
     elif src.database is not None:
         parts = _load_sqlite(src.database)
     if tv is not None:  # deferred only when the kernels come from elsewhere
-        _take_timeline(parts, tv, timeline, lazy_timeline and bool(len(parts.kernels.columns)))
-    if not len(parts.kernels.columns):
+        _take_timeline(parts, tv, timeline, lazy_timeline and parts.has_kernel_table)
+    if not parts.has_kernel_table:
         if parts.timeline is None:
             raise NoProfileFoundError(root, "no kernel_details.csv, op_summary, database or trace_view.json")
         parts.kernels = kernels_from_timeline(parts.timeline, parts.warnings)
@@ -243,21 +244,21 @@ def _add_info_json(root: Path, device: DeviceInfo, files: list[Path]) -> None:
         dev.merge_device(device, dev.read_info_json(info))
 
 
-def _load_msprof(root: Path) -> Parts:
+def _load_msprof(root: Path, defer_csv: bool = False) -> Parts:
     import pandas as pd
 
     parts = Parts(pd.DataFrame(), "msprof")
     src = _msprof_sources(root)
     timelines = src.timelines
     if src.tables:
-        read_kernel_csv(parts, src.tables)
+        read_kernel_csv(parts, src.tables, defer_csv)
     elif src.database is not None:
         parts = _load_sqlite(src.database)
     if timelines:
         if len(timelines) > 1:
             parts.warnings.append(f"{len(timelines)} timeline files; only {timelines[0].name} was read")
         parts.timeline = _read_timeline(timelines[0], parts)
-    if not len(parts.kernels.columns):
+    if not parts.has_kernel_table:
         if parts.timeline is None:
             raise NoProfileFoundError(root, "no op_summary_*.csv, msprof_*.db or msprof_*.json")
         parts.kernels = kernels_from_timeline(parts.timeline, parts.warnings)
@@ -325,13 +326,16 @@ def _load_folder(det: Detected, lazy_timeline: bool = False) -> Parts:
     return parts
 
 
-def _load_single(det: Detected, lazy_timeline: bool = False) -> Parts:
+def _load_single(det: Detected, lazy_timeline: bool = False, defer_csv: bool = False) -> Parts:
+    """The parts of one detected profile; with `defer_csv` a kernel table that is one CSV file is
+    left for `_build` to stream (torch_npu, msprof and a kernel CSV itself; a plain folder's note
+    counts its launches, so it reads its table at once)."""
     import pandas as pd
 
     if det.format == "torch_npu":
-        return _load_torch(det.path, lazy_timeline)
+        return _load_torch(det.path, lazy_timeline, defer_csv)
     if det.format == "msprof":
-        return _load_msprof(det.path)
+        return _load_msprof(det.path, defer_csv)
     if det.format in ("msprof_op", "msprof_op_multi"):
         return _load_msprof_op(det.path)
     if det.format == "sqlite":
@@ -340,7 +344,7 @@ def _load_single(det: Detected, lazy_timeline: bool = False) -> Parts:
         return _load_folder(det, lazy_timeline)
     if det.format == "kernel_csv":
         parts = Parts(pd.DataFrame(), None)
-        read_kernel_csv(parts, det.path)
+        read_kernel_csv(parts, det.path, defer_csv)
         return parts
     if det.format == "timeline_json":
         parts = Parts(pd.DataFrame(), _timeline_producer(det.path))
@@ -389,24 +393,35 @@ def _read_json_file(path: Path) -> dict[str, Any] | None:
 
 
 def _build(
-    det: Detected, chip: str | None, manifest_dir: Path | None, lazy_timeline: bool = False
+    det: Detected,
+    chip: str | None,
+    manifest_dir: Path | None,
+    lazy_timeline: bool = False,
+    kernel_columns: Sequence[str] | None = None,
 ) -> Profile:
     from analyzer.io import device as dev
     from analyzer.io.msprof_op import per_core_times
     from analyzer.metrics import add_derived_metrics
     from analyzer.profile import Profile, SourceInfo
 
-    parts = _load_bundle(det) if det.format == "bundle" else _load_single(det, lazy_timeline)
+    defer = kernel_columns is not None
+    parts = _load_bundle(det) if det.format == "bundle" else _load_single(det, lazy_timeline, defer)
     if parts.timeline is not None and parts.device.timeline_max_frequency_mhz is None:
         # a timeline still being read (`pending_timeline`) is not waited for: no value then
         from analyzer.io.timeline import counter_max
 
         parts.device.timeline_max_frequency_mhz = counter_max(parts.timeline)
     warnings = list(parts.warnings)
-    selected = dev.choose_chip(chip, parts.device, parts.kernels, warnings)
-    # `msprof op` times are per block until the core count is known (io/msprof_op.py)
-    per_core = per_core_times(parts.kernels, selected.aic_count, selected.aiv_count)
-    kernels = add_derived_metrics(ensure_contract(per_core), selected, coupled=parts.coupled)
+    streamed = _stream_columns(parts, chip, warnings, kernel_columns) if kernel_columns is not None else None
+    if streamed is not None:
+        kernels, selected = streamed
+    else:
+        if parts.kernel_csv is not None:  # the stream gave up: the whole file, as without columns
+            _read_whole_csv(parts)
+        selected = dev.choose_chip(chip, parts.device, parts.kernels, warnings)
+        # `msprof op` times are per block until the core count is known (io/msprof_op.py)
+        per_core = per_core_times(parts.kernels, selected.aic_count, selected.aiv_count)
+        kernels = add_derived_metrics(ensure_contract(per_core), selected, coupled=parts.coupled)
     source = SourceInfo(
         det.path, det.format, parts.producer, parts.files, parts.metric_groups, coupled=parts.coupled
     )
@@ -434,6 +449,57 @@ def _build(
                 profile.ir = _read_json_file(bundle / "ir" / "ir.json")
                 profile.source.files.append(bundle / "ir" / "ir.json")
     return profile
+
+
+def _stream_columns(
+    parts: Parts, chip: str | None, warnings: list[str], columns: Sequence[str]
+) -> tuple[pd.DataFrame, ChipSpec] | None:
+    """The deferred kernel CSV of `parts` streamed (`analyzer.io.kernel_stream`) into a table of
+    only `columns` (those the file has, after the derived metrics), and the chip; None when there
+    is none or the stream gives up (a bad value, a chip the first rows guessed wrong, no rows).
+
+    The columns are the whole-file table's, value for value, as the file output of `kernels` is;
+    the chip comes from the same device facts and the notes of its inference from all rows, so
+    `warnings` gets what `choose_chip` adds on the whole table. Only a group of rows and the kept
+    columns are in memory at a time (~16 of ~80 columns for `info`).
+    """
+    import pyarrow as pa
+
+    from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
+    from analyzer.io.tables import to_frame
+
+    if parts.kernel_csv is None:
+        return None
+    names: list[str] = []  # the whole table's columns (the metric groups are read from them)
+    kept: list[pa.Table] = []
+
+    def keep(table: pa.Table) -> pa.Table:
+        if not names:
+            names.extend(table.column_names)
+        return table.select([c for c in table.column_names if c in columns])
+
+    notes: list[str] = []
+    try:
+        _rows, selected = stream_kernel_csv(
+            parts.kernel_csv, chip, kept.append, keep, device=parts.device, notes=notes
+        )
+    except StreamFallback:
+        return None
+    table = pa.concat_tables(kept)
+    kept.clear()
+    parts.metric_groups = metric_groups_of(names)
+    warnings.extend(notes)
+    return to_frame({n: table.column(n) for n in table.column_names}, table.num_rows), selected
+
+
+def _read_whole_csv(parts: Parts) -> None:
+    """The deferred kernel CSV of `parts` read whole, as `read_kernel_csv` reads it."""
+    from analyzer.io.kernel_csv import read_kernel_table
+
+    assert parts.kernel_csv is not None
+    kt = read_kernel_table(parts.kernel_csv)
+    parts.kernels, parts.metric_groups = kt.kernels, kt.metric_groups
+    parts.kernel_csv = None
 
 
 @contextlib.contextmanager
@@ -495,7 +561,11 @@ class LoadedProfiles(list["Profile"]):
 
 
 def load_profiles(
-    path: str | Path, chip: str | None = None, progress: bool = False, lazy_timeline: bool = False
+    path: str | Path,
+    chip: str | None = None,
+    progress: bool = False,
+    lazy_timeline: bool = False,
+    kernel_columns: Sequence[str] | None = None,
 ) -> LoadedProfiles:
     """Every profile under `path` (one per rank / profiler directory), fully parsed.
 
@@ -508,6 +578,10 @@ def load_profiles(
     kernel table) may still be being read when this returns: `profile.timeline` waits for it, and
     raises its ProfileFormatError, on first use. The caller must use it before reporting
     (`analyze` does), or a broken timeline would go unnoticed.
+
+    With `kernel_columns`, a profile whose kernel table is one CSV file gets a kernel table of only
+    those columns, streamed from the file (`info` reads its counts and summary from ~16 columns);
+    every other part of the profile is read as without them.
     """
     p = Path(path)
     imported = threading.Event()
@@ -520,7 +594,7 @@ def load_profiles(
     finally:
         imported.set()
     try:
-        return _load_found(p, chip, progress, lazy_timeline)
+        return _load_found(p, chip, progress, lazy_timeline, kernel_columns)
     finally:
         _PREFETCHED.clear()  # a prefetched timeline that detection did not pick is dropped
 
@@ -541,7 +615,13 @@ def _rank_of(det: Detected) -> int | None:
     return None
 
 
-def _load_found(p: Path, chip: str | None, progress: bool, lazy_timeline: bool = False) -> LoadedProfiles:
+def _load_found(
+    p: Path,
+    chip: str | None,
+    progress: bool,
+    lazy_timeline: bool = False,
+    kernel_columns: Sequence[str] | None = None,
+) -> LoadedProfiles:
     found = detect(p)
     # a plain directory with a manifest.json next to the profiler output (sample dirs) keeps it
     manifest_dir = p if p.is_dir() and (p / "manifest.json").is_file() else None
@@ -550,7 +630,7 @@ def _load_found(p: Path, chip: str | None, progress: bool, lazy_timeline: bool =
     with _progress(progress, len(found)) as step:
         for i, det in enumerate(found):
             try:
-                loaded.append((i, _build(det, chip, manifest_dir, lazy_timeline)))
+                loaded.append((i, _build(det, chip, manifest_dir, lazy_timeline, kernel_columns)))
             except (ProfileFormatError, NoProfileFoundError) as exc:
                 if len(found) == 1:
                     raise
