@@ -120,15 +120,16 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     record the memory type; evidence names the figure used).
     """
     df = profile.kernels
-    order = stream_ordered(df)
-    rows = order["_row"].to_numpy()
-    ops = op_types(df)
-    vec = core_types(df).isin(VECTOR_TYPES).to_numpy() & ~ops.str.startswith(_SKIP_OPS).to_numpy()
-    # Kernels already inside a known fusible pattern belong to TS102.
+    # Kernels already inside a known fusible pattern belong to TS102. Matched first: the matcher
+    # orders the launches by stream itself, and two such orderings need not be alive at once.
     claimed = np.zeros(len(df), dtype=bool)
     matches = match_patterns(df, load_patterns(list(ctx.thresholds.get("pattern_files") or ())))
     if matches:
         claimed[np.fromiter(itertools.chain.from_iterable(m.rows for m in matches), dtype=np.int64)] = True
+    order = stream_ordered(df)
+    rows = order["_row"].to_numpy()
+    ops = op_types(df)
+    vec = core_types(df).isin(VECTOR_TYPES).to_numpy() & ~ops.str.startswith(_SKIP_OPS).to_numpy()
     vec &= ~claimed
     link = _links(df, order, vec)
     # Chains = runs of links; chain k spans positions [start-1, end].
