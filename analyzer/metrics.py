@@ -102,12 +102,22 @@ DTYPE_BYTES = {
 _FLOP_KEYS = ("op_type", "input_shapes", "output_shapes", "input_dtypes", "output_dtypes")
 
 
-def _col(df: pd.DataFrame, name: str) -> pd.Series:
+def float_column(df: pd.DataFrame, name: str) -> pd.Series:
+    """A column as float64: NaN where absent, missing or not a number.
+
+    A float64 column is returned as it is, not through `pd.to_numeric`, which copies it: the derived
+    metrics, the summary, the report and the rules read their columns here, and those copies came
+    to ~30 columns (8 bytes per launch each) at a time. Copy-on-write keeps the table safe: writing
+    to the Series copies it, and its `to_numpy()` is a read-only view.
+    """
     import pandas as pd
 
-    if name in df:
-        return pd.to_numeric(df[name], errors="coerce").astype("float64")
-    return pd.Series(np.nan, index=df.index, dtype="float64")
+    if name not in df:
+        return pd.Series(np.nan, index=df.index, dtype="float64")
+    col = df[name]
+    if col.dtype == np.float64:
+        return col
+    return pd.to_numeric(col, errors="coerce").astype("float64")
 
 
 class KernelColumns:
@@ -144,9 +154,9 @@ class KernelColumns:
             try:
                 col = pc.cast(col, pa.float64())
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # text: pandas' coercion rules
-                return _col(self.table.select([name]).to_pandas(), name).to_numpy()
+                return float_column(self.table.select([name]).to_pandas(), name).to_numpy()
             return np.asarray(col.to_numpy(), dtype="float64")
-        return _col(self.table, name).to_numpy()
+        return float_column(self.table, name).to_numpy()
 
     def text_in(self, name: str, values: list[str]) -> np.ndarray:
         """Boolean mask: the text value is one of `values` (null -> False)."""
@@ -269,6 +279,8 @@ def derived_metrics(
             new["cube_utilization_calc_pct"] = calc
             util = _fill(util, calc)
 
+        # the Cube and Vector pipes' times are kept for the columns below; the other pipes' are
+        # dropped once their share is taken (nine launch-long arrays less at the peak)
         times: dict[str, np.ndarray] = {}
         for side, pipes in SIDE_PIPES.items():
             if f"{side}_time_us" in cols:
@@ -276,8 +288,9 @@ def derived_metrics(
             for pipe in pipes:
                 time = _pipe_time(cols, side, pipe, coupled)
                 if time is not None:
-                    times[f"{side}_{pipe}"] = time
                     new[f"{side}_{pipe}_share"] = _share(time, safe)
+                    if f"{side}_{pipe}" in ("aic_cube", "aiv_vec"):
+                        times[f"{side}_{pipe}"] = time
         # the Cube and Vector pipes: the same values as aic_cube_share / aiv_vec_share, by name
         cube = times.get("aic_cube", np.full(cols.n, np.nan))
         vec = times.get("aiv_vec", np.full(cols.n, np.nan))

@@ -86,9 +86,9 @@ def _r3(x: float | None) -> float | None:
 
 
 def _floats(k: pd.DataFrame, col: str) -> np.ndarray:
-    from analyzer.metrics import _col
+    from analyzer.metrics import float_column
 
-    return _col(k, col).to_numpy()
+    return float_column(k, col).to_numpy()
 
 
 def communication_mask(k: pd.DataFrame) -> np.ndarray:
@@ -138,6 +138,20 @@ _UNIT_SHARES: dict[str, tuple[str, ...]] = {
     "mte": ("aic_mte1_share", "aic_mte2_share", "aic_mte3_share", "aiv_mte2_share", "aiv_mte3_share"),
     "scalar": ("aic_scalar_share", "aiv_scalar_share"),
 }
+
+
+# Every kernel column `summarize` reads when it is given no findings: `tilescope info` loads only
+# these (analyzer.io.load, `kernel_columns`); a column read here must be listed here.
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "name",
+    "core_type",
+    "start_ns",
+    "duration_us",
+    "sol_us",
+    "aic_busy_share",
+    "aiv_busy_share",
+    *(c for cols in _UNIT_SHARES.values() for c in cols),
+)
 
 
 def unit_busy(kernels: pd.DataFrame, device_us: float) -> dict[str, dict[str, float | None]]:
@@ -222,7 +236,8 @@ def kernel_time(kernels: pd.DataFrame) -> dict[str, KernelTime]:
             "covered": np.where(known, dur, 0.0),
             "device": np.where(known, np.nan_to_num(device_sol), 0.0),
         },
-        index=k["name"].astype("str").to_numpy(),
+        # the names as an Arrow-backed index: to_numpy() made a Python string per launch
+        index=pd.Index(k["name"].astype("str")),
     )
     sums = frame.groupby(level=0, sort=False).sum()
     return {
@@ -241,7 +256,8 @@ def top_kernels(kernels: pd.DataFrame, device_us: float, top: int = 10) -> list[
     if not len(k) or "name" not in k.columns:
         return []
     keep = ~communication_mask(k)
-    sub = k[keep]
+    # only the columns read below: a row filter of the whole table copied all ~80 columns
+    sub = k.loc[keep, [c for c in ("name", "duration_us", "core_type") if c in k.columns]]
     if not len(sub):
         return []
     dur = pd.Series(_floats(sub, "duration_us"), index=sub.index)

@@ -18,6 +18,18 @@ child around the call, with the child's peak RSS and the load average printed.
 
     .venv/bin/python benchmarks/bench_analyze.py --dir bench-data
     .venv/bin/python benchmarks/bench_analyze.py --dir /tmp/ba --skip-part1 --skip-part2 --timeline-mb 2048
+
+Part 4 (issue #13: peak memory on large kernel tables), only with --large-rows N (3,000,000 in
+docs/benchmarks.md): a torch_npu directory with a kernel_details.csv of N rows; `tilescope analyze
+DIR -f json` and `tilescope info DIR -f json`, each in a subprocess of its own, once per --rows-code
+checkout (`NAME=DIR`, put first on PYTHONPATH: `--rows-code before=/work/main --rows-code after=.`),
+alternating, --repeat times; wall, CPU and peak RSS (ru_maxrss from os.wait4) of each, against
+`pandas.read_csv` of the same file in a subprocess too (time and peak RSS: the ratios' baseline),
+with the load average before and after every round.
+
+    .venv/bin/python benchmarks/bench_analyze.py --dir bench-data
+    .venv/bin/python benchmarks/bench_analyze.py --dir /tmp/bench --skip-part1 --skip-part2 \
+        --large-rows 3000000 --repeat 2 --rows-code before=/work/main --rows-code after=.
 """
 
 from __future__ import annotations
@@ -207,6 +219,62 @@ def part3(root: Path, size_mb: float, code_dir: Path, gen: ModuleType) -> dict[s
     return {"read_s": read[0] if read else None, "analyze_s": whole[0] if whole else None, "ratio": ratio}
 
 
+_READ_CSV = """
+import sys, time
+import pandas as pd
+t = time.perf_counter()
+df = pd.read_csv(sys.argv[1])
+print(f"{time.perf_counter() - t:.3f} {len(df)}")
+"""
+
+
+def _child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float, str]:
+    """Wall s, CPU s, peak RSS MiB (os.wait4: the child's own ru_maxrss) and stdout of a subprocess."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    out = proc.stdout.read() if proc.stdout is not None else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):  # 1: a finding tripped no gate here, but analyze may exit 1 with --fail-on
+        raise SystemExit(f"{' '.join(cmd[:6])} ... failed with exit code {code}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
+
+
+def part4(root: Path, rows: int, repeat: int, codes: dict[str, Path], gen: ModuleType) -> None:
+    """Peak RSS and time of `analyze` and `info` on a large kernel table, per checkout."""
+    d = _torch_dir(root / f"k{rows}", rows, None, gen)
+    csv = d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    size = csv.stat().st_size
+    runs: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    base: list[tuple[float, float, float]] = []
+    loads = [os.getloadavg()[0]]
+    for _ in range(repeat):
+        for name, code in codes.items():
+            env = {**os.environ, "PYTHONPATH": str(code)}
+            for command in ("analyze", "info"):
+                cmd = [sys.executable, "-m", "analyzer.cli", command, str(d), "-f", "json"]
+                wall, cpu, rss, _out = _child(cmd, env)
+                runs.setdefault((name, command), []).append((wall, cpu, rss))
+        wall, cpu, rss, _out = _child([sys.executable, "-c", _READ_CSV, str(csv)])
+        base.append((wall, cpu, rss))
+        loads.append(os.getloadavg()[0])
+    bw, brss = min(b[0] for b in base), min(b[2] for b in base)
+    print(
+        f"part 4: {rows:,} kernels ({size / 1e6:,.0f} MB kernel_details.csv); load average "
+        f"{', '.join(f'{x:.1f}' for x in loads)}"
+    )
+    ratio = brss * 2**20 / size
+    print(f"part 4: pandas.read_csv  best {bw:.2f} s, peak RSS {brss:,.0f} MiB ({ratio:.1f}x the file)")
+    for (name, command), rs in runs.items():
+        w, c, peak = min(r[0] for r in rs), min(r[1] for r in rs), max(r[2] for r in rs)
+        print(
+            f"part 4: {name:<8} {command:<8} best {w:6.2f} s wall ({w / bw:4.1f}x read_csv), {c:6.2f} s CPU, "
+            f"peak RSS {peak:,.0f} MiB ({peak * 2**20 / size:.1f}x the file, {peak / brss:.1f}x read_csv's); "
+            f"runs {', '.join(f'{r[0]:.1f} s/{r[2]:,.0f} MiB' for r in rs)}"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -219,6 +287,8 @@ def main() -> int:
     ap.add_argument("--skip-part2", action="store_true")
     ap.add_argument("--timeline-mb", type=float, default=0.0, help="part 3 trace size in MiB (0: skip)")
     ap.add_argument("--code", type=Path, default=REPO, help="part 3: the checkout whose code runs")
+    ap.add_argument("--large-rows", type=int, default=0, help="part 4: kernels in the large table (0: skip)")
+    ap.add_argument("--rows-code", action="append", default=[], help="part 4: NAME=DIR checkout (repeatable)")
     args = ap.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     gen = _generator()
@@ -228,6 +298,10 @@ def main() -> int:
         part2(args.dir, args.small_rows, args.events, args.advisor_bin, gen)
     if args.timeline_mb > 0:
         part3(args.dir, args.timeline_mb, args.code.resolve(), gen)
+    if args.large_rows:
+        pairs = (c.partition("=") for c in args.rows_code or [f"this={REPO}"])
+        codes = {name: Path(where).resolve() for name, _, where in pairs}
+        part4(args.dir, args.large_rows, args.repeat, codes, gen)
     return 0
 
 

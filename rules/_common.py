@@ -19,6 +19,7 @@ import pandas as pd
 from analyzer.chips import ChipSpec
 from analyzer.engine import RuleContext
 from analyzer.findings import SAVING_DEVICE, Finding, Location
+from analyzer.metrics import float_column
 from analyzer.profile import Profile
 from analyzer.report.words import fmt_pct
 from analyzer.report.words import fmt_us as words_fmt_us
@@ -76,10 +77,9 @@ DEFAULT_DTYPE_BYTES = 2  # fp16: the common case when a table has shapes but no 
 
 
 def num(df: pd.DataFrame, col: str) -> pd.Series:
-    """A numeric column as float64 (NaN where missing); an all-NaN series when the column is absent."""
-    if col not in df.columns:
-        return pd.Series(np.nan, index=df.index, dtype="float64")
-    return pd.to_numeric(df[col], errors="coerce").astype("float64")
+    """A numeric column as float64 (NaN where missing); an all-NaN series when the column is absent
+    (`analyzer.metrics.float_column`: a float64 column is the table's own, not a copy)."""
+    return float_column(df, col)
 
 
 def text(df: pd.DataFrame, col: str) -> pd.Series:
@@ -90,6 +90,16 @@ def text(df: pd.DataFrame, col: str) -> pd.Series:
     if pd.api.types.is_string_dtype(s.dtype) and not pd.api.types.is_object_dtype(s.dtype):
         return s.fillna("")  # already strings (Arrow-backed): no per-value conversion
     return s.astype("object").where(s.notna(), "").astype(str)
+
+
+def strings(s: pd.Series) -> np.ndarray:
+    """`s.to_numpy()` of a text Series (`text`, `op_types`), with one Python string per distinct
+    value shared by its rows: `to_numpy()` makes a string object per row (~60 bytes each), and a
+    kernel table repeats a few hundred names, types and shapes a million times."""
+    codes, uniques = pd.factorize(s)
+    if (codes < 0).any():  # a missing value: as to_numpy() gives it
+        return s.to_numpy()
+    return np.asarray(uniques, dtype=object)[codes]
 
 
 def core_types(df: pd.DataFrame) -> pd.Series:
@@ -113,10 +123,12 @@ LEAN_COLUMNS = (
 
 def lean(df: pd.DataFrame, **cols: Any) -> pd.DataFrame:
     """The reportable columns of `df` plus `cols`, without copying the rest of a wide kernel table
-    (`df.assign` would copy every column of a million-row table)."""
+    (`df.assign` would copy every column of a million-row table), nor these: copy=False shares
+    them (copy-on-write copies a column only if it is written), where the constructor's default
+    copied them into one new block (~16 columns, 8 bytes per launch each)."""
     data: dict[str, Any] = {c: df[c] for c in LEAN_COLUMNS if c in df.columns}
     data.update(cols)
-    return pd.DataFrame(data, index=df.index)
+    return pd.DataFrame(data, index=df.index, copy=False)
 
 
 def has_values(df: pd.DataFrame, col: str) -> bool:
@@ -413,7 +425,9 @@ def grouped_findings(
 ) -> list[Finding]:
     """One finding per kernel name over the flagged launches (every row was evaluated), largest
     saving first, at most `max_findings`; the last one says how many kernels were left out."""
-    df = profile.kernels[flagged]
+    # only the columns group_launches reads: a row filter of the whole table copies all ~80
+    k = profile.kernels
+    df = k.loc[flagged, [c for c in dict.fromkeys(("name", "duration_us", *metrics)) if c in k.columns]]
     groups = group_launches(df, saving[flagged], metrics)
     if groups.empty:
         return []

@@ -33,6 +33,7 @@ from rules._common import (
     start_ns,
     stream_key,
     stream_ordered,
+    strings,
     text,
 )
 
@@ -67,11 +68,12 @@ class Pattern:
     source: str = ""
 
 
-@dataclass
+@dataclass(slots=True)  # ~200,000 of them for a million kernels: no __dict__ each
 class PatternMatch:
     pattern: Pattern
     rows: list[int]  # positional rows of the kernel table, in stream order
-    spans: list[tuple[str, int, int]]  # (step name, first, end) offsets into rows
+    # (step name, first, end) offsets into rows; one list shared by the matches of one shape
+    spans: list[tuple[str, int, int]]
     interleaved: list[int] = field(default_factory=list)
 
     @property
@@ -171,6 +173,9 @@ def _run_matches(
         # Group i + 1 is step i (the regex has only the named groups s0, s1, ...).
         required = [i + 1 for i, st in enumerate(steps) if st.name in pat.require_one_of]
         claimed: list[tuple[int, int]] = []
+        # matches of one shape (the same steps over the same offsets) share one spans list: a
+        # million kernels give ~200,000 matches of a few shapes, ~80 MB as a list each
+        shapes: dict[tuple[tuple[int, int], ...], list[tuple[str, int, int]]] = {}
         for m in rx.finditer(text_):
             regs = m.regs
             a, b = regs[0]
@@ -178,7 +183,10 @@ def _run_matches(
                 continue
             if required and not any(regs[g][1] > regs[g][0] for g in required):
                 continue
-            spans = [(n, s - a, e - a) for n, (s, e) in zip(names, regs[1:], strict=True)]
+            offsets = tuple((s - a, e - a) for s, e in regs[1:])
+            spans = shapes.get(offsets)
+            if spans is None:
+                spans = shapes[offsets] = [(n, s, e) for n, (s, e) in zip(names, offsets, strict=True)]
             out.append((pat, a, b, spans))
             claimed.append((a, b))
         # Matches of one pattern never overlap: claiming them after the scan is the same as during it.
@@ -207,6 +215,15 @@ def match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[Patter
     return result
 
 
+def forget_matches(df: pd.DataFrame) -> None:
+    """Drop the cached matches of `df` once their last reader (TS102, after TS101 in every rule
+    order) is done: ~0.8 KB per match, 150 MB on a million kernels, that would otherwise stay
+    alive through the report until another table is matched."""
+    hit = _CACHE.get(id(df))
+    if hit is not None and hit[0]() is df:
+        del _CACHE[id(df)]
+
+
 def _match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[PatternMatch]:
     ct = core_types(df)
     in_seq = (ct.isin(AICORE_TYPES) | (ct == "")).to_numpy()
@@ -214,7 +231,7 @@ def _match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[Patte
     order = order[in_seq[order["_row"].to_numpy()]].reset_index(drop=True)
     if order.empty:
         return []
-    ops = op_types(df).to_numpy()[order["_row"].to_numpy()]
+    ops = strings(op_types(df))[order["_row"].to_numpy()]
     # factorize numbers the op types in order of first appearance, as pd.unique lists them
     op_codes, uniq = pd.factorize(ops)
     vocab = {op: _BASE + i for i, op in enumerate(uniq)}
@@ -233,7 +250,7 @@ def _match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[Patte
     others = np.flatnonzero(~ct.isin(NON_COMPUTE_TYPES).to_numpy())
     others_sorted = others[np.argsort(starts[others], kind="stable")]
     other_starts = starts[others_sorted]
-    ins, outs = text(df, "input_shapes").to_numpy(), text(df, "output_shapes").to_numpy()
+    ins, outs = strings(text(df, "input_shapes")), strings(text(df, "output_shapes"))
     result = []
     pos_list = pos_rows.tolist()  # list slices: no array per match
     for pat, a, b, spans in found:

@@ -24,6 +24,7 @@ from rules._common import (
     r3,
     shape_bytes,
     stream_ordered,
+    strings,
     tensor_elems,
     text,
 )
@@ -58,13 +59,13 @@ def _links(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray
     prev_ok[1:] = order["_stream"].to_numpy()[1:] == order["_stream"].to_numpy()[:-1]
     # The same op on the same shapes back to back is a per-tensor loop (casts or optimizer updates
     # over a parameter list), not a data dependency: a multi-tensor kernel, not fusion, fixes it.
-    sig = (op_types(df) + "|" + text(df, "input_shapes")).to_numpy()[rows]
+    sig = strings(op_types(df) + "|" + text(df, "input_shapes"))[rows]
     prev_ok[1:] &= sig[1:] != sig[:-1]
     cand = np.flatnonzero(prev_ok & vec[rows] & np.roll(vec[rows], 1))
     if len(cand) == 0:
         return np.zeros(len(rows), dtype=bool)
-    outs = text(df, "output_shapes").to_numpy()[rows[cand - 1]]
-    ins = text(df, "input_shapes").to_numpy()[rows[cand]]
+    outs = strings(text(df, "output_shapes"))[rows[cand - 1]]
+    ins = strings(text(df, "input_shapes"))[rows[cand]]
     o = pd.DataFrame({"i": cand, "t": outs}).assign(t=lambda d: d["t"].str.split(";")).explode("t")
     n = pd.DataFrame({"i": cand, "t": ins}).assign(t=lambda d: d["t"].str.split(";")).explode("t")
     o["e"], n["e"] = tensor_elems(o["t"].fillna("")).to_numpy(), tensor_elems(n["t"].fillna("")).to_numpy()
@@ -78,8 +79,8 @@ def _links(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray
 def _first_output_bytes(df: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     """Bytes of the first output tensor of the kernels at positional `rows` (computed per distinct
     shape/dtype string; only the chains' kernels are asked for)."""
-    outs = pd.Series(text(df, "output_shapes").to_numpy()[rows], dtype=object)
-    dts = pd.Series(text(df, "output_dtypes").to_numpy()[rows], dtype=object)
+    outs = pd.Series(strings(text(df, "output_shapes"))[rows], dtype=object)
+    dts = pd.Series(strings(text(df, "output_dtypes"))[rows], dtype=object)
     first_out = outs.map(dict((u, u.split(";")[0]) for u in pd.unique(outs)))
     first_dt = dts.map(dict((u, u.split(";")[0]) for u in pd.unique(dts)))
     return shape_bytes(first_out, first_dt).to_numpy()
@@ -119,15 +120,16 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     record the memory type; evidence names the figure used).
     """
     df = profile.kernels
-    order = stream_ordered(df)
-    rows = order["_row"].to_numpy()
-    ops = op_types(df)
-    vec = core_types(df).isin(VECTOR_TYPES).to_numpy() & ~ops.str.startswith(_SKIP_OPS).to_numpy()
-    # Kernels already inside a known fusible pattern belong to TS102.
+    # Kernels already inside a known fusible pattern belong to TS102. Matched first: the matcher
+    # orders the launches by stream itself, and two such orderings need not be alive at once.
     claimed = np.zeros(len(df), dtype=bool)
     matches = match_patterns(df, load_patterns(list(ctx.thresholds.get("pattern_files") or ())))
     if matches:
         claimed[np.fromiter(itertools.chain.from_iterable(m.rows for m in matches), dtype=np.int64)] = True
+    order = stream_ordered(df)
+    rows = order["_row"].to_numpy()
+    ops = op_types(df)
+    vec = core_types(df).isin(VECTOR_TYPES).to_numpy() & ~ops.str.startswith(_SKIP_OPS).to_numpy()
     vec &= ~claimed
     link = _links(df, order, vec)
     # Chains = runs of links; chain k spans positions [start-1, end].
@@ -142,8 +144,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     if len(starts) == 0:
         return []
     dur = num(df, "duration_us").fillna(0).to_numpy()
-    names, opv = text(df, "name").to_numpy(), ops.to_numpy()
-    outs = text(df, "output_shapes").to_numpy()
+    names, opv = strings(text(df, "name")), strings(ops)
+    outs = strings(text(df, "output_shapes"))
     mte = (num(df, "aiv_mte2_ratio") + num(df, "aiv_mte3_ratio").fillna(0)).to_numpy()
     bw = profile.chip.hbm_bandwidth_gbps or 0.0
     overhead = float(ctx.thresholds["launch_overhead_us"])

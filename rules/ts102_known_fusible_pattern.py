@@ -20,9 +20,17 @@ from rules._common import (
     r3,
     start_ns,
     stream_key,
+    strings,
     text,
 )
-from rules._patterns import Pattern, PatternMatch, load_patterns, match_host_patterns, match_patterns
+from rules._patterns import (
+    Pattern,
+    PatternMatch,
+    forget_matches,
+    load_patterns,
+    match_host_patterns,
+    match_patterns,
+)
 
 CODE = "TS102"
 SLUG = "known-fusible-pattern"
@@ -42,9 +50,9 @@ THRESHOLDS: dict[str, Any] = {
 def _columns(df: pd.DataFrame) -> dict[str, np.ndarray]:
     """The columns an occurrence lists, as arrays computed once (not per listed kernel)."""
     return {
-        "name": text(df, "name").to_numpy(),
-        "op_type": op_types(df).to_numpy(),
-        "core_type": text(df, "core_type").to_numpy(),
+        "name": strings(text(df, "name")),
+        "op_type": strings(op_types(df)),
+        "core_type": strings(text(df, "core_type")),
         "stream_id": stream_key(df).to_numpy(),
         "start_ns": start_ns(df).to_numpy(),
         "end_ns": end_ns(df).to_numpy(),
@@ -131,6 +139,7 @@ def _recommendation(p: Pattern) -> str:
 def _kernel_findings(profile: Profile, ctx: RuleContext, patterns: list[Pattern]) -> list[Finding]:
     df = profile.kernels
     matches = match_patterns(df, patterns)
+    forget_matches(df)  # TS101 has read them: the cache would hold them through the report
     cols = _columns(df)
     ops = cols["op_type"].tolist()
     groups: dict[tuple[str, tuple[str, ...]], list[PatternMatch]] = {}

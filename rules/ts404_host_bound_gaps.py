@@ -77,10 +77,11 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         saving = float(np.clip(wait[stall] - floor, 0, None).sum())
     else:
         return []
-    names = text(df, "name").to_numpy()[keep]
     counted = (wait > 0) & (wait <= max_gap) if host_bound else stall
     # the gaps listed and quoted are the ones the saving counts; longer ones are named apart
     order = np.argsort(-np.where(counted, wait, -1.0))[: min(10, int(counted.sum()))]
+    # the names of those ten kernels only, in `order` (not an object array of every launch's name)
+    names = text(df.iloc[np.flatnonzero(keep)[order]], "name").to_numpy()
     evidence = {
         "kernels": len(dur),
         "busy_us": r3(busy),
@@ -91,7 +92,11 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         "median_kernel_us": r3(np.nanmedian(dur)),
         "long_gaps": {"count": len(long_gaps), "total_us": r3(long_gaps.sum())},
         "stalls": {"count": int(stall.sum()), "total_us": r3(wait[stall].sum())},
-        "largest_gaps": [{"before": str(names[i]), "gap_us": r3(wait[i])} for i in order if wait[i] > 0],
+        "largest_gaps": [
+            {"before": str(name), "gap_us": r3(wait[i])}
+            for name, i in zip(names, order, strict=True)
+            if wait[i] > 0
+        ],
         "thresholds": dict(ctx.thresholds),
         "saving_model": "sum of (gap - launch_floor_us) over gaps up to max_gap_us"
         if host_bound
@@ -107,7 +112,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         worst = order[0]
         msg = (
             f"{int(stall.sum())} launch stall(s) of {fmt_us(float(wait[stall].sum()))} in total: the device "
-            f"waited {r3(wait[worst])} µs before {names[worst]} ({r3(dur[worst])} µs) — a host sync or stall"
+            f"waited {r3(wait[worst])} µs before {names[0]} ({r3(dur[worst])} µs) — a host sync or stall"
         )
     if len(long_gaps):
         msg += (

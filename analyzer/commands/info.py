@@ -10,7 +10,7 @@ import typer
 
 from analyzer.errors import UsageError
 from analyzer.profile import Profile
-from analyzer.summary import summarize
+from analyzer.summary import SUMMARY_COLUMNS, summarize
 
 
 def profile_info(pr: Profile) -> dict[str, Any]:
@@ -120,7 +120,8 @@ def info_command(
 
     if fmt not in ("text", "json"):
         raise UsageError(f"--format must be text or json, not {fmt!r}")
-    profiles = load_profiles(path, chip=chip, progress=True)
+    # the kernel table is read for its counts and summary only: those columns, streamed
+    profiles = load_profiles(path, chip=chip, progress=True, kernel_columns=SUMMARY_COLUMNS)
     failures = getattr(profiles, "failures", [])
     for failure in failures:
         typer.echo(failure.warning_line(), err=True)

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from analyzer.io.load import KernelCsv
+    from analyzer.profile import DeviceInfo
+
 FORMATS = ("table", "csv", "json", "parquet")
 # The terminal view: launch shares (0-1 of the launch, docs/metrics.md) and the achieved share of the
 # speed of light; the profiler's own ratios and utilisation are in the csv/json/parquet outputs.
@@ -127,9 +130,12 @@ def _read_progress(name: str) -> Iterator[Callable[[int, int], None] | None]:
         yield update
 
 
-def stream_kernels(csv_path: Path, fmt: str, out: Path, chip: str | None) -> None:
+def stream_kernels(
+    csv_path: Path, fmt: str, out: Path, chip: str | None, device: DeviceInfo | None = None
+) -> None:
     """One kernel CSV to a Parquet/CSV file through the overlapping pipeline of
-    `analyzer.io.kernel_stream`, or the whole-file way when the pipeline declines the file."""
+    `analyzer.io.kernel_stream`, or the whole-file way when the pipeline declines the file;
+    `device`: the facts recorded beside the file (`analyzer.io.load.KernelCsv`)."""
     from analyzer.io.kernel_sink import TableSink, large_strings
     from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
     from analyzer.io.load import load_kernels_arrow
@@ -138,12 +144,14 @@ def stream_kernels(csv_path: Path, fmt: str, out: Path, chip: str | None) -> Non
         sink = TableSink(fmt, tmp)
         try:
             # one parser: encoding the file keeps the second core busy (docs/benchmarks.md)
-            stream_kernel_csv(csv_path, chip, sink, large_strings, progress=progress, parsers=1)
+            stream_kernel_csv(
+                csv_path, chip, sink, large_strings, progress=progress, parsers=1, device=device
+            )
             sink.close()
             return
         except StreamFallback:
             sink.close()  # half a file: overwritten below
-        table = load_kernels_arrow(csv_path, chip=chip)
+        table = load_kernels_arrow(csv_path, chip=chip, device=device)
         _write_whole(large_strings(table), fmt, tmp)
 
 
@@ -153,11 +161,11 @@ class _TableView:
     is printed under it at the end. The chip in the title is the first group's, which the stream
     confirms on all rows (or falls back, and this rendering is dropped)."""
 
-    def __init__(self, rows: int, console: Any, label: str) -> None:
+    def __init__(self, rows: int, console: Any, label: str, source_format: str) -> None:
         from analyzer.io.kernel_sink import HeadSink
 
         self.head = HeadSink(rows)
-        self.console, self.label = console, label
+        self.console, self.label, self.source_format = console, label, source_format
         self.chip_name = ""
         self.rendered: str | None = None
 
@@ -175,14 +183,15 @@ class _TableView:
         head = self.head.head()
         df = to_frame({n: head.column(n) for n in head.column_names}, head.num_rows)
         with self.console.capture() as captured:  # rich buffers per thread: safe off the main one
-            self.console.print(kernel_table(df, f"{self.label} — kernel_csv, chip {self.chip_name}"))
+            title = f"{self.label} — {self.source_format}, chip {self.chip_name}"
+            self.console.print(kernel_table(df, title))
         return str(captured.get())
 
     def finish(self) -> str:
         return self.rendered if self.rendered is not None else self._render()
 
 
-def _table_view(csv_path: Path, chip: str | None, rows: int, label: str) -> bool:
+def _table_view(source: KernelCsv, chip: str | None, rows: int, label: str) -> bool:
     """Print the first `rows` kernels of one CSV (titled with `label`, the path as given) and the
     kernel count, through the pipeline (no million-row DataFrame for a 50-row view); False
     (nothing printed) when it declines the file."""
@@ -191,10 +200,18 @@ def _table_view(csv_path: Path, chip: str | None, rows: int, label: str) -> bool
     from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
 
     console = Console()
-    view = _TableView(rows, console, label)
+    view = _TableView(rows, console, label, source.format)
     try:
-        with _read_progress(csv_path.name) as progress:
-            stream_kernel_csv(csv_path, chip, view, lambda t: t, progress=progress, on_chip=view.chip)
+        with _read_progress(source.path.name) as progress:
+            stream_kernel_csv(
+                source.path,
+                chip,
+                view,
+                lambda t: t,
+                progress=progress,
+                on_chip=view.chip,
+                device=source.device,
+            )
     except StreamFallback:
         return False
     console.file.write(view.finish())
@@ -263,7 +280,7 @@ def kernels_command(
 
     Example: tilescope kernels runs/fa-v1 --format json -o kernels.json
     """
-    from analyzer.io.load import PartialLoadError, load_kernels_arrow, load_profiles, single_kernel_csv
+    from analyzer.io.load import PartialLoadError, kernel_csv_profile, load_kernels_arrow, load_profiles
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -271,21 +288,21 @@ def kernels_command(
         raise UsageError("--format parquet needs -o FILE (binary output is not written to a terminal)")
     if output is not None and fmt == "table":
         raise UsageError("-o needs a machine format: --format csv, json or parquet")
-    # a single kernel CSV: Arrow from the reader to the writer, no DataFrame round trip
-    csv_path = single_kernel_csv(path)
+    # a profile whose kernels are one CSV (the file itself, or a `*_ascend_pt` / `PROF_*` / plain
+    # folder holding one): Arrow from the reader to the writer, no DataFrame round trip
+    source = kernel_csv_profile(path)
     shown = limit if limit is not None else DEFAULT_TABLE_ROWS  # rows in the terminal view
-    if fmt == "table" and csv_path is not None and _table_view(csv_path, chip, shown, str(path)):
+    if fmt == "table" and source is not None and _table_view(source, chip, shown, str(path)):
         return
-    if fmt != "table":
-        if csv_path is not None and output is not None and fmt in ("parquet", "csv") and limit is None:
-            stream_kernels(csv_path, fmt, output, chip)
+    if fmt != "table" and source is not None:
+        if output is not None and fmt in ("parquet", "csv") and limit is None:
+            stream_kernels(source.path, fmt, output, chip, source.device)
             return
-        if csv_path is not None:
-            from analyzer.io.kernel_sink import large_strings
+        from analyzer.io.kernel_sink import large_strings
 
-            table = load_kernels_arrow(csv_path, chip=chip)
-            write_kernels(large_strings(table if limit is None else table.slice(0, limit)), fmt, output)
-            return
+        table = load_kernels_arrow(source.path, chip=chip, device=source.device)
+        write_kernels(large_strings(table if limit is None else table.slice(0, limit)), fmt, output)
+        return
     import pandas as pd
 
     profiles = load_profiles(path, chip=chip, progress=True)

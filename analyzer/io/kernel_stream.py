@@ -20,8 +20,9 @@ The whole-file path (`load_kernels_arrow`) stays the reference. Streaming gives 
   newlines without tracking quotes, so a range holding one may have been cut inside a value
   (`_check_whole_rows`);
 - a column whose type differs between groups (an unknown column numeric in one, text in another);
-- the chip. A single CSV has no device information, so the clock and core count are inferred from
-  the data (medians over all rows, `device.infer_from_kernels`). The first group's inference is
+- the chip. A CSV alone has no device information (a profile directory records some beside it:
+  `device`), so what is not recorded, often all of it, is inferred from the data (medians over all
+  rows, `device.infer_from_kernels`). The first group's inference is
   used speculatively; the per-row inputs of the inference are gathered from every group
   (`device.ChipEvidence`, a few float arrays), and at the end the same inference runs on all rows.
   If the chip differs, the caller redoes the file the whole-file way. On real profiles the two
@@ -38,7 +39,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +49,9 @@ from analyzer.chips import ChipSpec
 from analyzer.columns import canonical_header, is_coupled_header
 from analyzer.errors import ProfileFormatError
 from analyzer.gcpause import gc_paused
+
+if TYPE_CHECKING:
+    from analyzer.profile import DeviceInfo
 
 # A group is ~16 MB of the file (~57k kernel_details rows): big enough that per-group overheads
 # stay small, small enough that the last group's work after the parse ends is short.
@@ -171,6 +175,8 @@ def stream_kernel_csv(
     progress: Callable[[int, int], None] | None = None,
     parsers: int = PARSERS,
     on_chip: Callable[[ChipSpec], None] | None = None,
+    device: DeviceInfo | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[int, ChipSpec]:
     """Feed `sink` the canonical kernel table of one CSV, group by group; returns the row count and
     the chip the derived metrics used.
@@ -179,7 +185,9 @@ def stream_kernel_csv(
     is called after each group with (bytes read so far, file size); `group_bytes` is the size of
     a group in the file (tests make it small to cross many group seams); `on_chip` is told the
     chip chosen on the first group, before the sink sees any row (it is the final one unless the
-    stream falls back). Raises
+    stream falls back); `device` the device facts recorded beside the file (`load.KernelCsv`),
+    which the chip is chosen from before anything is inferred from the rows; `notes` gets what
+    `device.choose_chip` says about the chip from all rows (what it adds on the whole table). Raises
     StreamFallback (nothing useful was written; use the whole-file path) or the typed error of a bad
     file (same as the whole-file path for header-level problems).
     """
@@ -197,6 +205,7 @@ def stream_kernel_csv(
     from analyzer.metrics import add_derived_metrics_arrow
     from analyzer.profile import DeviceInfo
 
+    device = device or DeviceInfo()
     group_bytes = group_bytes or GROUP_BYTES
     header = read_header(path)
     canonical = canonical_header(header)
@@ -256,7 +265,7 @@ def stream_kernel_csv(
             if chip is None:
                 evidence.add(table)
             if spec is None:
-                spec = dev.choose_chip(chip, DeviceInfo(), evidence, [])
+                spec = dev.choose_chip(chip, device, evidence, [])
                 if on_chip is not None:
                     on_chip(spec)
             table = conform(add_derived_metrics_arrow(table, spec, coupled=coupled))
@@ -274,7 +283,10 @@ def stream_kernel_csv(
         if not total:
             raise StreamFallback("no rows: the whole-file path writes the empty table")
         if chip is None:
-            final = dev.choose_chip(None, DeviceInfo(), evidence, [])
+            said: list[str] = []
+            final = dev.choose_chip(None, device, evidence, said)
+            if notes is not None:
+                notes.extend(said)
             if final != spec:
                 raise StreamFallback(
                     f"chip inferred from all rows ({final.name}) differs from the first rows'"

@@ -22,7 +22,7 @@ import contextlib
 import json
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +39,7 @@ from analyzer.io.parts import (
     ensure_contract,
     file_names,
     kernels_from_timeline,
+    read_basic_info,
     read_kernel_csv,
 )
 from analyzer.report.escape import terminal_text
@@ -50,7 +51,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from analyzer.profile import Profile, Timeline
+    from analyzer.chips import ChipSpec
+    from analyzer.profile import DeviceInfo, Profile, Timeline
 
 __all__ = [
     "Detected",
@@ -173,27 +175,56 @@ def _sqlite_task(k: pd.DataFrame) -> Callable[[int], str]:
     return where
 
 
-def _load_torch(root: Path, lazy_timeline: bool = False) -> Parts:
+@dataclass
+class _Sources:
+    """Where a torch_npu or msprof directory keeps its kernel table and timeline: `tables` (one
+    kernel CSV or the slices of one op_summary) and else `database`, for the loaders below and
+    `kernel_csv_profile` alike, so that both read a directory the same way."""
+
+    tables: list[Path]
+    database: Path | None
+    timelines: list[Path]
+
+
+def _torch_sources(root: Path) -> _Sources:
+    """kernel_details.csv, else the profiler database, else the op_summary slices of a PROF_* dir."""
+    out = root / TORCH_OUT if (root / TORCH_OUT).is_dir() else root
+    kd = out / "kernel_details.csv"
+    dbs = sorted(out.glob("ascend_pytorch_profiler*.db"))
+    tv = out / "trace_view.json"
+    timelines = [tv] if tv.is_file() else []
+    if kd.is_file():
+        return _Sources([kd], None, timelines)
+    if dbs:
+        return _Sources([], dbs[0], timelines)
+    return _Sources(sorted(root.glob(f"PROF_*/{MSPROF_OUT}/op_summary_*.csv")), None, timelines)
+
+
+def _msprof_sources(root: Path) -> _Sources:
+    """The op_summary slices, else the msprof database; the msprof_*.json timelines."""
+    out = root / MSPROF_OUT
+    slices = sorted(out.glob("op_summary_*.csv")) or sorted(root.glob("device_*/summary/op_summary_*.csv"))
+    dbs = sorted(root.glob("msprof_*.db"))
+    timelines = sorted(out.glob("msprof_*.json")) or sorted(root.glob("device_*/timeline/msprof_*.json"))
+    return _Sources(slices, None if slices or not dbs else dbs[0], timelines)
+
+
+def _load_torch(root: Path, lazy_timeline: bool = False, defer_csv: bool = False) -> Parts:
     import pandas as pd
 
     from analyzer.io import device as dev
 
-    out = root / TORCH_OUT if (root / TORCH_OUT).is_dir() else root
     parts = Parts(pd.DataFrame(), "torch_npu")
-    kd = out / "kernel_details.csv"
-    dbs = sorted(out.glob("ascend_pytorch_profiler*.db"))
-    slices = sorted(root.glob(f"PROF_*/{MSPROF_OUT}/op_summary_*.csv"))
-    tv = out / "trace_view.json"
-    timeline = _start_timeline(tv) if tv.is_file() else None
-    if kd.is_file():
-        read_kernel_csv(parts, kd)
-    elif dbs:
-        parts = _load_sqlite(dbs[0])
-    elif slices:
-        read_kernel_csv(parts, slices)
-    if timeline is not None:  # deferred only when the kernels come from elsewhere
-        _take_timeline(parts, tv, timeline, lazy_timeline and bool(len(parts.kernels.columns)))
-    if not len(parts.kernels.columns):
+    src = _torch_sources(root)
+    tv = src.timelines[0] if src.timelines else None
+    timeline = _start_timeline(tv) if tv is not None else None
+    if src.tables:
+        read_kernel_csv(parts, src.tables, defer_csv)
+    elif src.database is not None:
+        parts = _load_sqlite(src.database)
+    if tv is not None:  # deferred only when the kernels come from elsewhere
+        _take_timeline(parts, tv, timeline, lazy_timeline and parts.has_kernel_table)
+    if not parts.has_kernel_table:
         if parts.timeline is None:
             raise NoProfileFoundError(root, "no kernel_details.csv, op_summary, database or trace_view.json")
         parts.kernels = kernels_from_timeline(parts.timeline, parts.warnings)
@@ -201,39 +232,38 @@ def _load_torch(root: Path, lazy_timeline: bool = False) -> Parts:
     parts.files.extend(files)
     parts.rank = parts.rank if parts.rank is not None else rank
     parts.device.cann_version = parts.device.cann_version or cann
-    _add_info_json(root, parts)
+    _add_info_json(root, parts.device, parts.files)
     return parts
 
 
-def _add_info_json(root: Path, parts: Parts) -> None:
+def _add_info_json(root: Path, device: DeviceInfo, files: list[Path]) -> None:
+    """The `info.json.N` files below a torch_npu or msprof directory into `device`."""
     from analyzer.io import device as dev
 
     for info in dev.find_info_json(root):
-        parts.files.append(info)
-        dev.merge_device(parts.device, dev.read_info_json(info))
+        files.append(info)
+        dev.merge_device(device, dev.read_info_json(info))
 
 
-def _load_msprof(root: Path) -> Parts:
+def _load_msprof(root: Path, defer_csv: bool = False) -> Parts:
     import pandas as pd
 
     parts = Parts(pd.DataFrame(), "msprof")
-    out = root / MSPROF_OUT
-    slices = sorted(out.glob("op_summary_*.csv")) or sorted(root.glob("device_*/summary/op_summary_*.csv"))
-    dbs = sorted(root.glob("msprof_*.db"))
-    timelines = sorted(out.glob("msprof_*.json")) or sorted(root.glob("device_*/timeline/msprof_*.json"))
-    if slices:
-        read_kernel_csv(parts, slices)
-    elif dbs:
-        parts = _load_sqlite(dbs[0])
+    src = _msprof_sources(root)
+    timelines = src.timelines
+    if src.tables:
+        read_kernel_csv(parts, src.tables, defer_csv)
+    elif src.database is not None:
+        parts = _load_sqlite(src.database)
     if timelines:
         if len(timelines) > 1:
             parts.warnings.append(f"{len(timelines)} timeline files; only {timelines[0].name} was read")
         parts.timeline = _read_timeline(timelines[0], parts)
-    if not len(parts.kernels.columns):
+    if not parts.has_kernel_table:
         if parts.timeline is None:
             raise NoProfileFoundError(root, "no op_summary_*.csv, msprof_*.db or msprof_*.json")
         parts.kernels = kernels_from_timeline(parts.timeline, parts.warnings)
-    _add_info_json(root, parts)
+    _add_info_json(root, parts.device, parts.files)
     return parts
 
 
@@ -297,13 +327,16 @@ def _load_folder(det: Detected, lazy_timeline: bool = False) -> Parts:
     return parts
 
 
-def _load_single(det: Detected, lazy_timeline: bool = False) -> Parts:
+def _load_single(det: Detected, lazy_timeline: bool = False, defer_csv: bool = False) -> Parts:
+    """The parts of one detected profile; with `defer_csv` a kernel table that is one CSV file is
+    left for `_build` to stream (torch_npu, msprof and a kernel CSV itself; a plain folder's note
+    counts its launches, so it reads its table at once)."""
     import pandas as pd
 
     if det.format == "torch_npu":
-        return _load_torch(det.path, lazy_timeline)
+        return _load_torch(det.path, lazy_timeline, defer_csv)
     if det.format == "msprof":
-        return _load_msprof(det.path)
+        return _load_msprof(det.path, defer_csv)
     if det.format in ("msprof_op", "msprof_op_multi"):
         return _load_msprof_op(det.path)
     if det.format == "sqlite":
@@ -312,7 +345,7 @@ def _load_single(det: Detected, lazy_timeline: bool = False) -> Parts:
         return _load_folder(det, lazy_timeline)
     if det.format == "kernel_csv":
         parts = Parts(pd.DataFrame(), None)
-        read_kernel_csv(parts, det.path)
+        read_kernel_csv(parts, det.path, defer_csv)
         return parts
     if det.format == "timeline_json":
         parts = Parts(pd.DataFrame(), _timeline_producer(det.path))
@@ -380,24 +413,35 @@ def _read_ir(path: Path) -> dict[str, Any] | None:
 
 
 def _build(
-    det: Detected, chip: str | None, manifest_dir: Path | None, lazy_timeline: bool = False
+    det: Detected,
+    chip: str | None,
+    manifest_dir: Path | None,
+    lazy_timeline: bool = False,
+    kernel_columns: Sequence[str] | None = None,
 ) -> Profile:
     from analyzer.io import device as dev
     from analyzer.io.msprof_op import per_core_times
     from analyzer.metrics import add_derived_metrics
     from analyzer.profile import Profile, SourceInfo
 
-    parts = _load_bundle(det) if det.format == "bundle" else _load_single(det, lazy_timeline)
+    defer = kernel_columns is not None
+    parts = _load_bundle(det) if det.format == "bundle" else _load_single(det, lazy_timeline, defer)
     if parts.timeline is not None and parts.device.timeline_max_frequency_mhz is None:
         # a timeline still being read (`pending_timeline`) is not waited for: no value then
         from analyzer.io.timeline import counter_max
 
         parts.device.timeline_max_frequency_mhz = counter_max(parts.timeline)
     warnings = list(parts.warnings)
-    selected = dev.choose_chip(chip, parts.device, parts.kernels, warnings)
-    # `msprof op` times are per block until the core count is known (io/msprof_op.py)
-    per_core = per_core_times(parts.kernels, selected.aic_count, selected.aiv_count)
-    kernels = add_derived_metrics(ensure_contract(per_core), selected, coupled=parts.coupled)
+    streamed = _stream_columns(parts, chip, warnings, kernel_columns) if kernel_columns is not None else None
+    if streamed is not None:
+        kernels, selected = streamed
+    else:
+        if parts.kernel_csv is not None:  # the stream gave up: the whole file, as without columns
+            _read_whole_csv(parts)
+        selected = dev.choose_chip(chip, parts.device, parts.kernels, warnings)
+        # `msprof op` times are per block until the core count is known (io/msprof_op.py)
+        per_core = per_core_times(parts.kernels, selected.aic_count, selected.aiv_count)
+        kernels = add_derived_metrics(ensure_contract(per_core), selected, coupled=parts.coupled)
     source = SourceInfo(
         det.path, det.format, parts.producer, parts.files, parts.metric_groups, coupled=parts.coupled
     )
@@ -425,6 +469,57 @@ def _build(
                 profile.ir = _read_ir(bundle / "ir" / "ir.json")
                 profile.source.files.append(bundle / "ir" / "ir.json")
     return profile
+
+
+def _stream_columns(
+    parts: Parts, chip: str | None, warnings: list[str], columns: Sequence[str]
+) -> tuple[pd.DataFrame, ChipSpec] | None:
+    """The deferred kernel CSV of `parts` streamed (`analyzer.io.kernel_stream`) into a table of
+    only `columns` (those the file has, after the derived metrics), and the chip; None when there
+    is none or the stream gives up (a bad value, a chip the first rows guessed wrong, no rows).
+
+    The columns are the whole-file table's, value for value, as the file output of `kernels` is;
+    the chip comes from the same device facts and the notes of its inference from all rows, so
+    `warnings` gets what `choose_chip` adds on the whole table. Only a group of rows and the kept
+    columns are in memory at a time (~16 of ~80 columns for `info`).
+    """
+    import pyarrow as pa
+
+    from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
+    from analyzer.io.tables import to_frame
+
+    if parts.kernel_csv is None:
+        return None
+    names: list[str] = []  # the whole table's columns (the metric groups are read from them)
+    kept: list[pa.Table] = []
+
+    def keep(table: pa.Table) -> pa.Table:
+        if not names:
+            names.extend(table.column_names)
+        return table.select([c for c in table.column_names if c in columns])
+
+    notes: list[str] = []
+    try:
+        _rows, selected = stream_kernel_csv(
+            parts.kernel_csv, chip, kept.append, keep, device=parts.device, notes=notes
+        )
+    except StreamFallback:
+        return None
+    table = pa.concat_tables(kept)
+    kept.clear()
+    parts.metric_groups = metric_groups_of(names)
+    warnings.extend(notes)
+    return to_frame({n: table.column(n) for n in table.column_names}, table.num_rows), selected
+
+
+def _read_whole_csv(parts: Parts) -> None:
+    """The deferred kernel CSV of `parts` read whole, as `read_kernel_csv` reads it."""
+    from analyzer.io.kernel_csv import read_kernel_table
+
+    assert parts.kernel_csv is not None
+    kt = read_kernel_table(parts.kernel_csv)
+    parts.kernels, parts.metric_groups = kt.kernels, kt.metric_groups
+    parts.kernel_csv = None
 
 
 @contextlib.contextmanager
@@ -494,7 +589,11 @@ class LoadedProfiles(list["Profile"]):
 
 
 def load_profiles(
-    path: str | Path, chip: str | None = None, progress: bool = False, lazy_timeline: bool = False
+    path: str | Path,
+    chip: str | None = None,
+    progress: bool = False,
+    lazy_timeline: bool = False,
+    kernel_columns: Sequence[str] | None = None,
 ) -> LoadedProfiles:
     """Every profile under `path` (one per rank / profiler directory), fully parsed.
 
@@ -507,6 +606,10 @@ def load_profiles(
     kernel table) may still be being read when this returns: `profile.timeline` waits for it, and
     raises its ProfileFormatError, on first use. The caller must use it before reporting
     (`analyze` does), or a broken timeline would go unnoticed.
+
+    With `kernel_columns`, a profile whose kernel table is one CSV file gets a kernel table of only
+    those columns, streamed from the file (`info` reads its counts and summary from ~16 columns);
+    every other part of the profile is read as without them.
     """
     p = Path(path)
     imported = threading.Event()
@@ -519,7 +622,7 @@ def load_profiles(
     finally:
         imported.set()
     try:
-        return _load_found(p, chip, progress, lazy_timeline)
+        return _load_found(p, chip, progress, lazy_timeline, kernel_columns)
     finally:
         _PREFETCHED.clear()  # a prefetched timeline that detection did not pick is dropped
 
@@ -540,7 +643,13 @@ def _rank_of(det: Detected) -> int | None:
     return None
 
 
-def _load_found(p: Path, chip: str | None, progress: bool, lazy_timeline: bool = False) -> LoadedProfiles:
+def _load_found(
+    p: Path,
+    chip: str | None,
+    progress: bool,
+    lazy_timeline: bool = False,
+    kernel_columns: Sequence[str] | None = None,
+) -> LoadedProfiles:
     found = detect(p)
     # a plain directory with a manifest.json next to the profiler output (sample dirs) keeps it
     manifest_dir = p if p.is_dir() and (p / "manifest.json").is_file() else None
@@ -549,7 +658,7 @@ def _load_found(p: Path, chip: str | None, progress: bool, lazy_timeline: bool =
     with _progress(progress, len(found)) as step:
         for i, det in enumerate(found):
             try:
-                loaded.append((i, _build(det, chip, manifest_dir, lazy_timeline)))
+                loaded.append((i, _build(det, chip, manifest_dir, lazy_timeline, kernel_columns)))
             except (ProfileFormatError, NoProfileFoundError) as exc:
                 if len(found) == 1:
                     raise
@@ -569,20 +678,77 @@ def _load_found(p: Path, chip: str | None, progress: bool, lazy_timeline: bool =
     return LoadedProfiles((pr for _, pr in loaded), failures)
 
 
-def single_kernel_csv(path: str | Path) -> Path | None:
-    """The file, when `path` is exactly one kernel CSV (kernel_details.csv / op_summary_*.csv)."""
+@dataclass
+class KernelCsv:
+    """A profile whose kernels are one CSV file (`kernel_csv_profile`): the file, the profile's
+    detected format, and the device facts recorded beside the file, which the chip is chosen from."""
+
+    path: Path
+    format: str  # kernel_csv, torch_npu, msprof or folder (as `Profile.source.format` says)
+    device: DeviceInfo
+
+
+def kernel_csv_profile(path: str | Path) -> KernelCsv | None:
+    """The kernel CSV of `path` when the one profile there takes its kernels from exactly that file:
+    a kernel table itself, a torch_npu `*_ascend_pt` (or msprof `PROF_*`) directory whose kernel
+    table is one kernel_details.csv (one op_summary), or a plain folder of loose files with one
+    kernel table. None otherwise (several profiles, op_summary slices, a database, msprof op, a
+    bundle, kernels taken from a timeline): those are loaded whole by `load_profiles`.
+
+    Of everything beside the file, the kernel table of such a profile depends only on the device
+    facts that choose its chip: info.json, OpBasicInfo's clock, and the timeline's AI Core Freq
+    counter when nothing else records the clock. They are read here the way the loaders read them,
+    so the table streamed from the file equals `load_profiles(path)[0].kernels`; a timeline is read
+    only for that counter, and nothing else is read.
+    """
     found = detect(path)
-    if len(found) != 1 or found[0].format != "kernel_csv":
+    if len(found) != 1 or found[0].format not in ("kernel_csv", "torch_npu", "msprof", "folder"):
         return None
-    return found[0].path
+    det = found[0]
+    from analyzer.profile import DeviceInfo
+
+    device = DeviceInfo()
+    if det.format == "kernel_csv":
+        return KernelCsv(det.path, det.format, device)
+    if det.format == "folder":
+        from analyzer.io.detect import FolderSources
+
+        folder = det.sources or FolderSources()
+        src = _Sources(folder.kernel_tables, None, folder.timelines)
+    else:
+        src = _torch_sources(det.path) if det.format == "torch_npu" else _msprof_sources(det.path)
+        _add_info_json(det.path, device, [])
+    if len(src.tables) != 1:
+        return None
+    if det.format == "folder" and det.sources is not None and det.sources.basic_info:
+        launches, _used = read_basic_info(det.sources.basic_info, [])
+        if launches is not None:
+            clock_from_launches(device, launches)
+    if src.timelines:
+        _add_timeline_clock(device, src.timelines[0])
+    return KernelCsv(src.tables[0], det.format, device)
 
 
-def load_kernels_arrow(csv_path: Path, chip: str | None = None) -> pa.Table:
+def _add_timeline_clock(device: DeviceInfo, timeline: Path) -> None:
+    """The timeline's highest AI Core Freq into `device`, read only when nothing else recorded the
+    clock (`device.recorded_clock` prefers those): what `_build` takes from a loaded timeline."""
+    from analyzer.io import device as dev
+
+    if dev.recorded_clock(device)[0] is not None:
+        return
+    try:
+        from analyzer.io.timeline import counter_max, read_timeline
+    except ImportError:  # no timeline reader: the loaders skip the timeline too
+        return
+    device.timeline_max_frequency_mhz = counter_max(read_timeline(timeline))
+
+
+def load_kernels_arrow(csv_path: Path, chip: str | None = None, device: DeviceInfo | None = None) -> pa.Table:
     """The canonical kernel table with derived metrics as Arrow, for one kernel CSV file (as found
-    by `single_kernel_csv`).
+    by `kernel_csv_profile`, with the device facts it found beside the file).
 
     The file-output path of `tilescope kernels`: the same columns and values as
-    `load_profiles(csv_path)[0].kernels` without building a DataFrame.
+    `load_profiles(path)[0].kernels` without building a DataFrame.
     """
     from analyzer.columns import is_coupled_header
     from analyzer.io import device as dev
@@ -592,7 +758,7 @@ def load_kernels_arrow(csv_path: Path, chip: str | None = None) -> pa.Table:
     from analyzer.profile import DeviceInfo
 
     table, _producer, _files = read_kernel_arrow(csv_path)
-    selected = dev.choose_chip(chip, DeviceInfo(), table, [])
+    selected = dev.choose_chip(chip, device or DeviceInfo(), table, [])
     return add_derived_metrics_arrow(table, selected, coupled=is_coupled_header(read_header(csv_path)))
 
 

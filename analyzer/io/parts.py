@@ -50,6 +50,14 @@ class Parts:
     pending_timeline: Callable[[], Timeline | None] | None = None
     # the kernel table came from a coupled chip (un-prefixed PMU names); Profile has no field yet
     coupled: bool = False
+    # the one kernel CSV whose rows are read later, streamed into only the columns the caller
+    # needs (`read_kernel_csv(defer=True)`); `kernels` stays empty until then
+    kernel_csv: Path | None = None
+
+    @property
+    def has_kernel_table(self) -> bool:
+        """A kernel table was read, or found and left to be streamed."""
+        return self.kernel_csv is not None or bool(len(self.kernels.columns))
 
 
 def kernels_from_timeline(tl: Timeline, warnings: list[str]) -> pd.DataFrame:
@@ -92,15 +100,31 @@ def ensure_contract(k: pd.DataFrame) -> pd.DataFrame:
     return k
 
 
-def read_kernel_csv(parts: Parts, paths: Path | list[Path]) -> None:
-    """The kernel table (one file or the slices of one) into `parts`."""
-    from analyzer.io.kernel_csv import read_kernel_table
+def read_kernel_csv(parts: Parts, paths: Path | list[Path], defer: bool = False) -> None:
+    """The kernel table (one file or the slices of one) into `parts`.
 
-    kt = read_kernel_table(paths)
-    parts.files.extend(kt.files)
-    parts.kernels, parts.producer, parts.metric_groups = kt.kernels, kt.producer, kt.metric_groups
-    parts.coupled = kt.coupled
-    if kt.coupled:
+    With `defer`, one file is only checked by its header here (the errors a header gives are
+    raised as before) and left in `parts.kernel_csv` for `load._build` to stream; its metric
+    groups are known once it has been read.
+    """
+    from analyzer.columns import canonical_header, is_coupled_header
+    from analyzer.io.kernel_csv import check_header, read_kernel_table
+    from analyzer.io.tables import read_header
+
+    files = paths if isinstance(paths, list) else [paths]
+    if defer and len(files) == 1:
+        header = read_header(files[0])
+        parts.producer = check_header(files[0], header, canonical_header(header))
+        parts.kernel_csv = files[0]
+        parts.files.append(files[0])
+        coupled = is_coupled_header(header)
+    else:
+        kt = read_kernel_table(paths)
+        parts.files.extend(kt.files)
+        parts.kernels, parts.producer, parts.metric_groups = kt.kernels, kt.producer, kt.metric_groups
+        coupled = kt.coupled
+    parts.coupled = coupled
+    if coupled:
         parts.warnings.append(COUPLED_NOTE)
 
 
@@ -129,9 +153,9 @@ def _clock_text(device: DeviceInfo) -> str:
     return ", ".join(said) or "no frequency"
 
 
-def add_basic_info(parts: Parts, files: list[Path]) -> str:
-    """OpBasicInfo beside other sources: its rows become `launches`, its clock the device's. A
-    broken one is a note, not a failed load (it is a side source, like info.json)."""
+def read_basic_info(files: list[Path], warnings: list[str]) -> tuple[pd.DataFrame | None, list[Path]]:
+    """The launches of the OpBasicInfo files beside other sources and the files that gave them. A
+    broken one is a note in `warnings`, not a failed load (it is a side source, like info.json)."""
     import pandas as pd
 
     from analyzer.io.tables import read_small_table
@@ -142,13 +166,21 @@ def add_basic_info(parts: Parts, files: list[Path]) -> str:
         try:
             frames.append(read_small_table(f))
         except ProfileFormatError as exc:
-            parts.warnings.append(f"{f.name} not used: {exc.one_line()}")
+            warnings.append(f"{f.name} not used: {exc.one_line()}")
             continue
         used.append(f)
     if not frames:
+        return None, used
+    return (pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]), used
+
+
+def add_basic_info(parts: Parts, files: list[Path]) -> str:
+    """OpBasicInfo beside other sources: its rows become `launches`, its clock the device's."""
+    launches, used = read_basic_info(files, parts.warnings)
+    if launches is None:
         return ""
     parts.files.extend(used)
-    parts.launches = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    parts.launches = launches
     clock_from_launches(parts.device, parts.launches)
     return f"clock from {file_names(used)} ({_clock_text(parts.device)})"
 

@@ -103,14 +103,6 @@ def _derived(profile: Profile) -> pd.DataFrame:
     return with_derived_metrics(profile.kernels, profile.chip)
 
 
-def _numeric(k: pd.DataFrame, col: str) -> pd.Series:
-    import pandas as pd
-
-    if col in k.columns:
-        return pd.to_numeric(k[col], errors="coerce").astype("float64")
-    return pd.Series(np.nan, index=k.index, dtype="float64")
-
-
 def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per kernel name (index): launch-time statistics, duration-weighted pipe ratios,
     roofline figures, the speed of light and the first non-null op type, core type, shapes and
@@ -122,54 +114,74 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
     Σ duration over launches with bytes; `flops` and
     `bytes_moved` are means per launch; `sol_us` is the sum over launches and `sol_pct` = Σ sol_us /
     Σ duration over the launches that have one; `sol_bound` the bound most launches share.
+
+    The per-launch terms are summed a few at a time (`_GroupSums`), and the text columns are read
+    as they are: a launches × 61 frame of terms and an object copy of four text columns held
+    ~3 GB on 3 M launches.
     """
     import pandas as pd
 
     if "name" not in kernels.columns:
         return pd.DataFrame()
-    if names is None:
-        k = kernels
-    else:  # only the columns used below: the filter then copies ~25 columns, not all ~60
-        wanted = ("name", "duration_us", "flops", "bytes_moved", "sol_us", "sol_bound", *WEIGHTED_RATIOS,
-                  *FIRST_OF_GROUP)
-        k = kernels[[c for c in dict.fromkeys(wanted) if c in kernels.columns]]
-        k = k[k["name"].astype("str").isin(list(names))]
-    dur = _numeric(k, "duration_us")
-    flops, moved = _numeric(k, "flops"), _numeric(k, "bytes_moved")
-    both = flops.notna() & moved.notna()
-    cols: dict[str, pd.Series] = {
-        "d": dur,
-        "flops": flops,
-        "bytes_moved": moved,
-        "ai_f": flops.where(both),
-        "ai_b": moved.where(both),
+    label = kernels["name"].astype("str")
+    codes, uniques = pd.factorize(label, sort=False)
+    keep = np.ones(len(label), dtype=bool) if names is None else label.isin(list(names)).to_numpy(dtype=bool)
+    # the kernels' numbers as the group key, NaN for a launch without a name: groupby numbers
+    # and leaves out the launches exactly as it does with the names themselves
+    key = np.where(codes >= 0, codes, np.nan)[keep]
+
+    from analyzer.metrics import float_column
+
+    def values(col: str) -> np.ndarray:
+        return float_column(kernels, col).to_numpy()[keep]
+
+    dur, flops, moved, sol = values("duration_us"), values("flops"), values("bytes_moved"), values("sol_us")
+
+    def ratio_terms(col: str) -> tuple[np.ndarray, np.ndarray]:
+        v = values(col)
+        return v * dur, _where(~np.isnan(v), dur)
+
+    # Does any term hold a NaN? (the base terms do exactly when one of these four does)
+    nan_in_terms = any(np.isnan(a).any() for a in (dur, flops, moved, sol)) or any(
+        np.isnan(ratio_terms(c)[0]).any() for c in WEIGHTED_RATIOS
+    )
+    g = _GroupSums(key, nan_in_terms)
+    has_dur, has_moved = ~np.isnan(dur), ~np.isnan(moved)
+    both = ~np.isnan(flops) & has_moved
+    base = {
+        "flops": (flops, None),
+        "ai_f": (flops, both),
+        "ai_b": (moved, both),
         # a roofline point: AI and FLOP/s over the same launches, those with both FLOPs and bytes
-        "tf_d": dur.where(both & dur.notna()),
-        "tf_f": flops.where(both & dur.notna()),
-        "bw_d": dur.where(moved.notna() & dur.notna()),
-        "bw_b": moved.where(dur.notna()),
-        "sol": _numeric(k, "sol_us"),
-        "sol_d": dur.where(_numeric(k, "sol_us").notna()),
+        "tf_d": (dur, both & has_dur),
+        "tf_f": (flops, both & has_dur),
+        "bw_d": (dur, has_moved & has_dur),
+        "bw_b": (moved, has_dur),
+        "sol": (sol, None),
+        "sol_d": (dur, ~np.isnan(sol)),
     }
-    for c in WEIGHTED_RATIOS:
-        v = _numeric(k, c)
-        cols[f"{c}__w"] = v * dur
-        cols[f"{c}__d"] = dur.where(v.notna())
-    frame = pd.DataFrame(cols, index=k.index)
-    key = k["name"].astype("str")
-    g = frame.groupby(key, sort=False)
-    sums = g.sum(min_count=1)
-    quart = g["d"].quantile(np.array([0.25, 0.5, 0.75])).unstack()
+    block = g.block(len(base))
+    for row, (v, mask) in zip(block, base.values(), strict=False):
+        if mask is None:
+            row[:] = v
+        else:
+            row.fill(np.nan)
+            np.copyto(row, v, where=mask)
+    sums = g.sums_of(block)
+    sums.columns = [*base, *sums.columns[len(base) :]]
+    del block, base, both, has_dur, has_moved
+    by_launch = pd.Series(dur).groupby(key, sort=False)
+    quart = by_launch.quantile(np.array([0.25, 0.5, 0.75])).unstack()
     out = pd.DataFrame(
         {
-            "launches": g.size(),
+            "launches": by_launch.size(),
             "median_us": quart[0.5],
             "p25_us": quart[0.25],
             "p75_us": quart[0.75],
-            "min_us": g["d"].min(),
-            "max_us": g["d"].max(),
-            "flops": g["flops"].mean(),
-            "bytes_moved": g["bytes_moved"].mean(),
+            "min_us": by_launch.min(),
+            "max_us": by_launch.max(),
+            "flops": pd.Series(flops).groupby(key, sort=False).mean(),
+            "bytes_moved": pd.Series(moved).groupby(key, sort=False).mean(),
             "arithmetic_intensity": sums["ai_f"] / sums["ai_b"].where(sums["ai_b"] > 0),
             "achieved_tflops": sums["tf_f"] / sums["tf_d"].where(sums["tf_d"] > 0) / 1e6,
             "achieved_gbps": sums["bw_b"] / sums["bw_d"].where(sums["bw_d"] > 0) / 1e3,
@@ -177,19 +189,68 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
             "sol_pct": sums["sol"] / sums["sol_d"].where(sums["sol_d"] > 0) * 100.0,
         }
     )
-    if "sol_bound" in k.columns:
+    del sums, flops, moved, sol
+    if "sol_bound" in kernels.columns:
         # the resource most launches of the kernel are bound by
-        counts = k["sol_bound"].astype("object").groupby(key, sort=False).value_counts()
+        counts = kernels["sol_bound"][keep].groupby(key, sort=False).value_counts()
         out["sol_bound"] = counts.groupby(level=0, sort=False).idxmax().map(lambda ix: ix[1])
-    for c in WEIGHTED_RATIOS:
-        out[c] = sums[f"{c}__w"] / sums[f"{c}__d"].where(sums[f"{c}__d"] > 0)
-    present = [c for c in FIRST_OF_GROUP if c in k.columns]
-    if present:
-        firsts = k[present].astype("object").groupby(key, sort=False).first()
-        out = out.join(firsts)
-    if "input_shapes" in k.columns:
-        out["input_shape_variants"] = k["input_shapes"].groupby(key, sort=False).nunique()
+    for batch in _batches(WEIGHTED_RATIOS, _RATIOS_PER_PASS):
+        block = g.block(2 * len(batch))  # per ratio: Σ value × duration, Σ duration
+        for i, c in enumerate(batch):
+            block[2 * i], block[2 * i + 1] = ratio_terms(c)
+        w = g.sums_of(block)
+        for i, c in enumerate(batch):
+            out[c] = w[2 * i] / w[2 * i + 1].where(w[2 * i + 1] > 0)
+    for c in FIRST_OF_GROUP:
+        if c in kernels.columns:
+            out[c] = kernels[c][keep].groupby(key, sort=False).first()
+    if "input_shapes" in kernels.columns:
+        out["input_shape_variants"] = kernels["input_shapes"][keep].groupby(key, sort=False).nunique()
+    out.index = uniques.take(out.index.to_numpy(dtype=np.intp)).rename("name")
     return out
+
+
+def _where(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """`values` where `mask`, else NaN (Series.where)."""
+    return np.where(mask, values, np.nan)
+
+
+# Weighted ratios summed per groupby pass: 2 × 3 launch-long columns (~140 MB on 3 M launches)
+_RATIOS_PER_PASS = 3
+
+
+def _batches(items: Sequence[str], size: int) -> list[Sequence[str]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+class _GroupSums:
+    """Σ per kernel (min_count=1, as DataFrame.groupby.sum) of per-launch terms, a few at a time.
+
+    pandas sums a block with np.add.reduceat when its groups come in order and the block holds no
+    NaN, else with its Kahan loop, and the two can differ in the last bit. The report's sums used
+    to come from one block of every term, so a NaN in any term put all of them on the Kahan loop:
+    when a term holds one (`nan_in_terms`), every smaller block gets an all-NaN row as well, and no
+    sum changes. Groups come in order of first appearance, as with `groupby(sort=False)`.
+    """
+
+    def __init__(self, key: np.ndarray, nan_in_terms: bool) -> None:
+        self.key = key
+        self.nan_row = nan_in_terms
+
+    def block(self, rows: int) -> np.ndarray:
+        """An uninitialised (rows × launches) block for the terms of one pass (+ the NaN row)."""
+        out = np.empty((rows + self.nan_row, len(self.key)))
+        if self.nan_row:
+            out[-1] = np.nan
+        return out
+
+    def sums_of(self, block: np.ndarray) -> pd.DataFrame:
+        """Σ per group of each row of `block`; columns numbered from 0 (the NaN row's included)."""
+        import pandas as pd
+
+        # the transposed 2-D block becomes the frame's one block: pandas reads it in place
+        frame = pd.DataFrame(block.T, copy=False)
+        return frame.groupby(self.key, sort=False).sum(min_count=1)
 
 
 def _rounded(value: Any, digits: int | None) -> Any:
