@@ -243,7 +243,7 @@ def _raising(exc: BaseException) -> Any:
 def test_exit_code_of_a_typer_exit_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     import analyzer.io.load as load
 
-    monkeypatch.setattr(load, "single_kernel_csv", _raising(typer.Exit(5)))
+    monkeypatch.setattr(load, "kernel_csv_profile", _raising(typer.Exit(5)))
     assert main(["kernels", str(SAMPLE_CSV)]) == 5  # was 0: `_run` dropped what app() returned
 
 
@@ -253,7 +253,7 @@ def test_keyboard_interrupt_is_130_with_one_line(
     import analyzer.io.load as load
 
     # typer turns it into Exit(130) and returns 130 in non-standalone mode: dropped, exit 0, silent
-    monkeypatch.setattr(load, "single_kernel_csv", _raising(KeyboardInterrupt()))
+    monkeypatch.setattr(load, "kernel_csv_profile", _raising(KeyboardInterrupt()))
     assert main(["kernels", str(SAMPLE_CSV)]) == 130
     assert capsys.readouterr().err == "tilescope: interrupted\n"
 
