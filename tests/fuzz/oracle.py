@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzer.interrupt import Interrupted
 from analyzer.io.validate import range_of
 from analyzer.report.escape import terminal_text
 
@@ -80,6 +81,8 @@ def run_in_process(args: list[str], timeout: int = TIMEOUT_S) -> tuple[int | Non
             code = main(args)
     except _Hang:
         return None, out.getvalue(), err.getvalue(), ""
+    except (KeyboardInterrupt, Interrupted):
+        raise  # the fuzzer itself was interrupted: stop the run, do not count it as a case
     except BaseException as exc:  # anything escaping main is a traceback the user would see
         import traceback
 
