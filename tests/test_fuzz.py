@@ -34,21 +34,22 @@ def test_fuzz_budget_meets_the_bar(real_traces: Path) -> None:
     assert counts["accepted"] > 0 and counts["rejected"] > 0
 
 
-# Cases the long run failed on, replayed on every CI run: (run seed, case index, seed input, what it was)
+# Cases the long runs failed on, replayed on every CI run: (run seed, case index, seed input, the
+# mutation, what went wrong before the fix)
 FOUND = [
-    (7, 43, "fa_pipeutil_29", "Output Shapes = -9223372036854775808: sol_us = -1.05e13 with exit 0"),
-    (7, 16, "msprof_db", "COMPUTE_TASK_INFO.blockDim = 1e308: TypeError traceback"),
-    (7, 154, "msprof_db", "damaged page: UnicodeDecodeError traceback from SQLite's error message"),
-    (7, 250, "msprof_db", "damaged page: UnicodeDecodeError traceback from SQLite's error message"),
-    (7, 190, "msprof_db", "'a?b' directory: the URI opened a truncated path (sqlite3.OperationalError)"),
-    (7, 193, "fa_pipeutil_29", "a newline in the directory name split the error line in two"),
-    (1, 1877, "sample_bundle", "ir.json versions -1e308: a 300-digit integer in a TS504 finding, exit 0"),
+    (7, 43, "fa_pipeutil_29", "Output Shapes' = '-9223372036854775808", "sol_us = -1.05e13 with exit 0"),
+    (7, 16, "msprof_db", "COMPUTE_TASK_INFO.blockDim = 1e+308", "TypeError traceback"),
+    (7, 154, "msprof_db", "corrupt 64 bytes at 63689", "UnicodeDecodeError traceback from SQLite's message"),
+    (7, 250, "msprof_db", "corrupt 64 bytes at 64437", "UnicodeDecodeError traceback from SQLite's message"),
+    (7, 190, "msprof_db", "in 'a?b'", "the URI opened a truncated path (sqlite3.OperationalError)"),
+    (7, 193, "fa_pipeutil_29", "in 'new\\nline'", "a newline in the directory name split the error line"),
+    (1, 1877, "sample_bundle", "['s_ub'] = -1e+308", "a 300-digit integer in a TS504 finding, exit 0"),
 ]
 
 
-@pytest.mark.parametrize(("run_seed", "index", "seed_name", "what"), FOUND)
+@pytest.mark.parametrize(("run_seed", "index", "seed_name", "mutation", "what"), FOUND)
 def test_cases_the_fuzzer_found_stay_fixed(
-    real_traces: Path, tmp_path: Path, run_seed: int, index: int, seed_name: str, what: str
+    real_traces: Path, tmp_path: Path, run_seed: int, index: int, seed_name: str, mutation: str, what: str
 ) -> None:
     from tests.fuzz.mutate import make_case, seeds
     from tests.fuzz.oracle import check_case
@@ -56,6 +57,7 @@ def test_cases_the_fuzzer_found_stay_fixed(
 
     seed = next(s for s in seeds(REPO) if s.name == seed_name)
     case = make_case(seed, index, run_seed, tmp_path)
+    assert mutation in case.mutation, case.mutation  # the replay is the case the run failed on
     results = check_case(case.path, case.twin, False, REPO)
     assert [r for r in results if r.outcome in FAILURES] == [], (what, case.mutation)
 

@@ -271,56 +271,45 @@ def _json_any(rng: random.Random, path: Path) -> str:
 # ---- SQLite mutations ----------------------------------------------------------------------------
 
 
-def _sqlite_value(rng: random.Random, path: Path) -> str:
+def _sqlite_edit(path: Path, sql: str, params: tuple[object, ...], said: str) -> str:
+    """Run one statement on the copy; what it did, or why SQLite refused it (then the case is
+    the unchanged database)."""
     con = sqlite3.connect(path)
     try:
-        table, col = rng.choice(
-            [
-                ("TASK", "endNs"),
-                ("TASK", "startNs"),
-                ("TASK", "globalTaskId"),
-                ("COMPUTE_TASK_INFO", "blockDim"),
-                ("COMPUTE_TASK_INFO", "name"),
-                ("TASK_PMU_INFO", "value"),
-                ("STRING_IDS", "value"),
-            ]
-        )
-        value = rng.choice([-5, None, "text", 2**62, 1e308, "", "x[/bold]"])
-        con.execute(
-            f'UPDATE "{table}" SET "{col}" = ? WHERE rowid IN (SELECT rowid FROM "{table}" LIMIT 2)', (value,)
-        )
+        con.execute(sql, params)
         con.commit()
-        return f"{table}.{col} = {value!r}"
+        return said
     except sqlite3.Error as exc:
-        return f"sqlite update failed ({exc})"
+        return f"{said}: refused ({exc})"
     finally:
         con.close()
+
+
+def _sqlite_value(rng: random.Random, path: Path) -> str:
+    table, col = rng.choice(
+        [
+            ("TASK", "endNs"),
+            ("TASK", "startNs"),
+            ("TASK", "globalTaskId"),
+            ("COMPUTE_TASK_INFO", "blockDim"),
+            ("COMPUTE_TASK_INFO", "name"),
+            ("TASK_PMU_INFO", "value"),
+            ("STRING_IDS", "value"),
+        ]
+    )
+    value = rng.choice([-5, None, "text", 2**62, 1e308, "", "x[/bold]"])
+    sql = f'UPDATE "{table}" SET "{col}" = ? WHERE rowid IN (SELECT rowid FROM "{table}" LIMIT 2)'
+    return _sqlite_edit(path, sql, (value,), f"{table}.{col} = {value!r}")
 
 
 def _sqlite_drop(rng: random.Random, path: Path) -> str:
-    con = sqlite3.connect(path)
-    try:
-        table = rng.choice(["STRING_IDS", "TASK_PMU_INFO", "NPU_INFO", "META_DATA"])
-        con.execute(f'DROP TABLE IF EXISTS "{table}"')
-        con.commit()
-        return f"drop table {table}"
-    finally:
-        con.close()
+    table = rng.choice(["STRING_IDS", "TASK_PMU_INFO", "NPU_INFO", "META_DATA"])
+    return _sqlite_edit(path, f'DROP TABLE IF EXISTS "{table}"', (), f"drop table {table}")
 
 
 def _sqlite_drop_column(rng: random.Random, path: Path) -> str:
-    con = sqlite3.connect(path)
-    try:
-        table, col = rng.choice(
-            [("TASK", "endNs"), ("TASK", "startNs"), ("COMPUTE_TASK_INFO", "globalTaskId")]
-        )
-        con.execute(f'ALTER TABLE "{table}" DROP COLUMN "{col}"')
-        con.commit()
-        return f"drop column {table}.{col}"
-    except sqlite3.Error as exc:
-        return f"drop column failed ({exc})"
-    finally:
-        con.close()
+    table, col = rng.choice([("TASK", "endNs"), ("TASK", "startNs"), ("COMPUTE_TASK_INFO", "globalTaskId")])
+    return _sqlite_edit(path, f'ALTER TABLE "{table}" DROP COLUMN "{col}"', (), f"drop column {table}.{col}")
 
 
 def _sqlite_pages(rng: random.Random, path: Path) -> str:
