@@ -9,7 +9,10 @@ live ones are also registered here and `remove_all` removes them on that fast ex
 from __future__ import annotations
 
 import contextlib
+import glob
+import os
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -17,6 +20,7 @@ from pathlib import Path
 
 _lock = threading.Lock()
 _live: set[Path] = set()
+_swept: set[str] = set()
 _closed = False
 
 
@@ -31,7 +35,11 @@ def scratch_dir(prefix: str) -> Iterator[Path]:
     with _lock:
         if _closed:
             raise ScratchClosedError("the process is exiting")
-        path = Path(tempfile.mkdtemp(prefix=prefix))
+        if prefix not in _swept:
+            _swept.add(prefix)
+            _sweep_dead(prefix)
+        # the pid in the name lets a later run remove what a killed one (kill -9) left
+        path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
         _live.add(path)
     try:
         yield path
@@ -39,6 +47,25 @@ def scratch_dir(prefix: str) -> Iterator[Path]:
         _remove(path)
         with _lock:
             _live.discard(path)
+
+
+def _sweep_dead(prefix: str) -> None:
+    """Remove `prefix<pid>-*` directories whose process is gone (a kill -9 skips every cleanup);
+    another user's, or a live process's, are left alone."""
+    for path in Path(tempfile.gettempdir()).glob(f"{glob.escape(prefix)}*-*"):
+        pid = path.name[len(prefix) :].split("-", 1)[0]
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if not pid.isdigit() or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            _remove(path)
+        except (PermissionError, OverflowError, ValueError):
+            continue
 
 
 def _remove(path: Path) -> None:

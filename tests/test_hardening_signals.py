@@ -390,3 +390,25 @@ def test_replaced_output_keeps_its_mode(tmp_path: Path) -> None:
     assert main(["kernels", str(SAMPLE_CSV), "-f", "csv", "-o", str(target)]) == 0
     assert stat.S_IMODE(target.stat().st_mode) == 0o640 and target.read_text() != OLD
     assert _listing(tmp_path) == ["k.csv"]
+
+
+def test_scratch_left_by_a_killed_process_is_swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kill -9 skips every cleanup: the next run removes a dead process's scratch directory, never a
+    live process's."""
+    import subprocess as sp
+
+    from analyzer import scratch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(scratch, "_swept", set())
+    dead = sp.Popen(["true"])
+    dead.wait()
+    left = tmp_path / f"tilescope-duckdb-{dead.pid}-abc"
+    (left / "spill").mkdir(parents=True)
+    alive = tmp_path / f"tilescope-duckdb-{os.getppid()}-def"
+    alive.mkdir()
+    with scratch.scratch_dir("tilescope-duckdb-") as mine:
+        assert mine.name.startswith(f"tilescope-duckdb-{os.getpid()}-")
+        assert not left.exists()
+        assert alive.exists()
+    assert not mine.exists()
