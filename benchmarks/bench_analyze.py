@@ -86,7 +86,7 @@ def part1(root: Path, rows: int, repeat: int, gen: ModuleType) -> dict[str, floa
     from analyzer.analysis import analyze
     from analyzer.io.load import load_profile
 
-    d = _torch_dir(root / f"k{rows}", rows, None, gen)
+    d = _torch_dir(root / f"k{rows}", rows, None, gen).resolve()
     t_parse, profile = _best(lambda: load_profile(d), repeat)
     assert profile is not None
     t_analyze, result = _best(lambda: analyze(profile), repeat)
@@ -228,10 +228,14 @@ print(f"{time.perf_counter() - t:.3f} {len(df)}")
 """
 
 
-def _child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float, str]:
+def _child(
+    cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[float, float, float, str]:
     """Wall s, CPU s, peak RSS MiB (os.wait4: the child's own ru_maxrss) and stdout of a subprocess."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=cwd
+    )
     out = proc.stdout.read() if proc.stdout is not None else ""
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -243,7 +247,7 @@ def _child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, fl
 
 def part4(root: Path, rows: int, repeat: int, codes: dict[str, Path], gen: ModuleType) -> None:
     """Peak RSS and time of `analyze` and `info` on a large kernel table, per checkout."""
-    d = _torch_dir(root / f"k{rows}", rows, None, gen)
+    d = _torch_dir(root / f"k{rows}", rows, None, gen).resolve()
     csv = d / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
     size = csv.stat().st_size
     runs: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
@@ -254,7 +258,9 @@ def part4(root: Path, rows: int, repeat: int, codes: dict[str, Path], gen: Modul
             env = {**os.environ, "PYTHONPATH": str(code)}
             for command in ("analyze", "info"):
                 cmd = [sys.executable, "-m", "analyzer.cli", command, str(d), "-f", "json"]
-                wall, cpu, rss, _out = _child(cmd, env)
+                # `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH:
+                # run in the checkout, or every "checkout" measures the one the script runs from
+                wall, cpu, rss, _out = _child(cmd, env, cwd=code)
                 runs.setdefault((name, command), []).append((wall, cpu, rss))
         wall, cpu, rss, _out = _child([sys.executable, "-c", _READ_CSV, str(csv)])
         base.append((wall, cpu, rss))

@@ -31,9 +31,33 @@ def load_profiles(path: Path, chip: str | None) -> list[Profile]:
     that could not be read (a plain list from a test means none)."""
     from analyzer.io.load import load_profiles as _load
 
+    arrow_returns_freed_memory()
     # the kernel-table rules run while a large trace_view.json is still being read; `build` makes
     # sure every timeline is resolved (a broken one is bad input, exit 2) before any report
     return _load(path, chip=chip, lazy_timeline=True)
+
+
+def arrow_returns_freed_memory() -> bool:
+    """Make Arrow's allocator jemalloc with no decay delay, unless ARROW_DEFAULT_MEMORY_POOL says
+    otherwise; True when it did.
+
+    Why: the kernel CSV is parsed on Arrow's reader threads, and Arrow's default mimalloc keeps
+    what they free (the parsed file, the conversion's buffers: ~0.4 GB per million kernels) as
+    cached pages no other allocator can reuse; the rules and the report then put their working
+    arrays on top. jemalloc with decay 0 returns freed pages at once: peak RSS of `analyze` on
+    3 M kernels 4.0 -> 3.6 GB (docs/benchmarks.md). Only where buffers live changes, no value.
+    """
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return False  # the user chose Arrow's allocator
+    import pyarrow as pa
+
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:  # a pyarrow built without jemalloc: keep its default
+        return False
+    pa.set_memory_pool(pool)
+    pa.jemalloc_set_decay_ms(0)
+    return True
 
 
 def _codes(value: str | None) -> list[str]:
@@ -169,4 +193,4 @@ def register(app: typer.Typer) -> None:
             raise gate
 
 
-__all__ = ["Severity", "build", "load_profiles", "register", "renderer"]
+__all__ = ["Severity", "arrow_returns_freed_memory", "build", "load_profiles", "register", "renderer"]
