@@ -170,8 +170,11 @@ def _target_mode(target: Path) -> int:
 
 
 def write_text_atomic(target: str | Path, text: str) -> None:
+    """UTF-8 text to `target` atomically. Reports arrive as valid Unicode (report.data._valid_text);
+    any other text holding a lone surrogate (a non-UTF-8 path) is written with it escaped rather
+    than failing after the work is done."""
     with atomic_path(target) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
 
 
 @contextlib.contextmanager

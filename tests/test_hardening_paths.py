@@ -553,3 +553,26 @@ def test_advisor_gets_an_absolute_directory(
     monkeypatch.chdir(tmp_path)
     result = msa.run_advisor(Path(name))
     assert result["status"] == "found", result
+
+
+@pytest.mark.parametrize("fmt", ["json", "md", "html", "sarif", "text"])
+def test_reports_of_a_non_utf8_directory_name_it_escaped(
+    real_traces: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    """A directory named with byte 0xff reached the report as a lone surrogate: msgspec (JSON) and
+    the file writer (HTML, Markdown, SARIF) raised UnicodeEncodeError after the analysis was done."""
+    import os
+
+    from analyzer.cli import main
+
+    bad = os.path.join(os.fsencode(tmp_path), b"bad\xff")
+    os.mkdir(bad)
+    src = real_traces / "fa_pipeutil_29" / "kernel_details.csv"
+    with open(os.path.join(bad, b"kernel_details.csv"), "wb") as fh:
+        fh.write(src.read_bytes())
+    out = tmp_path / f"report.{fmt}"
+    code = main(["analyze", os.fsdecode(bad), "-f", fmt, "-o", str(out)])
+    assert code == 0, capsys.readouterr().err
+    text = out.read_bytes().decode("utf-8")  # valid UTF-8
+    # the byte as the visible escape \xff (JSON escapes the backslash; SARIF URIs percent-encode it)
+    assert any(shown in text for shown in ("bad\\xff", "bad\\\\xff", "bad%5Cxff")), text[:300]

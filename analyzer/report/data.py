@@ -59,10 +59,23 @@ def tool_version() -> str:
         return "0.0.0+unknown"
 
 
+def _valid_text(text: str) -> str:
+    """`text` as valid Unicode: a path that is not UTF-8 (byte 0xff in a directory name) arrives
+    as a lone surrogate, which no UTF-8 writer (msgspec, files) can encode; its byte is written as
+    the visible escape `\\xff` instead, in every format alike."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text
+
+
 def _jsonable(x: Any) -> Any:
     """Numpy/pandas scalars and NaN made JSON-safe (NaN/inf become null)."""
     t = type(x)
-    if t is str or t is int or t is bool or x is None:  # most of a report's ~60,000 values
+    if t is str:  # most of a report's ~60,000 values; isascii is a flag lookup
+        return x if x.isascii() else _valid_text(x)
+    if t is int or t is bool or x is None:
         return x
     if t is float:
         return None if math.isnan(x) or math.isinf(x) else x
