@@ -88,3 +88,70 @@ def test_missing_tilelang_exits_3(
     monkeypatch.setitem(sys.modules, "tilelang", None)
     assert main(["lint", MATMUL]) == 3
     assert "pip install 'tilescope[tilelang]'" in capsys.readouterr().err
+
+
+# ---- the error contract (issue #14 item 5): exit 2 and one line, before anything is lowered -------
+
+
+def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tilescope: error: "), err
+    return err[0]
+
+
+@pytest.mark.tilelang
+def test_a_file_that_is_not_python_names_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("import tilelang\ndef f(:\n    pass\n")
+    assert main(["lint", str(broken)]) == 2  # was a 51-line traceback with exit 1, the gate's code
+    assert (
+        _one_error(capsys) == f"tilescope: error: {broken}:2: invalid syntax; expected a Python kernel file"
+    )
+    readme = Path(MATMUL).parents[2] / "README.md"
+    assert main(["lint", str(readme)]) == 2
+    assert f"{readme}:" in _one_error(capsys)
+    binary = tmp_path / "k.py"
+    binary.write_bytes(b"x = 1\n\xff\xfe")
+    assert main(["lint", str(binary)]) == 2
+    assert "byte 6: not UTF-8 text" in _one_error(capsys)
+
+
+@pytest.mark.tilelang
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["-p", "block_M=abc"],
+            "--param block_M='abc': expected a positive integer, like matmul()'s default 128",
+        ),
+        (["-p", "block_M=0"], "--param block_M=0: expected a positive integer"),
+        (["-p", "block_M=-64"], "--param block_M=-64: expected a positive integer"),
+        (["-p", "dtype=16"], "--param dtype=16: expected a string, like matmul()'s default 'float16'"),
+        (["--sweep", "blockM=64,128"], "unknown --sweep blockM; matmul accept: K, M, N,"),
+        (["--sweep", "block_M=64,0"], "--sweep block_M=0: expected a positive integer"),
+        (["-p", "nope=1", "--sweep", "block_M=64,128"], "unknown --param nope"),
+    ],
+)
+def test_parameters_are_checked_against_the_builder(
+    capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    # before: exit 0 with a TS500 and 179 lines of TileLang logs, negative footprints, or a sweep
+    # table of failed rows
+    assert main(["lint", f"{MATMUL}:matmul", *args]) == 2
+    assert expected in _one_error(capsys)
+
+
+@pytest.mark.tilelang
+def test_a_builder_parameter_without_default_must_be_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = Path(MATMUL).read_text().replace("def matmul(M=4096,", "def matmul(M,")
+    kernel = tmp_path / "matmul_nodefault.py"
+    kernel.write_text(src)
+    line = 1 + src.splitlines().index(next(x for x in src.splitlines() if x.startswith("def matmul(M,")))
+    assert main(["lint", f"{kernel}:matmul"]) == 2
+    assert _one_error(capsys) == (
+        f"tilescope: error: {kernel}:{line}: matmul() has no default for M; give -p M=VALUE"
+    )
+    assert main(["lint", f"{kernel}:matmul", "-p", "M=256", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["lowered"] is True

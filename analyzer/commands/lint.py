@@ -131,7 +131,7 @@ def lint(
     Example: tilescope lint sample_traces/kernels/matmul.py:matmul -p block_M=100 -p accum_dtype=float16
     """
     from analyzer.config import load_config
-    from analyzer.ir.capture import import_tilelang, parse_param
+    from analyzer.ir.capture import import_tilelang, parse_param, validate_sweep
 
     if fmt not in ("text", "json"):
         raise UsageError(f"--format {fmt!r}: expected text or json")
@@ -145,6 +145,7 @@ def lint(
         from analyzer.ir.sweep import parse_sweep, run_sweep
 
         grid = parse_sweep(sweep)
+        validate_sweep(kernel, params, grid)
         rows = run_sweep(kernel, params, grid, spec)
         _print_sweep(rows, fmt, grid)
         return

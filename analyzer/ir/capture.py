@@ -335,21 +335,154 @@ def _lower(func: Any, kc: KernelCapture) -> Any:
     return art
 
 
-def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCapture:
-    """Build, lower and record one kernel file's PrimFunc(s); lowering failures are recorded, not raised."""
-    from analyzer.ir.model import assemble_ir_json
-    from analyzer.ir.walk import lowered_allocations, walk_primfunc
+def parse_kernel_file(path: Path) -> ast.Module:
+    """The kernel file's syntax tree; a file that is not Python is a usage error naming the line
+    (exit 2), not a traceback with exit 1 — the gate's code, which CI would read as findings."""
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: byte {exc.start}: not UTF-8 text; expected a Python kernel file") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        return ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        where = f"{path}:{exc.lineno}" if exc.lineno else str(path)
+        raise UsageError(f"{where}: {exc.msg}; expected a Python kernel file") from None
+    except ValueError as exc:  # source with a NUL byte
+        raise UsageError(f"{path}: {exc}; expected a Python kernel file") from None
 
+
+@dataclass(frozen=True)
+class BuilderSignature:
+    """A builder's parameters as its `def` writes them: name -> literal default (or REQUIRED)."""
+
+    name: str
+    line: int
+    params: dict[str, Any]
+    open_ended: bool  # **kwargs, or a @jit kernel whose get_tir binds T.const symbols too
+
+
+REQUIRED = object()
+_UNKNOWN_DEFAULT = object()  # a default that is not a literal: its type is not checked
+
+
+def builder_signatures(tree: ast.Module, names: list[str]) -> list[BuilderSignature]:
+    """The signatures of the named top-level builders, read from the source (nothing is imported);
+    a name that is not a plain `def` in the file is left to the runtime check."""
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    out = []
+    for name in names:
+        fn = defs.get(name)
+        if fn is None:
+            continue
+        a = fn.args
+        positional = [*a.posonlyargs, *a.args]
+        defaults: list[Any] = [REQUIRED] * (len(positional) - len(a.defaults)) + [
+            _literal(d) for d in a.defaults
+        ]
+        params = {arg.arg: d for arg, d in zip(positional, defaults, strict=True)}
+        params.update(
+            {
+                arg.arg: REQUIRED if d is None else _literal(d)
+                for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+            }
+        )
+        jit = any(d.endswith("jit") for d in _decorator_names(fn))
+        out.append(BuilderSignature(name, fn.lineno, params, open_ended=a.kwarg is not None or jit))
+    return out
+
+
+def _literal(node: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        return _UNKNOWN_DEFAULT
+
+
+def _expected_like(default: Any) -> tuple[str, Any] | None:
+    """What a value must be, judged by the literal default it replaces: (words, predicate)."""
+    if isinstance(default, bool):
+        return "True or False", lambda v: isinstance(v, bool)
+    if isinstance(default, int):
+        if default > 0:
+            return "a positive integer", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0
+        return "an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)
+    if isinstance(default, float):
+        return "a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)
+    if isinstance(default, str):
+        return "a string", lambda v: isinstance(v, str)
+    return None
+
+
+def check_params(
+    path: Path, sigs: list[BuilderSignature], values: dict[str, list[Any]], how: dict[str, str]
+) -> None:
+    """`-p` / `--sweep` values against the builders' signatures, before anything is lowered: a name
+    no builder takes, a parameter without default left out, or a value unlike its default
+    (`block_M=abc`, `0`, `-64` where the default is 128) is exit 2 naming it."""
+    if not sigs:
+        return
+    if not any(s.open_ended for s in sigs):
+        accepted = {p for s in sigs for p in s.params}
+        unknown = sorted(set(values) - accepted)
+        if unknown:
+            raise UsageError(
+                f"unknown {', '.join(f'{how[u]} {u}' for u in unknown)}; "
+                f"{', '.join(s.name for s in sigs)} accept: {', '.join(sorted(accepted))}"
+            )
+    for s in sigs:
+        missing = [p for p, d in s.params.items() if d is REQUIRED and p not in values]
+        if missing and not s.open_ended:
+            raise UsageError(
+                f"{path}:{s.line}: {s.name}() has no default for {', '.join(missing)}; "
+                f"give {' '.join(f'-p {m}=VALUE' for m in missing)}"
+            )
+        for p, d in s.params.items():
+            rule = _expected_like(d) if p in values else None
+            if rule is None:
+                continue
+            words, ok = rule
+            for bad in (v for v in values[p] if not ok(v)):
+                raise UsageError(f"{how[p]} {p}={bad!r}: expected {words}, like {s.name}()'s default {d!r}")
+
+
+def resolve_kernel(kernel_ref: str) -> tuple[Path, list[str], ast.Module]:
+    """The file, the builder names (the one candidate when none is named) and the syntax tree."""
     path, names = parse_kernel_ref(kernel_ref)
-    tilelang = import_tilelang()
-    source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source, filename=str(path))
+    tree = parse_kernel_file(path)
     if not names:
         found = candidates(tree)
         if len(found) != 1:
             listed = ", ".join(found) if found else "none"
             raise UsageError(f"{path}: pick a function with {path}:NAME (candidates: {listed})")
         names = found
+    return path, names, tree
+
+
+def validate_sweep(kernel_ref: str, base: dict[str, Any], grid: dict[str, list[Any]]) -> None:
+    """`--sweep` and `-p` checked as one lint's `-p` is, before any worker lowers a combination
+    (a worker's usage error was a table row and exit 0)."""
+    path, names, tree = resolve_kernel(kernel_ref)
+    values = {**{k: [v] for k, v in base.items()}, **grid}
+    how = {**dict.fromkeys(base, "--param"), **dict.fromkeys(grid, "--sweep")}
+    check_params(path, builder_signatures(tree, names), values, how)
+
+
+def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCapture:
+    """Build, lower and record one kernel file's PrimFunc(s); lowering failures are recorded, not raised."""
+    from analyzer.ir.model import assemble_ir_json
+    from analyzer.ir.walk import lowered_allocations, walk_primfunc
+
+    path, names, tree = resolve_kernel(kernel_ref)
+    check_params(
+        path,
+        builder_signatures(tree, names),
+        {k: [v] for k, v in params.items()},
+        dict.fromkeys(params, "--param"),
+    )
+    tilelang = import_tilelang()
+    source = path.read_text(encoding="utf-8")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     mod = _load_module(path)
