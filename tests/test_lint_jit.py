@@ -13,7 +13,7 @@ pytestmark = pytest.mark.tilelang
 
 # The eager GEMM of shared/docs/tilelang-notes.md §3.2: M, N, K are not parameters of the Python
 # signature, they are bound by get_tir(M=..., N=..., K=...).
-JIT_GEMM = '''
+JIT_GEMM = """
 import tilelang
 import tilelang.language as T
 
@@ -35,7 +35,7 @@ def gemm_eager(X, W, bm=128, bn=128, bk=32, stages=3, acc=T.float32):
             T.gemm(xs, ws, acc_frag)
         T.copy(acc_frag, Y[row * bm, col * bn])
     return Y
-'''
+"""
 
 
 def test_jit_kernel_shape_symbols_are_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,3 +58,37 @@ def test_jit_kernel_shape_symbols_are_bound(tmp_path: Path, capsys: pytest.Captu
     ts500 = [f for f in findings if f["code"] == "TS500"]
     assert len(ts500) == 1 and ts500[0]["evidence"]["dialect"] == "tilelang-cuda"
     assert "tilelang.ascend.language" in ts500[0]["recommendation"]
+
+
+def test_jit_kernel_without_its_shape_symbols_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: exit 0 with a TS500 "build failed in the builder: ValueError: Or provide the
+    # corresponding tensor argument `X`." — the last line of TileLang's message, not its cause
+    pytest.importorskip("tilelang")
+    src = tmp_path / "jit_gemm.py"
+    src.write_text(JIT_GEMM, encoding="utf-8")
+    assert main(["lint", f"{src}:gemm_eager"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"tilescope: error: {src}: gemm_eager needs -p M=VALUE (a T.const shape symbol with no value)"
+    ]
+
+
+def test_a_multi_line_failure_keeps_its_cause() -> None:
+    from analyzer.ir.capture import classify_failure
+
+    text = (
+        "Cannot find value for constexpr variable `M`\n"
+        "Please provide it as a keyword argument, e.g. `M=<value>`\n"
+        "Or provide the corresponding tensor argument `X`."
+    )
+    assert classify_failure(ValueError(text), "build", None)["message"] == text.splitlines()[0]
+    tvm = (
+        'Traceback (most recent call last):\n  0: tvm::transform::Pass\n  File "x.cc", line 3\n'
+        "InternalError: Check failed: (a) is false: bad"
+    )
+    assert (
+        classify_failure(RuntimeError(tvm), "lower", "p")["message"]
+        == "InternalError: Check failed: (a) is false: bad"
+    )

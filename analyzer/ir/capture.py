@@ -261,6 +261,12 @@ def _captured_fd2() -> Iterator[list[str]]:
             out.append(tmp.read().decode("utf-8", "replace"))
 
 
+# Example: "0: tvm::transform::Pass::operator()" — a frame line of a TVM backtrace
+_FRAME_RE = re.compile(r"^\d+: ")
+# Example: Cannot find value for constexpr variable `M`
+CONSTEXPR_MISSING_RE = re.compile(r"Cannot find value for constexpr variable `(?P<name>\w+)`")
+
+
 def classify_failure(exc: BaseException, stage: str, last_pass: str | None) -> dict[str, Any]:
     """A lowering/build exception as a finding-ready dict (numbers parsed from the capacity message)."""
     from analyzer.ir.scopes import ASCEND_0115, hardware_for
@@ -270,9 +276,13 @@ def classify_failure(exc: BaseException, stage: str, last_pass: str | None) -> d
     m = CAPACITY_RE.search(text)
     msg = next((ln for ln in reversed(lines) if "capacity" in ln), None) if m else None
     if msg is None:
+        # TVM's errors end in the "Check failed" / "...Error: ..." line; any other multi-line
+        # message states its cause first (TileLang: "Cannot find value for constexpr variable `M`",
+        # then two lines of advice) — the last line was shown before, which named no cause
+        causes = [ln for ln in lines if not ln.startswith(("Traceback", "File ")) and not _FRAME_RE.match(ln)]
         msg = next(
             (ln for ln in reversed(lines) if "Check failed" in ln or "Error" in ln),
-            lines[-1] if lines else "",
+            causes[0] if causes else (lines[-1] if lines else ""),
         )
     failure: dict[str, Any] = {
         "stage": stage,
@@ -492,6 +502,12 @@ def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCap
     except UsageError:
         raise
     except Exception as exc:  # the builder itself raised (e.g. a T.gemm shape assertion)
+        missing = CONSTEXPR_MISSING_RE.search(str(exc))
+        if missing:  # the user's to give, not the kernel's fault: a usage error, not a TS500
+            raise UsageError(
+                f"{path}: {', '.join(names)} needs -p {missing['name']}=VALUE "
+                f"(a T.const shape symbol with no value)"
+            ) from None
         kc = KernelCapture(name=names[0], label=",".join(names))
         kc.failure = classify_failure(exc, "build", None)
         built = []
