@@ -44,6 +44,13 @@ FOUND = [
     (7, 190, "msprof_db", "in 'a?b'", "the URI opened a truncated path (sqlite3.OperationalError)"),
     (7, 193, "fa_pipeutil_29", "in 'new\\nline'", "a newline in the directory name split the error line"),
     (1, 1877, "sample_bundle", "['s_ub'] = -1e+308", "a 300-digit integer in a TS504 finding, exit 0"),
+    (
+        11,
+        134,
+        "sample_bundle",
+        "['source_line'] = 1180591620717411303424",
+        "a location line of 2**70, exit 0",
+    ),
 ]
 
 

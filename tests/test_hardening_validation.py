@@ -284,3 +284,36 @@ def test_bundle_ir_json_that_is_not_an_object_is_refused(
     code, _, err = _run(capsys, "analyze", str(bundle))
     assert code == 2
     assert "ir.json: expected a JSON object, found a JSON list" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "manifest.json",
+            '{"kernel": "k", "n": 1e400}',
+            "manifest.json: n: expected a number within 64 bits, found inf",
+        ),
+        ("ir/ir.json", None, "ir.json: kernels[0].versions.s_ub: expected a number within 64 bits"),
+    ],
+)
+def test_bundle_json_numbers_beyond_64_bits_are_refused(
+    repo_root: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    text: str | None,
+    expected: str,
+) -> None:
+    # found by the fuzzer: an ir.json source_line of 2**70 reached the report as a location line
+    bundle = tmp_path / "bundle"
+    shutil.copytree(repo_root / "sample_traces" / "tilelang_fa_bundle", bundle)
+    target = bundle / name
+    if text is None:
+        doc = json.loads(target.read_text())
+        doc["kernels"][0]["versions"]["s_ub"] = 2**70
+        text = json.dumps(doc)
+    target.write_text(text)
+    code, out, err = _run(capsys, "analyze", str(bundle), "--format", "json")
+    assert code == 2 and out == ""
+    assert expected in err, err

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -392,7 +393,32 @@ def _read_json_file(path: Path) -> dict[str, Any] | None:
         raise ProfileFormatError(path, None, f"expected a JSON object ({exc})") from exc
     if not isinstance(data, dict):
         raise ProfileFormatError(path, None, f"expected a JSON object, found a JSON {type(data).__name__}")
+    bad = _beyond_int64(data, "")
+    if bad is not None:  # found by the fuzzer: a source_line of 2**70 printed as a location
+        raise ProfileFormatError(path, bad[0] or None, f"expected a number within 64 bits, found {bad[1]}")
     return data
+
+
+def _beyond_int64(x: Any, where: str) -> tuple[str, str] | None:
+    """The JSON path and text of the first number no reader can take back: an integer beyond int64,
+    or 1e400 (which Python's json reads as inf)."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            found = _beyond_int64(v, f"{where}.{k}" if where else str(k))
+            if found:
+                return found
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            found = _beyond_int64(v, f"{where}[{i}]")
+            if found:
+                return found
+    elif isinstance(x, bool):
+        return None
+    elif isinstance(x, int) and not -(2**63) <= x < 2**63:
+        return where, str(x)[:40]
+    elif isinstance(x, float) and not math.isfinite(x):
+        return where, repr(x)
+    return None
 
 
 def _read_ir(path: Path) -> dict[str, Any] | None:
