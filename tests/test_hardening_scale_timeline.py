@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -428,9 +428,9 @@ def exact_calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     calls: list[Path] = []
     exact = timeline_io._exact_window
 
-    def counted(path: Path) -> tuple[int, int]:
+    def counted(path: Path, fh: BinaryIO) -> tuple[int, int]:
         calls.append(path)
-        return exact(path)
+        return exact(path, fh)
 
     monkeypatch.setattr(timeline_io, "_exact_window", counted)
     return calls
@@ -482,7 +482,8 @@ def test_object_form_window_is_the_array(tmp_path: Path) -> None:
     found = timeline_io._WINDOW_URL.search(source)
     assert found is not None
     assert (int(found[1]), int(found[2])) == (len(_BEFORE), len(_BEFORE) + len(events))
-    assert timeline_io._exact_window(obj) == (len(_BEFORE), len(_BEFORE) + len(events))
+    with open(obj, "rb") as fh:
+        assert timeline_io._exact_window(obj, fh) == (len(_BEFORE), len(_BEFORE) + len(events))
     assert len(read_timeline(obj).kernels) == len(read_timeline(_sample_trace("attention_fused")).kernels)
 
 
@@ -563,3 +564,15 @@ def test_object_form_without_fsspec_is_a_missing_component(
     assert capsys.readouterr().err.strip() == (
         'tilescope: error: reading a {"traceEvents": [...]} timeline needs fsspec (pip install fsspec)'
     )
+
+
+def test_object_form_under_a_non_utf8_name(tmp_path: Path) -> None:
+    """The window names the open file (/dev/fd), as the array form's scan does: a directory named
+    with byte 0xff was a UnicodeEncodeError traceback when the window quoted the path."""
+    import os
+
+    folder = os.path.join(os.fsencode(tmp_path), b"bad\xff")
+    os.mkdir(folder)
+    obj = Path(os.fsdecode(os.path.join(folder, b"trace_view.json")))
+    obj.write_bytes(_BEFORE + _sample_trace("attention_fused").read_bytes().strip() + _AFTER_GUESSED_RIGHT)
+    assert len(read_timeline(obj).kernels) == len(read_timeline(_sample_trace("attention_fused")).kernels)

@@ -170,12 +170,10 @@ def _source_clause(path: Path, fh: BinaryIO) -> str:
             raise ProfileFormatError(path, None, f"{EXPECTED}; the file holds only whitespace")
         raise ProfileFormatError(path, f"byte {offset}", f"{EXPECTED}; found a long run of whitespace")
     first = stripped[:1]
-    # compression='none': the content decides how it is read, not the name (it was sniffed above)
-    quoted = _sql_str(_scan_name(path, fh))
     if first == b"[":
-        return _array_read(quoted)
+        return _array_read(_sql_str(_scan_name(path, fh)))
     if first == b"{":
-        return _object_source(path, size, offset)
+        return _object_source(path, fh, size, offset)
     shown = repr(first.decode("latin-1"))
     raise ProfileFormatError(path, f"byte {offset}", f"{EXPECTED}; found {shown}")
 
@@ -211,31 +209,33 @@ _JSON_WS = b" \t\r\n"
 _WINDOW_URL = re.compile(WINDOW_PROTOCOL + r"://(\d+)-(\d+)/([^/'\"\s]+)")
 
 
-def _object_source(path: Path, size: int, first: int) -> str:
-    """read_json of the traceEvents array of an object-form file (`first`: offset of its `{`)."""
-    start = _events_start(path, first)
-    end = _events_end(path, size, start) if start is not None else None
+def _object_source(path: Path, fh: BinaryIO, size: int, first: int) -> str:
+    """read_json of the traceEvents array of an object-form file (`first`: offset of its `{`);
+    every read is of the open file `fh`, as for the bare array."""
+    start = _events_start(fh, first)
+    end = _events_end(fh, size, start) if start is not None else None
     if start is None or end is None:
-        start, end = _exact_window(path)
-    return _array_read(_sql_str(window_url(path, start, end)))
+        start, end = _exact_window(path, fh)
+    return _array_read(_sql_str(window_url(path, fh, start, end)))
 
 
-def window_url(path: Path, start: int, end: int) -> str:
-    """The URL `_window_fs` serves as bytes [start, end) of `path` (quoted: no glob characters)."""
+def window_url(path: Path, fh: BinaryIO, start: int, end: int) -> str:
+    """The URL `_window_fs` serves as bytes [start, end) of the open file `fh` (`native_name`: its
+    /dev/fd name, never the path, so that no name is interpreted and a non-UTF-8 one is no error;
+    percent-encoded: no glob characters)."""
     from urllib.parse import quote
 
-    return f"{WINDOW_PROTOCOL}://{start}-{end}/{quote(str(path.resolve()), safe='')}"
+    return f"{WINDOW_PROTOCOL}://{start}-{end}/{quote(native_name(path, fh), safe='')}"
 
 
-def _events_start(path: Path, first: int) -> int | None:
+def _events_start(fh: BinaryIO, first: int) -> int | None:
     """Offset of the `[` that opens the top-level "traceEvents" value, from the keys before it;
     None when they do not parse within the head (a long or broken value: `_exact_window` decides)."""
     import json
 
-    with open(path, "rb") as fh:
-        # latin-1: one character per byte, so string positions are file offsets; the structure
-        # (all ASCII) and the keys we compare with (ASCII) survive any UTF-8 inside the strings
-        head = fh.read(_HEAD_BYTES).decode("latin-1")
+    # latin-1: one character per byte, so string positions are file offsets; the structure
+    # (all ASCII) and the keys we compare with (ASCII) survive any UTF-8 inside the strings
+    head = os.pread(fh.fileno(), _HEAD_BYTES, 0).decode("latin-1")
     decoder = json.JSONDecoder()
 
     def skip_ws(i: int) -> int:
@@ -263,15 +263,13 @@ def _events_start(path: Path, first: int) -> int | None:
     return None
 
 
-def _events_end(path: Path, size: int, start: int) -> int | None:
+def _events_end(fh: BinaryIO, size: int, start: int) -> int | None:
     """End (exclusive) of the traceEvents array: the last `]` after which the file closes the
     top-level object validly; None when none does within the tail."""
     import msgspec
 
     at = max(start + 1, size - _TAIL_BYTES)
-    with open(path, "rb") as fh:
-        fh.seek(at)
-        tail = fh.read()
+    tail = os.pread(fh.fileno(), size - at, at)
     p = len(tail)
     for _ in range(_TAIL_TRIES):
         p = tail.rfind(b"]", 0, p)
@@ -289,13 +287,13 @@ def _events_end(path: Path, size: int, start: int) -> int | None:
     return None
 
 
-def _exact_window(path: Path) -> tuple[int, int]:
+def _exact_window(path: Path, fh: BinaryIO) -> tuple[int, int]:
     """[start, end) of the traceEvents array by a validating pass over the whole file (msgspec:
     values are skipped in place, never decoded); ProfileFormatError naming the byte of a syntax
     error, a missing "traceEvents" key or a non-list value."""
     import msgspec
 
-    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
         try:
             top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
         except (msgspec.DecodeError, RecursionError) as exc:
@@ -425,10 +423,10 @@ def _scan_source(
     except ProfileFormatError:
         # the guessed end may be a `]` inside a later key: the exact window settles it (and raises
         # for a broken file); the same window means the error stands
-        start, end = _exact_window(path)
+        start, end = _exact_window(path, fh)
         if (start, end) == (int(found[1]), int(found[2])):
             raise
-    return _scan(con, path, _array_read(_sql_str(window_url(path, start, end))), fh)
+    return _scan(con, path, _array_read(_sql_str(window_url(path, fh, start, end))), fh)
 
 
 def _format_error(path: Path, fh: BinaryIO, exc: Exception) -> ProfileFormatError:
