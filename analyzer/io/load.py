@@ -386,55 +386,58 @@ def _load_bundle(det: Detected) -> Parts:
     return parts
 
 
-def _read_json_file(path: Path) -> dict[str, Any] | None:
+def _read_json_file(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ProfileFormatError(path, None, f"expected a JSON object ({exc})") from exc
     if not isinstance(data, dict):
         raise ProfileFormatError(path, None, f"expected a JSON object, found a JSON {type(data).__name__}")
-    bad = _beyond_int64(data, "")
+    bad = _beyond_int64(data, ())
     if bad is not None:  # found by the fuzzer: a source_line of 2**70 printed as a location
-        raise ProfileFormatError(path, bad[0] or None, f"expected a number within 64 bits, found {bad[1]}")
+        keys, found = bad
+        raise ProfileFormatError(path, _json_path(keys), f"expected a number within 64 bits, found {found}")
     return data
 
 
-def _beyond_int64(x: Any, where: str) -> tuple[str, str] | None:
-    """The JSON path and text of the first number no reader can take back: an integer beyond int64,
-    or 1e400 (which Python's json reads as inf)."""
+def _json_path(keys: Iterable[str | int]) -> str | None:
+    """`kernels[0].versions.s_ub` for the keys ("kernels", 0, "versions", "s_ub"); None for the root."""
+    return "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys).lstrip(".") or None
+
+
+def _beyond_int64(x: Any, keys: tuple[str | int, ...]) -> tuple[tuple[str | int, ...], str] | None:
+    """The keys to, and the text of, the first number no reader can take back: an integer beyond
+    int64, or 1e400 (which Python's json reads as inf)."""
     if isinstance(x, dict):
         for k, v in x.items():
-            found = _beyond_int64(v, f"{where}.{k}" if where else str(k))
+            found = _beyond_int64(v, (*keys, str(k)))
             if found:
                 return found
     elif isinstance(x, list):
         for i, v in enumerate(x):
-            found = _beyond_int64(v, f"{where}[{i}]")
+            found = _beyond_int64(v, (*keys, i))
             if found:
                 return found
     elif isinstance(x, bool):
         return None
     elif isinstance(x, int) and not -(2**63) <= x < 2**63:
-        return where, str(x)[:40]
+        return keys, str(x)[:40]
     elif isinstance(x, float) and not math.isfinite(x):
-        return where, repr(x)
+        return keys, repr(x)
     return None
 
 
-def _read_ir(path: Path) -> dict[str, Any] | None:
+def _read_ir(path: Path) -> dict[str, Any]:
     """A bundle's ir.json, held to its schema (analyzer/ir/schema/ir.schema.json): the TS5xx rules
     and the IR view trust its types (a buffer's versions of -1e308 became a 300-digit integer in a
     finding), so a value of the wrong type or range is refused here, naming where it is."""
-    import jsonschema
-
-    from analyzer.ir.model import load_schema
+    from analyzer.ir.model import ir_schema_error
 
     doc = _read_json_file(path)
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(load_schema()).iter_errors(doc))
+    error = ir_schema_error(doc)
     if error is not None:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
         expected = f"{error.message[:160]}; expected ir.json of schema 1.x"
-        raise ProfileFormatError(path, where or None, expected)
+        raise ProfileFormatError(path, _json_path(error.absolute_path), expected)
     return doc
 
 

@@ -154,11 +154,25 @@ def load_schema() -> dict[str, Any]:
     return dict(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
 
 
-def validate_ir(doc: dict[str, Any]) -> None:
-    """Raise jsonschema.ValidationError when `doc` does not follow ir.schema.json."""
+@cache
+def _ir_validator() -> Any:
     import jsonschema
 
-    jsonschema.validate(doc, load_schema())
+    return jsonschema.Draft202012Validator(load_schema())
+
+
+def ir_schema_error(doc: dict[str, Any]) -> Any:
+    """The most relevant way `doc` breaks ir.schema.json (a jsonschema.ValidationError), or None."""
+    import jsonschema
+
+    return jsonschema.exceptions.best_match(_ir_validator().iter_errors(doc))
+
+
+def validate_ir(doc: dict[str, Any]) -> None:
+    """Raise jsonschema.ValidationError when `doc` does not follow ir.schema.json."""
+    error = ir_schema_error(doc)
+    if error is not None:
+        raise error
 
 
 def find_kernel(ir: dict[str, Any], kernel_name: str) -> dict[str, Any] | None:
