@@ -317,3 +317,21 @@ def test_bundle_json_numbers_beyond_64_bits_are_refused(
     code, out, err = _run(capsys, "analyze", str(bundle), "--format", "json")
     assert code == 2 and out == ""
     assert expected in err, err
+
+
+def test_the_line_of_a_bad_value_counts_quoted_newlines_and_blank_lines(
+    real_traces: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a quoted newline in an earlier name makes that row two lines, a blank line is no row:
+    # data row 3 then starts on line 6, not line 4
+    rows = _rows(real_traces / "fa_pipeutil_29" / "kernel_details.csv")
+    name = rows[0].index("Name")
+    rows[1][name] = "first\nsecond"
+    rows[3][rows[0].index("aic_mac_ratio")] = "5"
+    path = _write(tmp_path / "kernel_details.csv", rows)
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    path.write_text("\n".join([*lines[:3], "", *lines[3:]]), encoding="utf-8")  # after row 1
+    code, _, err = _run(capsys, "kernels", str(path), "--format", "json")
+    assert code == 2
+    assert f"{path}: row 3 (line 6): column 'aic_mac_ratio'" in err, err

@@ -166,7 +166,7 @@ def _check_unique_blocks(part: pd.DataFrame, path: Path) -> None:
         block, sub = part["block_id"].iloc[i], part["sub_block_id"].iloc[i]
         raise ProfileFormatError(
             path,
-            csv_row(i),
+            csv_row(path, i),
             f"block_id {block} / sub_block_id {sub} repeats an earlier row; expected one row per block",
         )
 

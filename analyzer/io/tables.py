@@ -23,7 +23,7 @@ from analyzer.columns import SHAPE_LIST_COLUMNS, canonical_header, dtype_of
 from analyzer.errors import ProfileFormatError
 from analyzer.io.detect import first_line
 from analyzer.io.native import native_name
-from analyzer.io.validate import check_columns, csv_row
+from analyzer.io.validate import check_columns, csv_data_rows, csv_row
 
 # pandas is imported where a DataFrame is built: the Arrow-only `tilescope kernels` file output never
 # pays its ~0.2 s import
@@ -190,16 +190,11 @@ def _locate_csv_error(path: Path, n_fields: int, message: str) -> ProfileFormatE
         return ProfileFormatError(path, None, "not UTF-8 text; expected a CSV file")
     try:
         with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-            reader = csv.reader(fh)
-            last_line = 0  # a quoted newline makes a row span lines: name the line it starts on
-            for i, row in enumerate(reader):
-                first_line, last_line = last_line + 1, reader.line_num
-                if i == 0 or not row:
-                    continue
+            for i, first_line, row in csv_data_rows(fh):
                 if len(row) != n_fields:
                     return ProfileFormatError(
                         path,
-                        f"row {i} (line {first_line})",
+                        f"row {i + 1} (line {first_line})",
                         f"expected {n_fields} fields as in the header, found {len(row)} (truncated row?)",
                     )
     except csv.Error as exc:
@@ -276,7 +271,7 @@ def to_float(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.Chu
         row = _first_bad_row(arr, ok)
         value = arr[row].as_py() if row >= 0 else "?"
         raise ProfileFormatError(
-            path, csv_row(row), f"column {column!r}: expected a number, found {str(value)[:40]!r}"
+            path, csv_row(path, row), f"column {column!r}: expected a number, found {str(value)[:40]!r}"
         ) from exc
 
 
@@ -293,7 +288,7 @@ def to_int(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.Chunk
         row = _first_bad_row(floats, fits)
         raise ProfileFormatError(
             path,
-            csv_row(row),
+            csv_row(path, row),
             f"column {column!r}: expected an integer, found {str(arr[row].as_py())[:40]!r}",
         )
     return pc.cast(pc.floor(floats), pa.int64())
@@ -316,7 +311,9 @@ def decimal_to_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> p
         if bad.any():
             row = at + int(np.argmax(bad))
             raise ProfileFormatError(
-                path, csv_row(row), f"column {column!r}: timestamp {arr[row].as_py()} µs is out of range"
+                path,
+                csv_row(path, row),
+                f"column {column!r}: timestamp {arr[row].as_py()} µs is out of range",
             )
         validity = valid.buffers()[1] if chunk.null_count else None
         out.append(pa.Array.from_buffers(pa.int64(), len(chunk), [validity, pa.py_buffer(low.copy())]))
@@ -342,7 +339,7 @@ def to_exact_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.
         row = _first_bad_row(arr, ok)
         raise ProfileFormatError(
             path,
-            csv_row(row),
+            csv_row(path, row),
             f"column {column!r}: expected a decimal timestamp in µs, found {str(arr[row].as_py())[:40]!r}",
         )
     whole = pc.cast(pc.struct_field(parts, "i"), pa.int64())

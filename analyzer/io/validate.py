@@ -24,8 +24,9 @@ up only when a column fails.
 
 from __future__ import annotations
 
+import csv
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,9 +113,30 @@ def range_of(name: str) -> Range | None:
     return None
 
 
-def csv_row(index: int) -> str:
-    """Where a data row of a CSV file is: `row 3 (line 4)` for the third row after the header."""
-    return f"row {index + 1} (line {index + 2})"
+def csv_data_rows(fh: Iterable[str]) -> Iterator[tuple[int, int, list[str]]]:
+    """(data row index from 0, the line it starts on, its fields) of an open CSV file, as Arrow
+    counts rows: after the header, blank lines skipped; a quoted newline makes a row span lines."""
+    reader = csv.reader(fh)
+    last, index = 0, -1  # the header is row -1
+    for row in reader:
+        start, last = last + 1, reader.line_num
+        if not row:
+            continue
+        if index >= 0:
+            yield index, start, row
+        index += 1
+
+
+def csv_row(path: str | Path, index: int) -> str:
+    """Where data row `index` (0-based) of a CSV file is: `row 3 (line 4)` with the line the row
+    starts on. Error path only: reads the file up to that row."""
+    line = index + 2  # one line per row, if the file cannot be read again
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            line = next((start for i, start, _row in csv_data_rows(fh) if i == index), line)
+    except (OSError, csv.Error):
+        pass
+    return f"row {index + 1} (line {line})"
 
 
 def _first_bad(arr: pa.Array | pa.ChunkedArray, rng: Range, floating: bool) -> int | None:
@@ -145,12 +167,13 @@ def check_columns(
     path: str | Path,
     *,
     source_names: Mapping[str, str] | None = None,
-    where: Callable[[int], str] = csv_row,
+    where: Callable[[int], str] | None = None,
 ) -> None:
     """Raise ProfileFormatError for the first value outside its column's range (see the module doc).
 
     `source_names` maps canonical names back to the file's header, so that the line names the
-    column as the user sees it; `where` turns a row index into the error's location.
+    column as the user sees it; `where` turns a row index into the error's location (by default
+    the row and line of the CSV file `path`).
     """
     for name, arr in cols.items():
         floating = pa.types.is_floating(arr.type)
@@ -163,9 +186,9 @@ def check_columns(
         if row is None:
             continue
         column = (source_names or {}).get(name, name)
-        raise ProfileFormatError(
-            path, where(row), f"column {column!r}: expected {rng.expected}, found {_shown(arr[row].as_py())}"
-        )
+        at = where(row) if where is not None else csv_row(path, row)
+        found = _shown(arr[row].as_py())
+        raise ProfileFormatError(path, at, f"column {column!r}: expected {rng.expected}, found {found}")
 
 
 def check_frame(
