@@ -43,10 +43,12 @@ MAX_INLINE = 200  # characters of one untrusted value shown inline before it is 
 
 def one_line(text: object, limit: int | None = MAX_INLINE) -> str:
     """Flatten `text` to one line and shorten it (with an ellipsis) beyond `limit` characters."""
-    s = _CONTROL.sub(" ", str(text))
-    if limit is not None and len(s) > limit:
-        s = s[: max(limit - 1, 0)] + "…"
-    return s
+    return _shorten(_CONTROL.sub(" ", str(text)), limit)
+
+
+def _shorten(s: str, limit: int | None) -> str:
+    """`s` cut to `limit` characters, its last one an ellipsis, when it is longer."""
+    return s[: max(limit - 1, 0)] + "…" if limit is not None and len(s) > limit else s
 
 
 def _break_mentions(s: str) -> str:
@@ -78,10 +80,7 @@ def terminal_text(text: object, limit: int | None = None) -> str:
     Rich markup is a separate matter: callers print the result as a `rich.text.Text`, never as a
     markup string, so `[/bold]` or `[link=...]` in a name is printed as those characters.
     """
-    s = _TERMINAL_UNSAFE.sub(_visible_escape, str(text))
-    if limit is not None and len(s) > limit:
-        s = s[: max(limit - 1, 0)] + "…"
-    return s
+    return _shorten(_TERMINAL_UNSAFE.sub(_visible_escape, str(text)), limit)
 
 
 # OWASP "CSV Injection": a spreadsheet runs a cell that starts with one of these as a formula
