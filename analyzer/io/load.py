@@ -148,10 +148,7 @@ def _take_timeline(parts: Parts, path: Path, future: Future[Timeline] | None, de
 def _load_sqlite(p: Path) -> Parts:
     from analyzer.io.sqlite import read_sqlite
     from analyzer.io.tables import null_unused_side
-    from analyzer.io.validate import check_frame
-
     data = read_sqlite(p)
-    check_frame(data.kernels, p, where=_sqlite_task(data.kernels), columns=_SQLITE_SOURCES)
     parts = Parts(
         null_unused_side(ensure_contract(data.kernels)),
         "torch_npu" if "pytorch" in p.name else "msprof",
@@ -162,18 +159,6 @@ def _load_sqlite(p: Path) -> Parts:
     parts.device.model_name = data.model_name
     parts.device.cann_version = data.cann_version
     return parts
-
-
-# How the SQLite reader's columns are spelled in the database, for the error line
-_SQLITE_SOURCES = {"start_ns": "TASK.startNs", "duration_us": "TASK.endNs - TASK.startNs"}
-
-
-def _sqlite_task(k: pd.DataFrame) -> Callable[[int], str]:
-    def where(i: int) -> str:
-        gid = k["global_task_id"].iloc[i] if "global_task_id" in k else None
-        return f"task globalTaskId={gid}" if gid is not None else f"task {i + 1}"
-
-    return where
 
 
 @dataclass

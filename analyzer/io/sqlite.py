@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pandas is imported by the readers below, not at import
 from analyzer.columns import KERNEL_CONTRACT, metric_groups_of, sqlite_pmu_canonical
 from analyzer.errors import ProfileFormatError
 from analyzer.io.detect import SQLITE_MAGIC as _SQLITE_MAGIC
+from analyzer.io.validate import check_frame
 
 REQUIRED_TABLES = ("TASK", "COMPUTE_TASK_INFO", "STRING_IDS")
 # The columns each table must have for the join below (TASK_PMU_INFO only when it is there).
@@ -201,7 +202,14 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
     if rank is None and "RANK_DEVICE_MAP" in tables:
         r = _scalar(con, "SELECT rankId FROM RANK_DEVICE_MAP LIMIT 1")
         rank = int(r) if r is not None and r.lstrip("-").isdigit() and int(r) >= 0 else None
-    return SqliteData(k.reset_index(drop=True), model, cann, rank, [path], metric_groups_of(list(k.columns)))
+    k = k.reset_index(drop=True)
+    # the boundary check every reader ends with (analyzer/io/validate.py), naming the task
+    check_frame(k, path, where=lambda i: f"task globalTaskId={k['global_task_id'].iloc[i]}", columns=_SOURCES)
+    return SqliteData(k, model, cann, rank, [path], metric_groups_of(list(k.columns)))
+
+
+# How the columns checked by the boundary check are spelled in the database, for the error line
+_SOURCES = {"start_ns": "TASK.startNs", "duration_us": "TASK.endNs - TASK.startNs"}
 
 
 def _require_columns(con: sqlite3.Connection, path: Path, table: str, needed: tuple[str, ...]) -> None:
