@@ -14,16 +14,13 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
-import importlib.util
 import inspect
 import json
 import logging
 import os
-import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -31,36 +28,21 @@ from typing import Any
 
 from analyzer.chips import ChipSpec
 from analyzer.errors import MissingComponentError, UsageError
-
-INSTALL_HINT = "install the tilelang extra: pip install torch==2.13.0 && pip install 'tilescope[tilelang]'"
-
-# Passes after which the IR is recorded (stage name -> pass name); "final" is the lowered device module.
-STAGE_PASSES = {
-    "layout_inference": "tl.AscendLayoutInference",
-    "auto_schedule": "tl.AutoSchedule",
-    "multi_buffer": "tl.MaterializeMultiBuffer",
-}
-
-# Example: Z3 loop scheduling failed: scope "shared.l1" capacity 524288 is insufficient for minimum
-#          buffer usage 786432. Try using T.annotate_unlimit_memory("shared.l1") or reduce buffer sizes.
-CAPACITY_RE = re.compile(
-    r'scope "(?P<scope>[\w.]+)" capacity (?P<capacity>\d+) is insufficient for minimum buffer usage '
-    r"(?P<required>\d+)"
+from analyzer.ir.dialect import detect as detect_dialect
+from analyzer.ir.lowering import (
+    CAPACITY_RE,
+    CONSTEXPR_MISSING_RE,
+    STAGE_PASSES,
+    KernelCapture,
+    captured_fd2,
+    classify_failure,
 )
 
+__all__ = ["CAPACITY_RE", "STAGE_PASSES", "KernelCapture", "capture_ir", "classify_failure", "write_ir_dir"]
 
-@dataclass
-class KernelCapture:
-    """One PrimFunc: its texts per stage and what the walker read."""
+from analyzer.ir.scopes import TILELANG_ASCEND
 
-    name: str  # PrimFunc name (global_symbol)
-    label: str  # how the user selected it (function name, tuple index or dict key)
-    stages: dict[str, str] = field(default_factory=dict)  # stage -> text ("tvmscript", ..., "ascendc")
-    walked: dict[str, Any] = field(default_factory=dict)
-    versions: dict[str, int] = field(default_factory=dict)
-    lowered_allocations: list[dict[str, Any]] = field(default_factory=list)
-    failure: dict[str, Any] | None = None
-    lower_seconds: float = 0.0
+INSTALL_HINT = "install the tilelang extra: pip install torch==2.13.0 && pip install 'tilescope[tilelang]'"
 
 
 @dataclass
@@ -121,26 +103,15 @@ def parse_param(text: str) -> tuple[str, Any]:
     return name.strip(), value
 
 
-def _load_module(path: Path) -> ModuleType:
-    mod_name = f"tilescope_kernel_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]}"
-    spec = importlib.util.spec_from_file_location(mod_name, path)
-    if spec is None or spec.loader is None:
-        raise UsageError(f"{path}: cannot import")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = mod  # @T.prim_func reads the source through inspect
-    parent = str(path.resolve().parent)
-    added = parent not in sys.path
-    if added:
-        sys.path.insert(0, parent)  # kernels may import their siblings
+def _load_module(path: Path, tree: ast.Module) -> ModuleType:
+    """The kernel file's declarative part, as published (analyzer.ir.published): never its
+    module-level NPU, argparse or test code."""
+    from analyzer.ir.published import PublishedFileError, load_module
+
     try:
-        with contextlib.redirect_stdout(sys.stderr):
-            spec.loader.exec_module(mod)
-    except Exception as exc:
-        raise UsageError(f"{path}: importing the kernel file failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        if added:
-            sys.path.remove(parent)
-    return mod
+        return load_module(path, tree)
+    except PublishedFileError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _decorator_names(fn: ast.FunctionDef) -> list[str]:
@@ -148,36 +119,55 @@ def _decorator_names(fn: ast.FunctionDef) -> list[str]:
 
 
 def candidates(tree: ast.Module) -> list[str]:
-    """Public top-level builders and `@tilelang.jit`/`@T.prim_func` defs of a kernel file.
+    """Top-level builders and `@tilelang.jit`/`@T.prim_func` defs of a kernel file.
 
-    A builder is a def containing a nested `@T.prim_func`, or calling a same-file function that is
-    one (a chain builder returning several PrimFuncs). Names starting with `_` are helpers.
+    A builder is a def containing a nested `@T.prim_func`, or one that returns what a same-file
+    builder built (a chain builder returning several PrimFuncs). A test driver that calls a builder
+    and runs the kernel (`run_test`, `conv_im2col_gemm` returning a tensor) is not offered; a
+    `_`-prefixed builder is (published files name their kernels `_rms_norm`).
     """
     defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
 
     def direct(fn: ast.FunctionDef) -> bool:
-        return any(
+        return any(d.endswith(("jit", "prim_func")) for d in _decorator_names(fn)) or any(
             isinstance(n, ast.FunctionDef)
             and n is not fn
             and any(d.endswith("prim_func") for d in _decorator_names(n))
             for n in ast.walk(fn)
         )
 
+    def returns_built(fn: ast.FunctionDef, builders: set[str]) -> bool:
+        built_names = {
+            t.id
+            for a in ast.walk(fn)
+            if isinstance(a, ast.Assign)
+            and isinstance(a.value, ast.Call)
+            and isinstance(a.value.func, ast.Name)
+            and a.value.func.id in builders
+            for t in a.targets
+            if isinstance(t, ast.Name)
+        }
+        for r in ast.walk(fn):
+            if not isinstance(r, ast.Return) or r.value is None:
+                continue
+            for n in ast.walk(r.value):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in builders:
+                    return True
+                if isinstance(n, ast.Name) and n.id in built_names:
+                    return True
+        return False
+
     builders = {name for name, fn in defs.items() if direct(fn)}
-    for _ in range(3):  # builders calling builders, a few levels deep
-        for name, fn in defs.items():
-            called = {
-                c.func.id for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-            }
-            if called & builders:
-                builders.add(name)
-    out = []
-    for name, fn in defs.items():
-        if name.startswith("_"):
-            continue
-        if name in builders or any(d.endswith(("jit", "prim_func")) for d in _decorator_names(fn)):
-            out.append(name)
-    return out
+    for _ in range(3):  # builders returning builders, a few levels deep
+        builders = builders | {name for name, fn in defs.items() if returns_built(fn, builders)}
+    # a `_` builder that another builder calls is a part of a chain, not a kernel of its own
+    parts = {
+        c.func.id
+        for name in builders
+        for c in ast.walk(defs[name])
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id != name
+    }
+    return [n for n in defs if n in builders and not (n.startswith("_") and n in parts)]
 
 
 def _accepted(fn: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -243,66 +233,6 @@ def _param_names(fn: Any) -> list[str]:
         return []
 
 
-@contextlib.contextmanager
-def _captured_fd2() -> Iterator[list[str]]:
-    """Route native stderr (TVM's `[hh:mm:ss] : Fatal: ...` lines) to a buffer we can quote."""
-    out: list[str] = []
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield out
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            out.append(tmp.read().decode("utf-8", "replace"))
-
-
-# Example: "0: tvm::transform::Pass::operator()" — a frame line of a TVM backtrace
-_FRAME_RE = re.compile(r"^\d+: ")
-# Example: Cannot find value for constexpr variable `M`
-CONSTEXPR_MISSING_RE = re.compile(r"Cannot find value for constexpr variable `(?P<name>\w+)`")
-
-
-def classify_failure(exc: BaseException, stage: str, last_pass: str | None) -> dict[str, Any]:
-    """A lowering/build exception as a finding-ready dict (numbers parsed from the capacity message)."""
-    from analyzer.ir.scopes import ASCEND_0115, hardware_for
-
-    text = str(exc)
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    m = CAPACITY_RE.search(text)
-    msg = next((ln for ln in reversed(lines) if "capacity" in ln), None) if m else None
-    if msg is None:
-        # TVM's errors end in the "Check failed" / "...Error: ..." line; any other multi-line
-        # message states its cause first (TileLang: "Cannot find value for constexpr variable `M`",
-        # then two lines of advice) — the last line was shown before, which named no cause
-        causes = [ln for ln in lines if not ln.startswith(("Traceback", "File ")) and not _FRAME_RE.match(ln)]
-        msg = next(
-            (ln for ln in reversed(lines) if "Check failed" in ln or "Error" in ln),
-            causes[0] if causes else (lines[-1] if lines else ""),
-        )
-    failure: dict[str, Any] = {
-        "stage": stage,
-        "pass": last_pass,
-        "kind": "capacity" if m else ("internal" if type(exc).__name__ == "InternalError" else "exception"),
-        "exception": type(exc).__name__,
-        "message": msg[:1000],
-    }
-    if m:
-        scope = m.group("scope")
-        # The scheduler names UB "shared" although UB tiles are allocated as shared.dyn.
-        failure.update(
-            scope=scope,
-            hardware=hardware_for(scope, ASCEND_0115),
-            capacity_bytes=int(m.group("capacity")),
-            required_bytes=int(m.group("required")),
-        )
-    return failure
-
-
 def _lower(func: Any, kc: KernelCapture) -> Any:
     import tilelang
     import tvm
@@ -331,7 +261,7 @@ def _lower(func: Any, kc: KernelCapture) -> Any:
     t0 = time.perf_counter()
     try:
         with (
-            _captured_fd2(),
+            captured_fd2(),
             contextlib.redirect_stdout(sys.stderr),
             tvm.transform.PassContext(instruments=[keep]),
             Target("ascend"),
@@ -457,6 +387,21 @@ def check_params(
                 raise UsageError(f"{how[p]} {p}={bad!r}: expected {words}, like {s.name}()'s default {d!r}")
 
 
+def with_file_params(
+    tree: ast.Module, sigs: list[BuilderSignature], params: dict[str, Any]
+) -> dict[str, Any]:
+    """The arguments the file itself passes to the builder (`func = matmul(M, N, K, 128, 256, 64)`
+    after argparse, the first row of a test loop) as defaults under the user's `-p` values."""
+    from analyzer.ir.published import file_call_params
+
+    merged: dict[str, Any] = {}
+    for s in sigs:
+        found = file_call_params(tree, s.name, list(s.params))
+        if found is not None:
+            merged.update(found[0])
+    return {**merged, **params}
+
+
 def resolve_kernel(kernel_ref: str) -> tuple[Path, list[str], ast.Module]:
     """The file, the builder names (the one candidate when none is named) and the syntax tree."""
     path, names = parse_kernel_ref(kernel_ref)
@@ -485,17 +430,17 @@ def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCap
     from analyzer.ir.walk import lowered_allocations, walk_primfunc
 
     path, names, tree = resolve_kernel(kernel_ref)
-    check_params(
-        path,
-        builder_signatures(tree, names),
-        {k: [v] for k, v in params.items()},
-        dict.fromkeys(params, "--param"),
-    )
+    sigs = builder_signatures(tree, names)
+    params = with_file_params(tree, sigs, params)
+    check_params(path, sigs, {k: [v] for k, v in params.items()}, dict.fromkeys(params, "--param"))
+    source_dialect = detect_dialect(tree)
+    if source_dialect.dialect == TILELANG_ASCEND:
+        return _capture_tilelang_ascend(path, names, tree, [params], chip)[0]
     tilelang = import_tilelang()
     source = path.read_text(encoding="utf-8")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    mod = _load_module(path)
+    mod = _load_module(path, tree)
     kernels: list[KernelCapture] = []
     try:
         built = build_primfuncs(mod, names, params)
@@ -546,6 +491,49 @@ def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCap
         sha256=sha,
         timings=timings,
     )
+
+
+def _capture_tilelang_ascend(
+    path: Path, names: list[str], tree: ast.Module, runs: list[dict[str, Any]], chip: ChipSpec
+) -> list[IRCapture]:
+    """Lower with tilelang-ascend in its own interpreter (analyzer.ir.foreign): one worker for
+    every parameter set, since importing tilelang there costs ~17 s under emulation."""
+    from analyzer.ir.ascend_worker import STAGE_PASSES as ASCEND_STAGES
+    from analyzer.ir.dialect import detect
+    from analyzer.ir.foreign import require_interpreter, run_worker
+    from analyzer.ir.model import assemble_ir_json
+
+    why = f"{path} is written for {detect(tree).describe()}"
+    interp = require_interpreter(why)
+    t0 = time.perf_counter()
+    answer = run_worker(interp, path, names, runs, debug=bool(os.environ.get("TILESCOPE_DEBUG")))
+    elapsed = time.perf_counter() - t0
+    source = path.read_text(encoding="utf-8")
+    sha = hashlib.sha256(source.encode("utf-8")).hexdigest()
+    version = f"tilelang-ascend {answer.get('tilelang_version', 'unknown')}"
+    out = []
+    for params, run in zip(runs, answer["runs"], strict=True):
+        if "usage_error" in run:
+            raise UsageError(f"{path}: {run['usage_error']}")
+        if "internal_error" in run:
+            raise RuntimeError(f"tilelang-ascend worker: {run['internal_error']}\n{run.get('traceback', '')}")
+        kernels = [KernelCapture.from_json(k) for k in run["kernels"]]
+        t2 = time.perf_counter()
+        ir = assemble_ir_json(path, ",".join(names), params, chip, kernels, tree, version, sha, ASCEND_STAGES)
+        timings = {
+            "build_s": float(run.get("build_s", 0.0)),
+            "lower_s": sum(k.lower_seconds for k in kernels),
+            "worker_s": elapsed,
+            "analyse_s": time.perf_counter() - t2,
+        }
+        ir["timings"] = {k: round(v, 4) for k, v in timings.items()}
+        ir["lowering"] = {
+            "stack": version,
+            "interpreter": interp.kind,
+            "platform": os.environ.get("TL_PLATFORM", "A3"),
+        }
+        out.append(IRCapture(path, ",".join(names), dict(params), chip, kernels, ir, version, sha, timings))
+    return out
 
 
 STAGE_FILES = {

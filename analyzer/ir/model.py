@@ -54,8 +54,11 @@ def assemble_ir_json(
     tree: ast.Module,
     tilelang_version: str,
     sha256: str,
+    stage_passes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     from analyzer.ir.capture import STAGE_PASSES, stage_file
+
+    passes = STAGE_PASSES if stage_passes is None else stage_passes  # the lowering stack's own
 
     several = len(kernels) > 1
     out_kernels: list[dict[str, Any]] = []
@@ -75,10 +78,10 @@ def assemble_ir_json(
             {
                 "name": s,
                 "file": stage_file(kc.name, s, several),
-                "pass": STAGE_PASSES.get(s),
+                "pass": passes.get(s),
                 "lines": len(kc.stages[s].splitlines()),
             }
-            for s in ("tvmscript", *STAGE_PASSES, "final", "ascendc")
+            for s in ("tvmscript", *passes, "final", "ascendc")
             if s in kc.stages
         ]
         w = kc.walked

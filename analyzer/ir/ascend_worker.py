@@ -1,0 +1,216 @@
+"""Lower tilelang-ascend (A2/A3, 910B) kernels inside tilelang-ascend's own interpreter.
+
+tilelang-ascend 0.1.4 installs under the import name `tilelang`, like tilelang 0.1.15, and ships
+for aarch64 only, so it runs in an interpreter of its own (a venv on an aarch64 host, an emulated
+arm64 root on x86_64 — see analyzer/ir/foreign.py). tilescope starts this module there as
+`python -m analyzer.ir.ascend_worker`, writes one JSON request on stdin
+
+    {"path": "k.py", "names": ["matmul"], "runs": [{"M": 1024, ...}, ...]}
+
+and reads one JSON answer on stdout: `{"tilelang_version", "runs": [{"kernels": [KernelCapture
+...]} | {"usage_error": "..."}]}`; every run lowers in the same process (the import of tilelang
+costs ~17 s under emulation, a lowering under 1 s). Anything the kernel prints goes to stderr.
+
+Standard library, tilelang-ascend and analyzer.ir.{lowering,published,scopes,walk} only.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from analyzer.ir.lowering import KernelCapture, captured_fd2, classify_failure
+from analyzer.ir.scopes import TILELANG_ASCEND
+
+# tilelang-ascend's passes after which the IR is recorded (stage -> pass name; OptimizeForTarget in
+# tilelang/engine/phase.py). Its software pipeline decides the buffer versions, its memory planning
+# the addresses: the two stages a reader of a capacity or pipelining finding wants to see.
+STAGE_PASSES = {
+    "layout_inference": "tl.LayoutInference",
+    "auto_schedule": "tl.PipelinePlanning",
+    "multi_buffer": "tl.InjectSoftwarePipeline",
+}
+
+
+class UsageProblem(Exception):
+    """The user's to fix (a missing parameter, a name that is no builder), not the kernel's."""
+
+
+def _builder(mod: Any, name: str) -> tuple[Any, dict[str, Any], Any]:
+    """(the undecorated builder, its jit pass configs, the jit implementation or None)."""
+    obj = getattr(mod, name, None)
+    if obj is None:
+        raise UsageProblem(f"{name!r} is not defined in {mod.__file__}")
+    impl = getattr(obj, "__jit_impl__", None)
+    if impl is not None:  # @tilelang.jit: calling it would compile with bisheng and build an adapter
+        return impl.func, dict(impl.pass_configs or {}), impl
+    if not callable(obj):
+        raise UsageProblem(f"{name!r} is neither a builder function nor a @tilelang.jit kernel")
+    return inspect.unwrap(obj), {}, None
+
+
+def _call(fn: Any, params: dict[str, Any]) -> Any:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return fn(**params)
+    if not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        unknown = sorted(set(params) - set(sig.parameters))
+        if unknown:
+            raise UsageProblem(f"unknown --param {', '.join(unknown)}; accepted: {', '.join(sig.parameters)}")
+    missing = [
+        p.name
+        for p in sig.parameters.values()
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and p.name not in params
+    ]
+    if missing:
+        raise UsageProblem(
+            f"{fn.__name__}() has no default for {', '.join(missing)}; give "
+            + " ".join(f"-p {m}=VALUE" for m in missing)
+        )
+    return fn(**params)
+
+
+def _flatten(label: str, obj: Any, prim_func_type: type) -> list[tuple[str, Any]]:
+    if isinstance(obj, prim_func_type):
+        return [(label, obj)]
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() for x in _flatten(str(k), v, prim_func_type)]
+    if isinstance(obj, (list, tuple)):
+        return [x for i, v in enumerate(obj) for x in _flatten(f"{label}[{i}]", v, prim_func_type)]
+    raise UsageProblem(f"{label} returned {type(obj).__name__}, not a T.prim_func (or a tuple/dict of them)")
+
+
+def _lower(func: Any, kc: KernelCapture, pass_configs: dict[str, Any], impl: Any) -> Any:
+    import tilelang
+    import tvm
+
+    from analyzer.ir.walk import buffer_versions
+
+    wanted = {v: k for k, v in STAGE_PASSES.items()}
+    passes: list[str] = []
+
+    @tvm.instrument.pass_instrument
+    class _Keep:
+        def __init__(self) -> None:
+            self.last: str | None = None
+
+        def run_after_pass(self, mod: Any, info: Any) -> None:
+            self.last = str(info.name)
+            passes.append(self.last)
+            stage = wanted.get(self.last)
+            if stage is not None:
+                kc.stages[stage] = mod.script()
+                if stage == "multi_buffer":
+                    kc.versions = buffer_versions(mod)
+
+    keep = _Keep()
+    t0 = time.perf_counter()
+    try:
+        with (
+            captured_fd2(),
+            contextlib.redirect_stdout(sys.stderr),
+            tvm.transform.PassContext(opt_level=3, config=pass_configs, instruments=[keep]),
+        ):
+            art = tilelang.lower(
+                func,
+                target=getattr(impl, "target", None) or "auto",
+                platform=getattr(impl, "platform", None) or "auto",
+            )
+    except Exception as exc:
+        kc.failure = classify_failure(exc, "lower", keep.last, TILELANG_ASCEND)
+        return None
+    finally:
+        kc.lower_seconds = time.perf_counter() - t0
+        if os.environ.get("TILESCOPE_WORKER_PASSES"):
+            print("passes: " + " ".join(passes), file=sys.stderr)
+    return art
+
+
+def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCapture]:
+    import tvm
+
+    from analyzer.ir.walk import lowered_allocations, walk_primfunc
+
+    prim_func = tvm.tir.PrimFunc
+    built: list[tuple[str, Any, dict[str, Any], Any]] = []
+    for name in names:
+        fn, configs, impl = _builder(mod, name)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                result = _call(fn, params)
+        except UsageProblem:
+            raise
+        except Exception as exc:  # the builder itself raised (a T.gemm_v0 shape assertion, ...)
+            kc = KernelCapture(name=name, label=name)
+            kc.failure = classify_failure(exc, "build", None, TILELANG_ASCEND)
+            return [kc]
+        built.extend((label, f, configs, impl) for label, f in _flatten(name, result, prim_func))
+    kernels = []
+    for label, func, configs, impl in built:
+        attrs = func.attrs
+        name = str(attrs["global_symbol"]) if attrs is not None and "global_symbol" in attrs else label
+        kc = KernelCapture(name=name, label=label)
+        kc.stages["tvmscript"] = func.script()
+        kc.walked = walk_primfunc(func, TILELANG_ASCEND)
+        art = _lower(func, kc, configs, impl)
+        if art is not None:
+            kc.stages["final"] = art.device_mod.script()
+            kc.stages["ascendc"] = art.kernel_source
+            kc.lowered_allocations = lowered_allocations(art.device_mod, TILELANG_ASCEND)
+        kernels.append(kc)
+    return kernels
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    out = sys.stdout
+    sys.stdout = sys.stderr  # the kernel's prints must not corrupt the answer
+    os.environ.setdefault("TILELANG_DISABLE_CACHE", "1")
+    with contextlib.redirect_stdout(sys.stderr):
+        import tilelang
+
+    from analyzer.ir.published import PublishedFileError, load_module
+
+    answer: dict[str, Any] = {
+        "tilelang_version": str(getattr(tilelang, "__version__", "unknown")),
+        "runs": [],
+    }
+    path = Path(request["path"])
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        mod = load_module(path, tree)
+    except (PublishedFileError, SyntaxError, OSError) as exc:
+        answer["usage_error"] = str(exc)
+        mod = None
+    if mod is not None:
+        for params in request["runs"]:
+            t0 = time.perf_counter()
+            try:
+                kernels = _run(mod, list(request["names"]), dict(params))
+                answer["runs"].append(
+                    {"kernels": [k.to_json() for k in kernels], "build_s": time.perf_counter() - t0}
+                )
+            except UsageProblem as exc:
+                answer["runs"].append({"usage_error": str(exc)})
+            except Exception as exc:  # a bug of ours or of the stack: the whole story, for --debug
+                answer["runs"].append(
+                    {"internal_error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+                )
+    out.write(json.dumps(answer, default=str))
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
