@@ -92,3 +92,25 @@ def test_a_multi_line_failure_keeps_its_cause() -> None:
         classify_failure(RuntimeError(tvm), "lower", "p")["message"]
         == "InternalError: Check failed: (a) is false: bad"
     )
+
+
+def test_text_output_prints_the_fix_and_debug_the_whole_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: the text output had no recommendation (a GPU kernel read "perform the cast inside a
+    # VF block" nowhere near "this is the CUDA dialect"), and --debug added nothing
+    pytest.importorskip("tilelang")
+    monkeypatch.setenv("TILESCOPE_DEBUG", "")  # --debug sets it for the process: undone after the test
+    src = tmp_path / "jit_gemm.py"
+    src.write_text(JIT_GEMM, encoding="utf-8")
+    argv = [f"{src}:gemm_eager", "-p", "M=1024", "-p", "N=1024", "-p", "K=4096", "-p", "acc=float16"]
+    assert main(["lint", *argv]) == 0
+    plain = capsys.readouterr().out
+    ts500 = next(ln for ln in plain.splitlines() if " TS500 " in ln)
+    fix = plain.splitlines()[plain.splitlines().index(ts500) + 2]
+    assert fix.lstrip().startswith("fix: ") and "tilelang.ascend.language" in fix
+    assert "full message from the lowering" not in plain
+    assert main(["--debug", "lint", *argv]) == 0
+    debug = capsys.readouterr().out
+    assert "full message from the lowering:" in debug
+    assert len(debug.splitlines()) > len(plain.splitlines())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,15 @@ def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> 
         where = _loc_text(f)
         if where:
             con.print(Text(term(f"       at {where}")))
+        if f.recommendation:
+            con.print(Text(term(f"       fix: {f.recommendation}")))
+    if os.environ.get("TILESCOPE_DEBUG"):  # --debug: the toolchain's whole message, not its cause line
+        for k in ir["kernels"]:
+            detail = (k.get("failure") or {}).get("detail")
+            if detail:
+                con.print(Text(term(f"  {k['name']}: full message from the lowering:"), "bold"))
+                for line in detail.splitlines():
+                    con.print(Text(term(f"    {line}")))
     counts = {s.value: sum(1 for f in findings if f.severity == s) for s in Severity}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     con.print(

@@ -493,6 +493,16 @@ def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCap
     )
 
 
+def capture_many(kernel_ref: str, runs: list[dict[str, Any]], chip: ChipSpec) -> list[IRCapture]:
+    """capture_ir for several parameter sets of one tilelang-ascend kernel, in one worker."""
+    path, names, tree = resolve_kernel(kernel_ref)
+    sigs = builder_signatures(tree, names)
+    merged = [with_file_params(tree, sigs, p) for p in runs]
+    for p in merged:
+        check_params(path, sigs, {k: [v] for k, v in p.items()}, dict.fromkeys(p, "--param"))
+    return _capture_tilelang_ascend(path, names, tree, merged, chip)
+
+
 def _capture_tilelang_ascend(
     path: Path, names: list[str], tree: ast.Module, runs: list[dict[str, Any]], chip: ChipSpec
 ) -> list[IRCapture]:

@@ -101,6 +101,10 @@ def classify_failure(
         "exception": type(exc).__name__,
         "message": msg[:1000],
     }
+    # The whole story without the native backtrace frames, for `--debug` (the message is one line).
+    detail = "\n".join(ln for ln in text.splitlines() if ln.strip() and not _FRAME_RE.match(ln.strip()))
+    if detail and detail != failure["message"]:
+        failure["detail"] = detail[:8000]
     if m:
         scope = m.group("scope")
         # The scheduler names UB "shared" although UB tiles are allocated as shared.dyn.
