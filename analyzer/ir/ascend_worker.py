@@ -172,17 +172,15 @@ def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCaptu
     return kernels
 
 
-def main() -> int:
-    request = json.loads(sys.stdin.read())
-    out = sys.stdout
-    sys.stdout = sys.stderr  # the kernel's prints must not corrupt the answer
+def answer(request: dict[str, Any]) -> dict[str, Any]:
+    """Lower every run of the request with the tilelang imported here (tilelang-ascend)."""
     os.environ.setdefault("TILELANG_DISABLE_CACHE", "1")
     with contextlib.redirect_stdout(sys.stderr):
         import tilelang
 
     from analyzer.ir.published import PublishedFileError, load_module
 
-    answer: dict[str, Any] = {
+    result: dict[str, Any] = {
         "tilelang_version": str(getattr(tilelang, "__version__", "unknown")),
         "runs": [],
     }
@@ -191,23 +189,30 @@ def main() -> int:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         mod = load_module(path, tree)
     except (PublishedFileError, SyntaxError, OSError) as exc:
-        answer["usage_error"] = str(exc)
-        mod = None
-    if mod is not None:
-        for params in request["runs"]:
-            t0 = time.perf_counter()
-            try:
-                kernels = _run(mod, list(request["names"]), dict(params))
-                answer["runs"].append(
-                    {"kernels": [k.to_json() for k in kernels], "build_s": time.perf_counter() - t0}
-                )
-            except UsageProblem as exc:
-                answer["runs"].append({"usage_error": str(exc)})
-            except Exception as exc:  # a bug of ours or of the stack: the whole story, for --debug
-                answer["runs"].append(
-                    {"internal_error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
-                )
-    out.write(json.dumps(answer, default=str))
+        result["usage_error"] = str(exc)
+        return result
+    for params in request["runs"]:
+        t0 = time.perf_counter()
+        try:
+            kernels = _run(mod, list(request["names"]), dict(params))
+            result["runs"].append(
+                {"kernels": [k.to_json() for k in kernels], "build_s": time.perf_counter() - t0}
+            )
+        except UsageProblem as exc:
+            result["runs"].append({"usage_error": str(exc)})
+        except Exception as exc:  # a bug of ours or of the stack: the whole story, for --debug
+            result["runs"].append(
+                {"internal_error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+            )
+    return result
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    out = sys.stdout
+    sys.stdout = sys.stderr  # the kernel's prints must not corrupt the answer
+    result = answer(request)
+    out.write(json.dumps(result, default=str))
     out.flush()
     return 0
 

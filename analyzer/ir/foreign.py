@@ -3,15 +3,20 @@
 Where that interpreter is: `$TILESCOPE_ASCEND_ROOT` (default `~/.cache/tilescope/tilelang-ascend`),
 made by `scripts/setup-tilelang-ascend.sh`, which writes its kind into `.tilescope-kind`:
 - `native` (an aarch64 host): `ROOT/venv/bin/python`;
-- `emulated` (x86_64): an arm64 Debian root whose `/opt/tla/bin/python` runs under
-  `qemu-aarch64-static -L ROOT` — the root's libraries first, the host's files (the kernel, this
-  package) at their own paths, no chroot and no root privileges needed.
+- on an Atlas host whose own environment has tilelang-ascend installed, this interpreter itself;
+- `emulated` (x86_64): an arm64 Debian root whose `/opt/tla/bin/python` runs under qemu-user
+  (binfmt_misc), chrooted inside a private mount namespace (`unshare -m`; `-r` too when not root)
+  with the host's `/` bound at `ROOT/host` — the kernel and this package are read there — and
+  `/proc`, `/dev` mounted; the mounts vanish with the process. `/sys` is deliberately not
+  mounted: torch's cpuinfo reads the x86 host's CPU topology from it and crashes under emulation
+  (`qemu-aarch64-static -L ROOT`, which shows the host's /sys, crashes the same way).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -41,8 +46,21 @@ class Interpreter:
     root: Path
 
 
+def installed_here() -> bool:
+    """Is the `tilelang` of this interpreter tilelang-ascend (an Atlas host's own environment)?"""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("tilelang-ascend")
+    except PackageNotFoundError:
+        return False
+    return True
+
+
 def find_interpreter() -> Interpreter | None:
     """tilelang-ascend's interpreter, or None when it is not set up here."""
+    if installed_here():
+        return Interpreter([sys.executable], "in-process", Path(sys.prefix))
     root = ascend_root()
     try:
         kind = (root / ".tilescope-kind").read_text(encoding="utf-8").strip()
@@ -52,12 +70,37 @@ def find_interpreter() -> Interpreter | None:
         python = root / "venv" / "bin" / "python"
         return Interpreter([str(python)], kind, root) if python.exists() else None
     if kind == "emulated":
-        qemu = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
-        python = root / "opt" / "tla" / "bin" / "python3"
-        if qemu is None or not python.exists():
+        unshare = shutil.which("unshare")
+        if unshare is None or not (root / "opt" / "tla" / "bin" / "python").exists():
             return None
-        return Interpreter([qemu, "-L", str(root), str(python)], kind, root)
+        if not Path("/proc/sys/fs/binfmt_misc/qemu-aarch64").exists():
+            return None  # after a reboot: the setup script registers qemu again
+        return Interpreter([unshare], kind, root)
     return None
+
+
+HOST = "/host"  # where the host's / is bound inside the emulated root
+
+
+def _inside(path: Path, interp: Interpreter) -> str:
+    """A host path as the emulated root's worker sees it."""
+    return HOST + str(path) if interp.kind == "emulated" else str(path)
+
+
+def _command(interp: Interpreter, env: dict[str, str]) -> list[str]:
+    if interp.kind != "emulated":
+        return [*interp.argv, "-m", "analyzer.ir.ascend_worker"]
+    root = shlex.quote(str(interp.root))
+    assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+    worker = "/opt/tla/bin/python -m analyzer.ir.ascend_worker"
+    script = (
+        f"mount --rbind / {root}/host && mount -t proc proc {root}/proc && mount --rbind /dev {root}/dev "
+        f"&& exec chroot {root} /usr/bin/env -i {assignments} {worker}"
+    )
+    flags = (
+        ["-m", "--propagation", "private"] if os.geteuid() == 0 else ["-r", "-m", "--propagation", "private"]
+    )
+    return [*interp.argv, *flags, "sh", "-c", script]
 
 
 def require_interpreter(why: str) -> Interpreter:
@@ -74,26 +117,34 @@ def run_worker(
     interp: Interpreter, path: Path, names: list[str], runs: list[dict[str, Any]], debug: bool = False
 ) -> dict[str, Any]:
     """One worker process lowers every run (parameter set); its answer as a dict."""
+    if interp.kind == "in-process":
+        from analyzer.ir.ascend_worker import answer as lower_here
+
+        found = lower_here({"path": str(path.resolve()), "names": names, "runs": runs})
+        if "usage_error" in found:
+            raise UsageError(str(found["usage_error"]))
+        return found
+    emulated = interp.kind == "emulated"
     env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "PYTHONPATH": str(PACKAGE_ROOT),
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin" if emulated else os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": "/root" if emulated else os.environ.get("HOME", "/tmp"),
+        "PYTHONPATH": _inside(PACKAGE_ROOT, interp),
         "PYTHONDONTWRITEBYTECODE": "1",
         # torch would import torch_npu, which needs CANN's libhccl.so
         "TORCH_DEVICE_BACKEND_AUTOLOAD": "0",
         "TILELANG_DISABLE_CACHE": "1",
     }
-    for name in ("TL_PLATFORM", "TMPDIR", "LANG"):
+    for name in ("TL_PLATFORM", "LANG") if emulated else ("TL_PLATFORM", "TMPDIR", "LANG"):
         if name in os.environ:
             env[name] = os.environ[name]
-    request = json.dumps({"path": str(path.resolve()), "names": names, "runs": runs}, default=str)
+    request = json.dumps({"path": _inside(path.resolve(), interp), "names": names, "runs": runs}, default=str)
     try:
         proc = subprocess.Popen(
-            [*interp.argv, "-m", "analyzer.ir.ascend_worker"],
+            _command(interp, env),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=env,
+            env={**env, "PATH": os.environ.get("PATH", "/usr/bin:/bin")} if emulated else env,
             cwd=str(path.resolve().parent),
             start_new_session=True,  # Ctrl-C reaches tilescope, which stops the worker itself
         )
