@@ -22,7 +22,7 @@ from dashboard import views as V
 from dashboard.data import DataStore, ProfileEntry
 from dashboard.ir_view import ir_kernels, kernel_of_locations, load_stages, mark_locations, stage_component
 from dashboard.layout import kernel_grid
-from dashboard.query import build_lanes, kernel_page, timeline_window
+from dashboard.query import build_lanes, kernel_page, timeline_gap, timeline_window
 
 
 def _entry(store: DataStore, key: str | None) -> ProfileEntry:
@@ -200,7 +200,9 @@ def register(app: dash.Dash, store: DataStore) -> None:
         entry = _entry(store, key)
         lanes = _lanes(entry)
         if not lanes:
-            return F.empty_figure("No start times in this profile: nothing to place on a timeline"), "", None
+            # the reason in words above the plot (an annotation does not wrap), a pointer in it
+            empty = F.empty_figure("Nothing to place on a timeline: see the note above")
+            return empty, timeline_gap(entry), None
         x0, x1 = _x_window(relayout, last) if ctx.triggered_id == "timeline" else (None, None)
         seg = timeline_window(lanes, x0, x1)
         fig = F.timeline_figure(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import dash
+import pandas as pd
 import pytest
 
 from analyzer.diff import compare_runs, run_from_report
@@ -355,3 +356,36 @@ def test_profile_from_root_loads_on_pick(tmp_path: Path) -> None:
     out, _ = post_callback(app, "chip-info.children", {"profile.value": key})
     assert out["load-error"]["children"] == ""
     assert store_of(app).get(key) is not None
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
+
+
+@pytest.mark.parametrize(
+    "sample", ["tilelang_fa_bundle", "tilelang_fa_msprof_op", "tilelang_fa_msprof_op_multi"]
+)
+def test_timeline_of_an_msprof_op_profile_says_why_it_is_empty(sample: str) -> None:
+    # msprof op (and a run bundle of one) has start_ns all null: the view said HTTP 500 (issue #15)
+    app = create_app([SAMPLES / sample])
+    out, _ = post_callback(app, "timeline.figure", {"profile.value": "p0", "tabs.value": "timeline"})
+    assert out["tl-info"]["children"].startswith("No start times in this profile: `msprof op` measures")
+    assert out["tl-window"]["data"] is None
+    # no empty Start column in the Kernels grid either
+    out, _ = post_callback(app, "k-grid-box.children", {"profile.value": "p0", "tabs.value": "kernels"})
+    fields = [c["field"] for c in out["k-grid-box"]["children"]["props"]["columnDefs"]]
+    assert "start_us" not in fields and "duration_us" in fields
+
+
+def test_timeline_places_the_launches_that_have_a_start() -> None:
+    # a table where some launches lack a start: those are left out, the rest are drawn
+    from dashboard import figures as F
+    from dashboard.data import make_entry
+    from dashboard.query import build_lanes
+
+    p = synthetic_profile(50, names=5)
+    p.timeline = None
+    p.kernels = p.kernels.assign(start_ns=p.kernels["start_ns"].astype("Int64"))
+    p.kernels.loc[[3, 7, 11], "start_ns"] = pd.NA
+    entry = make_entry("p0", "partial", p, synthetic_report(p))
+    lanes = build_lanes(entry, F.core_categories)
+    assert sum(len(ln.start) for ln in lanes if ln.kind == "kernel") == 47
