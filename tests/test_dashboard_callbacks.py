@@ -276,25 +276,27 @@ def test_findings_filter_and_detail(app: dash.Dash) -> None:
 def test_ir_callback_marks_the_finding_lines(app: dash.Dash) -> None:
     out, _ = post_callback(app, "ir-kernel.options", {"profile.value": "p0", "ir-finding.value": 0})
     assert out["ir-kernel"]["value"] == "main"
-    out, size = post_callback(
-        app,
-        "ir-panes.children",
-        {"profile.value": "p0", "ir-finding.value": 0, "ir-kernel.value": "main", "tabs.value": "ir"},
-    )
-    panes = out["ir-panes"]["children"]
-    assert len(panes) == 3
-
-    def marked(pane: dict[str, Any]) -> list[int]:
-        pre = pane["props"]["children"][2]
-        return [
-            int(r["props"]["data-line"])
-            for r in pre["props"]["children"]
-            if "hl" in r["props"].get("className", "")
-        ]
-
-    assert marked(panes[0]) == [5, 6]  # tvmscript.py lines 5-6 from the location
-    assert marked(panes[2]) == [9]  # kernel.cpp line 9
+    values = {"profile.value": "p0", "ir-finding.value": 0, "ir-kernel.value": "main", "tabs.value": "ir"}
+    out, size = post_callback(app, "ir-data.data", values)
+    data = out["ir-data"]["data"]
+    assert data["for"] == out["ir-shown"]["data"] == {"profile": "p0", "finding": 0, "kernel": "main"}
+    panes = data["panes"]
+    assert [p["id"] for p in panes] == ["ir-tvmscript", "ir-final", "ir-ascendc"]
+    assert panes[0]["marked"] == [5, 6]  # tvmscript.py lines 5-6 from the location
+    assert panes[2]["marked"] == [9]  # kernel.cpp line 9
+    assert data["info"].startswith("Marked: ")
     assert size < MAX_CALLBACK_BYTES
+
+
+def test_ir_callback_sends_nothing_when_the_tab_is_shown_again(app: dash.Dash) -> None:
+    # back on the IR tab with the same profile, finding and kernel: the page redraws what it holds
+    shown = {"profile": "p0", "finding": 0, "kernel": "main"}
+    values = {"profile.value": "p0", "ir-finding.value": 0, "ir-kernel.value": "main", "tabs.value": "ir"}
+    out, size = post_callback(app, "ir-data.data", {**values, "ir-shown.data": shown}, "tabs.value")
+    assert (out, size) == ({}, 0)
+    # another finding (or a first visit) is sent
+    out, _ = post_callback(app, "ir-data.data", {**values, "ir-shown.data": {**shown, "finding": 1}})
+    assert out["ir-data"]["data"]["for"] == shown
 
 
 def test_compare_callback(app: dash.Dash) -> None:
@@ -322,11 +324,11 @@ def test_ir_only_bundle_serves_every_view(tmp_path: Path) -> None:
     app = create_app([bundle])
     out, _ = post_callback(
         app,
-        "ir-panes.children",
+        "ir-data.data",
         {"profile.value": "p0", "ir-finding.value": None, "ir-kernel.value": None, "tabs.value": "ir"},
     )
     # kernel source (the bundle's kernel/ copy), TVMScript before and after lowering, Ascend C
-    assert len(out["ir-panes"]["children"]) == 4
+    assert len(out["ir-data"]["data"]["panes"]) == 4
     out, _ = post_callback(
         app, "c-kpis.children", {"c-base.value": "p0", "c-head.value": "p0", "tabs.value": "compare"}
     )
