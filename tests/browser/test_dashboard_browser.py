@@ -359,6 +359,7 @@ def _marks_of(app: Any, index: int) -> dict[str, list[int]]:
 
     store = store_of(app)
     entry = store.get("p0")
+    assert entry is not None and isinstance(entry.profile.ir, dict)
     ir = entry.profile.ir
     locations = entry.findings[index]["locations"]
     kernel = kernel_of_locations(ir, locations) or ir_kernels(ir)[0]
