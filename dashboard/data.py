@@ -348,4 +348,7 @@ def _short_label(profile: Profile) -> str:
     # little; the directory the user named is one level up.
     if name.endswith("_ascend_pt") or name.startswith(("PROF_", "OPPROF_")):
         name = path.parent.name or name
+    elif path.suffix and path.parent.name:
+        # a file: its name is the profiler's (kernel_details.csv, msprof_0.db), the folder says which
+        name = f"{path.parent.name}/{name}"
     return f"{name} (rank {profile.rank})" if profile.rank is not None else name

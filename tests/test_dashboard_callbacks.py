@@ -391,3 +391,18 @@ def test_timeline_places_the_launches_that_have_a_start() -> None:
     entry = make_entry("p0", "partial", p, synthetic_report(p))
     lanes = build_lanes(entry, F.core_categories)
     assert sum(len(ln.start) for ln in lanes if ln.kind == "kernel") == 47
+
+
+def test_profiles_from_files_of_the_same_name_get_different_labels(tmp_path: Path) -> None:
+    # two runs' kernel_details.csv were both labelled "kernel_details.csv" in the picker
+    paths = []
+    for run in ("run-a", "run-b"):
+        (tmp_path / run).mkdir()
+        path = tmp_path / run / "kernel_details.csv"
+        path.write_text(
+            "Name,Type,Accelerator Core,Start Time(us),Duration(us)\nk,Add,AI_VECTOR_CORE,1.0,2.0\n",
+            encoding="utf-8",
+        )
+        paths.append(path)
+    labels = [o["label"] for o in store_of(create_app(paths)).options()]
+    assert labels == ["run-a/kernel_details.csv", "run-b/kernel_details.csv"]
