@@ -375,7 +375,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Input("tabs", "value"),
         Input("ir-finding", "value"),
         Input("ir-kernel", "value"),
-        State("profile", "value"),
+        Input("profile", "value"),
     )
 
     # --- Compare ----------------------------------------------------------------------------

@@ -83,7 +83,8 @@
       if (!current) {
         root.classList.add("ir-stale");
         root.setAttribute("aria-busy", "true");
-        info.textContent = "Marking the lines of the selected finding…";
+        info.textContent =
+          finding === null || finding === undefined ? "Loading the IR…" : "Marking the lines of the selected finding…";
         return;
       }
       var key = JSON.stringify(want);
