@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import dash
-from dash import ALL, Input, Output, State, ctx, html, no_update
+from dash import ALL, ClientsideFunction, Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
 
 from analyzer.errors import TilescopeError, UsageError
@@ -20,9 +20,9 @@ from dashboard import figures as F
 from dashboard import inputs
 from dashboard import views as V
 from dashboard.data import DataStore, ProfileEntry
-from dashboard.ir_view import ir_kernels, kernel_of_locations, load_stages, mark_locations, stage_component
+from dashboard.ir_view import ir_kernels, kernel_of_locations, load_stages, mark_locations, stage_data
 from dashboard.layout import kernel_grid
-from dashboard.query import build_lanes, kernel_page, timeline_window
+from dashboard.query import build_lanes, kernel_page, timeline_gap, timeline_window
 
 
 def _entry(store: DataStore, key: str | None) -> ProfileEntry:
@@ -200,7 +200,9 @@ def register(app: dash.Dash, store: DataStore) -> None:
         entry = _entry(store, key)
         lanes = _lanes(entry)
         if not lanes:
-            return F.empty_figure("No start times in this profile: nothing to place on a timeline"), "", None
+            # the reason in words above the plot (an annotation does not wrap), a pointer in it
+            empty = F.empty_figure("Nothing to place on a timeline: see the note above")
+            return empty, timeline_gap(entry), None
         x0, x1 = _x_window(relayout, last) if ctx.triggered_id == "timeline" else (None, None)
         seg = timeline_window(lanes, x0, x1)
         fig = F.timeline_figure(
@@ -326,50 +328,54 @@ def register(app: dash.Dash, store: DataStore) -> None:
         return [V.name_option(n) for n in names], V.name_value(value) if value else None
 
     @app.callback(
-        Output("ir-panes", "children"),
-        Output("ir-info", "children"),
+        Output("ir-data", "data"),
+        Output("ir-shown", "data"),
         Input("profile", "value"),
         Input("ir-finding", "value"),
         Input("ir-kernel", "value"),
         Input("tabs", "value"),
+        State("ir-shown", "data"),
     )
-    def on_ir(key: str | None, sel: int | None, kernel: str | None, tab: str) -> tuple[Any, str]:
+    def on_ir(
+        key: str | None, sel: int | None, kernel: str | None, tab: str, shown: Any
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The panes as data for the page to draw (dashboard/assets/ir_view.js), sent once per
+        profile, finding and kernel: back on the tab, the page redraws what it holds."""
         _active(tab, "ir")
+        sel = inputs.index(sel, "selected finding")
+        kernel = inputs.text(kernel, "IR kernel")
+        wanted = {"profile": key, "finding": sel, "kernel": kernel}
+        if ctx.triggered_id == "tabs" and shown == wanted:
+            raise PreventUpdate
         entry = _entry(store, key)
         profile = entry.profile
-        kernel = V.name_from_value(inputs.text(kernel, "IR kernel"), ir_kernels(profile.ir))
-        stages = load_stages(profile.ir_dir, profile.ir, kernel, store.roots)
+        name = V.name_from_value(kernel, ir_kernels(profile.ir))
+        stages = load_stages(profile.ir_dir, profile.ir, name, store.roots)
         if not stages:
-            return (
-                [],
-                "No IR here: `tilescope collect` or `tilescope lint --out` writes a bundle with ir/.",
-            )
+            info = "No IR here: `tilescope collect` or `tilescope lint --out` writes a bundle with ir/."
+            return {"for": wanted, "info": info, "panes": []}, wanted
         finding = _finding(entry, sel)
         line_map = profile.ir.get("line_map") if isinstance(profile.ir, dict) else None
-        mark_locations(stages, (finding or {}).get("locations", []), line_map, kernel)
-        panes = [stage_component(s, f"ir-{s.stage}") for s in stages]
+        mark_locations(stages, (finding or {}).get("locations", []), line_map, name)
         info = (
             f"Marked: {V.finding_label(finding)}"
             if finding
             else "Pick a finding (or use “Show in IR” on one) to mark the lines it points at."
         )
-        return panes, info
+        panes = [stage_data(s, f"ir-{s.stage}") for s in stages]
+        return {"for": wanted, "info": info, "panes": panes}, wanted
 
-    # Scroll each pane to its first marked line once the panes are in the DOM.
+    # Draw the panes the server sent, or redraw them when the tab is shown again (Dash mounts only
+    # the visible tab). Until the data for the selected finding and kernel arrives, the page marks
+    # the panes stale rather than show another finding's lines as this one's.
     app.clientside_callback(
-        """
-        function(children) {
-            setTimeout(function() {
-                document.querySelectorAll('.ir-code').forEach(function(pane) {
-                    var hit = pane.querySelector('.ir-line.hl');
-                    if (hit) { pane.scrollTop = Math.max(hit.offsetTop - pane.clientHeight / 3, 0); }
-                });
-            }, 50);
-            return window.dash_clientside.no_update;
-        }
-        """,
-        Output("ir-info", "title"),
-        Input("ir-panes", "children"),
+        ClientsideFunction("tilescope", "renderIr"),
+        Output("ir-panes", "title"),
+        Input("ir-data", "data"),
+        Input("tabs", "value"),
+        Input("ir-finding", "value"),
+        Input("ir-kernel", "value"),
+        Input("profile", "value"),
     )
 
     # --- Compare ----------------------------------------------------------------------------

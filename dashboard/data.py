@@ -187,7 +187,8 @@ def prepare_kernels(profile: Profile) -> pd.DataFrame:
     kernels = with_derived_metrics(profile.kernels, profile.chip).copy()
     kernels = kernels.reset_index(drop=True)
     kernels["_row"] = np.arange(len(kernels), dtype=np.int64)
-    if "start_ns" in kernels and len(kernels):
+    # An msprof op profile has no start times (start_ns all null): no empty Start column then.
+    if "start_ns" in kernels and kernels["start_ns"].notna().any():
         start = kernels["start_ns"].astype("Int64")
         origin = start.min()
         kernels["start_us"] = ((start - origin).astype("float64") / 1000.0).round(3)
@@ -347,4 +348,7 @@ def _short_label(profile: Profile) -> str:
     # little; the directory the user named is one level up.
     if name.endswith("_ascend_pt") or name.startswith(("PROF_", "OPPROF_")):
         name = path.parent.name or name
+    elif path.suffix and path.parent.name:
+        # a file: its name is the profiler's (kernel_details.csv, msprof_0.db), the folder says which
+        name = f"{path.parent.name}/{name}"
     return f"{name} (rank {profile.rank})" if profile.rank is not None else name

@@ -1,9 +1,15 @@
-"""The IR view: a bundle's stages as highlighted, line-numbered Dash components.
+"""The IR view: a bundle's stages as highlighted, line-numbered panes.
 
-Code is tokenised with Pygments and every token becomes an `html.Span` whose text React escapes;
-no HTML string from the bundle ever reaches the page. File names listed in `ir.json` are taken
-relative to the bundle's `ir/` (or `kernel/`) directory and read only when their real path is inside
-the directories being served (dashboard.paths), since a bundle is untrusted input.
+Code is tokenised with Pygments on the server and sent as data: per line, (css class, text) runs.
+The page draws them (dashboard/assets/ir_view.js) as DOM nodes whose text is set with
+`textContent`, so no HTML string from the bundle ever reaches the page. Drawing them as Dash
+components instead cost the renderer 6-30 s for 3,000 nodes, on every visit of the tab (#15).
+A file is read and highlighted once per content (functools caches keyed on its real path, mtime
+and size, then on its text): re-opening the view or marking another finding costs no Pygments run.
+
+File names listed in `ir.json` are taken relative to the bundle's `ir/` (or `kernel/`) directory
+and read only when their real path is inside the directories being served (dashboard.paths),
+since a bundle is untrusted input.
 
 Panes: TVMScript before lowering, after lowering ("final") and the generated Ascend C of one
 kernel, side by side. A finding's locations mark lines in the files they name; the `ir.json` line
@@ -12,21 +18,21 @@ map (source <-> tvmscript <-> ascendc rows, analyzer/ir/linemap.py) carries mark
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dash import html
 from pygments.lexers import CppLexer, PythonLexer
 from pygments.token import STANDARD_TYPES, _TokenType
 
 from dashboard.paths import PathRejected, RootSet, confine
-from dashboard.views import shortened
+from dashboard.views import short
 
 MAX_BYTES = 4_000_000  # read at most this much of one stage file
-# Lines rendered per pane: a window around the first marked line (about 0.35 KB per line on the
-# wire, so three panes stay near 1 MB whatever the file size).
+# Lines sent per pane: a window around the first marked line (about 60 bytes per line on the wire,
+# so four panes stay near 0.25 MB whatever the file size).
 WINDOW_LINES = 1000
 # The three panes, left to right: (ir.json stage name, title, lexer). "final" is the last lowered
 # TVMScript, the input of code generation (analyzer/ir/capture.py STAGE_FILES).
@@ -79,7 +85,16 @@ def _read_confined(folder: Path, name: str, allowed: RootSet) -> tuple[str, bool
         return None
     if not path.is_file():
         return None
-    with path.open("rb") as fh:
+    st = path.stat()
+    return _read_text(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _read_text(path: str, mtime_ns: int, size: int) -> tuple[str, bool]:
+    """The text of a stage file (at most MAX_BYTES) and whether it was cut; read once per
+    (real path, mtime, size), the same str object after, so the caches below hash it once."""
+    del mtime_ns, size  # the cache key: a rewritten file is read again
+    with open(path, "rb") as fh:
         raw = fh.read(MAX_BYTES + 1)
     return raw[:MAX_BYTES].decode("utf-8", errors="replace"), len(raw) > MAX_BYTES
 
@@ -275,36 +290,48 @@ def line_window(total: int, marked: set[int], size: int = WINDOW_LINES) -> tuple
     return first, first + size - 1
 
 
-def stage_component(stage: Stage, pane_id: str) -> html.Div:
-    """One scrollable pane; each line a div with its number, marked lines with class `hl`."""
-    all_lines = stage.text.split("\n")
-    if all_lines and all_lines[-1] == "":
-        all_lines.pop()
-    first, last = line_window(len(all_lines), stage.marked)
-    # Highlighting only the window keeps big files cheap; a string or comment opened above the
-    # window may be coloured as code, an accepted cost.
-    rows = []
-    for n, runs in enumerate(
-        highlight_lines("\n".join(all_lines[first - 1 : last]), stage.lexer), start=first
-    ):
-        cls = "ir-line hl" if n in stage.marked else "ir-line"
-        spans: list[Any] = [html.Span(str(n), className="ln")]
-        spans += [html.Span(t, className=c) if c else t for c, t in runs]  # plain text needs no span
-        rows.append(html.Div(spans, className=cls, **{"data-line": str(n)}))  # type: ignore[arg-type]
+@functools.lru_cache(maxsize=32)
+def _split(text: str) -> tuple[str, ...]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return tuple(lines)
+
+
+@functools.lru_cache(maxsize=64)
+def _highlighted(text: str, lexer: str, first: int, last: int) -> tuple[tuple[str, ...], ...]:
+    """Lines first..last (1-based, inclusive) as flat (class, text, class, text, ...) runs.
+
+    Highlighting only the window keeps big files cheap; a string or comment opened above the
+    window may be coloured as code, an accepted cost. A file of at most WINDOW_LINES lines has
+    one window, so it is highlighted once whatever finding is marked."""
+    lines = _split(text)[first - 1 : last]
+    runs = highlight_lines("\n".join(lines), lexer)
+    runs += [[] for _ in range(len(lines) - len(runs))]  # trailing empty lines yield no runs
+    return tuple(tuple(part for run in line for part in run) for line in runs)
+
+
+def stage_data(stage: Stage, pane_id: str) -> dict[str, Any]:
+    """One pane as the page draws it (dashboard/assets/ir_view.js): its title, file, a summary of
+    its marks, and the window of highlighted lines starting at line `first`."""
+    total = len(_split(stage.text))
+    first, last = line_window(total, stage.marked)
     notes = []
-    if first > 1 or last < len(all_lines):
-        notes.append(f"lines {first}–{last} of {len(all_lines)} shown")
+    if first > 1 or last < total:
+        notes.append(f"lines {first}–{last} of {total} shown")
     if stage.truncated:
         notes.append(f"file cut at {MAX_BYTES:,} bytes")
-    header = html.Div(
-        [html.Span(stage.title, className="ir-title"), html.Code(shortened(stage.file), className="ir-file")],
-        className="ir-head",
-    )
     marked = sorted(stage.marked)
     summary = f"lines {marked[0]}–{marked[-1]} marked" if marked else "no line marked"
     if notes:
         summary += " · " + "; ".join(notes)
-    return html.Div(
-        [header, html.Div(summary, className="ir-marks"), html.Pre(rows, className="ir-code", id=pane_id)],
-        className="ir-pane",
-    )
+    return {
+        "id": pane_id,
+        "title": stage.title,
+        "file": short(stage.file),
+        "path": stage.file,
+        "summary": summary,
+        "first": first,
+        "lines": _highlighted(stage.text, stage.lexer, first, last) if total else (),
+        "marked": [n for n in marked if first <= n <= last],
+    }

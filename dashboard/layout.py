@@ -197,7 +197,8 @@ def _ir() -> html.Div:
                 ],
                 className="toolbar",
             ),
-            html.Div(id="ir-info", className="muted"),
+            # both filled by dashboard/assets/ir_view.js from the ir-data store
+            html.Div(id="ir-info", className="muted", role="status"),
             html.Div(id="ir-panes", className="ir-panes"),
         ],
         className="view",
@@ -282,6 +283,10 @@ def build_layout(options: list[dict[str, str]], initial: str | None) -> html.Div
             html.Div(id="load-error", className="error", role="alert"),
             dcc.Store(id="finding-sel"),
             dcc.Store(id="tl-window"),  # the timeline's last drawn x window (see callbacks.on_timeline)
+            # the IR panes as data (callbacks.on_ir), outside the tabs so they outlive a tab switch,
+            # and which profile, finding and kernel they were made for
+            dcc.Store(id="ir-data"),
+            dcc.Store(id="ir-shown"),
             dcc.Tabs(
                 id="tabs",
                 value="overview",

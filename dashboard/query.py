@@ -271,12 +271,13 @@ def build_lanes(entry: ProfileEntry, category_of: Any) -> list[Lane]:
     """Lanes from the profile's timeline (host ops + kernels) or, lacking one, its kernel table."""
     tl = entry.profile.timeline
     if tl is not None and len(tl.kernels):
-        kernels, host = tl.kernels, tl.host_ops
-        kernels = _with_launcher(kernels, host, tl.flows)
+        # flows index the full tables: link first, then keep what has a start
+        timed, host = _timed(_with_launcher(tl.kernels, tl.host_ops, tl.flows)), _timed(tl.host_ops)
     else:
-        kernels, host = entry.kernels, None
-    if "start_ns" not in kernels or "duration_us" not in kernels or not len(kernels):
-        return []
+        timed, host = _timed(entry.kernels), None
+    if timed is None or not len(timed):
+        return []  # `timeline_gap` says why
+    kernels = timed
     origin = int(kernels["start_ns"].min())
     if host is not None and len(host):
         origin = min(origin, int(host["start_ns"].min()))
@@ -299,6 +300,35 @@ def build_lanes(entry: ProfileEntry, category_of: Any) -> list[Lane]:
     return lanes
 
 
+def _timed(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The rows that can be placed in time: a start and a duration. An `msprof op` profile, a run
+    bundle of one, or an IR-only bundle have none (their start_ns is all null), a table can lack
+    a few; None when the table lacks the columns."""
+    if frame is None or "start_ns" not in frame or "duration_us" not in frame:
+        return None
+    timed = frame["start_ns"].notna()
+    return frame if bool(timed.all()) else frame[timed]
+
+
+def timeline_gap(entry: ProfileEntry) -> str:
+    """Why the timeline of `entry` is empty, in the words the view shows."""
+    profile = entry.profile
+    if not len(entry.kernels):
+        return (
+            "Nothing to place on a timeline: this input holds no kernel launches "
+            "(IR only, nothing was profiled)."
+        )
+    if profile.source.producer == "msprof_op":
+        return (
+            "No start times in this profile: `msprof op` measures one kernel in isolation, launch by "
+            "launch, with no clock shared between launches. Its per-block numbers are in Kernel detail."
+        )
+    return (
+        f"No start times in this profile ({profile.source.format} input): nothing to place on a "
+        "timeline. Profile with torch_npu or msprof to see kernels in time."
+    )
+
+
 def _with_launcher(kernels: pd.DataFrame, host: pd.DataFrame, flows: pd.DataFrame) -> pd.DataFrame:
     """Kernel names suffixed with the host op that launched them (flow host_index → kernel_index)."""
     if flows is None or not len(flows) or not {"host_index", "kernel_index"} <= set(flows.columns):
@@ -312,7 +342,7 @@ def _with_launcher(kernels: pd.DataFrame, host: pd.DataFrame, flows: pd.DataFram
     k_idx = linked["kernel_index"].to_numpy(dtype=np.int64)
     launcher.iloc[k_idx] = host["name"].astype("string").to_numpy()[h_idx]
     link_start = np.full(len(kernels), np.nan)
-    link_start[k_idx] = host["start_ns"].astype("int64").to_numpy()[h_idx].astype("float64")
+    link_start[k_idx] = host["start_ns"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)[h_idx]
     link_lane = np.full(len(kernels), None, dtype=object)
     lane_key = "lane" if "lane" in host else "tid"
     link_lane[k_idx] = [f"host {v}" for v in host[lane_key].to_numpy()[h_idx]]

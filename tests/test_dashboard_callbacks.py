@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import dash
+import pandas as pd
 import pytest
 
 from analyzer.diff import compare_runs, run_from_report
@@ -275,25 +276,27 @@ def test_findings_filter_and_detail(app: dash.Dash) -> None:
 def test_ir_callback_marks_the_finding_lines(app: dash.Dash) -> None:
     out, _ = post_callback(app, "ir-kernel.options", {"profile.value": "p0", "ir-finding.value": 0})
     assert out["ir-kernel"]["value"] == "main"
-    out, size = post_callback(
-        app,
-        "ir-panes.children",
-        {"profile.value": "p0", "ir-finding.value": 0, "ir-kernel.value": "main", "tabs.value": "ir"},
-    )
-    panes = out["ir-panes"]["children"]
-    assert len(panes) == 3
-
-    def marked(pane: dict[str, Any]) -> list[int]:
-        pre = pane["props"]["children"][2]
-        return [
-            int(r["props"]["data-line"])
-            for r in pre["props"]["children"]
-            if "hl" in r["props"].get("className", "")
-        ]
-
-    assert marked(panes[0]) == [5, 6]  # tvmscript.py lines 5-6 from the location
-    assert marked(panes[2]) == [9]  # kernel.cpp line 9
+    values = {"profile.value": "p0", "ir-finding.value": 0, "ir-kernel.value": "main", "tabs.value": "ir"}
+    out, size = post_callback(app, "ir-data.data", values)
+    data = out["ir-data"]["data"]
+    assert data["for"] == out["ir-shown"]["data"] == {"profile": "p0", "finding": 0, "kernel": "main"}
+    panes = data["panes"]
+    assert [p["id"] for p in panes] == ["ir-tvmscript", "ir-final", "ir-ascendc"]
+    assert panes[0]["marked"] == [5, 6]  # tvmscript.py lines 5-6 from the location
+    assert panes[2]["marked"] == [9]  # kernel.cpp line 9
+    assert data["info"].startswith("Marked: ")
     assert size < MAX_CALLBACK_BYTES
+
+
+def test_ir_callback_sends_nothing_when_the_tab_is_shown_again(app: dash.Dash) -> None:
+    # back on the IR tab with the same profile, finding and kernel: the page redraws what it holds
+    shown = {"profile": "p0", "finding": 0, "kernel": "main"}
+    values = {"profile.value": "p0", "ir-finding.value": 0, "ir-kernel.value": "main", "tabs.value": "ir"}
+    out, size = post_callback(app, "ir-data.data", {**values, "ir-shown.data": shown}, "tabs.value")
+    assert (out, size) == ({}, 0)
+    # another finding (or a first visit) is sent
+    out, _ = post_callback(app, "ir-data.data", {**values, "ir-shown.data": {**shown, "finding": 1}})
+    assert out["ir-data"]["data"]["for"] == shown
 
 
 def test_compare_callback(app: dash.Dash) -> None:
@@ -321,11 +324,11 @@ def test_ir_only_bundle_serves_every_view(tmp_path: Path) -> None:
     app = create_app([bundle])
     out, _ = post_callback(
         app,
-        "ir-panes.children",
+        "ir-data.data",
         {"profile.value": "p0", "ir-finding.value": None, "ir-kernel.value": None, "tabs.value": "ir"},
     )
     # kernel source (the bundle's kernel/ copy), TVMScript before and after lowering, Ascend C
-    assert len(out["ir-panes"]["children"]) == 4
+    assert len(out["ir-data"]["data"]["panes"]) == 4
     out, _ = post_callback(
         app, "c-kpis.children", {"c-base.value": "p0", "c-head.value": "p0", "tabs.value": "compare"}
     )
@@ -355,3 +358,51 @@ def test_profile_from_root_loads_on_pick(tmp_path: Path) -> None:
     out, _ = post_callback(app, "chip-info.children", {"profile.value": key})
     assert out["load-error"]["children"] == ""
     assert store_of(app).get(key) is not None
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
+
+
+@pytest.mark.parametrize(
+    "sample", ["tilelang_fa_bundle", "tilelang_fa_msprof_op", "tilelang_fa_msprof_op_multi"]
+)
+def test_timeline_of_an_msprof_op_profile_says_why_it_is_empty(sample: str) -> None:
+    # msprof op (and a run bundle of one) has start_ns all null: the view said HTTP 500 (issue #15)
+    app = create_app([SAMPLES / sample])
+    out, _ = post_callback(app, "timeline.figure", {"profile.value": "p0", "tabs.value": "timeline"})
+    assert out["tl-info"]["children"].startswith("No start times in this profile: `msprof op` measures")
+    assert out["tl-window"]["data"] is None
+    # no empty Start column in the Kernels grid either
+    out, _ = post_callback(app, "k-grid-box.children", {"profile.value": "p0", "tabs.value": "kernels"})
+    fields = [c["field"] for c in out["k-grid-box"]["children"]["props"]["columnDefs"]]
+    assert "start_us" not in fields and "duration_us" in fields
+
+
+def test_timeline_places_the_launches_that_have_a_start() -> None:
+    # a table where some launches lack a start: those are left out, the rest are drawn
+    from dashboard import figures as F
+    from dashboard.data import make_entry
+    from dashboard.query import build_lanes
+
+    p = synthetic_profile(50, names=5)
+    p.timeline = None
+    p.kernels = p.kernels.assign(start_ns=p.kernels["start_ns"].astype("Int64"))
+    p.kernels.loc[[3, 7, 11], "start_ns"] = pd.NA
+    entry = make_entry("p0", "partial", p, synthetic_report(p))
+    lanes = build_lanes(entry, F.core_categories)
+    assert sum(len(ln.start) for ln in lanes if ln.kind == "kernel") == 47
+
+
+def test_profiles_from_files_of_the_same_name_get_different_labels(tmp_path: Path) -> None:
+    # two runs' kernel_details.csv were both labelled "kernel_details.csv" in the picker
+    paths = []
+    for run in ("run-a", "run-b"):
+        (tmp_path / run).mkdir()
+        path = tmp_path / run / "kernel_details.csv"
+        path.write_text(
+            "Name,Type,Accelerator Core,Start Time(us),Duration(us)\nk,Add,AI_VECTOR_CORE,1.0,2.0\n",
+            encoding="utf-8",
+        )
+        paths.append(path)
+    labels = [o["label"] for o in store_of(create_app(paths)).options()]
+    assert labels == ["run-a/kernel_details.csv", "run-b/kernel_details.csv"]

@@ -15,9 +15,10 @@ import pytest
 from dash import html
 
 from analyzer.cli import main
+from dashboard import ir_view
 from dashboard import views as V
 from dashboard.data import make_entry
-from dashboard.ir_view import Stage, highlight_lines, load_stages, mark_locations, stage_component
+from dashboard.ir_view import Stage, highlight_lines, load_stages, mark_locations, stage_data
 from dashboard.paths import RootSet
 from dashboard.query import build_lanes, kernel_page, timeline_window
 from dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
@@ -44,7 +45,7 @@ def test_highlight_keeps_every_character_and_line() -> None:
     assert {"k", "s2", "c1"} <= classes
 
 
-def test_ir_pane_renders_code_as_text_components(tmp_path: Path) -> None:
+def test_ir_pane_data_carries_code_as_text_runs(tmp_path: Path) -> None:
     ir = write_ir_bundle(tmp_path / "ir", hostile=True)
     stages = load_stages(tmp_path / "ir", ir, "main", RootSet.of([tmp_path]))
     assert [s.stage for s in stages] == ["tvmscript", "final", "ascendc"]
@@ -53,24 +54,53 @@ def test_ir_pane_renders_code_as_text_components(tmp_path: Path) -> None:
     )
     assert stages[0].marked == {6} and stages[2].marked == {9}  # carried to Ascend C by the line map
     assert stages[1].marked == set()
-    pane = stage_component(stages[0], "ir-tvmscript")
-    assert HOSTILE in "".join(_texts(pane))  # the comment line, as literal text
-    assert "dangerouslySetInnerHTML" not in json.dumps(pane.to_plotly_json(), default=str)
-    rows = pane.children[2].children
-    assert [r.className for r in rows[4:7]] == ["ir-line", "ir-line hl", "ir-line"]
+    pane = stage_data(stages[0], "ir-tvmscript")
+    # per line, flat (class, text) runs: the text of every line comes back whole, the hostile
+    # comment as literal text for ir_view.js to set with textContent
+    texts = ["".join(line[1::2]) for line in pane["lines"]]
+    assert texts == stages[0].text.rstrip("\n").split("\n")
+    assert any(HOSTILE in t for t in texts)
+    assert set(c for line in pane["lines"] for c in line[0::2]) <= ir_view.COLOURED | {""}
+    assert pane["first"] == 1 and pane["marked"] == [6]
+    assert pane["summary"] == "lines 6–6 marked"
 
 
-def test_big_stage_renders_a_window_around_the_mark(tmp_path: Path) -> None:
+def test_big_stage_sends_a_window_around_the_mark(tmp_path: Path) -> None:
     text = "".join(f"x_{i} = {i}  # line {i + 1}\n" for i in range(20_000))
     stage = Stage("ascendc", "Ascend C", "kernel.cpp", text, "cpp", marked={15_000})
-    pane = stage_component(stage, "ir-ascendc")
-    rows = pane.children[2].children
-    numbers = [int(r.to_plotly_json()["props"]["data-line"]) for r in rows]
-    assert len(rows) == 1000 and numbers[0] < 15_000 < numbers[-1]
-    assert [r.className for r in rows if r.className.endswith("hl")] == ["ir-line hl"]
-    assert "lines 14667–15666 of 20000 shown" in pane.children[1].children
-    payload = len(json.dumps(pane.to_plotly_json(), cls=plotly_json_encoder()))
-    assert payload < 1 * MB
+    pane = stage_data(stage, "ir-ascendc")
+    assert len(pane["lines"]) == 1000 and pane["first"] < 15_000 < pane["first"] + 999
+    assert pane["marked"] == [15_000]
+    assert "".join(pane["lines"][15_000 - pane["first"]][1::2]) == "x_14999 = 14999  # line 15000"
+    assert "lines 14667–15666 of 20000 shown" in pane["summary"]
+    assert len(json.dumps(pane)) < 0.2 * MB
+
+
+def test_a_stage_file_is_read_and_highlighted_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ir = write_ir_bundle(tmp_path / "ir")
+    roots = RootSet.of([tmp_path])
+    ir_view._highlighted.cache_clear()  # another test may have highlighted the same text
+    calls: list[str] = []
+    real = ir_view.highlight_lines
+
+    def counted(text: str, lexer: str) -> list[list[tuple[str, str]]]:
+        calls.append(lexer)
+        return real(text, lexer)
+
+    monkeypatch.setattr(ir_view, "highlight_lines", counted)
+    for marks in ({5}, {6}, set()):  # three findings marking the same file
+        stages = load_stages(tmp_path / "ir", ir, "main", roots)
+        for s in stages:
+            s.marked = set(marks)
+            stage_data(s, s.stage)
+    assert len(calls) == 3  # one per file, not one per file and finding
+    # a rewritten file is read and highlighted again
+    path = tmp_path / "ir" / "tvmscript.py"
+    path.write_text(path.read_text() + "# appended\n", encoding="utf-8")
+    stages = load_stages(tmp_path / "ir", ir, "main", roots)
+    assert stages[0].text.endswith("# appended\n")
+    stage_data(stages[0], "t")
+    assert len(calls) == 4
 
 
 def plotly_json_encoder() -> Any:

@@ -116,7 +116,7 @@ def test_views_of_a_refused_profile_answer_400_without_its_data(tree: dict[str, 
     app = create_app([], roots=[tree["root"]])
     for prefix, values in (
         ("k-grid.getRowsResponse", {"k-grid.getRowsRequest": {"startRow": 0, "endRow": 100}}),
-        ("ir-panes.children", {"tabs.value": "ir"}),
+        ("ir-data.data", {"tabs.value": "ir"}),
     ):
         for key in ("0:csv_link", "0:kernel_link", "0:ir_link"):
             body = callback_body(app, prefix, {**values, "profile.value": key})
@@ -170,11 +170,9 @@ def test_ir_view_judges_a_linked_kernel_folder_by_where_it_leads(tree: dict[str,
     stages = load_stages(profile.ir_dir, profile.ir, "k", RootSet.of([bundle]))
     assert [(s.stage, s.text) for s in stages] == [("final", "x = 1\n")]
     app = create_app([profile])
-    out, _ = post_callback(app, "ir-panes.children", {"profile.value": "p0", "tabs.value": "ir"})
+    out, _ = post_callback(app, "ir-data.data", {"profile.value": "p0", "tabs.value": "ir"})
     assert MARKER not in json.dumps(out)
-    assert [pane["props"]["children"][2]["props"]["id"] for pane in out["ir-panes"]["children"]] == [
-        "ir-final"
-    ]
+    assert [pane["id"] for pane in out["ir-data"]["data"]["panes"]] == ["ir-final"]
 
 
 def test_ir_view_refuses_a_linked_ir_folder(tree: dict[str, Path]) -> None:
@@ -375,7 +373,8 @@ MALFORMED_VALUES: list[tuple[str, dict[str, Any], str | None]] = [
     ("f-list.children", {"profile.value": "p0", "tabs.value": "findings", "finding-sel.data": "a"}, None),
     ("f-detail.children", {"profile.value": "p0", "finding-sel.data": -1}, None),
     ("f-detail.children", {"profile.value": "p0", "finding-sel.data": True}, None),
-    ("ir-panes.children", {"profile.value": "p0", "tabs.value": "ir", "ir-kernel.value": {"a": 1}}, None),
+    ("ir-data.data", {"profile.value": "p0", "tabs.value": "ir", "ir-kernel.value": {"a": 1}}, None),
+    ("ir-data.data", {"profile.value": "p0", "tabs.value": "ir", "ir-finding.value": "x"}, None),
     ("d-kernel.options", {"k-grid.cellClicked": "name", "profile.value": "p0"}, "k-grid.cellClicked"),
     (
         "d-kernel.options",
@@ -425,7 +424,7 @@ def test_malformed_callback_envelopes_are_a_quiet_400(
         '{"output": NaN}',
         {"output": "no-such.children"},
         {"output": 5},
-        {**good, "output": "ir-info.title"},  # a clientside callback: no server function
+        {**good, "output": "ir-panes.title"},  # a clientside callback: no server function
         {**good, "inputs": []},
         {**good, "inputs": "profile.value"},
         {**good, "inputs": [{"id": "other", "property": "value", "value": "p0"}]},
@@ -519,14 +518,10 @@ def test_a_long_name_in_findings_and_ir_lists_is_shortened(app: dash.Dash) -> No
     # and the IR view finds the kernel its short value stands for
     panes, _ = post_callback(
         app,
-        "ir-panes.children",
+        "ir-data.data",
         {"profile.value": "p0", "tabs.value": "ir", "ir-kernel.value": out["ir-kernel"]["value"]},
     )
-    assert [p["props"]["children"][2]["props"]["id"] for p in panes["ir-panes"]["children"]] == [
-        "ir-tvmscript",
-        "ir-final",
-        "ir-ascendc",
-    ]
+    assert [p["id"] for p in panes["ir-data"]["data"]["panes"]] == ["ir-tvmscript", "ir-final", "ir-ascendc"]
 
 
 def test_name_values_round_trip() -> None:

@@ -344,3 +344,68 @@ def test_positive_control_the_recorder_sees_an_injection(page: Any) -> None:
     page.evaluate("() => { document.getElementById('sink').innerHTML = '<img src=x onerror=alert(1)>'; }")
     page.wait_for_timeout(500)
     assert events.dialogs == ["1"]
+
+
+@pytest.fixture(scope="module")
+def fa_app() -> Iterator[tuple[str, Any]]:
+    app = create_app([SAMPLES / "tilelang_fa_bundle"])
+    with serve_wsgi(app.server) as url:
+        yield url, app
+
+
+def _marks_of(app: Any, index: int) -> dict[str, list[int]]:
+    """The lines each stage marks for finding `index`, as the server computes them."""
+    from dashboard.ir_view import ir_kernels, kernel_of_locations, load_stages, mark_locations
+
+    store = store_of(app)
+    entry = store.get("p0")
+    assert entry is not None and isinstance(entry.profile.ir, dict)
+    ir = entry.profile.ir
+    locations = entry.findings[index]["locations"]
+    kernel = kernel_of_locations(ir, locations) or ir_kernels(ir)[0]
+    stages = load_stages(entry.profile.ir_dir, entry.profile.ir, kernel, store.roots)
+    mark_locations(stages, locations, ir.get("line_map"), kernel)
+    return {s.stage: sorted(s.marked) for s in stages}
+
+
+def test_show_in_ir_always_shows_the_selected_finding(page: Any, fa_app: tuple[str, Any]) -> None:
+    """Findings -> TS504 -> Show in IR -> Findings -> TS201 -> Show in IR showed TS504's marks
+    under a dropdown saying TS201, unscrolled (issue #15 item 2). Then the tab is left and shown
+    again: the same finding, marks and scroll, without the panes being sent again."""
+    from playwright.sync_api import expect
+
+    url, app = fa_app
+    entry = store_of(app).get("p0")
+    assert entry is not None
+    events = open_app(page, url)
+    sent: list[int] = []  # the statuses of the IR callback's answers
+    page.on("response", lambda r: sent.append(r.status) if "ir-data" in (r.request.post_data or "") else None)
+    for code in ("TS504", "TS201"):
+        index = next(i for i, f in enumerate(entry.findings) if f["code"] == code)
+        finding = entry.findings[index]
+        show_tab(page, "Findings")
+        page.locator("#f-list .finding-item").nth(index).click()
+        expect(page.locator("#f-detail h3")).to_contain_text(code)
+        page.locator("#f-to-ir").click()
+        expect(page.locator(".tab--selected")).to_have_text("IR")
+        expect(page.locator("#ir-finding")).to_contain_text(f"{code} {finding['slug']}")
+        label = f"Marked: {code} {finding['slug']} — " + ", ".join(finding["kernels"][:2])
+        expect(page.locator("#ir-info")).to_have_text(label)
+        expect(page.locator("#ir-panes")).not_to_have_class("ir-panes ir-stale")
+        want = _marks_of(app, index)
+        for stage, lines in want.items():
+            marked = page.locator(f"#ir-{stage} .ir-line.hl")
+            got = [int(x) for x in marked.evaluate_all("els => els.map(e => e.dataset.line)")]
+            assert got == lines, (code, stage)
+            if lines:
+                expect(marked.first).to_be_in_viewport()
+    first_visit = len(sent)
+    show_tab(page, "Overview")
+    expect(page.locator("#ov-kpis .kpi")).to_have_count(6)
+    show_tab(page, "IR")
+    expect(page.locator("#ir-info")).to_contain_text("Marked: TS201")
+    expect(page.locator("#ir-tvmscript .ir-line.hl").first).to_be_in_viewport()
+    page.wait_for_timeout(300)
+    assert sent[first_visit:] == [204, 204]  # leaving, coming back: no panes sent, the page redrew them
+    screenshot(page, "ir_fa_bundle")
+    events.assert_clean()

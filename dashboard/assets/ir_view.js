@@ -1,0 +1,107 @@
+/* The IR view's panes, drawn from the data the server sends (dashboard/callbacks.py on_ir,
+ * dashboard/ir_view.py stage_data).
+ *
+ * Why not Dash components: the Dash renderer spends seconds on a few thousand of them (one per
+ * line and coloured token), again on every visit of the tab, since only the visible tab is
+ * mounted (issue #15). Built here, the same nodes take milliseconds.
+ *
+ * Safety: every string from the bundle (code, file names, the finding label) is set with
+ * textContent or createTextNode, never parsed as HTML; class names are Pygments' short names.
+ */
+(function () {
+  "use strict";
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) {
+      node.className = cls;
+    }
+    if (text !== undefined && text !== null) {
+      node.textContent = String(text);
+    }
+    return node;
+  }
+
+  function pane(p) {
+    var box = el("div", "ir-pane");
+    var head = el("div", "ir-head");
+    var file = el("code", "ir-file", p.file);
+    if (p.path !== p.file) {
+      file.title = p.path;
+    }
+    head.append(el("span", "ir-title", p.title), file);
+    var code = el("pre", "ir-code");
+    code.id = p.id;
+    var marked = new Set(p.marked);
+    var rows = document.createDocumentFragment();
+    p.lines.forEach(function (runs, i) {
+      var n = p.first + i;
+      var row = el("div", marked.has(n) ? "ir-line hl" : "ir-line");
+      row.dataset.line = String(n);
+      row.appendChild(el("span", "ln", n));
+      for (var j = 0; j + 1 < runs.length; j += 2) {
+        row.appendChild(runs[j] ? el("span", runs[j], runs[j + 1]) : document.createTextNode(runs[j + 1]));
+      }
+      rows.appendChild(row);
+    });
+    code.appendChild(rows);
+    box.append(head, el("div", "ir-marks", p.summary), code);
+    return box;
+  }
+
+  function scrollToMarks(root) {
+    root.querySelectorAll(".ir-code").forEach(function (code) {
+      var hit = code.querySelector(".ir-line.hl");
+      code.scrollTop = hit ? Math.max(hit.offsetTop - code.clientHeight / 3, 0) : 0;
+    });
+  }
+
+  function same(a, b) {
+    return (a === undefined ? null : a) === (b === undefined ? null : b);
+  }
+
+  // data: {for: {profile, finding, kernel}, info, panes}; drawn when it is for the selection shown
+  // in the dropdowns, else the panes are marked stale until the server's answer arrives.
+  function renderIr(data, tab, finding, kernel, profile) {
+    var noUpdate = window.dash_clientside.no_update;
+    if (tab !== "ir") {
+      return noUpdate;
+    }
+    var frames = 0;
+    function draw() {
+      var root = document.getElementById("ir-panes");
+      var info = document.getElementById("ir-info");
+      if (!root || !info) {
+        if (frames++ < 120) {
+          window.requestAnimationFrame(draw); // the tab's content is mounted after this callback
+        }
+        return;
+      }
+      var want = data && data.for;
+      var current =
+        want && same(want.profile, profile) && same(want.finding, finding) && same(want.kernel, kernel);
+      if (!current) {
+        root.classList.add("ir-stale");
+        root.setAttribute("aria-busy", "true");
+        info.textContent =
+          finding === null || finding === undefined ? "Loading the IR…" : "Marking the lines of the selected finding…";
+        return;
+      }
+      var key = JSON.stringify(want);
+      if (root.dataset.shown !== key) {
+        root.replaceChildren.apply(root, data.panes.map(pane));
+        root.dataset.shown = key;
+        scrollToMarks(root);
+      }
+      root.classList.remove("ir-stale");
+      root.removeAttribute("aria-busy");
+      info.textContent = data.info;
+    }
+    draw();
+    return noUpdate;
+  }
+
+  window.dash_clientside = Object.assign({}, window.dash_clientside, {
+    tilescope: Object.assign({}, (window.dash_clientside || {}).tilescope, { renderIr: renderIr }),
+  });
+})();

@@ -1,0 +1,155 @@
+"""Every dashboard view on every input kind, in headless Chromium (issue #15).
+
+One server holds every sample in sample_traces/ and every real folder in ../shared/traces/real/
+(those present): torch_npu, msprof op (single and multi), run bundles with and without a profile,
+kernel CSVs, msprof folders, SQLite exports and bare timelines. For each profile the test picks it
+in the header and opens each tab, waits until no callback is in flight, and fails on any answer
+that is not 2xx, any console or page error, and any view that shows blank plot axes: each plot
+must draw data or say in words why there is none, and each view must show some text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import needs_chromium, record_events, serve_wsgi
+
+from dashboard.app import create_app
+from dashboard.layout import TABS
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "sample_traces"
+REAL = ROOT.parent / "shared" / "traces" / "real"
+SAMPLE_NAMES = (
+    "attention_unfused",
+    "attention_fused",
+    "tilelang_fa_bundle",
+    "tilelang_fa_msprof_op",
+    "tilelang_fa_msprof_op_multi",
+    "bundle_ir_only_fa",
+)
+VIEW_IDS = {  # a tab's root element: the first id of its content
+    "overview": "ov-kpis",
+    "kernels": "k-grid-box",
+    "detail": "d-info",
+    "roofline": "roofline",
+    "timeline": "tl-info",
+    "findings": "f-list",
+    "ir": "ir-panes",
+    "compare": "c-kpis",
+}
+QUIET_S = 0.25
+TIMEOUT_S = 60.0
+
+pytestmark = [pytest.mark.browser, needs_chromium]
+
+
+def inputs() -> list[Path]:
+    paths = [SAMPLES / n for n in SAMPLE_NAMES if (SAMPLES / n).is_dir()]
+    if REAL.is_dir():
+        paths += sorted(p for p in REAL.iterdir() if p.is_dir())
+    return paths
+
+
+@pytest.fixture(scope="module")
+def every_input() -> Iterator[tuple[str, list[dict[str, str]]]]:
+    app = create_app(inputs())
+    options = app.server.config["TILESCOPE_STORE"].options()
+    with serve_wsgi(app.server) as url:
+        yield url, options
+
+
+class Callbacks:
+    """Callback requests in flight and every answer that is not 2xx."""
+
+    def __init__(self, page: Any) -> None:
+        self.pending = 0
+        self.last = time.monotonic()
+        self.bad: list[str] = []
+        page.on("request", lambda r: self._count(r, 1))
+        page.on("requestfinished", lambda r: self._count(r, -1))
+        page.on("requestfailed", self._failed)
+        page.on("response", self._check)
+
+    def _count(self, request: Any, step: int) -> None:
+        if "_dash-update-component" in request.url:
+            self.pending += step
+            self.last = time.monotonic()
+
+    def _failed(self, request: Any) -> None:
+        self._count(request, -1)
+        self.bad.append(f"failed {request.url}")
+
+    def _check(self, response: Any) -> None:
+        if not 200 <= response.status < 300:
+            output = ""
+            if "_dash-update-component" in response.url:
+                output = (response.request.post_data_json or {}).get("output", "")
+            self.bad.append(f"{response.status} {response.url} {output}")
+
+    def settle(self, page: Any) -> None:
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            page.wait_for_timeout(100)
+            if self.pending <= 0 and time.monotonic() - self.last > QUIET_S:
+                return
+        raise AssertionError(f"callbacks still running after {TIMEOUT_S:.0f} s")
+
+
+# Per plot in the visible tab: does it draw data, or carry a message (an annotation)?
+_BLANK_PLOTS = """
+() => [...document.querySelectorAll('.tab-content .js-plotly-plot')].filter(gd => {
+    const drawn = (gd.data || []).some(t => ['x', 'y', 'z', 'values', 'r']
+        .some(k => t[k] && t[k].length));
+    const said = ((gd.layout || {}).annotations || []).some(a => (a.text || '').trim());
+    return !drawn && !said;
+}).map(gd => gd.parentElement.id || gd.id)
+"""
+
+
+def test_every_view_opens_on_every_input(browser: Any, every_input: tuple[str, list[dict[str, str]]]) -> None:
+    from playwright.sync_api import expect
+
+    url, options = every_input
+    assert len(options) >= len(inputs())  # a folder of two ranks is two profiles
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    context.set_default_timeout(TIMEOUT_S * 1000)
+    page = context.new_page()
+    events = record_events(page, url)
+    calls = Callbacks(page)
+    page.goto(url + "/")
+    expect(page.locator("#ov-kpis .kpi")).to_have_count(6)
+    problems: list[str] = []
+    assert len({o["label"] for o in options}) == len(options), "two profiles the picker cannot tell apart"
+    for index, option in enumerate(options):
+        page.locator("#profile").click()
+        page.get_by_role("option").nth(index).click()
+        page.keyboard.press("Escape")
+        expect(page.locator("#profile")).to_contain_text(option["label"])
+        calls.settle(page)
+        for value, label in TABS:
+            page.locator(".tab").get_by_text(label, exact=True).click()
+            expect(page.locator(".tab--selected")).to_have_text(label)
+            calls.settle(page)
+            where = f"{option['label']} / {label}"
+            problems += [f"{where}: {b}" for b in calls.bad]
+            calls.bad.clear()
+            blank = page.evaluate(_BLANK_PLOTS)
+            problems += [f"{where}: plot {b} shows empty axes and no message" for b in blank]
+            text = page.locator(".tab-content").inner_text().strip()
+            if not text:
+                problems.append(f"{where}: the view shows no text at all")
+            if value == "timeline" and not page.locator("#tl-info").inner_text().strip():
+                problems.append(f"{where}: the timeline says nothing")
+            if value == "ir" and not page.locator("#ir-info").inner_text().strip():
+                problems.append(f"{where}: the IR view says nothing")
+            problems += [f"{where}: console: {e}" for e in events.console_errors + events.page_errors]
+            events.console_errors.clear()
+            events.page_errors.clear()
+    context.close()
+    assert problems == [], "\n".join(problems)
+    events.assert_clean()
