@@ -93,11 +93,23 @@ def resolve_function(ref: KernelRef) -> KernelRef:
     return KernelRef(path=ref.path, function=found[0])
 
 
-def resolve_chip_name(requested: str | None) -> Any:
-    from analyzer.chips import resolve_chip
+def resolve_chip_name(requested: str | None, tilelang_version: str | None = None) -> Any:
+    """--chip, else the configuration's chip, else the lowering target's (analyzer.chips.chosen_chip)."""
+    from analyzer.chips import chosen_chip
     from analyzer.config import load_config
 
-    return resolve_chip(requested or load_config().chip)
+    cfg = load_config()
+    return chosen_chip(requested, cfg.chip, cfg.source, version=tilelang_version)
+
+
+def _tilelang_version() -> str | None:
+    """The installed TileLang's version, read without importing it (for the chip's reason)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tilelang")
+    except PackageNotFoundError:
+        return None
 
 
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
@@ -196,7 +208,7 @@ def collect(req: CollectRequest, log: Log | None = None,
     keep_torch_npu_out_of_this_process()
     preflight.require_tilelang()
     ref = resolve_function(ref)
-    chip = resolve_chip_name(req.chip)
+    chip = resolve_chip_name(req.chip, _tilelang_version())
 
     manifest = bundlemod.base_manifest(env=user_env)
     manifest.update(
@@ -213,7 +225,7 @@ def collect(req: CollectRequest, log: Log | None = None,
         shutil.copy2(ref.path, kernel_copy)  # the exact source that was profiled, next to its profile
         manifest["kernel"] = bundlemod.kernel_record(ref.path, ref.function)
 
-        say(f"capturing IR of {ref.text} for {chip.name}")
+        say(f"capturing IR of {ref.text} for chip {chip.label}")
         manifest["ir"] = capture_ir_into(tmp, ref, req.params, chip)
 
         device = "cpu" if req.ir_only else "npu"

@@ -15,10 +15,16 @@ from analyzer.findings import Finding, Severity
 _SEV_STYLE = {"high": "bold #c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
 
 
-def _chip(name: str | None, config_chip: str | None) -> Any:
-    from analyzer.chips import resolve_chip
+def _chip(name: str | None, cfg: Any, tilelang: Any = None) -> Any:
+    """--chip, else the configuration's chip, else the chip the installed TileLang lowers for.
 
-    return resolve_chip(name or config_chip or "910B2")
+    Lint lowers with tilelang 0.1.15's built-in backend, whose target is the 950: judging its
+    code by a 910B's buffers reported L0C 262144 > 131072 on kernels that fit their target.
+    """
+    from analyzer.chips import chosen_chip
+
+    version = str(getattr(tilelang, "__version__", "")) or None
+    return chosen_chip(name, cfg.chip, cfg.source, version=version)
 
 
 def _loc_text(f: Finding) -> str:
@@ -27,7 +33,7 @@ def _loc_text(f: Finding) -> str:
     return where_text([loc.to_dict() for loc in f.locations])
 
 
-def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> None:
+def _print_text(ir: dict[str, Any], findings: list[Finding], chip_label: str) -> None:
     from rich.console import Console
     from rich.text import Text
 
@@ -40,7 +46,7 @@ def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> 
     con.print(
         Text.assemble(
             (term(ir["kernel_file"]), "bold"),
-            term(f":{ir['function']}  kernels: {names}  chip: {chip_name}  "),
+            term(f":{ir['function']}  kernels: {names}  chip: {chip_label}  "),
             f"lowered: {'yes' if ir['lowered'] else 'NO'}",
         )
     )
@@ -69,9 +75,10 @@ def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> 
     )
 
 
-def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]]) -> None:
+def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]], chip: Any) -> None:
     if fmt == "json":
-        sys.stdout.write(json.dumps({"sweep": rows}, indent=1, default=str) + "\n")
+        doc = {"chip": chip.name, "chip_reason": chip.chosen_because, "sweep": rows}
+        sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
         return
     from rich.console import Console
     from rich.table import Table
@@ -97,7 +104,9 @@ def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]
         cells.append(Text("" if r.get("occupancy") is None else f"{r['occupancy']:.2f}"))
         cells.append(Text(term(",".join(r["findings"]))))
         t.add_row(*cells)
-    Console(highlight=False).print(t)
+    con = Console(highlight=False)
+    con.print(Text(term(f"chip: {chip.label}")))
+    con.print(t)
 
 
 def lint(
@@ -139,15 +148,15 @@ def lint(
         raise UsageError(f"--fail-on {fail_on!r}: expected high, medium or low")
     cfg = load_config(config)
     params = dict(parse_param(p) for p in param)
-    spec = _chip(chip, cfg.chip)
-    import_tilelang()  # exit 3 with the install hint before doing anything else
+    _chip(chip, cfg)  # an unknown --chip is exit 2 whether or not TileLang is installed
+    spec = _chip(chip, cfg, import_tilelang())  # exit 3 with the install hint before anything else
     if sweep:
         from analyzer.ir.sweep import parse_sweep, run_sweep
 
         grid = parse_sweep(sweep)
         validate_sweep(kernel, params, grid)
         rows = run_sweep(kernel, params, grid, spec)
-        _print_sweep(rows, fmt, grid)
+        _print_sweep(rows, fmt, grid, spec)
         return
     findings = _lint_once(kernel, params, spec, cfg, fmt, out, force)
     if fail_on is not None:
@@ -181,6 +190,7 @@ def _lint_once(
             "function": cap.function,
             "params": cap.ir["params"],
             "chip": spec.name,
+            "chip_reason": spec.chosen_because,
             "lowered": cap.ok,
             "kernels": [
                 {
@@ -197,7 +207,7 @@ def _lint_once(
         }
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
     else:
-        _print_text(cap.ir, findings, spec.name)
+        _print_text(cap.ir, findings, spec.label)
     return findings
 
 

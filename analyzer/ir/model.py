@@ -130,6 +130,7 @@ def assemble_ir_json(
         "function": function,
         "params": {k: _jsonable(v) for k, v in params.items()},
         "chip": chip.name,
+        "chip_reason": chip.chosen_because,
         "dialect": dialect,
         "tvm_module": tvm_module,
         "lowered": all(k.failure is None for k in kernels),
