@@ -33,11 +33,12 @@ def _loc_text(f: Finding) -> str:
     return where_text([loc.to_dict() for loc in f.locations])
 
 
-def _print_text(ir: dict[str, Any], findings: list[Finding], chip_label: str) -> None:
+def _print_text(ir: dict[str, Any], findings: list[Finding], chip_label: str, skipped: list[Any]) -> None:
     from rich.console import Console
     from rich.text import Text
 
     from analyzer.report.escape import terminal_text as term
+    from analyzer.report.render_text import not_checked_lines
 
     # Kernel, file and parameter names are the user's and messages quote them: every line is a
     # Text (a markup string would swallow `[x]` and crash on `[/bold]`), controls made visible.
@@ -66,6 +67,8 @@ def _print_text(ir: dict[str, Any], findings: list[Finding], chip_label: str) ->
         where = _loc_text(f)
         if where:
             con.print(Text(term(f"       at {where}")))
+    for line in not_checked_lines([s.to_dict() for s in skipped]):
+        con.print(Text(term(line)))
     counts = {s.value: sum(1 for f in findings if f.severity == s) for s in Severity}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     con.print(
@@ -76,8 +79,12 @@ def _print_text(ir: dict[str, Any], findings: list[Finding], chip_label: str) ->
 
 
 def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]], chip: Any) -> None:
+    from analyzer.ir.sweep import sweep_not_checked
+
+    unscored = sweep_not_checked(rows)
     if fmt == "json":
-        doc = {"chip": chip.name, "chip_reason": chip.chosen_because, "sweep": rows}
+        doc = {"chip": chip.name, "chip_reason": chip.chosen_because, "sweep": rows,
+               "not_checked": unscored}
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
         return
     from rich.console import Console
@@ -107,6 +114,10 @@ def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]
     con = Console(highlight=False)
     con.print(Text(term(f"chip: {chip.label}")))
     con.print(t)
+    if unscored:
+        con.print(Text("not checked:", style="bold"))
+        for why in unscored:
+            con.print(Text(term(f"  est. Cube occ. ({why})")))
 
 
 def lint(
@@ -207,7 +218,7 @@ def _lint_once(
         }
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
     else:
-        _print_text(cap.ir, findings, spec.label)
+        _print_text(cap.ir, findings, spec.label, result.skipped)
     return findings
 
 

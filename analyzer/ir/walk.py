@@ -9,6 +9,7 @@ is untested here because tilelang-ascend only ships for aarch64.
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -320,9 +321,16 @@ class _Walker:
         k_loop = serial[-1] if serial else None
         # The accumulator is carried across the innermost serial loop unless it is cleared on every
         # iteration (`clear_accum=True`); `clear_accum=(kk == 0)` or a T.clear before the loop both
-        # carry it, so the reduction length is K x trip count (tilelang-notes §4.1).
+        # carry it, so the reduction length is K x trip count (tilelang-notes §4.1). A condition
+        # naming outer loops too (`kt == 0 and sk == 0`: L1 K tiles, then L0 sub-K steps) carries it
+        # across each loop it names.
         always_cleared = clear_text in ("T.bool(True)", "True", "1")
-        trips = k_loop[1]["extent"] if (k_loop is not None and not always_cleared) else 1
+        named = [rec for _, rec in serial if re.search(rf"\b{re.escape(rec['var'])}\b", clear_text)]
+        carried = named if named else ([k_loop[1]] if k_loop is not None else [])
+        trips: Any = 1
+        for rec in [] if always_cleared else carried:
+            known = isinstance(trips, int) and isinstance(rec["extent"], int)
+            trips = trips * rec["extent"] if known else None
         total_k = k * trips if isinstance(k, int) and isinstance(trips, int) else None
         self.out["gemms"].append(
             {
