@@ -104,6 +104,7 @@ def assemble_ir_json(
                     "gm_tensors": w["gm_tensors"],
                     "allocations": w["allocations"],
                     "versions": kc.versions,
+                    "explicit_versions": w.get("explicit_versions", {}),
                     "lowered_allocations": kc.lowered_allocations,
                     "footprint": footprints(w, kc.lowered_allocations, chip),
                     "loops": w["loops"],

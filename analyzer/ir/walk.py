@@ -394,6 +394,7 @@ def walk_primfunc(func: Any, dialect: str | None = None) -> dict[str, Any]:
         if lp["kind"] == "thread_binding" and str(lp["thread"]).startswith("blockIdx")
     ]
     out["grid"] = grid
+    out["explicit_versions"] = explicit_versions(func)
     return out
 
 
@@ -427,22 +428,31 @@ def lowered_allocations(mod: Any, dialect: str) -> list[dict[str, Any]]:
     return out
 
 
+def _versions_map(body: Any, versions: dict[str, int]) -> None:
+    """Add every `tl.buffer_versions_map` block annotation under `body` to `versions` (by name)."""
+    nodes = _nodes()
+
+    def grab(n: Any) -> None:
+        annotated = nodes.block is not None and isinstance(n, nodes.block)
+        if annotated and "tl.buffer_versions_map" in n.annotations:
+            for var, count in n.annotations["tl.buffer_versions_map"].items():
+                versions[str(getattr(var, "name", var))] = int(count)
+
+    nodes.tir.stmt_functor.post_order_visit(body, grab)
+
+
 def buffer_versions(mod: Any) -> dict[str, int]:
     """`tl.buffer_versions_map` after tl.AutoSchedule: buffer name -> versions the scheduler chose."""
-    nodes = _nodes()
     versions: dict[str, int] = {}
     for _, fn in mod.functions.items():
-        if not hasattr(fn, "body"):
-            continue
+        if hasattr(fn, "body"):
+            _versions_map(fn.body, versions)
+    return versions
 
-        def grab(n: Any) -> None:
-            if (
-                nodes.block is not None
-                and isinstance(n, nodes.block)
-                and "tl.buffer_versions_map" in n.annotations
-            ):
-                for var, count in n.annotations["tl.buffer_versions_map"].items():
-                    versions[str(getattr(var, "name", var))] = int(count)
 
-        nodes.tir.stmt_functor.post_order_visit(fn.body, grab)
+def explicit_versions(func: Any) -> dict[str, int]:
+    """The versions the author fixed with `T.annotate_buffer_versions({buf: n})` (the same
+    annotation, read before tl.AutoSchedule replaces it with its own choice): the author's intent."""
+    versions: dict[str, int] = {}
+    _versions_map(func.body, versions)
     return versions
