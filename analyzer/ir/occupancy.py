@@ -228,7 +228,9 @@ def is_attention(kernel: dict[str, Any]) -> bool:
 
 
 def _output_tensor(kernel: dict[str, Any], gemm: dict[str, Any]) -> dict[str, Any] | None:
-    """The GM tensor a GEMM's accumulator reaches through UB copies (the attention output O)."""
+    """The GM tensor a GEMM's accumulator reaches through UB copies (the attention output O); when
+    the Vector code in between is not a copy (o = o * alpha + pv), the one GM tensor the kernel
+    writes."""
     gm = {t["name"]: t for t in kernel.get("gm_tensors", [])}
     targets = {gemm["c"]}
     for _ in range(4):
@@ -237,7 +239,8 @@ def _output_tensor(kernel: dict[str, Any], gemm: dict[str, Any]) -> dict[str, An
                 if cp["dst"] in gm:
                     return gm[cp["dst"]]
                 targets.add(cp["dst"])
-    return None
+    written = {cp["dst"] for cp in kernel.get("copies", []) if cp["dst"] in gm}
+    return gm[written.pop()] if len(written) == 1 else None
 
 
 def attention_score(kernel: dict[str, Any], chip: ChipSpec) -> dict[str, Any] | None:
