@@ -33,7 +33,9 @@ def _loc_text(f: Finding) -> str:
     return where_text([loc.to_dict() for loc in f.locations])
 
 
-def _print_text(ir: dict[str, Any], findings: list[Finding], chip_label: str, skipped: list[Any]) -> None:
+def _print_text(
+    ir: dict[str, Any], findings: list[Finding], chip_label: str, skipped: tuple[Any, ...] | list[Any] = ()
+) -> None:
     from rich.console import Console
     from rich.text import Text
 
