@@ -87,7 +87,7 @@ class ChipSpec:
     # where the figures came from, one line each ("clock 1800 MHz: vendor rated clock of 910B2")
     provenance: tuple[str, ...] = ()
     # why this chip was chosen, shown beside its name: "--chip", "tilescope.toml", "the lowering
-    # target of tilelang 0.1.15 (dav-3510)"; None where nobody chose (a profile's own device)
+    # target of tilelang 0.1.15"; None where nobody chose (a profile's own device)
     chosen_because: str | None = None
 
     def peak_flops(self, dtype: str = "float16") -> float | None:
@@ -347,7 +347,7 @@ def lowering_target_chip(
         if key == "A2":
             said += ", whose usual variant is the 910B2"
         return name, f"the lowering target of {stack}, {said}"
-    return "950", f"the lowering target of tilelang {version or '0.1.15'} (dav-3510)"
+    return "950", f"the lowering target of tilelang {version or '0.1.15'}"
 
 
 def chosen_chip(

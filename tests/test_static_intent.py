@@ -69,7 +69,7 @@ def lowered() -> Any:
 def test_lowering_target_chip_per_dialect_and_platform() -> None:
     assert lowering_target_chip("tilelang-0.1.15-ascend", version="0.1.15") == (
         "950",
-        "the lowering target of tilelang 0.1.15 (dav-3510)",
+        "the lowering target of tilelang 0.1.15",
     )
     name, why = lowering_target_chip("tilelang-ascend")
     assert name == "A3" and "TL_PLATFORM unset: its default A3" in why
@@ -112,13 +112,13 @@ def test_lint_defaults_to_the_950_and_says_why(capsys: pytest.CaptureFixture[str
     matmul = str(SAMPLES / "matmul.py")
     assert main(["lint", matmul, "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["chip"] == "950" and doc["chip_reason"] == "the lowering target of tilelang 0.1.15 (dav-3510)"
+    assert doc["chip"] == "950" and doc["chip_reason"] == "the lowering target of tilelang 0.1.15"
     # TS506 needs what the 950 has no figure for: listed, not computed on one core
     skipped = {s["code"]: s["missing"] for s in doc["skipped"]}
     assert "aic_count" in skipped["TS506"][0] and doc["findings"] == []
     assert main(["lint", matmul]) == 0
     out = capsys.readouterr().out
-    assert "chip: 950 (the lowering target of tilelang 0.1.15 (dav-3510))" in out
+    assert "chip: 950 (the lowering target of tilelang 0.1.15)" in out
     assert "not checked:" in out and "TS506 tile-too-small: needs chip figures aic_count" in out
     assert main(["lint", matmul, "--chip", "910B2"]) == 0
     out = capsys.readouterr().out
