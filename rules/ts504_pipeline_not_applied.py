@@ -47,10 +47,11 @@ def _capacity_reasons(
         need[hw] = fp["bytes"] + extra
         cap = chip.capacity(hw)
         if need[hw] > cap:
-            reasons.append(
-                f"{', '.join(f'{want[b]} versions of {b}' for b in names)} would need {need[hw]} B "
-                f"of {hw}, capacity {cap}"
-            )
+            by_depth: dict[int, list[str]] = {}
+            for b in names:
+                by_depth.setdefault(want[b], []).append(b)
+            what = ", ".join(f"{n} versions of {' and '.join(bs)}" for n, bs in by_depth.items())
+            reasons.append(f"{what} would need {need[hw]} B of {hw}, capacity {cap}")
     return need, reasons
 
 
