@@ -57,7 +57,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     step waiting for MTE2, so the Cube idles.
 
     ## Example
-    64×64×32 on a 4096³ fp16 matmul on 24 cores: est. occupancy 0.14; 256×128×64 reaches 0.39.
+    64×64×32 on a 4096³ fp16 matmul on a 910B2 (24 cores): est. occupancy 0.04 (4 KiB operand
+    loads); 128×256×64 fits and reaches 0.41. A split-K GEMM of one 256×256 tile over 32 blocks is
+    not "1 tile on 24 cores": its 32 blocks fill 24 cores in two waves.
 
     ## What to do instead
     Use the larger tiling the finding lists (it fits every scope with two versions).
@@ -74,7 +76,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     ## Known limits
     A roofline-style estimate: it depends on the chip's GM bandwidth (the vendor figure for the
     default memory type unless configured, see `tilescope info`), ignores L2 hits and assumes a plain
-    L1 -> L0 GEMM. It ranks tilings; it does not predict measured utilisation. Not checked on a
+    L1 -> L0 GEMM. It ranks tilings; it does not predict measured utilisation. Charging a load
+    under 16 KB as 16 KB is an assumption (the vendor says only that larger transfers reach the
+    best bandwidth; the curve below is not published). Not checked on a
     chip without a core count, clock or GM bandwidth (the 950: give a chip TOML with them). K
     splits are inferred from the K one accumulation covers against the problem's K; a grid of one
     block per unit is assumed to follow the tiling, any other grid to stay. Flash-attention

@@ -92,6 +92,17 @@ def test_chip_choice_order_and_reason(tmp_path: Path) -> None:
     assert (a2.name, a2.l0c_bytes) == ("910B2", 131072)
 
 
+def test_collect_takes_the_same_chip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from collectors.run import resolve_chip_name
+
+    monkeypatch.chdir(tmp_path)  # no tilescope.toml / pyproject.toml naming a chip
+    chip = resolve_chip_name(None, "0.1.15")
+    assert chip.label == "950 (the lowering target of tilelang 0.1.15)"
+    (tmp_path / "tilescope.toml").write_text('chip = "910B3"\n', encoding="utf-8")
+    assert resolve_chip_name(None, "0.1.15").label == "910B3 (chip in tilescope.toml)"
+    assert resolve_chip_name("910B2:cj", "0.1.15").label == "910B2 (--chip)"
+
+
 def test_950_entry_has_every_sourced_figure_and_no_guess() -> None:
     c = CHIP_950
     assert (c.l0a_bytes, c.l0b_bytes, c.l0c_bytes, c.l1_bytes, c.ub_bytes) == (
