@@ -86,6 +86,9 @@ class ChipSpec:
     assumptions: tuple[str, ...] = ()
     # where the figures came from, one line each ("clock 1800 MHz: vendor rated clock of 910B2")
     provenance: tuple[str, ...] = ()
+    # why this chip was chosen, shown beside its name: "--chip", "tilescope.toml", "the lowering
+    # target of tilelang 0.1.15"; None where nobody chose (a profile's own device)
+    chosen_because: str | None = None
 
     def peak_flops(self, dtype: str = "float16") -> float | None:
         """Peak Cube FLOP/s: cores x clock x FLOP/cycle/core (formats doc §10.4)."""
@@ -149,6 +152,15 @@ class ChipSpec:
         if "memory_type" in values:
             values = {**_memory_type_values(self, str(values["memory_type"])), **values}
         return dataclasses.replace(self, **values)
+
+    @property
+    def label(self) -> str:
+        """The chip's name and why it was chosen: "950 (the lowering target of tilelang 0.1.15 ...)"."""
+        return f"{self.name} ({self.chosen_because})" if self.chosen_because else self.name
+
+    def unknown_figures(self, *names: str) -> tuple[str, ...]:
+        """Which of the named figures (ChipSpec fields) this chip has no value for."""
+        return tuple(n for n in names if getattr(self, n) is None)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -240,24 +252,33 @@ CHIPS: dict[str, ChipSpec] = {
         ),
         family="A3",
     ),
+    # The Ascend 950 (the target of tilelang 0.1.15's built-in backend, `dav-3510`): the figures with a
+    # source in shared docs/chips.md, each with its section. No source gives its core counts, clock,
+    # L2 or HBM size, or GM/L2 bandwidth (chips.md §2, §5, §10: "unknown — configure"): they stay
+    # None, and what needs them is "not checked" rather than computed from a guess.
     "950": ChipSpec(
         name="950",
         family="950",
-        split=True,
-        aic_count=None,
-        aiv_count=None,
-        clock_mhz=None,
-        l0a_bytes=64 * KIB,
-        l0b_bytes=64 * KIB,
-        l0c_bytes=256 * KIB,
-        l1_bytes=512 * KIB,
-        ub_bytes=248 * KIB,
-        l2_bytes=None,
-        hbm_bytes=None,
-        hbm_bandwidth_gbps=None,
+        split=True,  # §1: split AIC/AIV; mixed kernels launch `__mix__(1, 2)`, 1 AIC : 2 AIV (§2)
+        aic_count=None,  # §2: unknown
+        aiv_count=None,  # §2: unknown (2 per AIC)
+        clock_mhz=None,  # §2: unknown
+        l0a_bytes=64 * KIB,  # §3 [vendor]; tilelang 0.1.15 enforces 65536 (§8)
+        l0b_bytes=64 * KIB,  # §3 [vendor]; enforced 65536 (§8)
+        l0c_bytes=256 * KIB,  # §3 [vendor]; not enforced by tilelang 0.1.15 (§8)
+        l1_bytes=512 * KIB,  # §3 [vendor]; enforced 524288 (§8)
+        ub_bytes=248 * KIB,  # §3: newer catlass `Ascend950` (older `AtlasA5`: 256 KiB); §10 default
+        l2_bytes=None,  # §3: unknown
+        hbm_bytes=None,  # §2: unknown
+        hbm_bandwidth_gbps=None,  # §6/§10: configuration only
         assumptions=(
             "950 core count, clock and bandwidth are unknown: configure them",
             "950 UB 248 KiB (catlass Ascend950); tilelang 0.1.15 itself checks 221184 B",
+            "950 Cube FLOP per cycle assumed equal to the 910B's (8192 fp16, chips.md §10)",
+        ),
+        provenance=(
+            "buffers L0A/L0B 64 KiB, L0C 256 KiB, L1 512 KiB, UB 248 KiB: catlass arch.hpp (chips.md §3)",
+            "split AIC/AIV, 1 AIC : 2 AIV: tilelang 0.1.15 `__mix__(1, 2)` on dav-3510 (chips.md §1-§2)",
         ),
     ),
     "310P": ChipSpec(
@@ -294,6 +315,61 @@ ALIASES = {
     "a3": "A3", "ascend950": "950", "910_95": "950", "ascend310p3": "310P", "310p3": "310P",
     "310p": "310P",
 }
+
+
+# tilelang-ascend's platforms (`TL_PLATFORM`, else the device name; A3 when neither says) and the
+# catalogued chip each lowers for (chips.md §1): A2 is the 910B family, whose usual entry here is the
+# 910B2; A5 is the 950 (tilelang-ascend compiles it for dav-c310).
+TL_ASCEND_PLATFORMS = {"A2": "910B2", "A3": "A3", "A5": "950"}
+TL_ASCEND_DEFAULT_PLATFORM = "A3"
+
+
+def lowering_target_chip(
+    dialect: str, platform: str | None = None, version: str | None = None
+) -> tuple[str, str]:
+    """The catalogued chip a kernel is lowered for, and why, from the stack that lowers it.
+
+    `dialect` is an ir.json dialect id (analyzer.ir.scopes): "tilelang-ascend" lowers for its
+    platform (`platform`: the `TL_PLATFORM` value, None when unset: tilelang-ascend's own default,
+    A3); every other dialect goes through tilelang 0.1.15's built-in backend, whose only target is
+    the 950 (`dav-3510`, chips.md §1). `version` names the stack's version in the reason.
+    """
+    if dialect == "tilelang-ascend":
+        key = (platform or TL_ASCEND_DEFAULT_PLATFORM).strip().upper()
+        name = TL_ASCEND_PLATFORMS.get(key)
+        if name is None:
+            raise UsageError(
+                f"TL_PLATFORM={platform!r}: tilelang-ascend knows {', '.join(TL_ASCEND_PLATFORMS)}; "
+                "or give --chip"
+            )
+        stack = f"tilelang-ascend {version}" if version else "tilelang-ascend"
+        said = f"TL_PLATFORM={key}" if platform else f"TL_PLATFORM unset: its default {key}"
+        if key == "A2":
+            said += ", whose usual variant is the 910B2"
+        return name, f"the lowering target of {stack}, {said}"
+    return "950", f"the lowering target of tilelang {version or '0.1.15'}"
+
+
+def chosen_chip(
+    requested: str | None,
+    config_chip: str | None = None,
+    config_source: Path | None = None,
+    dialect: str = "tilelang-0.1.15-ascend",
+    platform: str | None = None,
+    version: str | None = None,
+) -> ChipSpec:
+    """The chip `lint`, `collect` and `sweep` judge a kernel by, saying why (ChipSpec.label).
+
+    --chip wins, then the configuration's `chip`, then the lowering target of the stack that lowers
+    the kernel (lowering_target_chip): capacities are those of the chip the code is compiled for.
+    """
+    if requested:
+        return requested_chip(requested).with_overrides(chosen_because="--chip")
+    if config_chip:
+        where = config_source.name if config_source is not None else "configuration"
+        return requested_chip(config_chip).with_overrides(chosen_because=f"chip in {where}")
+    name, why = lowering_target_chip(dialect, platform, version)
+    return get_chip(name).with_overrides(chosen_because=why)
 
 
 def get_chip(name: str) -> ChipSpec:

@@ -25,6 +25,7 @@ from analyzer.atomic import atomic_dir
 from analyzer.errors import TilescopeError, UsageError
 from collectors import bundle as bundlemod
 from collectors import preflight
+from collectors import spec as specmod
 from collectors.msprof_op_backend import MSPROF_OP_EXTRA_GROUPS, profile_msprof_op
 from collectors.proc import CommandRecord, run_command, tail
 from collectors.spec import KernelRef, parse_kernel_ref
@@ -93,11 +94,41 @@ def resolve_function(ref: KernelRef) -> KernelRef:
     return KernelRef(path=ref.path, function=found[0])
 
 
-def resolve_chip_name(requested: str | None) -> Any:
-    from analyzer.chips import resolve_chip
-    from analyzer.config import load_config
+def _source_dialect(path: Path) -> Any:
+    """The kernel's dialect when it is tilelang-ascend's (analyzer.ir.dialect), else None."""
+    from analyzer.ir.capture import parse_kernel_file
+    from analyzer.ir.dialect import detect
+    from analyzer.ir.scopes import TILELANG_ASCEND
 
-    return resolve_chip(requested or load_config().chip)
+    found = detect(parse_kernel_file(path))
+    return found if found.dialect == TILELANG_ASCEND else None
+
+
+def resolve_chip_name(
+    requested: str | None, tilelang_version: str | None = None, dialect: str | None = None
+) -> Any:
+    """--chip, else the configuration's chip, else the lowering target's (analyzer.chips.chosen_chip):
+    tilelang-ascend's TL_PLATFORM for its dialect, tilelang 0.1.15's 950 otherwise."""
+    from analyzer.chips import chosen_chip
+    from analyzer.config import load_config
+    from analyzer.ir.scopes import TILELANG_ASCEND
+
+    cfg = load_config()
+    if dialect == TILELANG_ASCEND:
+        return chosen_chip(
+            requested, cfg.chip, cfg.source, dialect=dialect, platform=os.environ.get("TL_PLATFORM")
+        )
+    return chosen_chip(requested, cfg.chip, cfg.source, version=tilelang_version)
+
+
+def _tilelang_version() -> str | None:
+    """The installed TileLang's version, read without importing it (for the chip's reason)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tilelang")
+    except PackageNotFoundError:
+        return None
 
 
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
@@ -194,9 +225,19 @@ def collect(req: CollectRequest, log: Log | None = None,
     if not req.ir_only:
         device_probe = probe(req.backend) if probe else preflight.check_backend(req.backend)
     keep_torch_npu_out_of_this_process()
-    preflight.require_tilelang()
+    dialect = _source_dialect(ref.path)
+    if dialect is not None:  # tilelang-ascend: lowered by its own stack, in a worker
+        if not req.ir_only:
+            raise UsageError(f"{ref.path} is written for {dialect.describe()}: collect profiles it "
+                             "only with --ir-only for now (profile it with torch_npu or msprof "
+                             "and run tilescope analyze on the output)")
+        from analyzer.ir.foreign import require_interpreter
+
+        require_interpreter(f"{ref.path} is written for {dialect.describe()}")
+    else:
+        preflight.require_tilelang()
     ref = resolve_function(ref)
-    chip = resolve_chip_name(req.chip)
+    chip = resolve_chip_name(req.chip, _tilelang_version(), dialect.dialect if dialect else None)
 
     manifest = bundlemod.base_manifest(env=user_env)
     manifest.update(
@@ -213,13 +254,18 @@ def collect(req: CollectRequest, log: Log | None = None,
         shutil.copy2(ref.path, kernel_copy)  # the exact source that was profiled, next to its profile
         manifest["kernel"] = bundlemod.kernel_record(ref.path, ref.function)
 
-        say(f"capturing IR of {ref.text} for {chip.name}")
+        say(f"capturing IR of {ref.text} for chip {chip.label}")
         manifest["ir"] = capture_ir_into(tmp, ref, req.params, chip)
 
         device = "cpu" if req.ir_only else "npu"
-        say(f"checking the result against the reference ({'CPU target c' if req.ir_only else 'NPU'})")
-        rec, answer = run_check(tmp, ref, req.params, device, req.timeout, user_env)
-        commands.append(rec)
+        answer: dict[str, Any]
+        if dialect is not None:  # tilelang-ascend has no CPU target to run the kernel on
+            answer = {"function": ref.function, "params": req.params, "correctness": specmod.CheckResult(
+                "not_run", "cpu", None, "tilelang-ascend kernels run only on an NPU").to_dict()}
+        else:
+            say(f"checking the result against the reference ({'CPU target c' if req.ir_only else 'NPU'})")
+            rec, answer = run_check(tmp, ref, req.params, device, req.timeout, user_env)
+            commands.append(rec)
         manifest["kernel"].update(function=answer.get("function"), entry=answer.get("kernel_name"))
         if answer.get("spec"):
             manifest["kernel"]["spec"] = spec_record(ref.path, str(answer.get("function")),

@@ -26,12 +26,44 @@ def _loop_buffers(k: dict[str, Any], loop_id: str) -> list[str]:
     return names
 
 
+def _capacity_reasons(
+    k: dict[str, Any], short: dict[str, int], got: dict[str, int], want: dict[str, int], chip: Any
+) -> tuple[dict[str, int], list[str]]:
+    """Per scope holding a buffer short of its versions: the bytes the missing versions would add
+    to the scope's footprint, and a reason naming those buffers where that exceeds capacity. Scopes
+    whose buffers all got their versions are not blamed, whatever their footprint."""
+    need: dict[str, int] = {}
+    by_scope: dict[str, list[str]] = {}
+    for b in short:
+        a = alloc(k, b)
+        if a and a.get("padded_bytes"):
+            by_scope.setdefault(a["hardware"], []).append(b)
+    reasons = []
+    for hw, names in by_scope.items():
+        fp = k.get("footprint", {}).get(hw)
+        if fp is None:
+            continue
+        extra = sum((want[b] - got[b]) * (alloc(k, b) or {}).get("padded_bytes", 0) for b in names)
+        need[hw] = fp["bytes"] + extra
+        cap = chip.capacity(hw)
+        if need[hw] > cap:
+            by_depth: dict[int, list[str]] = {}
+            for b in names:
+                by_depth.setdefault(want[b], []).append(b)
+            what = ", ".join(f"{n} versions of {' and '.join(bs)}" for n, bs in by_depth.items())
+            reasons.append(f"{what} would need {need[hw]} B of {hw}, capacity {cap}")
+    return need, reasons
+
+
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
     Compares the `num_stages` requested on each `T.Pipelined` loop with the versions the Ascend
     scheduler gave the buffers loaded inside it (`tl.buffer_versions_map` after tl.AutoSchedule),
     and says why when it can: the bytes double buffering would need per scope versus capacity.
+    A buffer the author gave a depth with `T.annotate_buffer_versions({buf: n})` is judged against
+    n (the author's choice, not num_stages); a loop of one iteration is skipped (nothing to
+    overlap). Only scopes holding a buffer short of its versions are named as the limit.
 
     ## Why is this bad?
     With one version, loading tile k+1 (MTE2/MTE1) cannot overlap computing tile k (Cube/Vector):
@@ -47,12 +79,15 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     is the likely cause: move that state out of the pipelined buffers or split the loop.
 
     ## Thresholds
-    `max_versions` (2): the Ascend scheduler never makes more than 2 versions, so num_stages=3 with
-    2 versions is reported at low severity; fewer than min(num_stages, 2) is medium.
+    `max_versions` (2): the depth a buffer left to the scheduler is expected to get is
+    min(num_stages, max_versions); fewer is medium, as is fewer than an explicit depth. Deeper
+    num_stages than the versions applied (num_stages=4, 2 or 3 versions: the scheduler picks its
+    own depth) is low, unless every buffer of the loop has an explicit depth.
 
     ## Known limits
     Needs a successful lowering (the versions come from the lowered IR). The capacity reasoning
-    uses tilescope's padded estimates, not the scheduler's Z3 model.
+    uses tilescope's padded estimates, not the scheduler's Z3 model. Buffers the author left to
+    the scheduler beside explicitly versioned ones are still judged against num_stages.
     """
     ir = profile.ir or {}
     cap_versions = int(ctx.thresholds.get("max_versions", 2))
@@ -61,58 +96,45 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         if k.get("failure") or (not k.get("versions") and not k.get("lowered_allocations")):
             continue
         versions = k.get("versions", {})
+        explicit = k.get("explicit_versions", {})
         for lp in k.get("loops", []):
             req = lp.get("num_stages")
-            if not req or req <= 1:
-                continue
+            if not req or req <= 1 or (isinstance(lp.get("extent"), int) and lp["extent"] <= 1):
+                continue  # nothing asked, or one iteration: nothing to overlap
             bufs = _loop_buffers(k, lp["id"])
             if not bufs:
                 continue
             got = {b: int(versions.get(b, 1)) for b in bufs}
-            want = min(req, cap_versions)
-            short = {b: v for b, v in got.items() if v < want}
-            if not short and req <= cap_versions:
+            # the author's T.annotate_buffer_versions is the depth wanted for those buffers; the
+            # scheduler chooses for the others, up to min(num_stages, max_versions)
+            want = {b: int(explicit[b]) if b in explicit else min(req, cap_versions) for b in bufs}
+            short = {b: v for b, v in got.items() if v < want[b]}
+            capped = [b for b in bufs if b not in explicit]
+            if not short and (req <= cap_versions or all(got[b] >= req for b in capped)):
                 continue
-            # What `want` versions of the loop's buffers would need, per scope.
-            need: dict[str, int] = {}
-            for name in bufs:
-                a = alloc(k, name)
-                if a and a.get("padded_bytes"):
-                    need[a["hardware"]] = need.get(a["hardware"], 0)
-            reasons = []
-            for hw, fp in k.get("footprint", {}).items():
-                if hw not in need:
-                    continue
-                extra = sum(
-                    (want - got[b]) * (alloc(k, b) or {}).get("padded_bytes", 0)
-                    for b in short
-                    if (alloc(k, b) or {}).get("hardware") == hw
-                )
-                needed = fp["bytes"] + extra
-                need[hw] = needed
-                cap = ctx.chip.capacity(hw)
-                if needed > cap:
-                    reasons.append(f"{want}-deep buffering would need {needed} B of {hw}, capacity {cap}")
+            need, reasons = _capacity_reasons(k, short, got, want, ctx.chip)
             if short:
                 sev = Severity.MEDIUM
                 reason = (
                     "; ".join(reasons)
                     if reasons
                     else (
-                        f"capacity does not explain it: every scope fits {want} versions (the scheduler's "
-                        "cost model chose fewer; loop-carried state is one known cause)"
+                        "capacity does not explain it: every scope fits the versions asked (the "
+                        "scheduler's cost model chose fewer; loop-carried state is one known cause)"
                     )
                 )
-                msg = (
-                    f"loop {lp['var']}: num_stages={req} requested but "
-                    f"{', '.join(f'{b}={v}' for b, v in short.items())} version(s) chosen — {reason}"
+                asked = ", ".join(
+                    f"{b}={v}" + (f" of {want[b]} set by T.annotate_buffer_versions" if b in explicit else "")
+                    for b, v in short.items()
                 )
+                msg = f"loop {lp['var']}: num_stages={req} requested but {asked} version(s) chosen — {reason}"
             else:
                 sev = Severity.LOW
-                reason = f"the Ascend scheduler makes at most {cap_versions} versions"
+                reason = "the scheduler picks its own depth below num_stages"
+                applied = ", ".join(f"{b}={got[b]}" for b in capped)
                 msg = (
-                    f"loop {lp['var']}: num_stages={req} requested, {cap_versions} versions applied "
-                    f"({reason})"
+                    f"loop {lp['var']}: num_stages={req} requested, {applied} version(s) applied "
+                    f"({reason}; T.annotate_buffer_versions fixes one)"
                 )
             out.append(
                 Finding(
@@ -125,6 +147,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                         "loop": lp["var"],
                         "num_stages": req,
                         "versions": got,
+                        "wanted": want,
+                        "explicit_versions": {b: explicit[b] for b in bufs if b in explicit},
                         "needed_bytes": need,
                         "capacity_bytes": {hw: ctx.chip.capacity(hw) for hw in need},
                         "chip": ctx.chip.name,

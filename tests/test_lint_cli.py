@@ -24,7 +24,9 @@ def test_clean_json_and_fail_on(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lint", MATMUL, "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)  # stdout holds only the JSON
     assert doc["findings"] == [] and doc["lowered"] is True
-    args = ["lint", f"{MATMUL}:matmul", "-p", "block_M=256", "-p", "block_N=256", "--format", "json"]
+    # 256x256 fp32 = 262144 B: the whole L0C of a 950 (the default chip), twice a 910B2's
+    args = ["lint", f"{MATMUL}:matmul", "-p", "block_M=256", "-p", "block_N=256", "--format", "json",
+            "--chip", "910B2"]
     assert main(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert next(f["code"] for f in doc["findings"]) == "TS501"

@@ -16,10 +16,38 @@ from analyzer.findings import Finding, Severity
 _SEV_STYLE = {"high": "bold #c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
 
 
-def _chip(name: str | None, config_chip: str | None) -> Any:
-    from analyzer.chips import resolve_chip
+def _chip(name: str | None, cfg: Any, tilelang: Any = None, dialect: str | None = None) -> Any:
+    """--chip, else the configuration's chip, else the chip the kernel's stack lowers for.
 
-    return resolve_chip(name or config_chip or "910B2")
+    tilelang 0.1.15's built-in backend targets the 950: judging its code by a 910B's buffers
+    reported L0C 262144 > 131072 on kernels that fit their target. tilelang-ascend lowers for
+    the A2/A3 platform of TL_PLATFORM (its default A3).
+    """
+    from analyzer.chips import chosen_chip
+    from analyzer.ir.scopes import TILELANG_ASCEND
+
+    if dialect == TILELANG_ASCEND:
+        platform = os.environ.get("TL_PLATFORM")
+        return chosen_chip(name, cfg.chip, cfg.source, dialect=dialect, platform=platform)
+    version = str(getattr(tilelang, "__version__", "")) or None
+    return chosen_chip(name, cfg.chip, cfg.source, version=version)
+
+
+def _stack_chip(kernel: str, name: str | None, cfg: Any) -> Any:
+    """The chip, after checking that the kernel's own stack is here (exit 3 naming it if not):
+    tilelang-ascend's interpreter for its dialect, tilelang 0.1.15 for the rest."""
+    from analyzer.ir.capture import import_tilelang, resolve_kernel
+    from analyzer.ir.dialect import detect
+    from analyzer.ir.scopes import TILELANG_ASCEND
+
+    path, _, tree = resolve_kernel(kernel)
+    found = detect(tree)
+    if found.dialect == TILELANG_ASCEND:
+        from analyzer.ir.foreign import require_interpreter
+
+        require_interpreter(f"{path} is written for {found.describe()}")
+        return _chip(name, cfg, dialect=TILELANG_ASCEND)
+    return _chip(name, cfg, import_tilelang())
 
 
 def _loc_text(f: Finding) -> str:
@@ -28,11 +56,14 @@ def _loc_text(f: Finding) -> str:
     return where_text([loc.to_dict() for loc in f.locations])
 
 
-def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> None:
+def _print_text(
+    ir: dict[str, Any], findings: list[Finding], chip_label: str, skipped: tuple[Any, ...] | list[Any] = ()
+) -> None:
     from rich.console import Console
     from rich.text import Text
 
     from analyzer.report.escape import terminal_text as term
+    from analyzer.report.render_text import not_checked_lines
 
     # Kernel, file and parameter names are the user's and messages quote them: every line is a
     # Text (a markup string would swallow `[x]` and crash on `[/bold]`), controls made visible.
@@ -41,7 +72,7 @@ def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> 
     con.print(
         Text.assemble(
             (term(ir["kernel_file"]), "bold"),
-            term(f":{ir['function']}  kernels: {names}  chip: {chip_name}  "),
+            term(f":{ir['function']}  kernels: {names}  chip: {chip_label}  "),
             f"lowered: {'yes' if ir['lowered'] else 'NO'}",
         )
     )
@@ -70,6 +101,8 @@ def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> 
                 con.print(Text(term(f"  {k['name']}: full message from the lowering:"), "bold"))
                 for line in detail.splitlines():
                     con.print(Text(term(f"    {line}")))
+    for line in not_checked_lines([s.to_dict() for s in skipped]):
+        con.print(Text(term(line)))
     counts = {s.value: sum(1 for f in findings if f.severity == s) for s in Severity}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     con.print(
@@ -79,9 +112,14 @@ def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> 
     )
 
 
-def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]]) -> None:
+def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]], chip: Any) -> None:
+    from analyzer.ir.sweep import sweep_not_checked
+
+    unscored = sweep_not_checked(rows)
     if fmt == "json":
-        sys.stdout.write(json.dumps({"sweep": rows}, indent=1, default=str) + "\n")
+        doc = {"chip": chip.name, "chip_reason": chip.chosen_because, "sweep": rows,
+               "not_checked": unscored}
+        sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
         return
     from rich.console import Console
     from rich.table import Table
@@ -107,7 +145,13 @@ def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]
         cells.append(Text("" if r.get("occupancy") is None else f"{r['occupancy']:.2f}"))
         cells.append(Text(term(",".join(r["findings"]))))
         t.add_row(*cells)
-    Console(highlight=False).print(t)
+    con = Console(highlight=False)
+    con.print(Text(term(f"chip: {chip.label}")))
+    con.print(t)
+    if unscored:
+        con.print(Text("not checked:", style="bold"))
+        for why in unscored:
+            con.print(Text(term(f"  est. Cube occ. ({why})")))
 
 
 def lint(
@@ -141,7 +185,7 @@ def lint(
     Example: tilescope lint sample_traces/kernels/matmul.py:matmul -p block_M=100 -p accum_dtype=float16
     """
     from analyzer.config import load_config
-    from analyzer.ir.capture import import_tilelang, parse_param, validate_sweep
+    from analyzer.ir.capture import parse_param, validate_sweep
 
     if fmt not in ("text", "json"):
         raise UsageError(f"--format {fmt!r}: expected text or json")
@@ -149,15 +193,15 @@ def lint(
         raise UsageError(f"--fail-on {fail_on!r}: expected high, medium or low")
     cfg = load_config(config)
     params = dict(parse_param(p) for p in param)
-    spec = _chip(chip, cfg.chip)
-    import_tilelang()  # exit 3 with the install hint before doing anything else
+    _chip(chip, cfg)  # an unknown --chip is exit 2 whether or not TileLang is installed
+    spec = _stack_chip(kernel, chip, cfg)  # exit 3 with the install hint before anything else
     if sweep:
         from analyzer.ir.sweep import parse_sweep, run_sweep
 
         grid = parse_sweep(sweep)
         validate_sweep(kernel, params, grid)
         rows = run_sweep(kernel, params, grid, spec)
-        _print_sweep(rows, fmt, grid)
+        _print_sweep(rows, fmt, grid, spec)
         return
     findings = _lint_once(kernel, params, spec, cfg, fmt, out, force)
     if fail_on is not None:
@@ -191,6 +235,7 @@ def _lint_once(
             "function": cap.function,
             "params": cap.ir["params"],
             "chip": spec.name,
+            "chip_reason": spec.chosen_because,
             "lowered": cap.ok,
             "kernels": [
                 {
@@ -207,7 +252,7 @@ def _lint_once(
         }
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
     else:
-        _print_text(cap.ir, findings, spec.name)
+        _print_text(cap.ir, findings, spec.label, result.skipped)
     return findings
 
 

@@ -5,14 +5,12 @@ Pure Python (no TileLang): used while building ir.json, by the static rules and 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from analyzer.chips import ChipSpec
 from analyzer.ir.scopes import (
     HARDWARE,
     c0_elements,
-    dtype_bytes,
     nbytes,
     padded_shape,
     round_up,
@@ -136,84 +134,3 @@ def clamp_total_k(walked: dict[str, Any]) -> None:
                 break
         if g["problem_k"] and g["total_k"] and g["accumulates_over_loop"] and g["total_k"] > g["problem_k"]:
             g["total_k"] = g["problem_k"]
-
-
-def cube_occupancy(
-    m: int,
-    n: int,
-    k: int,
-    problem_m: int,
-    problem_n: int,
-    in_dtype: str,
-    chip: ChipSpec,
-    double_buffered: bool = True,
-) -> dict[str, Any]:
-    """Estimated share of time the Cube units do useful MACs for one tiling.
-
-    Model (documented in the README): per K step a core does ceil(M/16)*ceil(N/16)*ceil(K/C0) Cube
-    cycles and loads (M*K + K*N) operand bytes from GM at hbm_bandwidth / cores; with double buffering
-    the two overlap (max), otherwise they add. Times the wave efficiency of distributing the output
-    tiles over the cores, times the unpadded share of the MACs. The bandwidth figure is a chip-table
-    assumption, so the estimate ranks tilings; it is not a prediction of measured utilisation.
-    """
-    c0 = c0_elements(in_dtype)
-    cores = chip.aic_count or 1
-    tiles = math.ceil(problem_m / m) * math.ceil(problem_n / n)
-    waves = math.ceil(tiles / cores)
-    wave_eff = tiles / (waves * cores)
-    cube_cycles = math.ceil(m / 16) * math.ceil(n / 16) * math.ceil(k / c0)
-    load_bytes = (m * k + k * n) * dtype_bytes(in_dtype)
-    if chip.hbm_bandwidth_gbps and chip.clock_mhz:
-        per_cycle = chip.hbm_bandwidth_gbps * 1e9 / cores / (chip.clock_mhz * 1e6)
-        mte2_cycles = load_bytes / per_cycle
-    else:
-        mte2_cycles = 0.0
-    step = max(cube_cycles, mte2_cycles) if double_buffered else cube_cycles + mte2_cycles
-    pw = padding_waste(m, n, k, in_dtype)
-    occ = (cube_cycles / step if step else 0.0) * wave_eff * (1 - pw["waste_pct"] / 100)
-    return {
-        "tiles": tiles,
-        "cores": cores,
-        "waves": waves,
-        "wave_efficiency": round(wave_eff, 4),
-        "cube_cycles_per_step": cube_cycles,
-        "mte2_cycles_per_step": round(mte2_cycles, 1),
-        "occupancy": round(occ, 4),
-        "gm_bandwidth_gbps": chip.hbm_bandwidth_gbps,
-    }
-
-
-def gemm_tile_footprint(
-    m: int, n: int, k: int, in_dtype: str, acc_dtype: str, versions: int = 2
-) -> dict[str, int]:
-    """Bytes per scope of a plain L1 -> L0A/L0B -> L0C GEMM tiling with `versions` operand copies."""
-    c0 = c0_elements(in_dtype)
-    a = nbytes([round_up(m, 16), round_up(k, c0)], in_dtype)
-    b = nbytes([round_up(k, c0), round_up(n, 16)], in_dtype)
-    c = nbytes([round_up(m, 16), round_up(n, 16)], acc_dtype)
-    return {"L1": (a + b) * versions, "L0A": a * versions, "L0B": b * versions, "L0C": c}
-
-
-def better_tilings(
-    gemm: dict[str, Any], problem: tuple[int, int], chip: ChipSpec, limit: int = 3
-) -> list[dict[str, Any]]:
-    """Larger tilings that still fit every scope, best estimated occupancy first."""
-    out = []
-    for bm in (64, 128, 256):
-        for bn in (64, 128, 256):
-            for bk in (32, 64, 128, 256):
-                fp = gemm_tile_footprint(bm, bn, bk, gemm["in_dtype"], gemm["accum_dtype"])
-                if any(fp[h] > chip.capacity(h) for h in fp):
-                    continue
-                occ = cube_occupancy(bm, bn, bk, problem[0], problem[1], gemm["in_dtype"], chip)
-                out.append(
-                    {
-                        "block_M": bm,
-                        "block_N": bn,
-                        "block_K": bk,
-                        "occupancy": occ["occupancy"],
-                        "footprint": fp,
-                    }
-                )
-    out.sort(key=lambda r: (-r["occupancy"], -(r["block_M"] * r["block_N"])))
-    return out[:limit]

@@ -14,7 +14,15 @@ from typing import Any
 
 from analyzer.chips import ChipSpec
 from analyzer.errors import UsageError
-from analyzer.ir.footprint import cube_occupancy, padding_waste, problem_shape
+from analyzer.ir.footprint import padding_waste
+from analyzer.ir.occupancy import (
+    ATTENTION_FIGURES,
+    GEMM_FIGURES,
+    attention_score,
+    gemm_score,
+    is_attention,
+    unknown_figures,
+)
 
 
 def parse_sweep(specs: list[str]) -> dict[str, list[Any]]:
@@ -44,6 +52,8 @@ def summarise(ir: dict[str, Any], chip: ChipSpec, codes: list[str]) -> dict[str,
         "findings": codes,
         "waste_pct": 0.0,
         "occupancy": None,
+        "score": None,  # "gemm" or "attention": which estimate `occupancy` is
+        "not_checked": None,  # why the score that applies could not be computed on this chip
     }
     for k in ir["kernels"]:
         f = k.get("failure")
@@ -59,26 +69,40 @@ def summarise(ir: dict[str, Any], chip: ChipSpec, codes: list[str]) -> dict[str,
             row["waste_pct"] = max(
                 row["waste_pct"], padding_waste(g["m"], g["n"], g["k"], g["in_dtype"])["waste_pct"]
             )
-            prob = problem_shape(k, g)
-            if prob is not None and row["occupancy"] is None:
-                versions = [a.get("versions", 1) for a in k["allocations"] if a["name"] in (g["a"], g["b"])]
-                occ = cube_occupancy(
-                    g["m"],
-                    g["n"],
-                    g["k"],
-                    prob[0],
-                    prob[1],
-                    g["in_dtype"],
-                    chip,
-                    double_buffered=bool(versions) and min(versions) > 1,
-                )
-                row["occupancy"] = occ["occupancy"]
+        if row["occupancy"] is None and row["score"] is None:
+            _score(row, k, chip)
     for hw, fp in row["footprint"].items():
         fp["fits"] = fp["bytes"] <= fp["capacity_bytes"]
         if not fp["fits"]:
             row["why_not"].append(f"{hw} {fp['bytes']} B > {fp['capacity_bytes']} B")
     row["fits"] = row["lowered"] and not row["why_not"]
     return row
+
+
+def _score(row: dict[str, Any], kernel: dict[str, Any], chip: ChipSpec) -> None:
+    """The kernel's score: waves of Q tiles for flash attention, the GEMM occupancy otherwise; on a
+    chip without the figures it needs, the reason instead of a number."""
+    if is_attention(kernel):
+        kind, figures = "attention", ATTENTION_FIGURES
+    elif kernel.get("gemms"):
+        kind, figures = "gemm", GEMM_FIGURES
+    else:
+        return
+    why = unknown_figures(chip, figures)
+    if why is not None:
+        row.update(score=kind, not_checked=why)
+        return
+    if kind == "attention":
+        est = attention_score(kernel, chip)
+    else:
+        est = next((e for g in kernel["gemms"] if (e := gemm_score(kernel, g, chip)) is not None), None)
+    if est is not None:
+        row.update(score=kind, occupancy=est["occupancy"])
+
+
+def sweep_not_checked(rows: list[dict[str, Any]]) -> list[str]:
+    """The distinct reasons rows have no score (for the "not checked" line under the table)."""
+    return sorted({f"{r['score']} score: {r['not_checked']}" for r in rows if r.get("not_checked")})
 
 
 def sweep_one(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> dict[str, Any]:
@@ -175,6 +199,8 @@ def run_sweep(
                     "why_not": [f"{type(exc).__name__}: {str(exc)[:160]}"],
                     "waste_pct": None,
                     "occupancy": None,
+                    "score": None,
+                    "not_checked": None,
                 }
             done.append((i, row))
             bar.advance(task)

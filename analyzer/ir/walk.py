@@ -9,6 +9,7 @@ is untested here because tilelang-ascend only ships for aarch64.
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -320,9 +321,16 @@ class _Walker:
         k_loop = serial[-1] if serial else None
         # The accumulator is carried across the innermost serial loop unless it is cleared on every
         # iteration (`clear_accum=True`); `clear_accum=(kk == 0)` or a T.clear before the loop both
-        # carry it, so the reduction length is K x trip count (tilelang-notes §4.1).
+        # carry it, so the reduction length is K x trip count (tilelang-notes §4.1). A condition
+        # naming outer loops too (`kt == 0 and sk == 0`: L1 K tiles, then L0 sub-K steps) carries it
+        # across each loop it names.
         always_cleared = clear_text in ("T.bool(True)", "True", "1")
-        trips = k_loop[1]["extent"] if (k_loop is not None and not always_cleared) else 1
+        named = [rec for _, rec in serial if re.search(rf"\b{re.escape(rec['var'])}\b", clear_text)]
+        carried = named if named else ([k_loop[1]] if k_loop is not None else [])
+        trips: Any = 1
+        for rec in [] if always_cleared else carried:
+            known = isinstance(trips, int) and isinstance(rec["extent"], int)
+            trips = trips * rec["extent"] if known else None
         total_k = k * trips if isinstance(k, int) and isinstance(trips, int) else None
         self.out["gemms"].append(
             {
@@ -386,6 +394,7 @@ def walk_primfunc(func: Any, dialect: str | None = None) -> dict[str, Any]:
         if lp["kind"] == "thread_binding" and str(lp["thread"]).startswith("blockIdx")
     ]
     out["grid"] = grid
+    out["explicit_versions"] = explicit_versions(func)
     return out
 
 
@@ -419,22 +428,31 @@ def lowered_allocations(mod: Any, dialect: str) -> list[dict[str, Any]]:
     return out
 
 
+def _versions_map(body: Any, versions: dict[str, int]) -> None:
+    """Add every `tl.buffer_versions_map` block annotation under `body` to `versions` (by name)."""
+    nodes = _nodes()
+
+    def grab(n: Any) -> None:
+        annotated = nodes.block is not None and isinstance(n, nodes.block)
+        if annotated and "tl.buffer_versions_map" in n.annotations:
+            for var, count in n.annotations["tl.buffer_versions_map"].items():
+                versions[str(getattr(var, "name", var))] = int(count)
+
+    nodes.tir.stmt_functor.post_order_visit(body, grab)
+
+
 def buffer_versions(mod: Any) -> dict[str, int]:
     """`tl.buffer_versions_map` after tl.AutoSchedule: buffer name -> versions the scheduler chose."""
-    nodes = _nodes()
     versions: dict[str, int] = {}
     for _, fn in mod.functions.items():
-        if not hasattr(fn, "body"):
-            continue
+        if hasattr(fn, "body"):
+            _versions_map(fn.body, versions)
+    return versions
 
-        def grab(n: Any) -> None:
-            if (
-                nodes.block is not None
-                and isinstance(n, nodes.block)
-                and "tl.buffer_versions_map" in n.annotations
-            ):
-                for var, count in n.annotations["tl.buffer_versions_map"].items():
-                    versions[str(getattr(var, "name", var))] = int(count)
 
-        nodes.tir.stmt_functor.post_order_visit(fn.body, grab)
+def explicit_versions(func: Any) -> dict[str, int]:
+    """The versions the author fixed with `T.annotate_buffer_versions({buf: n})` (the same
+    annotation, read before tl.AutoSchedule replaces it with its own choice): the author's intent."""
+    versions: dict[str, int] = {}
+    _versions_map(func.body, versions)
     return versions

@@ -60,6 +60,22 @@ def summary_line(report: dict[str, Any]) -> str:
     return headline(report.get("findings", []) or [], profile_summaries(report))
 
 
+def not_checked_lines(skipped: list[dict[str, Any]]) -> list[str]:
+    """The "not checked:" block of analyze and lint: one line per missing input, rules sharing it
+    together ("TS500, TS501: needs ir"); empty when every rule ran."""
+    if not skipped:
+        return []
+    by_need: dict[str, list[str]] = {}
+    for s in skipped:
+        need = "; ".join(s.get("needs") or s.get("missing") or [])
+        by_need.setdefault(need, []).append(f"{s.get('code')} {s.get('slug')}")
+    lines = ["not checked:"]
+    for need, names in by_need.items():
+        label = names[0] if len(names) == 1 else ", ".join(n.split()[0] for n in names)
+        lines.append(f"  {label}: needs {need}")
+    return lines
+
+
 def render(report: dict[str, Any], **opts: Any) -> str:
     """Render to a string; `color=True` keeps ANSI styles, `width` sets the line width."""
     buf = io.StringIO()
@@ -127,17 +143,9 @@ def render(report: dict[str, Any], **opts: Any) -> str:
                 where = where_text(list(f.get("locations") or []), limit=6)
                 if where:
                     console.print(_text(f"      at {where}", style="dim"))
-    skipped = report.get("skipped", [])
-    if skipped:
-        console.print(Text("not checked:", style="bold"))
-        # rules with the same missing input share one line ("TS500-TS506 ... needs a run bundle")
-        by_need: dict[str, list[str]] = {}
-        for s in skipped:
-            need = "; ".join(s.get("needs") or s.get("missing") or [])
-            by_need.setdefault(need, []).append(f"{s.get('code')} {s.get('slug')}")
-        for need, names in by_need.items():
-            label = names[0] if len(names) == 1 else ", ".join(n.split()[0] for n in names)
-            console.print(_text(f"  {label}: needs {need}"))
+    lines = not_checked_lines(report.get("skipped", []))
+    for i, line in enumerate(lines):
+        console.print(_text(line, style="bold" if i == 0 else ""))
     for e in report.get("errors", []):
         console.print(_text(f"error: {e.get('message')}", style="bold red"))
     adv = report.get("advisor")
