@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import io
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from analyzer.atomic import write_text_atomic
 from analyzer.config import Config, load_config
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.findings import Finding, Severity
+from analyzer.report.terminal import WIDTH_HELP, output_width
 
 if TYPE_CHECKING:  # analyzer.profile imports pandas: not needed for `analyze --help`
     from analyzer.io.load import LoadFailure
@@ -22,6 +24,7 @@ if TYPE_CHECKING:  # analyzer.profile imports pandas: not needed for `analyze --
 
 FORMATS = ("text", "json", "md", "html", "sarif")
 SEVERITY_RANK = {s.value: s.rank for s in Severity}
+_NOT_A_TERMINAL = io.StringIO()  # -o FILE: wrapped only at --width, like a pipe
 
 
 def load_profiles(path: Path, chip: str | None) -> list[Profile]:
@@ -122,6 +125,9 @@ def register(app: typer.Typer) -> None:
         with_msprof_advisor: Annotated[
             bool, typer.Option("--with-msprof-advisor", help="Also run msprof-analyze's advisor.")
         ] = False,
+        width: Annotated[
+            int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)
+        ] = None,
         github_summary: Annotated[
             bool,
             typer.Option(
@@ -162,6 +168,7 @@ def register(app: typer.Typer) -> None:
         opts: dict[str, Any] = {}
         if fmt == "text":
             opts["color"] = output is None and sys.stdout.isatty()
+            opts["width"] = output_width(width, None if output is None else _NOT_A_TERMINAL)
         text = render(report, **opts)
         if output is not None:
             write_text_atomic(output, text)

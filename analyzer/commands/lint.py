@@ -11,6 +11,7 @@ import typer
 
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.findings import Finding, Severity
+from analyzer.report.terminal import WIDTH_HELP, output_width
 
 _SEV_STYLE = {"high": "bold #c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
 
@@ -69,20 +70,35 @@ def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> 
     )
 
 
-def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]]) -> None:
+def _kib(n: int) -> str:
+    """131072 -> `128`, 50176 -> `49`: KiB, one decimal only when it is not whole."""
+    v = n / 1024
+    return f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"
+
+
+def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]], width: int | None) -> None:
+    """One row per combination: footprints in KiB (red when over capacity), whether it fits, waste,
+    occupancy and finding codes; why a point does not fit is said under the table, wrapped to the
+    width, since a reason folded into a narrow cell splits its numbers from their units."""
     if fmt == "json":
         sys.stdout.write(json.dumps({"sweep": rows}, indent=1, default=str) + "\n")
         return
-    from rich.console import Console
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
     from analyzer.report.escape import terminal_text as term
+    from analyzer.report.terminal import console, wrap
 
+    con = console(width)
     scopes = [hw for hw in ("UB", "L1", "L0A", "L0B", "L0C") if any(hw in r["footprint"] for r in rows)]
-    t = Table(show_header=True, header_style="bold")
-    for col in (*grid, *scopes, "fits", "waste %", "est. Cube occ.", "findings"):
-        t.add_column(Text(term(col)))
+    t = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    numeric = [*grid, *(f"{hw} KiB" for hw in scopes), "waste %", "est. Cube occ."]
+    for col in (*grid, *(f"{hw} KiB" for hw in scopes), "fits", "waste %", "est. Cube occ.", "findings"):
+        # numbers never wrap; the list of codes wraps between codes
+        # a header line per word: the numbers under it are narrower than "est. Cube occ."
+        header = Text(term(col).replace(" ", "\n"))
+        t.add_column(header, no_wrap=col != "findings", justify="right" if col in numeric else "left")
     for r in rows:
         # cells are Text: parameter values and the reasons a point does not fit are not markup
         cells = [Text(term(r["params"].get(k))) for k in grid]
@@ -91,13 +107,18 @@ def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]
             if fp is None:
                 cells.append(Text(""))
             else:
-                cells.append(Text(f"{fp['bytes']}", style="" if fp["fits"] else "red"))
-        cells.append(Text("yes" if r["fits"] else term(f"no: {'; '.join(r['why_not'])[:80]}")))
+                cells.append(Text(_kib(fp["bytes"]), style="" if fp["fits"] else "red"))
+        cells.append(Text("yes" if r["fits"] else "no"))
         cells.append(Text("" if r.get("waste_pct") is None else f"{r['waste_pct']:.1f}"))
         cells.append(Text("" if r.get("occupancy") is None else f"{r['occupancy']:.2f}"))
-        cells.append(Text(term(",".join(r["findings"]))))
+        cells.append(Text(term(", ".join(r["findings"]))))
         t.add_row(*cells)
-    Console(highlight=False).print(t)
+    con.print(t, crop=False)
+    for r in rows:
+        if not r["fits"]:
+            point = " ".join(f"{k}={r['params'].get(k)}" for k in grid)
+            for line in wrap(term(f"{point} does not fit: {'; '.join(r['why_not'])}"), width, "", "  "):
+                con.print(Text(line), no_wrap=True, crop=False)
 
 
 def lint(
@@ -125,6 +146,7 @@ def lint(
         [], "--sweep", help="NAME=V1,V2,... ; repeatable: lower every combination."
     ),
     config: Path | None = typer.Option(None, "--config", help="tilescope.toml / pyproject.toml to read."),  # noqa: B008
+    width: int | None = typer.Option(None, "--width", metavar="N", min=20, help=WIDTH_HELP),
 ) -> None:
     """Lower a TileLang kernel for Ascend and report static problems (capacity, fractals, pipelining).
 
@@ -147,7 +169,7 @@ def lint(
         grid = parse_sweep(sweep)
         validate_sweep(kernel, params, grid)
         rows = run_sweep(kernel, params, grid, spec)
-        _print_sweep(rows, fmt, grid)
+        _print_sweep(rows, fmt, grid, output_width(width))
         return
     findings = _lint_once(kernel, params, spec, cfg, fmt, out, force)
     if fail_on is not None:
