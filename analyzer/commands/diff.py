@@ -184,6 +184,12 @@ def _gate_line(r: DiffResult, esc: Callable[[object], str] = one_line) -> str:
         esc(x) for x in r.regressions)
 
 
+def _nowrap(cell: str) -> str:
+    """A numeric Markdown cell on one line: GitHub wraps a narrow column at every space, which put
+    `1,285.9 µs [1,274.3 µs–1,299.2 µs] (n=16)` over five lines; no-break spaces keep it whole."""
+    return cell.replace(" ", "\u00a0")
+
+
 def render_md(r: DiffResult) -> str:
     matched, removed, added = _kernel_groups(r)
     icon = "❌" if r.regressions else "✅"
@@ -204,8 +210,8 @@ def render_md(r: DiffResult) -> str:
                           for c, (a, b) in d.pipe_changes.items())
         out.append(f"| {md_code_span(kernel_label(d, repeated), 120)} | "
                    f"{md_text(s.op_type if s else '', 40)} | {d.verdict} | "
-                   f"{_signed_us(d.delta_us)} | {_signed_pct(d.median_delta_pct)} | "
-                   f"{_spread_text(d, 'base')} | {_spread_text(d, 'head')} | {pipes} |")
+                   f"{_nowrap(_signed_us(d.delta_us))} | {_nowrap(_signed_pct(d.median_delta_pct))} | "
+                   f"{_nowrap(_spread_text(d, 'base'))} | {_nowrap(_spread_text(d, 'head'))} | {pipes} |")
     if len(r.kernels) > SHOWN_KERNELS:
         out.append(f"\n_{len(r.kernels) - SHOWN_KERNELS} more kernels in `--format json`._")
     out += ["", f"**Findings:** {len(r.resolved)} resolved, {len(r.new)} new, {r.persisting} persisting", ""]
