@@ -67,6 +67,23 @@ def _codes(value: str | None) -> list[str]:
     return [c.strip().upper() for c in (value or "").split(",") if c.strip()]
 
 
+def check_rule_prefixes(cfg: Config, given: dict[str, list[str]] | None = None) -> None:
+    """Exit 2 naming a `select`/`ignore` code prefix that matches no rule: `--select TS9` (a typo,
+    or a rule that does not exist) would otherwise run no rule at all and pass every CI gate.
+    `given` holds the prefixes typed on the command line (named as flags in the message); the
+    others came from the configuration file."""
+    from analyzer.engine import discover_rules
+
+    codes = [r.code for r in discover_rules()]
+    for key in ("select", "ignore"):
+        for prefix in getattr(cfg, key):
+            if any(code.startswith(prefix) for code in codes):
+                continue
+            where = f"--{key}" if prefix in (given or {}).get(key, []) else f"{cfg.source}: {key}"
+            raise UsageError(f"{where} {prefix!r} matches no rule; the rules are {', '.join(codes)} "
+                             "('tilescope rules' describes them)")
+
+
 def renderer(fmt: str) -> Any:
     """`analyzer.report.render_<fmt>.render`; exit 2 when that renderer is not installed yet."""
     name = f"analyzer.report.render_{fmt}"
@@ -161,6 +178,7 @@ def register(app: typer.Typer) -> None:
             cfg.select = _codes(select)
         if ignore:
             cfg.ignore = [*cfg.ignore, *_codes(ignore)]
+        check_rule_prefixes(cfg, {"select": _codes(select), "ignore": _codes(ignore)})
         failures: list[LoadFailure] = []
         report = build(path, cfg, chip, with_msprof_advisor, failures)
         for failure in failures:

@@ -160,6 +160,9 @@ def lint(
     if fail_on is not None and fail_on not in ("high", "medium", "low"):
         raise UsageError(f"--fail-on {fail_on!r}: expected high, medium or low")
     cfg = load_config(config)
+    from analyzer.commands.analyze import check_rule_prefixes
+
+    check_rule_prefixes(cfg)  # a select in the config file that matches no rule would lint nothing
     params = dict(parse_param(p) for p in param)
     spec = _chip(chip, cfg.chip)
     import_tilelang()  # exit 3 with the install hint before doing anything else
