@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.cli import main
+from analyzer.report.words import count_text, saving_phrase, saving_text
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLE = REPO / "sample_traces" / "tilelang_fa_bundle"
@@ -41,3 +42,63 @@ def test_prefixes_that_match_rules_still_select(capsys: pytest.CaptureFixture[st
     assert main(["analyze", str(BUNDLE), "--select", "ts2,TS40", "-f", "json"]) == 0
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert {f["code"] for f in findings} == {"TS201", "TS203", "TS401", "TS402"}
+
+
+# ------------------------------------------------------------------ plurals
+
+def test_counts_agree_with_their_nouns(capsys: pytest.CaptureFixture[str]) -> None:
+    assert count_text(1, "launch", "launches") == "1 launch"
+    assert count_text(2, "launch", "launches") == "2 launches"
+    assert count_text(1.0, "block") == "1 block" and count_text(1024, "block") == "1,024 blocks"
+    assert main(["info", str(BUNDLE)]) == 0
+    out = capsys.readouterr().out
+    assert "over 1 launch\n" in out and "1 launches" not in out
+
+
+def test_rule_messages_agree_with_their_counts() -> None:
+    import pandas as pd
+
+    from analyzer.config import Config
+    from analyzer.engine import run_rules
+    from analyzer.io.load import load_profile
+
+    profile = load_profile(REPO / "sample_traces" / "attention_unfused")
+    findings = run_rules(profile, Config()).findings
+    messages = " ".join(f.message for f in findings)
+    assert "runs on the AI CPU: 1 launch," in messages  # TS405 said "1 launches"
+    assert not re.search(r"\b1 (kernels|launches|blocks|cores|waves)\b", messages)
+    assert isinstance(profile.kernels, pd.DataFrame)
+
+
+# ------------------------------------------------------------------ static findings have no time
+
+def test_static_findings_show_no_time_in_any_view(capsys: pytest.CaptureFixture[str]) -> None:
+    static = {"saving_kind": "none", "est_saving_us": 0.0, "share_of_total": 0.0}
+    assert saving_text(static) == "static: no time estimate"
+    assert saving_phrase(static) == "static: no time estimate"
+    assert saving_phrase({"saving_kind": "device", "est_saving_us": 29.159, "share_of_total": 0.6667}) \
+        == "est. 29.2 µs (66.7 %)"
+    for fmt in ("md", "html", "sarif", "text"):
+        assert main(["analyze", str(BUNDLE), "-f", fmt]) == 0
+        out = capsys.readouterr().out
+        assert "0.0 µs (0.0 %)" not in out and "0.0 µs" not in out, fmt
+        assert "static: no time estimate" in out, fmt  # TS504 says so
+
+
+def test_the_savings_chart_leaves_static_findings_out() -> None:
+    from analyzer.report.charts import findings_by_saving
+
+    fig = findings_by_saving([
+        {"code": "TS201", "slug": "a", "severity": "high", "est_saving_us": 9.5, "saving_kind": "device"},
+        {"code": "TS504", "slug": "b", "severity": "medium", "est_saving_us": 0.0, "saving_kind": "none"},
+    ])
+    assert [str(y) for y in fig.data[0].y] == ["TS201 a"]
+
+
+def test_diff_lines_of_static_findings_show_no_time() -> None:
+    from analyzer.commands.diff import _finding_line
+
+    f = {"severity": "medium", "code": "TS504", "slug": "pipeline-not-applied", "kernels": ["flash_fwd"],
+         "est_saving_us": 0.0, "saving_kind": "none"}
+    line = _finding_line(f, str)
+    assert line.endswith("— static: no time estimate") and "µs" not in line

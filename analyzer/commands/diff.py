@@ -15,7 +15,7 @@ from analyzer.errors import GateTrippedError, UsageError
 from analyzer.report.charts import PIPE_SERIES
 from analyzer.report.escape import MAX_INLINE, md_code_span, md_text, one_line, terminal_text
 from analyzer.report.terminal import WIDTH_HELP, console, output_width, wrap
-from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us
+from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us, saving_phrase
 
 SHOWN_KERNELS = 15
 SHARE_LABELS = tuple((k, label) for k, label in UNIT_LABELS if k != "scalar")
@@ -59,9 +59,8 @@ def _total_line(r: DiffResult) -> str:
 def _finding_line(f: Mapping[str, Any], esc: Callable[[object], str]) -> str:
     kernels = [str(k) for k in f.get("kernels", []) or []]
     shown = " → ".join(kernels[:6]) + (f" (+{len(kernels) - 6})" if len(kernels) > 6 else "")
-    saving = fmt_us(f.get("est_saving_us"))
     return (f"{esc(f.get('severity', ''))} {esc(f.get('code', '?'))} {esc(f.get('slug', ''))}: "
-            f"{esc(shown)} — est. {saving}")
+            f"{esc(shown)} — {saving_phrase(f)}")
 
 
 def kernel_label(d: KernelDelta, repeated: set[str]) -> str:

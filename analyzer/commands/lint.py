@@ -66,7 +66,7 @@ def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> 
     con.print(
         f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
         + (f": {summary}" if summary else "")
-        + " (static: no device time, est. saving 0 µs)"
+        + " (static: nothing ran, so no time estimate)"
     )
 
 

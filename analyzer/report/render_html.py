@@ -52,7 +52,7 @@ from analyzer.report.words import (
     fmt_us,
     headline,
     launches_text,
-    saving_text,
+    saving_phrase,
     sol_text,
     speed_of_light_text,
     unit_share_parts,
@@ -230,7 +230,7 @@ def _finding(index: int, f: Mapping[str, Any], roots: Sequence[Path]) -> str:
         f'data-severity="{html_text(sev, 10)}"' + (" open" if index <= 3 else "") + ">",
         f'<summary><span class="sev sev-{sev_cls}">{html_text(sev.upper(), 10)}</span> '
         f'<code>{code}</code> <span class="slug">{html_text(f.get("slug", ""), 80)}</span> · est. '
-        f'{html_text(saving_text(f))} — '
+        f'{html_text(saving_phrase(f))} — '
         f'<span class="message">{html_text(f.get("message", ""))}</span></summary>',
     ]
     names, more = kernels_text(f.get("kernels", []) or [], shown=20)

@@ -32,7 +32,7 @@ from analyzer.report.words import (
     fmt_us,
     headline,
     launches_text,
-    saving_text,
+    saving_phrase,
     sol_text,
     speed_of_light_text,
     units_text,
@@ -260,7 +260,7 @@ def finding_summary_line(f: Mapping[str, Any], message_limit: int = 200) -> str:
     sev = str(f.get("severity", "info"))
     return (f"{SEVERITY_ICON.get(sev, '')} <b>{md_html_text(sev.upper(), 10)}</b> "
             f"<code>{md_html_text(f.get('code', '?'), 12)}</code> {md_html_text(f.get('slug', ''), 60)}"
-            f" · est. {md_html_text(saving_text(f), 80)} — "
+            f" · {md_html_text(saving_phrase(f), 80)} — "
             f"{md_html_text(f.get('message', ''), message_limit)}")
 
 

@@ -66,14 +66,20 @@ def console(width: int | None, *, file: IO[str] | None = None, color: bool | Non
 
 
 def wrap(text: str, width: int | None, indent: str = "", hang: str | None = None) -> list[str]:
-    """`text` as lines of at most `width` terminal cells: the first starts with `indent`, the rest
-    with `hang` (default `indent`). Words move whole to the next line, a number with its unit;
-    only a word wider than a whole line (a long kernel name) is cut. `width` None: one line."""
+    """`text` as lines of at most `width` terminal cells: the first starts with `indent` (and the
+    text's own leading spaces), the rest with `hang` (default `indent`). Words move whole to the
+    next line, a number with its unit; the spaces between words are kept (aligned columns stay
+    aligned) except where a line breaks. Only a word wider than a whole line (a long kernel name,
+    a path) is cut. `width` None: one line."""
     hang = indent if hang is None else hang
+    stripped = text.lstrip(" ")
+    indent += text[: len(text) - len(stripped)]
     if width is None:
-        return [indent + text]
-    glued = _NUMBER_UNIT.sub(lambda m: m.group(0)[:-1] + _GLUE, text)
-    words = _OPERATOR_NUMBER.sub(lambda m: m.group(0)[:-1] + _GLUE, glued).split(" ")
+        return [indent + stripped]
+    glued = _NUMBER_UNIT.sub(lambda m: m.group(0)[:-1] + _GLUE, stripped)
+    glued = _OPERATOR_NUMBER.sub(lambda m: m.group(0)[:-1] + _GLUE, glued)
+    # Example: "a  b c" -> ["a", "  ", "b", " ", "c"]: words and the runs of spaces after them
+    tokens = re.split(r"( +)", glued.rstrip(" "))
     lines: list[str] = []
     line = ""
 
@@ -85,10 +91,10 @@ def wrap(text: str, width: int | None, indent: str = "", hang: str | None = None
         lines.append((hang if lines else indent) + line)
         line = ""
 
-    for word in words:
-        if not word:
-            continue
-        candidate = f"{line} {word}" if line else word
+    for i in range(0, len(tokens), 2):
+        word = tokens[i]
+        space = tokens[i - 1] if i else ""
+        candidate = line + space + word if line else word
         if cell_len(candidate) <= room():
             line = candidate
             continue
