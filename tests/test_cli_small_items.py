@@ -102,3 +102,29 @@ def test_diff_lines_of_static_findings_show_no_time() -> None:
          "est_saving_us": 0.0, "saving_kind": "none"}
     line = _finding_line(f, str)
     assert line.endswith("— static: no time estimate") and "µs" not in line
+
+
+# ------------------------------------------------------------------ bytes per element in TS501
+
+def test_buffer_sizes_show_the_bytes_per_element() -> None:
+    """TS501 said `128×256 = 65536 B`: the 2 B of each bf16 element was left to the reader."""
+    from rules.ts501_buffer_over_capacity import _occupies
+
+    buf = {"name": "s_acc", "shape": [128, 256], "padded_shape": [128, 256], "dtype": "bfloat16",
+           "padded_bytes": 65536, "versions": 1}
+    assert _occupies(buf) == "s_acc 128×256 bfloat16 occupies 128×256 × 2 B = 65,536 B"
+    two = {**buf, "shape": [100, 250], "dtype": "float32", "padded_bytes": 131072, "versions": 2}
+    assert _occupies(two) == "s_acc 100×250 float32 occupies 128×256 × 4 B = 131,072 B × 2 versions"
+
+
+@pytest.mark.tilelang
+def test_lint_says_the_bytes_per_element_and_fits_80_columns() -> None:
+    pytest.importorskip("tilelang")
+    from test_terminal_width import on_pty
+
+    args = ["lint", "sample_traces/kernels/matmul.py:matmul", "-p", "block_M=256", "-p", "block_N=256"]
+    text = on_pty(args, 80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    flat = " ".join(text.split())
+    assert "c_l0 256×256 float32 occupies 256×256 × 4 B = 262,144 B" in flat
+    assert "no time estimate" in flat and "0 µs" not in flat

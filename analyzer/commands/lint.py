@@ -28,46 +28,47 @@ def _loc_text(f: Finding) -> str:
     return where_text([loc.to_dict() for loc in f.locations])
 
 
-def _print_text(ir: dict[str, Any], findings: list[Finding], chip_name: str) -> None:
-    from rich.console import Console
+def _print_text(
+    ir: dict[str, Any], findings: list[Finding], chip_name: str, width: int | None = None
+) -> None:
     from rich.text import Text
 
     from analyzer.report.escape import terminal_text as term
+    from analyzer.report.terminal import console, wrap
 
     # Kernel, file and parameter names are the user's and messages quote them: every line is a
-    # Text (a markup string would swallow `[x]` and crash on `[/bold]`), controls made visible.
-    con = Console(highlight=False, soft_wrap=True)
+    # Text (a markup string would swallow `[x]` and crash on `[/bold]`), controls made visible;
+    # lines wrap at the terminal's width (none when piped), a number with its unit.
+    con = console(width)
+
+    def say(text: str, hang: str, style: str = "", styled: int = 0) -> None:
+        for i, line in enumerate(wrap(text, width, "", hang)):
+            out = Text(line)
+            if i == 0 and style:
+                out.stylize(style, 0, styled)
+            con.print(out, no_wrap=True, crop=False)
+
     names = ", ".join(k["name"] for k in ir["kernels"])
-    con.print(
-        Text.assemble(
-            (term(ir["kernel_file"]), "bold"),
-            term(f":{ir['function']}  kernels: {names}  chip: {chip_name}  "),
-            f"lowered: {'yes' if ir['lowered'] else 'NO'}",
-        )
-    )
+    file = term(ir["kernel_file"])
+    say(f"{file}" + term(f":{ir['function']}  kernels: {names}  chip: {chip_name}  ")
+        + f"lowered: {'yes' if ir['lowered'] else 'NO'}", "  ", "bold", len(file))
     for k in ir["kernels"]:
         fps = k.get("footprint", {})
         if fps:
             sizes = "  ".join(f"{hw} {fp['bytes']}/{fp['capacity_bytes']} B" for hw, fp in fps.items())
-            con.print(Text(term(f"  {k['name']}: {sizes}")))
+            say(term(f"  {k['name']}: {sizes}"), "    ")
     for f in findings:
         # Linter-style: one line per finding, then where it points (wide tables fold badly in CI logs).
-        con.print(
-            Text.assemble(
-                (f"{f.severity.value:<6}", _SEV_STYLE[f.severity.value]),
-                term(f" {f.code} {f.slug} [{', '.join(f.kernels)}] {f.message}"),
-            )
-        )
+        sev = f"{f.severity.value:<6}"
+        say(sev + term(f" {f.code} {f.slug} [{', '.join(f.kernels)}] {f.message}"), " " * 7,
+            _SEV_STYLE[f.severity.value], len(sev))
         where = _loc_text(f)
         if where:
-            con.print(Text(term(f"       at {where}")))
+            say(term(f"       at {where}"), " " * 10)
     counts = {s.value: sum(1 for f in findings if f.severity == s) for s in Severity}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    con.print(
-        f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
-        + (f": {summary}" if summary else "")
-        + " (static: nothing ran, so no time estimate)"
-    )
+    say(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
+        + (f": {summary}" if summary else "") + " (static: nothing ran, so no time estimate)", "  ")
 
 
 def _kib(n: int) -> str:
@@ -174,7 +175,7 @@ def lint(
         rows = run_sweep(kernel, params, grid, spec)
         _print_sweep(rows, fmt, grid, output_width(width))
         return
-    findings = _lint_once(kernel, params, spec, cfg, fmt, out, force)
+    findings = _lint_once(kernel, params, spec, cfg, fmt, out, force, output_width(width))
     if fail_on is not None:
         level = Severity(fail_on).rank
         tripped = [f for f in findings if f.severity.rank >= level]
@@ -183,7 +184,8 @@ def lint(
 
 
 def _lint_once(
-    kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: str, out: Path | None, force: bool
+    kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: str, out: Path | None, force: bool,
+    width: int | None = None,
 ) -> list[Finding]:
     import pandas as pd
 
@@ -222,7 +224,7 @@ def _lint_once(
         }
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
     else:
-        _print_text(cap.ir, findings, spec.name)
+        _print_text(cap.ir, findings, spec.name, width)
     return findings
 
 
