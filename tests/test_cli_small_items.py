@@ -128,3 +128,50 @@ def test_lint_says_the_bytes_per_element_and_fits_80_columns() -> None:
     flat = " ".join(text.split())
     assert "c_l0 256×256 float32 occupies 256×256 × 4 B = 262,144 B" in flat
     assert "no time estimate" in flat and "0 µs" not in flat
+
+
+# ------------------------------------------------------------------ serve: quiet, and --check honest
+
+def _serve_and_get(extra: list[str]) -> str:
+    """stderr of `serve --port 0` after three requests (the server stopped)."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analyzer.cli", "serve", str(REPO / "sample_traces" / "attention_fused"),
+         "--port", "0", "--no-browser", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split(" on ", 1)[1].strip()
+        deadline = time.monotonic() + 30
+        done = 0
+        while done < 3:
+            try:
+                with urllib.request.urlopen(url + "_dash-layout", timeout=5) as resp:
+                    assert resp.status == 200
+                done += 1
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    return err
+
+
+def test_serve_keeps_the_access_log_off_the_terminal_unless_verbose() -> None:
+    quiet = _serve_and_get([])
+    assert "GET /_dash-layout" not in quiet and "press Ctrl+C to stop" in quiet
+    assert quiet.count("GET /_dash-layout") == 0
+    assert _serve_and_get(["--verbose"]).count("GET /_dash-layout") == 3
+
+
+def test_serve_check_does_not_claim_to_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", str(REPO / "sample_traces" / "attention_fused"), "--check", "--port", "8123"]) == 0
+    out = capsys.readouterr().out
+    assert "serving on" not in out and "not serving (--check)" in out and "http://127.0.0.1:8123/" in out
