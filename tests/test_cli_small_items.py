@@ -175,3 +175,68 @@ def test_serve_check_does_not_claim_to_serve(capsys: pytest.CaptureFixture[str])
     assert main(["serve", str(REPO / "sample_traces" / "attention_fused"), "--check", "--port", "8123"]) == 0
     out = capsys.readouterr().out
     assert "serving on" not in out and "not serving (--check)" in out and "http://127.0.0.1:8123/" in out
+
+
+# ------------------------------------------------------------------ output into a closed pipe
+
+UNFUSED = REPO / "sample_traces" / "attention_unfused"
+FUSED = REPO / "sample_traces" / "attention_fused"
+PIPED = {
+    "info": ["info", str(UNFUSED)],
+    "kernels": ["kernels", str(UNFUSED), "--limit", "290"],
+    "kernels-json": ["kernels", str(UNFUSED), "-f", "json"],
+    "kernels-csv": ["kernels", str(UNFUSED), "-f", "csv"],
+    "analyze": ["analyze", str(UNFUSED)],
+    "analyze-md": ["analyze", str(UNFUSED), "-f", "md"],
+    "analyze-sarif": ["analyze", str(UNFUSED), "-f", "sarif"],
+    "diff": ["diff", str(UNFUSED), str(FUSED)],
+    "rules": ["rules"],
+    "rule": ["rule", "TS201"],
+    "help": ["analyze", "--help"],
+}
+
+
+def _into_closed_pipe(args: list[str]) -> tuple[int, str]:
+    """Run with stdout a pipe whose reader is already gone: the first write gets EPIPE."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        r = subprocess.run([sys.executable, "-m", "analyzer.cli", *args], stdout=write,
+                           stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=300)
+    finally:
+        os.close(write)
+    return r.returncode, r.stderr
+
+
+@pytest.mark.parametrize("name", PIPED)
+def test_a_reader_that_goes_away_is_exit_0_without_a_word(name: str) -> None:
+    """`tilescope info | head` exited 1 (rich's and click's broken-pipe handling)."""
+    code, err = _into_closed_pipe(PIPED[name])
+    assert (code, err) == (0, "")
+
+
+def test_a_closed_pipe_does_not_hide_a_tripped_gate() -> None:
+    code, err = _into_closed_pipe(["analyze", str(BUNDLE), "--fail-on", "high"])
+    assert code == 1 and "finding(s) at or above high" in err and "Broken pipe" not in err
+
+
+@pytest.mark.parametrize("args", [
+    ["analyze", str(BUNDLE), "-f", "md", "-o"],
+    ["analyze", str(BUNDLE), "-f", "html", "-o"],
+    ["kernels", str(UNFUSED), "-f", "csv", "-o"],
+    ["kernels", str(UNFUSED), "-f", "parquet", "-o"],
+    ["diff", str(UNFUSED), str(FUSED), "-f", "md", "-o"],
+])
+def test_output_into_a_missing_directory_is_exit_2_and_makes_no_directory(
+    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Already so (docs/reliability.md): pinned for every command that takes -o."""
+    target = tmp_path / "missing" / "dir" / "out.x"
+    assert main([*args, str(target)]) == 2
+    said = capsys.readouterr().err
+    assert said == f"tilescope: error: {target}: directory {target.parent} does not exist\n"
+    assert list(tmp_path.iterdir()) == []

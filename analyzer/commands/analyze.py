@@ -16,7 +16,7 @@ from analyzer.atomic import write_text_atomic
 from analyzer.config import Config, load_config
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.findings import Finding, Severity
-from analyzer.report.terminal import WIDTH_HELP, output_width
+from analyzer.report.terminal import WIDTH_HELP, output_width, write_stdout
 
 if TYPE_CHECKING:  # analyzer.profile imports pandas: not needed for `analyze --help`
     from analyzer.io.load import LoadFailure
@@ -191,8 +191,7 @@ def register(app: typer.Typer) -> None:
         if output is not None:
             write_text_atomic(output, text)
         else:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            write_stdout(text)  # `| head` is no error, and --fail-on below still decides
         if github_summary:
             from analyzer.report.render_md import append_github_summary
 

@@ -14,7 +14,7 @@ from analyzer.diff import DiffResult, KernelDelta, diff_paths
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.report.charts import PIPE_SERIES
 from analyzer.report.escape import MAX_INLINE, md_code_span, md_text, one_line, terminal_text
-from analyzer.report.terminal import WIDTH_HELP, console, output_width, wrap
+from analyzer.report.terminal import WIDTH_HELP, console, output_width, wrap, write_stdout
 from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us, saving_phrase
 
 SHOWN_KERNELS = 15
@@ -265,7 +265,7 @@ def register(app: typer.Typer) -> None:
         if output is not None:
             write_text_atomic(output, text)
         else:
-            typer.echo(text, nl=False)
+            write_stdout(text)  # `| head` is no error, and --fail-on-regression below still decides
         if fail_on_regression is not None and result.regressions:
             reasons = "; ".join(one_line(x) for x in result.regressions)
             raise GateTrippedError(f"regression gate tripped: {reasons}")

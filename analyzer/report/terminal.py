@@ -53,8 +53,15 @@ def output_width(requested: int | None, stream: IO[str] | None = None) -> int | 
 def console(width: int | None, *, file: IO[str] | None = None, color: bool | None = None,
             stderr: bool = False) -> Any:
     """A rich Console that wraps at `width` (None: never). `color` None lets rich decide (a terminal
-    gets colours, a pipe none); markup is never read from printed strings' highlights."""
+    gets colours, a pipe none); markup is never read from printed strings' highlights. When the
+    reader of stdout goes away (`| head`) it goes quiet instead of exiting 1, so the command ends
+    as it would have (its gate included)."""
     from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich's own raises SystemExit(1)
+            reader_gone()
+            self.quiet = True
 
     opts: dict[str, Any] = {"width": width or UNLIMITED, "highlight": False, "stderr": stderr}
     if file is not None:
@@ -62,7 +69,32 @@ def console(width: int | None, *, file: IO[str] | None = None, color: bool | Non
     if color is not None:
         opts["force_terminal"] = color
         opts["no_color"] = not color
-    return Console(**opts)
+    return _Console(**opts)
+
+
+def reader_gone() -> None:
+    """Point stdout at /dev/null after EPIPE: what is left to print goes nowhere, quietly, and the
+    flush at exit cannot fail again (the reader, `head`, has what it wanted)."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def write_stdout(text: str) -> None:
+    """Write a whole output to stdout; a reader that left early (`| head`) is not an error."""
+    import errno
+
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        reader_gone()
 
 
 def wrap(text: str, width: int | None, indent: str = "", hang: str | None = None) -> list[str]:
