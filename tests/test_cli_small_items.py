@@ -240,3 +240,34 @@ def test_output_into_a_missing_directory_is_exit_2_and_makes_no_directory(
     said = capsys.readouterr().err
     assert said == f"tilescope: error: {target}: directory {target.parent} does not exist\n"
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ --chip FILE.json
+
+def test_a_chip_file_may_be_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--chip file.json` said "unknown chip": a chip file is read as TOML or, by its name, JSON."""
+    chip = tmp_path / "chip.json"
+    chip.write_text(json.dumps({"base": "910B3", "name": "lab-910B3", "hbm_bandwidth_gbps": 1500.0}))
+    assert main(["info", str(BUNDLE), "--chip", str(chip), "-f", "json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["chip"]["name"] == "lab-910B3" and info["chip"]["hbm_bandwidth_gbps"] == 1500.0
+    toml = tmp_path / "chip.toml"
+    toml.write_text('base = "910B3"\nname = "lab-910B3"\nhbm_bandwidth_gbps = 1500.0\n')
+    assert main(["info", str(BUNDLE), "--chip", str(toml), "-f", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["chip"] == info["chip"]
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("910X", "unknown chip '910X': a chip is a name, one of 910B1, 910B2, 910B3, 910B4, A3, 950, 310P"),
+    ("{missing}.json", "cannot read chip file"),
+    ("{list}", "a chip file holds a table of chip fields"),
+])
+def test_a_chip_that_is_neither_a_name_nor_a_file_says_what_a_chip_is(
+    value: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "list.json"
+    bad.write_text("[1, 2]")
+    value = value.format(missing=tmp_path / "none", list=bad)
+    assert main(["analyze", str(BUNDLE), "--chip", value]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1

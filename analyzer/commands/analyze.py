@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from analyzer.atomic import write_text_atomic
+from analyzer.commands import CHIP_HELP
 from analyzer.config import Config, load_config
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.findings import Finding, Severity
@@ -128,7 +129,7 @@ def register(app: typer.Typer) -> None:
         output: Annotated[
             Path | None, typer.Option("-o", "--output", help="Write to FILE (atomically).")
         ] = None,
-        chip: Annotated[str | None, typer.Option("--chip", help="Chip name or chip TOML file.")] = None,
+        chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
         config: Annotated[
             Path | None, typer.Option("--config", help="tilescope.toml / pyproject.toml.")
         ] = None,

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from analyzer.atomic import write_text_atomic
+from analyzer.commands import CHIP_HELP
 from analyzer.diff import DiffResult, KernelDelta, diff_paths
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.report.charts import PIPE_SERIES
@@ -241,7 +242,7 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Path | None, typer.Option("-o", "--output", help=_OUT_HELP)] = None,
         fail_on_regression: Annotated[float | None, typer.Option(
             "--fail-on-regression", metavar="PCT", help=_GATE_HELP)] = None,
-        chip: Annotated[str | None, typer.Option("--chip", help="Chip name or TOML file.")] = None,
+        chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
         config: Annotated[str | None, typer.Option("--config", help=_CONFIG_HELP)] = None,
         width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
     ) -> None:

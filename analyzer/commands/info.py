@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from analyzer.commands import CHIP_HELP
 from analyzer.errors import UsageError
 from analyzer.profile import Profile
 from analyzer.report.terminal import WIDTH_HELP, output_width
@@ -110,7 +111,7 @@ def _print_text(info: dict[str, Any], width: int | None) -> None:
 def info_command(
     path: Annotated[Path, typer.Argument(help="Profiler output directory or file")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
-    chip: Annotated[str | None, typer.Option("--chip", help="Chip name or chip TOML file")] = None,
+    chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
 ) -> None:
     """Describe a profile: format, producer, metric groups, ranks, device, chip, table sizes, files.

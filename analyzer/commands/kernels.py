@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from analyzer.atomic import atomic_path
+from analyzer.commands import CHIP_HELP
 from analyzer.errors import UsageError
 from analyzer.report.terminal import WIDTH_HELP, output_width
 
@@ -327,7 +328,7 @@ def kernels_command(
     path: Annotated[Path, typer.Argument(help="Profiler output: directory, kernel_details.csv, .db, ...")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | csv | json | parquet")] = "table",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE (atomically)")] = None,
-    chip: Annotated[str | None, typer.Option("--chip", help="Chip name (910B2, ...) or TOML file")] = None,
+    chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=0, help="Only the first N kernels")] = None,
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
 ) -> None:

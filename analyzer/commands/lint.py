@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from analyzer.commands import CHIP_HELP
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.findings import Finding, Severity
 from analyzer.report.terminal import WIDTH_HELP, output_width
@@ -131,7 +132,7 @@ def lint(
     param: list[str] = typer.Option(  # noqa: B008
         [], "--param", "-p", help="NAME=VALUE (Python literal, else string); repeatable."
     ),
-    chip: str | None = typer.Option(None, "--chip", help="Chip name (910B2, 950, ...) or a chip TOML file."),
+    chip: str | None = typer.Option(None, "--chip", help=CHIP_HELP),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
     out: Path | None = typer.Option(  # noqa: B008
         None,

@@ -20,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from analyzer.commands import CHIP_HELP
 from analyzer.errors import UsageError
 
 EPILOG = (
@@ -49,7 +50,7 @@ def serve_command(
             "--root", help="Directory whose profiles the picker lists; repeatable. Nothing outside is read."
         ),
     ] = None,
-    chip: Annotated[str | None, typer.Option("--chip", help="Chip name or TOML file.")] = None,
+    chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Do not open a browser tab.")] = False,
     check: Annotated[
         bool, typer.Option("--check", help="Load everything, say where it would listen, exit (no server).")
