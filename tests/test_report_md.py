@@ -194,3 +194,15 @@ def test_a_long_report_keeps_every_finding_as_a_line() -> None:
     codes = re.findall(r"^(?:<summary>|- ).*?<code>(TS\d+)</code>", out, re.MULTILINE)
     assert codes == [f["code"] for f in report["findings"]]
     assert "shown as one line" in out and "`--format html`" in out
+
+
+def test_the_html_report_shows_the_authors_source_and_evidence_tables(fa_markdown: tuple[dict, str]) -> None:
+    """The bundle's locations name the kernel as it was given (outside the bundle); its copy in
+    kernel/ is what both reports read, so the source excerpt is no longer missing."""
+    from analyzer.report import render_html
+
+    report, _ = fa_markdown
+    page = render_html.render(report)
+    assert 'data-stage="source"' in page and "T.Pipelined" in page
+    assert "<td>measured.core_efficiency</td><td>33.3 %</td>" in page
+    assert "<th>side</th><th>max_us</th>" in page  # TS402's per-side records as their own table
