@@ -10,6 +10,7 @@ every verdict depending on it can say so.
 from __future__ import annotations
 
 import dataclasses
+import json
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -381,7 +382,8 @@ def get_chip(name: str) -> ChipSpec:
         alias = ALIASES.get(key.lower()) or next((k for k in CHIPS if k.lower() == key.lower()), None)
         if alias is None:
             raise UsageError(
-                f"unknown chip {name!r}; known: {', '.join(CHIPS)} (optionally NAME:cj), or a TOML file"
+                f"unknown chip {name!r}: a chip is a name, one of {', '.join(CHIPS)} (optionally "
+                "NAME:cj), or a chip file ending in .toml or .json"
             )
         chip = CHIPS[alias]
     return chip.with_overrides(memory_type=memory) if memory else chip
@@ -397,12 +399,16 @@ def family_chip(model_name: str) -> ChipSpec | None:
 
 
 def load_chip_toml(path: str | Path) -> ChipSpec:
-    """A user chip file: `base = "910B2"` plus any ChipSpec field to override (`memory_type = "cj"`)."""
+    """A user chip file: `base = "910B2"` plus any ChipSpec field to override (`memory_type = "cj"`);
+    TOML, or the same table as JSON when the name ends in .json (`{"base": "910B2", ...}`)."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        text = p.read_text(encoding="utf-8")
+        data = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"{p}: cannot read chip file ({exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("chip", data), dict):
+        raise UsageError(f"{p}: a chip file holds a table of chip fields (base = NAME and overrides)")
     data = dict(data.get("chip", data))
     base = get_chip(str(data.pop("base", "910B2")))
     name = str(data.pop("name", f"{base.name} (custom)"))
@@ -412,8 +418,9 @@ def load_chip_toml(path: str | Path) -> ChipSpec:
 
 
 def requested_chip(requested: str) -> ChipSpec:
-    """--chip: a TOML file or a catalogued name."""
-    return load_chip_toml(requested) if requested.endswith(".toml") else get_chip(requested)
+    """--chip: a chip file (.toml or .json) or a catalogued name."""
+    is_file = requested.lower().endswith((".toml", ".json"))
+    return load_chip_toml(requested) if is_file else get_chip(requested)
 
 
 def resolve_chip(

@@ -8,6 +8,7 @@ docs/product.md: 0 ok, 1 gate tripped, 2 bad input/usage, 3 missing component.
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -116,11 +117,35 @@ def _run(argv: list[str] | None) -> int:
             # a signal decides the outcome whatever exception it became on the way (DuckDB turns
             # it into RuntimeError, a reader into a format error): one line, 128 + signal
             signalled = _signalled()
-            return signalled if signalled is not None else _failure_code(exc, debug)
+            if signalled is not None:
+                return signalled
+            if broken_pipe(exc):  # the reader went away: exit 0 quietly, as `cat` does under `| head`
+                from analyzer.report.terminal import reader_gone
+
+                reader_gone()
+                return 0
+            return _failure_code(exc, debug)
         signalled = _signalled()  # swallowed on the way: the commit refused the output
         if signalled is not None:
             return signalled
     return _returned_code(returned)
+
+
+def broken_pipe(exc: BaseException) -> bool:
+    """True when `exc` says stdout's reader went away (`tilescope info | head`): EPIPE from a write,
+    or the SystemExit(1) that rich (Console.on_broken_pipe) and typer's vanilla-click main (on an
+    EPIPE it caught) raise for it."""
+    if isinstance(exc, OSError):
+        return exc.errno == errno.EPIPE
+    if isinstance(exc, SystemExit):
+        context = exc.__context__
+        if isinstance(context, OSError) and context.errno == errno.EPIPE:
+            return True
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        return tb is not None and tb.tb_frame.f_code.co_name == "on_broken_pipe"
+    return False
 
 
 def _signalled() -> int | None:

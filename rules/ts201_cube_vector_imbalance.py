@@ -10,6 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
+from analyzer.report.words import count_text
 from rules._common import MIX_TYPES, core_types, grouped_findings, lean, num, op_types, pct, r3
 
 CODE = "TS201"
@@ -85,7 +86,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             side = "Vector" if vv < cc else "Cube"
             return (
                 f"{kernel}: Cube busy {pct(cc)}, Vector busy {pct(vv)} of the launch — the {side} cores "
-                f"of this mixed kernel sit idle ({int(row['launches'])} launches)"
+                f"of this mixed kernel sit idle ({count_text(row['launches'], 'launch', 'launches')})"
             )
         together = cc + vv
         overlap = (

@@ -10,6 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
+from analyzer.report.words import count_text
 from rules._common import CUBE_TYPES, VECTOR_TYPES, core_types, grouped_findings, num, pct, text
 
 CODE = "TS401"
@@ -86,8 +87,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
 
     def message(kernel: str, row: pd.Series) -> str:
         return (
-            f"{kernel}: {int(row['block_dim'])} blocks on {int(row['cores'])} cores ({int(row['waves'])} "
-            f"wave{'s' if row['waves'] > 1 else ''}) keeps {pct(1 - row['core_efficiency'])} of the "
+            f"{kernel}: {count_text(row['block_dim'], 'block')} on {count_text(row['cores'], 'core')} "
+            f"({count_text(row['waves'], 'wave')}) keeps {pct(1 - row['core_efficiency'])} of the "
             f"core time idle"
         )
 

@@ -10,6 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
+from analyzer.report.words import count_text
 from rules._common import locate, make_finding, num, r3, text
 
 CODE = "TS402"
@@ -84,7 +85,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         msg = (
             f"{kernel}: slowest {worst['side']} block {worst['max']:.1f} µs = {worst['ratio']:.1f}x "
             f"the median "
-            f"({worst['median']:.1f} µs) of {int(worst['size'])} blocks"
+            f"({worst['median']:.1f} µs) of {count_text(worst['size'], 'block')}"
             + ("; vector1 sub-cores idle" if idle else "")
         )
         findings.append(

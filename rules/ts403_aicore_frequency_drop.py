@@ -10,6 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
+from analyzer.report.words import count_text
 from rules._common import end_ns, fmt_us, make_finding, num, pct, r3, start_ns, text
 
 CODE = "TS403"
@@ -91,7 +92,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         return []
     worst = m[low].assign(lost=lost[low]).sort_values("lost", ascending=False).head(10)
     msg = (
-        f"{int(low.sum())} kernels ran below the rated {rated:.0f} MHz (lowest "
+        f"{count_text(low.sum(), 'kernel')} ran below the rated {rated:.0f} MHz (lowest "
         f"{m.loc[low, 'mhz'].min():.0f} MHz, "
         f"{pct(float(low.mean()))} of kernels): {fmt_us(saving)} lost"
     )

@@ -9,6 +9,7 @@ import numpy as np
 from analyzer.engine import RuleContext
 from analyzer.findings import SAVING_IDLE, Finding
 from analyzer.profile import Profile
+from analyzer.report.words import count_text
 from rules._common import NON_COMPUTE_TYPES, core_types, fmt_us, make_finding, num, pct, r3, text
 
 CODE = "TS404"
@@ -104,14 +105,16 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     }
     if host_bound:
         msg = (
-            f"device idle {pct(share)} of the time between {len(dur)} kernels ({fmt_us(idle)} of gaps, "
+            f"device idle {pct(share)} of the time between {count_text(len(dur), 'kernel')} "
+            f"({fmt_us(idle)} of gaps, "
             f"median gap {evidence['median_gap_us']} µs vs median kernel {evidence['median_kernel_us']} µs): "
             "host-bound"
         )
     else:
         worst = order[0]
         msg = (
-            f"{int(stall.sum())} launch stall(s) of {fmt_us(float(wait[stall].sum()))} in total: the device "
+            f"{count_text(stall.sum(), 'launch stall')} of {fmt_us(float(wait[stall].sum()))} in total: "
+            "the device "
             f"waited {r3(wait[worst])} µs before {names[0]} ({r3(dur[worst])} µs) — a host sync or stall"
         )
     if len(long_gaps):

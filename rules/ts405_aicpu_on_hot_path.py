@@ -11,6 +11,7 @@ from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.metrics import interval_union
 from analyzer.profile import Profile
+from analyzer.report.words import count_text
 from rules._common import (
     AICORE_TYPES,
     core_types,
@@ -93,7 +94,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
 
     def message(kernel: str, row: pd.Series) -> str:
         return (
-            f"{kernel} ({op_of.get(kernel, '?')}) runs on the AI CPU: {int(row['launches'])} launches, "
+            f"{kernel} ({op_of.get(kernel, '?')}) runs on the AI CPU: "
+            f"{count_text(row['launches'], 'launch', 'launches')}, "
             f"{row['total_us']:.1f} µs, {pct(row['saving_us'] / row['total_us'] if row['total_us'] else 0)} "
             f"not overlapped by AI Core work"
         )

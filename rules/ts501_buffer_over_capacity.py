@@ -69,15 +69,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 if a
             ]
             top = detail[0] if detail else None
-            what = (
-                (
-                    f"{top['name']} {'×'.join(map(str, top['shape']))} {top['dtype']} occupies "
-                    f"{'×'.join(map(str, top['padded_shape']))} = {top['padded_bytes']} B"
-                    + (f" × {top['versions']} versions" if top["versions"] > 1 else "")
-                )
-                if top
-                else ""
-            )
+            what = _occupies(top) if top else ""
             msg = f"{hw} over capacity: {used} B ({fmt_kib(used)}) > {cap} B on {ctx.chip.name}" + (
                 f"; {what}" if what else ""
             )
@@ -106,3 +98,18 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 )
             )
     return out
+
+
+def _occupies(buf: dict[str, Any]) -> str:
+    """`s_acc 128×256 float32 occupies 128×256 × 4 B = 131,072 B`: the product that gives the
+    bytes, with the bytes per element (the padded bytes over the padded element count)."""
+    elements = 1
+    for n in buf["padded_shape"]:
+        elements *= int(n)
+    whole = elements and buf["padded_bytes"] % elements == 0
+    size = f" × {buf['padded_bytes'] // elements} B" if whole else ""
+    return (
+        f"{buf['name']} {'×'.join(map(str, buf['shape']))} {buf['dtype']} occupies "
+        f"{'×'.join(map(str, buf['padded_shape']))}{size} = {buf['padded_bytes']:,} B"
+        + (f" × {buf['versions']} versions" if buf["versions"] > 1 else "")
+    )

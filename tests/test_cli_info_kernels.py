@@ -78,18 +78,17 @@ def test_streamed_table_view_prints_what_the_dataframe_path_prints(
     known; the text must be the DataFrame path's (here: the same rows, title and count line)."""
     import io
 
-    from rich.console import Console
-
     from analyzer.commands import kernels as cmd
     from analyzer.io.load import load_profile
+    from analyzer.report import terminal
 
     src = real_traces / trace / "kernel_details.csv"
     r = run("kernels", str(src), "--limit", limit, "--chip", chip)
     assert r.returncode == 0, r.stderr
     kernels = load_profile(src, chip=chip).kernels
     out = io.StringIO()
-    console = Console(file=out, width=200)
-    console.print(cmd.kernel_table(kernels.head(int(limit)), f"{src} — kernel_csv, chip {chip}"))
+    console = terminal.console(None, file=out)  # a pipe: no wrapping
+    console.print(cmd.kernel_table(kernels.head(int(limit)), f"{src} — kernel_csv, chip {chip}"), crop=False)
     cmd._print_count(console, min(len(kernels), int(limit)), len(kernels))
     assert r.stdout == out.getvalue()
     assert ("showing 5 of 29 kernels" in r.stdout) == (trace == "fa_pipeutil_29")

@@ -182,7 +182,9 @@ def test_serve_check_prints_the_url(capsys: pytest.CaptureFixture[str]) -> None:
         pytest.skip("sample_traces/attention_fused not present")
     assert main(["serve", str(sample), "--check", "--port", "8123"]) == 0
     out = capsys.readouterr()
-    assert out.out == "tilescope: serving on http://127.0.0.1:8123/\n"
+    # --check serves nothing and must not say it does (issue #15 item 9)
+    assert out.out == ("tilescope: check passed, 1 profile(s) loaded; not serving (--check): "
+                       "would listen on http://127.0.0.1:8123/\n")
 
 
 def test_serve_check_exits_cleanly_in_a_fresh_process() -> None:
@@ -199,7 +201,7 @@ def test_serve_check_exits_cleanly_in_a_fresh_process() -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-500:]
-    assert done.stdout == "tilescope: serving on http://127.0.0.1:8050/\n"
+    assert done.stdout.endswith("not serving (--check): would listen on http://127.0.0.1:8050/\n")
 
 
 @pytest.mark.parametrize(

@@ -164,3 +164,15 @@ def test_bad_usage_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     assert main(["diff", str(bad), str(FUSED)]) == 2
+
+
+def test_markdown_spread_cells_do_not_wrap() -> None:
+    """Issue #15 item 5: `median [IQR] (n=…)` cells wrapped over five lines in a PR comment."""
+    from analyzer.commands.diff import render_md
+
+    r = compare_runs(_run([_k("k1")]), _run([_k("k1", med=300, lo=290, hi=310)]), 5)
+    rows = [ln for ln in render_md(r).splitlines() if ln.startswith("| `k1`")]
+    assert rows
+    cells = rows[0].strip("|").split(" | ")
+    spreads = [c for c in cells if "(n=" in c]
+    assert len(spreads) == 2 and all(" " not in c and "\u00a0µs" in c for c in spreads), spreads

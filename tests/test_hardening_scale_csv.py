@@ -19,13 +19,13 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from rich.console import Console
 
 from analyzer.cli import main
 from analyzer.commands import kernels as kernels_cmd
 from analyzer.io import kernel_stream
 from analyzer.io import load as load_mod
 from analyzer.io.load import kernel_csv_profile, load_profile
+from analyzer.report import terminal
 
 REPO = Path(__file__).resolve().parent.parent
 UNFUSED_PT = REPO / "sample_traces" / "attention_unfused" / "localhost_12345_20261130000000000_ascend_pt"
@@ -63,7 +63,7 @@ def _expected_machine(path: Path, fmt: str, out: Path | None, limit: int | None 
 
 def _expected_table(path: Path, rows: int) -> str:
     pr = load_profile(path)
-    console = Console(file=io.StringIO())
+    console = terminal.console(None, file=io.StringIO())  # not a terminal: no wrapping
     with console.capture() as captured:
         title = f"{path} — {pr.source.format}, chip {pr.chip.name}"
         console.print(kernels_cmd.kernel_table(pr.kernels.head(rows), title))

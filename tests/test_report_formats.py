@@ -24,7 +24,8 @@ def _codes_per_format(report: dict) -> dict[str, Counter[str]]:
     sarif = json.loads(render_sarif.render(report))
     out = {
         "report": Counter(f["code"] for f in report["findings"]),
-        "md": Counter(re.findall(r"<summary>.*?<code>(TS\d+)</code>", md)),
+        # a finding's block (<summary>) or, past the Markdown budget, its line (- ...)
+        "md": Counter(re.findall(r"^(?:<summary>|- ).*?<code>(TS\d+)</code>", md, re.MULTILINE)),
         "html": Counter(re.findall(r'<details class="finding \w+" id="finding-\d+" data-code="(TS\d+)"',
                                    html)),
         "sarif": Counter(r["ruleId"] for r in sarif["runs"][0]["results"]),

@@ -95,8 +95,9 @@ def test_stays_under_the_github_comment_limit_and_says_what_was_dropped(bundle: 
     out = render_md.render(report)
     assert len(out) <= render_md.GITHUB_COMMENT_LIMIT
     assert len(out) <= render_md.DEFAULT_MAX_CHARS
-    note = re.search(r"\*\*Truncated\*\* to stay under GitHub's 65,536-character comment limit: of "
-                     r"400 findings, (\d+) shown without evidence and excerpts; (\d+) omitted \(", out)
+    note = re.search(r"\*\*Truncated\*\* to keep this report under 20,000 characters: of "
+                     r"400 findings, (\d+) shown as one line, without evidence and code; "
+                     r"(\d+) omitted \(", out)
     assert note, out[-1500:]
     full_blocks = out.count("<details>")
     assert full_blocks + int(note.group(1)) + int(note.group(2)) == 400
@@ -118,3 +119,90 @@ def test_append_github_summary_appends(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     with pytest.raises(UsageError, match="GITHUB_STEP_SUMMARY"):
         render_md.append_github_summary("x")
+
+
+BUNDLE = Path(__file__).resolve().parent.parent / "sample_traces" / "tilelang_fa_bundle"
+
+
+@pytest.fixture(scope="module")
+def fa_markdown() -> tuple[dict, str]:
+    from analyzer.commands.analyze import build
+    from analyzer.config import Config
+
+    report = build(BUNDLE, Config(), None, False)
+    return report, render_md.render(report)
+
+
+def test_fa_bundle_report_fits_the_budget_with_every_finding_in_full(fa_markdown: tuple[dict, str]) -> None:
+    """Issue #15 item 5: 59,491 characters for one kernel, three findings repeating 30 excerpts."""
+    report, out = fa_markdown
+    assert len(out) <= 20_000
+    codes = re.findall(r"<summary>.*?<code>(TS\d+)</code>", out)
+    assert codes == [f["code"] for f in report["findings"]]  # all six, each with its block
+    assert "Truncated" not in out
+
+
+def test_each_excerpt_line_is_shown_once_with_the_findings_that_point_at_it(
+    fa_markdown: tuple[dict, str],
+) -> None:
+    _, out = fa_markdown
+    blocks = re.findall(r"\*\*(E\d+)\*\* · (\w+) · `([^`]+)` lines? (\d+)(?:–(\d+))? · ([^\n]*)\n\n"
+                        r"```\w*\n(.*?)```", out, re.DOTALL)
+    assert len(blocks) >= 4
+    seen: set[tuple[str, int]] = set()
+    for _eid, _stage, file, _first, _last, by, body in blocks:
+        for m in re.finditer(r"^[> ]\s*(\d+) \|", body, re.MULTILINE):
+            key = (file, int(m.group(1)))
+            assert key not in seen, f"{file}:{key[1]} shown twice"
+            seen.add(key)
+        assert re.fullmatch(r"(TS\d+(?: ×\d+)?)(, TS\d+(?: ×\d+)?)*", by), by
+    # the author's source first: read from the bundle's kernel/ copy
+    assert blocks[0][1] == "source" and blocks[0][2].endswith("flash_attention.py")
+    assert "T.Pipelined(seq_kv // block_N, num_stages=num_stages)" in out
+    # a finding names the excerpts it points into instead of repeating them
+    assert re.search(r"\*\*Code:\*\* E1, ", out)
+    assert len(re.findall(r"T\.gemm\(q_l0, k_l0", out)) == 1
+
+
+def test_evidence_is_tables_with_units_not_cut_json(fa_markdown: tuple[dict, str]) -> None:
+    _, out = fa_markdown
+    plain = out.replace("\\", "")
+    assert "| measured.core_efficiency | 33.3 % |" in plain
+    assert "| total_us | 43.739 µs |" in plain
+    assert "| needed_bytes.L0A | 131,072 B (128 KiB) |" in plain
+    assert "{" not in plain.split("### Code the findings")[0].replace("{%", "")  # no JSON in evidence
+    assert not re.search(r"\d\.\d+e[+-]\d", plain)  # no 7.858e+04
+
+
+def test_occurrences_show_offsets_not_epoch_nanoseconds() -> None:
+    from analyzer.commands.analyze import build
+    from analyzer.config import Config
+
+    unfused = BUNDLE.parent / "attention_unfused"
+    out = render_md.render(build(unfused, Config(), None, False), max_chars=60_000)
+    assert "| 2 | \\+0 µs |" in out and "\\+18\\.823 ms" in out  # start (from the first)
+    assert not re.search(r"^\|.*\d{16,}", out, re.MULTILINE)  # no epoch-ns start times in a table
+
+
+def test_a_long_report_keeps_every_finding_as_a_line() -> None:
+    from analyzer.commands.analyze import build
+    from analyzer.config import Config
+
+    report = build(BUNDLE.parent / "attention_unfused", Config(), None, False)
+    out = render_md.render(report)
+    assert len(out) <= 20_000
+    codes = re.findall(r"^(?:<summary>|- ).*?<code>(TS\d+)</code>", out, re.MULTILINE)
+    assert codes == [f["code"] for f in report["findings"]]
+    assert "shown as one line" in out and "`--format html`" in out
+
+
+def test_the_html_report_shows_the_authors_source_and_evidence_tables(fa_markdown: tuple[dict, str]) -> None:
+    """The bundle's locations name the kernel as it was given (outside the bundle); its copy in
+    kernel/ is what both reports read, so the source excerpt is no longer missing."""
+    from analyzer.report import render_html
+
+    report, _ = fa_markdown
+    page = render_html.render(report)
+    assert 'data-stage="source"' in page and "T.Pipelined" in page
+    assert "<td>measured.core_efficiency</td><td>33.3 %</td>" in page
+    assert "<th>side</th><th>max_us</th>" in page  # TS402's per-side records as their own table

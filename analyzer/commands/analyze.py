@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import io
 import os
 import sys
 from pathlib import Path
@@ -12,9 +13,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from analyzer.atomic import write_text_atomic
+from analyzer.commands import CHIP_HELP
 from analyzer.config import Config, load_config
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.findings import Finding, Severity
+from analyzer.report.terminal import WIDTH_HELP, output_width, write_stdout
 
 if TYPE_CHECKING:  # analyzer.profile imports pandas: not needed for `analyze --help`
     from analyzer.io.load import LoadFailure
@@ -22,6 +25,7 @@ if TYPE_CHECKING:  # analyzer.profile imports pandas: not needed for `analyze --
 
 FORMATS = ("text", "json", "md", "html", "sarif")
 SEVERITY_RANK = {s.value: s.rank for s in Severity}
+_NOT_A_TERMINAL = io.StringIO()  # -o FILE: wrapped only at --width, like a pipe
 
 
 def load_profiles(path: Path, chip: str | None) -> list[Profile]:
@@ -62,6 +66,23 @@ def arrow_returns_freed_memory() -> bool:
 
 def _codes(value: str | None) -> list[str]:
     return [c.strip().upper() for c in (value or "").split(",") if c.strip()]
+
+
+def check_rule_prefixes(cfg: Config, given: dict[str, list[str]] | None = None) -> None:
+    """Exit 2 naming a `select`/`ignore` code prefix that matches no rule: `--select TS9` (a typo,
+    or a rule that does not exist) would otherwise run no rule at all and pass every CI gate.
+    `given` holds the prefixes typed on the command line (named as flags in the message); the
+    others came from the configuration file."""
+    from analyzer.engine import discover_rules
+
+    codes = [r.code for r in discover_rules()]
+    for key in ("select", "ignore"):
+        for prefix in getattr(cfg, key):
+            if any(code.startswith(prefix) for code in codes):
+                continue
+            where = f"--{key}" if prefix in (given or {}).get(key, []) else f"{cfg.source}: {key}"
+            raise UsageError(f"{where} {prefix!r} matches no rule; the rules are {', '.join(codes)} "
+                             "('tilescope rules' describes them)")
 
 
 def renderer(fmt: str) -> Any:
@@ -108,7 +129,7 @@ def register(app: typer.Typer) -> None:
         output: Annotated[
             Path | None, typer.Option("-o", "--output", help="Write to FILE (atomically).")
         ] = None,
-        chip: Annotated[str | None, typer.Option("--chip", help="Chip name or chip TOML file.")] = None,
+        chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
         config: Annotated[
             Path | None, typer.Option("--config", help="tilescope.toml / pyproject.toml.")
         ] = None,
@@ -122,6 +143,9 @@ def register(app: typer.Typer) -> None:
         with_msprof_advisor: Annotated[
             bool, typer.Option("--with-msprof-advisor", help="Also run msprof-analyze's advisor.")
         ] = False,
+        width: Annotated[
+            int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)
+        ] = None,
         github_summary: Annotated[
             bool,
             typer.Option(
@@ -155,6 +179,7 @@ def register(app: typer.Typer) -> None:
             cfg.select = _codes(select)
         if ignore:
             cfg.ignore = [*cfg.ignore, *_codes(ignore)]
+        check_rule_prefixes(cfg, {"select": _codes(select), "ignore": _codes(ignore)})
         failures: list[LoadFailure] = []
         report = build(path, cfg, chip, with_msprof_advisor, failures)
         for failure in failures:
@@ -162,12 +187,12 @@ def register(app: typer.Typer) -> None:
         opts: dict[str, Any] = {}
         if fmt == "text":
             opts["color"] = output is None and sys.stdout.isatty()
+            opts["width"] = output_width(width, None if output is None else _NOT_A_TERMINAL)
         text = render(report, **opts)
         if output is not None:
             write_text_atomic(output, text)
         else:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            write_stdout(text)  # `| head` is no error, and --fail-on below still decides
         if github_summary:
             from analyzer.report.render_md import append_github_summary
 

@@ -10,11 +10,13 @@ from typing import Annotated, Any
 import typer
 
 from analyzer.atomic import write_text_atomic
+from analyzer.commands import CHIP_HELP
 from analyzer.diff import DiffResult, KernelDelta, diff_paths
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.report.charts import PIPE_SERIES
 from analyzer.report.escape import MAX_INLINE, md_code_span, md_text, one_line, terminal_text
-from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us
+from analyzer.report.terminal import WIDTH_HELP, console, output_width, wrap, write_stdout
+from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us, saving_phrase
 
 SHOWN_KERNELS = 15
 SHARE_LABELS = tuple((k, label) for k, label in UNIT_LABELS if k != "scalar")
@@ -58,9 +60,8 @@ def _total_line(r: DiffResult) -> str:
 def _finding_line(f: Mapping[str, Any], esc: Callable[[object], str]) -> str:
     kernels = [str(k) for k in f.get("kernels", []) or []]
     shown = " → ".join(kernels[:6]) + (f" (+{len(kernels) - 6})" if len(kernels) > 6 else "")
-    saving = fmt_us(f.get("est_saving_us"))
     return (f"{esc(f.get('severity', ''))} {esc(f.get('code', '?'))} {esc(f.get('slug', ''))}: "
-            f"{esc(shown)} — est. {saving}")
+            f"{esc(shown)} — {saving_phrase(f)}")
 
 
 def kernel_label(d: KernelDelta, repeated: set[str]) -> str:
@@ -89,38 +90,91 @@ def _term(text: object, limit: int | None = MAX_INLINE) -> str:
     return terminal_text(text, limit)
 
 
-def render_text(r: DiffResult) -> str:
+def render_text(r: DiffResult, width: int | None = None) -> str:
+    """The terminal view, wrapped at `width` (None: no wrapping). The kernel table keeps its
+    numbers unwrapped; when even a folded name leaves them no room, each kernel is a short block."""
     esc = _term  # control characters shown as escapes: a kernel name must not drive the terminal
     matched, removed, added = _kernel_groups(r)
-    out = [f"tilescope diff: {esc(r.base_label)} → {esc(r.head_label)}",
-           f"device time per step: {_total_line(r)}"]
+    out: list[str] = []
+
+    def say(text: str, indent: str = "", hang: str = "  ") -> None:
+        out.extend(wrap(text, width, indent, hang))
+
+    say(f"tilescope diff: {esc(r.base_label)} → {esc(r.head_label)}")
+    say(f"device time per step: {_total_line(r)}")
     shares = ", ".join(f"{label} {fmt_pct(r.shares[k][0], 0)} → {fmt_pct(r.shares[k][1], 0)}"
                        for k, label in SHARE_LABELS if r.shares[k] != (None, None))
     if shares:
-        out.append(f"busy (of device time): {shares}")
-    out.append(f"kernels: {len(matched)} matched, {len(removed)} removed "
-               f"({_signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
-               f"({_signed_us(sum(d.head_per_step_us for d in added))} per step)")
+        say(f"busy (of device time): {shares}")
+    say(f"kernels: {len(matched)} matched, {len(removed)} removed "
+        f"({_signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
+        f"({_signed_us(sum(d.head_per_step_us for d in added))} per step)")
     out.append("")
-    out.append(f"{'kernel':<48} {'verdict':<17} {'Δ per step':>12} {'Δ median':>9}  "
-               "base → head median per launch [IQR]")
-    repeated = _repeated_names(r)
-    for d in r.kernels[:SHOWN_KERNELS]:
-        label = _squeeze(esc(kernel_label(d, repeated), None), 48)
-        out.append(f"{label:<48} {d.verdict:<17} {_signed_us(d.delta_us):>12} "
-                   f"{_signed_pct(d.median_delta_pct):>9}  "
-                   f"{_spread_text(d, 'base')} → {_spread_text(d, 'head')}")
-        for col, (a, b) in d.pipe_changes.items():
-            out.append(f"{'':<48}   {PIPE_LABELS.get(col, col)} {fmt_pct(a, 0)} → {fmt_pct(b, 0)}")
+    out += _kernel_lines(r, width)
     if len(r.kernels) > SHOWN_KERNELS:
-        out.append(f"… {len(r.kernels) - SHOWN_KERNELS} more kernels (--format json has all)")
+        say(f"… {len(r.kernels) - SHOWN_KERNELS} more kernels (--format json has all)")
     out.append("")
-    out.append(f"findings: {len(r.resolved)} resolved, {len(r.new)} new, {r.persisting} persisting")
-    out += [f"  resolved {_finding_line(f, esc)}" for f in r.resolved]
-    out += [f"  new      {_finding_line(f, esc)}" for f in r.new]
+    say(f"findings: {len(r.resolved)} resolved, {len(r.new)} new, {r.persisting} persisting")
+    for f in r.resolved:
+        say(f"resolved {_finding_line(f, esc)}", "  ", "    ")
+    for f in r.new:
+        say(f"new      {_finding_line(f, esc)}", "  ", "    ")
     out.append("")
-    out.append(_gate_line(r, esc))
+    say(_gate_line(r, esc))
     return "\n".join(out) + "\n"
+
+
+KERNEL_HEADERS = ("kernel", "verdict", "Δ per step", "Δ median", "base median per launch [IQR]",
+                  "head median per launch [IQR]")
+KERNEL_FLOOR = 24  # cells a folded kernel name keeps in the table; fewer: one block per kernel
+
+
+def _kernel_lines(r: DiffResult, width: int | None) -> list[str]:
+    """The top kernels: a table (box-less, numbers unwrapped) when it fits `width`, else a block
+    per kernel (its name, then the verdict and the medians, wrapped without splitting a number)."""
+    import io
+
+    from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
+
+    repeated = _repeated_names(r)
+    rows = []
+    for d in r.kernels[:SHOWN_KERNELS]:
+        pipes = [f"{PIPE_LABELS.get(col, col)} {fmt_pct(a, 0)} → {fmt_pct(b, 0)}"
+                 for col, (a, b) in d.pipe_changes.items()]
+        label = _term(kernel_label(d, repeated), None)
+        cells = [label if width is None else _squeeze(label, 48), d.verdict, _signed_us(d.delta_us),
+                 _signed_pct(d.median_delta_pct), _spread_text(d, "base"), _spread_text(d, "head")]
+        rows.append((cells, pipes))
+    if not rows:
+        return []
+    natural = [max(cell_len(h), *(cell_len(cells[i]) for cells, _ in rows))
+               for i, h in enumerate(KERNEL_HEADERS)]
+    pipe_width = max((cell_len(p) + 2 for _, pipes in rows for p in pipes), default=0)
+    natural[0] = max(natural[0], pipe_width)
+    gaps = 2 * (len(KERNEL_HEADERS) - 1)
+    if width is not None and sum(natural[1:]) + gaps + min(natural[0], KERNEL_FLOOR) > width:
+        lines: list[str] = []
+        for cells, pipes in rows:
+            name, verdict, per_step, median, base, head = cells
+            lines += wrap(name, width, "", "  ")
+            lines += wrap(f"{verdict} · Δ per step {per_step} · Δ median {median}", width, "    ", "      ")
+            lines += wrap(f"median per launch [IQR]: base {base} → head {head}", width, "    ", "      ")
+            for p in pipes:
+                lines += wrap(p, width, "    ", "      ")
+        return lines
+    table = Table(box=None, pad_edge=False, show_header=True, header_style="", expand=False)
+    for i, header in enumerate(KERNEL_HEADERS):
+        table.add_column(header, justify="left" if i in (0, 1) else "right",
+                         no_wrap=i != 0, overflow="fold")
+    for cells, pipes in rows:
+        table.add_row(*(Text(c) for c in cells))
+        for p in pipes:
+            table.add_row(Text("  " + p))
+    buf = io.StringIO()
+    console(width, file=buf, color=False).print(table, crop=False)
+    return [line.rstrip() for line in buf.getvalue().splitlines()]
 
 
 def _gate_line(r: DiffResult, esc: Callable[[object], str] = one_line) -> str:
@@ -128,6 +182,12 @@ def _gate_line(r: DiffResult, esc: Callable[[object], str] = one_line) -> str:
         return f"regression gate ({r.threshold_pct:g} %, noise-aware): passed"
     return f"regression gate ({r.threshold_pct:g} %, noise-aware): TRIPPED — " + "; ".join(
         esc(x) for x in r.regressions)
+
+
+def _nowrap(cell: str) -> str:
+    """A numeric Markdown cell on one line: GitHub wraps a narrow column at every space, which put
+    `1,285.9 µs [1,274.3 µs–1,299.2 µs] (n=16)` over five lines; no-break spaces keep it whole."""
+    return cell.replace(" ", "\u00a0")
 
 
 def render_md(r: DiffResult) -> str:
@@ -150,8 +210,8 @@ def render_md(r: DiffResult) -> str:
                           for c, (a, b) in d.pipe_changes.items())
         out.append(f"| {md_code_span(kernel_label(d, repeated), 120)} | "
                    f"{md_text(s.op_type if s else '', 40)} | {d.verdict} | "
-                   f"{_signed_us(d.delta_us)} | {_signed_pct(d.median_delta_pct)} | "
-                   f"{_spread_text(d, 'base')} | {_spread_text(d, 'head')} | {pipes} |")
+                   f"{_nowrap(_signed_us(d.delta_us))} | {_nowrap(_signed_pct(d.median_delta_pct))} | "
+                   f"{_nowrap(_spread_text(d, 'base'))} | {_nowrap(_spread_text(d, 'head'))} | {pipes} |")
     if len(r.kernels) > SHOWN_KERNELS:
         out.append(f"\n_{len(r.kernels) - SHOWN_KERNELS} more kernels in `--format json`._")
     out += ["", f"**Findings:** {len(r.resolved)} resolved, {len(r.new)} new, {r.persisting} persisting", ""]
@@ -162,7 +222,7 @@ def render_md(r: DiffResult) -> str:
 
 
 RENDERERS: dict[str, Callable[[DiffResult], str]] = {
-    "text": render_text,
+    "text": render_text,  # the command passes the terminal's width
     "md": render_md,
     "json": lambda r: json.dumps(r.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n",
 }
@@ -182,8 +242,9 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Path | None, typer.Option("-o", "--output", help=_OUT_HELP)] = None,
         fail_on_regression: Annotated[float | None, typer.Option(
             "--fail-on-regression", metavar="PCT", help=_GATE_HELP)] = None,
-        chip: Annotated[str | None, typer.Option("--chip", help="Chip name or TOML file.")] = None,
+        chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
         config: Annotated[str | None, typer.Option("--config", help=_CONFIG_HELP)] = None,
+        width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
     ) -> None:
         """Compare two runs: device time, kernels, pipes and findings.
 
@@ -198,11 +259,14 @@ def register(app: typer.Typer) -> None:
             if not p.exists():
                 raise UsageError(f"{p}: no such file or directory")
         result = diff_paths(base, head, threshold, chip, config)
-        text = RENDERERS[fmt](result)  # rendered in full before anything is written
+        if fmt == "text":  # rendered in full before anything is written
+            text = render_text(result, output_width(width) if output is None else width)
+        else:
+            text = RENDERERS[fmt](result)
         if output is not None:
             write_text_atomic(output, text)
         else:
-            typer.echo(text, nl=False)
+            write_stdout(text)  # `| head` is no error, and --fail-on-regression below still decides
         if fail_on_regression is not None and result.regressions:
             reasons = "; ".join(one_line(x) for x in result.regressions)
             raise GateTrippedError(f"regression gate tripped: {reasons}")

@@ -8,8 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
+from analyzer.commands import CHIP_HELP
 from analyzer.errors import UsageError
 from analyzer.profile import Profile
+from analyzer.report.terminal import WIDTH_HELP, output_width
+from analyzer.report.words import count_text
 from analyzer.summary import SUMMARY_COLUMNS, summarize
 
 
@@ -59,21 +62,22 @@ def profile_info(pr: Profile) -> dict[str, Any]:
     }
 
 
-def _print_text(info: dict[str, Any]) -> None:
-    from rich.console import Console
+def _print_text(info: dict[str, Any], width: int | None) -> None:
     from rich.text import Text
 
     from analyzer.report.escape import terminal_text
+    from analyzer.report.terminal import console, wrap
 
-    c = Console(highlight=False)
+    c = console(width)
 
     def line(text: str, style: str = "") -> None:
         # paths, device strings and notes come from the profile: Text (never markup), and control
-        # characters shown as escapes
-        c.print(Text(terminal_text(text), style=style))
+        # characters shown as escapes; a long value wraps under its column, numbers with their units
+        for part in wrap(terminal_text(text), width, "", " " * 16):
+            c.print(Text(part, style=style), no_wrap=True, crop=False)
 
     rank = f" (rank {info['rank']})" if info["rank"] is not None else ""
-    c.print(Text.assemble((terminal_text(info["path"]), "bold"), rank))
+    line(f"{info['path']}{rank}", "bold")
     line(f"  format        {info['format']}  (producer: {info['producer'] or 'unknown'})")
     line(f"  metric groups {', '.join(info['metric_groups']) or 'none (no PMU columns)'}")
     d = info["device"]
@@ -89,7 +93,8 @@ def _print_text(info: dict[str, Any]) -> None:
     line(f"  rows          {rows}")
     s = info["summary"]
     dt = s["device_time"]
-    line(f"  device time   {dt['device_us']:,.3f} µs over {s['kernel_count']} launches")
+    launches = count_text(s["kernel_count"], "launch", "launches")
+    line(f"  device time   {dt['device_us']:,.3f} µs over {launches}")
     line(f"                ({dt['definitions']['device_us']})")
     if dt["communication_us"]:
         line(f"                {dt['with_communication_us']:,.3f} µs with communication")
@@ -106,7 +111,8 @@ def _print_text(info: dict[str, Any]) -> None:
 def info_command(
     path: Annotated[Path, typer.Argument(help="Profiler output directory or file")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
-    chip: Annotated[str | None, typer.Option("--chip", help="Chip name or chip TOML file")] = None,
+    chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
+    width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
 ) -> None:
     """Describe a profile: format, producer, metric groups, ranks, device, chip, table sizes, files.
 
@@ -130,7 +136,7 @@ def info_command(
         typer.echo(json.dumps(infos[0] if len(infos) == 1 else infos, indent=2, ensure_ascii=False))
     else:
         for info in infos:
-            _print_text(info)
+            _print_text(info, output_width(width))
     if failures:
         raise PartialLoadError(failures, len(profiles))
 

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from analyzer.atomic import atomic_path
+from analyzer.commands import CHIP_HELP
 from analyzer.errors import UsageError
+from analyzer.report.terminal import WIDTH_HELP, output_width
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -161,11 +163,12 @@ class _TableView:
     is printed under it at the end. The chip in the title is the first group's, which the stream
     confirms on all rows (or falls back, and this rendering is dropped)."""
 
-    def __init__(self, rows: int, console: Any, label: str, source_format: str) -> None:
+    def __init__(self, rows: int, console: Any, label: str, source_format: str, width: int | None) -> None:
         from analyzer.io.kernel_sink import HeadSink
 
         self.head = HeadSink(rows)
         self.console, self.label, self.source_format = console, label, source_format
+        self.width = width
         self.chip_name = ""
         self.rendered: str | None = None
 
@@ -184,23 +187,22 @@ class _TableView:
         df = to_frame({n: head.column(n) for n in head.column_names}, head.num_rows)
         with self.console.capture() as captured:  # rich buffers per thread: safe off the main one
             title = f"{self.label} — {self.source_format}, chip {self.chip_name}"
-            self.console.print(kernel_table(df, title))
+            self.console.print(kernel_table(df, title, self.width), crop=False)
         return str(captured.get())
 
     def finish(self) -> str:
         return self.rendered if self.rendered is not None else self._render()
 
 
-def _table_view(source: KernelCsv, chip: str | None, rows: int, label: str) -> bool:
+def _table_view(source: KernelCsv, chip: str | None, rows: int, label: str, width: int | None) -> bool:
     """Print the first `rows` kernels of one CSV (titled with `label`, the path as given) and the
     kernel count, through the pipeline (no million-row DataFrame for a 50-row view); False
     (nothing printed) when it declines the file."""
-    from rich.console import Console
-
     from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
+    from analyzer.report.terminal import console as make_console
 
-    console = Console()
-    view = _TableView(rows, console, label, source.format)
+    console = make_console(width)
+    view = _TableView(rows, console, label, source.format, width)
     try:
         with _read_progress(source.path.name) as progress:
             stream_kernel_csv(
@@ -229,39 +231,96 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def kernel_table(shown: pd.DataFrame, title: str) -> Any:
-    """The rich Table of the rows of `shown`."""
+# Header of each terminal column: the canonical name read as words (it wraps at the spaces), its
+# unit said; the csv/json/parquet outputs keep the canonical names.
+HEADERS = {
+    "name": "name", "op_type": "op type", "core_type": "core type", "duration_us": "duration µs",
+    "block_dim": "block dim", "mix_block_dim": "mix block dim", "cube_share": "Cube share",
+    "vector_share": "Vector share", "bound_pipe": "bound pipe", "sol_pct": "SoL %", "sol_bound": "SoL bound",
+}
+TEXT_COLUMNS = ("name", "op_type", "core_type", "bound_pipe", "sol_bound")
+# Text columns that wrap (fold) when the terminal is narrow, and the cells they keep at least.
+FOLD_FLOOR = {"name": 24, "op_type": 12, "core_type": 8}
+# Left out first when even the floors do not fit, in this order; the rest stay.
+DROP_ORDER = ("mix_block_dim", "sol_bound", "core_type", "block_dim", "bound_pipe", "sol_pct", "op_type")
+
+
+def kernel_table(shown: pd.DataFrame, title: str, width: int | None = None) -> Any:
+    """The rich Table of the rows of `shown`, `width` cells wide at most (None: as wide as its
+    content). Numbers never wrap; the name folds; columns that cannot fit are left out and the
+    table's caption names them."""
     from rich.table import Table
     from rich.text import Text
 
     from analyzer.report.escape import terminal_text
 
     cols = [c for c in TABLE_COLUMNS if c in shown.columns and (c == "name" or shown[c].notna().any())]
+    cells = {c: [terminal_text(_fmt(v)) for v in shown[c].tolist()] for c in cols}
+    headers = dict(HEADERS)
+    if width is not None and _needed(cols, cells, headers) > width:  # narrow: a word a header line
+        headers = {c: h.replace(" ", "\n") for c, h in HEADERS.items()}
+    left_out = _columns_left_out(cols, cells, headers, width)
+    cols = [c for c in cols if c not in left_out]
     # the title holds the path as given and every cell may come from the trace: Text, never markup
     table = Table(title=Text(terminal_text(title), style="table.title"), title_justify="left")
+    if left_out:
+        note = (f"not shown at {width} columns: {', '.join(HEADERS[c] for c in left_out)} "
+                "(--width N, or --format csv/json)")
+        table.caption, table.caption_justify = Text(note, style="dim"), "left"
     for c in cols:
         table.add_column(
-            c,
-            justify="left" if c in ("name", "op_type", "core_type", "bound_pipe", "sol_bound") else "right",
+            headers[c],
+            justify="left" if c in TEXT_COLUMNS else "right",
             overflow="fold",
-            max_width=48 if c == "name" else None,
+            no_wrap=c not in FOLD_FLOOR,
+            min_width=(min(FOLD_FLOOR[c], _natural(headers[c], cells[c]))
+                       if c in FOLD_FLOOR and width else None),
         )
-    for row in shown[cols].itertuples(index=False):
-        table.add_row(*(Text(terminal_text(_fmt(v))) for v in row))
+    for i in range(len(shown)):
+        table.add_row(*(Text(cells[c][i]) for c in cols))
     return table
+
+
+def _natural(header: str, cells: list[str]) -> int:
+    """Cells a column needs unwrapped: its widest value or its header's widest line."""
+    from rich.cells import cell_len
+
+    return max([*(cell_len(line) for line in header.split("\n")), *(cell_len(v) for v in cells)])
+
+
+def _needed(kept: list[str], cells: dict[str, list[str]], headers: dict[str, str]) -> int:
+    """Cells the table needs: the numbers at full width, the text columns at their floor, and the
+    box (3 cells a column and 1)."""
+    columns = sum(min(FOLD_FLOOR.get(c, 10**6), _natural(headers[c], cells[c])) for c in kept)
+    return columns + 3 * len(kept) + 1
+
+
+def _columns_left_out(
+    cols: list[str], cells: dict[str, list[str]], headers: dict[str, str], width: int | None
+) -> list[str]:
+    """The columns to leave out (DROP_ORDER first) so that the table fits `width`."""
+    if width is None:
+        return []
+    kept = list(cols)
+    for c in DROP_ORDER:
+        if _needed(kept, cells, headers) <= width:
+            break
+        if c in kept:
+            kept.remove(c)
+    return [c for c in cols if c not in kept]
 
 
 def _print_count(console: Any, shown: int, total: int) -> None:
     if shown < total:
-        console.print(f"showing {shown} of {total} kernels (use --limit N or --format csv/json/parquet)")
+        console.print(f"showing {shown:,} of {total:,} kernels (use --limit N or --format csv/json/parquet)")
 
 
-def render_table(df: pd.DataFrame, title: str, rows: int) -> None:
+def render_table(df: pd.DataFrame, title: str, rows: int, width: int | None = None) -> None:
     """Print the first `rows` rows of `df` and, when that is not all, the count."""
-    from rich.console import Console
+    from analyzer.report.terminal import console as make_console
 
-    console = Console()
-    console.print(kernel_table(df.head(rows), title))
+    console = make_console(width)
+    console.print(kernel_table(df.head(rows), title, width), crop=False)
     _print_count(console, min(len(df), rows), len(df))
 
 
@@ -269,8 +328,9 @@ def kernels_command(
     path: Annotated[Path, typer.Argument(help="Profiler output: directory, kernel_details.csv, .db, ...")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | csv | json | parquet")] = "table",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE (atomically)")] = None,
-    chip: Annotated[str | None, typer.Option("--chip", help="Chip name (910B2, ...) or TOML file")] = None,
+    chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=0, help="Only the first N kernels")] = None,
+    width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
 ) -> None:
     """List kernels with canonical columns and derived metrics.
 
@@ -292,7 +352,8 @@ def kernels_command(
     # folder holding one): Arrow from the reader to the writer, no DataFrame round trip
     source = kernel_csv_profile(path)
     shown = limit if limit is not None else DEFAULT_TABLE_ROWS  # rows in the terminal view
-    if fmt == "table" and source is not None and _table_view(source, chip, shown, str(path)):
+    columns = output_width(width) if fmt == "table" else None
+    if fmt == "table" and source is not None and _table_view(source, chip, shown, str(path), columns):
         return
     if fmt != "table" and source is not None:
         if output is not None and fmt in ("parquet", "csv") and limit is None:
@@ -317,7 +378,8 @@ def kernels_command(
         frames.append(k)
     df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     if fmt == "table":
-        render_table(df, f"{path} — {profiles[0].source.format}, chip {profiles[0].chip.name}", shown)
+        title = f"{path} — {profiles[0].source.format}, chip {profiles[0].chip.name}"
+        render_table(df, title, shown, columns)
     else:
         write_kernels(kernels_arrow(df if limit is None else df.head(limit)), fmt, output)
     if failures:

@@ -10,8 +10,10 @@ from typing import Any
 
 import typer
 
+from analyzer.commands import CHIP_HELP
 from analyzer.errors import GateTrippedError, UsageError
 from analyzer.findings import Finding, Severity
+from analyzer.report.terminal import WIDTH_HELP, output_width
 
 _SEV_STYLE = {"high": "bold #c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
 
@@ -57,62 +59,76 @@ def _loc_text(f: Finding) -> str:
 
 
 def _print_text(
-    ir: dict[str, Any], findings: list[Finding], chip_label: str, skipped: tuple[Any, ...] | list[Any] = ()
+    ir: dict[str, Any],
+    findings: list[Finding],
+    chip_label: str,
+    skipped: tuple[Any, ...] | list[Any] = (),
+    width: int | None = None,
 ) -> None:
-    from rich.console import Console
     from rich.text import Text
 
     from analyzer.report.escape import terminal_text as term
     from analyzer.report.render_text import not_checked_lines
+    from analyzer.report.terminal import console, wrap
 
     # Kernel, file and parameter names are the user's and messages quote them: every line is a
-    # Text (a markup string would swallow `[x]` and crash on `[/bold]`), controls made visible.
-    con = Console(highlight=False, soft_wrap=True)
+    # Text (a markup string would swallow `[x]` and crash on `[/bold]`), controls made visible;
+    # lines wrap at the terminal's width (none when piped), a number with its unit.
+    con = console(width)
+
+    def say(text: str, hang: str, style: str = "", styled: int = 0) -> None:
+        for i, line in enumerate(wrap(text, width, "", hang)):
+            out = Text(line)
+            if i == 0 and style:
+                out.stylize(style, 0, styled)
+            con.print(out, no_wrap=True, crop=False)
+
     names = ", ".join(k["name"] for k in ir["kernels"])
-    con.print(
-        Text.assemble(
-            (term(ir["kernel_file"]), "bold"),
-            term(f":{ir['function']}  kernels: {names}  chip: {chip_label}  "),
-            f"lowered: {'yes' if ir['lowered'] else 'NO'}",
-        )
-    )
+    file = term(ir["kernel_file"])
+    say(f"{file}" + term(f":{ir['function']}  kernels: {names}  chip: {chip_label}  ")
+        + f"lowered: {'yes' if ir['lowered'] else 'NO'}", "  ", "bold", len(file))
     for k in ir["kernels"]:
         fps = k.get("footprint", {})
         if fps:
             sizes = "  ".join(f"{hw} {fp['bytes']}/{fp['capacity_bytes']} B" for hw, fp in fps.items())
-            con.print(Text(term(f"  {k['name']}: {sizes}")))
+            say(term(f"  {k['name']}: {sizes}"), "    ")
     for f in findings:
         # Linter-style: one line per finding, then where it points (wide tables fold badly in CI logs).
-        con.print(
-            Text.assemble(
-                (f"{f.severity.value:<6}", _SEV_STYLE[f.severity.value]),
-                term(f" {f.code} {f.slug} [{', '.join(f.kernels)}] {f.message}"),
-            )
-        )
+        sev = f"{f.severity.value:<6}"
+        say(sev + term(f" {f.code} {f.slug} [{', '.join(f.kernels)}] {f.message}"), " " * 7,
+            _SEV_STYLE[f.severity.value], len(sev))
         where = _loc_text(f)
         if where:
-            con.print(Text(term(f"       at {where}")))
+            say(term(f"       at {where}"), " " * 10)
         if f.recommendation:
-            con.print(Text(term(f"       fix: {f.recommendation}")))
+            say(term(f"       fix: {f.recommendation}"), " " * 12)
     if os.environ.get("TILESCOPE_DEBUG"):  # --debug: the toolchain's whole message, not its cause line
         for k in ir["kernels"]:
             detail = (k.get("failure") or {}).get("detail")
             if detail:
-                con.print(Text(term(f"  {k['name']}: full message from the lowering:"), "bold"))
+                say(term(f"  {k['name']}: full message from the lowering:"), "    ", "bold", 10**6)
                 for line in detail.splitlines():
-                    con.print(Text(term(f"    {line}")))
+                    say(term(f"    {line}"), "      ")
     for line in not_checked_lines([s.to_dict() for s in skipped]):
-        con.print(Text(term(line)))
+        say(term(line), "    ")
     counts = {s.value: sum(1 for f in findings if f.severity == s) for s in Severity}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    con.print(
-        f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
-        + (f": {summary}" if summary else "")
-        + " (static: no device time, est. saving 0 µs)"
-    )
+    say(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
+        + (f": {summary}" if summary else "") + " (static: nothing ran, so no time estimate)", "  ")
 
 
-def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]], chip: Any) -> None:
+def _kib(n: int) -> str:
+    """131072 -> `128`, 50176 -> `49`: KiB, one decimal only when it is not whole."""
+    v = n / 1024
+    return f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"
+
+
+def _print_sweep(
+    rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]], chip: Any, width: int | None
+) -> None:
+    """One row per combination: footprints in KiB (red when over capacity), whether it fits, waste,
+    occupancy and finding codes; why a point does not fit is said under the table, wrapped to the
+    width, since a reason folded into a narrow cell splits its numbers from their units."""
     from analyzer.ir.sweep import sweep_not_checked
 
     unscored = sweep_not_checked(rows)
@@ -121,16 +137,22 @@ def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]
                "not_checked": unscored}
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
         return
-    from rich.console import Console
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
     from analyzer.report.escape import terminal_text as term
+    from analyzer.report.terminal import console, wrap
 
+    con = console(width)
     scopes = [hw for hw in ("UB", "L1", "L0A", "L0B", "L0C") if any(hw in r["footprint"] for r in rows)]
-    t = Table(show_header=True, header_style="bold")
-    for col in (*grid, *scopes, "fits", "waste %", "est. Cube occ.", "findings"):
-        t.add_column(Text(term(col)))
+    t = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    numeric = [*grid, *(f"{hw} KiB" for hw in scopes), "waste %", "est. Cube occ."]
+    for col in (*grid, *(f"{hw} KiB" for hw in scopes), "fits", "waste %", "est. Cube occ.", "findings"):
+        # numbers never wrap; the list of codes wraps between codes
+        # a header line per word: the numbers under it are narrower than "est. Cube occ."
+        header = Text(term(col).replace(" ", "\n"))
+        t.add_column(header, no_wrap=col != "findings", justify="right" if col in numeric else "left")
     for r in rows:
         # cells are Text: parameter values and the reasons a point does not fit are not markup
         cells = [Text(term(r["params"].get(k))) for k in grid]
@@ -139,19 +161,25 @@ def _print_sweep(rows: list[dict[str, Any]], fmt: str, grid: dict[str, list[Any]
             if fp is None:
                 cells.append(Text(""))
             else:
-                cells.append(Text(f"{fp['bytes']}", style="" if fp["fits"] else "red"))
-        cells.append(Text("yes" if r["fits"] else term(f"no: {'; '.join(r['why_not'])[:80]}")))
+                cells.append(Text(_kib(fp["bytes"]), style="" if fp["fits"] else "red"))
+        cells.append(Text("yes" if r["fits"] else "no"))
         cells.append(Text("" if r.get("waste_pct") is None else f"{r['waste_pct']:.1f}"))
         cells.append(Text("" if r.get("occupancy") is None else f"{r['occupancy']:.2f}"))
-        cells.append(Text(term(",".join(r["findings"]))))
+        cells.append(Text(term(", ".join(r["findings"]))))
         t.add_row(*cells)
-    con = Console(highlight=False)
-    con.print(Text(term(f"chip: {chip.label}")))
-    con.print(t)
+    for line in wrap(term(f"chip: {chip.label}"), width, "", "  "):
+        con.print(Text(line), no_wrap=True, crop=False)
+    con.print(t, crop=False)
+    for r in rows:
+        if not r["fits"]:
+            point = " ".join(f"{k}={r['params'].get(k)}" for k in grid)
+            for line in wrap(term(f"{point} does not fit: {'; '.join(r['why_not'])}"), width, "", "  "):
+                con.print(Text(line), no_wrap=True, crop=False)
     if unscored:
         con.print(Text("not checked:", style="bold"))
         for why in unscored:
-            con.print(Text(term(f"  est. Cube occ. ({why})")))
+            for line in wrap(term(f"  est. Cube occ. ({why})"), width, "", "    "):
+                con.print(Text(line), no_wrap=True, crop=False)
 
 
 def lint(
@@ -163,7 +191,7 @@ def lint(
     param: list[str] = typer.Option(  # noqa: B008
         [], "--param", "-p", help="NAME=VALUE (Python literal, else string); repeatable."
     ),
-    chip: str | None = typer.Option(None, "--chip", help="Chip name (910B2, 950, ...) or a chip TOML file."),
+    chip: str | None = typer.Option(None, "--chip", help=CHIP_HELP),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
     out: Path | None = typer.Option(  # noqa: B008
         None,
@@ -179,6 +207,7 @@ def lint(
         [], "--sweep", help="NAME=V1,V2,... ; repeatable: lower every combination."
     ),
     config: Path | None = typer.Option(None, "--config", help="tilescope.toml / pyproject.toml to read."),  # noqa: B008
+    width: int | None = typer.Option(None, "--width", metavar="N", min=20, help=WIDTH_HELP),
 ) -> None:
     """Lower a TileLang kernel for Ascend and report static problems (capacity, fractals, pipelining).
 
@@ -192,6 +221,9 @@ def lint(
     if fail_on is not None and fail_on not in ("high", "medium", "low"):
         raise UsageError(f"--fail-on {fail_on!r}: expected high, medium or low")
     cfg = load_config(config)
+    from analyzer.commands.analyze import check_rule_prefixes
+
+    check_rule_prefixes(cfg)  # a select in the config file that matches no rule would lint nothing
     params = dict(parse_param(p) for p in param)
     _chip(chip, cfg)  # an unknown --chip is exit 2 whether or not TileLang is installed
     spec = _stack_chip(kernel, chip, cfg)  # exit 3 with the install hint before anything else
@@ -201,9 +233,9 @@ def lint(
         grid = parse_sweep(sweep)
         validate_sweep(kernel, params, grid)
         rows = run_sweep(kernel, params, grid, spec)
-        _print_sweep(rows, fmt, grid, spec)
+        _print_sweep(rows, fmt, grid, spec, output_width(width))
         return
-    findings = _lint_once(kernel, params, spec, cfg, fmt, out, force)
+    findings = _lint_once(kernel, params, spec, cfg, fmt, out, force, output_width(width))
     if fail_on is not None:
         level = Severity(fail_on).rank
         tripped = [f for f in findings if f.severity.rank >= level]
@@ -212,7 +244,8 @@ def lint(
 
 
 def _lint_once(
-    kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: str, out: Path | None, force: bool
+    kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: str, out: Path | None, force: bool,
+    width: int | None = None,
 ) -> list[Finding]:
     import pandas as pd
 
@@ -252,7 +285,7 @@ def _lint_once(
         }
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
     else:
-        _print_text(cap.ir, findings, spec.label, result.skipped)
+        _print_text(cap.ir, findings, spec.label, result.skipped, width)
     return findings
 
 

@@ -5,11 +5,13 @@ them by key and can never name another path, and no file is read whose real path
 lies outside them (dashboard/paths.py). Requests must name localhost or the `--host` address in
 their Host header (dashboard/guard.py). The one line on stdout is the URL, printed once the socket
 is bound, so scripts can start the server in the background and read where it listens (`--port 0`
-picks a free port).
+picks a free port). The server's access log (a line per request, dozens per click) stays off the
+terminal unless `--verbose`; its errors are always shown.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import webbrowser
@@ -18,13 +20,14 @@ from typing import Annotated
 
 import typer
 
+from analyzer.commands import CHIP_HELP
 from analyzer.errors import UsageError
 
 EPILOG = (
     "Examples:\n\n"
     "  tilescope serve sample_traces/attention_unfused\n\n"
     "  tilescope serve --root runs/ --no-browser --port 0 &   # URL on stdout\n\n"
-    "  tilescope serve runs/fa-v1 runs/fa-v2 --check          # load, print the URL, exit\n\n"
+    "  tilescope serve runs/fa-v1 runs/fa-v2 --check          # load everything, exit\n\n"
     "Binds 127.0.0.1 by default; the dashboard has no authentication, so bind another address only "
     "on a trusted network."
 )
@@ -47,10 +50,13 @@ def serve_command(
             "--root", help="Directory whose profiles the picker lists; repeatable. Nothing outside is read."
         ),
     ] = None,
-    chip: Annotated[str | None, typer.Option("--chip", help="Chip name or TOML file.")] = None,
+    chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Do not open a browser tab.")] = False,
     check: Annotated[
-        bool, typer.Option("--check", help="Load everything, print the URL, exit (no server).")
+        bool, typer.Option("--check", help="Load everything, say where it would listen, exit (no server).")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show the server's access log (a line per request).")
     ] = False,
 ) -> None:
     """Browse profiles, findings, roofline, timeline and IR in a local web dashboard."""
@@ -69,8 +75,13 @@ def serve_command(
     if host not in LOOPBACK:
         _log(f"warning: binding {host}: anyone who can reach it can read the served profiles")
     if check:
-        typer.echo(f"tilescope: serving on {_url(host, port)}")
+        loaded = f"{len(paths)} profile(s) loaded" if paths else "the --root directories can be listed"
+        typer.echo(f"tilescope: check passed, {loaded}; not serving (--check): "
+                   f"would listen on {_url(host, port)}")
         return
+    # werkzeug logs every request at INFO on stderr (its own handler, added on first use);
+    # WARNING keeps its errors
+    logging.getLogger("werkzeug").setLevel(logging.INFO if verbose else logging.WARNING)
     from dashboard.guard import make_http_server
 
     try:

@@ -244,8 +244,10 @@ def timeline(launches: Rows | Any, max_rows: int = 5000) -> go.Figure:
 
 
 def findings_by_saving(findings: Iterable[Mapping[str, Any]], max_findings: int = 20) -> go.Figure:
-    """Horizontal bars of estimated saving per finding, coloured by severity."""
-    rows = sorted(findings, key=lambda f: -(num(f.get("est_saving_us")) or 0.0))[:max_findings]
+    """Horizontal bars of estimated saving per finding, coloured by severity; static findings have
+    no time to draw (a 0 µs bar would read as "nothing to gain")."""
+    timed = [f for f in findings if f.get("saving_kind") != "none"]
+    rows = sorted(timed, key=lambda f: -(num(f.get("est_saving_us")) or 0.0))[:max_findings]
     labels = _dedupe_labels([plotly_text(f"{f.get('code', '?')} {f.get('slug', '')}", 60) for f in rows])
     fig = go.Figure(go.Bar(
         y=labels[::-1], x=[num(f.get("est_saving_us")) or 0.0 for f in rows][::-1], orientation="h",

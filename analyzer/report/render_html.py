@@ -37,11 +37,11 @@ from analyzer.report.charts import (
     report_summary,
 )
 from analyzer.report.escape import html_text, json_for_script, script_safe
+from analyzer.report.evidence import EvidenceTable, evidence_tables
 from analyzer.report.render_md import (
     Excerpt,
     excerpt_roots,
     finding_excerpts,
-    format_value,
     kernels_text,
 )
 from analyzer.report.words import (
@@ -52,7 +52,7 @@ from analyzer.report.words import (
     fmt_us,
     headline,
     launches_text,
-    saving_text,
+    saving_phrase,
     sol_text,
     speed_of_light_text,
     unit_share_parts,
@@ -230,7 +230,7 @@ def _finding(index: int, f: Mapping[str, Any], roots: Sequence[Path]) -> str:
         f'data-severity="{html_text(sev, 10)}"' + (" open" if index <= 3 else "") + ">",
         f'<summary><span class="sev sev-{sev_cls}">{html_text(sev.upper(), 10)}</span> '
         f'<code>{code}</code> <span class="slug">{html_text(f.get("slug", ""), 80)}</span> · est. '
-        f'{html_text(saving_text(f))} — '
+        f'{html_text(saving_phrase(f))} — '
         f'<span class="message">{html_text(f.get("message", ""))}</span></summary>',
     ]
     names, more = kernels_text(f.get("kernels", []) or [], shown=20)
@@ -240,11 +240,7 @@ def _finding(index: int, f: Mapping[str, Any], roots: Sequence[Path]) -> str:
             + (f" and {more} more" if more else "") + "</p>")
     evidence = f.get("evidence") or {}
     if isinstance(evidence, Mapping) and evidence:
-        parts.append('<table class="evidence"><thead><tr><th>evidence</th><th>value</th></tr>'
-                     "</thead><tbody>")
-        parts += [f"<tr><td>{html_text(k)}</td><td>{html_text(format_value(v))}</td></tr>"
-                  for k, v in evidence.items()]
-        parts.append("</tbody></table>")
+        parts += [_evidence_html(t) for t in evidence_tables(evidence, max_rows=50)]
     if f.get("recommendation"):
         parts.append(f'<p class="recommendation"><b>What to do:</b> {html_text(f["recommendation"])}</p>')
     locs = [loc for loc in f.get("locations", []) or [] if isinstance(loc, Mapping)]
@@ -256,6 +252,17 @@ def _finding(index: int, f: Mapping[str, Any], roots: Sequence[Path]) -> str:
         parts.append(_excerpt_html(ex))
     parts.append(f'<p><a href="#rule-{code}">Rule {code} documentation</a></p></details>')
     return "\n".join(parts)
+
+
+def _evidence_html(table: EvidenceTable) -> str:
+    """One evidence table (analyzer.report.evidence): values with their units, every cell escaped."""
+    title = ""
+    if table.title:
+        count = f" (first {len(table.rows)} of {len(table.rows) + table.more})" if table.more else ""
+        title = f'<p class="evidence-title"><i>{html_text(table.title)}</i>{count}</p>'
+    head = "".join(f"<th>{html_text(c)}</th>" for c in table.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html_text(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+    return f'{title}<table class="evidence"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _excerpt_html(ex: Excerpt) -> str:

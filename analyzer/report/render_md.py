@@ -7,7 +7,6 @@ least valuable parts first and saying exactly what was dropped.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -25,6 +24,7 @@ from analyzer.report.charts import (
     report_summary,
 )
 from analyzer.report.escape import md_code_block, md_code_span, md_html_text, md_text
+from analyzer.report.evidence import evidence_tables
 from analyzer.report.words import (
     KERNEL_COLUMNS_NOTE,
     chip_text,
@@ -32,20 +32,24 @@ from analyzer.report.words import (
     fmt_us,
     headline,
     launches_text,
-    saving_text,
+    saving_phrase,
     sol_text,
     speed_of_light_text,
     units_text,
 )
 
 GITHUB_COMMENT_LIMIT = 65_536
-# Leave room for the marker line a workflow prepends to find and update its own comment.
-DEFAULT_MAX_CHARS = GITHUB_COMMENT_LIMIT - 1_024
+# A pull-request comment a reviewer reads in a minute: the headline, the kernels, every finding
+# with its evidence and the code it points at, each excerpt once; what does not fit is named and
+# left to the HTML report. Far under GitHub's limit (and the marker line a workflow prepends).
+DEFAULT_MAX_CHARS = 20_000
 SEVERITY_ICON = {"high": "🔴", "medium": "🟠", "low": "🟡", "info": "⚪"}
 MAX_TOP_KERNELS = 15
 MAX_LISTED = 30  # skipped rules / rule errors listed before "and N more"
 EXCERPT_CONTEXT = 3
 EXCERPT_MAX_LINES = 40
+WHERE_SHOWN = 6  # locations listed in a finding's "Where" before "and N more"
+STAGE_ORDER = {"source": 0, "tvmscript": 1, "ascendc": 2}  # the author's code first
 _LEXER_BY_SUFFIX = {".py": "python", ".cpp": "cpp", ".cc": "cpp", ".h": "cpp", ".hpp": "cpp",
                     ".json": "json", ".mlir": "mlir", ".ll": "llvm"}
 
@@ -113,7 +117,9 @@ def read_excerpt(loc: Mapping[str, Any], roots: Sequence[Path], context: int = E
 def _confined(name: str, roots: Sequence[Path]) -> Path | None:
     max_bytes = 20 * 1024 * 1024
     for root in roots:
-        for cand in (Path(name), root / name, root / "ir" / name):
+        # a run bundle keeps the author's kernel in kernel/ (collectors/bundle.py), while its
+        # locations name it as it was given to `collect`/`lint` (a path outside the bundle)
+        for cand in (Path(name), root / name, root / "ir" / name, root / "kernel" / Path(name).name):
             full = cand if cand.is_absolute() else root / cand
             try:
                 resolved = full.resolve()
@@ -133,18 +139,70 @@ def finding_excerpts(finding: Mapping[str, Any], roots: Sequence[Path]) -> list[
     return out
 
 
+@dataclass(frozen=True)
+class SharedExcerpt:
+    """One window of one file, shown once, with the findings (indices into the report's list)
+    whose locations fall in it."""
+
+    excerpt: Excerpt
+    findings: tuple[int, ...]
+
+
+def shared_excerpts(findings: Sequence[Mapping[str, Any]], roots: Sequence[Path],
+                    context: int = EXCERPT_CONTEXT) -> list[SharedExcerpt]:
+    """Every file line the findings point at, as windows of `context` lines around them; windows
+    that touch are merged (up to EXCERPT_MAX_LINES), so a line several findings share is shown
+    once. The author's source first, then TVMScript, then Ascend C; within a stage, the windows of
+    the finding with the larger saving first."""
+    files: dict[Path, dict[str, Any]] = {}
+    for i, f in enumerate(findings):
+        for loc in f.get("locations", []) or []:
+            if not isinstance(loc, Mapping):
+                continue
+            line, end = loc.get("line"), loc.get("end_line")
+            name = str(loc.get("file") or "")
+            if not name or not isinstance(line, int) or line < 1:
+                continue
+            end = end if isinstance(end, int) and end >= line else line
+            path = _confined(name, roots)
+            if path is None:
+                continue
+            entry = files.setdefault(path, {"display": name, "stage": str(loc.get("stage", "")), "marks": {}})
+            for n in range(line, min(end, line + EXCERPT_MAX_LINES - 1) + 1):
+                entry["marks"].setdefault(n, set()).add(i)
+    out: list[SharedExcerpt] = []
+    for path, entry in files.items():
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        marks = {n: ids for n, ids in entry["marks"].items() if n <= len(text)}
+        for first, last in _windows(sorted(marks), len(text), context):
+            inside = {n for n in marks if first <= n <= last}
+            ex = Excerpt(path=path, display=entry["display"], stage=entry["stage"], first_line=first,
+                         lines=tuple(text[first - 1:last]), marked=frozenset(inside))
+            out.append(SharedExcerpt(ex, tuple(sorted(set().union(*(marks[n] for n in inside))))))
+    out.sort(key=lambda e: (STAGE_ORDER.get(e.excerpt.stage, 3), e.findings[0], e.excerpt.display,
+                            e.excerpt.first_line))
+    return out
+
+
+def _windows(lines: list[int], length: int, context: int) -> list[tuple[int, int]]:
+    """(first, last) of the windows around the sorted `lines`: touching ones merged while the
+    result stays within EXCERPT_MAX_LINES."""
+    windows: list[tuple[int, int]] = []
+    for n in lines:
+        first, last = max(1, n - context), min(length, n + context)
+        if windows and first <= windows[-1][1] + 1 and last - windows[-1][0] < EXCERPT_MAX_LINES:
+            windows[-1] = (windows[-1][0], max(windows[-1][1], last))
+        elif windows and first <= windows[-1][1]:  # a full window: the next starts after it
+            windows.append((windows[-1][1] + 1, last))
+        else:
+            windows.append((first, last))
+    return windows
+
+
 # ---------------------------------------------------------------- shared prose
-
-def format_value(value: Any) -> str:
-    """An evidence value as plain text (numbers rounded, containers as compact JSON)."""
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    return str(value)
-
 
 def kernels_text(kernels: Sequence[Any], shown: int = 5) -> tuple[list[str], int]:
     names = [str(k) for k in kernels]
@@ -197,16 +255,16 @@ def _top_kernels(report: Mapping[str, Any], limit: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def finding_summary_line(f: Mapping[str, Any]) -> str:
+def finding_summary_line(f: Mapping[str, Any], message_limit: int = 200) -> str:
     """The text of a finding's `<summary>` (already HTML-escaped: summary is raw HTML on GitHub)."""
     sev = str(f.get("severity", "info"))
     return (f"{SEVERITY_ICON.get(sev, '')} <b>{md_html_text(sev.upper(), 10)}</b> "
             f"<code>{md_html_text(f.get('code', '?'), 12)}</code> {md_html_text(f.get('slug', ''), 60)}"
-            f" · est. {md_html_text(saving_text(f), 80)} — "
-            f"{md_html_text(f.get('message', ''), 200)}")
+            f" · {md_html_text(saving_phrase(f), 80)} — "
+            f"{md_html_text(f.get('message', ''), message_limit)}")
 
 
-def _finding_block(f: Mapping[str, Any], roots: Sequence[Path], with_excerpts: bool) -> str:
+def _finding_block(f: Mapping[str, Any], excerpt_ids: Sequence[str]) -> str:
     out = ["<details>", f"<summary>{finding_summary_line(f)}</summary>", ""]
     names, more = kernels_text(f.get("kernels", []) or [])
     if names:
@@ -218,23 +276,45 @@ def _finding_block(f: Mapping[str, Any], roots: Sequence[Path], with_excerpts: b
         out += [f"**Occurrences:** {occ}", ""]
     evidence = f.get("evidence") or {}
     if isinstance(evidence, Mapping) and evidence:
-        out += ["| evidence | value |", "|---|---|"]
-        out += [f"| {md_text(k, 60)} | {md_text(format_value(v), 160)} |" for k, v in evidence.items()]
-        out.append("")
+        out += _evidence_md(evidence)
     if f.get("recommendation"):
         out += [f"**What to do:** {md_text(f['recommendation'], 1000)}", ""]
     locs = [loc for loc in f.get("locations", []) or [] if isinstance(loc, Mapping)]
-    if locs:
-        out.append("**Where:** " + ", ".join(
-            md_code_span(f"{loc.get('file', '?')}:{loc.get('line') or ''}", 120)
-            + (f" ({md_text(loc.get('stage'), 20)})" if loc.get("stage") else "") for loc in locs[:6]))
+    where = list(dict.fromkeys(
+        md_code_span(f"{loc.get('file', '?')}:{loc.get('line') or ''}", 120)
+        + (f" ({md_text(loc.get('stage'), 20)})" if loc.get("stage") else "") for loc in locs))
+    if where:
+        rest = len(where) - WHERE_SHOWN
+        out.append("**Where:** " + ", ".join(where[:WHERE_SHOWN]) + (f" and {rest} more" if rest > 0 else ""))
         out.append("")
-    if with_excerpts:
-        for ex in finding_excerpts(f, roots):
-            out += [f"{md_text(ex.stage or 'source', 20)} · {md_code_span(ex.display, 120)}:", "",
-                    md_code_block(_numbered(ex), ex.language), ""]
+    if excerpt_ids:
+        out += [f"**Code:** {', '.join(excerpt_ids)} under *Code the findings point at*", ""]
     out.append("</details>")
     return "\n".join(out) + "\n"
+
+
+def _evidence_md(evidence: Mapping[str, Any]) -> list[str]:
+    """The evidence as small tables with units (analyzer.report.evidence), every cell escaped."""
+    out: list[str] = []
+    for table in evidence_tables(evidence):
+        if table.title:
+            count = f" (first {len(table.rows)} of {len(table.rows) + table.more})" if table.more else ""
+            out += [f"*{md_text(table.title, 60)}*{count}:", ""]
+        out.append("| " + " | ".join(md_text(c, 60) for c in table.columns) + " |")
+        out.append("|" + "|".join("---" for _ in table.columns) + "|")
+        out += ["| " + " | ".join(md_text(c, 120) for c in row) + " |" for row in table.rows]
+        out.append("")
+    return out
+
+
+def _excerpt_block(number: int, shared: SharedExcerpt, findings: Sequence[Mapping[str, Any]]) -> str:
+    ex = shared.excerpt
+    codes = Counter(str(findings[i].get("code", "?")) for i in shared.findings)
+    by = ", ".join(md_text(c, 12) + (f" ×{n}" if n > 1 else "") for c, n in codes.items())
+    last = ex.first_line + len(ex.lines) - 1
+    span = f"line {last}" if last == ex.first_line else f"lines {ex.first_line}–{last}"
+    return (f"**E{number}** · {md_text(ex.stage or 'source', 20)} · {md_code_span(ex.display, 120)} {span}"
+            f" · {by}\n\n{md_code_block(_numbered(ex), ex.language)}\n\n")
 
 
 def _numbered(ex: Excerpt) -> str:
@@ -276,22 +356,41 @@ def _truncation_note(total: int, compact: Sequence[Mapping[str, Any]],
                      dropped: Sequence[Mapping[str, Any]], limit: int) -> str:
     parts = []
     if compact:
-        parts.append(f"{len(compact)} shown without evidence and excerpts")
+        parts.append(f"{len(compact)} shown as one line, without evidence and code")
     if dropped:
         codes = Counter(str(f.get("code", "?")) for f in dropped)
         listed = ", ".join(f"{md_text(c, 12)} ×{n}" for c, n in codes.most_common(20))
         more = " …" if len(codes) > 20 else ""
         parts.append(f"{len(dropped)} omitted ({listed}{more})")
-    return (f"> [!NOTE]\n> **Truncated** to stay under GitHub's {limit:,}-character comment limit: of "
-            f"{total} findings, {'; '.join(parts)}. The HTML, JSON and SARIF reports have all of them.\n")
+    return (f"> [!NOTE]\n> **Truncated** to keep this report under {limit:,} characters: of "
+            f"{total} findings, {'; '.join(parts)}. The HTML report (`--format html`) has all of them, "
+            "and the JSON and SARIF reports too.\n")
+
+
+def _excerpts_note(left: Sequence[tuple[int, SharedExcerpt]]) -> str:
+    named = []
+    for number, shared in left[:6]:
+        ex = shared.excerpt
+        named.append(f"E{number} {md_code_span(ex.display, 80)} line {min(ex.marked)}")
+    more = f" and {len(left) - 6} more" if len(left) > 6 else ""
+    return (f"> [!NOTE]\n> {len(left)} code excerpt{'s' if len(left) != 1 else ''} left out for length "
+            f"({', '.join(named)}{more}): the HTML report (`--format html`) shows every one beside its "
+            "finding.\n")
 
 
 def render(report: Mapping[str, Any], *, max_chars: int = DEFAULT_MAX_CHARS,
            ir_root: str | Path | None = None, source_root: str | Path | None = None,
            **_opts: Any) -> str:
-    """The Markdown report. Findings keep the report's order (by estimated saving)."""
+    """The Markdown report. Findings keep the report's order (by estimated saving); the code they
+    point at follows them, each excerpt once; past `max_chars` findings lose their evidence, then
+    their block, and excerpts are left out, each time said in a note."""
     findings = report_findings(report)
     roots = excerpt_roots(report, ir_root, source_root)
+    excerpts = shared_excerpts(findings, roots)
+    ids_of: dict[int, list[str]] = {}
+    for number, shared in enumerate(excerpts, 1):
+        for i in shared.findings:
+            ids_of.setdefault(i, []).append(f"E{number}")
     head = _headline(report, findings) + "\n"
     kernels = _top_kernels(report, MAX_TOP_KERNELS)
     if len(head) + len(kernels) > max_chars // 3:  # very long hostile names: keep the headline
@@ -304,23 +403,48 @@ def render(report: Mapping[str, Any], *, max_chars: int = DEFAULT_MAX_CHARS,
         body.append("### Findings by estimated saving\n\n")
     used = sum(map(len, body)) + len(tail)
     reserve = len(_truncation_note(len(findings), findings, findings, max_chars)) + 64
+    if excerpts:
+        reserve += len(_excerpts_note([(n, e) for n, e in enumerate(excerpts[:7], 1)])) + 200
     compact: list[Mapping[str, Any]] = []
     dropped: list[Mapping[str, Any]] = []
-    for f in findings:
-        full = _finding_block(f, roots, with_excerpts=True)
-        if used + len(full) + reserve <= max_chars:
-            body.append(full + "\n")
-            used += len(full) + 1
-            continue
-        short = f"- {finding_summary_line(f)}\n"
-        if used + len(short) + reserve <= max_chars:
+    # every finding gets at least its line; full blocks (evidence, advice, where) go to the first
+    # ones, by saving, while the lines of the rest still fit
+    shorts = [f"- {finding_summary_line(f, message_limit=120)}\n" for f in findings]
+    still_short = sum(map(len, shorts))
+    full_blocks = used + still_short + reserve <= max_chars
+    for i, f in enumerate(findings):
+        still_short -= len(shorts[i])
+        if full_blocks:
+            full = _finding_block(f, ids_of.get(i, []))
+            if used + len(full) + still_short + reserve <= max_chars:
+                body.append(full + "\n")
+                used += len(full) + 1
+                continue
+            full_blocks = False  # in saving order: the rest are lines
+        if used + len(shorts[i]) + reserve <= max_chars:
             compact.append(f)
-            body.append(short)
-            used += len(short)
+            body.append(shorts[i])
+            used += len(shorts[i])
         else:
             dropped.append(f)
     if compact or dropped:
-        body.append("\n" + _truncation_note(len(findings), compact, dropped, GITHUB_COMMENT_LIMIT) + "\n")
+        note = "\n" + _truncation_note(len(findings), compact, dropped, max_chars) + "\n"
+        body.append(note)
+        used += len(note)
+    if excerpts:
+        section = "### Code the findings point at\n\n"
+        body.append(section)
+        used += len(section)
+        left: list[tuple[int, SharedExcerpt]] = []
+        for number, shared in enumerate(excerpts, 1):
+            block = _excerpt_block(number, shared, findings)
+            if not left and used + len(block) + reserve <= max_chars:
+                body.append(block)
+                used += len(block)
+            else:  # in order: a reader who meets E7 has seen E1-E6
+                left.append((number, shared))
+        if left:
+            body.append(_excerpts_note(left) + "\n")
     text = "".join(body) + tail
     if len(text) > max_chars:  # only reachable with an absurdly small max_chars
         cut = "\n\n> **Truncated**: the report did not fit the character limit.\n"

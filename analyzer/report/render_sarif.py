@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from analyzer.report.charts import num, report_findings, report_input_path
 from analyzer.report.escape import finite, sarif_text
-from analyzer.report.words import saving_text
+from analyzer.report.words import saving_phrase
 
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "sarif-2.1.0.json"
@@ -136,7 +136,7 @@ def _result(f: Mapping[str, Any], rule_index: Mapping[str, int], report: Mapping
     kernels = [str(k) for k in f.get("kernels", []) or []]
     saving = num(f.get("est_saving_us")) or 0.0
     share = num(f.get("share_of_total")) or 0.0
-    text = (f"{f.get('message', '')} — est. saving {saving_text(f)}"
+    text = (f"{f.get('message', '')} — {saving_phrase(f)}"
             + (f"; kernels: {', '.join(kernels[:5])}" + (" …" if len(kernels) > 5 else "") if kernels else "")
             + (f". {f.get('recommendation')}" if f.get("recommendation") else ""))
     result: dict[str, Any] = {

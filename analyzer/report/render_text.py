@@ -5,12 +5,15 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from analyzer.report.charts import profile_summaries
 from analyzer.report.escape import terminal_text
+from analyzer.report.terminal import console as make_console
+from analyzer.report.terminal import squeeze, wrap
 from analyzer.report.words import (
     chip_text,
     fmt_us,
@@ -48,13 +51,6 @@ def _kernels(names: list[str], limit: int = 3) -> str:
     return shown + (f" +{len(names) - limit}" if len(names) > limit else "")
 
 
-def _text(value: object, style: str = "") -> Text:
-    """One printed line or cell. Everything here can hold text from the trace (names, paths,
-    messages that quote them): a `Text` is never read as rich markup, and `terminal_text` shows
-    control characters as escapes instead of sending them to the terminal."""
-    return Text(terminal_text(value), style=style)
-
-
 def summary_line(report: dict[str, Any]) -> str:
     """The closing line: counts and the combined, bounded savings of every profile (words.headline)."""
     return headline(report.get("findings", []) or [], profile_summaries(report))
@@ -76,86 +72,110 @@ def not_checked_lines(skipped: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+FINDING_MIN = 40  # cells the finding column needs beside the others; narrower: one block per finding
+KERNEL_MAX = 40  # cells of the kernel column; longer names are cut in the middle
+
+
 def render(report: dict[str, Any], **opts: Any) -> str:
-    """Render to a string; `color=True` keeps ANSI styles, `width` sets the line width."""
+    """Render to a string; `color=True` keeps ANSI styles, `width` wraps at that many columns
+    (None, the default: no wrapping, every line whole)."""
     buf = io.StringIO()
-    console = Console(
-        file=buf,
-        force_terminal=bool(opts.get("color", False)),
-        width=int(opts.get("width", 120)),
-        no_color=not opts.get("color", False),
-        highlight=False,
-    )
-    multi = len(report.get("profiles", [])) > 1
+    width = opts.get("width")
+    width = None if width is None else int(width)
+    color = bool(opts.get("color", False))
+    console = make_console(width, file=buf, color=color)
+
+    def say(text: object, style: str = "", indent: str = "", hang: str | None = None) -> None:
+        for line in wrap(terminal_text(text), width, indent, hang):
+            console.print(Text(line, style=style), no_wrap=True, crop=False)
+
     for p in report.get("profiles", []):
         s = p.get("summary") or {}
         chip = p.get("chip") or {}
         rank = f" rank {p['rank']}" if p.get("rank") is not None else ""
-        console.print(
-            _text(
-                f"{p.get('path')}{rank}: {launches_text(s)}, "
-                f"device time {fmt_us(s.get('total_device_us'))}, chip {chip.get('name')} "
-                f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})",
-                style="bold",
-            )
-        )
+        say(f"{p.get('path')}{rank}: {launches_text(s)}, "
+            f"device time {fmt_us(s.get('total_device_us'))}, chip {chip.get('name')} "
+            f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})", "bold", "", "  ")
         units = units_text(s)
         if units:
-            console.print(_text(f"  {units}", style="bold"))
+            say(units, "bold", "  ", "    ")
         sol = speed_of_light_text(s)
         if sol:
-            console.print(_text(f"  {sol}", style="bold"))
-        console.print(_text(f"  chip {chip_text(chip)}", style="dim"))
+            say(sol, "bold", "  ", "    ")
+        say(f"chip {chip_text(chip)}", "dim", "  ", "    ")
         # What the loader had to assume or could not find (no device info, no runtime metrics in an
         # IR-only bundle, inferred core counts) changes how findings read: say it up front.
         for note in p.get("warnings") or []:
-            console.print(_text(f"  note: {note}", style="dim"))
+            say(f"note: {note}", "dim", "  ", "    ")
     findings = report.get("findings", [])
     if findings:
-        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
-        for col, just in (
-            ("sev", "left"),
-            ("code", "left"),
-            ("rule", "left"),
-            *((("rank", "right"),) if multi else ()),
-            ("kernel", "left"),
-            ("finding", "left"),
-            ("saving", "right"),
-        ):
-            table.add_column(col, justify=just, overflow="fold")
-        for f in findings:
-            sev = str(f.get("severity"))
-            occ = int(f.get("occurrences") or 1)
-            row = [
-                _text(sev, style=SEVERITY_STYLE.get(sev, "")),
-                _text(f.get("code")),
-                _text(f.get("slug")),
-                *((_text(f.get("rank", "")),) if multi else ()),
-                _text(_kernels(list(f.get("kernels") or []))),
-                _text(str(f.get("message")) + (f" [x{occ}]" if occ > 1 else "")),
-                _text(saving_text(f)),
-            ]
-            table.add_row(*row)
-        console.print(table)
+        _print_findings(console, findings, len(report.get("profiles", [])) > 1, width)
         if opts.get("recommendations", True):
             for f in findings[: int(opts.get("max_recommendations", 5))]:
-                console.print(_text(f"  {f.get('code')} → {f.get('recommendation')}", style="dim"))
+                say(f"{f.get('code')} → {f.get('recommendation')}", "dim", "  ", "    ")
                 where = where_text(list(f.get("locations") or []), limit=6)
                 if where:
-                    console.print(_text(f"      at {where}", style="dim"))
+                    say(f"at {where}", "dim", "      ", "         ")
+    # rules with the same missing input share one line ("TS500-TS506 ... needs a run bundle")
     lines = not_checked_lines(report.get("skipped", []))
-    for i, line in enumerate(lines):
-        console.print(_text(line, style="bold" if i == 0 else ""))
+    if lines:
+        console.print(Text(lines[0], style="bold"))
+        for line in lines[1:]:
+            say(line.strip(), "", "  ", "    ")
     for e in report.get("errors", []):
-        console.print(_text(f"error: {e.get('message')}", style="bold red"))
+        say(f"error: {e.get('message')}", "bold red", "", "  ")
     adv = report.get("advisor")
     if adv:
-        console.print(
-            _text(
-                f"msprof-analyze advisor: {adv.get('status')} — {len(adv.get('problems', []))} problems, "
-                f"{adv.get('duplicates', 0)} already reported by tilescope",
-                style="dim",
-            )
-        )
-    console.print(_text(summary_line(report), style="bold"))
+        say(f"msprof-analyze advisor: {adv.get('status')} — {len(adv.get('problems', []))} problems, "
+            f"{adv.get('duplicates', 0)} already reported by tilescope", "dim", "", "  ")
+    say(summary_line(report), "bold")
     return buf.getvalue()
+
+
+def _finding_cells(f: dict[str, Any], multi: bool, width: int | None) -> dict[str, str]:
+    occ = int(f.get("occurrences") or 1)
+    cells = {
+        "sev": str(f.get("severity")),
+        "code": str(f.get("code")),
+        "rule": str(f.get("slug")),
+        # cut to KERNEL_MAX cells on a terminal; whole in a pipe
+        "kernel": _kernels(list(f.get("kernels") or [])),
+        "finding": str(f.get("message")) + (f" [x{occ}]" if occ > 1 else ""),
+        "saving": saving_text(f),
+    }
+    if multi:
+        cells["rank"] = str(f.get("rank", ""))
+    cells = {k: terminal_text(v) for k, v in cells.items()}
+    if width is not None:
+        cells["kernel"] = squeeze(cells["kernel"], KERNEL_MAX)
+    return cells
+
+
+def _print_findings(console: Console, findings: list[dict[str, Any]], multi: bool, width: int | None) -> None:
+    """A table (sev, code, rule, kernel, finding, saving) when the finding column gets FINDING_MIN
+    cells beside the others; else linter-style blocks: a line of facts, the message under it."""
+    rows = [_finding_cells(f, multi, width) for f in findings]
+    columns = ["sev", "code", "rule", *(["rank"] if multi else []), "kernel", "finding", "saving"]
+    fixed = {c: max(cell_len(c), *(cell_len(r[c]) for r in rows)) for c in columns if c != "finding"}
+    room = None if width is None else width - sum(fixed.values()) - 2 * (len(columns) - 1)
+    if room is not None and room < FINDING_MIN:
+        for r in rows:
+            facts = f"{r['code']} {r['rule']}" + (f" rank {r['rank']}" if multi else "")
+            head = wrap(f"{facts} · {r['kernel']} · {r['saving']}", width, f"{r['sev']:<7}", " " * 7)
+            style = SEVERITY_STYLE.get(r["sev"], "")
+            for i, line in enumerate(head):
+                text = Text(line)
+                if i == 0:
+                    text.stylize(style, 0, len(r["sev"]))
+                console.print(text, no_wrap=True, crop=False)
+            for line in wrap(r["finding"], width, " " * 7):
+                console.print(Text(line), no_wrap=True, crop=False)
+        return
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
+    for col in columns:
+        table.add_column(col, justify="right" if col in ("rank", "saving") else "left", no_wrap=True)
+    for r in rows:
+        message = r["finding"] if room is None else "\n".join(wrap(r["finding"], room))
+        table.add_row(*(Text(message if c == "finding" else r[c],
+                             style=SEVERITY_STYLE.get(r["sev"], "") if c == "sev" else "") for c in columns))
+    console.print(table, crop=False)

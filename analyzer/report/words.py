@@ -40,22 +40,38 @@ def fmt_us(value: Any) -> str:
     return f"{v / 1000:,.2f} ms" if abs(v) >= 10_000 else f"{v:,.1f} µs"
 
 
+def count_text(n: Any, noun: str, plural: str | None = None) -> str:
+    """`1 launch`, `2 launches`, `1,024 blocks`: a count with its noun agreeing (plural: noun + s)."""
+    v = int(num(n) or 0)
+    return f"{v:,} {noun if v == 1 else plural or noun + 's'}"
+
+
 def fmt_pct(ratio: Any, digits: int = 1) -> str:
     """A 0-1 ratio as a percentage; "–" when unknown."""
     v = num(ratio)
     return "–" if v is None else f"{v * 100:.{digits}f} %"
 
 
+STATIC_SAVING = "static: no time estimate"
+
+
 def saving_text(f: Mapping[str, Any]) -> str:
-    """A finding's estimated saving with what it is a share of."""
+    """A finding's estimated saving with what it is a share of; a static finding (lint, IR rules:
+    nothing ran) says it has no time, never `0.0 µs (0.0 %)`."""
     kind = f.get("saving_kind", "device")
     if kind == "none":
-        return "saving not estimated (static)"
+        return STATIC_SAVING
     saving = num(f.get("est_saving_us")) or 0.0
     share = fmt_pct(f.get("share_of_total"))
     if kind == "idle":
         return f"{fmt_us(saving)} idle ({share} of wall time)"
     return f"{fmt_us(saving)} ({share})"
+
+
+def saving_phrase(f: Mapping[str, Any]) -> str:
+    """`est. 29.2 µs (66.7 %)`, or `static: no time estimate`: the saving in a sentence."""
+    text = saving_text(f)
+    return text if text == STATIC_SAVING else f"est. {text}"
 
 
 def sol_text(row: Mapping[str, Any]) -> str:

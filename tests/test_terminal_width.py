@@ -1,0 +1,147 @@
+"""Terminal output fits the terminal (issue #15 item 4): run the CLI with stdout on a real pty of
+80 and 200 columns and check that no line is wider and no number is split from its digits or its
+unit; piped, nothing is wrapped or cut; `--width N` wraps at N."""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import os
+import re
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+
+from analyzer.report.terminal import output_width, squeeze, wrap
+
+REPO = Path(__file__).resolve().parent.parent
+BUNDLE = REPO / "sample_traces" / "tilelang_fa_bundle"
+UNFUSED = REPO / "sample_traces" / "attention_unfused"
+FUSED = REPO / "sample_traces" / "attention_fused"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Example: "1,285.9", "0.816", "29.2"
+DECIMAL = re.compile(r"(?<![\d,.])\d[\d,]*\.\d+")
+# Example: "29.2 µs", "66.7 %", "1,750 GB/s", "64 KiB"
+WITH_UNIT = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)? (?:%|µs|ms|GB/s|MHz|KiB|B)(?!\w)")
+UNIT_FIRST = re.compile(r"^(?:%|µs|ms|GB/s|MHz|KiB|B)(?!\w)")
+
+
+def on_pty(args: list[str], columns: int) -> str:
+    """stdout of `tilescope ARGS` on a pseudo-terminal `columns` wide (stderr, where progress
+    bars go, on a pipe), as plain text."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["TERM"] = "xterm-256color"
+    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", *args], stdout=slave,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=REPO, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the pty
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err.decode()
+    return ANSI.sub("", b"".join(chunks).decode("utf-8")).replace("\r", "")
+
+
+def piped(args: list[str]) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    r = subprocess.run([sys.executable, "-m", "analyzer.cli", *args], capture_output=True, text=True,
+                       cwd=REPO, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def assert_fits(text: str, whole: str, columns: int) -> None:
+    """`text` (at `columns`) has no line wider than that, no number cut into pieces (each decimal
+    is one of the unwrapped output's) and no unit on another line than its number."""
+    lines = text.splitlines()
+    wide = [ln for ln in lines if cell_len(ln) > columns]
+    assert not wide, f"{len(wide)} lines over {columns} columns, first: {wide[0]!r}"
+    cut = set(DECIMAL.findall(text)) - set(DECIMAL.findall(whole))
+    assert not cut, f"numbers split at {columns} columns: {sorted(cut)}"
+    for a, b in itertools.pairwise(lines):
+        left, right = a.rstrip(" │┃").rstrip(), b.lstrip(" │┃")
+        assert not (left[-1:].isdigit() and UNIT_FIRST.match(right)), f"unit split: {a!r} / {b!r}"
+    flat = "\n".join(lines)
+    for pair in set(WITH_UNIT.findall(whole)):
+        if pair.split(" ")[0] in flat:  # a kernels column left out at 80 has its numbers gone
+            assert pair in flat, f"{pair!r} split at {columns} columns"
+
+
+COMMANDS = {
+    "analyze": ["analyze", str(BUNDLE)],
+    "analyze-unfused": ["analyze", str(UNFUSED)],
+    "kernels": ["kernels", str(UNFUSED), "--limit", "12"],
+    "diff": ["diff", str(UNFUSED), str(FUSED)],
+}
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_output_fits_80_and_200_columns_and_is_whole_when_piped(name: str) -> None:
+    args = COMMANDS[name]
+    whole = piped(args)
+    for columns in (80, 200):
+        assert_fits(on_pty(args, columns), whole, columns)
+    # piped: nothing wrapped or cut, so the longest line is longer than any terminal's here
+    # (diff's finding lines cap one value, the kernel chain, at 200 characters whatever the width)
+    kept = [ln for ln in whole.splitlines() if not re.match(r"  (resolved|new) |… \d+ more kernels", ln)]
+    assert not [ln for ln in kept if "…" in ln]
+    if name != "kernels":
+        assert max(cell_len(ln) for ln in whole.splitlines()) > 200
+
+
+def test_width_option_wraps_a_pipe() -> None:
+    text = piped(["analyze", str(BUNDLE), "--width", "100"])
+    assert_fits(text, piped(["analyze", str(BUNDLE)]), 100)
+    assert max(cell_len(ln) for ln in text.splitlines()) > 90  # the width is used, not 80
+
+
+def test_kernels_at_80_columns_names_what_it_left_out() -> None:
+    text = on_pty(["kernels", str(UNFUSED), "--limit", "5"], 80)
+    assert "not shown at 80 columns:" in text and "--width" in text
+    assert "duration" in text and "129.759" in text  # the number the issue saw split as 129.75 / 9
+
+
+@pytest.mark.tilelang
+def test_lint_sweep_fits_80_columns_and_is_whole_when_piped() -> None:
+    pytest.importorskip("tilelang")
+    args = ["lint", "sample_traces/kernels/matmul.py:matmul", "-p", "M=1024", "-p", "N=1024", "-p", "K=1024",
+            "--sweep", "block_M=128,256", "--sweep", "block_N=128,256"]
+    whole = piped(args)
+    assert "…" not in whole
+    text = on_pty(args, 80)
+    assert_fits(text, whole, 80)
+    assert "does not fit: L0C 256 KiB" in text or "does not fit: L0C 262144 B" in text
+
+
+def test_wrap_keeps_numbers_with_units() -> None:
+    text = "the busiest is busy 50.2 % of the launch (< 80 %) over 43.7 µs and 1,750 GB/s"
+    for width in range(14, 60):  # from where the widest glued word, "1,750 GB/s", fits a line
+        lines = wrap(text, width, "  ", "    ")
+        assert all(cell_len(ln) <= width for ln in lines)
+        joined = "\n".join(lines)
+        for pair in ("50.2 %", "(< 80 %)", "43.7 µs", "1,750 GB/s"):
+            assert pair in joined
+    assert wrap(text, None) == [text]
+    assert wrap("x" * 30, 10) == ["x" * 10] * 3  # only a word wider than the line is cut
+    assert squeeze("flash_fwd_kernel_mix_aic", 11) == "flash…x_aic"
+
+
+def test_output_width_is_none_for_pipes_unless_asked(tmp_path: Path) -> None:
+    with open(tmp_path / "out.txt", "w") as fh:
+        assert output_width(None, fh) is None
+        assert output_width(132, fh) == 132
+        assert output_width(3, fh) == 20  # below 20 columns nothing readable fits
