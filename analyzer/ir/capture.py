@@ -493,18 +493,32 @@ def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCap
     )
 
 
-def capture_many(kernel_ref: str, runs: list[dict[str, Any]], chip: ChipSpec) -> list[IRCapture]:
-    """capture_ir for several parameter sets of one tilelang-ascend kernel, in one worker."""
+def capture_many(
+    kernel_ref: str, runs: list[dict[str, Any]], chip: ChipSpec, answer: dict[str, Any] | None = None
+) -> list[IRCapture]:
+    """capture_ir for several parameter sets of one tilelang-ascend kernel, in one worker (or from
+    `answer`, that worker's answer for this file when a batch lowered several: foreign.run_jobs)."""
     path, names, tree = resolve_kernel(kernel_ref)
     sigs = builder_signatures(tree, names)
     merged = [with_file_params(tree, sigs, p) for p in runs]
     for p in merged:
         check_params(path, sigs, {k: [v] for k, v in p.items()}, dict.fromkeys(p, "--param"))
-    return _capture_tilelang_ascend(path, names, tree, merged, chip)
+    return _capture_tilelang_ascend(path, names, tree, merged, chip, answer)
+
+
+def worker_runs(kernel_ref: str, params: dict[str, Any]) -> tuple[Path, list[str], list[dict[str, Any]]]:
+    """(path, builders, [parameters with the file's own defaults]) as a worker job for run_jobs."""
+    path, names, tree = resolve_kernel(kernel_ref)
+    return path, names, [with_file_params(tree, builder_signatures(tree, names), params)]
 
 
 def _capture_tilelang_ascend(
-    path: Path, names: list[str], tree: ast.Module, runs: list[dict[str, Any]], chip: ChipSpec
+    path: Path,
+    names: list[str],
+    tree: ast.Module,
+    runs: list[dict[str, Any]],
+    chip: ChipSpec,
+    answer: dict[str, Any] | None = None,
 ) -> list[IRCapture]:
     """Lower with tilelang-ascend in its own interpreter (analyzer.ir.foreign): one worker for
     every parameter set, since importing tilelang there costs ~17 s under emulation."""
@@ -516,7 +530,10 @@ def _capture_tilelang_ascend(
     why = f"{path} is written for {detect(tree).describe()}"
     interp = require_interpreter(why)
     t0 = time.perf_counter()
-    answer = run_worker(interp, path, names, runs, debug=bool(os.environ.get("TILESCOPE_DEBUG")))
+    if answer is None:
+        answer = run_worker(interp, path, names, runs, debug=bool(os.environ.get("TILESCOPE_DEBUG")))
+    elif "usage_error" in answer:  # a batch's answer for this file (run_jobs)
+        raise UsageError(str(answer["usage_error"]))
     elapsed = time.perf_counter() - t0
     source = path.read_text(encoding="utf-8")
     sha = hashlib.sha256(source.encode("utf-8")).hexdigest()

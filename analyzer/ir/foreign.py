@@ -117,13 +117,23 @@ def run_worker(
     interp: Interpreter, path: Path, names: list[str], runs: list[dict[str, Any]], debug: bool = False
 ) -> dict[str, Any]:
     """One worker process lowers every run (parameter set); its answer as a dict."""
+    found = run_jobs(interp, [(path, names, runs)], debug)[0]
+    if "usage_error" in found:
+        raise UsageError(str(found["usage_error"]))
+    return found
+
+
+def run_jobs(
+    interp: Interpreter, jobs: list[tuple[Path, list[str], list[dict[str, Any]]]], debug: bool = False
+) -> list[dict[str, Any]]:
+    """Several kernel files in one worker (one import of tilelang): one answer per job, in order."""
+    requests: list[dict[str, Any]] = [
+        {"path": _inside(p.resolve(), interp), "names": n, "runs": r} for p, n, r in jobs
+    ]
     if interp.kind == "in-process":
         from analyzer.ir.ascend_worker import answer as lower_here
 
-        found = lower_here({"path": str(path.resolve()), "names": names, "runs": runs})
-        if "usage_error" in found:
-            raise UsageError(str(found["usage_error"]))
-        return found
+        return [lower_here(r) for r in requests]
     emulated = interp.kind == "emulated"
     env = {
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin" if emulated else os.environ.get("PATH", "/usr/bin:/bin"),
@@ -137,7 +147,7 @@ def run_worker(
     for name in ("TL_PLATFORM", "LANG") if emulated else ("TL_PLATFORM", "TMPDIR", "LANG"):
         if name in os.environ:
             env[name] = os.environ[name]
-    request = json.dumps({"path": _inside(path.resolve(), interp), "names": names, "runs": runs}, default=str)
+    request = json.dumps({"jobs": requests}, default=str)
     try:
         proc = subprocess.Popen(
             _command(interp, env),
@@ -145,7 +155,7 @@ def run_worker(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**env, "PATH": os.environ.get("PATH", "/usr/bin:/bin")} if emulated else env,
-            cwd=str(path.resolve().parent),
+            cwd=str(jobs[0][0].resolve().parent),
             start_new_session=True,  # Ctrl-C reaches tilescope, which stops the worker itself
         )
     except OSError as exc:
@@ -162,13 +172,11 @@ def run_worker(
     if debug and stderr:
         sys.stderr.write(stderr)
     try:
-        answer: dict[str, Any] = json.loads(out.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        answers: list[dict[str, Any]] = json.loads(out.decode("utf-8"))["jobs"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
         tail = [ln for ln in stderr.splitlines() if ln.strip()][-1:] or [f"exit status {proc.returncode}"]
         raise MissingComponentError(
             f"tilelang-ascend's interpreter failed before answering ({tail[0][:300]}); "
             f"run with --debug for its output, or redo {SETUP_HINT}"
         ) from None
-    if "usage_error" in answer:
-        raise UsageError(str(answer["usage_error"]))
-    return answer
+    return answers
