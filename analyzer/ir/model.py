@@ -19,7 +19,7 @@ from analyzer.ir.linemap import build_line_map, find_kernel_def, map_kernel
 if TYPE_CHECKING:
     from analyzer.ir.capture import KernelCapture
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "ir.schema.json"
 
 

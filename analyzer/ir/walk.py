@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from analyzer.ir.regions import IndexModel
 from analyzer.ir.scopes import (
     ASCEND_0115,
     CUDA,
@@ -147,6 +148,12 @@ class _Walker:
             "fills": [],
         }
         self.vf_stack: list[int] = []
+        self.index = IndexModel.of(func, self.tir)
+        self.seq = 0  # program order of the tile ops (copies, GEMMs, elementwise loops, reduces, fills)
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
 
     @property
     def vf_index(self) -> int | None:
@@ -217,7 +224,9 @@ class _Walker:
             "num_stages": int(stages) if stages is not None else None,
             "thread": str(s.thread_binding.thread_tag) if s.thread_binding is not None else None,
             "parent": self.stack[-1][1]["id"] if self.stack else None,
+            "writes": _written_buffers(s.body, self.tir),
         }
+        self.index.add_loop(s.loop_var, rec["id"], s.min, s.extent)
         self.out["loops"].append(rec)
         if kind == "parallel" and not (self.stack and self.stack[-1][1]["kind"] == "parallel"):
             self._elementwise(s, rec)
@@ -255,6 +264,7 @@ class _Walker:
                 "intrinsics": sorted(calls),
                 "vf_index": self.vf_index,
                 "enclosing_loops": self._enclosing(),
+                "seq": self.next_seq(),
             }
         )
 
@@ -276,12 +286,17 @@ class _Walker:
                     "kind": str(call.args[2]) if len(call.args) > 2 else None,
                     "vf_index": self.vf_index,
                     "enclosing_loops": self._enclosing(),
+                    "seq": self.next_seq(),
                 }
             )
         elif name == "tl.tileop.fill":
             dst = _region(call.args[0], self.tir)
             self.out["fills"].append(
-                {"dst": dst[0].name if dst else None, "enclosing_loops": self._enclosing()}
+                {
+                    "dst": dst[0].name if dst else None,
+                    "enclosing_loops": self._enclosing(),
+                    "seq": self.next_seq(),
+                }
             )
 
     def _copy(self, call: Any, op: str) -> None:
@@ -291,6 +306,7 @@ class _Walker:
         sh, dh = self.hw(src[0]), self.hw(dst[0])
         extents = src[2] if src[2] else dst[2]
         static = all(isinstance(e, int) for e in extents)
+        src_region, dst_region = (self.index.region(a) for a in call.args[:2])
         self.out["copies"].append(
             {
                 "op": "dual_copy" if "dual" in op else "copy",
@@ -304,6 +320,9 @@ class _Walker:
                 "bytes": nbytes([int(e) for e in extents], str(src[0].dtype)) if static else None,
                 "vf_index": self.vf_index,
                 "enclosing_loops": self._enclosing(),
+                "seq": self.next_seq(),
+                "src_region": src_region,
+                "dst_region": dst_region,
             }
         )
 
@@ -346,8 +365,34 @@ class _Walker:
                 "accumulates_over_loop": not always_cleared and k_loop is not None,
                 "total_k": total_k,
                 "enclosing_loops": self._enclosing(),
+                "seq": self.next_seq(),
             }
         )
+
+
+def _written_buffers(body: Any, tir: ModuleType) -> list[str]:
+    """Buffers an op inside `body` may write: element stores, tile-op regions with the write bit
+    (copy destinations, GEMM accumulators, fills, reduce outputs) and SIMD access pointers opened
+    for writing (`T.access_ptr(buf[...], n, 2)` handed to `vsts`)."""
+    names: set[str] = set()
+
+    def grab(n: Any) -> None:
+        if isinstance(n, tir.BufferStore):
+            names.add(n.buffer.name)
+        elif isinstance(n, tir.Call) and len(n.args) >= 2:
+            op = getattr(n.op, "name", "")
+            target = n.args[0]
+            if op in ("tl.region", "tl.tileop.region"):
+                mask = n.args[1]
+            elif op == "tl.access_ptr" and len(n.args) >= 3:
+                mask = n.args[2]
+            else:
+                return
+            if isinstance(target, tir.BufferLoad) and isinstance(mask, tir.IntImm) and int(mask) & 2:
+                names.add(target.buffer.name)
+
+    tir.stmt_functor.post_order_visit(body, grab)
+    return sorted(names)
 
 
 def gm_tensors(func: Any) -> list[dict[str, Any]]:
