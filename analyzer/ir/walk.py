@@ -244,10 +244,13 @@ class _Walker:
         written: set[str] = set()
         read: set[str] = set()
         calls: set[str] = set()
+        accumulated: set[str] = set()
 
         def grab(n: Any) -> None:
             if isinstance(n, tir.BufferStore):
                 written.add(n.buffer.name)
+                if _adds_to_itself(n, tir):
+                    accumulated.add(n.buffer.name)
             elif isinstance(n, tir.BufferLoad):
                 read.add(n.buffer.name)
             elif isinstance(n, tir.Call) and hasattr(n.op, "name"):
@@ -262,6 +265,7 @@ class _Walker:
                 "writes": sorted(written),
                 "reads": sorted(read - written) + sorted(read & written),
                 "intrinsics": sorted(calls),
+                "accumulates": sorted(accumulated),
                 "vf_index": self.vf_index,
                 "enclosing_loops": self._enclosing(),
                 "seq": self.next_seq(),
@@ -368,6 +372,23 @@ class _Walker:
                 "seq": self.next_seq(),
             }
         )
+
+
+def _adds_to_itself(store: Any, tir: ModuleType) -> bool:
+    """`x[i] = x[i] * a + b` (or `x[i] - ...`): the stored value reads the same buffer and adds or
+    subtracts — a running sum, whose rounding compounds; `x[i] = max(x[i], y)` is exact and is not."""
+    loads_itself = False
+    adds = False
+
+    def grab(n: Any) -> None:
+        nonlocal loads_itself, adds
+        if isinstance(n, tir.BufferLoad) and n.buffer.same_as(store.buffer):
+            loads_itself = True
+        elif isinstance(n, (tir.Add, tir.Sub)):
+            adds = True
+
+    tir.stmt_functor.post_order_visit(store.value, grab)
+    return loads_itself and adds
 
 
 def _written_buffers(body: Any, tir: ModuleType) -> list[str]:
