@@ -1,0 +1,79 @@
+"""Static rules TS507-TS511 (issue #14 item 4): each on a firing and a quiet kernel of the project's
+own (sample_traces/kernels), and on the real TileLang 950 kernels in ../shared/kernels/real/
+(skipped when that folder is absent; read there, never copied into the repository)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from analyzer.chips import ChipSpec, get_chip
+from analyzer.engine import AnalysisResult, run_rules
+from analyzer.findings import Finding
+from analyzer.profile import Profile, SourceInfo
+
+KERNELS = Path(__file__).resolve().parents[1] / "sample_traces" / "kernels"
+REAL_950 = Path(__file__).resolve().parents[2] / "shared" / "kernels" / "real" / "tilelang_950"
+CHIP = get_chip("910B2")  # 24 AIC / 48 AIV, L1 512 KiB
+NEW = ("TS507", "TS508", "TS509", "TS510", "TS511")
+
+
+@pytest.fixture(scope="session")
+def lint() -> Any:
+    pytest.importorskip("tilelang")
+    from analyzer.ir.capture import capture_ir
+
+    cache: dict[tuple[str, str], Any] = {}
+
+    def get(ref: str, **params: Any) -> dict[str, Any]:
+        key = (ref, repr(sorted(params.items())))
+        if key not in cache:
+            path = ref if Path(ref.split(":")[0]).is_absolute() else str(KERNELS / ref)
+            cache[key] = capture_ir(path, params, CHIP).ir
+        return cache[key]
+
+    return get
+
+
+def analyse(ir: dict[str, Any], chip: ChipSpec = CHIP) -> AnalysisResult:
+    prof = Profile(
+        source=SourceInfo(path=Path("k.py"), format="ir"), kernels=pd.DataFrame(), chip=chip, ir=ir
+    )
+    res = run_rules(prof, kinds=("static",))
+    assert res.errors == []
+    return res
+
+
+def new_findings(ir: dict[str, Any], chip: ChipSpec = CHIP) -> list[Finding]:
+    return [f for f in analyse(ir, chip).findings if f.code in NEW]
+
+
+def only(findings: list[Finding], code: str) -> Finding:
+    (f,) = [f for f in findings if f.code == code]
+    return f
+
+
+# --- TS507 k-loop-not-pipelined ------------------------------------------------------------------
+
+
+@pytest.mark.tilelang
+def test_ts507_serial_k_loop_with_room_for_two_versions(lint: Any) -> None:
+    fs = new_findings(lint("matmul_serial_k.py"))
+    assert [f.code for f in fs] == ["TS507"]
+    ev = fs[0].evidence
+    # a_l1 128x64 fp16 = 16384 B, b_l1 64x128 fp16 = 16384 B, one version each (T.serial)
+    assert ev["l1_tiles"] == {"a_l1": 16384, "b_l1": 16384}
+    assert (ev["l1_bytes"], ev["l1_extra_bytes"], ev["l1_needed_bytes"]) == (32768, 32768, 65536)
+    assert ev["l1_capacity_bytes"] == 524288 and ev["iterations"] == 2048 // 64
+    assert "T.Pipelined(32, num_stages=2)" in fs[0].recommendation
+    src = (KERNELS / "matmul_serial_k.py").read_text(encoding="utf-8").splitlines()
+    loc = fs[0].locations[0]
+    assert loc.line is not None and "T.serial" in src[loc.line - 1]
+
+
+@pytest.mark.tilelang
+def test_ts507_quiet_when_pipelined(lint: Any) -> None:
+    assert new_findings(lint("matmul_serial_k.py", pipelined=True)) == []
