@@ -77,3 +77,42 @@ def test_ts507_serial_k_loop_with_room_for_two_versions(lint: Any) -> None:
 @pytest.mark.tilelang
 def test_ts507_quiet_when_pipelined(lint: Any) -> None:
     assert new_findings(lint("matmul_serial_k.py", pipelined=True)) == []
+
+
+# --- TS508 grid-leaves-cores-idle ----------------------------------------------------------------
+
+
+@pytest.mark.tilelang
+def test_ts508_eight_query_tiles_on_24_cores(lint: Any) -> None:
+    ir = lint("flash_attention_variants.py", seq_q=1024)
+    f = only(new_findings(ir), "TS508")
+    ev = f.evidence
+    # seq_q // block_M = 1024 // 128 = 8 blocks on 24 AIC: 16 idle, efficiency 8 / (1 x 24)
+    assert (ev["blocks"], ev["cores"], ev["waves"], ev["idle_cores"]) == (8, 24, 1, 16)
+    assert ev["core_efficiency"] == round(8 / 24, 4) and f.severity.value == "high"
+    assert "16 cores idle" in f.message
+
+
+@pytest.mark.tilelang
+def test_ts508_partial_last_wave(lint: Any) -> None:
+    # 26 blocks on 24 cores: 2 waves, the second with 2 of 24 busy: 26 / 48 = 0.54
+    ev = only(new_findings(lint("flash_attention_variants.py", seq_q=26 * 128)), "TS508").evidence
+    assert (ev["waves"], ev["last_wave_blocks"], ev["core_efficiency"]) == (2, 2, round(26 / 48, 4))
+
+
+@pytest.mark.tilelang
+def test_ts508_quiet_on_a_full_wave_and_not_checked_without_cores(lint: Any) -> None:
+    ir = lint("flash_attention_variants.py")  # 3072 // 128 = 24 blocks on 24 cores
+    assert new_findings(ir) == []
+    no_cores = CHIP.with_overrides(aic_count=None, aiv_count=None)
+    res = analyse(lint("flash_attention_variants.py", seq_q=1024), no_cores)
+    assert [(s.code, s.missing) for s in res.skipped if s.code == "TS508"] == [("TS508", ("chip.aic_count",))]
+    assert "TS508" not in {f.code for f in res.findings}
+
+
+@pytest.mark.tilelang
+def test_ts508_leaves_a_measured_kernel_to_ts401(lint: Any) -> None:
+    ir = lint("flash_attention_variants.py", seq_q=1024)
+    rows = pd.DataFrame({"name": ["flash_variant_kernel_mix_aic"], "block_dim": [8], "duration_us": [50.0]})
+    prof = Profile(source=SourceInfo(path=Path("k.py"), format="ir"), kernels=rows, chip=CHIP, ir=ir)
+    assert "TS508" not in {f.code for f in run_rules(prof, kinds=("static",)).findings}
