@@ -116,3 +116,26 @@ def test_ts508_leaves_a_measured_kernel_to_ts401(lint: Any) -> None:
     rows = pd.DataFrame({"name": ["flash_variant_kernel_mix_aic"], "block_dim": [8], "duration_us": [50.0]})
     prof = Profile(source=SourceInfo(path=Path("k.py"), format="ir"), kernels=rows, chip=CHIP, ir=ir)
     assert "TS508" not in {f.code for f in run_rules(prof, kinds=("static",)).findings}
+
+
+# --- TS509 grid-misses-problem -------------------------------------------------------------------
+
+
+@pytest.mark.tilelang
+def test_ts509_seq_q_1000_drops_104_rows(lint: Any) -> None:
+    fs = [f for f in new_findings(lint("flash_attention_variants.py", seq_q=1000)) if f.code == "TS509"]
+    by_tensor = {f.evidence["tensor"]: f for f in fs}
+    assert sorted(by_tensor) == ["Out", "Q"]
+    out = by_tensor["Out"]
+    # grid 1000 // 128 = 7 blocks x 128 rows = 896: rows 896..999 are never written
+    ev = out.evidence
+    assert (ev["dim"], ev["missed"], ev["missed_ranges"]) == (0, 104, [[896, 1000]])
+    assert ev["covered"] == [[0, 896]] and ev["grid"] == [7]
+    assert out.severity.value == "high" and "896..999 (104 of 1000) are never written" in out.message
+    assert by_tensor["Q"].severity.value == "medium" and by_tensor["Q"].evidence["written"] is False
+
+
+@pytest.mark.tilelang
+def test_ts509_quiet_when_the_grid_covers(lint: Any) -> None:
+    fs = new_findings(lint("flash_attention_variants.py", seq_q=1024))
+    assert [f for f in fs if f.code == "TS509"] == []
