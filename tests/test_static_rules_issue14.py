@@ -139,3 +139,26 @@ def test_ts509_seq_q_1000_drops_104_rows(lint: Any) -> None:
 def test_ts509_quiet_when_the_grid_covers(lint: Any) -> None:
     fs = new_findings(lint("flash_attention_variants.py", seq_q=1024))
     assert [f for f in fs if f.code == "TS509"] == []
+
+
+# --- TS510 low-precision-running-state -----------------------------------------------------------
+
+
+@pytest.mark.tilelang
+def test_ts510_fp16_row_sum_and_output_state(lint: Any) -> None:
+    ir = lint("flash_attention_variants.py", state_dtype="float16")
+    fs = [f for f in new_findings(ir) if f.code == "TS510"]
+    assert sorted(f.evidence["buffer"] for f in fs) == ["o_ub", "row_sum"]
+    for f in fs:
+        # 2048 // 128 = 16 KV iterations, each adding a 128-wide sum (reduce_sum of s; P·V with K = 128)
+        ev = f.evidence
+        assert (ev["iterations"], ev["values_per_iteration"], ev["reduction_length"]) == (16, 128, 2048)
+        assert f.severity.value == "medium" and ev["min_reduction_length"] == 1024
+
+
+@pytest.mark.tilelang
+def test_ts510_long_bf16_state_is_high_and_fp32_is_quiet(lint: Any) -> None:
+    fs = new_findings(lint("flash_attention_variants.py", state_dtype="bfloat16", seq_kv=16384))
+    assert {f.evidence["reduction_length"] for f in fs if f.code == "TS510"} == {16384}
+    assert {f.severity.value for f in fs if f.code == "TS510"} == {"high"}
+    assert new_findings(lint("flash_attention_variants.py")) == []  # float32 state (the default)
