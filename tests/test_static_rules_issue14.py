@@ -162,3 +162,23 @@ def test_ts510_long_bf16_state_is_high_and_fp32_is_quiet(lint: Any) -> None:
     assert {f.evidence["reduction_length"] for f in fs if f.code == "TS510"} == {16384}
     assert {f.severity.value for f in fs if f.code == "TS510"} == {"high"}
     assert new_findings(lint("flash_attention_variants.py")) == []  # float32 state (the default)
+
+
+# --- TS511 loop-invariant-copy -------------------------------------------------------------------
+
+
+@pytest.mark.tilelang
+def test_ts511_q_reloaded_every_kv_iteration(lint: Any) -> None:
+    f = only(new_findings(lint("flash_attention_variants.py", hoist_q=False)), "TS511")
+    ev = f.evidence
+    # q_l1 -> q_l0: 128 x 128 bf16 = 32768 B, 2048 // 128 = 16 iterations, 15 of them redundant
+    assert (ev["src"], ev["dst"], ev["pipe"], ev["bytes_per_copy"]) == ("q_l1", "q_l0", "MTE1", 32768)
+    assert (ev["iterations"], ev["redundant_copies"], ev["redundant_bytes"]) == (16, 15, 15 * 32768)
+    assert ev["loops"] == ["j"] and f.severity.value == "low"
+
+
+@pytest.mark.tilelang
+def test_ts511_quiet_when_hoisted_and_on_copies_that_move(lint: Any) -> None:
+    assert new_findings(lint("flash_attention_variants.py")) == []
+    # every copy of the serial-K GEMM depends on kk (K tiles) or sits outside the loop
+    assert [f for f in new_findings(lint("matmul_serial_k.py")) if f.code == "TS511"] == []
