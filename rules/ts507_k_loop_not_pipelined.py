@@ -32,9 +32,10 @@ def _l1_tiles(k: dict[str, Any], g: dict[str, Any], loop_id: str) -> list[str]:
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
-    Finds GEMMs whose accumulator is carried across a `T.serial` K loop (not `T.Pipelined`) that
-    loads the GEMM's operand tiles from GM into L1 on every iteration, and checks with the
-    kernel's L1 footprint whether a second version of those tiles would still fit.
+    Finds GEMMs whose K loop is `T.serial` while L1 has room for a second version of the tiles it
+    loads. The accumulator must be carried across the loop (not `T.Pipelined`), the loop must load
+    the GEMM's operand tiles from GM into L1 on every iteration, and the kernel's L1 footprint
+    plus one more version of those tiles must fit the chip's L1.
 
     ## Why is this bad?
     In a serial loop the GM -> L1 load of step k+1 (MTE2) waits for the Cube to finish step k: the

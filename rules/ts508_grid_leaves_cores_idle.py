@@ -52,10 +52,11 @@ def _measured(profile: Profile, ir: dict[str, Any]) -> set[str]:
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
-    Reads each kernel's grid from ir.json (`T.Kernel(n)`: n blocks) and compares it with the cores
-    its blocks run on — AIC cores (`aic_count`) for Cube and mixed kernels, AIV cores
-    (`aiv_count`) for Vector-only ones: core efficiency = blocks / (waves × cores), waves =
-    ceil(blocks / cores). A static twin of TS401 for kernels that have not run yet.
+    Compares each kernel's grid with the core count: idle cores or a partial last wave. The grid
+    comes from ir.json (`T.Kernel(n)`: n blocks), the cores are those its blocks run on: AIC
+    (`aic_count`) for Cube and mixed kernels, AIV (`aiv_count`) for Vector-only ones. Core
+    efficiency = blocks / (waves × cores), waves = ceil(blocks / cores). A static twin of TS401
+    for kernels that have not run yet.
 
     ## Why is this bad?
     Cores without a block idle for the whole kernel; with a partial last wave most cores idle for

@@ -72,10 +72,11 @@ def _reach(k: dict[str, Any], dims: list[dict[str, Any]]) -> str:
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
-    For every GM tensor a kernel moves with tile copies, takes each copy's region start as recorded
-    in ir.json (affine in the grid index and loop indices: `base + Σ coeff × i`) and its extent,
-    works out which indices of each dimension the grid and loops reach, and compares them with the
-    tensor's size. Dimensions no loop tiles are left alone.
+    Finds indices of a GM tensor that no block or loop iteration reaches. For every GM tensor a
+    kernel moves with tile copies, it takes each copy's region start as ir.json records it (affine
+    in the grid index and loop indices: `base + Σ coeff × i`) and its extent, works out which
+    indices of each dimension the grid and loops reach, and compares them with the tensor's size.
+    Dimensions no loop tiles are left alone.
 
     ## Why is this bad?
     Rows no block reaches are never written (the output keeps whatever the memory held) or never

@@ -73,10 +73,10 @@ def _carrying_loop(k: dict[str, Any], e: dict[str, Any]) -> dict[str, Any] | Non
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
-    Finds running state kept in fp16/bf16 across the iterations of a loop — the online-softmax
-    row sum and output accumulator (`row_sum = row_sum * rescale + l_new`, `o = o * rescale + pv`)
-    in UB or registers — where each iteration adds to the old value (an element-wise store that
-    reads the same buffer and adds) and nothing earlier in the iteration overwrote it. TS503 covers
+    Finds fp16/bf16 running state summed across loop iterations. That is the online-softmax row
+    sum and output accumulator (`row_sum = row_sum * rescale + l_new`, `o = o * rescale + pv`) in
+    UB or registers: each iteration adds to the old value (an element-wise store that reads the
+    same buffer and adds) and nothing earlier in the iteration overwrote it. TS503 covers
     GEMM accumulators in L0C; this is the vector-side state.
 
     ## Why is this bad?

@@ -42,10 +42,11 @@ def _invariant_in(k: dict[str, Any], cp: dict[str, Any], loop_id: str) -> bool:
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
-    Finds tile copies inside a loop whose source and destination regions do not depend on the
-    loop index (their start positions, as ir.json records them, name no index of that loop), whose
-    source nothing in the loop writes, and whose destination (L1, L0A or L0B) nothing else in the
-    loop writes: the copy moves the same bytes to the same place on every iteration.
+    Finds tile copies repeated on every iteration of a loop although nothing they read changes.
+    Their source and destination regions do not depend on the loop index (their start positions,
+    as ir.json records them, name no index of that loop), nothing in the loop writes the source,
+    and nothing else in the loop writes the destination (L1, L0A or L0B): the copy moves the same
+    bytes to the same place on every iteration.
 
     ## Why is this bad?
     Each repeat spends the copy's pipe (MTE2 from GM, MTE1 from L1) and a synchronisation with the
