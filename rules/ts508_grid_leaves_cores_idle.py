@@ -9,6 +9,7 @@ from analyzer.engine import RuleContext
 from analyzer.findings import Finding, Severity
 from analyzer.ir.model import find_kernel
 from analyzer.ir.rulekit import grid_blocks, locations, lowered_kernels
+from analyzer.ir.scopes import CUDA
 from analyzer.profile import Profile
 from rules._common import text
 
@@ -27,7 +28,8 @@ def _core_field(kernel: dict[str, Any]) -> str:
 
 def _gridded(profile: Profile) -> list[dict[str, Any]]:
     ir = profile.ir or {}
-    return [k for k in lowered_kernels(ir) if grid_blocks(k)]
+    # a CUDA-dialect grid counts thread blocks of a GPU, not AI Cores
+    return [k for k in lowered_kernels(ir) if grid_blocks(k) and k.get("dialect") != CUDA]
 
 
 def missing_inputs(profile: Profile) -> tuple[str, ...]:

@@ -56,6 +56,54 @@ def only(findings: list[Finding], code: str) -> Finding:
     return f
 
 
+# --- without TileLang: region arithmetic, ir.json 1.0 documents, the CUDA dialect -------------
+
+
+def test_covered_interval_tiles_gaps_and_reversed_loops() -> None:
+    from analyzer.ir.regions import covered_interval
+
+    # qb * 128 over 7 blocks, 128-row tiles: 0..895
+    assert covered_interval({"base": 0, "extent": 128, "terms": [["L0", 128, 7]]}) == (0, 896)
+    # (step * 64 + bx) * 8192 with 64 blocks and 2 steps, 8192-long tiles: the mixed radix covers 0..2**20
+    terms = [["L0", 8192, 64], ["L2", 64 * 8192, 2]]
+    assert covered_interval({"base": 0, "extent": 8192, "terms": terms}) == (0, 2**20)
+    assert covered_interval({"base": 0, "extent": 64, "terms": [["L0", 128, 8]]}) is None  # gaps
+    assert covered_interval({"base": 896, "extent": 128, "terms": [["L4", -128, 8]]}) == (0, 1024)
+    assert covered_interval({"base": None, "extent": 128, "terms": None}) is None  # not affine
+
+
+def _hand_ir(dialect: str, **kernel: Any) -> dict[str, Any]:
+    k = {
+        "name": "k", "entry": "k_kernel", "label": "k", "failure": None, "stages": [], "dialect": dialect,
+        "grid": [8], "core_type": "mix", "gm_tensors": [], "allocations": [], "versions": {},
+        "lowered_allocations": [], "footprint": {}, "loops": [], "gemms": [], "copies": [],
+        "elementwise": [], "reduces": [], "fills": [],
+    }
+    k.update(kernel)
+    return {"kernel_file": "k.py", "kernels": [k]}
+
+
+def test_ts508_ignores_cuda_grids_and_old_documents_run_clean() -> None:
+    assert new_findings(_hand_ir("tilelang-cuda")) == []
+    assert [f.code for f in new_findings(_hand_ir("tilelang-0.1.15-ascend"))] == ["TS508"]
+    # an ir.json 1.0 kernel (no regions, loop writes, seq or accumulates): the new rules stay quiet
+    old = _hand_ir(
+        "tilelang-0.1.15-ascend",
+        grid=[24],
+        gm_tensors=[{"name": "Out", "shape": [1000, 128], "dtype": "float32", "bytes": 512000}],
+        loops=[{"id": "L0", "var": "j", "kind": "serial", "extent": 16, "num_stages": 2}],
+        copies=[
+            {"src": "q_l1", "dst": "q_l0", "src_level": "L1", "dst_level": "L0A", "extents": [128, 128],
+             "bytes": 32768, "enclosing_loops": ["L0"]},
+            {"src": "o_ub", "dst": "Out", "src_level": "UB", "dst_level": "GM", "extents": [64, 128],
+             "bytes": 32768, "enclosing_loops": []},
+        ],
+        elementwise=[{"loop": "L1", "vars": ["r"], "extents": [64], "writes": ["row_sum"],
+                      "reads": ["row_sum"], "intrinsics": [], "enclosing_loops": ["L0"]}],
+    )
+    assert new_findings(old) == []
+
+
 # --- TS507 k-loop-not-pipelined ------------------------------------------------------------------
 
 
