@@ -73,7 +73,7 @@ def test_covered_interval_tiles_gaps_and_reversed_loops() -> None:
 
 
 def _hand_ir(dialect: str, **kernel: Any) -> dict[str, Any]:
-    k = {
+    k: dict[str, Any] = {
         "name": "k", "entry": "k_kernel", "label": "k", "failure": None, "stages": [], "dialect": dialect,
         "grid": [8], "core_type": "mix", "gm_tensors": [], "allocations": [], "versions": {},
         "lowered_allocations": [], "footprint": {}, "loops": [], "gemms": [], "copies": [],
