@@ -189,6 +189,14 @@ def test_ts509_quiet_when_the_grid_covers(lint: Any) -> None:
     assert [f for f in fs if f.code == "TS509"] == []
 
 
+@pytest.mark.tilelang
+def test_ts509_rmsnorm_tail_rows_grid_and_loop(lint: Any) -> None:
+    # rows 4096, 8-row tiles, 48 blocks: steps = 4096 // 384 = 10; (b * 10 + s) * 8 reaches 48 x 10 x 8 = 3840
+    f = next(f for f in new_findings(lint("rmsnorm.py")) if f.code == "TS509" and f.evidence["tensor"] == "Y")
+    assert (f.evidence["missed"], f.evidence["covered"]) == (256, [[0, 3840]])
+    assert f.evidence["tiles"][0]["terms"] == [["L0", 80, 48], ["L1", 8, 10]]
+
+
 # --- TS510 low-precision-running-state -----------------------------------------------------------
 
 
