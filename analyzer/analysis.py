@@ -78,6 +78,8 @@ _CAPABILITY_HINTS = {
     "wait_us": "task wait times (op_summary / kernel_details)",
     "timeline.counters:AI Core Freq": "the timeline's 'AI Core Freq' counter (msprof --sys-hardware-mem / "
     "torch_npu with the AI Core frequency lane)",
+    "chip.aic_count": "the chip's AIC core count (--chip NAME or a chip TOML with aic_count)",
+    "chip.aiv_count": "the chip's AIV core count (--chip NAME or a chip TOML with aiv_count)",
 }
 
 

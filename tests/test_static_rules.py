@@ -163,4 +163,6 @@ def test_unfused_attention_ts505_and_fused_not(captures: dict[str, Any]) -> None
     fa = captures["get"]("fa", "flash_attention.py", {})
     fs = _findings(fa.ir)
     assert _by_code(fs, "TS505") == []
-    assert [f.code for f in fs] == ["TS504"]  # README: no double buffering, L0A/L0B cannot hold 2 versions
+    # README: no double buffering, L0A/L0B cannot hold 2 versions (TS504); 1024 // 128 = 8 blocks on 24
+    # cores (TS508) and q_l1 -> q_l0 repeated in the KV loop (TS511): tests/test_static_rules_issue14.py
+    assert sorted(f.code for f in fs) == ["TS504", "TS508", "TS511"]

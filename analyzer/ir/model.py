@@ -19,7 +19,7 @@ from analyzer.ir.linemap import build_line_map, find_kernel_def, map_kernel
 if TYPE_CHECKING:
     from analyzer.ir.capture import KernelCapture
 
-SCHEMA_VERSION = "1.1"  # 1.1: kernels[].failure.detail, lowering
+SCHEMA_VERSION = "1.1"  # 1.1: failure.detail, lowering, chip_reason, explicit_versions, copy regions
 SCHEMA_PATH = Path(__file__).parent / "schema" / "ir.schema.json"
 
 

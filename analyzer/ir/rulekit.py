@@ -46,3 +46,23 @@ def alloc(kernel: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 def fmt_kib(nbytes: int | float) -> str:
     return f"{nbytes / 1024:.1f} KiB"
+
+
+def loop_by_id(kernel: dict[str, Any], loop_id: str | None) -> dict[str, Any] | None:
+    return next((lp for lp in kernel.get("loops", []) if lp["id"] == loop_id), None)
+
+
+def ops_in_loop(kernel: dict[str, Any], kind: str, loop_id: str) -> list[dict[str, Any]]:
+    """The records of one kind ("copies", "gemms", "elementwise", "reduces", "fills") inside a loop."""
+    return [r for r in kernel.get(kind, []) if loop_id in r.get("enclosing_loops", [])]
+
+
+def grid_blocks(kernel: dict[str, Any]) -> int | None:
+    """Blocks launched: the product of the grid extents, None when one is symbolic."""
+    grid = kernel.get("grid") or []
+    if not grid or not all(isinstance(g, int) for g in grid):
+        return None
+    n = 1
+    for g in grid:
+        n *= int(g)
+    return n

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from analyzer.ir.regions import IndexModel
 from analyzer.ir.scopes import (
     ASCEND_0115,
     CUDA,
@@ -148,6 +149,12 @@ class _Walker:
             "fills": [],
         }
         self.vf_stack: list[int] = []
+        self.index = IndexModel.of(func, self.tir)
+        self.seq = 0  # program order of the tile ops (copies, GEMMs, elementwise loops, reduces, fills)
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
 
     @property
     def vf_index(self) -> int | None:
@@ -218,7 +225,9 @@ class _Walker:
             "num_stages": int(stages) if stages is not None else None,
             "thread": str(s.thread_binding.thread_tag) if s.thread_binding is not None else None,
             "parent": self.stack[-1][1]["id"] if self.stack else None,
+            "writes": _written_buffers(s.body, self.tir),
         }
+        self.index.add_loop(s.loop_var, rec["id"], s.min, s.extent)
         self.out["loops"].append(rec)
         if kind == "parallel" and not (self.stack and self.stack[-1][1]["kind"] == "parallel"):
             self._elementwise(s, rec)
@@ -236,10 +245,13 @@ class _Walker:
         written: set[str] = set()
         read: set[str] = set()
         calls: set[str] = set()
+        accumulated: set[str] = set()
 
         def grab(n: Any) -> None:
             if isinstance(n, tir.BufferStore):
                 written.add(n.buffer.name)
+                if _adds_to_itself(n, tir):
+                    accumulated.add(n.buffer.name)
             elif isinstance(n, tir.BufferLoad):
                 read.add(n.buffer.name)
             elif isinstance(n, tir.Call) and hasattr(n.op, "name"):
@@ -254,8 +266,10 @@ class _Walker:
                 "writes": sorted(written),
                 "reads": sorted(read - written) + sorted(read & written),
                 "intrinsics": sorted(calls),
+                "accumulates": sorted(accumulated),
                 "vf_index": self.vf_index,
                 "enclosing_loops": self._enclosing(),
+                "seq": self.next_seq(),
             }
         )
 
@@ -277,12 +291,17 @@ class _Walker:
                     "kind": str(call.args[2]) if len(call.args) > 2 else None,
                     "vf_index": self.vf_index,
                     "enclosing_loops": self._enclosing(),
+                    "seq": self.next_seq(),
                 }
             )
         elif name == "tl.tileop.fill":
             dst = _region(call.args[0], self.tir)
             self.out["fills"].append(
-                {"dst": dst[0].name if dst else None, "enclosing_loops": self._enclosing()}
+                {
+                    "dst": dst[0].name if dst else None,
+                    "enclosing_loops": self._enclosing(),
+                    "seq": self.next_seq(),
+                }
             )
 
     def _copy(self, call: Any, op: str) -> None:
@@ -292,6 +311,7 @@ class _Walker:
         sh, dh = self.hw(src[0]), self.hw(dst[0])
         extents = src[2] if src[2] else dst[2]
         static = all(isinstance(e, int) for e in extents)
+        src_region, dst_region = (self.index.region(a) for a in call.args[:2])
         self.out["copies"].append(
             {
                 "op": "dual_copy" if "dual" in op else "copy",
@@ -305,6 +325,9 @@ class _Walker:
                 "bytes": nbytes([int(e) for e in extents], str(src[0].dtype)) if static else None,
                 "vf_index": self.vf_index,
                 "enclosing_loops": self._enclosing(),
+                "seq": self.next_seq(),
+                "src_region": src_region,
+                "dst_region": dst_region,
             }
         )
 
@@ -354,8 +377,51 @@ class _Walker:
                 "accumulates_over_loop": not always_cleared and k_loop is not None,
                 "total_k": total_k,
                 "enclosing_loops": self._enclosing(),
+                "seq": self.next_seq(),
             }
         )
+
+
+def _adds_to_itself(store: Any, tir: ModuleType) -> bool:
+    """`x[i] = x[i] * a + b` (or `x[i] - ...`): the stored value reads the same buffer and adds or
+    subtracts — a running sum, whose rounding compounds; `x[i] = max(x[i], y)` is exact and is not."""
+    loads_itself = False
+    adds = False
+
+    def grab(n: Any) -> None:
+        nonlocal loads_itself, adds
+        if isinstance(n, tir.BufferLoad) and n.buffer.same_as(store.buffer):
+            loads_itself = True
+        elif isinstance(n, (tir.Add, tir.Sub)):
+            adds = True
+
+    tir.stmt_functor.post_order_visit(store.value, grab)
+    return loads_itself and adds
+
+
+def _written_buffers(body: Any, tir: ModuleType) -> list[str]:
+    """Buffers an op inside `body` may write: element stores, tile-op regions with the write bit
+    (copy destinations, GEMM accumulators, fills, reduce outputs) and SIMD access pointers opened
+    for writing (`T.access_ptr(buf[...], n, 2)` handed to `vsts`)."""
+    names: set[str] = set()
+
+    def grab(n: Any) -> None:
+        if isinstance(n, tir.BufferStore):
+            names.add(n.buffer.name)
+        elif isinstance(n, tir.Call) and len(n.args) >= 2:
+            op = getattr(n.op, "name", "")
+            target = n.args[0]
+            if op in ("tl.region", "tl.tileop.region"):
+                mask = n.args[1]
+            elif op == "tl.access_ptr" and len(n.args) >= 3:
+                mask = n.args[2]
+            else:
+                return
+            if isinstance(target, tir.BufferLoad) and isinstance(mask, tir.IntImm) and int(mask) & 2:
+                names.add(target.buffer.name)
+
+    tir.stmt_functor.post_order_visit(body, grab)
+    return sorted(names)
 
 
 def gm_tensors(func: Any) -> list[dict[str, Any]]:
