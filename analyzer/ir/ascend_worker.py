@@ -91,6 +91,48 @@ def _flatten(label: str, obj: Any, prim_func_type: type) -> list[tuple[str, Any]
     raise UsageProblem(f"{label} returned {type(obj).__name__}, not a T.prim_func (or a tuple/dict of them)")
 
 
+# tilelang-ascend infers where `T.alloc_shared` / `T.alloc_fragment` buffers live (UB in a vector
+# kernel, L1 beside a GEMM) in this pass: the un-lowered IR's scope is a placeholder there.
+SCOPE_PASS = "tl.InferAllocScope"
+
+
+def _scopes(mod: Any) -> dict[str, str]:
+    """Buffer name -> storage scope of every block allocation in a module."""
+    import tvm
+
+    found: dict[str, str] = {}
+
+    def grab(n: Any) -> None:
+        if isinstance(n, tvm.tir.Block):
+            for b in n.alloc_buffers:
+                found[str(b.name)] = str(b.scope())
+
+    for _, f in mod.functions_items():
+        if isinstance(f, tvm.tir.PrimFunc):
+            tvm.tir.stmt_functor.post_order_visit(f.body, grab)
+    return found
+
+
+def _apply_scopes(kc: KernelCapture, scopes: dict[str, str]) -> None:
+    """The walked allocations take the scopes tilelang-ascend inferred (names are kept)."""
+    from analyzer.ir.scopes import PIPE_OF_DIRECTION, hardware_for
+
+    moved: dict[str, str] = {}
+    for a in kc.walked.get("allocations", []):
+        scope = scopes.get(a["name"])
+        if scope and scope != a["scope"]:
+            a["declared_scope"] = a["scope"]
+            a["scope"] = scope
+            a["hardware"] = moved[a["name"]] = hardware_for(scope, TILELANG_ASCEND)
+    for c in kc.walked.get("copies", []):  # their levels and pipe follow the buffers'
+        c["src_level"] = moved.get(c["src"], c["src_level"])
+        c["dst_level"] = moved.get(c["dst"], c["dst_level"])
+        c["pipe"] = PIPE_OF_DIRECTION.get((c["src_level"], c["dst_level"]))
+    for g in kc.walked.get("gemms", []):
+        for side in ("a", "b", "c"):
+            g[f"{side}_level"] = moved.get(g.get(side, ""), g.get(f"{side}_level"))
+
+
 def _lower(func: Any, kc: KernelCapture, pass_configs: dict[str, Any], impl: Any) -> Any:
     import tilelang
     import tvm
@@ -108,6 +150,8 @@ def _lower(func: Any, kc: KernelCapture, pass_configs: dict[str, Any], impl: Any
         def run_after_pass(self, mod: Any, info: Any) -> None:
             self.last = str(info.name)
             passes.append(self.last)
+            if self.last == SCOPE_PASS:
+                _apply_scopes(kc, _scopes(mod))
             stage = wanted.get(self.last)
             if stage is not None:
                 kc.stages[stage] = mod.script()
@@ -137,10 +181,27 @@ def _lower(func: Any, kc: KernelCapture, pass_configs: dict[str, Any], impl: Any
     return art
 
 
+def _workspaces(func: Any, impl: Any) -> list[str]:
+    """The GM parameters `@tilelang.jit(workspace_idx=...)` declares as workspaces: tilelang-ascend
+    passes Cube results to the Vector cores through them (A2/A3 have no L0C -> UB path)."""
+    idx = getattr(impl, "workspace_idx", None)
+    if idx is None:
+        return []
+    wanted = [idx] if isinstance(idx, int) else list(idx)
+    params = list(func.params)
+    names = []
+    for i in wanted:
+        if -len(params) <= int(i) < len(params):
+            var = params[int(i)]
+            buf = func.buffer_map.get(var)
+            names.append(str(buf.name if buf is not None else var.name))
+    return names
+
+
 def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCapture]:
     import tvm
 
-    from analyzer.ir.walk import lowered_allocations, walk_primfunc
+    from analyzer.ir.walk import ascendc_placements, lowered_allocations, walk_primfunc
 
     prim_func = tvm.tir.PrimFunc
     built: list[tuple[str, Any, dict[str, Any], Any]] = []
@@ -163,11 +224,16 @@ def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCaptu
         kc = KernelCapture(name=name, label=label)
         kc.stages["tvmscript"] = func.script()
         kc.walked = walk_primfunc(func, TILELANG_ASCEND)
+        kc.walked["workspaces"] = _workspaces(func, impl)
         art = _lower(func, kc, configs, impl)
         if art is not None:
             kc.stages["final"] = art.device_mod.script()
             kc.stages["ascendc"] = art.kernel_source
-            kc.lowered_allocations = lowered_allocations(art.device_mod, TILELANG_ASCEND)
+            # the planned placements: buffers with disjoint lifetimes share offsets (an FA's S and O
+            # accumulators both at L0C offset 0), so the sum of the allocations overstates them
+            kc.lowered_allocations = ascendc_placements(art.kernel_source) or lowered_allocations(
+                art.device_mod, TILELANG_ASCEND
+            )
         kernels.append(kc)
     return kernels
 

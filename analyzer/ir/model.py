@@ -105,6 +105,7 @@ def assemble_ir_json(
                     "grid": w["grid"],
                     "source_def_line": w.get("source_def_line"),
                     "gm_tensors": w["gm_tensors"],
+                    "workspaces": w.get("workspaces", []),
                     "allocations": w["allocations"],
                     "versions": kc.versions,
                     "explicit_versions": w.get("explicit_versions", {}),

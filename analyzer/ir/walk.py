@@ -32,6 +32,11 @@ _COPY_OPS = (
     "tl.tileop.dual_copy",
     "tl.ascend_copy",
 )
+# "gemm_v0<half, float, 128, 256, 64, false, false>": in, accumulator, M, N, K, transpose A, B
+_GEMM_V0_RE = re.compile(
+    r"gemm_v0<\s*[\w ]+,\s*[\w ]+,\s*(?P<m>\d+),\s*(?P<n>\d+),\s*(?P<k>\d+),"
+    r"\s*(?P<ta>true|false),\s*(?P<tb>true|false)"
+)
 _GEMM_OPS = ("tl.tileop.gemm", "tl.tileop.gemm_py", "tl.ascend_gemm_v0")
 
 
@@ -149,6 +154,8 @@ class _Walker:
             "fills": [],
         }
         self.vf_stack: list[int] = []
+        self.buffers_by_data: dict[Any, Any] = {}  # buffer data Var -> Buffer (tvm_access_ptr args)
+        self.launch: dict[str, Any] = {}  # `T.launch_thread("blockIdx.x", 32)`: tag -> extent
         self.index = IndexModel.of(func, self.tir)
         self.seq = 0  # program order of the tile ops (copies, GEMMs, elementwise loops, reduces, fills)
 
@@ -188,7 +195,11 @@ class _Walker:
             self.visit(s.body)
         elif isinstance(s, tir.For):
             self._loop(s)
-        elif isinstance(s, (tir.AttrStmt, tir.While)):
+        elif isinstance(s, tir.AttrStmt):
+            if s.attr_key == "thread_extent" and hasattr(s.node, "thread_tag"):
+                self.launch.setdefault(str(s.node.thread_tag), _int_or_str(s.value))
+            self.visit(s.body)
+        elif isinstance(s, tir.While):
             self.visit(s.body)
         elif isinstance(s, tir.IfThenElse):
             self.visit(s.then_case)
@@ -199,6 +210,7 @@ class _Walker:
             self.visit(s.body)
 
     def _alloc(self, b: Any) -> None:
+        self.buffers_by_data[b.data] = b
         shape = _shape(b)
         static = all(isinstance(d, int) for d in shape)
         self.out["allocations"].append(
@@ -278,7 +290,9 @@ class _Walker:
 
     def _call(self, call: Any) -> None:
         name = str(getattr(call.op, "name", ""))
-        if name in _GEMM_OPS:
+        if name == "tl.ascend_gemm_v0" and call.args and isinstance(call.args[0], self.tir.StringImm):
+            self._gemm_v0(call)
+        elif name in _GEMM_OPS:
             self._gemm(call)
         elif name in _COPY_OPS:
             self._copy(call, name)
@@ -339,6 +353,47 @@ class _Walker:
         trans_a, trans_b = bool(call.args[3]), bool(call.args[4])
         m, n, k = (_int_or_str(x) for x in call.args[5:8])
         clear = call.args[9] if len(call.args) > 9 else None
+        self._gemm_record(a[0], b[0], c[0], trans_a, trans_b, m, n, k, clear)
+
+    def _gemm_v0(self, call: Any) -> None:
+        """tilelang-ascend's `T.gemm_v0(A, B, C, transpose_A, transpose_B, init)` reaches the IR as
+        `T.ascend_gemm_v0("gemm_v0<half, float, 128, 256, 64, false, false>", access_ptr(A.data),
+        access_ptr(B.data), access_ptr(C.data), init)`: the shape and transposes are the template's."""
+        m = _GEMM_V0_RE.match(str(call.args[0].value))
+        bufs = [self._buffer_of_ptr(x) for x in call.args[1:4]]
+        if m is None or any(b is None for b in bufs):
+            return
+        init = call.args[4] if len(call.args) > 4 else None
+        self._gemm_record(
+            bufs[0],
+            bufs[1],
+            bufs[2],
+            m["ta"] == "true",
+            m["tb"] == "true",
+            int(m["m"]),
+            int(m["n"]),
+            int(m["k"]),
+            init,
+        )
+
+    def _buffer_of_ptr(self, arg: Any) -> Any:
+        """The allocated buffer a `T.tvm_access_ptr(type, buf.data, offset, extent, rw)` points into."""
+        if isinstance(arg, self.tir.Call) and str(getattr(arg.op, "name", "")) == "tir.tvm_access_ptr":
+            return self.buffers_by_data.get(arg.args[1])
+        return None
+
+    def _gemm_record(
+        self,
+        a_buf: Any,
+        b_buf: Any,
+        c_buf: Any,
+        trans_a: bool,
+        trans_b: bool,
+        m: Any,
+        n: Any,
+        k: Any,
+        clear: Any,
+    ) -> None:
         clear_text = str(clear) if clear is not None else "False"
         serial = [(node, rec) for node, rec in self.stack if rec["kind"] == "serial"]
         k_loop = serial[-1] if serial else None
@@ -357,14 +412,14 @@ class _Walker:
         total_k = k * trips if isinstance(k, int) and isinstance(trips, int) else None
         self.out["gemms"].append(
             {
-                "a": a[0].name,
-                "b": b[0].name,
-                "c": c[0].name,
-                "a_level": self.hw(a[0]),
-                "b_level": self.hw(b[0]),
-                "c_level": self.hw(c[0]),
-                "in_dtype": str(a[0].dtype),
-                "accum_dtype": str(c[0].dtype),
+                "a": a_buf.name,
+                "b": b_buf.name,
+                "c": c_buf.name,
+                "a_level": self.hw(a_buf),
+                "b_level": self.hw(b_buf),
+                "c_level": self.hw(c_buf),
+                "in_dtype": str(a_buf.dtype),
+                "accum_dtype": str(c_buf.dtype),
                 "m": m,
                 "n": n,
                 "k": k,
@@ -459,6 +514,11 @@ def walk_primfunc(func: Any, dialect: str | None = None) -> dict[str, Any]:
         for lp in out["loops"]
         if lp["kind"] == "thread_binding" and str(lp["thread"]).startswith("blockIdx")
     ]
+    if not grid and "blockIdx.x" in w.launch:
+        # tilelang-ascend's `T.Kernel(n, is_npu=True) as (cid, vid)`: blockIdx.x is the grid of AI
+        # cores, blockIdx.y the vector sub-core index (2 AIV per AIC on A2/A3), not more blocks
+        grid = [w.launch["blockIdx.x"]]
+        out["sub_blocks"] = w.launch.get("blockIdx.y")
     out["grid"] = grid
     out["explicit_versions"] = explicit_versions(func)
     return out
@@ -522,3 +582,58 @@ def explicit_versions(func: Any) -> dict[str, int]:
     versions: dict[str, int] = {}
     _versions_map(func.body, versions)
     return versions
+
+
+# tilelang-ascend's Ascend C: `AscendC::TBuf<AscendC::TPosition::CO1> ascend_l0c;` then, after its
+# memory planning, `auto acc_o_l0c = ascend_l0c.GetWithOffset<float>(32768, 0);` (count in
+# elements, offset in bytes). Buffers whose lifetimes do not overlap share offsets.
+_TBUF_RE = re.compile(r"TBuf<\s*(?:AscendC::)?TPosition::(?P<pos>\w+)\s*>\s+(?P<tbuf>\w+)\s*;")
+_PLACED_RE = re.compile(
+    r"auto\s+(?P<name>\w+)\s*=\s*(?P<tbuf>\w+)\.GetWithOffset<\s*(?P<type>[\w:]+)\s*>\(\s*(?P<count>\d+)\s*,"
+    r"\s*(?P<offset>\d+)\s*\)"
+)
+_POSITION_HARDWARE = {
+    "A1": "L1",
+    "B1": "L1",
+    "A2": "L0A",
+    "B2": "L0B",
+    "CO1": "L0C",
+    "VECCALC": "UB",
+    "VECIN": "UB",
+    "VECOUT": "UB",
+}
+_C_TYPE_BYTES = {
+    "half": 2,
+    "bfloat16_t": 2,
+    "float": 4,
+    "int32_t": 4,
+    "uint32_t": 4,
+    "int16_t": 2,
+    "uint16_t": 2,
+    "int8_t": 1,
+    "uint8_t": 1,
+    "int64_t": 8,
+    "uint64_t": 8,
+    "bool": 1,
+}
+
+
+def ascendc_placements(source: str) -> list[dict[str, Any]]:
+    """What tilelang-ascend's memory planning placed, read from its Ascend C: one record per on-chip
+    buffer position (like 0.1.15's merged `buf_dyn_*` arrays) whose `bytes` is the highest end of
+    any buffer placed in it, with the buffers and their offsets; `[]` for other Ascend C."""
+    positions = {m["tbuf"]: m["pos"] for m in _TBUF_RE.finditer(source)}
+    merged: dict[str, dict[str, Any]] = {}
+    for m in _PLACED_RE.finditer(source):
+        hw = _POSITION_HARDWARE.get(positions.get(m["tbuf"], ""))
+        size = _C_TYPE_BYTES.get(m["type"].split("::")[-1])
+        if hw is None or size is None:
+            continue
+        nbytes_ = int(m["count"]) * size
+        rec = merged.setdefault(
+            m["tbuf"],
+            {"name": m["tbuf"], "scope": positions[m["tbuf"]], "hardware": hw, "bytes": 0, "placed": []},
+        )
+        rec["placed"].append({"name": m["name"], "offset": int(m["offset"]), "bytes": nbytes_})
+        rec["bytes"] = max(rec["bytes"], int(m["offset"]) + nbytes_)
+    return list(merged.values())
