@@ -202,3 +202,28 @@ def test_published_fa_gets_no_false_capacity_or_workspace_finding(lowered: dict[
     )
     codes = {f.code for f in run_rules(prof, kinds=("static",)).findings}
     assert not codes & {"TS501", "TS505"}
+
+
+@needs_stack
+def test_sweep_lowers_every_combination_in_one_worker(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import analyzer.ir.foreign as foreign
+
+    started: list[int] = []
+    real_run_jobs = foreign.run_jobs
+
+    def counting(interp: Any, jobs: Any, debug: bool = False) -> Any:
+        started.append(sum(len(runs) for _, _, runs in jobs))
+        return real_run_jobs(interp, jobs, debug)
+
+    monkeypatch.setattr(foreign, "run_jobs", counting)
+    monkeypatch.setenv("TL_PLATFORM", "A2")
+    code = main(["lint", str(OWN / "gemm.py"), "--sweep", "K_L1=64,128", "--format", "json"])
+    rows = json.loads(capsys.readouterr().out)["sweep"]
+    assert code == 0 and started == [2]  # one worker, both combinations
+    # A_L1 128xK_L1 + B_L1 K_L1x256 fp16: 49,152 B at 64, 98,304 B at 128; L0C unchanged
+    l1 = {r["params"]["K_L1"]: r["footprint"]["L1"]["bytes"] for r in rows}
+    assert l1 == {64: 49152, 128: 98304}
+    assert all(r["footprint"]["L0C"]["bytes"] == 131072 and r["fits"] for r in rows)
+    assert all("TS507" in r["findings"] for r in rows)  # the serial K loop, on the 910B2
