@@ -105,7 +105,6 @@ def assemble_ir_json(
                     "grid": w["grid"],
                     "source_def_line": w.get("source_def_line"),
                     "gm_tensors": w["gm_tensors"],
-                    "workspaces": w.get("workspaces", []),
                     "allocations": w["allocations"],
                     "versions": kc.versions,
                     "explicit_versions": w.get("explicit_versions", {}),
@@ -122,6 +121,8 @@ def assemble_ir_json(
                 }
             )
             rec["core_type"] = _core_type(w)
+            if w.get("workspaces"):  # tilelang-ascend's declared cross-core GM workspaces
+                rec["workspaces"] = w["workspaces"]
             line_map.extend(build_line_map(w, kc.name))
         else:
             kdef = find_kernel_def(tree, function.split(",")[0])
