@@ -135,13 +135,17 @@ class Job:
 
 
 def run_job(tmp: Path, base: Path | str | None, head: Path | str | None, *, fork: bool = False,
-            sarif_exit: int = 0, pip_spec: str | None = PINNED) -> Job:
+            sarif_exit: int = 0, pip_spec: str | None = PINNED, fail_on: str = "") -> Job:
     repo = tmp / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "remote", "add", "origin", f"https://github.com/{REPO}.git")
     (repo / ".github" / "workflows").mkdir(parents=True)
-    shutil.copy(WORKFLOW, repo / ".github" / "workflows" / "tilescope.yml")
+    text = WORKFLOW.read_text(encoding="utf-8")
+    if fail_on:  # what a user does to turn the absolute gate on
+        assert '  FAIL_ON: ""' in text
+        text = text.replace('  FAIL_ON: ""', f"  FAIL_ON: {fail_on}")
+    (repo / ".github" / "workflows" / "tilescope.yml").write_text(text, encoding="utf-8")
     (repo / "README.md").write_text("kernels\n", encoding="utf-8")
     _put_run(repo, base)
     _git(repo, "add", "-A")
@@ -224,6 +228,7 @@ def test_what_the_install_step_accepts(tmp_path: Path, spec: str, installs: str 
         assert job.pip.strip() == f"-m pip install {installs}"
         assert job.ran("Analyse (Markdown, HTML, SARIF, JSON)") == "Success"  # records exit 2
         assert "the analysis of `runs/head` failed (exit 2)" in (job.out / "report.md").read_text()
+        assert "::error::tilescope analyze failed (exit 2): see the report" in job.log
     assert job.rc != 0 and job.ran("Gates") == "Failure"
 
 
@@ -258,3 +263,13 @@ def test_no_base_run_skips_the_diff_gates_and_says_so(tmp_path: Path) -> None:
     job = run_job(tmp_path, None, FA_BUNDLE)
     assert job.rc == 0, job.log[-3000:]
     assert (job.out / "diff.md").read_text(encoding="utf-8").startswith("No base run at `runs/base`")
+
+
+def test_the_absolute_gate_is_opt_in(tmp_path: Path) -> None:
+    """FAIL_ON: high fails on the bundle's old high findings too; reports are still all there."""
+    job = run_job(tmp_path, FA_BUNDLE, FA_BUNDLE, fail_on="high")
+    assert job.rc != 0 and job.ran("Analyse (Markdown, HTML, SARIF, JSON)") == "Success"
+    assert "::error::tilescope analyze --fail-on high: the head has findings at or above high" in job.log
+    assert "tilescope diff:" not in job.log  # the diff gates passed: nothing new
+    for name in ("report.md", "report.html", "tilescope.sarif", "report.json", "diff.md"):
+        assert (job.out / name).is_file(), name
