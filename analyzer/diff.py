@@ -20,11 +20,13 @@ import numpy as np
 import pandas as pd
 
 from analyzer.errors import UsageError
+from analyzer.findings import Severity
 from analyzer.report.charts import PIPE_SERIES, num, report_findings, report_kernels, report_summary
 from analyzer.summary import device_time
 
 DIFF_SCHEMA_VERSION = "1"
 TOP_KERNELS = 10  # the gate watches the base run's top kernels by device time
+SEVERITY_RANK = {s.value: s.rank for s in Severity}
 PIPE_CHANGE_MIN = 0.05  # pipe-share changes smaller than 5 points of the launch are not reported
 
 # Example: "flash_attn_fwd_kernel_mix_aic_3f2a9c1b" -> "flash_attn_fwd"; "hcom_allReduce__123_0_1" ->
@@ -278,6 +280,14 @@ class DiffResult:
     new: list[dict[str, Any]]
     persisting: int
     regressions: list[str]  # why the gate trips; empty = passes
+    # --fail-on-new: the severity whose new findings trip the gate (None: that gate is off), and
+    # the head's findings that trip it (new since the base, or raised to that severity)
+    fail_on_new: str | None = None
+    new_over_gate: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def tripped(self) -> bool:
+        return bool(self.regressions or self.new_over_gate)
 
     @property
     def total_delta_pct(self) -> float | None:
@@ -309,7 +319,8 @@ class DiffResult:
                                           for k, (a, b) in d.pipe_changes.items()},
                          "base": stats(d.base), "head": stats(d.head)} for d in self.kernels],
             "findings": {"resolved": self.resolved, "new": self.new, "persisting": self.persisting},
-            "gate": {"regressions": self.regressions, "tripped": bool(self.regressions)},
+            "gate": {"regressions": self.regressions, "fail_on_new": self.fail_on_new,
+                     "new_findings": self.new_over_gate, "tripped": self.tripped},
         }
 
 
@@ -317,8 +328,22 @@ def _r(v: float | None, digits: int = 2) -> float | None:
     return None if v is None else round(v, digits)
 
 
+def _rank(f: Mapping[str, Any]) -> int:
+    return SEVERITY_RANK.get(str(f.get("severity", "")).lower(), -1)
+
+
+def findings_over_gate(base: Iterable[Mapping[str, Any]], head: Iterable[Mapping[str, Any]],
+                       severity: str) -> list[dict[str, Any]]:
+    """The head's findings at or above `severity` that the base did not have at that severity:
+    new problems (by code and normalised kernels) and old ones that got worse. A finding the base
+    already had at or above it is the base's debt, not the change's."""
+    cut = SEVERITY_RANK[severity]
+    before = {finding_identity(f) for f in base if _rank(f) >= cut}
+    return [dict(f) for f in head if _rank(f) >= cut and finding_identity(f) not in before]
+
+
 def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
-                 top: int = TOP_KERNELS) -> DiffResult:
+                 top: int = TOP_KERNELS, fail_on_new: str | None = None) -> DiffResult:
     deltas: list[KernelDelta] = []
     for b, h, how in match_kernels(base.kernels, head.kernels):
         b_step = b.total_us / base.steps if b else 0.0
@@ -355,7 +380,9 @@ def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
         {k: (base.shares.get(k), head.shares.get(k)) for k in ("cube", "vector", "mte")},
         resolved=[f for i, f in base_ids.items() if i not in head_ids],
         new=[f for i, f in head_ids.items() if i not in base_ids],
-        persisting=len(set(base_ids) & set(head_ids)), regressions=regressions)
+        persisting=len(set(base_ids) & set(head_ids)), regressions=regressions, fail_on_new=fail_on_new,
+        new_over_gate=[] if fail_on_new is None else findings_over_gate(base.findings, head.findings,
+                                                                        fail_on_new))
 
 
 def _pct(b: float, h: float) -> str:
@@ -363,9 +390,9 @@ def _pct(b: float, h: float) -> str:
 
 
 def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, chip: str | None = None,
-               config_path: str | None = None) -> DiffResult:
+               config_path: str | None = None, fail_on_new: str | None = None) -> DiffResult:
     runs = [run_from_report(analyse_path(p, chip, config_path), str(p)) for p in (base, head)]
-    return compare_runs(runs[0], runs[1], threshold_pct)
+    return compare_runs(runs[0], runs[1], threshold_pct, fail_on_new=fail_on_new)
 
 
 def kernels_changed(result: DiffResult, verdicts: Iterable[str]) -> list[KernelDelta]:

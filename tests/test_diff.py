@@ -114,7 +114,7 @@ def test_json_and_md_formats(tmp_path: Path) -> None:
     d = json.loads(out.read_text())
     assert d["total"]["verdict"] == "improved" and d["total"]["delta_pct"] == -53.8
     assert d["total"]["base"]["kind"] == "steps (min-max)" and d["total"]["base"]["n"] == 2
-    assert d["gate"] == {"regressions": [], "tripped": False}
+    assert d["gate"] == {"regressions": [], "fail_on_new": None, "new_findings": [], "tripped": False}
     fa = next(k for k in d["kernels"] if k["head"] and "FlashAttentionScore" in k["head"]["name"])
     assert fa["verdict"] == "added" and fa["head"]["launches"] == 8
     assert fa["head"]["spread_lo_us"] <= fa["head"]["median_us"] <= fa["head"]["spread_hi_us"]
@@ -156,6 +156,41 @@ def test_hostile_names_in_diff_output() -> None:
     rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(render_md(r))
     assert "<img" not in rendered and "<a " not in rendered
     assert "@org/team" not in rendered.split("<code>")[0]  # outside code spans the mention is broken
+
+
+def test_fail_on_new_gates_only_findings_the_base_did_not_have() -> None:
+    """Issue #15 item 8: `analyze --fail-on high` fails every PR on findings that already existed
+    (the FA bundle has 5 high); `diff --fail-on-new high` trips only on what the change brought:
+    a new finding at or above the severity, or an old one raised to it."""
+    old = {"code": "TS201", "severity": "high", "kernels": ["fa_kernel_mix_aic_0badf00d1"]}
+    same = {**old, "kernels": ["fa_kernel_mix_aiv"]}  # the same problem after a rebuild
+    raised = {"code": "TS302", "severity": "high", "kernels": ["fa"]}
+    low = {"code": "TS511", "severity": "low", "kernels": ["fa"]}
+    base = _run([_k("a")], findings=[old, {**raised, "severity": "medium"}])
+    r = compare_runs(base, _run([_k("a")], findings=[same, raised, low]), fail_on_new="high")
+    assert [f["code"] for f in r.new_over_gate] == ["TS302"] and r.tripped
+    assert compare_runs(base, _run([_k("a")], findings=[same, low]), fail_on_new="high").new_over_gate == []
+    r = compare_runs(base, _run([_k("a")], findings=[same, low]), fail_on_new="low")
+    assert [f["code"] for f in r.new_over_gate] == ["TS511"]
+    assert compare_runs(base, _run([_k("a")], findings=[same, raised])).new_over_gate == []  # gate off
+
+
+def test_fail_on_new_on_the_fa_samples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fa = SAMPLES / "tilelang_fa_bundle"
+    # the bundle against itself: its 5 high findings are old, the gate passes
+    md = tmp_path / "same.md"
+    assert main(["diff", str(fa), str(fa), "--fail-on-new", "high", "-f", "md", "-o", str(md)]) == 0
+    assert md.read_text().rstrip().endswith("new since the base\\)\\: passed")  # Markdown-escaped
+    # against the msprof-op profile (no IR, fewer rules ran): the bundle's high findings are new
+    out = tmp_path / "new.json"
+    assert main(["diff", str(SAMPLES / "tilelang_fa_msprof_op"), str(fa), "--fail-on-new", "high",
+                 "-f", "json", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "new-findings gate tripped" in err and "TS401" in err
+    gate = json.loads(out.read_text())["gate"]
+    assert gate["tripped"] and gate["fail_on_new"] == "high" and gate["regressions"] == []
+    assert {f["severity"] for f in gate["new_findings"]} == {"high"}
+    assert main(["diff", str(fa), str(fa), "--fail-on-new", "severe"]) == 2
 
 
 def test_bad_usage_exits_2(tmp_path: Path) -> None:

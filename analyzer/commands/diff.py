@@ -121,6 +121,9 @@ def render_text(r: DiffResult, width: int | None = None) -> str:
         say(f"new      {_finding_line(f, esc)}", "  ", "    ")
     out.append("")
     say(_gate_line(r, esc))
+    new_gate = _new_gate_line(r, esc)
+    if new_gate is not None:
+        say(new_gate)
     return "\n".join(out) + "\n"
 
 
@@ -184,6 +187,20 @@ def _gate_line(r: DiffResult, esc: Callable[[object], str] = one_line) -> str:
         esc(x) for x in r.regressions)
 
 
+def _new_gate_line(r: DiffResult, esc: Callable[[object], str] = one_line) -> str | None:
+    """The --fail-on-new verdict, or None when that gate is off."""
+    if r.fail_on_new is None:
+        return None
+    head = f"new-findings gate ({r.fail_on_new} and above, new since the base)"
+    if not r.new_over_gate:
+        return f"{head}: passed"
+    shown = "; ".join(f"{esc(f.get('severity', ''))} {esc(f.get('code', '?'))} {esc(f.get('slug', ''))} "
+                      f"on {esc(', '.join(str(k) for k in (f.get('kernels') or [])[:2]))}"
+                      for f in r.new_over_gate[:5])
+    more = f" (+{len(r.new_over_gate) - 5} more)" if len(r.new_over_gate) > 5 else ""
+    return f"{head}: TRIPPED — {len(r.new_over_gate)} finding(s): {shown}{more}"
+
+
 def _nowrap(cell: str) -> str:
     """A numeric Markdown cell on one line: GitHub wraps a narrow column at every space, which put
     `1,285.9 µs [1,274.3 µs–1,299.2 µs] (n=16)` over five lines; no-break spaces keep it whole."""
@@ -192,7 +209,7 @@ def _nowrap(cell: str) -> str:
 
 def render_md(r: DiffResult) -> str:
     matched, removed, added = _kernel_groups(r)
-    icon = "❌" if r.regressions else "✅"
+    icon = "❌" if r.tripped else "✅"
     out = [f"## tilescope diff — {md_code_span(r.base_label, 100)} → {md_code_span(r.head_label, 100)}", "",
            f"{icon} **Device time per step: {md_text(_total_line(r), None)}**", ""]
     out += ["| unit share | base | head |", "|---|--:|--:|"]
@@ -218,6 +235,9 @@ def render_md(r: DiffResult) -> str:
     out += [f"- ✅ resolved {_finding_line(f, md_text)}" for f in r.resolved]
     out += [f"- 🆕 new {_finding_line(f, md_text)}" for f in r.new]
     out += ["", md_text(_gate_line(r), None)]
+    new_gate = _new_gate_line(r)
+    if new_gate is not None:
+        out += ["", md_text(new_gate, None)]
     return "\n".join(out) + "\n"
 
 
@@ -230,6 +250,8 @@ RENDERERS: dict[str, Callable[[DiffResult], str]] = {
 
 _OUT_HELP = "Write here (atomically) instead of stdout."
 _GATE_HELP = "Exit 1 when device time or a top kernel's median is PCT % slower, beyond the spread."
+_NEW_HELP = ("Exit 1 when the head has a finding at or above high|medium|low that the base did not "
+             "(new since the base, or raised to that severity).")
 _CONFIG_HELP = "tilescope.toml / pyproject.toml with rule settings."
 
 
@@ -242,6 +264,8 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Path | None, typer.Option("-o", "--output", help=_OUT_HELP)] = None,
         fail_on_regression: Annotated[float | None, typer.Option(
             "--fail-on-regression", metavar="PCT", help=_GATE_HELP)] = None,
+        fail_on_new: Annotated[str | None, typer.Option(
+            "--fail-on-new", metavar="SEVERITY", help=_NEW_HELP)] = None,
         chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
         config: Annotated[str | None, typer.Option("--config", help=_CONFIG_HELP)] = None,
         width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
@@ -249,16 +273,19 @@ def register(app: typer.Typer) -> None:
         """Compare two runs: device time, kernels, pipes and findings.
 
         Example: tilescope diff runs/fa-v1 runs/fa-v2 --format md -o diff.md --fail-on-regression 5
+        --fail-on-new high
         """
         if fmt not in RENDERERS:
             raise UsageError(f"--format {fmt!r}: choose one of {', '.join(RENDERERS)}")
         if fail_on_regression is not None and fail_on_regression < 0:
             raise UsageError("--fail-on-regression must be a percentage >= 0")
+        if fail_on_new is not None and fail_on_new not in ("high", "medium", "low"):
+            raise UsageError(f"--fail-on-new {fail_on_new!r}: expected high, medium or low")
         threshold = 5.0 if fail_on_regression is None else fail_on_regression
         for p in (base, head):
             if not p.exists():
                 raise UsageError(f"{p}: no such file or directory")
-        result = diff_paths(base, head, threshold, chip, config)
+        result = diff_paths(base, head, threshold, chip, config, fail_on_new)
         if fmt == "text":  # rendered in full before anything is written
             text = render_text(result, output_width(width) if output is None else width)
         else:
@@ -267,6 +294,12 @@ def register(app: typer.Typer) -> None:
             write_text_atomic(output, text)
         else:
             write_stdout(text)  # `| head` is no error, and --fail-on-regression below still decides
+        tripped = []
         if fail_on_regression is not None and result.regressions:
-            reasons = "; ".join(one_line(x) for x in result.regressions)
-            raise GateTrippedError(f"regression gate tripped: {reasons}")
+            tripped.append("regression gate tripped: " + "; ".join(one_line(x) for x in result.regressions))
+        if result.new_over_gate:
+            codes = ", ".join(one_line(f.get("code", "?")) for f in result.new_over_gate)
+            tripped.append(f"new-findings gate tripped: {len(result.new_over_gate)} finding(s) at or above "
+                           f"{fail_on_new} new since the base ({codes})")
+        if tripped:
+            raise GateTrippedError("; ".join(tripped))

@@ -2,9 +2,10 @@
 
 The unfused-attention sample is wrapped in a run bundle whose ir/ comes from the lint API
 (`analyzer.ir.capture`), so findings carry IR locations. Every test records dialogs, page errors,
-console errors and requests leaving 127.0.0.1 and asserts none happened; screenshots of each view
-go to test-artifacts/screenshots/, and also to docs/screenshots/ (the README shows them) when
-TILESCOPE_UPDATE_SCREENSHOTS=1 — a test run never rewrites tracked files on its own.
+console errors and requests leaving 127.0.0.1 and asserts none happened. Screenshots go to
+test-artifacts/screenshots/; `test_every_view_of_the_tilelang_bundle` takes one per view of
+sample_traces/tilelang_fa_bundle, and with TILESCOPE_UPDATE_SCREENSHOTS=1 also writes those to
+docs/screenshots/ (the README shows them) — a test run never rewrites tracked files on its own.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, wr
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
-SHOT_DIRS = (ROOT / "test-artifacts" / "screenshots",) + (
-    (ROOT / "docs" / "screenshots",) if os.environ.get("TILESCOPE_UPDATE_SCREENSHOTS") == "1" else ()
-)
+ARTIFACT_SHOTS = ROOT / "test-artifacts" / "screenshots"
+DOC_SHOTS = ROOT / "docs" / "screenshots"  # written only with TILESCOPE_UPDATE_SCREENSHOTS=1
+UPDATE_DOC_SHOTS = os.environ.get("TILESCOPE_UPDATE_SCREENSHOTS") == "1"
 VIEWPORT = {"width": 1366, "height": 768}
 TIMEOUT_MS = 15_000
 
@@ -131,12 +132,15 @@ def pick(page: Any, dropdown_id: str, label: str) -> None:
     page.keyboard.press("Escape")
 
 
-def screenshot(page: Any, view: str) -> None:
+def screenshot(page: Any, name: str, docs: bool = False) -> None:
+    """test-artifacts/screenshots/NAME.png; with docs=True and TILESCOPE_UPDATE_SCREENSHOTS=1 also
+    docs/screenshots/NAME.png (only the TileLang-bundle views are the documentation's)."""
     page.mouse.move(5, VIEWPORT["height"] - 5)  # no hover label or mode bar over the plots
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")  # no focus ring
     page.wait_for_timeout(400)  # let plotly finish its transition before the pixels are taken
-    for d in SHOT_DIRS:
+    for d in (ARTIFACT_SHOTS, *((DOC_SHOTS,) if docs and UPDATE_DOC_SHOTS else ())):
         d.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(d / f"{view}.png"))
+        page.screenshot(path=str(d / f"{name}.png"))
 
 
 def test_overview_top_finding_and_ir_lines(page: Any, sample_app: tuple[str, Any]) -> None:
@@ -149,14 +153,14 @@ def test_overview_top_finding_and_ir_lines(page: Any, sample_app: tuple[str, Any
     top = entry.findings[0]
     expect(page.locator("#ov-findings .finding-item").first).to_contain_text(top["code"])
     expect(page.locator("#ov-core .ytick")).not_to_have_count(0)
-    screenshot(page, "overview")
+    screenshot(page, "unfused-overview")
 
     # The top finding of the overview opens in the Findings view with its evidence and rule doc.
     page.locator("#ov-findings .finding-item").first.click()
     expect(page.locator("#f-detail h3")).to_contain_text(top["code"])
     expect(page.locator("#f-detail")).to_contain_text("Evidence")
     expect(page.locator("#f-detail .rule-doc")).to_contain_text("What it does")
-    screenshot(page, "findings")
+    screenshot(page, "unfused-findings")
 
     # The top finding that points into the IR: Show in IR marks its lines in each stage.
     located = next(f for f in entry.findings if f.get("locations"))
@@ -183,7 +187,7 @@ def test_overview_top_finding_and_ir_lines(page: Any, sample_app: tuple[str, Any
     assert got == want
     expect(page.locator("#ir-ascendc .ir-line.hl").first).to_be_in_viewport()
     expect(marked.first).to_be_in_viewport()
-    screenshot(page, "ir")
+    screenshot(page, "unfused-ir")
     events.assert_clean()
 
 
@@ -219,7 +223,7 @@ def test_kernel_grid_search_sort_and_open_detail(page: Any, sample_app: tuple[st
         " return [api.getDisplayedRowCount(), api.getDisplayedRowAtIndex(0).data.name]; }"
     )
     assert rows[0] == hits and "softmax" in rows[1].lower()
-    screenshot(page, "kernels")
+    screenshot(page, "unfused-kernels")
 
     first = (
         page.locator(
@@ -235,7 +239,7 @@ def test_kernel_grid_search_sort_and_open_detail(page: Any, sample_app: tuple[st
     expect(page.locator("#d-kernel")).to_contain_text(name)
     expect(page.locator("#d-pipes .xtick")).not_to_have_count(0)
     expect(page.locator("#d-pipes .g-ytitle")).to_have_text("pipe busy (% of the launch, per core)")
-    screenshot(page, "detail")
+    screenshot(page, "unfused-detail")
     events.assert_clean()
 
 
@@ -249,7 +253,7 @@ def test_roofline_timeline_and_compare(page: Any, sample_app: tuple[str, Any]) -
     expect(page.locator("#roofline .legendtext").filter(has_text="GM")).to_contain_text(
         "(vendor, default memory type)"
     )
-    screenshot(page, "roofline")
+    screenshot(page, "unfused-roofline")
     # A click on a point (Plotly's own click event on the WebGL trace) opens that kernel.
     name = page.evaluate(
         "() => { const gd = document.querySelector('#roofline .js-plotly-plot');"
@@ -285,7 +289,7 @@ def test_roofline_timeline_and_compare(page: Any, sample_app: tuple[str, Any]) -
                 raise
     expect(info).to_contain_text("host→kernel launches linked")
     expect(page.locator("#timeline .legendtext").filter(has_text="launch")).to_have_count(1)
-    screenshot(page, "timeline")
+    screenshot(page, "unfused-timeline")
 
     show_tab(page, "Compare")
     expect(page.locator("#c-kpis .kpi")).to_have_count(5)
@@ -293,7 +297,7 @@ def test_roofline_timeline_and_compare(page: Any, sample_app: tuple[str, Any]) -
     expect(page.locator("#c-delta .g-xtitle")).to_have_text("time change, head − base (µs)")
     count = page.evaluate("async () => (await dash_ag_grid.getApiAsync('c-grid')).getDisplayedRowCount()")
     assert count > 0
-    screenshot(page, "compare")
+    screenshot(page, "unfused-compare")
     events.assert_clean()
 
 
@@ -310,7 +314,7 @@ def test_msprof_op_block_heatmap(page: Any, sample_app: tuple[str, Any]) -> None
     expect(page.locator("#d-blocks .ytick")).to_have_count(3)  # cube0, vector0, vector1
     expect(page.locator("#d-pipes .xtick")).not_to_have_count(0)
     page.locator("#d-blocks").scroll_into_view_if_needed()
-    screenshot(page, "detail_blocks")
+    screenshot(page, "msprof_op-detail_blocks")
     events.assert_clean()
 
 
@@ -408,4 +412,85 @@ def test_show_in_ir_always_shows_the_selected_finding(page: Any, fa_app: tuple[s
     page.wait_for_timeout(300)
     assert sent[first_visit:] == [204, 204]  # leaving, coming back: no panes sent, the page redrew them
     screenshot(page, "ir_fa_bundle")
+    events.assert_clean()
+
+
+# One PNG per dashboard view of the TileLang bundle: docs/screenshots/<name>.png (README links
+# overview.png). The Kernel detail view gives two: its top and its per-block heatmap.
+DOC_VIEWS = ("overview", "kernels", "detail", "detail_blocks", "roofline", "timeline", "findings", "ir",
+             "compare")
+
+
+@pytest.fixture(scope="module")
+def fa_views_app() -> Iterator[tuple[str, Any]]:
+    # the msprof op sample (the FA kernel on 24 blocks) second: the Compare view's base
+    app = create_app([SAMPLES / "tilelang_fa_bundle", SAMPLES / "tilelang_fa_msprof_op"])
+    with serve_wsgi(app.server) as url:
+        yield url, app
+
+
+def test_every_view_of_the_tilelang_bundle(page: Any, fa_views_app: tuple[str, Any]) -> None:
+    """Each tab on sample_traces/tilelang_fa_bundle in a state that shows what it is for; the
+    screenshots are the documentation's (TILESCOPE_UPDATE_SCREENSHOTS=1 writes docs/screenshots/)."""
+    from playwright.sync_api import expect
+
+    from dashboard.layout import TABS
+
+    url, app = fa_views_app
+    entry = store_of(app).get("p0")
+    assert entry is not None
+    events = open_app(page, url)
+    taken: list[str] = []
+
+    def shot(name: str) -> None:
+        screenshot(page, name, docs=True)
+        taken.append(name)
+
+    expect(page.locator("#profile")).to_contain_text("tilelang_fa_bundle")
+    expect(page.locator("#ov-findings .finding-item").first).to_contain_text(entry.findings[0]["code"])
+    shot("overview")
+
+    show_tab(page, "Kernels")
+    expect(page.locator("#k-count")).to_contain_text("of 1 launch")
+    shot("kernels")
+
+    page.locator(".ag-row[row-index='0'] [col-id='name']").first.click()
+    expect(page.locator(".tab--selected")).to_have_text("Kernel detail")
+    expect(page.locator("#d-kernel")).to_contain_text("flash_fwd_kernel_mix_aic")
+    expect(page.locator("#d-pipes .xtick")).not_to_have_count(0)
+    shot("detail")
+    expect(page.locator("#d-blocks .ytick")).to_have_count(3)  # cube0, vector0, vector1
+    page.locator("#d-blocks").scroll_into_view_if_needed()
+    shot("detail_blocks")
+
+    show_tab(page, "Roofline")
+    expect(page.locator("#roofline .g-xtitle")).to_have_text("arithmetic intensity (FLOP/byte)")
+    shot("roofline")
+
+    show_tab(page, "Timeline")
+    expect(page.locator("#tl-info")).not_to_be_empty()
+    shot("timeline")
+
+    # Findings: the Cube/Vector imbalance (the story's finding), then Show in IR
+    index = next(i for i, f in enumerate(entry.findings) if f["code"] == "TS201")
+    show_tab(page, "Findings")
+    page.locator("#f-list .finding-item").nth(index).click()
+    expect(page.locator("#f-detail h3")).to_contain_text("TS201")
+    expect(page.locator("#f-detail .rule-doc")).to_contain_text("What it does")
+    shot("findings")
+    page.locator("#f-to-ir").click()
+    expect(page.locator(".tab--selected")).to_have_text("IR")
+    expect(page.locator("#ir-info")).to_contain_text("Marked: TS201")
+    expect(page.locator("#ir-tvmscript .ir-line.hl").first).to_be_in_viewport()
+    shot("ir")
+
+    show_tab(page, "Compare")
+    pick(page, "c-base", "tilelang_fa_msprof_op")
+    pick(page, "c-head", "tilelang_fa_bundle")
+    expect(page.locator("#c-kpis .kpi")).to_have_count(5)
+    expect(page.locator("#c-delta .g-xtitle")).to_have_text("time change, head − base (µs)")
+    shot("compare")
+
+    assert sorted(taken) == sorted(DOC_VIEWS)
+    assert {v for v, _ in TABS} <= {n.split("_")[0] for n in taken}  # every tab has its picture
     events.assert_clean()

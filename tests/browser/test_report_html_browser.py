@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -47,7 +46,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
 
 
 def _screenshot(page: Any, name: str) -> None:
-    target = Path(os.environ.get("TILESCOPE_SCREENSHOTS", "/tmp/tilescope-screenshots"))
+    # beside the dashboard's (tests/browser/test_dashboard_browser.py), never in docs/
+    target = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
     target.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(target / name), full_page=False)
 
