@@ -112,6 +112,10 @@ def op_types(df: pd.DataFrame) -> pd.Series:
     return op.where(op != "", text(df, "name"))
 
 
+# Kernel columns the helpers below read for any rule that uses them (names, op and core types,
+# stream order, start and duration): part of every kernel rule's READS (analyzer.engine).
+HELPER_COLUMNS = ("name", "op_type", "core_type", "stream_id", "start_ns", "duration_us")
+
 # Columns a grouped finding may report (name, time, block counts, pipe and conflict ratios).
 LEAN_COLUMNS = (
     *("name", "duration_us", "block_dim", "aic_cube_ratio", "aic_scalar_ratio", "aic_mte1_ratio"),

@@ -27,6 +27,7 @@ import numpy as np
 from analyzer.analysis import skipped_to_dict
 from analyzer.findings import Finding
 from analyzer.gcpause import gc_paused
+from analyzer.summary import KERNEL_TIME_COLUMNS, SUMMARY_COLUMNS
 
 # pandas and the profile model are imported by the functions that need them: `tilescope analyze`
 # imports this module before loading, and loading starts the timeline scan before pandas is loaded.
@@ -50,6 +51,14 @@ WEIGHTED_RATIOS = (
 )
 FIRST_OF_GROUP = ("op_type", "core_type", "input_shapes", "input_dtypes")
 TIMELINE_KEYS = ("name", "start_ns", "duration_us", "core_type", "stream_id")
+# Every kernel column the report reads (`kernel_group_stats`, `launch_timeline`, the summary with
+# its findings bounded by each kernel's speed of light): `analyze` loads only these and the rules'.
+REPORT_COLUMNS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (*SUMMARY_COLUMNS, *KERNEL_TIME_COLUMNS, *WEIGHTED_RATIOS, *FIRST_OF_GROUP, *TIMELINE_KEYS,
+         "flops", "bytes_moved", "sol_us", "sol_bound")
+    )
+)
 
 
 def tool_version() -> str:
