@@ -19,7 +19,7 @@ import pandas as pd
 from analyzer.chips import ChipSpec
 from analyzer.engine import RuleContext
 from analyzer.findings import SAVING_DEVICE, Finding, Location
-from analyzer.metrics import float_column
+from analyzer.metrics import float_column, text_column
 from analyzer.profile import Profile
 from analyzer.report.words import fmt_pct
 from analyzer.report.words import fmt_us as words_fmt_us
@@ -86,7 +86,7 @@ def text(df: pd.DataFrame, col: str) -> pd.Series:
     """A string column with "" for missing values."""
     if col not in df.columns:
         return pd.Series("", index=df.index, dtype="str")
-    s = df[col]
+    s = text_column(df, col)  # a Categorical (a loaded table's text) as `str`
     if pd.api.types.is_string_dtype(s.dtype) and not pd.api.types.is_object_dtype(s.dtype):
         return s.fillna("")  # already strings (Arrow-backed): no per-value conversion
     return s.astype("object").where(s.notna(), "").astype(str)

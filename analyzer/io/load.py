@@ -492,7 +492,8 @@ def _stream_columns(
     only `columns` (those the file has, after the derived metrics), and the chip; None when there
     is none or the stream gives up (a bad value, a chip the first rows guessed wrong, no rows).
 
-    The columns are the whole-file table's, value for value, as the file output of `kernels` is;
+    The columns are the whole-file table's, value for value, as the file output of `kernels` is
+    (text as a Categorical: `tables.to_frame(categories=True)`);
     the chip comes from the same device facts and the notes of its inference from all rows, so
     `warnings` gets what `choose_chip` adds on the whole table. Only a group of rows and the kept
     columns are in memory at a time (~16 of ~80 columns for `info`).
@@ -520,10 +521,13 @@ def _stream_columns(
     except StreamFallback:
         return None
     table = pa.concat_tables(kept)
+    table_rows = table.num_rows
     kept.clear()
     parts.metric_groups = metric_groups_of(names)
     warnings.extend(notes)
-    return to_frame({n: table.column(n) for n in table.column_names}, table.num_rows), selected
+    cols = {n: table.column(n) for n in table.column_names}
+    del table
+    return to_frame(cols, table_rows, categories=True), selected
 
 
 def _read_whole_csv(parts: Parts) -> None:

@@ -152,7 +152,7 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
     # and leaves out the launches exactly as it does with the names themselves
     key = np.where(codes >= 0, codes, np.nan)[keep]
 
-    from analyzer.metrics import float_column
+    from analyzer.metrics import float_column, text_column
 
     def values(col: str) -> np.ndarray:
         return float_column(kernels, col).to_numpy()[keep]
@@ -214,7 +214,7 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
     del sums, flops, moved, sol
     if "sol_bound" in kernels.columns:
         # the resource most launches of the kernel are bound by
-        counts = kernels["sol_bound"][keep].groupby(key, sort=False).value_counts()
+        counts = text_column(kernels, "sol_bound")[keep].groupby(key, sort=False).value_counts()
         out["sol_bound"] = counts.groupby(level=0, sort=False).idxmax().map(lambda ix: ix[1])
     for batch in _batches(WEIGHTED_RATIOS, _RATIOS_PER_PASS):
         block = g.block(2 * len(batch))  # per ratio: Σ value × duration, Σ duration
@@ -225,9 +225,10 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
             out[c] = w[2 * i] / w[2 * i + 1].where(w[2 * i + 1] > 0)
     for c in FIRST_OF_GROUP:
         if c in kernels.columns:
-            out[c] = kernels[c][keep].groupby(key, sort=False).first()
+            out[c] = text_column(kernels, c)[keep].groupby(key, sort=False).first()
     if "input_shapes" in kernels.columns:
-        out["input_shape_variants"] = kernels["input_shapes"][keep].groupby(key, sort=False).nunique()
+        shapes = text_column(kernels, "input_shapes")[keep]
+        out["input_shape_variants"] = shapes.groupby(key, sort=False).nunique()
     out.index = uniques.take(out.index.to_numpy(dtype=np.intp)).rename("name")
     return out
 
