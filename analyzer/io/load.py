@@ -513,10 +513,9 @@ def _stream_columns(
             names.extend(table.column_names)
         # each kept column copied into Arrow's pool: the group's derived columns are numpy arrays
         # in the C heap, and held to the end they left ~0.6 GB of holes there (3 M kernels) once
-        # `to_frame` had converted them; copied, the next group reuses their memory
-        return pa.table(
-            {c: pa.concat_arrays(table.column(c).chunks) for c in table.column_names if c in columns}
-        )
+        # `to_frame` had converted them; copied, the next group reuses their memory. The derived
+        # labels (`unit`, `sol_bound`: plain strings) are dictionary-encoded as the parsed text is
+        return pa.table({c: _pooled(table.column(c)) for c in table.column_names if c in columns})
 
     notes: list[str] = []
     try:
@@ -533,6 +532,16 @@ def _stream_columns(
     cols = {n: table.column(n) for n in table.column_names}
     del table
     return to_frame(cols, table_rows, categories=True), selected
+
+
+def _pooled(col: pa.ChunkedArray) -> pa.Array:
+    """`col` as one array in Arrow's memory pool, text dictionary-encoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return pc.dictionary_encode(col.combine_chunks())
+    return pa.concat_arrays(col.chunks)
 
 
 def _read_whole_csv(parts: Parts) -> None:
