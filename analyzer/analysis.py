@@ -135,6 +135,17 @@ def with_patterns(config: Config, extra: Sequence[str] = ()) -> Config:
     return cfg
 
 
+def kernel_columns_read() -> tuple[str, ...]:
+    """Every kernel-table column `analyze` reads: the rules' (their NEEDS and READS) and the
+    report's. `tilescope analyze` loads only these (`load_profiles(kernel_columns=...)`): a wide
+    table's other columns (pipe times, cycle counts, ids, formats) would only take memory."""
+    from analyzer.engine import discover_rules
+    from analyzer.engine import kernel_columns_read as rule_columns
+    from analyzer.report.data import REPORT_COLUMNS
+
+    return tuple(dict.fromkeys((*rule_columns(discover_rules()), *REPORT_COLUMNS)))
+
+
 def analyze(
     profile: Profile,
     config: Config | None = None,

@@ -3,6 +3,8 @@
 A rule is a module in the `rules` package (one per file) with:
   CODE: str, SLUG: str, NEEDS: tuple[str, ...] (see Profile.has; "a|b" = either), KIND: "runtime" | "static",
   optionally missing_inputs(profile) -> tuple[str, ...] for needs Profile.has cannot express,
+  READS: tuple[str, ...] (optional) every kernel-table column check() reads besides those in NEEDS
+  (`analyze` loads only the columns the rules and the report read: `kernel_columns_read`),
   THRESHOLDS: dict[str, float | int | str] (defaults; users override them in config),
   optionally SAVING_KIND ("work": the saving removes or moves work, bounded by the kernels' time;
   "grid": it changes the grid, bounded by the speed of light with every core; analyzer.findings),
@@ -137,6 +139,25 @@ def get_rule(code_or_slug: str) -> RuleInfo | None:
         if key.upper() == info.code or key == info.slug:
             return info
     return None
+
+
+# Needs that name a capability of the profile, not a kernel-table column (Profile.has).
+_CAPABILITIES = frozenset({"kernels", "timeline", "blocks", "launches", "ir"})
+
+
+def kernel_columns_read(rules: list[RuleInfo]) -> tuple[str, ...]:
+    """Every kernel-table column these rules read: the columns among their NEEDS (each
+    alternative of "a|b": `Profile.has` looks at all of them) and their READS, in first-seen order.
+    """
+    cols: dict[str, None] = {}
+    for info in rules:
+        for need in info.needs:
+            for alt in need.split("|"):
+                alt = alt.strip()
+                if alt not in _CAPABILITIES and not alt.startswith("blocks."):
+                    cols[alt] = None
+        cols.update(dict.fromkeys(getattr(info.module, "READS", ())))
+    return tuple(cols)
 
 
 def _uses_timeline(info: RuleInfo) -> bool:

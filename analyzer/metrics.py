@@ -120,6 +120,19 @@ def float_column(df: pd.DataFrame, name: str) -> pd.Series:
     return pd.to_numeric(col, errors="coerce").astype("float64")
 
 
+def text_column(df: pd.DataFrame, name: str) -> pd.Series:
+    """A text column as `str` (missing values NaN), also when the table holds it as a Categorical
+    (`analyze` and `info` load text so: `io.tables.to_frame(categories=True)`). A grouping or a
+    `value_counts` of a Categorical lists every category, seen in the group or not, and its `.str`
+    results are not `str`: readers that need the values take the column here."""
+    import pandas as pd
+
+    col = df[name]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.astype("str")
+    return col
+
+
 class KernelColumns:
     """Read-only column access over a kernel table held as a pandas DataFrame or an Arrow table.
 

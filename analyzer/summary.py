@@ -218,6 +218,11 @@ class KernelTime:
         return self.sol_covered_us >= self.total_us
 
 
+# The kernel columns `kernel_time` reads (the findings' bounds); with SUMMARY_COLUMNS, all the
+# summary reads when it is given findings.
+KERNEL_TIME_COLUMNS: tuple[str, ...] = ("name", "duration_us", "sol_us", "sol_device_us")
+
+
 def kernel_time(kernels: pd.DataFrame) -> dict[str, KernelTime]:
     """Per kernel name: its time and speed of light (KernelTime)."""
     import pandas as pd

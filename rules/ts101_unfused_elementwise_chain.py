@@ -12,6 +12,7 @@ from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
 from rules._common import (
+    HELPER_COLUMNS,
     VECTOR_TYPES,
     chip_figures,
     core_types,
@@ -47,6 +48,16 @@ THRESHOLDS: dict[str, Any] = {
 }
 # Fills and memsets are launched by the framework, not written by the user: not worth fusing.
 _SKIP_OPS = ("MemSet", "ZerosLike", "OnesLike", "Fill", "atomic_memset")
+
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (
+    *HELPER_COLUMNS,
+    "input_shapes",
+    "output_shapes",
+    "output_dtypes",
+    "aiv_mte2_ratio",
+    "aiv_mte3_ratio",
+)
 
 
 def _links(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray:

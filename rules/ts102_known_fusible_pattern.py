@@ -11,6 +11,7 @@ from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile, Timeline
 from rules._common import (
+    HELPER_COLUMNS,
     end_ns,
     fmt_us,
     locate,
@@ -45,6 +46,9 @@ THRESHOLDS: dict[str, Any] = {
     "max_listed_occurrences": 100,  # occurrences listed one by one in the evidence (all are counted)
     "pattern_files": [],  # extra pattern files (set from [tool.tilescope] patterns = [...])
 }
+
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (*HELPER_COLUMNS, "input_shapes", "output_shapes")
 
 
 def _columns(df: pd.DataFrame) -> dict[str, np.ndarray]:

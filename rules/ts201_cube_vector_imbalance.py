@@ -11,7 +11,18 @@ from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
 from analyzer.report.words import count_text
-from rules._common import MIX_TYPES, core_types, grouped_findings, lean, num, op_types, pct, r3
+from rules._common import (
+    HELPER_COLUMNS,
+    LEAN_COLUMNS,
+    MIX_TYPES,
+    core_types,
+    grouped_findings,
+    lean,
+    num,
+    op_types,
+    pct,
+    r3,
+)
 
 CODE = "TS201"
 SLUG = "cube-vector-imbalance"
@@ -25,6 +36,9 @@ THRESHOLDS: dict[str, Any] = {
     "min_saving_us": 1.0,
     "max_findings": 20,
 }
+
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, "cube_busy_us", "vector_busy_us")
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:

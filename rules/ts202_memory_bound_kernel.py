@@ -10,7 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import grouped_findings, lean, num, pct, r3
+from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct, r3
 
 CODE = "TS202"
 SLUG = "memory-bound-kernel"
@@ -24,6 +24,22 @@ THRESHOLDS: dict[str, Any] = {
     "min_saving_us": 1.0,
     "max_findings": 20,
 }
+
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (
+    *HELPER_COLUMNS,
+    *LEAN_COLUMNS,
+    "aic_cube_share",
+    "aic_fixpipe_share",
+    "aic_mte2_share",
+    "aiv_mte2_share",
+    "aiv_mte3_share",
+    "aiv_vec_share",
+    "flops",
+    "bytes_moved",
+    "achieved_gbps",
+    "arithmetic_intensity",
+)
 
 
 def _side_bound(

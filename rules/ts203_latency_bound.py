@@ -9,7 +9,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import grouped_findings, lean, num, pct
+from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct
 
 CODE = "TS203"
 SLUG = "latency-bound"
@@ -35,6 +35,9 @@ PIPES = (
     "aiv_mte2_share",
     "aiv_mte3_share",
 )
+
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, *PIPES)
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:

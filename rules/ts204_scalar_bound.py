@@ -10,7 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import grouped_findings, lean, num, pct
+from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct
 
 CODE = "TS204"
 SLUG = "scalar-bound"
@@ -27,6 +27,9 @@ OTHERS = {
     "aic": ("aic_cube_share", "aic_mte1_share", "aic_mte2_share", "aic_mte3_share", "aic_fixpipe_share"),
     "aiv": ("aiv_vec_share", "aiv_mte2_share", "aiv_mte3_share"),
 }
+
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, *SHARE_COLUMNS, *(c for cols in OTHERS.values() for c in cols))
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:

@@ -9,7 +9,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import fmt_bytes, grouped_findings, num, shape_bytes, text
+from rules._common import HELPER_COLUMNS, fmt_bytes, grouped_findings, num, shape_bytes, text
 
 CODE = "TS301"
 SLUG = "buffer-spill-reload"
@@ -26,6 +26,24 @@ THRESHOLDS: dict[str, Any] = {
     "max_findings": 20,
 }
 
+# Global-memory traffic: data counters in KB, else bandwidths (x duration)
+GM_KB_COLUMNS = (
+    "aic_read_main_memory_datas_kb",
+    "aiv_read_main_memory_datas_kb",
+    "aic_write_main_memory_datas_kb",
+    "aiv_write_main_memory_datas_kb",
+    "read_main_memory_datas_kb",
+    "write_main_memory_datas_kb",
+)
+GM_GBPS_COLUMNS = (
+    "aic_main_mem_read_gbps",
+    "aic_main_mem_write_gbps",
+    "aiv_main_mem_read_gbps",
+    "aiv_main_mem_write_gbps",
+)
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (*HELPER_COLUMNS, "input_dtypes", "output_shapes", "output_dtypes", *GM_KB_COLUMNS, *GM_GBPS_COLUMNS)
+
 
 def measured_bytes(df: pd.DataFrame) -> pd.Series:
     """GM bytes read + written: from data counters (KB) when present, else bandwidth x time."""
@@ -33,14 +51,7 @@ def measured_bytes(df: pd.DataFrame) -> pd.Series:
         sum(
             (
                 num(df, c).fillna(0)
-                for c in (
-                    "aic_read_main_memory_datas_kb",
-                    "aiv_read_main_memory_datas_kb",
-                    "aic_write_main_memory_datas_kb",
-                    "aiv_write_main_memory_datas_kb",
-                    "read_main_memory_datas_kb",
-                    "write_main_memory_datas_kb",
-                )
+                for c in GM_KB_COLUMNS
             ),
             pd.Series(0.0, index=df.index),
         )
@@ -50,12 +61,7 @@ def measured_bytes(df: pd.DataFrame) -> pd.Series:
     gbps = sum(
         (
             num(df, c).fillna(0)
-            for c in (
-                "aic_main_mem_read_gbps",
-                "aic_main_mem_write_gbps",
-                "aiv_main_mem_read_gbps",
-                "aiv_main_mem_write_gbps",
-            )
+            for c in GM_GBPS_COLUMNS
         ),
         pd.Series(0.0, index=df.index),
     )

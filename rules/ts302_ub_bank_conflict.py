@@ -9,7 +9,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import grouped_findings, lean, num, pct
+from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct
 
 CODE = "TS302"
 SLUG = "ub-bank-conflict"
@@ -21,6 +21,9 @@ THRESHOLDS: dict[str, Any] = {
     "min_saving_us": 1.0,
     "max_findings": 20,
 }
+
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, "aiv_time_us")
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:

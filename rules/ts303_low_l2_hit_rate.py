@@ -9,7 +9,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import grouped_findings, lean, num, pct
+from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct
 
 CODE = "TS303"
 SLUG = "low-l2-hit-rate"
@@ -26,6 +26,15 @@ THRESHOLDS: dict[str, Any] = {
 }
 _HITS = ("write_cache_hit", "r0_read_cache_hit", "r1_read_cache_hit")
 _MISSES = ("write_cache_miss_allocate", "r0_read_cache_miss_allocate", "r1_read_cache_miss_allocate")
+
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (
+    *HELPER_COLUMNS,
+    *LEAN_COLUMNS,
+    *(f"{s}_{c}" for s in ("aic", "aiv") for c in (*_HITS, *_MISSES)),
+    "aic_total_hit_rate_pct",
+    "aiv_total_hit_rate_pct",
+)
 
 
 def hit_rate(df: pd.DataFrame) -> pd.Series:

@@ -11,7 +11,17 @@ from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
 from analyzer.report.words import count_text
-from rules._common import CUBE_TYPES, VECTOR_TYPES, core_types, grouped_findings, num, pct, text
+from rules._common import (
+    CUBE_TYPES,
+    HELPER_COLUMNS,
+    LEAN_COLUMNS,
+    VECTOR_TYPES,
+    core_types,
+    grouped_findings,
+    num,
+    pct,
+    text,
+)
 
 CODE = "TS401"
 SLUG = "wasted-cores"
@@ -26,6 +36,9 @@ THRESHOLDS: dict[str, Any] = {
     "min_saving_us": 1.0,
     "max_findings": 20,
 }
+
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, "unit")
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:

@@ -10,7 +10,17 @@ from analyzer.engine import RuleContext
 from analyzer.findings import SAVING_IDLE, Finding
 from analyzer.profile import Profile
 from analyzer.report.words import count_text
-from rules._common import NON_COMPUTE_TYPES, core_types, fmt_us, make_finding, num, pct, r3, text
+from rules._common import (
+    HELPER_COLUMNS,
+    NON_COMPUTE_TYPES,
+    core_types,
+    fmt_us,
+    make_finding,
+    num,
+    pct,
+    r3,
+    text,
+)
 
 CODE = "TS404"
 SLUG = "host-bound-gaps"
@@ -24,6 +34,9 @@ THRESHOLDS: dict[str, Any] = {
     "stall_gap_us": 100.0,  # one gap this long before a shorter kernel is a host stall (sync, .item())
     "min_stall_total_us": 100.0,  # report stalls alone (run not host-bound overall) above this total
 }
+
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = HELPER_COLUMNS
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:

@@ -14,6 +14,8 @@ from analyzer.profile import Profile
 from analyzer.report.words import count_text
 from rules._common import (
     AICORE_TYPES,
+    HELPER_COLUMNS,
+    LEAN_COLUMNS,
     core_types,
     end_ns,
     grouped_findings,
@@ -45,6 +47,9 @@ REPLACEMENTS = {
     "DropOutGenMask": "use the DSA/AI Core dropout mask path (npu_dropout_gen_mask) or fused attention",
     "Range": "precompute index ranges once on the device",
 }
+
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (*HELPER_COLUMNS, *LEAN_COLUMNS)
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:

@@ -33,12 +33,14 @@ def load_profiles(path: Path, chip: str | None) -> list[Profile]:
 
     The result is `analyzer.io.load.LoadedProfiles`: its `failures` name the profiles under PATH
     that could not be read (a plain list from a test means none)."""
+    from analyzer.analysis import kernel_columns_read
     from analyzer.io.load import load_profiles as _load
 
     arrow_returns_freed_memory()
     # the kernel-table rules run while a large trace_view.json is still being read; `build` makes
-    # sure every timeline is resolved (a broken one is bad input, exit 2) before any report
-    return _load(path, chip=chip, lazy_timeline=True)
+    # sure every timeline is resolved (a broken one is bad input, exit 2) before any report.
+    # Only the kernel columns the rules and the report read are kept (streamed from a kernel CSV)
+    return _load(path, chip=chip, lazy_timeline=True, kernel_columns=kernel_columns_read())
 
 
 def arrow_returns_freed_memory() -> bool:

@@ -31,8 +31,11 @@ The whole-file path (`load_kernels_arrow`) stays the reference. Streaming gives 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib
+import mmap
+import os
 import queue
 import threading
 from collections import deque
@@ -143,6 +146,40 @@ def _last_line(body: np.ndarray[Any, np.dtype[np.uint8]]) -> bytes:
         window *= 4
 
 
+class _MappedFile:
+    """A file mapped read-only, as one Arrow buffer, whose pages before a point can be let go.
+
+    The mapped pages a parse has read stay in the process's resident set until unmapped, and peak
+    RSS counts them (page cache, shared with the kernel, but `ru_maxrss` cannot tell): a stream
+    over a 943 MB file held all 943 MB at its end. `release(end)` drops the whole pages before
+    `end` from the mapping (madvise MADV_DONTNEED): they stay in the page cache, and a read of
+    them again, which the stream never does, would map them back from it unchanged.
+    """
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            # mmap cannot map an empty file; read_header has refused one already
+            self._map = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) if size else None
+        self.buffer = pa.py_buffer(self._map) if self._map is not None else pa.py_buffer(b"")
+        self._released = 0
+
+    def release(self, end: int) -> None:
+        """Let the mapped pages wholly before byte `end` go."""
+        upto = end - end % mmap.PAGESIZE
+        if self._map is None or upto <= self._released or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        self._map.madvise(mmap.MADV_DONTNEED, self._released, upto - self._released)
+        self._released = upto
+
+    def close(self) -> None:
+        """Unmap, unless an Arrow buffer still points into the map (the last one unmaps it then)."""
+        self.buffer = pa.py_buffer(b"")
+        if self._map is not None:
+            with contextlib.suppress(BufferError):
+                self._map.close()
+
+
 def _write_groups(
     sink: Callable[[pa.Table], None],
     inbox: queue.Queue[Any],
@@ -193,7 +230,6 @@ def stream_kernel_csv(
     """
     from analyzer.io import device as dev
     from analyzer.io.kernel_csv import check_header, contract_table
-    from analyzer.io.native import native_name
     from analyzer.io.tables import (
         convert_columns,
         csv_options,
@@ -220,11 +256,10 @@ def stream_kernel_csv(
     options = csv_options(names, types, True, BLOCK_SIZE, skip_rows=0, use_threads=False)
 
     # memory-mapped: the parse reads the page cache in place (0.03 s of system time per 313 MB,
-    # against 0.16-0.23 s for read() copies through a path or a Python file); mapped through the
-    # open file, as the name may not be UTF-8 (analyzer.io.native); the map outlives the handle
-    with open(path, "rb") as fh:
-        source = pa.memory_map(native_name(path, fh))
-    buf = source.read_buffer()
+    # against 0.16-0.23 s for read() copies through a path or a Python file); the map outlives
+    # the handle. The pages of the groups done are let go as the stream moves on (`release`).
+    source = _MappedFile(path)
+    buf = source.buffer
     size = buf.size
     _, header_end = next(_chunks(buf, 0, 1), (0, size))  # the header line, as a range of its own
     ranges = _chunks(buf, header_end, group_bytes)
@@ -254,6 +289,7 @@ def stream_kernel_csv(
             except pa.ArrowException as exc:  # the whole-file path re-reads it and names the row
                 raise StreamFallback(str(exc)) from exc
             parse_next()
+            source.release(end)
             if not raw.num_rows:
                 continue
             try:

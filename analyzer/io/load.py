@@ -492,7 +492,8 @@ def _stream_columns(
     only `columns` (those the file has, after the derived metrics), and the chip; None when there
     is none or the stream gives up (a bad value, a chip the first rows guessed wrong, no rows).
 
-    The columns are the whole-file table's, value for value, as the file output of `kernels` is;
+    The columns are the whole-file table's, value for value, as the file output of `kernels` is
+    (text as a Categorical: `tables.to_frame(categories=True)`);
     the chip comes from the same device facts and the notes of its inference from all rows, so
     `warnings` gets what `choose_chip` adds on the whole table. Only a group of rows and the kept
     columns are in memory at a time (~16 of ~80 columns for `info`).
@@ -510,7 +511,11 @@ def _stream_columns(
     def keep(table: pa.Table) -> pa.Table:
         if not names:
             names.extend(table.column_names)
-        return table.select([c for c in table.column_names if c in columns])
+        # each kept column copied into Arrow's pool: the group's derived columns are numpy arrays
+        # in the C heap, and held to the end they left ~0.6 GB of holes there (3 M kernels) once
+        # `to_frame` had converted them; copied, the next group reuses their memory. The derived
+        # labels (`unit`, `sol_bound`: plain strings) are dictionary-encoded as the parsed text is
+        return pa.table({c: _pooled(table.column(c)) for c in table.column_names if c in columns})
 
     notes: list[str] = []
     try:
@@ -520,10 +525,23 @@ def _stream_columns(
     except StreamFallback:
         return None
     table = pa.concat_tables(kept)
+    table_rows = table.num_rows
     kept.clear()
     parts.metric_groups = metric_groups_of(names)
     warnings.extend(notes)
-    return to_frame({n: table.column(n) for n in table.column_names}, table.num_rows), selected
+    cols = {n: table.column(n) for n in table.column_names}
+    del table
+    return to_frame(cols, table_rows, categories=True), selected
+
+
+def _pooled(col: pa.ChunkedArray) -> pa.Array:
+    """`col` as one array in Arrow's memory pool, text dictionary-encoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return pc.dictionary_encode(col.combine_chunks())
+    return pa.concat_arrays(col.chunks)
 
 
 def _read_whole_csv(parts: Parts) -> None:

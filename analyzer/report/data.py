@@ -27,6 +27,7 @@ import numpy as np
 from analyzer.analysis import skipped_to_dict
 from analyzer.findings import Finding
 from analyzer.gcpause import gc_paused
+from analyzer.summary import KERNEL_TIME_COLUMNS, SUMMARY_COLUMNS
 
 # pandas and the profile model are imported by the functions that need them: `tilescope analyze`
 # imports this module before loading, and loading starts the timeline scan before pandas is loaded.
@@ -50,6 +51,14 @@ WEIGHTED_RATIOS = (
 )
 FIRST_OF_GROUP = ("op_type", "core_type", "input_shapes", "input_dtypes")
 TIMELINE_KEYS = ("name", "start_ns", "duration_us", "core_type", "stream_id")
+# Every kernel column the report reads (`kernel_group_stats`, `launch_timeline`, the summary with
+# its findings bounded by each kernel's speed of light): `analyze` loads only these and the rules'.
+REPORT_COLUMNS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (*SUMMARY_COLUMNS, *KERNEL_TIME_COLUMNS, *WEIGHTED_RATIOS, *FIRST_OF_GROUP, *TIMELINE_KEYS,
+         "flops", "bytes_moved", "sol_us", "sol_bound")
+    )
+)
 
 
 def tool_version() -> str:
@@ -136,14 +145,17 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
 
     if "name" not in kernels.columns:
         return pd.DataFrame()
-    label = kernels["name"].astype("str")
-    codes, uniques = pd.factorize(label, sort=False)
-    keep = np.ones(len(label), dtype=bool) if names is None else label.isin(list(names)).to_numpy(dtype=bool)
+    codes, uniques = _factorized_names(kernels["name"])
+    if names is None:
+        keep = np.ones(len(codes), dtype=bool)
+    else:  # the launches of these names (a name not in the table has no launch)
+        wanted = uniques.get_indexer(pd.Index(list(names), dtype="str"))
+        keep = np.isin(codes, wanted[wanted >= 0])
     # the kernels' numbers as the group key, NaN for a launch without a name: groupby numbers
     # and leaves out the launches exactly as it does with the names themselves
     key = np.where(codes >= 0, codes, np.nan)[keep]
 
-    from analyzer.metrics import float_column
+    from analyzer.metrics import float_column, text_column
 
     def values(col: str) -> np.ndarray:
         return float_column(kernels, col).to_numpy()[keep]
@@ -205,7 +217,7 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
     del sums, flops, moved, sol
     if "sol_bound" in kernels.columns:
         # the resource most launches of the kernel are bound by
-        counts = kernels["sol_bound"][keep].groupby(key, sort=False).value_counts()
+        counts = text_column(kernels, "sol_bound")[keep].groupby(key, sort=False).value_counts()
         out["sol_bound"] = counts.groupby(level=0, sort=False).idxmax().map(lambda ix: ix[1])
     for batch in _batches(WEIGHTED_RATIOS, _RATIOS_PER_PASS):
         block = g.block(2 * len(batch))  # per ratio: Σ value × duration, Σ duration
@@ -216,11 +228,27 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
             out[c] = w[2 * i] / w[2 * i + 1].where(w[2 * i + 1] > 0)
     for c in FIRST_OF_GROUP:
         if c in kernels.columns:
-            out[c] = kernels[c][keep].groupby(key, sort=False).first()
+            out[c] = text_column(kernels, c)[keep].groupby(key, sort=False).first()
     if "input_shapes" in kernels.columns:
-        out["input_shape_variants"] = kernels["input_shapes"][keep].groupby(key, sort=False).nunique()
+        shapes = text_column(kernels, "input_shapes")[keep]
+        out["input_shape_variants"] = shapes.groupby(key, sort=False).nunique()
     out.index = uniques.take(out.index.to_numpy(dtype=np.intp)).rename("name")
     return out
+
+
+def _factorized_names(names: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """`pd.factorize` of the names as `str`: a code per launch (-1 without a name) and the
+    distinct names in order of first appearance. A Categorical (a loaded table's text) is
+    factorised by its codes, without a string per launch (3 M launches: ~150 MB)."""
+    import pandas as pd
+
+    if not isinstance(names.dtype, pd.CategoricalDtype):
+        return pd.factorize(names.astype("str"), sort=False)
+    cat = names.cat.codes.to_numpy()
+    # NaN for a missing name: factorize leaves it out (-1), as it leaves out a missing string
+    codes, firsts = pd.factorize(np.where(cat >= 0, cat, np.nan), sort=False)
+    labels = pd.Index(names.cat.categories.astype("str"))
+    return codes, labels.take(firsts.astype(np.intp))
 
 
 def _where(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
