@@ -53,6 +53,7 @@ KERNELS: dict[str, tuple[Path, str, dict[str, Any]]] = {
     "batch_gemm": (OWN / "batch_gemm.py", "", {}),
     "vector_add": (OWN / "vector_add.py", "", {}),
     "row_max": (OWN / "row_max.py", "", {}),
+    "row_max_64": (OWN / "row_max.py", "", {"block_M": 64}),
     "silu": (REAL / "activation__silu.py", "", {}),
     "layer_norm": (REAL / "normalization__layer_norm.py", "", {}),
     "rms_norm": (REAL / "normalization__rms_norm.py", ":_rms_norm", {}),
@@ -102,8 +103,8 @@ HAND_COUNTED = {
     "batch_gemm": {"L1": 16384 + 32768, "L0C": 32768},
     # three 32x256 fp32 tiles per vector sub-core
     "vector_add": {"UB": 3 * 32768},
-    # a_ub 32x1024 fp32 + b_ub 32 fp32
-    "row_max": {"UB": 131072 + 128},
+    # a_ub 16x1024 fp32 + b_ub 16 fp32
+    "row_max": {"UB": 65536 + 64},
     # four (64 // 2)x64 fp32 tiles: T.alloc_shared, which tilelang-ascend places in UB here
     "silu": {"UB": 4 * 8192},
     # _get_optimized_tiling(256, 256, 64, 64, 2) = (32, 128): ROWS 16; six 16x128 fp32 tiles
@@ -115,7 +116,7 @@ GRIDS = {
     "gemm_persistent": [24],
     "batch_gemm": [64],
     "vector_add": [64],
-    "row_max": [64],
+    "row_max": [128],
     "silu": [16],
 }
 
@@ -178,6 +179,8 @@ def test_planned_placements_are_the_footprint(lowered: dict[str, Any]) -> None:
     assert _footprint(fa)["L0C"] == 16384 + 131072
     assert _footprint(fa, "lowered_bytes")["L0C"] == 131072
     assert _footprint(fa, "lowered_bytes")["L1"] == 73728 + 65536
+    # T.reduce_max's scratch buffer (tmp_ub, as large as its input) is in the plan only
+    assert _footprint(lowered["row_max"], "lowered_bytes") == {"UB": 65536 + 64 + 65536}
     # own kernels without reuse: the plan is the declaration
     assert _footprint(lowered["gemm"], "lowered_bytes") == HAND_COUNTED["gemm"]
     assert _footprint(lowered["vector_add"], "lowered_bytes") == HAND_COUNTED["vector_add"]
@@ -227,3 +230,22 @@ def test_sweep_lowers_every_combination_in_one_worker(
     assert l1 == {64: 49152, 128: 98304}
     assert all(r["footprint"]["L0C"]["bytes"] == 131072 and r["fits"] for r in rows)
     assert all("TS507" in r["findings"] for r in rows)  # the serial K loop, on the 910B2
+
+
+@needs_stack
+def test_a_hidden_scratch_buffer_overflows_ub(lowered: dict[str, Any]) -> None:
+    """row_max with block_M=64 declares 131,200 B of UB, which fits a 910B2's 196,608; the Ascend C
+    adds T.reduce_max's 131,072 B scratch: 262,272 B placed, and TS501 says so."""
+    import pandas as pd
+
+    from analyzer.engine import run_rules
+    from analyzer.profile import Profile, SourceInfo
+
+    cap = lowered["row_max_64"]
+    assert _footprint(cap) == {"UB": 131072 + 128}
+    assert _footprint(cap, "lowered_bytes") == {"UB": 131072 + 128 + 131072}
+    prof = Profile(
+        source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(), chip=cap.chip, ir=cap.ir
+    )
+    (ts501,) = [f for f in run_rules(prof, kinds=("static",)).findings if f.code == "TS501"]
+    assert "262272 B" in ts501.message and "196608 B" in ts501.message

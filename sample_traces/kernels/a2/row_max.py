@@ -3,7 +3,10 @@ block_M-row slab per AI core, half of it per vector sub-core, reduced in UB with
 
     tilescope lint sample_traces/kernels/a2/row_max.py
 
-Footprint by hand (defaults): a_ub 32x1024 fp32 = 131,072 B, b_ub 32 fp32 = 128 B (UB 131,200 B).
+Footprint by hand (defaults): a_ub 16x1024 fp32 = 65,536 B, b_ub 16 fp32 = 64 B (UB 65,600 B
+declared). tilelang-ascend's `T.reduce_max` adds a scratch buffer as large as its input (`tmp_ub`,
+65,536 B in the Ascend C): 131,136 B placed. With `-p block_M=64` the placed UB is 262,272 B, over
+a 910B's 192 KiB although the declared buffers (131,200 B) fit — TS501 says so.
 """
 
 import tilelang
@@ -13,7 +16,7 @@ VEC_NUM = 2
 
 
 @tilelang.jit(out_idx=[-1])
-def row_max(M=4096, N=1024, block_M=64, dtype="float"):
+def row_max(M=4096, N=1024, block_M=32, dtype="float"):
     rows = block_M // VEC_NUM
 
     @T.prim_func
