@@ -31,7 +31,6 @@ from analyzer.errors import MissingComponentError, UsageError
 from analyzer.ir.dialect import detect as detect_dialect
 from analyzer.ir.lowering import (
     CAPACITY_RE,
-    CONSTEXPR_MISSING_RE,
     STAGE_PASSES,
     KernelCapture,
     captured_fd2,
@@ -424,6 +423,18 @@ def validate_sweep(kernel_ref: str, base: dict[str, Any], grid: dict[str, list[A
     check_params(path, builder_signatures(tree, names), values, how)
 
 
+def raise_usage(
+    path: Path, names: list[str], sigs: list[BuilderSignature], failure: dict[str, Any] | None
+) -> None:
+    """A build failure that is the user's (classify_failure kind "usage": a missing or ill-typed
+    parameter the builder rejected, a call it cannot take, an unknown name) is exit 2 naming the
+    file:line and what was expected — a TS500 finding with exit 0 would read as the kernel's fault."""
+    if not failure or failure.get("kind") != "usage":
+        return
+    where = failure.get("where") or (f"{path}:{sigs[0].line}" if sigs else str(path))
+    raise UsageError(f"{where}: {', '.join(names)}: {failure['usage']}")
+
+
 def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCapture:
     """Build, lower and record one kernel file's PrimFunc(s); lowering failures are recorded, not raised."""
     from analyzer.ir.model import assemble_ir_json
@@ -447,14 +458,9 @@ def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCap
     except UsageError:
         raise
     except Exception as exc:  # the builder itself raised (e.g. a T.gemm shape assertion)
-        missing = CONSTEXPR_MISSING_RE.search(str(exc))
-        if missing:  # the user's to give, not the kernel's fault: a usage error, not a TS500
-            raise UsageError(
-                f"{path}: {', '.join(names)} needs -p {missing['name']}=VALUE "
-                f"(a T.const shape symbol with no value)"
-            ) from None
         kc = KernelCapture(name=names[0], label=",".join(names))
-        kc.failure = classify_failure(exc, "build", None)
+        kc.failure = classify_failure(exc, "build", None, kernel_file=str(path))
+        raise_usage(path, names, sigs, kc.failure)
         built = []
         kernels.append(kc)
     timings["build_s"] = time.perf_counter() - t0
@@ -545,6 +551,8 @@ def _capture_tilelang_ascend(
         if "internal_error" in run:
             raise RuntimeError(f"tilelang-ascend worker: {run['internal_error']}\n{run.get('traceback', '')}")
         kernels = [KernelCapture.from_json(k) for k in run["kernels"]]
+        for k in kernels:
+            raise_usage(path, names, builder_signatures(tree, names), k.failure)
         t2 = time.perf_counter()
         ir = assemble_ir_json(path, ",".join(names), params, chip, kernels, tree, version, sha, ASCEND_STAGES)
         timings = {
