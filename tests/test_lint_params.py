@@ -147,3 +147,92 @@ def test_classify_failure_tells_the_users_failures_from_the_kernels() -> None:
     assert classify_failure(TypeError("f() missing 1 required positional argument: 'x'"), "lower", "p")[
         "kind"
     ] == "exception"
+
+
+# --- @autotune: never run the autotuner -------------------------------------------------------------
+
+# The kernel replaces the autotuner's benchmarking loop (AutoTuner.run) with one that leaves a marker
+# file and fails: lint imports the file in this process and in each sweep worker, so the marker
+# would say if anything, anywhere, ran the autotuner.
+AUTOTUNE_HEAD = HEAD + '''import os
+
+from tilelang.autotuner import autotune
+from tilelang.autotuner import tuner as _tuner
+
+
+def _no_tuning(self, *args, **kwargs):
+    with open(os.environ["TS_AUTOTUNE_MARKER"], "a") as marker:
+        marker.write("the autotuner ran\\n")
+    raise RuntimeError("the autotuner ran")
+
+
+_tuner.AutoTuner.run = _no_tuning
+'''
+
+
+def _autotune_kernel(tmp_path: Path, configs: str) -> Path:
+    text = AUTOTUNE_HEAD + f"\n\n{configs}\n\n"
+    text += f"@autotune(configs=CONFIGS)\n@tilelang.jit\ndef gemm({GEMM_ARGS}):"
+    return _kernel(tmp_path, "gemm_autotune", text + GEMM_BODY)
+
+
+@pytest.fixture()
+def marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from tilelang.autotuner import tuner
+
+    path = tmp_path / "autotuner-ran"
+    monkeypatch.setenv("TS_AUTOTUNE_MARKER", str(path))
+    monkeypatch.setattr(tuner.AutoTuner, "run", tuner.AutoTuner.run)  # restored after the test
+    return path
+
+
+def test_an_autotune_kernel_is_linted_with_the_config_it_names(
+    tmp_path: Path, marker: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _autotune_kernel(
+        tmp_path, 'CONFIGS = [{"block_M": 64, "block_N": 64}, {"block_M": 256, "block_N": 128}]'
+    )
+    # before: lint called the kernel, so the autotuner ran (and failed looking for a device)
+    assert main(["lint", str(src), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["lowered"] is True and not marker.exists()
+    assert doc["kernels"][0]["footprint"]["L0C"]["bytes"] == 128 * 128 * 4  # the defaults
+    assert main(["lint", str(src), "-p", "block_M=256", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kernels"][0]["footprint"]["L0C"]["bytes"] == 256 * 128 * 4 and not marker.exists()
+
+
+def test_the_autotune_configs_are_read_without_running_it(tmp_path: Path, marker: Path) -> None:
+    from analyzer.ir.capture import autotune_configs
+
+    listed = _autotune_kernel(
+        tmp_path, 'CONFIGS = [{"block_M": 64, "pass_configs": {}}, {"block_M": 128, "block_K": 32}]'
+    )
+    assert autotune_configs(str(listed), {}) == [{"block_M": 64}, {"block_M": 128, "block_K": 32}]
+    # a generator of the author's, called with the kernel's arguments as the autotuner would
+    generated = _autotune_kernel(
+        tmp_path, "def CONFIGS(M, N, K):\n    return [{'block_M': b} for b in (64, 128, 256) if M % b == 0]"
+    )
+    assert autotune_configs(str(generated), {"M": 384}) == [{"block_M": 64}, {"block_M": 128}]
+    assert not marker.exists()
+
+
+def test_sweep_autotune_lints_each_config(
+    tmp_path: Path, marker: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _autotune_kernel(
+        tmp_path, 'CONFIGS = [{"block_M": 64, "block_N": 64}, {"block_M": 128, "block_N": 256}]'
+    )
+    args = ["--sweep", "autotune", "--sweep", "block_K=32,64", "--format", "json"]
+    assert main(["lint", str(src), *args]) == 0
+    rows = json.loads(capsys.readouterr().out)["sweep"]
+    points = sorted((r["params"]["block_M"], r["params"]["block_N"], r["params"]["block_K"]) for r in rows)
+    assert points == [(64, 64, 32), (64, 64, 64), (128, 256, 32), (128, 256, 64)]
+    assert all(r["lowered"] for r in rows)
+    assert not marker.exists()  # nor in the sweep's worker processes
+
+
+def test_sweep_autotune_needs_an_autotune_kernel(capsys: pytest.CaptureFixture[str]) -> None:
+    matmul = Path(__file__).resolve().parents[1] / "sample_traces" / "kernels" / "matmul.py"
+    assert main(["lint", f"{matmul}:matmul", "--sweep", "autotune"]) == 2
+    assert "matmul has no @autotune(configs=...) decorator" in _one_error(capsys)

@@ -204,7 +204,8 @@ def lint(
         None, "--fail-on", help="Exit 1 if a finding of this severity or higher: high, medium or low."
     ),
     sweep: list[str] = typer.Option(  # noqa: B008
-        [], "--sweep", help="NAME=V1,V2,... ; repeatable: lower every combination."
+        [], "--sweep", help="NAME=V1,V2,... ; repeatable: lower every combination. "
+        "`--sweep autotune`: each config of the kernel's @autotune(configs=...), never running the autotuner."
     ),
     config: Path | None = typer.Option(None, "--config", help="tilescope.toml / pyproject.toml to read."),  # noqa: B008
     width: int | None = typer.Option(None, "--width", metavar="N", min=20, help=WIDTH_HELP),
@@ -228,12 +229,14 @@ def lint(
     _chip(chip, cfg)  # an unknown --chip is exit 2 whether or not TileLang is installed
     spec = _stack_chip(kernel, chip, cfg)  # exit 3 with the install hint before anything else
     if sweep:
-        from analyzer.ir.sweep import parse_sweep, run_sweep
+        from analyzer.ir.capture import autotune_configs
+        from analyzer.ir.sweep import AUTOTUNE, config_columns, parse_sweep, run_sweep
 
         grid = parse_sweep(sweep)
-        validate_sweep(kernel, params, grid)
-        rows = run_sweep(kernel, params, grid, spec)
-        _print_sweep(rows, fmt, grid, spec, output_width(width))
+        configs = autotune_configs(kernel, params) if any(s.strip() == AUTOTUNE for s in sweep) else None
+        validate_sweep(kernel, params, grid, configs)
+        rows = run_sweep(kernel, params, grid, spec, configs=configs)
+        _print_sweep(rows, fmt, config_columns(grid, configs), spec, output_width(width))
         return
     findings = _lint_once(kernel, params, spec, cfg, fmt, out, force, output_width(width))
     if fail_on is not None:

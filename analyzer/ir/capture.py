@@ -202,6 +202,11 @@ def build_primfuncs(mod: ModuleType, names: list[str], params: dict[str, Any]) -
         if isinstance(obj, tirx.PrimFunc):
             built.append((name, obj))
             continue
+        if autotuned(obj):
+            # @autotune over @tilelang.jit: calling it runs the autotuner (compiles and benchmarks
+            # every config on the device). Lint builds the jit kernel itself, with the config the
+            # author names (defaults and -p values); `--sweep autotune` builds each config.
+            obj = obj.jit_impl
         if hasattr(obj, "get_tir"):  # eager @tilelang.jit kernel: shapes bound by get_tir
             # Every parameter goes to get_tir: besides the signature's arguments it binds the
             # kernel's T.const shape symbols (M, N, K), which no signature lists.
@@ -223,6 +228,53 @@ def build_primfuncs(mod: ModuleType, names: list[str], params: dict[str, Any]) -
             f"unknown --param {', '.join(unknown)}; {', '.join(names)} accept: {', '.join(accepted)}"
         )
     return built
+
+
+def autotuned(obj: Any) -> bool:
+    """An `@autotune(configs=...)` kernel (tilelang.autotuner.AutoTuneImpl around a JITImpl)."""
+    return hasattr(obj, "jit_impl") and hasattr(obj, "configs") and hasattr(obj, "get_tunner")
+
+
+# A config key the autotuner gives the PassContext, not the kernel (tilelang.autotuner.tuner).
+_RESERVED_CONFIG_KEYS = frozenset({"pass_configs"})
+
+
+def autotune_configs(kernel_ref: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `configs` of an `@autotune` kernel, read from the decorator object without running the
+    autotuner (importing the file's declarative part only wraps the function). A `configs` callable
+    is the author's generator: called as the autotuner calls it, with the kernel's arguments."""
+    path, names, tree = resolve_kernel(kernel_ref)
+    sigs = builder_signatures(tree, names)
+    where = f"{path}:{sigs[0].line}" if sigs else str(path)
+    if len(names) != 1:
+        raise UsageError(f"{path}: --sweep autotune takes one kernel, not {', '.join(names)}")
+    import_tilelang()
+    mod = _load_module(path, tree)
+    obj = getattr(mod, names[0], None)
+    if obj is None or not autotuned(obj):
+        raise UsageError(
+            f"{where}: --sweep autotune: {names[0]} has no @autotune(configs=...) decorator; "
+            "expected an @autotune kernel, or NAME=V1,V2,..."
+        )
+    configs = obj.configs
+    if callable(configs):
+        args = {k: v for k, v in sigs[0].params.items() if v is not REQUIRED and v is not _UNKNOWN_DEFAULT}
+        args.update(with_file_params(tree, sigs, params))
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                configs = configs(**_accepted(configs, args))
+        except Exception as exc:
+            raise UsageError(
+                f"{where}: --sweep autotune: {names[0]}'s configs generator raised "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            ) from None
+    configs = list(configs) if isinstance(configs, (list, tuple)) or inspect.isgenerator(configs) else configs
+    if not isinstance(configs, list) or not configs or not all(isinstance(c, dict) for c in configs):
+        raise UsageError(
+            f"{where}: --sweep autotune: {names[0]}'s configs is {type(configs).__name__}; "
+            "expected a non-empty list of dicts (NAME -> value)"
+        )
+    return [{k: v for k, v in c.items() if k not in _RESERVED_CONFIG_KEYS} for c in configs]
 
 
 def _param_names(fn: Any) -> list[str]:
@@ -414,12 +466,24 @@ def resolve_kernel(kernel_ref: str) -> tuple[Path, list[str], ast.Module]:
     return path, names, tree
 
 
-def validate_sweep(kernel_ref: str, base: dict[str, Any], grid: dict[str, list[Any]]) -> None:
-    """`--sweep` and `-p` checked as one lint's `-p` is, before any worker lowers a combination
-    (a worker's usage error was a table row and exit 0)."""
+def validate_sweep(
+    kernel_ref: str,
+    base: dict[str, Any],
+    grid: dict[str, list[Any]],
+    configs: list[dict[str, Any]] | None = None,
+) -> None:
+    """`--sweep` (and the @autotune configs of `--sweep autotune`) and `-p` checked as one lint's
+    `-p` is, before any worker lowers a combination (a worker's usage error was a table row and
+    exit 0)."""
     path, names, tree = resolve_kernel(kernel_ref)
-    values = {**{k: [v] for k, v in base.items()}, **grid}
-    how = {**dict.fromkeys(base, "--param"), **dict.fromkeys(grid, "--sweep")}
+    values: dict[str, list[Any]] = {k: [v] for k, v in base.items()}
+    how = dict.fromkeys(base, "--param")
+    for c in configs or []:
+        for k, v in c.items():
+            values.setdefault(k, []).append(v)
+            how[k] = "--sweep autotune"
+    values.update(grid)
+    how.update(dict.fromkeys(grid, "--sweep"))
     check_params(path, builder_signatures(tree, names), values, how)
 
 
