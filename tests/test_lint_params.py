@@ -236,3 +236,101 @@ def test_sweep_autotune_needs_an_autotune_kernel(capsys: pytest.CaptureFixture[s
     matmul = Path(__file__).resolve().parents[1] / "sample_traces" / "kernels" / "matmul.py"
     assert main(["lint", f"{matmul}:matmul", "--sweep", "autotune"]) == 2
     assert "matmul has no @autotune(configs=...) decorator" in _one_error(capsys)
+
+
+# --- dataclass parameters: -p tiling.block_M=256 -----------------------------------------------------
+
+DATACLASS_GEMM = (
+    HEAD
+    + '''from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GemmTiling:
+    block_M: int = 128
+    block_N: int = 128
+    block_K: int = 64
+
+
+def gemm(M=512, N=512, K=512, dtype="float16", accum_dtype="float32", tiling=None):
+    tiling = tiling or GemmTiling()
+    block_M, block_N, block_K = tiling.block_M, tiling.block_N, tiling.block_K
+'''
+    + GEMM_BODY
+)
+FA_CORE = Path(__file__).resolve().parents[2] / "shared" / "kernels" / "real" / "tilelang_950"
+FA_CORE = FA_CORE / "flash_attention_core.py"
+
+
+def test_a_field_of_a_dataclass_parameter_is_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _kernel(tmp_path, "gemm_tiling", DATACLASS_GEMM)
+    assert main(["lint", str(src), "-p", "tiling.block_M=256", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # GemmTiling() with block_M replaced: 256 x 128 fp32 in L0C, 256 x 64 fp16 in L0A (2 versions)
+    fp = doc["kernels"][0]["footprint"]
+    assert fp["L0C"]["bytes"] == 256 * 128 * 4 and fp["L0A"]["bytes"] == 2 * 256 * 64 * 2
+    assert doc["params"]["tiling.block_M"] == 256
+
+
+def test_a_dataclass_default_instance_keeps_its_other_fields(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = DATACLASS_GEMM.replace("tiling=None", "tiling=GemmTiling(block_N=64)")
+    src = _kernel(tmp_path, "gemm_tiling_default", text)
+    assert main(["lint", str(src), "-p", "tiling.block_M=64", "--format", "json"]) == 0
+    fp = json.loads(capsys.readouterr().out)["kernels"][0]["footprint"]
+    assert fp["L0C"]["bytes"] == 64 * 64 * 4  # block_N=64 of the default, block_M=64 of -p
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-p", "tiling.block_m=64"],
+         "--param tiling.block_m: GemmTiling ({src}:{line}) has no field block_m; "
+         "accepted: tiling.block_M, tiling.block_N, tiling.block_K"),
+        (["-p", "tiling.block_M=abc"],
+         "--param tiling.block_M='abc': expected a positive integer, like GemmTiling.block_M's default 128"),
+        (["--sweep", "tiling.block_K=64,0"],
+         "--sweep tiling.block_K=0: expected a positive integer, like GemmTiling.block_K's default 64"),
+        (["-p", "dtype.bits=16"], "--param dtype.bits: gemm()'s dtype takes no dataclass of {src}"),
+        (["-p", "tile.block_M=64"], "unknown --param tile.block_M; gemm accept:"),
+        (["-p", "tiling.block_M.x=1"], "--param tiling.block_M.x: expected NAME.FIELD=VALUE (one level"),
+        (["-p", "tiling=None", "-p", "tiling.block_M=64"],
+         "--param tiling and --param tiling.block_M: expected the whole tiling or its fields, not both"),
+    ],
+)
+def test_dataclass_fields_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    src = _kernel(tmp_path, "gemm_tiling", DATACLASS_GEMM)
+    assert main(["lint", str(src), *args]) == 2
+    line = _line_of(DATACLASS_GEMM, "class GemmTiling")
+    assert expected.format(src=src, line=line) in _one_error(capsys)
+
+
+def test_sweep_over_a_dataclass_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = _kernel(tmp_path, "gemm_tiling", DATACLASS_GEMM)
+    assert main(["lint", str(src), "--sweep", "tiling.block_N=64,256", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["sweep"]
+    l0c = {r["params"]["tiling.block_N"]: r["footprint"]["L0C"]["bytes"] for r in rows}
+    assert l0c == {64: 128 * 64 * 4, 256: 128 * 256 * 4}
+
+
+def test_flash_attention_core_takes_its_tiling_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    if not FA_CORE.is_file():
+        pytest.skip(f"real kernels not available at {FA_CORE.parent}")
+    # read from the source, nothing imported: FwdTiling's fields are named on a typo
+    assert main(["lint", str(FA_CORE), "-p", "tiling.block_x=64"]) == 2
+    assert _one_error(capsys).endswith(
+        "has no field block_x; accepted: tiling.block_q, tiling.block_kv, tiling.num_stages"
+    )
+    args = ["lint", str(FA_CORE), "-p", "q_len=256", "-p", "kv_len=256", "-p", "tiling.block_q=64"]
+    code = main([*args, "--format", "json"])
+    out = capsys.readouterr()
+    if code == 2 and "ImportError" in out.err:
+        pytest.skip(f"flash_attention_core.py needs a newer tilelang than 0.1.15: {out.err.strip()[:200]}")
+    assert code == 0
+    doc = json.loads(out.out)
+    assert doc["params"]["tiling.block_q"] == 64 and doc["lowered"] is True
