@@ -70,8 +70,9 @@ def test_jit_kernel_without_its_shape_symbols_is_a_usage_error(
     src.write_text(JIT_GEMM, encoding="utf-8")
     assert main(["lint", f"{src}:gemm_eager"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
+    line = 1 + next(i for i, x in enumerate(JIT_GEMM.splitlines()) if x.startswith("def gemm_eager"))
     assert err == [
-        f"tilescope: error: {src}: gemm_eager needs -p M=VALUE (a T.const shape symbol with no value)"
+        f"tilescope: error: {src}:{line}: gemm_eager: needs -p M=VALUE (a T.const shape symbol with no value)"
     ]
 
 

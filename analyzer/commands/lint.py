@@ -137,8 +137,6 @@ def _print_sweep(
                "not_checked": unscored}
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
         return
-    from rich import box
-    from rich.table import Table
     from rich.text import Text
 
     from analyzer.report.escape import terminal_text as term
@@ -146,12 +144,53 @@ def _print_sweep(
 
     con = console(width)
     scopes = [hw for hw in ("UB", "L1", "L0A", "L0B", "L0C") if any(hw in r["footprint"] for r in rows)]
-    t = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    t = _sweep_table(rows, grid, scopes, fold=False)
+    if width is not None and _min_width(con, t) > width:
+        # long parameter names (`accumulator_dtype`, `tiling.block_q`) on their own lines at `.`/`_`
+        t = _sweep_table(rows, grid, scopes, fold=True)
+    for line in wrap(term(f"chip: {chip.label}"), width, "", "  "):
+        con.print(Text(line), no_wrap=True, crop=False)
+    if width is not None and _min_width(con, t) > width:
+        # still wider than the terminal: a block per point, wrapped, rather than cells cut to "…"
+        for r in rows:
+            for line in wrap(term(_sweep_point_text(r, grid, scopes)), width, "", "    "):
+                con.print(Text(line), no_wrap=True, crop=False)
+    else:
+        con.print(t, crop=False)
+    for r in rows:
+        if not r["fits"]:
+            point = " ".join(f"{k}={r['params'].get(k)}" for k in grid)
+            for line in wrap(term(f"{point} does not fit: {'; '.join(r['why_not'])}"), width, "", "  "):
+                con.print(Text(line), no_wrap=True, crop=False)
+    if unscored:
+        con.print(Text("not checked:", style="bold"))
+        for why in unscored:
+            for line in wrap(term(f"  est. Cube occ. ({why})"), width, "", "    "):
+                con.print(Text(line), no_wrap=True, crop=False)
+
+
+def _sweep_table(
+    rows: list[dict[str, Any]], grid: dict[str, list[Any]], scopes: list[str], fold: bool
+) -> Any:
+    """The sweep table; `fold` puts a long parameter name on several header lines."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from analyzer.report.escape import terminal_text as term
+
+    # folded for a narrow terminal: two spaces between columns instead of three, no edge spaces
+    t = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
+              padding=(0, 1, 0, 0) if fold else (0, 1), show_edge=not fold)
     numeric = [*grid, *(f"{hw} KiB" for hw in scopes), "waste %", "est. Cube occ."]
     for col in (*grid, *(f"{hw} KiB" for hw in scopes), "fits", "waste %", "est. Cube occ.", "findings"):
         # numbers never wrap; the list of codes wraps between codes
         # a header line per word: the numbers under it are narrower than "est. Cube occ."
-        header = Text(term(col).replace(" ", "\n"))
+        if col in grid and fold:
+            values = max((len(term(r["params"].get(col))) for r in rows), default=1)
+            header = Text(_fold_name(term(col), values))
+        else:
+            header = Text(term(col).replace(" ", "\n"))
         t.add_column(header, no_wrap=col != "findings", justify="right" if col in numeric else "left")
     for r in rows:
         # cells are Text: parameter values and the reasons a point does not fit are not markup
@@ -167,19 +206,47 @@ def _print_sweep(
         cells.append(Text("" if r.get("occupancy") is None else f"{r['occupancy']:.2f}"))
         cells.append(Text(term(", ".join(r["findings"]))))
         t.add_row(*cells)
-    for line in wrap(term(f"chip: {chip.label}"), width, "", "  "):
-        con.print(Text(line), no_wrap=True, crop=False)
-    con.print(t, crop=False)
-    for r in rows:
-        if not r["fits"]:
-            point = " ".join(f"{k}={r['params'].get(k)}" for k in grid)
-            for line in wrap(term(f"{point} does not fit: {'; '.join(r['why_not'])}"), width, "", "  "):
-                con.print(Text(line), no_wrap=True, crop=False)
-    if unscored:
-        con.print(Text("not checked:", style="bold"))
-        for why in unscored:
-            for line in wrap(term(f"  est. Cube occ. ({why})"), width, "", "    "):
-                con.print(Text(line), no_wrap=True, crop=False)
+    return t
+
+
+def _fold_name(name: str, values: int) -> str:
+    """`accumulator_dtype_name` -> `accumulator_` / `dtype_name`: lines broken after `.` or `_`,
+    each as long as the longest piece or the column's values."""
+    import re
+
+    pieces = re.split(r"(?<=[._])", name)
+    limit = max(values, *(len(p) for p in pieces))
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len(lines[-1]) + len(piece) > limit:
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(lines)
+
+
+def _min_width(con: Any, table: Any) -> int:
+    """The fewest columns `table` needs without cutting a cell."""
+    from rich.measure import Measurement
+
+    from analyzer.report.terminal import UNLIMITED
+
+    # measured as if the terminal were unlimited: rich clamps a measurement to the console's width
+    return int(Measurement.get(con, con.options.update_width(UNLIMITED), table).minimum)
+
+
+def _sweep_point_text(r: dict[str, Any], grid: dict[str, list[Any]], scopes: list[str]) -> str:
+    """One sweep point as a line (for terminals too narrow for the table): its parameters, then
+    what the table's columns say."""
+    point = " ".join(f"{k}={r['params'].get(k)}" for k in grid)
+    sizes = [f"{hw} {_kib(fp['bytes'])} KiB" for hw in scopes if (fp := r["footprint"].get(hw)) is not None]
+    parts = [f"fits {'yes' if r['fits'] else 'no'}", *sizes]
+    if r.get("waste_pct") is not None:
+        parts.append(f"waste {r['waste_pct']:.1f} %")
+    if r.get("occupancy") is not None:
+        parts.append(f"est. Cube occ. {r['occupancy']:.2f}")
+    if r["findings"]:
+        parts.append(f"findings {', '.join(r['findings'])}")
+    return f"{point}: {', '.join(parts)}"
 
 
 def lint(
@@ -204,7 +271,8 @@ def lint(
         None, "--fail-on", help="Exit 1 if a finding of this severity or higher: high, medium or low."
     ),
     sweep: list[str] = typer.Option(  # noqa: B008
-        [], "--sweep", help="NAME=V1,V2,... ; repeatable: lower every combination."
+        [], "--sweep", help="NAME=V1,V2,... ; repeatable: lower every combination. "
+        "`--sweep autotune`: each config of the kernel's @autotune(configs=...), never running the autotuner."
     ),
     config: Path | None = typer.Option(None, "--config", help="tilescope.toml / pyproject.toml to read."),  # noqa: B008
     width: int | None = typer.Option(None, "--width", metavar="N", min=20, help=WIDTH_HELP),
@@ -228,12 +296,14 @@ def lint(
     _chip(chip, cfg)  # an unknown --chip is exit 2 whether or not TileLang is installed
     spec = _stack_chip(kernel, chip, cfg)  # exit 3 with the install hint before anything else
     if sweep:
-        from analyzer.ir.sweep import parse_sweep, run_sweep
+        from analyzer.ir.capture import autotune_configs
+        from analyzer.ir.sweep import AUTOTUNE, config_columns, parse_sweep, run_sweep
 
         grid = parse_sweep(sweep)
-        validate_sweep(kernel, params, grid)
-        rows = run_sweep(kernel, params, grid, spec)
-        _print_sweep(rows, fmt, grid, spec, output_width(width))
+        configs = autotune_configs(kernel, params) if any(s.strip() == AUTOTUNE for s in sweep) else None
+        validate_sweep(kernel, params, grid, configs)
+        rows = run_sweep(kernel, params, grid, spec, configs=configs)
+        _print_sweep(rows, fmt, config_columns(grid, configs), spec, output_width(width))
         return
     findings = _lint_once(kernel, params, spec, cfg, fmt, out, force, output_width(width))
     if fail_on is not None:

@@ -31,7 +31,6 @@ from analyzer.errors import MissingComponentError, UsageError
 from analyzer.ir.dialect import detect as detect_dialect
 from analyzer.ir.lowering import (
     CAPACITY_RE,
-    CONSTEXPR_MISSING_RE,
     STAGE_PASSES,
     KernelCapture,
     captured_fd2,
@@ -92,10 +91,11 @@ def parse_kernel_ref(kernel_ref: str) -> tuple[Path, list[str]]:
 
 
 def parse_param(text: str) -> tuple[str, Any]:
-    """`NAME=VALUE`: VALUE as a Python literal (ast.literal_eval), else as a string."""
+    """`NAME=VALUE` or `NAME.FIELD=VALUE` (a field of a dataclass parameter: `tiling.block_q=64`):
+    VALUE as a Python literal (ast.literal_eval), else as a string."""
     name, sep, raw = text.partition("=")
-    if not sep or not name.strip().isidentifier():
-        raise UsageError(f"--param {text!r}: expected NAME=VALUE")
+    if not sep or not all(part.isidentifier() for part in name.strip().split(".")):
+        raise UsageError(f"--param {text!r}: expected NAME=VALUE or NAME.FIELD=VALUE")
     try:
         value: Any = ast.literal_eval(raw.strip())
     except (ValueError, SyntaxError):
@@ -203,6 +203,11 @@ def build_primfuncs(mod: ModuleType, names: list[str], params: dict[str, Any]) -
         if isinstance(obj, tirx.PrimFunc):
             built.append((name, obj))
             continue
+        if autotuned(obj):
+            # @autotune over @tilelang.jit: calling it runs the autotuner (compiles and benchmarks
+            # every config on the device). Lint builds the jit kernel itself, with the config the
+            # author names (defaults and -p values); `--sweep autotune` builds each config.
+            obj = obj.jit_impl
         if hasattr(obj, "get_tir"):  # eager @tilelang.jit kernel: shapes bound by get_tir
             # Every parameter goes to get_tir: besides the signature's arguments it binds the
             # kernel's T.const shape symbols (M, N, K), which no signature lists.
@@ -224,6 +229,53 @@ def build_primfuncs(mod: ModuleType, names: list[str], params: dict[str, Any]) -
             f"unknown --param {', '.join(unknown)}; {', '.join(names)} accept: {', '.join(accepted)}"
         )
     return built
+
+
+def autotuned(obj: Any) -> bool:
+    """An `@autotune(configs=...)` kernel (tilelang.autotuner.AutoTuneImpl around a JITImpl)."""
+    return hasattr(obj, "jit_impl") and hasattr(obj, "configs") and hasattr(obj, "get_tunner")
+
+
+# A config key the autotuner gives the PassContext, not the kernel (tilelang.autotuner.tuner).
+_RESERVED_CONFIG_KEYS = frozenset({"pass_configs"})
+
+
+def autotune_configs(kernel_ref: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `configs` of an `@autotune` kernel, read from the decorator object without running the
+    autotuner (importing the file's declarative part only wraps the function). A `configs` callable
+    is the author's generator: called as the autotuner calls it, with the kernel's arguments."""
+    path, names, tree = resolve_kernel(kernel_ref)
+    sigs = builder_signatures(tree, names)
+    where = f"{path}:{sigs[0].line}" if sigs else str(path)
+    if len(names) != 1:
+        raise UsageError(f"{path}: --sweep autotune takes one kernel, not {', '.join(names)}")
+    import_tilelang()
+    mod = _load_module(path, tree)
+    obj = getattr(mod, names[0], None)
+    if obj is None or not autotuned(obj):
+        raise UsageError(
+            f"{where}: --sweep autotune: {names[0]} has no @autotune(configs=...) decorator; "
+            "expected an @autotune kernel, or NAME=V1,V2,..."
+        )
+    configs = obj.configs
+    if callable(configs):
+        args = {k: v for k, v in sigs[0].params.items() if v is not REQUIRED and v is not _UNKNOWN_DEFAULT}
+        args.update(with_file_params(tree, sigs, params))
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                configs = configs(**_accepted(configs, args))
+        except Exception as exc:
+            raise UsageError(
+                f"{where}: --sweep autotune: {names[0]}'s configs generator raised "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            ) from None
+    configs = list(configs) if isinstance(configs, (list, tuple)) or inspect.isgenerator(configs) else configs
+    if not isinstance(configs, list) or not configs or not all(isinstance(c, dict) for c in configs):
+        raise UsageError(
+            f"{where}: --sweep autotune: {names[0]}'s configs is {type(configs).__name__}; "
+            "expected a non-empty list of dicts (NAME -> value)"
+        )
+    return [{k: v for k, v in c.items() if k not in _RESERVED_CONFIG_KEYS} for c in configs]
 
 
 def _param_names(fn: Any) -> list[str]:
@@ -301,16 +353,99 @@ class BuilderSignature:
     line: int
     params: dict[str, Any]
     open_ended: bool  # **kwargs, or a @jit kernel whose get_tir binds T.const symbols too
+    nested: dict[str, DataclassParam] = field(default_factory=dict)  # parameter -> its dataclass
+
+
+@dataclass(frozen=True)
+class DataclassParam:
+    """A parameter that takes a dataclass of the file (`tiling=FwdTiling(block_q=64)`): its fields
+    as the class writes them, name -> literal default (or REQUIRED), for `-p tiling.block_q=64`."""
+
+    cls: str
+    line: int
+    fields: dict[str, Any]
 
 
 REQUIRED = object()
 _UNKNOWN_DEFAULT = object()  # a default that is not a literal: its type is not checked
 
 
+def file_dataclasses(tree: ast.Module) -> dict[str, DataclassParam]:
+    """The file's top-level `@dataclass` classes and their fields (read, not imported)."""
+    out = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        if not any(ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith("dataclass")
+                   for d in node.decorator_list):
+            continue
+        fields: dict[str, Any] = {}
+        for st in node.body:
+            if not (isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)):
+                continue
+            if "ClassVar" in ast.unparse(st.annotation):
+                continue
+            fields[st.target.id] = _field_default(st.value)
+        out[node.name] = DataclassParam(node.name, node.lineno, fields)
+    return out
+
+
+def _field_default(value: ast.expr | None) -> Any:
+    if value is None:
+        return REQUIRED
+    if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("field"):
+        kw = {k.arg: k.value for k in value.keywords if k.arg}
+        if "default" in kw:
+            return _literal(kw["default"])
+        return _UNKNOWN_DEFAULT if "default_factory" in kw else REQUIRED
+    return _literal(value)
+
+
+def _dataclass_of(
+    fn: ast.FunctionDef, arg: ast.arg, default: ast.expr | None, classes: dict[str, DataclassParam]
+) -> DataclassParam | None:
+    """The file's dataclass a parameter takes: named by its default (`tiling=FwdTiling()`), its
+    annotation (`tiling: FwdTiling | None = None`) or the body's fallback (`tiling = tiling or
+    FwdTiling()`, `if tiling is None: tiling = FwdTiling()`)."""
+
+    def called(node: ast.AST | None) -> str | None:
+        for n in ast.walk(node) if node is not None else ():
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in classes:
+                return n.func.id
+        return None
+
+    if isinstance(default, ast.Call) and (name := called(default)):
+        return classes[name]
+    for n in ast.walk(arg.annotation) if arg.annotation is not None else ():
+        if isinstance(n, ast.Name) and n.id in classes:
+            return classes[n.id]
+        text = n.value if isinstance(n, ast.Constant) and isinstance(n.value, str) else ""
+        written = text.split("|")[0].strip()
+        if written in classes:  # a string annotation, `"FwdTiling | None"`
+            return classes[written]
+    for n in ast.walk(fn):
+        if (
+            isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == arg.arg for t in n.targets)
+            and (name := called(n.value))
+        ):
+            return classes[name]
+        if (
+            isinstance(n, ast.BoolOp)
+            and isinstance(n.op, ast.Or)
+            and isinstance(n.values[0], ast.Name)
+            and n.values[0].id == arg.arg
+            and (name := called(n))
+        ):
+            return classes[name]
+    return None
+
+
 def builder_signatures(tree: ast.Module, names: list[str]) -> list[BuilderSignature]:
     """The signatures of the named top-level builders, read from the source (nothing is imported);
     a name that is not a plain `def` in the file is left to the runtime check."""
     defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    classes = file_dataclasses(tree)
     out = []
     for name in names:
         fn = defs.get(name)
@@ -329,7 +464,14 @@ def builder_signatures(tree: ast.Module, names: list[str]) -> list[BuilderSignat
             }
         )
         jit = any(d.endswith("jit") for d in _decorator_names(fn))
-        out.append(BuilderSignature(name, fn.lineno, params, open_ended=a.kwarg is not None or jit))
+        nodes: list[tuple[ast.arg, ast.expr | None]] = [
+            *zip(positional, [None] * (len(positional) - len(a.defaults)) + list(a.defaults), strict=True),
+            *zip(a.kwonlyargs, a.kw_defaults, strict=True),
+        ]
+        nested = {
+            arg.arg: dc for arg, d in nodes if (dc := _dataclass_of(fn, arg, d, classes)) is not None
+        }
+        out.append(BuilderSignature(name, fn.lineno, params, a.kwarg is not None or jit, nested))
     return out
 
 
@@ -363,16 +505,18 @@ def check_params(
     (`block_M=abc`, `0`, `-64` where the default is 128) is exit 2 naming it."""
     if not sigs:
         return
+    heads = {k.partition(".")[0]: k for k in values if "." in k}  # `tiling` of `tiling.block_q`
     if not any(s.open_ended for s in sigs):
         accepted = {p for s in sigs for p in s.params}
-        unknown = sorted(set(values) - accepted)
+        unknown = sorted({k.partition(".")[0] for k in values} - accepted)
         if unknown:
             raise UsageError(
-                f"unknown {', '.join(f'{how[u]} {u}' for u in unknown)}; "
+                f"unknown {', '.join(f'{how[heads.get(u, u)]} {heads.get(u, u)}' for u in unknown)}; "
                 f"{', '.join(s.name for s in sigs)} accept: {', '.join(sorted(accepted))}"
             )
+    _check_fields(path, sigs, values, how)
     for s in sigs:
-        missing = [p for p, d in s.params.items() if d is REQUIRED and p not in values]
+        missing = [p for p, d in s.params.items() if d is REQUIRED and p not in values and p not in heads]
         if missing and not s.open_ended:
             raise UsageError(
                 f"{path}:{s.line}: {s.name}() has no default for {', '.join(missing)}; "
@@ -387,6 +531,97 @@ def check_params(
                 raise UsageError(f"{how[p]} {p}={bad!r}: expected {words}, like {s.name}()'s default {d!r}")
 
 
+def _check_fields(
+    path: Path, sigs: list[BuilderSignature], values: dict[str, list[Any]], how: dict[str, str]
+) -> None:
+    """`-p tiling.block_q=64`: `tiling` takes a dataclass of the file, which has a field `block_q`,
+    and 64 is like its default — else exit 2 naming the field and the accepted ones."""
+    for key in (k for k in values if "." in k):
+        head, _, name = key.partition(".")
+        if "." in name:
+            raise UsageError(f"{how[key]} {key}: expected NAME.FIELD=VALUE (one level of fields)")
+        if head in values:
+            raise UsageError(
+                f"{how[head]} {head} and {how[key]} {key}: expected the whole {head} or its fields, not both"
+            )
+        takers = [s for s in sigs if head in s.params]
+        if not takers:
+            if any(s.open_ended for s in sigs):
+                raise UsageError(
+                    f"{how[key]} {key}: {', '.join(s.name for s in sigs)} has no parameter {head} "
+                    "that takes a dataclass; expected NAME=VALUE"
+                )
+            continue  # the unknown-name check above named it
+        for s in takers:
+            dc = s.nested.get(head)
+            if dc is None:
+                raise UsageError(
+                    f"{how[key]} {key}: {s.name}()'s {head} takes no dataclass of {path} (none is "
+                    f"its default, its annotation or its fallback); expected {head}=VALUE"
+                )
+            if name not in dc.fields:
+                raise UsageError(
+                    f"{how[key]} {key}: {dc.cls} ({path}:{dc.line}) has no field {name}; "
+                    f"accepted: {', '.join(f'{head}.{f}' for f in dc.fields)}"
+                )
+            rule = _expected_like(dc.fields[name])
+            if rule is None:
+                continue
+            words, ok = rule
+            for bad in (v for v in values[key] if not ok(v)):
+                raise UsageError(
+                    f"{how[key]} {key}={bad!r}: expected {words}, like {dc.cls}.{name}'s default "
+                    f"{dc.fields[name]!r}"
+                )
+
+
+def nest_params(
+    mod: ModuleType, path: Path, sigs: list[BuilderSignature], params: dict[str, Any]
+) -> dict[str, Any]:
+    """`{"tiling.block_q": 64}` -> `{"tiling": dataclasses.replace(default, block_q=64)}`, the
+    default being the parameter's own dataclass default or, when that is None (`tiling=None` with
+    `tiling = tiling or FwdTiling()` in the body), the class constructed with its defaults."""
+    import dataclasses
+
+    fields: dict[str, dict[str, Any]] = {}
+    out: dict[str, Any] = {}
+    for k, v in params.items():
+        head, dot, name = k.partition(".")
+        if dot:
+            fields.setdefault(head, {})[name] = v
+        else:
+            out[k] = v
+    for head, values in fields.items():
+        s = next((s for s in sigs if head in s.nested), None)
+        if s is None:  # check_params said why, before anything was imported
+            raise UsageError(f"--param {head}.{next(iter(values))}: {head} takes no dataclass of {path}")
+        dc = s.nested[head]
+        base = _runtime_default(getattr(mod, s.name, None), head)
+        try:
+            if not (dataclasses.is_dataclass(base) and not isinstance(base, type)):
+                base = getattr(mod, dc.cls)()
+            out[head] = dataclasses.replace(base, **values)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise UsageError(
+                f"{path}:{dc.line}: {dc.cls} with "
+                f"{', '.join(f'{head}.{k}={v!r}' for k, v in values.items())}: {exc}; "
+                f"expected every field without a default given as -p {head}.FIELD=VALUE"
+            ) from None
+    return out
+
+
+def _runtime_default(obj: Any, name: str) -> Any:
+    """The default of a builder's parameter `name` as imported (None when it has none)."""
+    if autotuned(obj):
+        obj = obj.jit_impl
+    fn = getattr(obj, "func", obj)
+    try:
+        p = inspect.signature(fn).parameters.get(name)
+    except (TypeError, ValueError):
+        return None
+    return None if p is None or p.default is p.empty else p.default
+
+
 def with_file_params(
     tree: ast.Module, sigs: list[BuilderSignature], params: dict[str, Any]
 ) -> dict[str, Any]:
@@ -399,6 +634,8 @@ def with_file_params(
         found = file_call_params(tree, s.name, list(s.params))
         if found is not None:
             merged.update(found[0])
+    for head in {k.partition(".")[0] for k in params if "." in k}:
+        merged.pop(head, None)  # `-p tiling.block_q=64` over the file's own `tiling=...`
     return {**merged, **params}
 
 
@@ -415,13 +652,37 @@ def resolve_kernel(kernel_ref: str) -> tuple[Path, list[str], ast.Module]:
     return path, names, tree
 
 
-def validate_sweep(kernel_ref: str, base: dict[str, Any], grid: dict[str, list[Any]]) -> None:
-    """`--sweep` and `-p` checked as one lint's `-p` is, before any worker lowers a combination
-    (a worker's usage error was a table row and exit 0)."""
+def validate_sweep(
+    kernel_ref: str,
+    base: dict[str, Any],
+    grid: dict[str, list[Any]],
+    configs: list[dict[str, Any]] | None = None,
+) -> None:
+    """`--sweep` (and the @autotune configs of `--sweep autotune`) and `-p` checked as one lint's
+    `-p` is, before any worker lowers a combination (a worker's usage error was a table row and
+    exit 0)."""
     path, names, tree = resolve_kernel(kernel_ref)
-    values = {**{k: [v] for k, v in base.items()}, **grid}
-    how = {**dict.fromkeys(base, "--param"), **dict.fromkeys(grid, "--sweep")}
+    values: dict[str, list[Any]] = {k: [v] for k, v in base.items()}
+    how = dict.fromkeys(base, "--param")
+    for c in configs or []:
+        for k, v in c.items():
+            values.setdefault(k, []).append(v)
+            how[k] = "--sweep autotune"
+    values.update(grid)
+    how.update(dict.fromkeys(grid, "--sweep"))
     check_params(path, builder_signatures(tree, names), values, how)
+
+
+def raise_usage(
+    path: Path, names: list[str], sigs: list[BuilderSignature], failure: dict[str, Any] | None
+) -> None:
+    """A build failure that is the user's (classify_failure kind "usage": a missing or ill-typed
+    parameter the builder rejected, a call it cannot take, an unknown name) is exit 2 naming the
+    file:line and what was expected — a TS500 finding with exit 0 would read as the kernel's fault."""
+    if not failure or failure.get("kind") != "usage":
+        return
+    where = failure.get("where") or (f"{path}:{sigs[0].line}" if sigs else str(path))
+    raise UsageError(f"{where}: {', '.join(names)}: {failure['usage']}")
 
 
 def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCapture:
@@ -435,6 +696,7 @@ def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCap
     check_params(path, sigs, {k: [v] for k, v in params.items()}, dict.fromkeys(params, "--param"))
     source_dialect = detect_dialect(tree)
     if source_dialect.dialect == TILELANG_ASCEND:
+        _no_fields_for_worker(path, params)
         return _capture_tilelang_ascend(path, names, tree, [params], chip)[0]
     tilelang = import_tilelang()
     source = path.read_text(encoding="utf-8")
@@ -443,18 +705,13 @@ def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCap
     mod = _load_module(path, tree)
     kernels: list[KernelCapture] = []
     try:
-        built = build_primfuncs(mod, names, params)
+        built = build_primfuncs(mod, names, nest_params(mod, path, sigs, params))
     except UsageError:
         raise
     except Exception as exc:  # the builder itself raised (e.g. a T.gemm shape assertion)
-        missing = CONSTEXPR_MISSING_RE.search(str(exc))
-        if missing:  # the user's to give, not the kernel's fault: a usage error, not a TS500
-            raise UsageError(
-                f"{path}: {', '.join(names)} needs -p {missing['name']}=VALUE "
-                f"(a T.const shape symbol with no value)"
-            ) from None
         kc = KernelCapture(name=names[0], label=",".join(names))
-        kc.failure = classify_failure(exc, "build", None)
+        kc.failure = classify_failure(exc, "build", None, kernel_file=str(path))
+        raise_usage(path, names, sigs, kc.failure)
         built = []
         kernels.append(kc)
     timings["build_s"] = time.perf_counter() - t0
@@ -503,12 +760,24 @@ def capture_many(
     merged = [with_file_params(tree, sigs, p) for p in runs]
     for p in merged:
         check_params(path, sigs, {k: [v] for k, v in p.items()}, dict.fromkeys(p, "--param"))
+        _no_fields_for_worker(path, p)
     return _capture_tilelang_ascend(path, names, tree, merged, chip, answer)
+
+
+def _no_fields_for_worker(path: Path, params: dict[str, Any]) -> None:
+    """The tilelang-ascend worker takes JSON parameters: no dataclass to replace fields of."""
+    dotted = sorted(k for k in params if "." in k)
+    if dotted:
+        raise UsageError(
+            f"{path}: --param {dotted[0]}: dataclass fields are not supported for tilelang-ascend kernels "
+            "yet; expected NAME=VALUE"
+        )
 
 
 def worker_runs(kernel_ref: str, params: dict[str, Any]) -> tuple[Path, list[str], list[dict[str, Any]]]:
     """(path, builders, [parameters with the file's own defaults]) as a worker job for run_jobs."""
     path, names, tree = resolve_kernel(kernel_ref)
+    _no_fields_for_worker(path, params)
     return path, names, [with_file_params(tree, builder_signatures(tree, names), params)]
 
 
@@ -545,6 +814,8 @@ def _capture_tilelang_ascend(
         if "internal_error" in run:
             raise RuntimeError(f"tilelang-ascend worker: {run['internal_error']}\n{run.get('traceback', '')}")
         kernels = [KernelCapture.from_json(k) for k in run["kernels"]]
+        for k in kernels:
+            raise_usage(path, names, builder_signatures(tree, names), k.failure)
         t2 = time.perf_counter()
         ir = assemble_ir_json(path, ",".join(names), params, chip, kernels, tree, version, sha, ASCEND_STAGES)
         timings = {

@@ -6,6 +6,7 @@ emulated arm64 root on x86): standard library and analyzer.ir.scopes only.
 from __future__ import annotations
 
 import contextlib
+import linecache
 import os
 import re
 import sys
@@ -76,10 +77,91 @@ _FRAME_RE = re.compile(r"^\d+: ")
 CONSTEXPR_MISSING_RE = re.compile(r"Cannot find value for constexpr variable `(?P<name>\w+)`")
 
 
+# Example: matmul() missing 1 required positional argument: 'block_M'
+#          matmul() got an unexpected keyword argument 'tiling'
+#          matmul() takes from 0 to 3 positional arguments but 4 were given
+#          missing a required argument: 'M'   (inspect.Signature.bind, as @tilelang.jit binds)
+_CALL_TYPEERROR_RE = re.compile(
+    r"(?P<func>[\w.<>]+)\(\) (?:missing \d+ required|got an unexpected keyword argument|got multiple values"
+    r"|takes (?:from )?\d+)"
+    r"|^(?:missing a required (?:keyword-only )?argument|too many positional arguments"
+    r"|got an unexpected keyword argument|multiple values for argument)"
+)
+# installed packages, and tilescope's own analyzer/ (not the repository: its sample kernels are user code)
+_PACKAGE_DIRS = ("-packages", os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
+
+
+def _user_frame(exc: BaseException, kernel_file: str | None) -> tuple[str, int] | None:
+    """(file, line) of the innermost traceback frame when it is the kernel file's own code (the
+    builder's Python body), not TileLang/TVM or tilescope: None otherwise. Without `kernel_file`
+    (the tilelang-ascend worker), any file outside an installed package and tilescope counts."""
+    tb = exc.__traceback__
+    last: tuple[str, int] | None = None
+    while tb is not None:
+        last = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    if last is None:
+        return None
+    name = last[0]
+    if kernel_file is not None:
+        return last if os.path.abspath(name) == os.path.abspath(kernel_file) else None
+    if name.startswith("<") or any(d in name for d in _PACKAGE_DIRS):
+        return None
+    return last
+
+
+def usage_cause(exc: BaseException, kernel_file: str | None = None) -> dict[str, Any] | None:
+    """Is a builder's failure the user's to fix rather than the kernel's? Then {"usage": what was
+    expected, "where": "file:line" or None}; None for the kernel's own failures (a T.gemm shape
+    check or an unsupported dtype inside TileLang, a capacity error: those stay TS500 findings).
+
+    The user's: a T.const shape symbol without a value, a call with arguments the builder does not
+    take (a TypeError naming its signature), a name the builder cannot find, and any error raised by
+    the builder's own Python code (an `assert q_len % BR == 0` on its parameters)."""
+    text = str(exc)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    first = lines[0] if lines else type(exc).__name__
+    missing = CONSTEXPR_MISSING_RE.search(text)
+    if missing:
+        what = f"needs -p {missing['name']}=VALUE (a T.const shape symbol with no value)"
+        return {"usage": what, "where": None}
+    frame = _user_frame(exc, kernel_file)
+    where = f"{frame[0]}:{frame[1]}" if frame else None
+    if isinstance(exc, TypeError) and _CALL_TYPEERROR_RE.search(text):
+        return {"usage": f"{first}; expected the builder's parameters (-p NAME=VALUE)", "where": where}
+    if isinstance(exc, NameError):
+        return {
+            "usage": f"{first}; expected a name the builder can see (lint runs only the file's imports, "
+            "definitions and assignments that call no script code)",
+            "where": where,
+        }
+    if frame is None:
+        return None
+    stmt = linecache.getline(frame[0], frame[1]).strip()
+    said = f": {first}" if text.strip() else ""
+    if isinstance(exc, AssertionError):
+        return {
+            "usage": f"the builder rejected the parameters ({stmt}){said}; expected values that satisfy it",
+            "where": where,
+        }
+    return {
+        "usage": f"the builder raised {type(exc).__name__}{said} at `{stmt}`; expected parameters it accepts",
+        "where": where,
+    }
+
+
 def classify_failure(
-    exc: BaseException, stage: str, last_pass: str | None, dialect: str = ASCEND_0115
+    exc: BaseException,
+    stage: str,
+    last_pass: str | None,
+    dialect: str = ASCEND_0115,
+    kernel_file: str | None = None,
 ) -> dict[str, Any]:
-    """A lowering/build exception as a finding-ready dict (numbers parsed from the capacity message)."""
+    """A lowering/build exception as a finding-ready dict (numbers parsed from the capacity message).
+
+    kind: "capacity", "internal" (a TVM InternalError), "exception", or "usage" for a build failure
+    that is the user's (usage_cause): the capture turns that into exit 2, never a TS500 finding.
+    """
 
     text = str(exc)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -103,6 +185,9 @@ def classify_failure(
     }
     # The whole story without the native backtrace frames, for `--debug` (the message is one line).
     detail = "\n".join(ln for ln in text.splitlines() if ln.strip() and not _FRAME_RE.match(ln.strip()))
+    usage = usage_cause(exc, kernel_file) if stage == "build" and not m else None
+    if usage is not None:
+        failure.update(kind="usage", **usage)
     if detail and detail != failure["message"]:
         failure["detail"] = detail[:8000]
     if m:

@@ -24,23 +24,42 @@ from analyzer.ir.occupancy import (
     unknown_figures,
 )
 
+# `--sweep autotune`: every config of the kernel's @autotune(configs=...) decorator
+AUTOTUNE = "autotune"
+
 
 def parse_sweep(specs: list[str]) -> dict[str, list[Any]]:
-    """`--sweep block_M=64,128` (repeatable) -> {"block_M": [64, 128]} (values as Python literals)."""
+    """`--sweep block_M=64,128` (repeatable) -> {"block_M": [64, 128]} (values as Python literals);
+    `--sweep autotune` is left out here (the configs come from the kernel: autotune_configs)."""
     from analyzer.ir.capture import parse_param
 
     grid: dict[str, list[Any]] = {}
     for spec in specs:
+        if spec.strip() == AUTOTUNE:
+            continue  # the kernel's own @autotune configs: autotune_configs
         name, _, raw = spec.partition("=")
         if not raw:
-            raise UsageError(f"--sweep {spec!r}: expected NAME=V1,V2,...")
+            raise UsageError(f"--sweep {spec!r}: expected NAME=V1,V2,... or autotune")
         grid[name.strip()] = [parse_param(f"{name.strip()}={v}")[1] for v in raw.split(",") if v.strip()]
     return grid
 
 
-def combinations(base: dict[str, Any], grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+def combinations(
+    base: dict[str, Any], grid: dict[str, list[Any]], configs: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Every grid point over the -p values; with @autotune `configs`, every config times them."""
     keys = list(grid)
-    return [{**base, **dict(zip(keys, values, strict=True))} for values in itertools.product(*grid.values())]
+    points = [dict(zip(keys, values, strict=True)) for values in itertools.product(*grid.values())]
+    return [{**base, **c, **g} for c in (configs or [{}]) for g in points]
+
+
+def config_columns(grid: dict[str, list[Any]], configs: list[dict[str, Any]] | None) -> dict[str, list[Any]]:
+    """The sweep table's parameter columns: the autotune configs' keys, then the grid's."""
+    cols: dict[str, list[Any]] = {}
+    for c in configs or []:
+        for k, v in c.items():
+            cols.setdefault(k, []).append(v)
+    return {**cols, **grid}
 
 
 def summarise(ir: dict[str, Any], chip: ChipSpec, codes: list[str]) -> dict[str, Any]:
@@ -159,12 +178,14 @@ def run_sweep(
     chip: ChipSpec,
     workers: int = 2,
     progress: bool = True,
+    configs: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """All combinations, best first: fitting rows by estimated occupancy, then the rest."""
+    """All combinations (times the @autotune `configs`), best first: fitting rows by estimated
+    occupancy, then the rest."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    combos = combinations(base, grid)
+    combos = combinations(base, grid, configs)
     done: list[tuple[int, dict[str, Any]]] = []  # (position of the combination in the sweep, row)
     foreign = _tilelang_ascend_sweep(kernel_ref, combos, chip)
     if foreign is not None:
