@@ -27,7 +27,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from analyzer.ir.lowering import KernelCapture, captured_fd2, classify_failure
+from analyzer.ir.lowering import KernelCapture, captured_fd2, classify_failure, stage_recorder
 from analyzer.ir.scopes import TILELANG_ASCEND
 
 # tilelang-ascend's passes after which the IR is recorded (stage -> pass name; OptimizeForTarget in
@@ -137,28 +137,11 @@ def _lower(func: Any, kc: KernelCapture, pass_configs: dict[str, Any], impl: Any
     import tilelang
     import tvm
 
-    from analyzer.ir.walk import buffer_versions
+    def on_pass(name: str, mod: Any) -> None:
+        if name == SCOPE_PASS:
+            _apply_scopes(kc, _scopes(mod))
 
-    wanted = {v: k for k, v in STAGE_PASSES.items()}
-    passes: list[str] = []
-
-    @tvm.instrument.pass_instrument
-    class _Keep:
-        def __init__(self) -> None:
-            self.last: str | None = None
-
-        def run_after_pass(self, mod: Any, info: Any) -> None:
-            self.last = str(info.name)
-            passes.append(self.last)
-            if self.last == SCOPE_PASS:
-                _apply_scopes(kc, _scopes(mod))
-            stage = wanted.get(self.last)
-            if stage is not None:
-                kc.stages[stage] = mod.script()
-                if stage == "multi_buffer":
-                    kc.versions = buffer_versions(mod)
-
-    keep = _Keep()
+    keep = stage_recorder(kc, STAGE_PASSES, "multi_buffer", on_pass)
     t0 = time.perf_counter()
     try:
         with (
@@ -177,7 +160,7 @@ def _lower(func: Any, kc: KernelCapture, pass_configs: dict[str, Any], impl: Any
     finally:
         kc.lower_seconds = time.perf_counter() - t0
         if os.environ.get("TILESCOPE_WORKER_PASSES"):
-            print("passes: " + " ".join(passes), file=sys.stderr)
+            print("passes: " + " ".join(keep.passes), file=sys.stderr)
     return art
 
 

@@ -35,6 +35,7 @@ from analyzer.ir.lowering import (
     KernelCapture,
     captured_fd2,
     classify_failure,
+    stage_recorder,
 )
 
 __all__ = ["CAPACITY_RE", "STAGE_PASSES", "KernelCapture", "capture_ir", "classify_failure", "write_ir_dir"]
@@ -290,26 +291,7 @@ def _lower(func: Any, kc: KernelCapture) -> Any:
     import tvm
     from tvm.target import Target
 
-    from analyzer.ir.walk import buffer_versions
-
-    wanted = {v: k for k, v in STAGE_PASSES.items()}
-
-    @tvm.instrument.pass_instrument
-    class _Keep:
-        """Script the module after each pass we record (do not assign self.name: it is a property)."""
-
-        def __init__(self) -> None:
-            self.last: str | None = None
-
-        def run_after_pass(self, mod: Any, info: Any) -> None:
-            self.last = str(info.name)
-            stage = wanted.get(self.last)
-            if stage is not None:
-                kc.stages[stage] = mod.script()
-                if stage == "auto_schedule":
-                    kc.versions = buffer_versions(mod)
-
-    keep = _Keep()
+    keep = stage_recorder(kc, STAGE_PASSES, "auto_schedule")
     t0 = time.perf_counter()
     try:
         with (
@@ -376,8 +358,10 @@ def file_dataclasses(tree: ast.Module) -> dict[str, DataclassParam]:
     for node in tree.body:
         if not isinstance(node, ast.ClassDef):
             continue
-        if not any(ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith("dataclass")
-                   for d in node.decorator_list):
+        if not any(
+            ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith("dataclass")
+            for d in node.decorator_list
+        ):
             continue
         fields: dict[str, Any] = {}
         for st in node.body:
@@ -468,9 +452,7 @@ def builder_signatures(tree: ast.Module, names: list[str]) -> list[BuilderSignat
             *zip(positional, [None] * (len(positional) - len(a.defaults)) + list(a.defaults), strict=True),
             *zip(a.kwonlyargs, a.kw_defaults, strict=True),
         ]
-        nested = {
-            arg.arg: dc for arg, d in nodes if (dc := _dataclass_of(fn, arg, d, classes)) is not None
-        }
+        nested = {arg.arg: dc for arg, d in nodes if (dc := _dataclass_of(fn, arg, d, classes)) is not None}
         out.append(BuilderSignature(name, fn.lineno, params, a.kwarg is not None or jit, nested))
     return out
 

@@ -11,7 +11,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -200,3 +200,41 @@ def classify_failure(
             required_bytes=int(m.group("required")),
         )
     return failure
+
+
+def stage_recorder(
+    kc: KernelCapture,
+    stage_passes: dict[str, str],
+    versions_stage: str,
+    on_pass: Callable[[str, Any], None] | None = None,
+) -> Any:
+    """A TVM pass instrument that scripts the module into `kc.stages` after each recorded pass
+    (stage -> pass name), reads the buffer versions after `versions_stage`, calls `on_pass(name,
+    module)` after every pass and keeps the last pass's name (`.last`, for failures) and all of
+    them (`.passes`). Both stacks' lowerings use it; TVM is imported here, lazily."""
+    import tvm
+
+    from analyzer.ir.walk import buffer_versions
+
+    wanted = {v: k for k, v in stage_passes.items()}
+
+    @tvm.instrument.pass_instrument
+    class _Keep:
+        """Do not assign self.name: it is a property of TVM's instruments."""
+
+        def __init__(self) -> None:
+            self.last: str | None = None
+            self.passes: list[str] = []
+
+        def run_after_pass(self, mod: Any, info: Any) -> None:
+            self.last = str(info.name)
+            self.passes.append(self.last)
+            if on_pass is not None:
+                on_pass(self.last, mod)
+            stage = wanted.get(self.last)
+            if stage is not None:
+                kc.stages[stage] = mod.script()
+                if stage == versions_stage:
+                    kc.versions = buffer_versions(mod)
+
+    return _Keep()
