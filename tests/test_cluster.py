@@ -206,3 +206,35 @@ def test_broken_communication_file_is_a_note(tmp_path: Path, sample_generator: M
 def test_rank_set_text() -> None:
     assert rank_set_text([7, 0, 1, 2, 5, 4]) == "0-2, 4-5, 7"
     assert rank_set_text([3]) == "3"
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_generated_rank_table_in_md_and_html(
+    eight_ranks: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["analyze", str(eight_ranks), "-f", fmt]) == 0
+    out = capsys.readouterr().out
+    if fmt == "md":
+        assert "### Ranks (8 of 8 with a readable kernel table" in out
+        assert "| **3** | 40\\.00 ms | 2,520\\.0 µs |" in out and "slow rank |" in out
+        assert "on 8 of 8 ranks: 0-7" in out and out.count("### Rules not run") == 1
+        assert out.count("TS403 aicore-frequency-drop") == 1
+    else:
+        assert '<section id="ranks">' in out and out.count('<tr class="slow-rank">') == 1
+        assert out.count('class="finding ') == 5  # 3 cross-rank + 2 grouped TS102, not 3 + 16
+        assert "on 8 of 8 ranks: 0-7" in out
+
+
+def test_generated_json_keeps_every_rank_finding(
+    eight_ranks: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["analyze", str(eight_ranks), "-f", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    from analyzer.report.data import validate_report
+
+    validate_report(report)
+    assert report["cluster"]["slow_rank"] == 3
+    assert [r["slow"] for r in report["cluster"]["ranks"]] == [r == 3 for r in range(8)]
+    assert sum(1 for f in report["findings"] if f["code"] == "TS102") == 16  # per rank, ungrouped
+    across = {f["code"] for f in report["findings"] if f.get("scope") == "cluster"}
+    assert across == {"TS601", "TS603", "TS604"}
