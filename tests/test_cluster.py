@@ -238,3 +238,55 @@ def test_generated_json_keeps_every_rank_finding(
     assert sum(1 for f in report["findings"] if f["code"] == "TS102") == 16  # per rank, ungrouped
     across = {f["code"] for f in report["findings"] if f.get("scope") == "cluster"}
     assert across == {"TS601", "TS603", "TS604"}
+
+
+# ---- input: ranks from folder names, msprof runs of several devices ------------------------------
+
+OP_SUMMARY_HEADER = (
+    "Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,OP State,Task Type,Task Start Time(us),"
+    "Task Duration(us),Task Wait Time(us),Block Dim,Mix Block Dim,HF32 Eligible,Input Shapes,"
+    "Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Context ID"
+)
+
+
+def _op_summary_rows(device: int, matmul_us: float) -> list[str]:
+    rows, t = [], 1_700_000_000_000_000.0
+    tasks = [("MatMulV2", "AI_CORE", matmul_us), ("Add", "AI_VECTOR_CORE", 20.0),
+             ("MatMulV2", "AI_CORE", matmul_us), ("hcom_allReduce__1_1", "HCCL", 500.0)]
+    for i, (name, core, dur) in enumerate(tasks):
+        rows.append(f'{device},4294967295,{i},2,{name},{name},static,{core},{t:.3f}\t,{dur},0,24,0,NO,'
+                    '"""4096,4096""",DT_BF16,FORMAT_ND,"""4096,4096""",DT_BF16,FORMAT_ND,N/A')
+        t += dur + 10.0
+    return rows
+
+
+def test_msprof_run_of_two_devices_is_two_ranks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prof = tmp_path / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP"
+    out = prof / "mindstudio_profiler_output"
+    out.mkdir(parents=True)
+    (prof / "device_0").mkdir()
+    (prof / "device_1").mkdir()
+    rows = _op_summary_rows(0, 180.0) + _op_summary_rows(1, 270.0)
+    (out / "op_summary_20260101000000.csv").write_text(OP_SUMMARY_HEADER + "\n" + "\n".join(rows) + "\n")
+    profiles = load_profiles(tmp_path)
+    assert [(p.rank, len(p.kernels)) for p in profiles] == [(0, 4), (1, 4)]
+    cluster = build_cluster(profiles)
+    # no step_trace_time.csv: the split is recomputed from each device's kernels and HCCL task
+    assert list(cluster.steps["source"]) == ["kernels", "kernels"]
+    assert list(cluster.steps["computing_us"]) == [380.0, 560.0]
+    assert list(cluster.steps["communication_not_overlapped_us"]) == [500.0, 500.0]
+    assert list(cluster.steps["free_us"]) == [30.0, 30.0]
+    assert main(["analyze", str(tmp_path), "-f", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["cluster"]["slow_rank"] == 1
+
+
+def test_rank_from_the_folder_name(tmp_path: Path, sample_generator: ModuleType) -> None:
+    from generator.cluster import ClusterSpec, write_cluster_run
+
+    roots = write_cluster_run(tmp_path / "gen", ClusterSpec(ranks=3, slow_rank=None, slow_link=None))
+    for rank, root in zip((5, 6, 7), roots, strict=True):  # no profiler_info: the name says the rank
+        for info in root.glob("profiler_info_*.json"):
+            info.unlink()
+        root.rename(tmp_path / "gen" / f"job_rank_{rank}_ascend_pt")
+    assert sorted(p.rank or -1 for p in load_profiles(tmp_path / "gen")) == [5, 6, 7]
