@@ -78,6 +78,10 @@ _CAPABILITY_HINTS = {
     "wait_us": "task wait times (op_summary / kernel_details)",
     "timeline.counters:AI Core Freq": "the timeline's 'AI Core Freq' counter (msprof --sys-hardware-mem / "
     "torch_npu with the AI Core frequency lane)",
+    "cluster.steps": "step_trace_time.csv or a kernel table on at least 2 ranks",
+    "cluster.comm_ops": "communication.json on at least 2 ranks",
+    "cluster.links": "communication_matrix.json on at least 2 ranks",
+    "cluster.kernels": "a readable kernel table on at least 2 ranks",
     "chip.aic_count": "the chip's AIC core count (--chip NAME or a chip TOML with aic_count)",
     "chip.aiv_count": "the chip's AIV core count (--chip NAME or a chip TOML with aiv_count)",
 }

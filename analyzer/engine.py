@@ -1,7 +1,8 @@
 """The rule engine: discover rules, run those whose inputs exist, isolate crashes.
 
 A rule is a module in the `rules` package (one per file) with:
-  CODE: str, SLUG: str, NEEDS: tuple[str, ...] (see Profile.has; "a|b" = either), KIND: "runtime" | "static",
+  CODE: str, SLUG: str, NEEDS: tuple[str, ...] (see Profile.has; "a|b" = either),
+  KIND: "runtime" | "static" | "cluster" (cross-rank: check(cluster, ctx), needs are Cluster.has),
   optionally missing_inputs(profile) -> tuple[str, ...] for needs Profile.has cannot express,
   READS: tuple[str, ...] (optional) every kernel-table column check() reads besides those in NEEDS
   (`analyze` loads only the columns the rules and the report read: `kernel_columns_read`),
@@ -25,11 +26,14 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from analyzer.chips import ChipSpec
 from analyzer.config import Config
 from analyzer.errors import TilescopeError
-from analyzer.findings import SAVING_NONE, Finding, Severity, severity_for_share
+from analyzer.findings import SAVING_CLUSTER, SAVING_NONE, Finding, Severity, severity_for_share
 from analyzer.profile import Profile
 
 if TYPE_CHECKING:
+    from analyzer.cluster import Cluster
     from analyzer.summary import DeviceTime
+
+CLUSTER_KIND = "cluster"  # cross-rank rules: check(cluster, ctx), run by run_cluster_rules
 
 DOC_SECTIONS = (
     "What it does",
@@ -246,4 +250,46 @@ def run_rules(
     errors.sort(key=lambda f: order[f.code])
     return AnalysisResult(findings=findings, skipped=skipped, errors=errors, total_device_us=total,
                           device_time=times,
+                          rules_run=ran)
+
+
+def run_cluster_rules(cluster: Cluster, chip: ChipSpec, config: Config | None = None) -> AnalysisResult:
+    """Run the cross-rank rules (KIND "cluster", analyzer/cluster.py) on a multi-rank run.
+
+    Same contract as `run_rules`: selection and thresholds from the configuration, a rule whose
+    inputs the cluster lacks (`Cluster.has`) is skipped with what it needs, a crashing rule becomes
+    an error finding. Shares and severities are of the slowest rank's step time (what every rank
+    waits for), summed over steps."""
+    config = config or Config()
+    totals = cluster.rank_totals()
+    total = float(totals["step_us"].max()) if len(totals) else 0.0
+    findings: list[Finding] = []
+    skipped: list[SkippedRule] = []
+    errors: list[Finding] = []
+    ran: list[str] = []
+    for info in discover_rules():
+        if info.kind != CLUSTER_KIND or not config.selects(info.code):
+            continue
+        missing = tuple(n for n in info.needs if not any(cluster.has(a.strip()) for a in n.split("|")))
+        if missing:
+            skipped.append(SkippedRule(info.code, info.slug, missing))
+            continue
+        thresholds = {**info.thresholds, **config.thresholds_for(info.code, info.slug)}
+        ctx = RuleContext(chip=chip, thresholds=thresholds, total_device_us=total,
+                          severity_cuts=config.severity)
+        ran.append(info.code)
+        try:
+            found = info.module.check(cluster, ctx)
+            for f in found:
+                share = ctx.share(f.est_saving_us)
+                findings.append(dataclasses.replace(f, share_of_total=share, saving_kind=SAVING_CLUSTER))
+        except Exception as exc:  # a rule bug must not kill the run, nor vanish
+            tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            errors.append(Finding(
+                code=info.code, slug=info.slug, severity=Severity.INFO, kernels=(),
+                message=f"rule {info.code} ({info.slug}) crashed and was skipped: {tb}",
+                evidence={"exception": type(exc).__name__}, source="tilescope-engine-error",
+            ))
+    findings.sort(key=lambda f: (-f.est_saving_us, -f.severity.rank, f.code))
+    return AnalysisResult(findings=findings, skipped=skipped, errors=errors, total_device_us=total,
                           rules_run=ran)

@@ -16,6 +16,9 @@ SAVING_GRID = "grid"  # a new grid (TS401): bounded by the speed of light with e
 SAVING_WORK = "work"
 SAVING_IDLE = "idle"
 SAVING_NONE = "none"
+# a cross-rank finding: time of the slowest rank's step (what every rank waits for) that evening out
+# the ranks would save; a share of that step time, not of one rank's device time
+SAVING_CLUSTER = "cluster"
 
 
 class Severity(StrEnum):

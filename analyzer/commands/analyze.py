@@ -118,7 +118,15 @@ def build(
         ours = [f for _p, r in pairs for f in r.findings]
         extra, dup = to_findings(advisor, ours)
         advisor["duplicates"] = dup
-    return build_report(pairs, extra_findings=extra, advisor=advisor)
+    cluster = None
+    ranks = len(profiles) + len(getattr(profiles, "failures", []))
+    if ranks > 1:  # a multi-rank run: the ranks side by side (analyzer.cluster), the TS6xx rules
+        from analyzer.cluster import build_cluster
+        from analyzer.engine import run_cluster_rules
+
+        model = build_cluster(profiles, getattr(profiles, "failures", []))
+        cluster = (model, run_cluster_rules(model, profiles[0].chip, cfg))
+    return build_report(pairs, extra_findings=extra, advisor=advisor, cluster=cluster)
 
 
 def register(app: typer.Typer) -> None:

@@ -27,6 +27,9 @@ DEVICE_DIR_RE = re.compile(r"^device_(?P<n>\d{1,2})$")
 INFO_JSON_RE = re.compile(r"^info\.json\.\d{1,2}$")
 # Example: "profiler_info.json", "profiler_info_3.json" -> rank 3
 PROFILER_INFO_RE = re.compile(r"^profiler_info(?:_(?P<rank>\d+))?\.json$")
+# A rank written into a folder name, when no profiler_info_N.json says it.
+# Example: "rank_3", "rank3", "test_rank_1", "node0_rank-12_ascend_pt", "RANK7"
+RANK_NAME_RE = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(?P<rank>\d+)(?![0-9])", re.IGNORECASE)
 
 
 def _load_json(path: Path) -> Any:
@@ -71,6 +74,16 @@ def find_info_json(root: Path) -> list[Path]:
             p for p in root.glob(pattern) if INFO_JSON_RE.match(p.name) and DEVICE_DIR_RE.match(p.parent.name)
         )
     return sorted(set(out))
+
+
+def rank_from_name(path: Path) -> int | None:
+    """The rank a folder's name (or, for ASCEND_PROFILER_OUTPUT / a file, its parent's) spells, e.g.
+    `rank_3`; None when it spells none."""
+    for name in (path.name, path.parent.name):
+        m = RANK_NAME_RE.search(name)
+        if m:
+            return int(m.group("rank"))
+    return None
 
 
 def read_profiler_info(root: Path) -> tuple[int | None, str | None, list[Path]]:

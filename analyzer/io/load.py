@@ -659,14 +659,36 @@ def load_profiles(
         _PREFETCHED.clear()  # a prefetched timeline that detection did not pick is dropped
 
 
+def split_devices(profile: Profile) -> list[Profile]:
+    """An msprof `PROF_*` run of several devices (`device_N/`, one op_summary with a Device_id
+    column per device) as one profile per device, its rank the device id; any other profile as is.
+    The devices share the run's timeline and device facts, each gets its own kernel rows."""
+    k = profile.kernels
+    if profile.source.format != "msprof" or "device_id" not in k.columns or profile.rank is not None:
+        return [profile]
+    ids = sorted(int(d) for d in k["device_id"].dropna().unique())
+    if len(ids) < 2:
+        return [profile]
+    out = []
+    for dev_id in ids:
+        part = profile.with_kernels(k[k["device_id"] == dev_id].reset_index(drop=True))
+        part.rank = dev_id
+        part.warnings = [*profile.warnings, f"device {dev_id} of {len(ids)} in {profile.source.path.name}"]
+        out.append(part)
+    return out
+
+
 def _rank_of(det: Detected) -> int | None:
     """The rank of a profile that failed to load, from what names it (no table is read)."""
+    from analyzer.io import device as dev
+
     if det.rank is not None:
         return det.rank
     if det.format == "torch_npu":
-        from analyzer.io import device as dev
-
-        return dev.read_profiler_info(det.path)[0]
+        rank = dev.read_profiler_info(det.path)[0]
+        return rank if rank is not None else dev.rank_from_name(det.path)
+    if det.format in ("folder", "kernel_csv"):
+        return dev.rank_from_name(det.path)
     if det.format == "sqlite":
         from analyzer.io.sqlite import RANK_DB_RE
 
@@ -690,15 +712,23 @@ def _load_found(
     with _progress(progress, len(found)) as step:
         for i, det in enumerate(found):
             try:
-                loaded.append((i, _build(det, chip, manifest_dir, lazy_timeline, kernel_columns)))
+                built = _build(det, chip, manifest_dir, lazy_timeline, kernel_columns)
+                loaded += [(i, pr) for pr in split_devices(built)]
             except (ProfileFormatError, NoProfileFoundError) as exc:
                 if len(found) == 1:
                     raise
                 failed.append((i, LoadFailure(det.path, exc, _rank_of(det))))
             step(det.path.name)
+    if len(loaded) + len(failed) > 1:
+        from analyzer.io.device import rank_from_name
+
+        for _, pr in loaded:  # no profiler_info_N.json: the folder's name may say it (rank_3)
+            pr.rank = pr.rank if pr.rank is not None else rank_from_name(pr.source.path)
     if not loaded:
         raise failed[0][1].error  # nothing could be read: the first error, as for a single input
-    if len(found) > 1 and all(pr.rank is None for _, pr in loaded) and all(f.rank is None for _, f in failed):
+    if len(loaded) + len(failed) > 1 and all(pr.rank is None for _, pr in loaded) and all(
+        f.rank is None for _, f in failed
+    ):
         # ranks by position among everything found, so a left-out profile keeps its number
         for i, pr in loaded:
             pr.rank = i

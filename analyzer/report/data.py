@@ -34,6 +34,7 @@ from analyzer.summary import KERNEL_TIME_COLUMNS, SUMMARY_COLUMNS
 if TYPE_CHECKING:
     import pandas as pd
 
+    from analyzer.cluster import Cluster
     from analyzer.engine import AnalysisResult
     from analyzer.profile import Profile
 
@@ -405,14 +406,36 @@ def build_report(
     advisor: dict[str, Any] | None = None,
     generated_at: str | None = None,
     timeline_cap: int = TIMELINE_CAP,
+    cluster: tuple[Cluster, AnalysisResult] | None = None,
 ) -> dict[str, Any]:
     """The report dict for one `(profile, result)` or a list of pairs (objects with .profile/.result work).
 
     `timeline` (the first profile's launches, at most `timeline_cap`; 0 leaves it out) feeds the
-    HTML timeline chart.
+    HTML timeline chart. `cluster` (a multi-rank run's model and its TS6xx result) adds the
+    `cluster` section (analyzer.report.ranks) and the cross-rank findings, `scope` "cluster".
     """
     with gc_paused():  # ~60,000 small objects: no collections over the loaded profile meanwhile
-        return _build_report(profiles, result, extra_findings, advisor, generated_at, timeline_cap)
+        report = _build_report(profiles, result, extra_findings, advisor, generated_at, timeline_cap)
+        if cluster is not None:
+            _add_cluster(report, profiles, *cluster)
+        return report
+
+
+def _add_cluster(report: dict[str, Any], profiles: Any, cluster: Cluster, result: AnalysisResult) -> None:
+    from analyzer.report.ranks import SCOPE_CLUSTER, cluster_section
+
+    index = {e["rank"]: e["id"] for e in report["profiles"]}
+    section = cluster_section(cluster, result)
+    report["cluster"] = _jsonable(section)
+    for f in result.findings:
+        rank = f.evidence.get("rank")
+        tagged = {**_tag(f.to_dict(), index.get(rank, 0), rank), "scope": SCOPE_CLUSTER}
+        report["findings"].append(_jsonable(tagged))
+    report["skipped"] += [_jsonable({**skipped_to_dict(s), "input": 0, "rank": None, "scope": SCOPE_CLUSTER})
+                          for s in result.skipped]
+    report["errors"] += [_jsonable({**_tag(e.to_dict(), 0, None), "scope": SCOPE_CLUSTER})
+                         for e in result.errors]
+    report["findings"].sort(key=lambda f: (-f["est_saving_us"], f["code"]))
 
 
 def _build_report(

@@ -38,6 +38,7 @@ from analyzer.report.charts import (
 )
 from analyzer.report.escape import html_text, json_for_script, script_safe
 from analyzer.report.evidence import EvidenceTable, evidence_tables
+from analyzer.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
 from analyzer.report.render_md import (
     Excerpt,
     excerpt_roots,
@@ -76,6 +77,7 @@ td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 code, pre {{ font-family: ui-monospace, monospace; }}
 .sev {{ display: inline-block; border-radius: 3px; padding: 0 6px; color: #fff; font-weight: 600; }}
 .sev-high {{ background: {SEVERITY_COLOURS['high']}; }}
+tr.slow-rank td {{ color: {SEVERITY_COLOURS['high']}; font-weight: bold; }}
 .sev-medium {{ background: {SEVERITY_COLOURS['medium']}; }}
 .sev-low {{ background: {SEVERITY_COLOURS['low']}; color: #222; }}
 .sev-info {{ background: {SEVERITY_COLOURS['info']}; }}
@@ -96,7 +98,7 @@ details.finding > summary {{ cursor: pointer; }}
 
 def render(report: Mapping[str, Any], *, ir_root: str | Path | None = None,
            source_root: str | Path | None = None, title: str | None = None, **_opts: Any) -> str:
-    findings = report_findings(report)
+    findings = group_across_ranks(report_findings(report), ranks_total(report))
     roots = excerpt_roots(report, ir_root, source_root)
     src = report_input_path(report)
     page_title = title or ("tilescope report — " + (src or "profile"))
@@ -107,6 +109,7 @@ def render(report: Mapping[str, Any], *, ir_root: str | Path | None = None,
         f"<title>{html_text(page_title, 200)}</title>",
         f"<style>{CSS}{_pygments_css()}</style></head><body>",
         _header(report, findings, page_title),
+        _ranks(report),
         _charts(report),
         _top_kernels(report),
         _findings(findings, roots),
@@ -189,6 +192,26 @@ def _td(value: str, numeric: bool = False) -> str:
     return f'<td class="num">{value}</td>' if numeric else f"<td>{value}</td>"
 
 
+def _ranks(report: Mapping[str, Any]) -> str:
+    """The rank table of a multi-rank report (step time split per rank, the slow rank marked)."""
+    rows = rank_rows(report)
+    if not rows:
+        return ""
+    section = report.get("cluster") or {}
+    head = "".join(f"<th>{html_text(c)}</th>" for c in (*RANK_COLUMNS[:-1], "note"))
+    out = [f'<section id="ranks"><h2>Ranks</h2><p class="note">{section.get("ranks_loaded")} of '
+           f'{section.get("ranks_total")} with a readable kernel table; times summed over the profiled '
+           "steps.</p>"
+           f"<table><thead><tr>{head}</tr></thead><tbody>"]
+    for row in rows:
+        slow = ' class="slow-rank"' if "slow rank" in row[-1] else ""
+        out.append(f"<tr{slow}>" + "".join(_td(html_text(c), 0 < i < 5) for i, c in enumerate(row)) + "</tr>")
+    out.append("</tbody></table>")
+    out += [f'<p class="note">{html_text(n)}</p>' for n in section.get("notes") or []]
+    out.append("</section>")
+    return "\n".join(out)
+
+
 def _top_kernels(report: Mapping[str, Any]) -> str:
     rows = report_kernels(report)
     if not rows:
@@ -229,7 +252,9 @@ def _finding(index: int, f: Mapping[str, Any], roots: Sequence[Path]) -> str:
         f'<details class="finding {sev_cls}" id="finding-{index}" data-code="{code}" '
         f'data-severity="{html_text(sev, 10)}"' + (" open" if index <= 3 else "") + ">",
         f'<summary><span class="sev sev-{sev_cls}">{html_text(sev.upper(), 10)}</span> '
-        f'<code>{code}</code> <span class="slug">{html_text(f.get("slug", ""), 80)}</span> · est. '
+        f'<code>{code}</code> <span class="slug">{html_text(f.get("slug", ""), 80)}</span>'
+        + (f' · <span class="ranks">{html_text(f["rank_text"], 80)}</span>' if f.get("rank_text") else "")
+        + ' · est. '
         f'{html_text(saving_phrase(f))} — '
         f'<span class="message">{html_text(f.get("message", ""))}</span></summary>',
     ]
@@ -337,7 +362,7 @@ def doc_to_html(doc: str) -> str:
 
 def _skipped_and_errors(report: Mapping[str, Any]) -> str:
     out = []
-    skipped = list(report.get("skipped", []) or [])
+    skipped = unique_skipped(report.get("skipped", []) or [])  # once, not once per rank
     if skipped:
         out.append('<section id="skipped"><h2>Rules not run (missing inputs)</h2><ul>')
         out += [f"<li><code>{html_text(s.get('code', '?'))}</code> {html_text(s.get('slug', ''))}: needs "

@@ -25,6 +25,7 @@ from analyzer.report.charts import (
 )
 from analyzer.report.escape import md_code_block, md_code_span, md_html_text, md_text
 from analyzer.report.evidence import evidence_tables
+from analyzer.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
 from analyzer.report.words import (
     KERNEL_COLUMNS_NOTE,
     chip_text,
@@ -232,6 +233,24 @@ def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) 
     return "\n".join(out) + "\n"
 
 
+def _ranks(report: Mapping[str, Any]) -> str:
+    """The rank table of a multi-rank report (step time split per rank, the slow rank marked)."""
+    rows = rank_rows(report)
+    if not rows:
+        return ""
+    section = report.get("cluster") or {}
+    out = [f"### Ranks ({section.get('ranks_loaded')} of {section.get('ranks_total')} with a readable "
+           "kernel table; times summed over the profiled steps)", "",
+           "| " + " | ".join(RANK_COLUMNS[:-1]) + " | note |", "|--:|--:|--:|--:|--:|---|---|"]
+    for row in rows:
+        cells = [md_text(c, 60) for c in row]
+        if "slow rank" in row[-1]:
+            cells[0] = f"**{cells[0]}**"
+        out.append("| " + " | ".join(cells) + " |")
+    out += [f"- {md_text(n, 300)}" for n in section.get("notes") or []]
+    return "\n".join(out) + "\n\n"
+
+
 def _top_kernels(report: Mapping[str, Any], limit: int) -> str:
     rows = report_kernels(report)
     if not rows:
@@ -260,7 +279,8 @@ def finding_summary_line(f: Mapping[str, Any], message_limit: int = 200) -> str:
     sev = str(f.get("severity", "info"))
     return (f"{SEVERITY_ICON.get(sev, '')} <b>{md_html_text(sev.upper(), 10)}</b> "
             f"<code>{md_html_text(f.get('code', '?'), 12)}</code> {md_html_text(f.get('slug', ''), 60)}"
-            f" · {md_html_text(saving_phrase(f), 80)} — "
+            + (f" · {md_html_text(f['rank_text'], 80)}" if f.get("rank_text") else "")
+            + f" · {md_html_text(saving_phrase(f), 80)} — "
             f"{md_html_text(f.get('message', ''), message_limit)}")
 
 
@@ -327,7 +347,7 @@ def _numbered(ex: Excerpt) -> str:
 
 def _tail(report: Mapping[str, Any]) -> str:
     out: list[str] = []
-    skipped = list(report.get("skipped", []) or [])
+    skipped = unique_skipped(report.get("skipped", []) or [])  # once, not once per rank
     if skipped:
         out += ["### Rules not run (missing inputs)", ""]
         for s in skipped[:MAX_LISTED]:
@@ -384,14 +404,14 @@ def render(report: Mapping[str, Any], *, max_chars: int = DEFAULT_MAX_CHARS,
     """The Markdown report. Findings keep the report's order (by estimated saving); the code they
     point at follows them, each excerpt once; past `max_chars` findings lose their evidence, then
     their block, and excerpts are left out, each time said in a note."""
-    findings = report_findings(report)
+    findings = group_across_ranks(report_findings(report), ranks_total(report))
     roots = excerpt_roots(report, ir_root, source_root)
     excerpts = shared_excerpts(findings, roots)
     ids_of: dict[int, list[str]] = {}
     for number, shared in enumerate(excerpts, 1):
         for i in shared.findings:
             ids_of.setdefault(i, []).append(f"E{number}")
-    head = _headline(report, findings) + "\n"
+    head = _headline(report, findings) + "\n" + _ranks(report)
     kernels = _top_kernels(report, MAX_TOP_KERNELS)
     if len(head) + len(kernels) > max_chars // 3:  # very long hostile names: keep the headline
         kernels = _top_kernels(report, 3)

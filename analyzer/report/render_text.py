@@ -12,6 +12,7 @@ from rich.text import Text
 
 from analyzer.report.charts import profile_summaries
 from analyzer.report.escape import terminal_text
+from analyzer.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
 from analyzer.report.terminal import console as make_console
 from analyzer.report.terminal import squeeze, wrap
 from analyzer.report.words import (
@@ -53,7 +54,8 @@ def _kernels(names: list[str], limit: int = 3) -> str:
 
 def summary_line(report: dict[str, Any]) -> str:
     """The closing line: counts and the combined, bounded savings of every profile (words.headline)."""
-    return headline(report.get("findings", []) or [], profile_summaries(report))
+    findings = group_across_ranks(report.get("findings", []) or [], ranks_total(report))
+    return headline(findings, profile_summaries(report))
 
 
 def not_checked_lines(skipped: list[dict[str, Any]]) -> list[str]:
@@ -89,27 +91,26 @@ def render(report: dict[str, Any], **opts: Any) -> str:
         for line in wrap(terminal_text(text), width, indent, hang):
             console.print(Text(line, style=style), no_wrap=True, crop=False)
 
-    for p in report.get("profiles", []):
+    profiles = report.get("profiles", [])
+    for p in profiles:
         s = p.get("summary") or {}
         chip = p.get("chip") or {}
         rank = f" rank {p['rank']}" if p.get("rank") is not None else ""
         say(f"{p.get('path')}{rank}: {launches_text(s)}, "
             f"device time {fmt_us(s.get('total_device_us'))}, chip {chip.get('name')} "
             f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})", "bold", "", "  ")
-        units = units_text(s)
-        if units:
-            say(units, "bold", "  ", "    ")
-        sol = speed_of_light_text(s)
-        if sol:
-            say(sol, "bold", "  ", "    ")
-        say(f"chip {chip_text(chip)}", "dim", "  ", "    ")
-        # What the loader had to assume or could not find (no device info, no runtime metrics in an
-        # IR-only bundle, inferred core counts) changes how findings read: say it up front.
-        for note in p.get("warnings") or []:
-            say(f"note: {note}", "dim", "  ", "    ")
-    findings = report.get("findings", [])
+        if len(profiles) == 1:
+            for line, style in _profile_lines(p):
+                say(line, style, "  ", "    ")
+    if len(profiles) > 1:
+        # what the ranks share is said once, with the ranks it holds for ("on 7 of 8 ranks")
+        for (line, style), ranks in _lines_by_rank(profiles).items():
+            say(f"{line}{_on_ranks(ranks, len(profiles))}", style, "  ", "    ")
+    _print_ranks(console, report, say)
+    total_ranks = ranks_total(report)
+    findings = group_across_ranks(report.get("findings", []), total_ranks)
     if findings:
-        _print_findings(console, findings, len(report.get("profiles", [])) > 1, width)
+        _print_findings(console, findings, total_ranks > 1, width)
         if opts.get("recommendations", True):
             for f in findings[: int(opts.get("max_recommendations", 5))]:
                 say(f"{f.get('code')} → {f.get('recommendation')}", "dim", "  ", "    ")
@@ -117,7 +118,7 @@ def render(report: dict[str, Any], **opts: Any) -> str:
                 if where:
                     say(f"at {where}", "dim", "      ", "         ")
     # rules with the same missing input share one line ("TS500-TS506 ... needs a run bundle")
-    lines = not_checked_lines(report.get("skipped", []))
+    lines = not_checked_lines([dict(s) for s in unique_skipped(report.get("skipped", []))])
     if lines:
         console.print(Text(lines[0], style="bold"))
         for line in lines[1:]:
@@ -132,6 +133,66 @@ def render(report: dict[str, Any], **opts: Any) -> str:
     return buf.getvalue()
 
 
+def _profile_lines(p: dict[str, Any]) -> list[tuple[str, str]]:
+    """A profile's lines under its header: unit busy shares, speed of light, chip, notes."""
+    s = p.get("summary") or {}
+    lines = [(t, "bold") for t in (units_text(s), speed_of_light_text(s)) if t]
+    lines.append((f"chip {chip_text(p.get('chip') or {})}", "dim"))
+    # What the loader had to assume or could not find (no device info, no runtime metrics in an
+    # IR-only bundle, inferred core counts) changes how findings read: say it up front.
+    lines += [(f"note: {note}", "dim") for note in p.get("warnings") or []]
+    return lines
+
+
+def _lines_by_rank(profiles: list[dict[str, Any]]) -> dict[tuple[str, str], list[int]]:
+    out: dict[tuple[str, str], list[int]] = {}
+    for i, p in enumerate(profiles):
+        rank = p.get("rank")
+        for line in _profile_lines(p):
+            out.setdefault(line, []).append(int(rank) if rank is not None else i)
+    return out
+
+
+def _on_ranks(ranks: list[int], total: int) -> str:
+    from analyzer.cluster import rank_set_text
+
+    if len(ranks) == total:
+        return f" (all {total} ranks)"
+    return f" (rank{'s' if len(ranks) > 1 else ''} {rank_set_text(ranks)})"
+
+
+def _print_ranks(console: Console, report: dict[str, Any], say: Any) -> None:
+    """The rank table of a multi-rank report: step time split per rank, the slow rank marked."""
+    rows = rank_rows(report)
+    if not rows:
+        return
+    section = report.get("cluster") or {}
+    say(f"ranks: {section.get('ranks_total')} ({section.get('ranks_loaded')} with a readable kernel table); "
+        "step time summed over the profiled steps", "bold")
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
+    for i, col in enumerate(RANK_COLUMNS):
+        table.add_column(col, justify="right" if 0 < i < 5 else "left", no_wrap=True)
+    for row in rows:
+        style = "bold #c0392b" if "slow rank" in row[-1] else ""
+        table.add_row(*(Text(terminal_text(c), style=style) for c in row))
+    console.print(table, crop=False)
+    for note in section.get("notes") or []:
+        say(f"note: {note}", "dim", "  ", "    ")
+
+
+def _rank_cell(f: dict[str, Any], total: int) -> str:
+    """Which ranks a (grouped) finding is about: `0-6 (7/8)`, `all`, or `1` for a cross-rank one."""
+    if f.get("scope") == "cluster":
+        return "all"
+    ranks = f.get("ranks")
+    if ranks:
+        from analyzer.cluster import rank_set_text
+
+        shown = rank_set_text(ranks)
+        return shown if len(ranks) == 1 else f"{shown} ({len(ranks)} of {total})"
+    return str(f.get("rank", ""))
+
+
 def _finding_cells(f: dict[str, Any], multi: bool, width: int | None) -> dict[str, str]:
     occ = int(f.get("occurrences") or 1)
     cells = {
@@ -144,7 +205,7 @@ def _finding_cells(f: dict[str, Any], multi: bool, width: int | None) -> dict[st
         "saving": saving_text(f),
     }
     if multi:
-        cells["rank"] = str(f.get("rank", ""))
+        cells["rank"] = _rank_cell(f, int(f.get("ranks_total") or 0))
     cells = {k: terminal_text(v) for k, v in cells.items()}
     if width is not None:
         cells["kernel"] = squeeze(cells["kernel"], KERNEL_MAX)

@@ -65,6 +65,8 @@ def saving_text(f: Mapping[str, Any]) -> str:
     share = fmt_pct(f.get("share_of_total"))
     if kind == "idle":
         return f"{fmt_us(saving)} idle ({share} of wall time)"
+    if kind == "cluster":
+        return f"{fmt_us(saving)} ({share} of step time)"
     return f"{fmt_us(saving)} ({share})"
 
 
@@ -171,4 +173,10 @@ def headline(findings: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[
     if idle > 0:
         of_wall = f" ({fmt_pct(idle / wall, 0)} of wall time)" if wall else ""
         text += f" + {fmt_us(idle)} of idle gaps{of_wall}"
+    across = [f for f in findings
+              if f.get("saving_kind") == "cluster" and (num(f.get("est_saving_us")) or 0) > 0]
+    if across:  # cross-rank savings overlap (a straggler and the wait it causes): the largest one
+        best = max(across, key=lambda f: num(f.get("est_saving_us")) or 0.0)
+        text += (f" + {fmt_us(num(best.get('est_saving_us')))} of step time across ranks "
+                 f"({fmt_pct(best.get('share_of_total'), 0)})")
     return text + " recoverable"

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from .cluster import ClusterSpec, write_cluster_run
 from .fa_bundle import write_fa_bundle
 from .large import write_large_kernel_details, write_large_trace_view
 from .model import PT_DIR
@@ -51,7 +52,22 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         action="store_true",
         help="write the tilelang_fa_bundle run bundle (real TileLang IR, generated profile; needs tilelang)",
     )
+    ap.add_argument("--ranks", type=int, default=None, metavar="N",
+                    help="write an N-rank torch_npu run (kernel table, step trace, communication) into --out")
+    ap.add_argument("--slow-rank", type=int, default=3, metavar="R",
+                    help="with --ranks: the slow rank (-1: none)")
+    ap.add_argument("--slow-link", default="5-6", metavar="A-B",
+                    help="with --ranks: the slow ring link, source-destination ('none': none)")
     args = ap.parse_args(argv)
+    if args.ranks is not None:
+        if args.out is None:
+            ap.error("--ranks needs --out DIR")
+        link = None if args.slow_link == "none" else tuple(int(x) for x in args.slow_link.split("-", 1))
+        spec = ClusterSpec(ranks=args.ranks, slow_rank=None if args.slow_rank < 0 else args.slow_rank,
+                           slow_link=link)  # type: ignore[arg-type]
+        roots = write_cluster_run(args.out, spec)
+        print(f"wrote {len(roots)} ranks under {args.out}")
+        return 0
     if args.fa_bundle:
         root = write_fa_bundle(args.out or SAMPLE_TRACES, SAMPLE_TRACES.parent)
         size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())

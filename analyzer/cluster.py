@@ -1,0 +1,260 @@
+"""The cross-rank model of a multi-rank run: what each rank carries, side by side.
+
+`build_cluster` takes the ranks found under a path (the profiles that loaded and the ones that
+failed) and reads, per rank:
+  steps     per step: Computing / Communication (not overlapped) / Free (µs), from
+            `step_trace_time.csv` where the rank has one, recomputed from its kernel table (compute
+            kernels vs HCCL tasks) otherwise; `source` says which
+  comm_ops  per communication operator: elapse, transit and wait time, bandwidth (communication.json)
+  links     per operator and link: transport, size, bandwidth (communication_matrix.json)
+  kernels   per kernel name: launches, total and median duration, first input shapes
+A rank whose kernel table could not be read still contributes its step and communication files;
+it has no kernel rows. A broken summary file of one rank becomes a note; the rank keeps the rest.
+
+Recomputed split (`steps_from_kernels`), per step id: Computing = the union of the compute kernels'
+intervals, Communication = the union of the HCCL tasks', Communication(Not Overlapped) = the part of
+the latter outside the former, Free = the step's span (first task start to last task end) with no
+task. torch_npu measures the step from its step marks, so its Free also counts the host time
+before the first and after the last task: the recomputed Free is a lower bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer.errors import ProfileFormatError
+from analyzer.io import cluster_files as cf
+
+if TYPE_CHECKING:
+    from analyzer.io.load import LoadFailure
+    from analyzer.profile import Profile
+
+CLUSTER_TABLES = ("steps", "comm_ops", "links", "kernels")
+STEP_SPLIT = ("computing_us", "communication_not_overlapped_us", "free_us")
+SOURCE_STEP_TRACE = "step_trace_time.csv"
+SOURCE_KERNELS = "kernels"
+
+
+@dataclass
+class RankInfo:
+    rank: int
+    path: Path
+    loaded: bool  # its kernel table (profile) loaded
+    error: str | None = None  # why its profile was left out
+    files: list[Path] = field(default_factory=list)  # the summary files read
+
+
+@dataclass
+class Cluster:
+    ranks: list[RankInfo]
+    steps: pd.DataFrame  # rank, step, STEP_SPLIT, overlapped_us, communication_us, step_us, source
+    comm_ops: pd.DataFrame  # rank + read_communication's columns
+    links: pd.DataFrame  # rank + read_communication_matrix's columns
+    kernels: pd.DataFrame  # rank, name, launches, total_us, median_us, input_shapes
+    notes: list[str] = field(default_factory=list)
+
+    def has(self, need: str) -> bool:
+        """A cluster rule input: "cluster.steps", "cluster.comm_ops", "cluster.links",
+        "cluster.kernels": that table has rows from at least 2 ranks."""
+        name = need.removeprefix("cluster.")
+        table = getattr(self, name, None) if name in CLUSTER_TABLES else None
+        return isinstance(table, pd.DataFrame) and len(table) > 0 and table["rank"].nunique() >= 2
+
+    @property
+    def rank_ids(self) -> list[int]:
+        return [r.rank for r in self.ranks]
+
+    def rank_totals(self) -> pd.DataFrame:
+        """Per rank, summed over its steps: the split, the step time and where it came from."""
+        if self.steps.empty:
+            return pd.DataFrame(columns=["rank", *STEP_SPLIT, "step_us", "steps", "source"])
+        g = self.steps.groupby("rank", sort=True)
+        out = g[[*STEP_SPLIT, "step_us"]].sum()
+        out["steps"] = g.size()
+        out["source"] = g["source"].first()
+        return out.reset_index()
+
+
+# ---- recomputation from the kernel table ---------------------------------------------------------
+
+
+def steps_from_kernels(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The step split recomputed from a kernel table (module docstring), one row per step id (a
+    table without step ids is one step, `step` <NA>)."""
+    from analyzer.summary import device_time
+
+    cols = ["step", *STEP_SPLIT, "overlapped_us", "communication_us", "step_us"]
+    if kernels is None or len(kernels) == 0 or "start_ns" not in kernels.columns:
+        return pd.DataFrame(columns=cols)
+    groups: list[tuple[Any, pd.DataFrame]] = [(pd.NA, kernels)]
+    if "step_id" in kernels.columns and kernels["step_id"].notna().any():
+        groups = list(kernels.groupby(kernels["step_id"].astype("Int64"), sort=True))
+    rows = []
+    for step, k in groups:
+        dt = device_time(k)
+        wall = dt.wall_us or 0.0
+        busy = wall - (dt.idle_us or 0.0)  # union of every task
+        rows.append({
+            "step": step,
+            "computing_us": dt.device_us,
+            "communication_not_overlapped_us": max(0.0, busy - dt.device_us),
+            "free_us": dt.idle_us or 0.0,
+            "overlapped_us": max(0.0, dt.device_us + dt.communication_us - busy),
+            "communication_us": dt.communication_us,
+            "step_us": wall,
+        })
+    out = pd.DataFrame(rows, columns=cols)
+    out["step"] = out["step"].astype("Int64")
+    return out
+
+
+def kernel_summary(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Per kernel name of one rank: launches, total and median duration (µs), first input shapes.
+    Communication tasks are left out (their time is the communication files' subject)."""
+    from analyzer.summary import communication_mask
+
+    cols = ["name", "launches", "total_us", "median_us", "input_shapes"]
+    if kernels is None or len(kernels) == 0 or "name" not in kernels.columns:
+        return pd.DataFrame(columns=cols)
+    k = kernels.loc[~communication_mask(kernels)]
+    dur = pd.to_numeric(k["duration_us"], errors="coerce")
+    g = dur.groupby(k["name"].astype("str"), sort=True)
+    out = pd.DataFrame({"launches": g.size(), "total_us": g.sum(), "median_us": g.median()})
+    if "input_shapes" in k.columns:
+        out["input_shapes"] = k["input_shapes"].groupby(k["name"].astype("str"), sort=True).first()
+    else:
+        out["input_shapes"] = None
+    return out.rename_axis("name").reset_index()[cols]
+
+
+# ---- building ------------------------------------------------------------------------------------
+
+
+def _with_rank(table: pd.DataFrame, rank: int) -> pd.DataFrame:
+    table = table.copy()
+    table.insert(0, "rank", rank)
+    return table
+
+
+def _read_rank_files(
+    info: RankInfo, notes: list[str]
+) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
+    out = cf.output_dir(info.path)
+    read: list[pd.DataFrame | None] = []
+    for name, reader in (
+        (cf.STEP_TRACE, cf.read_step_trace),
+        (cf.COMMUNICATION, cf.read_communication),
+        (cf.COMMUNICATION_MATRIX, cf.read_communication_matrix),
+    ):
+        path = out / name
+        if not path.is_file():
+            read.append(None)
+            continue
+        try:
+            read.append(reader(path))
+            info.files.append(path)
+        except ProfileFormatError as exc:
+            notes.append(f"rank {info.rank}: {exc.one_line()} — {name} left out")
+            read.append(None)
+    return read[0], read[1], read[2]
+
+
+def _rank_of(profile: Profile, position: int) -> int:
+    return profile.rank if profile.rank is not None else position
+
+
+def build_cluster(profiles: Sequence[Profile], failures: Sequence[LoadFailure] = ()) -> Cluster:
+    """The cross-rank model of the ranks under one path (module docstring)."""
+    infos: list[tuple[RankInfo, Profile | None]] = []
+    for i, p in enumerate(profiles):
+        infos.append((RankInfo(_rank_of(p, i), p.source.path, True), p))
+    for j, f in enumerate(failures):
+        rank = f.rank if f.rank is not None else len(profiles) + j
+        infos.append((RankInfo(rank, f.path, False, f.error.one_line()), None))
+    infos.sort(key=lambda t: t[0].rank)
+    notes: list[str] = []
+    steps, comm, links, kernels = [], [], [], []
+    for info, prof in infos:
+        step_trace, ops, matrix = _read_rank_files(info, notes)
+        if step_trace is not None and len(step_trace):
+            s = step_trace.copy()
+            s["step_us"] = s[list(STEP_SPLIT)].sum(axis=1)
+            s["source"] = SOURCE_STEP_TRACE
+            steps.append(_with_rank(s, info.rank))
+        elif prof is not None:
+            s = steps_from_kernels(prof.kernels)
+            if len(s):
+                s["source"] = SOURCE_KERNELS
+                steps.append(_with_rank(s, info.rank))
+        if ops is not None and len(ops):
+            comm.append(_with_rank(ops, info.rank))
+        if matrix is not None and len(matrix):
+            links.append(_with_rank(matrix, info.rank))
+        if prof is not None:
+            ks = kernel_summary(prof.kernels)
+            if len(ks):
+                kernels.append(_with_rank(ks, info.rank))
+    return Cluster(
+        ranks=[i for i, _ in infos],
+        steps=_concat(steps),
+        comm_ops=_concat(comm),
+        links=_concat(links),
+        kernels=_concat(kernels),
+        notes=notes,
+    )
+
+
+def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    tables = [t for t in tables if len(t)]
+    if not tables:
+        return pd.DataFrame(columns=["rank"])
+    return pd.concat(tables, ignore_index=True)
+
+
+# ---- the rank table ------------------------------------------------------------------------------
+
+
+def rank_table(cluster: Cluster, slow: int | None = None) -> list[dict[str, Any]]:
+    """One row per rank for the reports: the step split (µs, summed over steps), where it came
+    from, whether its kernel table loaded, and `slow` on the slow rank (the one TS601 named)."""
+    totals = {int(r["rank"]): r for r in cluster.rank_totals().to_dict("records")}
+    rows = []
+    for info in cluster.ranks:
+        row: dict[str, Any] = {"rank": info.rank, "path": str(info.path), "kernels_loaded": info.loaded,
+                               "error": info.error, "slow": info.rank == slow}
+        if info.rank in totals:
+            t = totals[info.rank]
+            for c in (*STEP_SPLIT, "step_us"):
+                row[c] = round(float(t[c]), 3)
+            row["steps"] = int(t["steps"])
+            row["source"] = str(t["source"])
+        else:
+            row.update({c: None for c in (*STEP_SPLIT, "step_us")} | {"steps": 0, "source": None})
+        rows.append(row)
+    return rows
+
+
+def rank_set_text(ranks: Sequence[int]) -> str:
+    """`0-3, 5, 7`: sorted rank ids with runs collapsed."""
+    ids = sorted(set(int(r) for r in ranks))
+    parts: list[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def median_excluding(values: pd.Series, label: Any) -> float:
+    """The median of `values` without the entry `label` (the others' typical value)."""
+    others = values.drop(index=label)
+    return float(np.median(others.to_numpy(dtype=float))) if len(others) else float("nan")

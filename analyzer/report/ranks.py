@@ -1,0 +1,118 @@
+"""The multi-rank parts of a report: the `cluster` section (rank table, step split, the cross-rank
+rules' bookkeeping) and what every renderer shows of it: the rank table's rows, per-rank findings
+grouped across ranks ("on 7 of 8 ranks") and the "not checked" list given once.
+
+`cluster_section` is called by `build_report` (the JSON); the rest reads the report dict only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from analyzer.report.words import fmt_us
+
+if TYPE_CHECKING:
+    from analyzer.cluster import Cluster
+    from analyzer.engine import AnalysisResult
+
+SCOPE_CLUSTER = "cluster"  # a finding/skipped rule about the ranks together (TS6xx)
+SLOW_RANK_CODE = "TS601"
+RANK_COLUMNS = ("rank", "step time", "Computing", "Communication (not overlapped)", "Free", "from", "")
+
+
+def cluster_section(cluster: Cluster, result: AnalysisResult) -> dict[str, Any]:
+    """`report["cluster"]`: one row per rank (µs summed over its steps, `slow` on the rank TS601
+    named), the per-step rows, the notes of summary files left out, and which TS6xx rules ran."""
+    from analyzer.cluster import rank_table
+
+    slow = next((f.evidence.get("rank") for f in result.findings if f.code == SLOW_RANK_CODE), None)
+    rows = rank_table(cluster, slow)
+    steps = [
+        {k: (None if v != v else v) for k, v in rec.items()}  # NaN -> None
+        for rec in cluster.steps.drop(columns=["overlapped_us", "communication_us", "stage_us", "bubble_us"],
+                                      errors="ignore").to_dict("records")
+    ] if len(cluster.steps) else []
+    return {
+        "ranks": rows,
+        "slow_rank": slow,
+        "ranks_total": len(rows),
+        "ranks_loaded": sum(1 for r in rows if r["kernels_loaded"]),
+        "steps": steps,
+        "notes": list(cluster.notes),
+        "rules_run": list(result.rules_run),
+    }
+
+
+def rank_rows(report: Mapping[str, Any]) -> list[list[str]]:
+    """The rank table as text cells (RANK_COLUMNS); empty for a single-rank report."""
+    section = report.get("cluster") or {}
+    out = []
+    for r in section.get("ranks") or []:
+        mark = []
+        if r.get("slow"):
+            mark.append("slow rank")
+        if not r.get("kernels_loaded"):
+            mark.append("kernel table unreadable")
+        out.append([
+            str(r.get("rank")), fmt_us(r.get("step_us")), fmt_us(r.get("computing_us")),
+            fmt_us(r.get("communication_not_overlapped_us")), fmt_us(r.get("free_us")),
+            str(r.get("source") or "–"), ", ".join(mark),
+        ])
+    return out
+
+
+def group_across_ranks(findings: Sequence[Mapping[str, Any]], ranks_total: int) -> list[dict[str, Any]]:
+    """Per-rank findings of the same rule on the same kernels, one entry for all the ranks they
+    were found on: the one with the largest saving, with `ranks` (sorted ids) and `rank_text`
+    ("on 7 of 8 ranks: 0-6"). Cross-rank findings and single-rank reports pass through; the order
+    (largest saving first) is kept."""
+    from analyzer.cluster import rank_set_text
+
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    order: list[tuple[Any, ...]] = []
+    for i, f in enumerate(findings):
+        if ranks_total < 2 or f.get("scope") == SCOPE_CLUSTER or f.get("rank") is None:
+            key: tuple[Any, ...] = ("single", i)
+        else:
+            key = (f.get("code"), f.get("slug"), tuple(f.get("kernels") or ()))
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(dict(f))
+    out = []
+    for key in order:
+        members = groups[key]
+        top: dict[str, Any] = max(members, key=_saving)
+        best = dict(top)
+        if key[0] != "single":
+            ranks = sorted({int(f["rank"]) for f in members})
+            best["ranks"] = ranks
+            best["rank_text"] = f"on {len(ranks)} of {ranks_total} ranks: {rank_set_text(ranks)}"
+            best["ranks_total"] = ranks_total
+        elif best.get("scope") == SCOPE_CLUSTER:
+            best["rank_text"] = "across ranks"
+        out.append(best)
+    return out
+
+
+def _saving(f: Mapping[str, Any]) -> float:
+    return float(f.get("est_saving_us") or 0.0)
+
+
+def ranks_total(report: Mapping[str, Any]) -> int:
+    """How many ranks the report covers (loaded or not); the profile count without a cluster."""
+    section = report.get("cluster") or {}
+    return int(section.get("ranks_total") or len(report.get("profiles") or []))
+
+
+def unique_skipped(skipped: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Each skipped rule once (the first rank's entry): "not checked" is said once for all ranks."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for s in skipped:
+        key = (s.get("code"), tuple(s.get("needs") or s.get("missing") or ()))
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out

@@ -1,0 +1,119 @@
+"""TS601 slow-rank: one rank computes longer than the others, and they wait for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from analyzer.cluster import Cluster
+from analyzer.engine import RuleContext
+from analyzer.findings import Finding
+from rules._cluster import cluster_finding, collective_waits, fmt_us, rank_totals
+
+CODE = "TS601"
+SLUG = "slow-rank"
+KIND = "cluster"
+NEEDS = ("cluster.steps",)
+THRESHOLDS: dict[str, Any] = {
+    "min_gap_ratio": 0.05,  # slow rank's Computing over the others' median, minus 1
+    "min_gap_us": 100.0,  # and at least this much Computing time more, summed over steps
+    "top_kernels": 3,  # kernels named as making the difference
+}
+
+
+def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
+    """
+    ## What it does
+    Sums each rank's Computing time over the profiled steps (step_trace_time.csv, else recomputed
+    from its kernels) and compares the rank with the most against the median of the others. When
+    the gap crosses both thresholds it names the rank, the kernels whose summed time differs most
+    between it and the others' median (when its kernel table is readable), and how much longer
+    the other ranks wait in collectives than the slow rank does (communication.json).
+
+    ## Why is this bad?
+    In data-parallel and tensor-parallel training every collective waits for the last rank: the
+    step takes as long as the slowest rank's compute, and the others spend the gap waiting. One
+    slow rank slows the whole job by its gap.
+
+    ## Example
+    8 ranks compute ~52 ms per step; rank 3 computes 61 ms because its MatMul runs 30 % slower.
+    Each step ends 9 ms later on all 8 ranks, and ranks 0-2, 4-7 show ~9 ms more collective wait.
+
+    ## What to do instead
+    Look at the named kernels on the slow rank: a different input shape (uneven sharding, padding,
+    a longer sequence) means rebalancing the data or the model split; the same shape with a longer
+    duration means the device (clock, thermal limit, a noisy neighbour; see TS403 and TS603).
+    Check that the rank does no extra work (logging, checkpointing, evaluation) inside the step.
+
+    ## Thresholds
+    `min_gap_ratio` (0.05), `min_gap_us` (100), `top_kernels` (3).
+
+    ## Known limits
+    Compares totals over the profiled steps, not step by step. The saving is the gap itself: the
+    time every rank would gain if the slow rank computed like the median one, assuming the others
+    do not become the new critical path. Ranks whose step split came from their kernel tables
+    (no step_trace_time.csv) are comparable only with each other: the recomputed Free misses host
+    time at the step's edges.
+    """
+    t = ctx.thresholds
+    totals = rank_totals(cluster)
+    computing = totals["computing_us"].astype(float)
+    slow = int(computing.to_numpy().argmax())
+    slow = int(computing.index[slow])
+    others = computing.drop(index=slow)
+    median = float(np.median(others.to_numpy()))
+    gap = float(computing[slow]) - median
+    if median <= 0 or gap < float(t["min_gap_us"]) or gap / median < float(t["min_gap_ratio"]):
+        return []
+    evidence: dict[str, Any] = {
+        "rank": slow,
+        "computing_us": round(float(computing[slow]), 3),
+        "others_median_computing_us": round(median, 3),
+        "gap_us": round(gap, 3),
+        "gap_ratio": round(gap / median, 4),
+        "computing_us_by_rank": {str(r): round(float(v), 3) for r, v in computing.items()},
+        "source_by_rank": {str(r): str(s) for r, s in totals["source"].items()},
+        "min_gap_ratio": t["min_gap_ratio"],
+        "min_gap_us": t["min_gap_us"],
+    }
+    kernels, kernel_text = _kernels_that_differ(cluster, slow, int(t["top_kernels"]))
+    evidence["kernel_gap_us"] = kernels
+    waits = collective_waits(cluster)
+    wait_text = ""
+    if slow in waits.index and len(waits) > 1:
+        wait = waits["wait_us"]
+        extra = float(np.median(wait.drop(index=slow).to_numpy())) - float(wait[slow])
+        evidence["collective_wait_us_by_rank"] = {str(r): round(float(v), 3) for r, v in wait.items()}
+        evidence["others_extra_wait_us"] = round(extra, 3)
+        if extra > 0:
+            wait_text = f"; the others wait {fmt_us(extra)} longer in collectives than rank {slow}"
+    message = (
+        f"rank {slow} computes {fmt_us(float(computing[slow]))}, {gap / median:.0%} more than the "
+        f"others' median {fmt_us(median)} (+{fmt_us(gap)}){kernel_text}{wait_text}"
+    )
+    rec = (
+        f"Compare rank {slow}'s slowest kernels with the other ranks': a different input shape means "
+        "uneven sharding or data (rebalance); the same shape running longer means the device "
+        "(clock, thermal, contention: tilescope analyze the rank alone, see TS403/TS603)."
+    )
+    return [cluster_finding(CODE, SLUG, ctx, kernels=tuple(kernels), message=message, evidence=evidence,
+                            recommendation=rec, saving_us=gap)]
+
+
+def _kernels_that_differ(cluster: Cluster, slow: int, top: int) -> tuple[dict[str, float], str]:
+    """The kernels whose total time on `slow` exceeds the others' median total most."""
+    k = cluster.kernels
+    if k.empty or slow not in set(k["rank"]):
+        return {}, f" (rank {slow}'s kernel table is not available)"
+    if k["rank"].nunique() < 2:
+        return {}, ""
+    table = k.pivot_table(index="name", columns="rank", values="total_us", aggfunc="sum", fill_value=0.0)
+    others = table.drop(columns=[slow]).median(axis=1)
+    diff = (table[slow] - others).sort_values(ascending=False)
+    diff = diff[diff > 0].head(top)
+    if diff.empty:
+        return {}, ""
+    named = {str(n): round(float(v), 3) for n, v in diff.items()}
+    shown = ", ".join(f"{n} +{fmt_us(v)}" for n, v in named.items())
+    return named, f"; most of it in {shown}"

@@ -1,0 +1,308 @@
+"""Multi-rank runs (issue #16): the cross-rank model (analyzer/cluster.py), the TS6xx rules, and
+what `analyze` reports, on the real 2-rank GPT-3 run and on generated N-rank runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from analyzer.cli import main
+from analyzer.cluster import Cluster, build_cluster, rank_set_text, steps_from_kernels
+from analyzer.config import Config
+from analyzer.engine import run_cluster_rules
+from analyzer.findings import Finding
+from analyzer.io.cluster_files import read_communication, read_step_trace
+from analyzer.io.load import load_profiles
+
+# torch_npu's own step_trace_time.csv values (traces/real/README.md): Computing,
+# Communication(Not Overlapped), Free in µs
+TORCH_NPU_SPLIT = {
+    0: (75174.57464453117, 146614.02034375005, 69909.50350390615),
+    1: (75422.22, 151303.54, 67860.80000000012),
+}
+
+
+def _gpt3(real: Path) -> Path:
+    d = real / "gpt3_2rank_memoryl0"
+    if not d.is_dir():
+        pytest.skip("gpt3_2rank_memoryl0 not available")
+    return d
+
+
+# ---- the real 2-rank run -------------------------------------------------------------------------
+
+
+def test_real_step_split_is_torch_npus_own(real_traces: Path) -> None:
+    d = _gpt3(real_traces)
+    profiles = load_profiles(d)
+    cluster = build_cluster(profiles, profiles.failures)
+    assert [(r.rank, r.loaded) for r in cluster.ranks] == [(0, False), (1, True)]
+    for rank, (computing, comm, free) in TORCH_NPU_SPLIT.items():
+        (row,) = cluster.steps[cluster.steps["rank"] == rank].to_dict("records")
+        assert row["step"] == 2 and row["source"] == "step_trace_time.csv"
+        split = (row["computing_us"], row["communication_not_overlapped_us"], row["free_us"])
+        assert split == (computing, comm, free)
+    # rank 0's kernel table has a broken row: its step and communication files still count
+    assert set(cluster.comm_ops["rank"]) == {0, 1} and set(cluster.kernels["rank"]) == {1}
+
+
+def test_real_recomputed_split_vs_torch_npu(real_traces: Path) -> None:
+    """Recomputed from rank 1's kernel table, the split is far below torch_npu's: the published
+    kernel_details.csv is an excerpt (22 tasks of a ~295 ms step). Every recomputed part is a lower
+    bound of torch_npu's, and Computing is exactly the kernels' device time."""
+    d = _gpt3(real_traces)
+    (rank1,) = load_profiles(d)
+    (row,) = steps_from_kernels(rank1.kernels).to_dict("records")
+    assert row["step"] == 2
+    assert round(row["computing_us"], 3) == 2016.84  # = `analyze`'s device time of rank 1
+    assert round(row["communication_not_overlapped_us"], 3) == 9497.76  # the 3 HCCL tasks, nothing overlaps
+    assert round(row["free_us"], 3) == 4905.6
+    assert round(row["step_us"], 3) == 16420.2  # first task start to last task end
+    computing, comm, free = TORCH_NPU_SPLIT[1]
+    assert row["computing_us"] < computing and row["free_us"] < free
+    assert row["communication_not_overlapped_us"] < comm
+
+
+def test_real_communication_wait_matches_torch_npus_ratio(real_traces: Path) -> None:
+    d = _gpt3(real_traces)
+    ops = read_communication(d / "test_rank_0" / "ASCEND_PROFILER_OUTPUT" / "communication.json")
+    coll = ops[ops["kind"] == "collective"]
+    assert len(coll) == 27 and len(ops[ops["kind"] == "p2p"]) == 1
+    wait, transit = coll["wait_us"].sum(), coll["transit_us"].sum()
+    assert round(wait, 3) == 116636.175 and round(transit, 3) == 5413.852
+    assert round(wait / (wait + transit), 4) == 0.9556  # "Wait Time Ratio" of its Total Op Info
+
+
+def test_real_analyze_json_has_the_rank_table(real_traces: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _gpt3(real_traces)
+    assert main(["analyze", str(d), "-f", "json"]) == 2  # partial: rank 0's kernel table is broken
+    report = json.loads(capsys.readouterr().out)
+    ranks = report["cluster"]["ranks"]
+    assert [(r["rank"], r["kernels_loaded"], r["computing_us"]) for r in ranks] == [
+        (0, False, 75174.575), (1, True, 75422.22)]
+    assert "row 16 (line 17)" in ranks[0]["error"]
+    assert report["cluster"]["slow_rank"] is None  # 0.3 % apart: no slow rank
+    (ts602,) = [f for f in report["findings"] if f["code"] == "TS602"]
+    assert ts602["scope"] == "cluster" and ts602["evidence"]["rank"] == 0
+    assert ts602["evidence"]["wait_share_by_rank"] == {"0": 0.9556, "1": 0.9551}
+    assert ts602["evidence"]["last_to_arrive_counts"] == {"0": 19, "1": 5}
+    assert [s["code"] for s in report["skipped"] if s.get("scope") == "cluster"] == ["TS603"]
+
+
+def test_real_analyze_text_says_not_checked_once(
+    real_traces: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = _gpt3(real_traces)
+    main(["analyze", str(d)])
+    out = capsys.readouterr().out
+    assert "0     291.70 ms   75.17 ms" in out and "kernel table unreadable" in out
+    assert out.count("TS403 aicore-frequency-drop") == 1
+    assert "TS603 rank-kernel-straggler: needs a readable kernel table on at least 2 ranks" in out
+
+
+# ---- generated runs --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def eight_ranks(tmp_path_factory: pytest.TempPathFactory, sample_generator: ModuleType) -> Path:
+    from generator.cluster import write_cluster_run
+
+    out = tmp_path_factory.mktemp("cluster8")
+    write_cluster_run(out)  # slow rank 3 (MatMulV2 x1.5), slow link 5-6 (5 of 20 GB/s)
+    return out
+
+
+def _cluster_findings(path: Path) -> tuple[Cluster, list[Finding]]:
+    profiles = load_profiles(path)
+    cluster = build_cluster(profiles, profiles.failures)
+    return cluster, run_cluster_rules(cluster, profiles[0].chip, Config()).findings
+
+
+def test_generated_slow_rank_and_link_are_named(eight_ranks: Path) -> None:
+    _cluster, findings = _cluster_findings(eight_ranks)
+    by_code = {f.code: f for f in findings}
+    slow = by_code["TS601"]
+    assert slow.evidence["rank"] == 3 and slow.kernels == ("MatMulV2",)
+    # 3 MatMulV2 launches x 90 µs more, 2 steps; the others wait exactly that much longer
+    assert slow.evidence["gap_us"] == 540.0 and slow.evidence["kernel_gap_us"] == {"MatMulV2": 540.0}
+    assert slow.evidence["others_extra_wait_us"] == 540.0
+    straggler = by_code["TS603"]
+    assert straggler.evidence["rank"] == 3 and straggler.evidence["same_shapes"] is True
+    assert straggler.evidence["slowdown"] == 1.5
+    link = by_code["TS604"]
+    assert (link.evidence["src_rank"], link.evidence["dst_rank"]) == (5, 6)
+    assert link.evidence["bandwidth_gbps"] == 5.0 and link.evidence["transport_median_gbps"] == 20.0
+    assert "TS602" not in by_code  # transfer, not wait, dominates: the slow link
+    # the model's all-reduce follows all compute: nothing overlaps, every rank could hide some
+    overlap = by_code["TS605"]
+    assert overlap.evidence["ranks"] == list(range(8)) and overlap.evidence["rank"] == 3
+    assert overlap.evidence["hideable_us_by_rank"]["3"] == 2520.0  # bounded by its Computing
+
+
+def test_generated_balanced_run_is_quiet(tmp_path: Path, sample_generator: ModuleType) -> None:
+    from generator.cluster import ClusterSpec, write_cluster_run
+
+    write_cluster_run(tmp_path, ClusterSpec(ranks=4, slow_rank=None, slow_link=None))
+    _cluster, findings = _cluster_findings(tmp_path)
+    assert [f.code for f in findings] == ["TS605"]  # the model never overlaps: only that remains
+
+
+def test_generated_recomputed_split_matches_step_trace(eight_ranks: Path) -> None:
+    profiles = load_profiles(eight_ranks)
+    rank3 = next(p for p in profiles if p.rank == 3)
+    mine = steps_from_kernels(rank3.kernels)
+    out = eight_ranks / rank3.source.path.name / "ASCEND_PROFILER_OUTPUT"
+    theirs = read_step_trace(out / "step_trace_time.csv")
+    assert list(mine["computing_us"].round(3)) == list(theirs["computing_us"].round(3)) == [1260.0, 1260.0]
+    assert list(mine["communication_not_overlapped_us"].round(3)) == list(
+        theirs["communication_not_overlapped_us"].round(3))
+    # the step trace's Free also counts the time after the all-reduce until the next step
+    assert (mine["free_us"] < theirs["free_us"]).all()
+
+
+def test_generated_analyze_groups_findings_across_ranks(
+    eight_ranks: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["analyze", str(eight_ranks), "--width", "250"]) == 0
+    out = capsys.readouterr().out
+    assert "ranks: 8 (8 with a readable kernel table)" in out
+    assert "3      40.00 ms  2,520.0 µs" in out and "slow rank" in out
+    assert "0-7 (8 of 8)" in out and out.count("known-fusible-pattern") == 2  # not 16
+    assert out.count("TS403 aicore-frequency-drop") == 1
+    assert "(all 8 ranks)" in out
+
+
+def test_generated_broken_rank_keeps_its_step_trace(
+    tmp_path: Path, sample_generator: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from generator.cluster import ClusterSpec, write_cluster_run
+
+    roots = write_cluster_run(tmp_path, ClusterSpec(ranks=4, slow_rank=2, slow_link=None))
+    kd = roots[2] / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    lines = kd.read_text().splitlines()
+    lines[3] = lines[3].rsplit(",", 1)[0]  # one field short
+    kd.write_text("\n".join(lines) + "\n")
+    assert main(["analyze", str(tmp_path), "-f", "json"]) == 2
+    captured = capsys.readouterr()
+    assert "row 3 (line 4)" in captured.err and "rank 2 left out" in captured.err
+    report = json.loads(captured.out)
+    assert report["cluster"]["slow_rank"] == 2 and report["cluster"]["ranks_loaded"] == 3
+    (ts601,) = [f for f in report["findings"] if f["code"] == "TS601"]
+    assert "rank 2's kernel table is not available" in ts601["message"]
+
+
+def test_broken_communication_file_is_a_note(tmp_path: Path, sample_generator: ModuleType) -> None:
+    from generator.cluster import ClusterSpec, write_cluster_run
+
+    roots = write_cluster_run(tmp_path, ClusterSpec(ranks=2, slow_rank=None, slow_link=None))
+    (roots[1] / "ASCEND_PROFILER_OUTPUT" / "communication.json").write_text("{\"step1\": [")
+    profiles = load_profiles(tmp_path)
+    cluster = build_cluster(profiles)
+    (note,) = cluster.notes
+    assert note.startswith("rank 1: ") and "expected JSON" in note
+    assert note.endswith("communication.json left out")
+    assert set(cluster.comm_ops["rank"]) == {0} and set(cluster.steps["rank"]) == {0, 1}
+
+
+def test_rank_set_text() -> None:
+    assert rank_set_text([7, 0, 1, 2, 5, 4]) == "0-2, 4-5, 7"
+    assert rank_set_text([3]) == "3"
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_generated_rank_table_in_md_and_html(
+    eight_ranks: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["analyze", str(eight_ranks), "-f", fmt]) == 0
+    out = capsys.readouterr().out
+    if fmt == "md":
+        assert "### Ranks (8 of 8 with a readable kernel table" in out
+        assert "| **3** | 40\\.00 ms | 2,520\\.0 µs |" in out and "slow rank |" in out
+        assert "on 8 of 8 ranks: 0-7" in out and out.count("### Rules not run") == 1
+        assert out.count("TS403 aicore-frequency-drop") == 1
+    else:
+        assert '<section id="ranks">' in out and out.count('<tr class="slow-rank">') == 1
+        assert out.count('class="finding ') == 6  # 4 cross-rank + 2 grouped TS102, not 4 + 16
+        assert "on 8 of 8 ranks: 0-7" in out
+
+
+def test_generated_json_keeps_every_rank_finding(
+    eight_ranks: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["analyze", str(eight_ranks), "-f", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    from analyzer.report.data import validate_report
+
+    validate_report(report)
+    assert report["cluster"]["slow_rank"] == 3
+    assert [r["slow"] for r in report["cluster"]["ranks"]] == [r == 3 for r in range(8)]
+    assert sum(1 for f in report["findings"] if f["code"] == "TS102") == 16  # per rank, ungrouped
+    across = {f["code"] for f in report["findings"] if f.get("scope") == "cluster"}
+    assert across == {"TS601", "TS603", "TS604", "TS605"}
+
+
+# ---- input: ranks from folder names, msprof runs of several devices ------------------------------
+
+OP_SUMMARY_HEADER = (
+    "Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,OP State,Task Type,Task Start Time(us),"
+    "Task Duration(us),Task Wait Time(us),Block Dim,Mix Block Dim,HF32 Eligible,Input Shapes,"
+    "Input Data Types,Input Formats,Output Shapes,Output Data Types,Output Formats,Context ID"
+)
+
+
+def _op_summary_rows(device: int, matmul_us: float) -> list[str]:
+    rows, t = [], 1_700_000_000_000_000.0
+    tasks = [("MatMulV2", "AI_CORE", matmul_us), ("Add", "AI_VECTOR_CORE", 20.0),
+             ("MatMulV2", "AI_CORE", matmul_us), ("hcom_allReduce__1_1", "HCCL", 500.0)]
+    for i, (name, core, dur) in enumerate(tasks):
+        rows.append(f'{device},4294967295,{i},2,{name},{name},static,{core},{t:.3f}\t,{dur},0,24,0,NO,'
+                    '"""4096,4096""",DT_BF16,FORMAT_ND,"""4096,4096""",DT_BF16,FORMAT_ND,N/A')
+        t += dur + 10.0
+    return rows
+
+
+def test_msprof_run_of_two_devices_is_two_ranks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prof = tmp_path / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP"
+    out = prof / "mindstudio_profiler_output"
+    out.mkdir(parents=True)
+    (prof / "device_0").mkdir()
+    (prof / "device_1").mkdir()
+    rows = _op_summary_rows(0, 180.0) + _op_summary_rows(1, 270.0)
+    (out / "op_summary_20260101000000.csv").write_text(OP_SUMMARY_HEADER + "\n" + "\n".join(rows) + "\n")
+    profiles = load_profiles(tmp_path)
+    assert [(p.rank, len(p.kernels)) for p in profiles] == [(0, 4), (1, 4)]
+    cluster = build_cluster(profiles)
+    # no step_trace_time.csv: the split is recomputed from each device's kernels and HCCL task
+    assert list(cluster.steps["source"]) == ["kernels", "kernels"]
+    assert list(cluster.steps["computing_us"]) == [380.0, 560.0]
+    assert list(cluster.steps["communication_not_overlapped_us"]) == [500.0, 500.0]
+    assert list(cluster.steps["free_us"]) == [30.0, 30.0]
+    assert main(["analyze", str(tmp_path), "-f", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["cluster"]["slow_rank"] == 1
+
+
+def test_rank_from_the_folder_name(tmp_path: Path, sample_generator: ModuleType) -> None:
+    from generator.cluster import ClusterSpec, write_cluster_run
+
+    roots = write_cluster_run(tmp_path / "gen", ClusterSpec(ranks=3, slow_rank=None, slow_link=None))
+    for rank, root in zip((5, 6, 7), roots, strict=True):  # no profiler_info: the name says the rank
+        for info in root.glob("profiler_info_*.json"):
+            info.unlink()
+        root.rename(tmp_path / "gen" / f"job_rank_{rank}_ascend_pt")
+    assert sorted(p.rank or -1 for p in load_profiles(tmp_path / "gen")) == [5, 6, 7]
+
+
+def test_real_poor_overlap_excludes_the_wait(real_traces: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _gpt3(real_traces)
+    main(["analyze", str(d), "-f", "json"])
+    report = json.loads(capsys.readouterr().out)
+    (ts605,) = [f for f in report["findings"] if f["code"] == "TS605"]
+    ev = ts605["evidence"]
+    # torch_npu's Overlapped / Communication: 6987.30 / 153601.32 and 7129.46 / 158433.0
+    assert ev["overlap_ratio_by_rank"] == {"0": 0.0455, "1": 0.045}
+    # Communication(Not Overlapped) minus the collective wait: 146614.02 - 116636.175, 151303.54 - 114879.88
+    assert ev["hideable_us_by_rank"] == {"0": 29977.846, "1": 36423.66} and ev["rank"] == 1
