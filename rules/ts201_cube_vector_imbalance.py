@@ -118,7 +118,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         saving=saving,
         metrics=("cube_share", "vector_share", "hidden_share", "cube_busy_us", "vector_busy_us"),
         message=message,
-        topic="vector",
+        topic="loop",
         extra=extra,
         recommendation="Pipeline the Cube and Vector stages (T.Pipelined with num_stages >= 2, "
         "double-buffered "
