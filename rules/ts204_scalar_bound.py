@@ -10,7 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import grouped_findings, lean, num, pct
+from rules._common import grouped_findings, lean, num, pct, refine_library
 
 CODE = "TS204"
 SLUG = "scalar-bound"
@@ -27,6 +27,11 @@ OTHERS = {
     "aic": ("aic_cube_share", "aic_mte1_share", "aic_mte2_share", "aic_mte3_share", "aic_fixpipe_share"),
     "aiv": ("aiv_vec_share", "aiv_mte2_share", "aiv_mte3_share"),
 }
+
+
+# A CANN built-in kernel cannot be re-tiled by its user: say what they can do, and name the fusion
+# finding (TS102/TS101) that already covers it (analyzer.engine runs `refine` after every rule).
+refine = refine_library
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
@@ -51,6 +56,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     Vectorise inner loops (`T.Parallel`/tile ops instead of `T.serial` over elements), hoist
     address arithmetic out of loops, use larger tiles so each instruction moves more data, avoid
     data-dependent branches and scalar reads from GM in the loop body.
+    A CANN built-in kernel (not in the bundle's IR; an `aclnn*` name or op type plus task number)
+    cannot be re-tiled by its user: the finding says so, and names the TS102/TS101 fusion that
+    already covers the kernel when there is one.
 
     ## Thresholds
     `scalar_share` (0.5), `min_duration_us` (10), `min_saving_us` (1), `max_findings` (20).
