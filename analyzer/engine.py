@@ -9,7 +9,9 @@ A rule is a module in the `rules` package (one per file) with:
   THRESHOLDS: dict[str, float | int | str] (defaults; users override them in config),
   optionally SAVING_KIND ("work": the saving removes or moves work, bounded by the kernels' time;
   "grid": it changes the grid, bounded by the speed of light with every core; analyzer.findings),
-  check(profile, ctx) -> list[Finding], and a docstring on check() with the sections of DOC_SECTIONS.
+  check(profile, ctx) -> list[Finding], and a docstring on check() with the sections of DOC_SECTIONS,
+  optionally refine(finding, others, profile) -> Finding: called once every rule has run, with all
+  of the run's findings, so a recommendation can follow what the other findings say (#15).
 """
 
 from __future__ import annotations
@@ -175,6 +177,45 @@ def _has_any(profile: Profile, need: str) -> bool:
     return any(profile.has(n.strip()) for n in need.split("|"))
 
 
+def _refine(
+    findings: list[Finding], infos: dict[str, RuleInfo], profile: Profile, errors: list[Finding]
+) -> list[Finding]:
+    """Each finding through its rule's `refine(finding, others, profile)`, if it has one.
+
+    `others` is every finding of the run as `check` made them (no refined one), so the result does
+    not depend on the order rules run in. A refine that raises leaves the finding as checked and
+    adds an error entry, as a crashing check does."""
+    others = tuple(findings)
+    out: list[Finding] = []
+    failed: set[str] = set()
+    for f in findings:
+        info = infos.get(f.code)
+        refine = getattr(info.module, "refine", None) if info is not None else None
+        if not callable(refine) or f.code in failed:
+            out.append(f)
+            continue
+        try:
+            out.append(refine(f, others, profile))
+        except TilescopeError:
+            raise
+        except Exception as exc:  # the finding stands without its conditioned recommendation
+            failed.add(f.code)
+            tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            errors.append(
+                Finding(
+                    code=f.code,
+                    slug=f.slug,
+                    severity=Severity.INFO,
+                    kernels=(),
+                    message=f"rule {f.code} ({f.slug}) refine crashed and was skipped: {tb}",
+                    evidence={"exception": type(exc).__name__},
+                    source="tilescope-engine-error",
+                )
+            )
+            out.append(f)
+    return out
+
+
 def run_rules(
     profile: Profile,
     config: Config | None = None,
@@ -238,6 +279,7 @@ def run_rules(
                     source="tilescope-engine-error",
                 )
             )
+    findings = _refine(findings, {info.code: info for info in rules}, profile, errors)
     cuts = config.severity
     findings = bound_findings(
         findings,

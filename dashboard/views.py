@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from analyzer.report.escape import one_line
-from analyzer.report.words import fmt_pct, fmt_us, num, saving_text
+from analyzer.report.words import fmt_pct, fmt_us, num, saving_phrase
 from dashboard import figures as F
 from dashboard.data import ProfileEntry
 
@@ -186,7 +186,7 @@ def finding_item(index: int, f: dict[str, Any], kind: str, selected: bool = Fals
             html.Span(str(f.get("code", "")), className="code"),
             html.Span(str(f.get("slug", "")), className="slug"),
             names_span(f.get("kernels", [])[:3]),
-            html.Span(f"est. {saving_text(f)}", className="saving"),
+            html.Span(saving_phrase(f), className="saving"),
             html.Div(shortened(f.get("message", ""), MESSAGE_LIMIT), className="message"),
         ],
         id={"type": kind, "index": index},
@@ -267,9 +267,7 @@ def finding_detail(f: dict[str, Any] | None) -> list[Any]:
         for loc in f.get("locations", [])
     ]
     doc = rule_doc(str(f.get("code", "")))
-    saving = (
-        f"Estimated saving: {saving_text(f)}"
-    )
+    saving = f"Saving: {saving_phrase(f)}"  # "Saving: est. 29.2 µs (66.7 %)", or static: no estimate
     buttons = html.Div(
         [
             html.Button(

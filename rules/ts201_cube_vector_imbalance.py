@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,6 +24,8 @@ from rules._common import (
     op_types,
     pct,
     r3,
+    refine_library,
+    refine_stages,
 )
 
 CODE = "TS201"
@@ -39,6 +43,43 @@ THRESHOLDS: dict[str, Any] = {
 
 # Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
 READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, "cube_busy_us", "vector_busy_us")
+
+
+def _requested_stages(profile: Profile, kernel: str) -> tuple[str, int] | None:
+    """(loop variable, num_stages) the author asked for on the kernel's hot loop, from the IR."""
+    if profile.ir is None:
+        return None
+    from analyzer.ir.locate import hot_loop
+    from analyzer.ir.model import find_kernel
+
+    k = find_kernel(profile.ir, kernel)
+    loop = hot_loop(k) if k is not None else None
+    stages = loop.get("num_stages") if loop is not None else None
+    return (str(loop["var"]), int(stages)) if loop is not None and isinstance(stages, int) else None
+
+
+def refine(finding: Finding, others: Sequence[Finding], profile: Profile) -> Finding:
+    """The advice follows what the author already asked for: requested stages that TS504 says were
+    not applied are the first thing to fix (not "use num_stages >= 2"); stages asked for and not
+    refused leave barriers and the split of work; a CANN kernel gets `refine_library`'s advice."""
+    refused = refine_stages(
+        finding, others, profile,
+        "the softmax of one tile can run while the Cube works on the next; replace full barriers "
+        "between the sides with cross-core flags.",
+    )
+    if refused is not None:
+        return refused
+    kernel = finding.kernels[0] if finding.kernels else ""
+    asked = _requested_stages(profile, kernel)
+    if asked is not None and asked[1] >= 2:
+        rec = (
+            f"The kernel already asks for num_stages={asked[1]} on loop {asked[0]}: more stages alone "
+            "will not overlap the sides. Replace full barriers between the Cube and Vector stages with "
+            "cross-core set/wait flags, double-buffer the L1/UB tiles the sides hand over, and if one "
+            "side is idle, move work to it or use a single-side kernel."
+        )
+        return dataclasses.replace(finding, recommendation=rec)
+    return refine_library(finding, others, profile)
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
@@ -64,6 +105,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     Software-pipeline the loop: compute softmax of tile i on the Vector cores while the Cube
     computes QK^T of tile i+1 (`T.Pipelined(..., num_stages=2)`, double-buffered L1/UB tiles and
     cross-core flags); make sure the Vector side does not wait on a full-kernel barrier.
+    When the kernel already asks for `num_stages` and TS504 says the stages were not applied, the
+    recommendation says that, with TS504's reason, instead of asking for stages again.
+    Stages asked for and not refused leave the barriers and the split of work as the advice.
 
     ## Thresholds
     `min_duration_us` (10), `min_hidden_share` (0.1), `busy_side_min` (0.5), `idle_side_max`
@@ -132,7 +176,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         saving=saving,
         metrics=("cube_share", "vector_share", "hidden_share", "cube_busy_us", "vector_busy_us"),
         message=message,
-        topic="vector",
+        topic="loop",
         extra=extra,
         recommendation="Pipeline the Cube and Vector stages (T.Pipelined with num_stages >= 2, "
         "double-buffered "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,17 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct, r3
+from rules._common import (
+    HELPER_COLUMNS,
+    LEAN_COLUMNS,
+    grouped_findings,
+    lean,
+    num,
+    pct,
+    r3,
+    refine_library,
+    refine_stages,
+)
 
 CODE = "TS202"
 SLUG = "memory-bound-kernel"
@@ -52,6 +63,15 @@ def _side_bound(
     return bound.fillna(False), mte, ratio
 
 
+def refine(finding: Finding, others: Sequence[Finding], profile: Profile) -> Finding:
+    """Run by analyzer.engine after every rule: stages the kernel asks for that TS504 says were not
+    applied come first; a CANN built-in kernel cannot be re-tiled by its user, so it gets what they
+    can do, naming the fusion finding (TS102/TS101) that already covers it."""
+    then = "MTE2 overlaps compute; cut the remaining traffic with larger tiles along the reused dimension."
+    refused = refine_stages(finding, others, profile, then)
+    return refused if refused is not None else refine_library(finding, others, profile)
+
+
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
@@ -75,6 +95,11 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     operands in L1 across iterations, double-buffer (`T.Pipelined(num_stages=2..3)`) so MTE2
     overlaps compute; fuse neighbouring element-wise kernels (TS101/TS102) so intermediates stay
     on chip; use lower-precision storage when accuracy allows.
+    When the kernel already asks for `num_stages` and TS504 says the stages were not applied, the
+    recommendation says that, with TS504's reason, instead of asking for stages again.
+    A CANN built-in kernel (not in the bundle's IR; an `aclnn*` name or op type plus task number)
+    cannot be re-tiled by its user: the finding says so, and names the TS102/TS101 fusion that
+    already covers the kernel when there is one.
 
     ## Thresholds
     `cube_mte2_share` (0.95) and `vector_mte_share` (0.7) are msprof-analyze's ratio thresholds,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -9,7 +10,16 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct
+from rules._common import (
+    HELPER_COLUMNS,
+    LEAN_COLUMNS,
+    grouped_findings,
+    lean,
+    num,
+    pct,
+    refine_library,
+    refine_stages,
+)
 
 CODE = "TS203"
 SLUG = "latency-bound"
@@ -40,6 +50,15 @@ PIPES = (
 READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, *PIPES)
 
 
+def refine(finding: Finding, others: Sequence[Finding], profile: Profile) -> Finding:
+    """Run by analyzer.engine after every rule: stages the kernel asks for that TS504 says were not
+    applied come first; a CANN built-in kernel cannot be re-tiled by its user, so it gets what they
+    can do, naming the fusion finding (TS102/TS101) that already covers it."""
+    then = "replace full barriers with set/wait flags and give each core more independent tiles."
+    refused = refine_stages(finding, others, profile, then)
+    return refused if refused is not None else refine_library(finding, others, profile)
+
+
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
@@ -61,6 +80,11 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     Overlap the stages (double-buffered `T.Pipelined`, more stages), remove full pipe barriers
     (`pipe_barrier(PIPE_ALL)`) in favour of set/wait flags, give each core more independent
     tiles (larger block count or tiles), and check for serialising scalar loops.
+    When the kernel already asks for `num_stages` and TS504 says the stages were not applied, the
+    recommendation says that, with TS504's reason, instead of asking for stages again.
+    A CANN built-in kernel (not in the bundle's IR; an `aclnn*` name or op type plus task number)
+    cannot be re-tiled by its user: the finding says so, and names the TS102/TS101 fusion that
+    already covers the kernel when there is one.
 
     ## Thresholds
     `bound_share` (0.8, msprof-analyze's `operator_bound_ratio`, applied to the launch),

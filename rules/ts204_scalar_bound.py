@@ -10,7 +10,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct
+from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct, refine_library
 
 CODE = "TS204"
 SLUG = "scalar-bound"
@@ -30,6 +30,11 @@ OTHERS = {
 
 # Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
 READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, *SHARE_COLUMNS, *(c for cols in OTHERS.values() for c in cols))
+
+
+# A CANN built-in kernel cannot be re-tiled by its user: say what they can do, and name the fusion
+# finding (TS102/TS101) that already covers it (analyzer.engine runs `refine` after every rule).
+refine = refine_library
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
@@ -54,6 +59,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     Vectorise inner loops (`T.Parallel`/tile ops instead of `T.serial` over elements), hoist
     address arithmetic out of loops, use larger tiles so each instruction moves more data, avoid
     data-dependent branches and scalar reads from GM in the loop body.
+    A CANN built-in kernel (not in the bundle's IR; an `aclnn*` name or op type plus task number)
+    cannot be re-tiled by its user: the finding says so, and names the TS102/TS101 fusion that
+    already covers the kernel when there is one.
 
     ## Thresholds
     `scalar_share` (0.5), `min_duration_us` (10), `min_saving_us` (1), `max_findings` (20).

@@ -114,7 +114,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         saving=saving,
         metrics=("block_dim", "cores", "waves", "core_efficiency"),
         message=message,
-        topic="cube",
+        topic="grid",
         chip_fields=("aic_count", "aiv_count"),
         extra=lambda k, r: {"saving_model": "duration x (1 - blocks / (waves x cores))"},
         recommendation="Make the block count a multiple of the core count (split along another "

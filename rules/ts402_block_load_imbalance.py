@@ -32,6 +32,53 @@ def _median_of(s: pd.Series, key: tuple[Any, ...]) -> float | None:
     return None if v is None or pd.isna(v) else float(v)
 
 
+def _slow_blocks(rows: pd.DataFrame, medians: dict[str, float], ratio: float) -> dict[str, list[str]]:
+    """Per block id, its sub-blocks whose time is at least `ratio` x their side's median."""
+    slow: dict[str, list[str]] = {}
+    cols = (rows[c].tolist() for c in ("side", "t", "block", "sub"))
+    for side, t, block, sub in zip(*cols, strict=True):
+        med = medians.get(str(side))
+        if med and med > 0 and float(t) >= ratio * med:
+            slow.setdefault(str(block), []).append(str(sub))
+    return slow
+
+
+def _recommendation(slow: dict[str, list[str]], subs: dict[str, set[str]], idle: bool) -> str:
+    """Advice that follows the heatmap: a block slow on every sub-core carries more work (the
+    split between its sub-cores is not the problem); a slow or idle vector sub-core is the split."""
+    whole = sorted((b for b, s in slow.items() if set(s) >= subs.get(b, set()) and len(s) > 1), key=_as_int)
+    if whole and not idle:
+        which = ", ".join(whole)
+        parts = ", ".join(sorted(subs[whole[0]]))
+        return (
+            f"Block {which} is slow on every sub-core ({parts}): its work is the problem, not the split "
+            "between sub-cores. Give it less — spread the remainder rows or the ragged tail over all "
+            "blocks, or check what data it alone gets (a longer row, a skewed index) — and keep "
+            "serial work off single blocks."
+        )
+    named = "; ".join(f"block {b} ({', '.join(sorted(slow[b]))})" for b in sorted(slow, key=_as_int))
+    # a vector sub-core slower than its sibling (or an idle sibling) is the split between them
+    uneven = idle or any(
+        any(s.startswith("vector") for s in got)
+        and not {s for s in subs.get(b, set()) if s.startswith("vector")} <= set(got)
+        for b, got in slow.items()
+    )
+    split = (
+        "split each tile between both vector sub-cores (`T.get_subblock_idx()`), "
+        if uneven or not slow
+        else ""
+    )
+    return (
+        (f"Slow: {named}. " if named else "")
+        + f"Balance the work: {split}distribute the remainder rows or tiles instead of giving them to "
+        "one block, keep serial work off single blocks."
+    )
+
+
+def _as_int(block: str) -> tuple[int, str]:
+    return (int(block), "") if block.isdigit() else (1 << 30, block)
+
+
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
@@ -50,7 +97,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     ## What to do instead
     Split the work evenly: give both vector sub-cores a half of each tile (`T.get_subblock_idx()`
     / `vid`), balance ragged tails (smaller last tiles, or distribute remainder rows), and move
-    serial work off a single block.
+    serial work off a single block. The finding names the slow blocks (each sub-block at least
+    `max_over_median` x its side's median); a block slow on every sub-core (cube0, vector0,
+    vector1) carries more work than the others, so the advice is to give it less, not to split
+    differently between its sub-cores.
 
     ## Thresholds
     `max_over_median` (1.2), `idle_sub_core_us` (1.0), `min_block_us` (5), `max_findings` (20).
@@ -65,7 +115,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     t = num(b, "aic_time_us").where(sub.str.startswith("cube"), num(b, "aiv_time_us"))
     side = np.where(sub.str.startswith("cube"), "cube", "vector")
     keys = [k for k in ("op_name", "launch") if k in b.columns]
-    work = pd.DataFrame({**{k: b[k].astype(str) for k in keys}, "side": side, "sub": sub, "t": t})
+    block = text(b, "block_id").str.replace(r"\.0$", "", regex=True)
+    work = pd.DataFrame(
+        {**{k: b[k].astype(str) for k in keys}, "side": side, "sub": sub, "t": t, "block": block}
+    )
     g = work.groupby([*keys, "side"], sort=False)["t"]
     stats = g.agg(["max", "median", "mean", "size"]).reset_index()
     v0 = work[work["sub"] == "vector0"].groupby(keys)["t"].median()
@@ -82,10 +135,20 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         k = tuple(key) if isinstance(key, tuple) else (key,)
         m0, m1 = _median_of(v0, k), _median_of(v1, k)
         idle = bool(m0 is not None and m1 is not None and m1 < idle_thr <= m0)
+        mask = np.ones(len(work), dtype=bool)
+        for col, val in zip(keys, k, strict=False):
+            mask &= (work[col] == val).to_numpy()
+        rows = work[mask]
+        medians = {str(r["side"]): float(r["median"]) for _, r in grp.iterrows()}
+        for s, m in rows.groupby("side")["t"].median().items():
+            medians.setdefault(str(s), float(m))
+        slow = _slow_blocks(rows, medians, float(ctx.thresholds["max_over_median"]))
+        subs = {str(bk): set(g["sub"]) for bk, g in rows.groupby("block")}
         msg = (
             f"{kernel}: slowest {worst['side']} block {worst['max']:.1f} µs = {worst['ratio']:.1f}x "
             f"the median "
             f"({worst['median']:.1f} µs) of {count_text(worst['size'], 'block')}"
+            + (f" (slow: block {', '.join(sorted(slow, key=_as_int))})" if slow else "")
             + ("; vector1 sub-cores idle" if idle else "")
         )
         findings.append(
@@ -112,12 +175,11 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     "vector0_median_us": r3(m0),
                     "vector1_median_us": r3(m1),
                     "vector1_idle": idle,
+                    "slow_blocks": {bk: sorted(slow[bk]) for bk in sorted(slow, key=_as_int)},
                     "thresholds": dict(ctx.thresholds),
                     "saving_model": "slowest block - mean block",
                 },
-                recommendation="Balance the blocks: split each tile between both vector sub-cores, "
-                "distribute the "
-                "remainder rows instead of giving them to one block, keep serial work off single blocks.",
+                recommendation=_recommendation(slow, subs, idle),
                 locations=locate(profile, kernel, "vector"),
             )
         )

@@ -7,6 +7,7 @@ from typing import Any
 
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding, Severity
+from analyzer.ir.locate import grid_record
 from analyzer.ir.model import find_kernel
 from analyzer.ir.rulekit import grid_blocks, locations, lowered_kernels
 from analyzer.ir.scopes import CUDA
@@ -135,7 +136,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     f"launch a multiple of {cores} blocks ({' or '.join(map(str, fits))}): split along "
                     "another axis or use smaller tiles"
                 ),
-                locations=locations(ir, k, None, "T.Kernel grid"),
+                locations=locations(ir, k, grid_record(k), "T.Kernel grid"),
             )
         )
     return out

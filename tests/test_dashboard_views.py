@@ -248,3 +248,16 @@ def test_serve_runs_in_the_background_on_localhost(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_static_findings_read_static_not_est_static() -> None:
+    """#15: the findings list printed `est. {saving_text(f)}`: "est. static: no time estimate"."""
+    static = {"code": "TS504", "slug": "pipeline-not-applied", "severity": "medium", "kernels": ["flash_fwd"],
+              "message": "m", "saving_kind": "none", "est_saving_us": 0.0, "share_of_total": 0.0}
+    timed = {**static, "code": "TS201", "saving_kind": "device", "est_saving_us": 29.159,
+             "share_of_total": 0.6667}
+    assert "static: no time estimate" in _texts(V.finding_item(0, static, "f-item"))
+    assert not [t for t in _texts(V.finding_item(0, static, "f-item")) if "est. static" in t]
+    assert "est. 29.2 µs (66.7 %)" in _texts(V.finding_item(1, timed, "f-item"))
+    detail = " ".join(_texts(html.Div(V.finding_detail(static))))
+    assert "Saving: static: no time estimate" in detail and "est. static" not in detail

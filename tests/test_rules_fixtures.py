@@ -178,5 +178,5 @@ def test_locations_come_from_the_ir_locator(monkeypatch: pytest.MonkeyPatch) -> 
     prof = fixture_profile(FIXTURES / "ts201_firing.json")
     prof.ir = {"kernels": []}
     got = run_rules(prof, Config(select=["TS201"])).findings
-    assert calls == [("flash_fwd_kernel_mix_aic", "vector")]
-    assert got[0].locations == (Location(file="kernels/attn.py", line=12, stage="source", label="vector"),)
+    assert calls == [("flash_fwd_kernel_mix_aic", "loop")]
+    assert got[0].locations == (Location(file="kernels/attn.py", line=12, stage="source", label="loop"),)

@@ -426,6 +426,19 @@ def _read_ir(path: Path) -> dict[str, Any]:
     return doc
 
 
+def _add_launch_lines(ir: dict[str, Any], bundle: Path, manifest: dict[str, Any] | None) -> None:
+    """An older ir.json has no grid line (`with T.Kernel(...)`): take it from the bundle's copy of
+    the kernel (manifest `kernel.source`, collectors/bundle.py), so grid findings point at it."""
+    from analyzer.ir.locate import add_launch_lines
+
+    kernel = (manifest or {}).get("kernel")
+    rel = kernel.get("source") if isinstance(kernel, dict) else None
+    copy = (bundle / rel).resolve() if isinstance(rel, str) else None
+    if copy is not None and not copy.is_relative_to(bundle.resolve()):
+        copy = None  # a manifest naming a file outside its bundle
+    add_launch_lines(ir, bundle / "ir", copy)
+
+
 def _build(
     det: Detected,
     chip: str | None,
@@ -482,6 +495,7 @@ def _build(
             if (bundle / "ir" / "ir.json").is_file():
                 profile.ir = _read_ir(bundle / "ir" / "ir.json")
                 profile.source.files.append(bundle / "ir" / "ir.json")
+                _add_launch_lines(profile.ir, bundle, profile.manifest)
     return profile
 
 

@@ -62,7 +62,7 @@ _C_COPY = {
 
 @dataclass
 class SourceSite:
-    kind: str  # alloc | copy | dual_copy | gemm | reduce | fill | loop:<kind> | vf | function
+    kind: str  # alloc | copy | dual_copy | gemm | reduce | fill | loop:<kind> | vf | launch | function
     line: int
     names: list[str] = field(default_factory=list)
     used: bool = False
@@ -131,11 +131,12 @@ def source_sites(fn: ast.FunctionDef) -> list[SourceSite]:
                 sites.append(SourceSite(f"loop:{kind}", node.lineno, names))
         elif isinstance(node, ast.With):
             for item in node.items:
-                if isinstance(item.context_expr, ast.Call) and (_callee(item.context_expr) or "") in (
-                    "SimtVF",
-                    "SimdVF",
-                ):
+                expr = item.context_expr
+                with_call = _callee(expr) if isinstance(expr, ast.Call) else None
+                if with_call in ("SimtVF", "SimdVF"):
                     sites.append(SourceSite("vf", node.lineno, []))
+                elif with_call == "Kernel":  # `with T.Kernel(n, ...) as bx:` sets the grid
+                    sites.append(SourceSite("launch", node.lineno, []))
     sites.sort(key=lambda s: s.line)
     return sites
 
@@ -191,6 +192,7 @@ def map_kernel(
     cc = ScriptIndex(ascendc or "")
     gm = {t["name"] for t in walked["gm_tensors"]}
     walked["source_def_line"] = kernel_def.lineno if kernel_def is not None else None
+    map_launch(walked, sites, tvmscript, ascendc, entry)
 
     for a in walked["allocations"]:
         a["source_line"] = _take(sites, "alloc", [a["name"]])
@@ -216,9 +218,7 @@ def map_kernel(
 
     for lp in walked["loops"]:
         if lp["kind"] == "thread_binding":
-            lp["source_line"] = None
-            lp["tvmscript_line"] = None
-            continue
+            continue  # map_launch
         if lp["kind"] == "parallel":
             # Parallel nests were matched as elementwise loops above; inner loops share the nest's line.
             owner = next((e for e in walked["elementwise"] if e["loop"] in (lp["id"], lp["parent"])), None)
@@ -262,6 +262,40 @@ def map_kernel(
         # Example: `T.reduce(T.region(s[0, 0], 1, 64, 128), T.region(m_new[0], 2, 64), "max", 1, ...)`
         r["tvmscript_line"] = ts.find(re.compile(rf"T\.reduce\(.*{_buf(r['src'] or '')}"), "op")
         r["ascendc_lines"] = _vf_lines(cc, entry, r.get("vf_index")) if ascendc else []
+
+
+def map_launch(
+    walked: dict[str, Any], sites: list[SourceSite], tvmscript: str, ascendc: str | None, entry: str
+) -> None:
+    """The grid's lines: `source_launch_line` (the `with T.Kernel(...)` the author writes the grid
+    in) on the kernel, and on every block-index loop (`thread_binding`) that line, its TVMScript
+    `for bx in T.thread_binding(...)` and the Ascend C entry (`__global__ ... <entry>(`). Thread
+    (sub-core) bindings get no line: they are not the grid."""
+    launch = next((s.line for s in sites if s.kind == "launch"), None)
+    walked["source_launch_line"] = launch
+    ts = ScriptIndex(tvmscript)
+    # Example: `extern "C" __global__ __mix__(1, 2) void flash_fwd_kernel(__gm__ bfloat16_t* K, ...`
+    entry_pat = re.compile(rf"__global__.*\b{re.escape(entry)}\(")
+    glob = ScriptIndex(ascendc).all(entry_pat) if ascendc else []
+    for lp in walked["loops"]:
+        if lp["kind"] != "thread_binding":
+            continue
+        grid = str(lp.get("thread") or "").startswith("blockIdx")
+        lp["source_line"] = launch if grid else None
+        # Example: `    for bx in T.thread_binding(8, thread="blockIdx.x"):`
+        pat = re.compile(rf"^\s*for {re.escape(lp['var'])} in T\.thread_binding\(")
+        lp["tvmscript_line"] = ts.find(pat, "grid") if grid else None
+        lp["ascendc_lines"] = glob[:1] if grid else []
+
+
+def launch_sites(source: str, function: str) -> list[SourceSite]:
+    """The source sites of kernel `function` in a kernel file's text; [] when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    fn = find_kernel_def(tree, function)
+    return source_sites(fn) if fn is not None else []
 
 
 def _vf_lines(cc: ScriptIndex, entry: str, vf_index: int | None) -> list[int]:

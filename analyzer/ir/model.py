@@ -104,6 +104,7 @@ def assemble_ir_json(
                     "dialect": w["dialect"],
                     "grid": w["grid"],
                     "source_def_line": w.get("source_def_line"),
+                    "source_launch_line": w.get("source_launch_line"),
                     "gm_tensors": w["gm_tensors"],
                     "allocations": w["allocations"],
                     "versions": kc.versions,

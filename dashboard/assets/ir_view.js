@@ -80,6 +80,11 @@
       var want = data && data.for;
       var current =
         want && same(want.profile, profile) && same(want.finding, finding) && same(want.kernel, kernel);
+      if (!current && refused && same(refused.for.profile, profile) && same(refused.for.finding, finding) &&
+          same(refused.for.kernel, kernel)) {
+        showFailure(refused); // the server refused this very selection: say why, not "Marking…"
+        return;
+      }
       if (!current) {
         root.classList.add("ir-stale");
         root.setAttribute("aria-busy", "true");
@@ -95,11 +100,77 @@
       }
       root.classList.remove("ir-stale");
       root.removeAttribute("aria-busy");
+      info.classList.remove("ir-error");
       info.textContent = data.info;
     }
     draw();
     return noUpdate;
   }
+
+  // A refused answer for the IR data (dashboard.guard's 400: a profile that cannot be read, a value
+  // the server will not take) leaves ir-data as it was, and the info line said "Marking…" forever
+  // (#15): watch the IR callback's answers and put the server's one line there instead.
+  var refused = null; // {for: {profile, finding, kernel}, status, why}: the last refused selection
+
+  function showFailure(failure) {
+    var root = document.getElementById("ir-panes");
+    var info = document.getElementById("ir-info");
+    if (!info) {
+      return;
+    }
+    info.textContent =
+      "Could not show the IR (HTTP " + failure.status + ")" + (failure.why ? ": " + failure.why : "");
+    info.classList.add("ir-error");
+    if (root) {
+      root.classList.remove("ir-stale");
+      root.removeAttribute("aria-busy");
+    }
+  }
+
+  // The selection a callback request was for, from its inputs ({id, property, value} each).
+  function selectionOf(body) {
+    var sel = { profile: null, finding: null, kernel: null };
+    var ids = { profile: "profile", "ir-finding": "finding", "ir-kernel": "kernel" };
+    try {
+      (JSON.parse(body).inputs || []).forEach(function (inp) {
+        if (inp && ids[inp.id] && inp.property === "value") {
+          sel[ids[inp.id]] = inp.value === undefined ? null : inp.value;
+        }
+      });
+    } catch (e) {
+      return sel;
+    }
+    return sel;
+  }
+
+  var fetchFirst = window.fetch;
+  window.fetch = function (input, init) {
+    var answer = fetchFirst.apply(this, arguments);
+    var url = typeof input === "string" ? input : (input && input.url) || "";
+    var body = init && typeof init.body === "string" ? init.body : "";
+    if (url.indexOf("_dash-update-component") < 0 || body.indexOf("ir-data.data") < 0) {
+      return answer;
+    }
+    return answer.then(function (resp) {
+      if (resp.status >= 400) {
+        resp
+          .clone()
+          .text()
+          .then(function (text) {
+            var why = (text || "").trim().split("\n")[0].slice(0, 300);
+            refused = { for: selectionOf(body), status: resp.status, why: why };
+            showFailure(refused);
+          });
+      } else {
+        refused = null;
+        var info = document.getElementById("ir-info");
+        if (info) {
+          info.classList.remove("ir-error");
+        }
+      }
+      return resp;
+    });
+  };
 
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
     tilescope: Object.assign({}, (window.dash_clientside || {}).tilescope, { renderIr: renderIr }),

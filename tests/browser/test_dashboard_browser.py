@@ -26,6 +26,7 @@ from analyzer.errors import TilescopeError
 from analyzer.findings import Finding, Location, Severity
 from analyzer.io.load import load_profile
 from analyzer.report.data import build_report
+from analyzer.report.words import saving_phrase
 from dashboard.app import create_app, store_of
 from dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
 
@@ -494,3 +495,40 @@ def test_every_view_of_the_tilelang_bundle(page: Any, fa_views_app: tuple[str, A
     assert sorted(taken) == sorted(DOC_VIEWS)
     assert {v for v, _ in TABS} <= {n.split("_")[0] for n in taken}  # every tab has its picture
     events.assert_clean()
+
+
+def test_a_refused_ir_answer_says_why_and_static_savings_read_right(
+    page: Any, fa_app: tuple[str, Any]
+) -> None:
+    """#15: the IR callback answered 400 and the info line kept saying "Marking…"; static findings
+    read "est. static: no time estimate" in the findings list."""
+    from playwright.sync_api import expect
+
+    url, app = fa_app
+    entry = store_of(app).get("p0")
+    assert entry is not None
+    open_app(page, url)
+    show_tab(page, "Findings")
+    ts504 = next(i for i, f in enumerate(entry.findings) if f["code"] == "TS504")
+    ts201 = next(i for i, f in enumerate(entry.findings) if f["code"] == "TS201")
+    items = page.locator("#f-list .finding-item")
+    expect(items.nth(ts504).locator(".saving")).to_have_text("static: no time estimate")
+    saving = items.nth(ts201).locator(".saving")
+    expect(saving).to_have_text(saving_phrase(entry.findings[ts201]))
+    assert saving.inner_text().startswith("est. ") and "µs" in saving.inner_text()
+
+    why = "profile p0: cannot read ir/ir.json (a refusal made by this test)"
+
+    def refuse_ir(route: Any) -> None:
+        if "ir-data.data" in (route.request.post_data or ""):
+            route.fulfill(status=400, body=why, content_type="text/plain; charset=utf-8")
+        else:
+            route.continue_()
+
+    page.route(lambda u: "_dash-update-component" in u, refuse_ir)
+    items.nth(ts201).click()
+    expect(page.locator("#f-detail h3")).to_contain_text("TS201")
+    page.locator("#f-to-ir").click()
+    expect(page.locator(".tab--selected")).to_have_text("IR")
+    expect(page.locator("#ir-info")).to_have_text(f"Could not show the IR (HTTP 400): {why}")
+    expect(page.locator("#ir-panes")).not_to_have_class("ir-panes ir-stale")
