@@ -9,7 +9,7 @@ import pandas as pd
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from analyzer.profile import Profile
-from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct
+from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct, refine_library
 
 CODE = "TS302"
 SLUG = "ub-bank-conflict"
@@ -24,6 +24,11 @@ THRESHOLDS: dict[str, Any] = {
 
 # Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
 READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, "aiv_time_us")
+
+
+# A CANN built-in kernel's tiling and grid are not its user's to change: say what they can do, and
+# name the fusion finding that already covers it (analyzer.engine runs `refine` after every rule).
+refine = refine_library
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:

@@ -20,6 +20,7 @@ from rules._common import (
     grouped_findings,
     num,
     pct,
+    refine_library,
     text,
 )
 
@@ -39,6 +40,11 @@ THRESHOLDS: dict[str, Any] = {
 
 # Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
 READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, "unit")
+
+
+# A CANN built-in kernel's tiling and grid are not its user's to change: say what they can do, and
+# name the fusion finding that already covers it (analyzer.engine runs `refine` after every rule).
+refine = refine_library
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:

@@ -274,3 +274,4 @@ def test_a_chip_that_is_neither_a_name_nor_a_file_says_what_a_chip_is(
     assert main(["analyze", str(BUNDLE), "--chip", value]) == 2
     err = capsys.readouterr().err
     assert said in err and len(err.strip().splitlines()) == 1
+

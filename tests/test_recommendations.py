@@ -77,6 +77,15 @@ def test_library_kernels_inside_a_fusion_chain_point_at_ts102() -> None:
     assert "T.Pipelined" not in add.recommendation and "tiles" not in add.recommendation.split(":")[0]
 
 
+def test_a_library_kernels_grid_is_not_its_users_to_change() -> None:
+    # before: TS401 told aclnnCat / aclnnMatmul to launch more blocks, as it would the author's kernel
+    r = analyze(load_profile(REPO / "sample_traces" / "attention_fused"))
+    for kernel in ("aclnnCat_ConcatDAiCore_ConcatD", "aclnnMatmul_MatMulV3Common_MatMulV3"):
+        f = _finding(r, "TS401", kernel)
+        assert f.evidence["library_kernel"] is True and f.evidence["explained_by"] == "TS102"
+        assert f.recommendation.startswith(f"{kernel} is a CANN built-in kernel inside ")
+
+
 REAL = REPO.parent / "shared" / "traces" / "real"
 
 

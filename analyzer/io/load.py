@@ -44,6 +44,7 @@ from analyzer.io.parts import (
     read_kernel_csv,
 )
 from analyzer.report.escape import terminal_text
+from analyzer.report.words import count_text
 
 # The readers, pandas and the profile model are imported inside the functions that use them:
 # `load_profiles` first starts reading the timeline on a second thread (DuckDB needs neither),
@@ -295,7 +296,8 @@ def _load_folder(det: Detected, lazy_timeline: bool = False) -> Parts:
     if src.kernel_tables:
         read_kernel_csv(parts, src.kernel_tables)
         groups = ", ".join(parts.metric_groups) or "no PMU columns"
-        said.append(f"kernels from {file_names(src.kernel_tables)} ({len(parts.kernels)} launches, {groups})")
+        launches = count_text(len(parts.kernels), "launch", "launches")
+        said.append(f"kernels from {file_names(src.kernel_tables)} ({launches}, {groups})")
     if tl_path is not None:
         if len(src.timelines) > 1:
             parts.warnings.append(f"{len(src.timelines)} timeline files; only {tl_path.name} was read")

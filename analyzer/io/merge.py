@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analyzer.io.msprof_op import BLOCK_KEYS
+from analyzer.report.words import count_text
 
 
 def _occurrence_key(k: pd.DataFrame) -> pd.DataFrame:
@@ -44,8 +45,8 @@ def merge_kernel_tables(tables: list[pd.DataFrame]) -> tuple[pd.DataFrame, list[
         base = base.drop(columns=[c for c in new if c in base.columns])
         if len(o) != len(base):
             notes.append(
-                f"metric-group run {i} has {len(o)} kernels, the first has {len(base)}; rows matched "
-                "by name and launch order, unmatched rows keep null metrics"
+                f"metric-group run {i} has {count_text(len(o), 'kernel')}, the first has {len(base)}; "
+                "rows matched by name and launch order, unmatched rows keep null metrics"
             )
         if new:
             right = o[["name", "_occurrence", *new]].assign(name=o["name"].astype("str"))
