@@ -100,6 +100,15 @@ def _from_categories(df: pd.DataFrame, cols: Sequence[pd.Series], label: Callabl
     whose value is present and labels non-empty, else "". Labels are computed once per category
     and the rows are one `take`: no intermediate string column per step (3 M rows: ~100 MB each).
     """
+    pick, names = _category_pick(df, cols, label)
+    values = pd.array(names, dtype="str")
+    return pd.Series(values.take(pick), index=df.index)
+
+
+def _category_pick(
+    df: pd.DataFrame, cols: Sequence[pd.Series], label: Callable[[str], str]
+) -> tuple[np.ndarray, list[str]]:
+    """(pick, names) for `_from_categories`: row i's text is names[pick[i]]; names ends with ""."""
     names: list[str] = []
     pick = np.full(len(df), -1, dtype=np.int64)
     for s in cols:
@@ -111,8 +120,52 @@ def _from_categories(df: pd.DataFrame, cols: Sequence[pd.Series], label: Callabl
         pick[use] = codes[use] + len(names)
         names.extend(labels)
     pick[pick < 0] = len(names)
-    values = pd.array([*names, ""], dtype="str")
-    return pd.Series(values.take(pick), index=df.index)
+    return pick, [*names, ""]
+
+
+def _coded(
+    df: pd.DataFrame, cols: Sequence[pd.Series], label: Callable[[str], str], whole: Callable[[], pd.Series]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, labels) of a text column: row i's text is labels[codes[i]], and two rows have equal
+    text if and only if they have equal codes (labels are distinct). From the Categoricals' codes
+    when `cols` are all Categorical (no per-row string), else by factorising `whole()`."""
+    if cols and all(isinstance(s.dtype, pd.CategoricalDtype) for s in cols):
+        pick, names = _category_pick(df, cols, label)
+        # two categories may give one label ("" for a missing value and an empty category, or
+        # case-folded core types): renumber the labels so that equal text has one code
+        canon, uniq = pd.factorize(np.asarray(names, dtype=object))
+        return canon.astype(_code_type(len(uniq)))[pick], np.asarray(uniq, dtype=object)
+    codes, found = pd.factorize(whole())
+    labels = np.asarray(found, dtype=object)
+    if (codes < 0).any():  # not expected: the text helpers fill missing values with ""
+        codes = np.where(codes < 0, len(labels), codes)
+        labels = np.append(labels, np.asarray([""], dtype=object))
+    return codes.astype(_code_type(len(labels))), labels
+
+
+def _code_type(n: int) -> type[np.signedinteger[Any]]:
+    """The smallest of int32 and int64 that numbers `n` labels (3 M codes: 12 MB, not 24)."""
+    return np.int32 if n < 2**31 else np.int64
+
+
+def text_codes(df: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray]:
+    """`text(df, col)` as (codes, labels): see `_coded`."""
+    cols = [df[col]] if col in df.columns else []
+    if not cols:
+        return np.zeros(len(df), dtype=np.int64), np.asarray([""], dtype=object)
+    return _coded(df, cols, str, lambda: text(df, col))
+
+
+def op_type_codes(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """`op_types(df)` as (codes, labels): see `_coded`."""
+    cols = [df[c] for c in ("op_type", "name") if c in df.columns]
+    return _coded(df, cols, str, lambda: op_types(df))
+
+
+def core_type_codes(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """`core_types(df)` as (codes, labels): see `_coded`."""
+    cols = [df["core_type"]] if "core_type" in df.columns else []
+    return _coded(df, cols, str.upper, lambda: core_types(df))
 
 
 def strings(s: pd.Series) -> np.ndarray:

@@ -26,15 +26,14 @@ from rules._common import (
     AICORE_TYPES,
     NON_COMPUTE_TYPES,
     _tensor_elems,
-    core_types,
+    core_type_codes,
     end_ns,
     num,
-    op_types,
+    op_type_codes,
     start_ns,
     stream_key,
     stream_ordered,
-    strings,
-    text,
+    text_codes,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -225,41 +224,56 @@ def forget_matches(df: pd.DataFrame) -> None:
 
 
 def _match_patterns(df: pd.DataFrame, patterns: Sequence[Pattern]) -> list[PatternMatch]:
-    ct = core_types(df)
-    in_seq = (ct.isin(AICORE_TYPES) | (ct == "")).to_numpy()
+    # Core and op types and shapes as codes into their distinct strings (`text_codes`): a string
+    # column per row of a 3 M-kernel table, held while the matches are built, set TS101's peak.
+    core, core_labels = core_type_codes(df)
+    in_seq_label = np.asarray([c in AICORE_TYPES or c == "" for c in core_labels], dtype=bool)
+    in_seq = in_seq_label[core]
     order = stream_ordered(df)
     order = order[in_seq[order["_row"].to_numpy()]].reset_index(drop=True)
     if order.empty:
         return []
-    ops = strings(op_types(df))[order["_row"].to_numpy()]
-    # factorize numbers the op types in order of first appearance, as pd.unique lists them
-    op_codes, uniq = pd.factorize(ops)
-    vocab = {op: _BASE + i for i, op in enumerate(uniq)}
-    seq_codes = op_codes.astype("int64") + _BASE
     rows = order["_row"].to_numpy()
+    stream_change = np.diff(order["_stream"].to_numpy()) != 0
+    del order
+    op, op_labels = op_type_codes(df)
+    # factorize numbers the op types in order of first appearance, as pd.unique lists them (equal
+    # codes are equal op types: numbering the codes numbers the types)
+    op_codes, uniq_codes = pd.factorize(op[rows])
+    del op
+    vocab = {str(op_labels[c]): _BASE + i for i, c in enumerate(uniq_codes)}
+    seq_codes = op_codes.astype("int64") + _BASE
+    del op_codes
     # A separator between streams keeps a match inside one stream.
-    boundaries = np.flatnonzero(np.diff(order["_stream"].to_numpy()) != 0) + 1
+    boundaries = np.flatnonzero(stream_change) + 1
     codes = np.insert(seq_codes, boundaries, _SEP)
     pos_rows = np.insert(rows, boundaries, -1)
+    del seq_codes, rows, stream_change, boundaries
     found = _run_matches(codes, patterns, vocab, host=False)
+    del codes
     if not found:
         return []
-    # Kernels outside the sequence (other streams, AI_CPU, DSA_SQE) that ran inside a match's window.
-    starts, ends = start_ns(df).to_numpy(), end_ns(df).to_numpy()
-    streams = stream_key(df).to_numpy()
-    others = np.flatnonzero(~ct.isin(NON_COMPUTE_TYPES).to_numpy())
-    others_sorted = others[np.argsort(starts[others], kind="stable")]
-    other_starts = starts[others_sorted]
-    ins, outs = strings(text(df, "input_shapes")), strings(text(df, "output_shapes"))
+    ins, outs = text_codes(df, "input_shapes"), text_codes(df, "output_shapes")
     result = []
     pos_list = pos_rows.tolist()  # list slices: no array per match
+    del pos_rows
     for pat, a, b, spans in found:
         krows = pos_list[a:b]
         if pat.linked and not _linked(krows, ins, outs):
             continue
         result.append(PatternMatch(pat, krows, spans))
+    del found, pos_list, ins, outs
     if not result:
         return result
+    # Kernels outside the sequence (other streams, AI_CPU, DSA_SQE) that ran inside a match's window.
+    starts, ends = start_ns(df).to_numpy(), end_ns(df).to_numpy()
+    streams = stream_key(df).to_numpy()
+    compute_label = np.asarray([c not in NON_COMPUTE_TYPES for c in core_labels], dtype=bool)
+    others = np.flatnonzero(compute_label[core])
+    del core
+    others_sorted = others[np.argsort(starts[others], kind="stable")]
+    del others
+    other_starts = starts[others_sorted]
     # Interleaved kernels for all matches at once: windows -> searchsorted; lists only where non-empty.
     firsts = np.array([m.rows[0] for m in result])
     lasts = np.array([m.rows[-1] for m in result])
@@ -286,13 +300,17 @@ def _elem_set(shapes: str) -> set[int]:
     return {n for n in (_tensor_elems(t) for t in shapes.split(";")) if n > 1}
 
 
-def _linked(rows: list[int], ins: np.ndarray, outs: np.ndarray) -> bool:
+def _linked(
+    rows: list[int], ins: tuple[np.ndarray, np.ndarray], outs: tuple[np.ndarray, np.ndarray]
+) -> bool:
     """Each kernel reads a tensor with as many elements as one its predecessor wrote (views allowed).
+    `ins` and `outs` are the shape columns as (codes, labels) (`rules._common.text_codes`).
 
     Unknown shapes do not veto a match: TileLang and level-0 tables carry none.
     """
+    (in_codes, in_labels), (out_codes, out_labels) = ins, outs
     for a, b in itertools.pairwise(rows):
-        out_s, in_s = str(outs[a]), str(ins[b])
+        out_s, in_s = str(out_labels[out_codes[a]]), str(in_labels[in_codes[b]])
         if out_s and in_s and not _elem_set(out_s) & _elem_set(in_s):
             return False
     return True

@@ -14,20 +14,19 @@ from analyzer.profile import Profile
 from rules._common import (
     HELPER_COLUMNS,
     VECTOR_TYPES,
+    _tensor_elems,
     chip_figures,
-    core_types,
+    core_type_codes,
     fmt_bytes,
     fmt_us,
     locate,
     make_finding,
     num,
-    op_types,
+    op_type_codes,
     r3,
     shape_bytes,
     stream_ordered,
-    strings,
-    tensor_elems,
-    text,
+    text_codes,
 )
 from rules._patterns import load_patterns, match_patterns
 
@@ -60,41 +59,73 @@ READS = (
 )
 
 
-def _links(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray:
+def _links(
+    order: pd.DataFrame,
+    vec: np.ndarray,
+    op: np.ndarray,
+    ins: tuple[np.ndarray, np.ndarray],
+    outs: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray:
     """link[i] (in stream order): kernel i reads a tensor kernel i-1 wrote, both Vector-only, same stream.
 
     Tensors are compared by element count so that views (4096x4608 vs 1024x4x4608) still link.
+    `op`, `ins` and `outs` are per-row codes (`rules._common.text_codes`): equal codes are equal
+    strings, so neighbours are compared by code and shape strings are parsed once per distinct one.
     """
     rows = order["_row"].to_numpy()
     prev_ok = np.zeros(len(rows), dtype=bool)
-    prev_ok[1:] = order["_stream"].to_numpy()[1:] == order["_stream"].to_numpy()[:-1]
+    stream = order["_stream"].to_numpy()
+    prev_ok[1:] = stream[1:] == stream[:-1]
+    del stream
+    in_codes, in_labels = ins
+    out_codes, out_labels = outs
     # The same op on the same shapes back to back is a per-tensor loop (casts or optimizer updates
     # over a parameter list), not a data dependency: a multi-tensor kernel, not fusion, fixes it.
-    sig = strings(op_types(df) + "|" + text(df, "input_shapes"))[rows]
-    prev_ok[1:] &= sig[1:] != sig[:-1]
-    cand = np.flatnonzero(prev_ok & vec[rows] & np.roll(vec[rows], 1))
-    if len(cand) == 0:
-        return np.zeros(len(rows), dtype=bool)
-    outs = strings(text(df, "output_shapes"))[rows[cand - 1]]
-    ins = strings(text(df, "input_shapes"))[rows[cand]]
-    o = pd.DataFrame({"i": cand, "t": outs}).assign(t=lambda d: d["t"].str.split(";")).explode("t")
-    n = pd.DataFrame({"i": cand, "t": ins}).assign(t=lambda d: d["t"].str.split(";")).explode("t")
-    o["e"], n["e"] = tensor_elems(o["t"].fillna("")).to_numpy(), tensor_elems(n["t"].fillna("")).to_numpy()
-    o, n = o[o["e"] > 1], n[n["e"] > 1]
-    hit = o.merge(n, on=["i", "e"])[["i", "e"]].drop_duplicates("i")
+    same = np.ones(len(rows) - 1 if len(rows) else 0, dtype=bool)
+    for codes in (op, in_codes):
+        c = codes[rows]
+        same &= c[1:] == c[:-1]
+        del c
+    prev_ok[1:] &= ~same
+    del same
+    vr = vec[rows]
+    cand = np.flatnonzero(prev_ok & vr & np.roll(vr, 1))
+    del prev_ok, vr
     link = np.zeros(len(rows), dtype=bool)
-    link[hit["i"].to_numpy(dtype="int64")] = True
+    if len(cand) == 0:
+        return link
+    # a link: some tensor of more than one element written by i-1 has the element count of one
+    # that i reads. Decided once per distinct (output shapes of i-1, input shapes of i) pair.
+    o = out_codes[rows[cand - 1]].astype(np.int64)
+    n = in_codes[rows[cand]].astype(np.int64)
+    pairs, inverse = np.unique(o * len(in_labels) + n, return_inverse=True)
+    out_elems = [_elems(str(x)) for x in out_labels]
+    in_elems = [_elems(str(x)) for x in in_labels]
+    hit = np.asarray(
+        [
+            not out_elems[int(k) // len(in_labels)].isdisjoint(in_elems[int(k) % len(in_labels)])
+            for k in pairs
+        ],
+        dtype=bool,
+    )
+    link[cand[hit[inverse.reshape(-1)]]] = True
     return link
 
 
-def _first_output_bytes(df: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+def _elems(shapes: str) -> set[float]:
+    """Element counts (> 1) of the tensors of a ';'-separated shape string."""
+    return {e for e in (float(_tensor_elems(t)) for t in shapes.split(";")) if e > 1}
+
+
+def _first_output_bytes(
+    df: pd.DataFrame, rows: np.ndarray, outs: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
     """Bytes of the first output tensor of the kernels at positional `rows` (computed per distinct
     shape/dtype string; only the chains' kernels are asked for)."""
-    outs = pd.Series(strings(text(df, "output_shapes"))[rows], dtype=object)
-    dts = pd.Series(strings(text(df, "output_dtypes"))[rows], dtype=object)
-    first_out = outs.map(dict((u, u.split(";")[0]) for u in pd.unique(outs)))
-    first_dt = dts.map(dict((u, u.split(";")[0]) for u in pd.unique(dts)))
-    return shape_bytes(first_out, first_dt).to_numpy()
+    dt_codes, dt_labels = text_codes(df, "output_dtypes")
+    first_out = pd.Series([u.split(";")[0] for u in outs[1]], dtype=object).take(outs[0][rows])
+    first_dt = pd.Series([u.split(";")[0] for u in dt_labels], dtype=object).take(dt_codes[rows])
+    return shape_bytes(first_out.reset_index(drop=True), first_dt.reset_index(drop=True)).to_numpy()
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
@@ -137,12 +168,19 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     matches = match_patterns(df, load_patterns(list(ctx.thresholds.get("pattern_files") or ())))
     if matches:
         claimed[np.fromiter(itertools.chain.from_iterable(m.rows for m in matches), dtype=np.int64)] = True
+    del matches
     order = stream_ordered(df)
     rows = order["_row"].to_numpy()
-    ops = op_types(df)
-    vec = core_types(df).isin(VECTOR_TYPES).to_numpy() & ~ops.str.startswith(_SKIP_OPS).to_numpy()
-    vec &= ~claimed
-    link = _links(df, order, vec)
+    # op types, core types and shapes as codes into their distinct strings: no per-row string
+    op, op_labels = op_type_codes(df)
+    core, core_labels = core_type_codes(df)
+    vec_core = np.asarray([c in VECTOR_TYPES for c in core_labels], dtype=bool)
+    skip_op = np.asarray([str(o).startswith(_SKIP_OPS) for o in op_labels], dtype=bool)
+    vec = vec_core[core] & ~skip_op[op] & ~claimed
+    del core, claimed
+    outs = text_codes(df, "output_shapes")
+    link = _links(order, vec, op, text_codes(df, "input_shapes"), outs)
+    del vec
     # Chains = runs of links; chain k spans positions [start-1, end].
     starts = np.flatnonzero(link & ~np.concatenate([[False], link[:-1]]))
     if len(starts) == 0:
@@ -155,8 +193,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     if len(starts) == 0:
         return []
     dur = num(df, "duration_us").fillna(0).to_numpy()
-    names, opv = strings(text(df, "name")), strings(ops)
-    outs = strings(text(df, "output_shapes"))
+    name_codes, name_labels = text_codes(df, "name")
+    out_codes, out_labels = outs
     mte = (num(df, "aiv_mte2_ratio") + num(df, "aiv_mte3_ratio").fillna(0)).to_numpy()
     bw = profile.chip.hbm_bandwidth_gbps or 0.0
     overhead = float(ctx.thresholds["launch_overhead_us"])
@@ -165,7 +203,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     written = np.concatenate([np.arange(s - 1, e) for s, e in zip(starts, ends, strict=True)])
     chain_rows = np.unique(rows[written])
     out_bytes = np.zeros(len(df), dtype="float64")
-    out_bytes[chain_rows] = _first_output_bytes(df, chain_rows)
+    out_bytes[chain_rows] = _first_output_bytes(df, chain_rows, outs)
     chains: dict[str, list[dict[str, Any]]] = {}
     for s, e in zip(starts, ends, strict=True):  # one iteration per chain, not per kernel
         pos = np.arange(s - 1, e + 1)
@@ -175,10 +213,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         d = dur[krows]
         traffic_us = moved / (bw * 1e3) if bw else 0.0
         saving = min(traffic_us + overhead * (len(krows) - 1), float(d.sum() - d.max()))
-        sig = " → ".join(f"{opv[r]}[{outs[r]}]" for r in krows)
+        sig = " → ".join(f"{op_labels[op[r]]}[{out_labels[out_codes[r]]}]" for r in krows)
         chains.setdefault(sig, []).append(
             {
-                "kernels": [str(names[r]) for r in krows],
+                "kernels": [str(name_labels[name_codes[r]]) for r in krows],
                 "device_us": float(d.sum()),
                 "bytes": moved,
                 "saving_us": max(saving, 0.0),

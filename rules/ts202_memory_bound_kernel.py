@@ -15,7 +15,6 @@ from rules._common import (
     HELPER_COLUMNS,
     LEAN_COLUMNS,
     grouped_findings,
-    lean,
     num,
     pct,
     r3,
@@ -72,6 +71,32 @@ def refine(finding: Finding, others: Sequence[Finding], profile: Profile) -> Fin
     return refused if refused is not None else refine_library(finding, others, profile)
 
 
+# the columns _terms and check() read per flagged launch
+_TERM_COLUMNS = (
+    *("duration_us", "aic_mte2_share", "aic_cube_share", "aic_fixpipe_share", "aiv_mte2_share"),
+    *("aiv_mte3_share", "aiv_vec_share", "bytes_moved", "flops"),
+)
+
+
+def _terms(
+    df: pd.DataFrame, lim_c: float, lim_v: float, measured: bool, peak: float, near: float
+) -> tuple[pd.Series, ...]:
+    """Per launch: duration, the Cube and Vector sides' (bound, MTE share, MTE/compute ratio),
+    bytes moved, achieved GB/s, its fraction of the chip's and whether that is near the limit."""
+    dur = num(df, "duration_us")
+    c_bound, c_mte, c_ratio = _side_bound(
+        df, "aic", ("aic_mte2_share",), ("aic_cube_share", "aic_fixpipe_share"), lim_c
+    )
+    v_bound, v_mte, v_ratio = _side_bound(
+        df, "aiv", ("aiv_mte2_share", "aiv_mte3_share"), ("aiv_vec_share",), lim_v
+    )
+    bytes_moved = num(df, "bytes_moved") if measured else pd.Series(np.nan, index=df.index)
+    achieved = bytes_moved / dur.where(dur > 0) / 1e3  # bytes / µs -> GB/s
+    bw_frac = achieved / peak
+    bw_bound = (bw_frac >= near).fillna(False)
+    return dur, c_bound, c_mte, c_ratio, v_bound, v_mte, v_ratio, bytes_moved, achieved, bw_frac, bw_bound
+
+
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
@@ -113,45 +138,48 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     compute, or the bandwidth headroom) is an estimate: traffic rarely drops to the compute time.
     """
     df = profile.kernels
-    dur = num(df, "duration_us")
     lim_c, lim_v = float(ctx.thresholds["cube_mte2_share"]), float(ctx.thresholds["vector_mte_share"])
-    c_bound, c_mte, c_ratio = _side_bound(
-        df, "aic", ("aic_mte2_share",), ("aic_cube_share", "aic_fixpipe_share"), lim_c
-    )
-    v_bound, v_mte, v_ratio = _side_bound(
-        df, "aiv", ("aiv_mte2_share", "aiv_mte3_share"), ("aiv_vec_share",), lim_v
+    measured = "aic_main_mem_read_gbps" in df.columns or "aiv_main_mem_read_gbps" in df.columns
+    peak = profile.chip.hbm_bandwidth_gbps or np.nan
+    near = float(ctx.thresholds["bw_near_limit"])
+    # Every term is per launch: the flagged launches are found over the whole table first, then
+    # the terms the findings report are computed again over those launches only (a few columns of
+    # them copied), not as ~20 float64 columns of the whole table (3 M launches: ~0.7 GB at once).
+    dur, c_bound, _, _, v_bound, _, _, _, _, _, bw_bound = _terms(df, lim_c, lim_v, measured, peak, near)
+    flagged = ((c_bound | v_bound | bw_bound) & (dur >= float(ctx.thresholds["min_duration_us"]))).to_numpy()
+    del dur, c_bound, v_bound, bw_bound
+    keep = {"name", *_TERM_COLUMNS}
+    df = df.iloc[np.flatnonzero(flagged), [i for i, c in enumerate(df.columns) if c in keep]]
+    flagged = np.ones(len(df), dtype=bool)
+    dur, c_bound, c_mte, _, v_bound, v_mte, _, bytes_moved, achieved, bw_frac, bw_bound = _terms(
+        df, lim_c, lim_v, measured, peak, near
     )
     c_comp = num(df, "aic_cube_share").fillna(0)
     v_comp = num(df, "aiv_vec_share").fillna(0)
-    # Saving: how long data movement runs beyond the compute it could hide behind.
     ratio_saving = np.maximum(
         np.where(c_bound, (c_mte - c_comp) * dur, 0), np.where(v_bound, (v_mte - v_comp) * dur, 0)
     )
-    # the launch's bandwidth from measured bytes (Memory group), never a sum of per-block rates
-    measured = "aic_main_mem_read_gbps" in df.columns or "aiv_main_mem_read_gbps" in df.columns
-    bytes_moved = num(df, "bytes_moved") if measured else pd.Series(np.nan, index=df.index)
-    achieved = bytes_moved / dur.where(dur > 0) / 1e3  # bytes / µs -> GB/s
-    peak = profile.chip.hbm_bandwidth_gbps or np.nan
-    bw_frac = achieved / peak
-    bw_bound = (bw_frac >= float(ctx.thresholds["bw_near_limit"])).fillna(False)
     flops = num(df, "flops")
     intensity = (flops / bytes_moved.where(bytes_moved > 0)).where(flops > 0)
     ridge = profile.chip.ridge_point()
     bw_saving = (dur - bytes_moved / (peak * 1e3)).clip(lower=0) if peak == peak else dur * 0
     saving = pd.Series(np.fmax(ratio_saving, np.where(bw_bound, bw_saving, 0)), index=df.index).fillna(0)
-    flagged = ((c_bound | v_bound | bw_bound) & (dur >= float(ctx.thresholds["min_duration_us"]))).to_numpy()
-    work = lean(
-        df,
-        mte_share_cube=c_mte,
-        mte_share_vector=v_mte,
-        aic_cube_share=c_comp.where(num(df, "aic_cube_share").notna()),
-        aiv_vec_share=v_comp.where(num(df, "aiv_vec_share").notna()),
-        achieved_gbps=achieved.where(achieved > 0),
-        bandwidth_of_peak=bw_frac.where(achieved > 0),
-        arithmetic_intensity=intensity,
-        mte_over_compute_cube=c_ratio,
-        mte_over_compute_vector=v_ratio,
+    # grouped_findings reads the name, the duration and the metrics: only those, not lean()'s columns
+    work = pd.DataFrame(
+        {
+            **{c: df[c] for c in ("name", "duration_us") if c in df.columns},
+            "mte_share_cube": c_mte,
+            "mte_share_vector": v_mte,
+            "aic_cube_share": c_comp.where(num(df, "aic_cube_share").notna()),
+            "aiv_vec_share": v_comp.where(num(df, "aiv_vec_share").notna()),
+            "achieved_gbps": achieved.where(achieved > 0),
+            "bandwidth_of_peak": bw_frac.where(achieved > 0),
+            "arithmetic_intensity": intensity,
+        },
+        index=df.index,
+        copy=False,
     )
+    del c_mte, v_mte, c_comp, v_comp, achieved, bw_frac, intensity, ratio_saving, bw_saving
     prof = profile.with_kernels(work)
 
     def message(kernel: str, row: pd.Series) -> str:

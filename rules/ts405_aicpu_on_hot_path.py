@@ -16,12 +16,12 @@ from rules._common import (
     AICORE_TYPES,
     HELPER_COLUMNS,
     LEAN_COLUMNS,
-    core_types,
+    core_type_codes,
     end_ns,
     grouped_findings,
     lean,
     num,
-    op_types,
+    op_type_codes,
     overlap_with_union,
     pct,
     start_ns,
@@ -80,22 +80,30 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     if the streams depend on it); an AI Core replacement still costs something.
     """
     df = profile.kernels
-    ct = core_types(df)
-    aicpu = (ct == "AI_CPU").to_numpy()
+    # core and op types as codes into their distinct strings (no string column per row), and the
+    # overlap computed for the AI CPU launches only: grouped_findings reads the flagged ones
+    core, core_labels = core_type_codes(df)
+    aicpu = np.asarray([c == "AI_CPU" for c in core_labels], dtype=bool)[core]
     if not aicpu.any():
         return []
     s, e = start_ns(df).to_numpy(), end_ns(df).to_numpy()
-    core = ct.isin(AICORE_TYPES).to_numpy()
-    us, ue = interval_union(s[core], e[core])
-    overlap_us = overlap_with_union(s, e, us, ue) / 1000.0
+    on_core = np.asarray([c in AICORE_TYPES for c in core_labels], dtype=bool)[core]
+    del core
+    us, ue = interval_union(s[on_core], e[on_core])
+    del on_core
+    overlap_us = np.zeros(len(df), dtype="float64")
+    overlap_us[aicpu] = overlap_with_union(s[aicpu], e[aicpu], us, ue) / 1000.0
+    del s, e, us, ue
     dur = num(df, "duration_us")
     exposed = (dur - pd.Series(overlap_us, index=df.index)).clip(lower=0)
-    totals = dur[aicpu].groupby(df["name"].astype(str)[aicpu]).transform("sum")
+    names = df["name"][aicpu].astype(str)
+    totals = dur[aicpu].groupby(names).transform("sum")
     flagged = np.zeros(len(df), dtype=bool)
     flagged[np.flatnonzero(aicpu)] = (totals >= float(ctx.thresholds["min_total_us"])).to_numpy()
-    ops = op_types(df)
+    op, op_labels = op_type_codes(df)
     prof = profile.with_kernels(lean(df, overlapped_us=overlap_us, exposed_us=exposed))
-    op_of = dict(zip(df["name"].astype(str)[aicpu], ops[aicpu], strict=False))
+    op_of = dict(zip(names, op_labels[op[aicpu]], strict=False))
+    del op
 
     def message(kernel: str, row: pd.Series) -> str:
         return (

@@ -392,6 +392,34 @@ def test_strings_shares_one_object_per_value() -> None:
     assert list(map(str, strings(with_missing))) == ["a", "nan", "a"]  # as to_numpy() gives them
 
 
+
+@pytest.mark.parametrize("categorical", [True, False])
+def test_text_codes_equal_text_is_equal_code(categorical: bool) -> None:
+    from rules._common import core_type_codes, core_types, op_type_codes, op_types, text, text_codes
+
+    df = pd.DataFrame(
+        {
+            # "" as a category and a missing value are both "": one code
+            "input_shapes": ["4,4", "", None, "4,4", "8"],
+            "op_type": ["Add", None, "", "Add", "Mul"],
+            "name": ["add_1", "cast_2", "k3", None, "mul_5"],
+            # two categories, one upper-cased label
+            "core_type": ["ai_vector_core", "AI_VECTOR_CORE", None, "MIX_AIV", "AI_CORE"],
+        }
+    )
+    if categorical:
+        df = df.astype({c: "category" for c in df.columns})
+    cases = [
+        (text_codes(df, "input_shapes"), text(df, "input_shapes")),
+        (text_codes(df, "missing"), text(df, "missing")),
+        (op_type_codes(df), op_types(df)),
+        (core_type_codes(df), core_types(df)),
+    ]
+    for (codes, labels), want in cases:
+        assert list(labels[codes]) == list(want)
+        assert len(set(labels)) == len(labels)  # distinct labels: equal text <=> equal code
+
+
 # ---- info: the counts and summary from the columns the summary reads, streamed -----------------------
 
 
@@ -482,3 +510,55 @@ def test_summary_reads_only_its_listed_columns(real_traces: Path) -> None:
     full = summarize(load_profile(UNFUSED_PT))
     assert full["units"]["cube"]["busy_us"] > 0 and full["speed_of_light"]["sol_us"] > 0
     assert len(full["top_kernels"]) == 10
+
+
+def _links_by_strings(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray:
+    """TS101's links as they were found before: per-row strings, split and exploded."""
+    from rules._common import op_types, strings, tensor_elems, text
+
+    rows = order["_row"].to_numpy()
+    prev_ok = np.zeros(len(rows), dtype=bool)
+    prev_ok[1:] = order["_stream"].to_numpy()[1:] == order["_stream"].to_numpy()[:-1]
+    sig = strings(op_types(df) + "|" + text(df, "input_shapes"))[rows]
+    prev_ok[1:] &= sig[1:] != sig[:-1]
+    cand = np.flatnonzero(prev_ok & vec[rows] & np.roll(vec[rows], 1))
+    if len(cand) == 0:
+        return np.zeros(len(rows), dtype=bool)
+    outs = strings(text(df, "output_shapes"))[rows[cand - 1]]
+    ins = strings(text(df, "input_shapes"))[rows[cand]]
+    o = pd.DataFrame({"i": cand, "t": outs}).assign(t=lambda d: d["t"].str.split(";")).explode("t")
+    n = pd.DataFrame({"i": cand, "t": ins}).assign(t=lambda d: d["t"].str.split(";")).explode("t")
+    o["e"], n["e"] = tensor_elems(o["t"].fillna("")).to_numpy(), tensor_elems(n["t"].fillna("")).to_numpy()
+    o, n = o[o["e"] > 1], n[n["e"] > 1]
+    hit = o.merge(n, on=["i", "e"])[["i", "e"]].drop_duplicates("i")
+    link = np.zeros(len(rows), dtype=bool)
+    link[hit["i"].to_numpy(dtype="int64")] = True
+    return link
+
+
+@pytest.mark.parametrize("categorical", [True, False])
+def test_ts101_links_by_codes_as_by_strings(categorical: bool) -> None:
+    from rules._common import op_type_codes, stream_ordered, text_codes
+    from rules.ts101_unfused_elementwise_chain import _links
+
+    rng = np.random.default_rng(13)
+    n = 4000
+    shapes = ["4,4", "16", "2,8;4,4", "1", "", "4,4;1", "8,2", "x,4", "16;16", "1,1;2", None]
+    df = pd.DataFrame(
+        {
+            "name": rng.choice(np.asarray(["a", "b", "c", "d"], dtype=object), n),
+            "op_type": rng.choice(np.asarray(["Add", "Mul", "", None], dtype=object), n),
+            "input_shapes": rng.choice(np.asarray(shapes, dtype=object), n),
+            "output_shapes": rng.choice(np.asarray(shapes, dtype=object), n),
+            "stream_id": rng.integers(0, 3, n),
+            "start_ns": rng.integers(0, 10**6, n),
+        }
+    )
+    if categorical:
+        df = df.astype({c: "category" for c in ("name", "op_type", "input_shapes", "output_shapes")})
+    order = stream_ordered(df)
+    vec = rng.random(n) < 0.8
+    ins, outs = text_codes(df, "input_shapes"), text_codes(df, "output_shapes")
+    got = _links(order, vec, op_type_codes(df)[0], ins, outs)
+    want = _links_by_strings(df, order, vec)
+    assert want.sum() > 100 and (got == want).all()

@@ -186,16 +186,24 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
         "sol": (sol, None),
         "sol_d": (dur, ~np.isnan(sol)),
     }
-    block = g.block(len(base))
-    for row, (v, mask) in zip(block, base.values(), strict=False):
-        if mask is None:
-            row[:] = v
-        else:
-            row.fill(np.nan)
-            np.copyto(row, v, where=mask)
-    sums = g.sums_of(block)
-    sums.columns = [*base, *sums.columns[len(base) :]]
-    del block, base, both, has_dur, has_moved
+    parts = []
+    # a few terms per pass, as the weighted ratios below: one 10-row block held ~0.5 GB at once
+    for batch in _batches(list(base), 2 * _RATIOS_PER_PASS):
+        block = g.block(len(batch))
+        for row, name in zip(block, batch, strict=False):
+            v, mask = base[name]
+            if mask is None:
+                row[:] = v
+            else:
+                row.fill(np.nan)
+                np.copyto(row, v, where=mask)
+        part = g.sums_of(block)
+        del block
+        part = part.iloc[:, : len(batch)]
+        part.columns = list(batch)
+        parts.append(part)
+    sums = pd.concat(parts, axis=1)
+    del parts, base, both, has_dur, has_moved
     by_launch = pd.Series(dur).groupby(key, sort=False)
     quart = by_launch.quantile(np.array([0.25, 0.5, 0.75])).unstack()
     out = pd.DataFrame(
