@@ -27,7 +27,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from analyzer.ir.lowering import KernelCapture, captured_fd2, classify_failure, stage_recorder
+from analyzer.ir.lowering import (
+    KernelCapture,
+    captured_fd2,
+    classify_failure,
+    flatten_primfuncs,
+    stage_recorder,
+)
 from analyzer.ir.scopes import TILELANG_ASCEND
 
 # tilelang-ascend's passes after which the IR is recorded (stage -> pass name; OptimizeForTarget in
@@ -79,16 +85,6 @@ def _call(fn: Any, params: dict[str, Any]) -> Any:
             + " ".join(f"-p {m}=VALUE" for m in missing)
         )
     return fn(**params)
-
-
-def _flatten(label: str, obj: Any, prim_func_type: type) -> list[tuple[str, Any]]:
-    if isinstance(obj, prim_func_type):
-        return [(label, obj)]
-    if isinstance(obj, dict):
-        return [x for k, v in obj.items() for x in _flatten(str(k), v, prim_func_type)]
-    if isinstance(obj, (list, tuple)):
-        return [x for i, v in enumerate(obj) for x in _flatten(f"{label}[{i}]", v, prim_func_type)]
-    raise UsageProblem(f"{label} returned {type(obj).__name__}, not a T.prim_func (or a tuple/dict of them)")
 
 
 # tilelang-ascend infers where `T.alloc_shared` / `T.alloc_fragment` buffers live (UB in a vector
@@ -199,7 +195,9 @@ def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCaptu
             kc = KernelCapture(name=name, label=name)
             kc.failure = classify_failure(exc, "build", None, TILELANG_ASCEND)
             return [kc]
-        built.extend((label, f, configs, impl) for label, f in _flatten(name, result, prim_func))
+        built.extend(
+            (label, f, configs, impl) for label, f in flatten_primfuncs(name, result, prim_func, UsageProblem)
+        )
     kernels = []
     for label, func, configs, impl in built:
         attrs = func.attrs

@@ -35,6 +35,7 @@ from analyzer.ir.lowering import (
     KernelCapture,
     captured_fd2,
     classify_failure,
+    flatten_primfuncs,
     stage_recorder,
 )
 
@@ -181,16 +182,6 @@ def _accepted(fn: Any, params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k in sig.parameters}
 
 
-def _flatten(label: str, obj: Any, prim_func_type: type) -> list[tuple[str, Any]]:
-    if isinstance(obj, prim_func_type):
-        return [(label, obj)]
-    if isinstance(obj, dict):
-        return [x for k, v in obj.items() for x in _flatten(str(k), v, prim_func_type)]
-    if isinstance(obj, (list, tuple)):
-        return [x for i, v in enumerate(obj) for x in _flatten(f"{label}[{i}]", v, prim_func_type)]
-    raise UsageError(f"{label} returned {type(obj).__name__}, not a T.prim_func (or a tuple/dict of them)")
-
-
 def build_primfuncs(mod: ModuleType, names: list[str], params: dict[str, Any]) -> list[tuple[str, Any]]:
     """Call each builder / jit kernel with the parameters it accepts; unknown parameters are an error."""
     from tvm import tirx
@@ -215,14 +206,14 @@ def build_primfuncs(mod: ModuleType, names: list[str], params: dict[str, Any]) -
             kw = dict(params)
             used.update(kw)
             with contextlib.redirect_stdout(sys.stderr):
-                built.extend(_flatten(name, obj.get_tir(**kw), tirx.PrimFunc))
+                built.extend(flatten_primfuncs(name, obj.get_tir(**kw), tirx.PrimFunc, UsageError))
             continue
         if not callable(obj):
             raise UsageError(f"{name!r} is neither a builder function nor a @tilelang.jit kernel")
         kw = _accepted(obj, params)
         used.update(kw)
         with contextlib.redirect_stdout(sys.stderr):
-            built.extend(_flatten(name, obj(**kw), tirx.PrimFunc))
+            built.extend(flatten_primfuncs(name, obj(**kw), tirx.PrimFunc, UsageError))
     unknown = sorted(set(params) - used)
     if unknown:
         accepted = sorted({p for n in names for p in _param_names(getattr(mod, n, None))})

@@ -238,3 +238,19 @@ def stage_recorder(
                     kc.versions = buffer_versions(mod)
 
     return _Keep()
+
+
+def flatten_primfuncs(
+    label: str, obj: Any, prim_func_type: type, error: type[Exception]
+) -> list[tuple[str, Any]]:
+    """What a builder returned — one PrimFunc, a tuple/list of them or a dict name -> PrimFunc (a
+    chain) — as (label, PrimFunc) pairs; anything else raises `error` (each stack's usage error)."""
+    if isinstance(obj, prim_func_type):
+        return [(label, obj)]
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() for x in flatten_primfuncs(str(k), v, prim_func_type, error)]
+    if isinstance(obj, (list, tuple)):
+        return [
+            x for i, v in enumerate(obj) for x in flatten_primfuncs(f"{label}[{i}]", v, prim_func_type, error)
+        ]
+    raise error(f"{label} returned {type(obj).__name__}, not a T.prim_func (or a tuple/dict of them)")
