@@ -177,6 +177,21 @@ def _has_any(profile: Profile, need: str) -> bool:
     return any(profile.has(n.strip()) for n in need.split("|"))
 
 
+def _crash_finding(code: str, slug: str, exc: Exception, step: str = "") -> Finding:
+    """The error finding of a rule (or its `refine` step) that raised: the run goes on without it,
+    and the report says which rule and why instead of the result vanishing."""
+    tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    return Finding(
+        code=code,
+        slug=slug,
+        severity=Severity.INFO,
+        kernels=(),
+        message=f"rule {code} ({slug}) {step}crashed and was skipped: {tb}",
+        evidence={"exception": type(exc).__name__},
+        source="tilescope-engine-error",
+    )
+
+
 def _refine(
     findings: list[Finding], infos: dict[str, RuleInfo], profile: Profile, errors: list[Finding]
 ) -> list[Finding]:
@@ -200,18 +215,7 @@ def _refine(
             raise
         except Exception as exc:  # the finding stands without its conditioned recommendation
             failed.add(f.code)
-            tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            errors.append(
-                Finding(
-                    code=f.code,
-                    slug=f.slug,
-                    severity=Severity.INFO,
-                    kernels=(),
-                    message=f"rule {f.code} ({f.slug}) refine crashed and was skipped: {tb}",
-                    evidence={"exception": type(exc).__name__},
-                    source="tilescope-engine-error",
-                )
-            )
+            errors.append(_crash_finding(f.code, f.slug, exc, "refine "))
             out.append(f)
     return out
 
@@ -267,18 +271,7 @@ def run_rules(
         except TilescopeError:
             raise  # bad input found while a rule read it (a deferred timeline): exit 2, no report
         except Exception as exc:  # a rule bug must not kill the run, nor vanish
-            tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            errors.append(
-                Finding(
-                    code=info.code,
-                    slug=info.slug,
-                    severity=Severity.INFO,
-                    kernels=(),
-                    message=f"rule {info.code} ({info.slug}) crashed and was skipped: {tb}",
-                    evidence={"exception": type(exc).__name__},
-                    source="tilescope-engine-error",
-                )
-            )
+            errors.append(_crash_finding(info.code, info.slug, exc))
     findings = _refine(findings, {info.code: info for info in rules}, profile, errors)
     cuts = config.severity
     findings = bound_findings(
@@ -326,12 +319,7 @@ def run_cluster_rules(cluster: Cluster, chip: ChipSpec, config: Config | None = 
                 share = ctx.share(f.est_saving_us)
                 findings.append(dataclasses.replace(f, share_of_total=share, saving_kind=SAVING_CLUSTER))
         except Exception as exc:  # a rule bug must not kill the run, nor vanish
-            tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            errors.append(Finding(
-                code=info.code, slug=info.slug, severity=Severity.INFO, kernels=(),
-                message=f"rule {info.code} ({info.slug}) crashed and was skipped: {tb}",
-                evidence={"exception": type(exc).__name__}, source="tilescope-engine-error",
-            ))
+            errors.append(_crash_finding(info.code, info.slug, exc))
     findings.sort(key=lambda f: (-f.est_saving_us, -f.severity.rank, f.code))
     return AnalysisResult(findings=findings, skipped=skipped, errors=errors, total_device_us=total,
                           rules_run=ran)
