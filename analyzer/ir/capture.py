@@ -765,11 +765,10 @@ def _capture_tilelang_ascend(
     """Lower with tilelang-ascend in its own interpreter (analyzer.ir.foreign): one worker for
     every parameter set, since importing tilelang there costs ~17 s under emulation."""
     from analyzer.ir.ascend_worker import STAGE_PASSES as ASCEND_STAGES
-    from analyzer.ir.dialect import detect
     from analyzer.ir.foreign import require_interpreter, run_worker
     from analyzer.ir.model import assemble_ir_json
 
-    why = f"{path} is written for {detect(tree).describe()}"
+    why = f"{path} is written for {detect_dialect(tree).describe()}"
     interp = require_interpreter(why)
     t0 = time.perf_counter()
     if answer is None:

@@ -81,15 +81,6 @@ def _calls_script(node: ast.AST, allowed: set[str]) -> bool:
     return any(isinstance(n, ast.Call) and _root(n.func) not in allowed for n in ast.walk(node))
 
 
-def _is_main_guard(node: ast.stmt) -> bool:
-    return (
-        isinstance(node, ast.If)
-        and isinstance(node.test, ast.Compare)
-        and isinstance(node.test.left, ast.Name)
-        and node.test.left.id == "__name__"
-    )
-
-
 def _import_names(node: ast.Import | ast.ImportFrom) -> list[str]:
     if isinstance(node, ast.ImportFrom):
         return [node.module or ""]
@@ -223,7 +214,6 @@ class _CallFinder:
         self.builder = builder
         self.args_ns = _argparse_defaults(tree)
         self.found: tuple[list[Any], dict[str, Any], int] | None = None
-        self.funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
 
     def _try_call(self, node: ast.AST, env: dict[str, Any]) -> bool:
         for n in ast.walk(node):
