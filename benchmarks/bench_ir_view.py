@@ -33,18 +33,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-extensions",
-]
+sys.path.insert(0, str(REPO))
+# the browser the suite's browser tests launch, with the same flags (one list for both)
+from tests.browser.conftest import CHROMIUM, LAUNCH_ARGS  # noqa: E402
+
 QUIET_MS = 600
 TIMEOUT_S = 90.0
 
@@ -147,7 +139,7 @@ def measure(url: str, repeat: int) -> dict[str, tuple[float, int]]:
 
     out: dict[str, tuple[float, int]] = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
         page.set_default_timeout(TIMEOUT_S * 1000)
         rec = Recorder(page)
