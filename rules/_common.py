@@ -631,6 +631,18 @@ def refine_stages(
     return dataclasses.replace(finding, recommendation=rec, evidence=evidence)
 
 
+def refine_stages_or_library(then: str) -> Callable[[Finding, Sequence[Finding], Profile], Finding]:
+    """The `refine` of a rule whose advice is more stages, then `then`: stages the kernel asks for
+    that TS504 says were not applied come first (refine_stages); a CANN built-in kernel cannot be
+    re-tiled by its user, so it gets what they can do (refine_library)."""
+
+    def refine(finding: Finding, others: Sequence[Finding], profile: Profile) -> Finding:
+        refused = refine_stages(finding, others, profile, then)
+        return refused if refused is not None else refine_library(finding, others, profile)
+
+    return refine
+
+
 def refine_library(finding: Finding, others: Sequence[Finding], profile: Profile) -> Finding:
     """`refine` of a rule whose advice changes the kernel itself (tiles, stages, loops): for a CANN
     built-in kernel, the advice a user can follow instead, naming the fusion finding that already

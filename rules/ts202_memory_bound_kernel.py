@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,8 +17,7 @@ from rules._common import (
     num,
     pct,
     r3,
-    refine_library,
-    refine_stages,
+    refine_stages_or_library,
 )
 
 CODE = "TS202"
@@ -62,13 +60,10 @@ def _side_bound(
     return bound.fillna(False), mte, ratio
 
 
-def refine(finding: Finding, others: Sequence[Finding], profile: Profile) -> Finding:
-    """Run by analyzer.engine after every rule: stages the kernel asks for that TS504 says were not
-    applied come first; a CANN built-in kernel cannot be re-tiled by its user, so it gets what they
-    can do, naming the fusion finding (TS102/TS101) that already covers it."""
-    then = "MTE2 overlaps compute; cut the remaining traffic with larger tiles along the reused dimension."
-    refused = refine_stages(finding, others, profile, then)
-    return refused if refused is not None else refine_library(finding, others, profile)
+# Run by analyzer.engine after every rule: TS504's refusal of the stages first, library kernels' advice.
+refine = refine_stages_or_library(
+    "MTE2 overlaps compute; cut the remaining traffic with larger tiles along the reused dimension."
+)
 
 
 # the columns _terms and check() read per flagged launch

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -17,8 +16,7 @@ from rules._common import (
     lean,
     num,
     pct,
-    refine_library,
-    refine_stages,
+    refine_stages_or_library,
 )
 
 CODE = "TS203"
@@ -50,13 +48,10 @@ PIPES = (
 READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, *PIPES)
 
 
-def refine(finding: Finding, others: Sequence[Finding], profile: Profile) -> Finding:
-    """Run by analyzer.engine after every rule: stages the kernel asks for that TS504 says were not
-    applied come first; a CANN built-in kernel cannot be re-tiled by its user, so it gets what they
-    can do, naming the fusion finding (TS102/TS101) that already covers it."""
-    then = "replace full barriers with set/wait flags and give each core more independent tiles."
-    refused = refine_stages(finding, others, profile, then)
-    return refused if refused is not None else refine_library(finding, others, profile)
+# Run by analyzer.engine after every rule: TS504's refusal of the stages first, library kernels' advice.
+refine = refine_stages_or_library(
+    "replace full barriers with set/wait flags and give each core more independent tiles."
+)
 
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
