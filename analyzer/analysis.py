@@ -147,9 +147,7 @@ def kernel_columns_read() -> tuple[str, ...]:
     from analyzer.engine import kernel_columns_read as rule_columns
     from analyzer.report.data import REPORT_COLUMNS
 
-    # device_id: the loader splits an msprof run of several devices into one rank per device
-    # (load.split_devices), which it cannot do once the column is left out
-    return tuple(dict.fromkeys((*rule_columns(discover_rules()), *REPORT_COLUMNS, "device_id")))
+    return tuple(dict.fromkeys((*rule_columns(discover_rules()), *REPORT_COLUMNS)))
 
 
 def analyze(

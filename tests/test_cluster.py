@@ -283,6 +283,11 @@ def test_msprof_run_of_two_devices_is_two_ranks(tmp_path: Path, capsys: pytest.C
     assert main(["analyze", str(tmp_path), "-f", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["cluster"]["slow_rank"] == 1
+    # `analyze` and `info` load only the kernel columns they read; the loader keeps device_id
+    # whatever they ask for, so both still see one rank per device
+    from analyzer.summary import SUMMARY_COLUMNS
+
+    assert [p.rank for p in load_profiles(tmp_path, kernel_columns=SUMMARY_COLUMNS)] == [0, 1]
 
 
 def test_rank_from_the_folder_name(tmp_path: Path, sample_generator: ModuleType) -> None:

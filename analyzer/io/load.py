@@ -501,6 +501,11 @@ def _build(
     return profile
 
 
+# Kernel columns the loader itself reads after the table is built, whatever the caller asked for:
+# split_devices makes one rank of each device of an msprof run by `device_id`.
+LOADER_COLUMNS: tuple[str, ...] = ("device_id",)
+
+
 def _stream_columns(
     parts: Parts, chip: str | None, warnings: list[str], columns: Sequence[str]
 ) -> tuple[pd.DataFrame, ChipSpec] | None:
@@ -531,7 +536,8 @@ def _stream_columns(
         # in the C heap, and held to the end they left ~0.6 GB of holes there (3 M kernels) once
         # `to_frame` had converted them; copied, the next group reuses their memory. The derived
         # labels (`unit`, `sol_bound`: plain strings) are dictionary-encoded as the parsed text is
-        return pa.table({c: _pooled(table.column(c)) for c in table.column_names if c in columns})
+        wanted = (*columns, *LOADER_COLUMNS)
+        return pa.table({c: _pooled(table.column(c)) for c in table.column_names if c in wanted})
 
     notes: list[str] = []
     try:
