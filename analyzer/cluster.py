@@ -142,10 +142,50 @@ def _with_rank(table: pd.DataFrame, rank: int) -> pd.DataFrame:
     return table
 
 
+@dataclass
+class RankTables:
+    """One rank's share of the model: its rows of each table (no `rank` column yet), the summary
+    files read, and a note per summary file left out (without the rank, which may not be known
+    yet where this is computed: a per-rank worker, `analyzer.rankwork`)."""
+
+    steps: pd.DataFrame
+    comm_ops: pd.DataFrame
+    links: pd.DataFrame
+    kernels: pd.DataFrame
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def rank_tables(root: Path, kernels: pd.DataFrame | None) -> RankTables:
+    """What one rank contributes, from its summary files under `root` and its kernel table (None:
+    the table could not be read): steps from step_trace_time.csv, else recomputed from the
+    kernels; communication operators and links; per-kernel summary."""
+    empty = pd.DataFrame()
+    out = RankTables(empty, empty, empty, empty)
+    step_trace, ops, matrix = _read_rank_files(root, out)
+    if step_trace is not None and len(step_trace):
+        s = step_trace.copy()
+        s["step_us"] = s[list(STEP_SPLIT)].sum(axis=1)
+        s["source"] = SOURCE_STEP_TRACE
+        out.steps = s
+    elif kernels is not None:
+        s = steps_from_kernels(kernels)
+        if len(s):
+            s["source"] = SOURCE_KERNELS
+            out.steps = s
+    if ops is not None and len(ops):
+        out.comm_ops = ops
+    if matrix is not None and len(matrix):
+        out.links = matrix
+    if kernels is not None:
+        out.kernels = kernel_summary(kernels)
+    return out
+
+
 def _read_rank_files(
-    info: RankInfo, notes: list[str]
+    root: Path, into: RankTables
 ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
-    out = cf.output_dir(info.path)
+    out = cf.output_dir(root)
     read: list[pd.DataFrame | None] = []
     for name, reader in (
         (cf.STEP_TRACE, cf.read_step_trace),
@@ -158,9 +198,9 @@ def _read_rank_files(
             continue
         try:
             read.append(reader(path))
-            info.files.append(path)
+            into.files.append(path)
         except ProfileFormatError as exc:
-            notes.append(f"rank {info.rank}: {exc.one_line()} — {name} left out")
+            into.notes.append(f"{exc.one_line()} — {name} left out")
             read.append(None)
     return read[0], read[1], read[2]
 
@@ -177,31 +217,24 @@ def build_cluster(profiles: Sequence[Profile], failures: Sequence[LoadFailure] =
     for j, f in enumerate(failures):
         rank = f.rank if f.rank is not None else len(profiles) + j
         infos.append((RankInfo(rank, f.path, False, f.error.one_line()), None))
-    infos.sort(key=lambda t: t[0].rank)
+    return assemble_cluster(
+        [(info, rank_tables(info.path, None if prof is None else prof.kernels)) for info, prof in infos]
+    )
+
+
+def assemble_cluster(ranks: Sequence[tuple[RankInfo, RankTables]]) -> Cluster:
+    """The model from each rank's tables, ranks in order of their id."""
+    ordered = sorted(ranks, key=lambda t: t[0].rank)
     notes: list[str] = []
     steps, comm, links, kernels = [], [], [], []
-    for info, prof in infos:
-        step_trace, ops, matrix = _read_rank_files(info, notes)
-        if step_trace is not None and len(step_trace):
-            s = step_trace.copy()
-            s["step_us"] = s[list(STEP_SPLIT)].sum(axis=1)
-            s["source"] = SOURCE_STEP_TRACE
-            steps.append(_with_rank(s, info.rank))
-        elif prof is not None:
-            s = steps_from_kernels(prof.kernels)
-            if len(s):
-                s["source"] = SOURCE_KERNELS
-                steps.append(_with_rank(s, info.rank))
-        if ops is not None and len(ops):
-            comm.append(_with_rank(ops, info.rank))
-        if matrix is not None and len(matrix):
-            links.append(_with_rank(matrix, info.rank))
-        if prof is not None:
-            ks = kernel_summary(prof.kernels)
-            if len(ks):
-                kernels.append(_with_rank(ks, info.rank))
+    for info, t in ordered:
+        info.files = [*info.files, *t.files]
+        notes += [f"rank {info.rank}: {n}" for n in t.notes]
+        for table, into in ((t.steps, steps), (t.comm_ops, comm), (t.links, links), (t.kernels, kernels)):
+            if len(table):
+                into.append(_with_rank(table, info.rank))
     return Cluster(
-        ranks=[i for i, _ in infos],
+        ranks=[i for i, _ in ordered],
         steps=_concat(steps),
         comm_ops=_concat(comm),
         links=_concat(links),

@@ -39,16 +39,24 @@ class ProfileFormatError(TilescopeError):
         loc = f"{self.path}: {where}" if where else self.path
         super().__init__(f"{loc}: {expected}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, str | None, str]]:
+        # rebuilt from its parts: a per-rank worker's error crosses a process boundary (pickle)
+        return (type(self), (self.path, self.where, self.expected))
+
 
 class NoProfileFoundError(TilescopeError):
     """A path holds nothing we can read."""
 
     def __init__(self, path: str | Path, detail: str = "") -> None:
         self.path = str(path)
+        self.detail = detail
         msg = f"{path}: no Ascend profile found"
         if detail:
             msg += f" ({detail})"
         super().__init__(msg)
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return (type(self), (self.path, self.detail))
 
 
 class UsageError(TilescopeError):

@@ -3,8 +3,12 @@ sample generator."""
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -12,6 +16,12 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REAL_TRACES = REPO_ROOT.parent / "shared" / "traces" / "real"
+
+# `analyze` on a multi-rank run caches per-rank summaries (analyzer/rank_cache.py): the tests, and
+# the commands they run in subprocesses, keep theirs in a directory of their own, removed at exit
+_CACHE = tempfile.mkdtemp(prefix="tilescope-test-cache-")
+os.environ["TILESCOPE_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 @pytest.fixture(scope="session")

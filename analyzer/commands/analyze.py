@@ -8,10 +8,12 @@ import io
 import os
 import sys
 from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from analyzer.arrowpool import arrow_returns_freed_memory
 from analyzer.atomic import write_text_atomic
 from analyzer.commands import CHIP_HELP
 from analyzer.config import Config, load_config
@@ -43,29 +45,6 @@ def load_profiles(path: Path, chip: str | None) -> list[Profile]:
     return _load(path, chip=chip, lazy_timeline=True, kernel_columns=kernel_columns_read())
 
 
-def arrow_returns_freed_memory() -> bool:
-    """Make Arrow's allocator jemalloc with no decay delay, unless ARROW_DEFAULT_MEMORY_POOL says
-    otherwise; True when it did.
-
-    Why: the kernel CSV is parsed on Arrow's reader threads, and Arrow's default mimalloc keeps
-    what they free (the parsed file, the conversion's buffers: ~0.4 GB per million kernels) as
-    cached pages no other allocator can reuse; the rules and the report then put their working
-    arrays on top. jemalloc with decay 0 returns freed pages at once: peak RSS of `analyze` on
-    3 M kernels 4.0 -> 3.6 GB (docs/benchmarks.md). Only where buffers live changes, no value.
-    """
-    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
-        return False  # the user chose Arrow's allocator
-    import pyarrow as pa
-
-    try:
-        pool = pa.jemalloc_memory_pool()
-    except NotImplementedError:  # a pyarrow built without jemalloc: keep its default
-        return False
-    pa.set_memory_pool(pool)
-    pa.jemalloc_set_decay_ms(0)
-    return True
-
-
 def _codes(value: str | None) -> list[str]:
     return [c.strip().upper() for c in (value or "").split(",") if c.strip()]
 
@@ -95,11 +74,33 @@ def renderer(fmt: str) -> Any:
     return importlib.import_module(name).render
 
 
+@dataclass
+class RankOptions:
+    """Where the per-rank work of a multi-rank PATH runs and whether its summaries are cached
+    (analyzer.rankwork, analyzer.rank_cache); a single profile always runs in this process."""
+
+    jobs: int | None = None
+    scheduler: str | None = None
+    cache_dir: Path | None = None
+    use_cache: bool = True
+
+
 def build(
-    path: Path, cfg: Config, chip: str | None, with_advisor: bool, failures: list[LoadFailure] | None = None
+    path: Path,
+    cfg: Config,
+    chip: str | None,
+    with_advisor: bool,
+    failures: list[LoadFailure] | None = None,
+    ranks: RankOptions | None = None,
 ) -> dict[str, Any]:
     """The report of every profile under PATH; the ones that could not be read (when PATH holds
-    several) are appended to `failures`."""
+    several) are appended to `failures`. Several inputs under PATH (ranks) are each analysed by
+    a worker (`analyzer.rankwork`); one input, in this process."""
+    from analyzer.io.detect import detect
+
+    found = detect(path) if path.is_dir() else []
+    if len(found) > 1:
+        return _build_ranks(path, found, cfg, chip, with_advisor, failures, ranks or RankOptions())
     from analyzer.analysis import analyze
     from analyzer.report.data import build_report
 
@@ -109,24 +110,55 @@ def build(
     pairs = [(p, analyze(p, cfg)) for p in profiles]
     for p in profiles:
         _ = p.timeline  # raises the ProfileFormatError of a broken timeline no rule looked at
-    advisor: dict[str, Any] | None = None
-    extra: list[Finding] = []
-    if with_advisor:
-        from analyzer.msprof_advisor import run_advisor, to_findings
-
-        advisor = run_advisor(path)
-        ours = [f for _p, r in pairs for f in r.findings]
-        extra, dup = to_findings(advisor, ours)
-        advisor["duplicates"] = dup
+    extra, advisor = _advisor(path, with_advisor, [f for _p, r in pairs for f in r.findings])
     cluster = None
-    ranks = len(profiles) + len(getattr(profiles, "failures", []))
-    if ranks > 1:  # a multi-rank run: the ranks side by side (analyzer.cluster), the TS6xx rules
+    ranks_found = len(profiles) + len(getattr(profiles, "failures", []))
+    if ranks_found > 1:  # an msprof run of several devices: the ranks side by side, the TS6xx rules
         from analyzer.cluster import build_cluster
         from analyzer.engine import run_cluster_rules
 
         model = build_cluster(profiles, getattr(profiles, "failures", []))
         cluster = (model, run_cluster_rules(model, profiles[0].chip, cfg))
     return build_report(pairs, extra_findings=extra, advisor=advisor, cluster=cluster)
+
+
+def _advisor(path: Path, with_advisor: bool, ours: list[Finding]) -> tuple[list[Finding], dict[str, Any] | None]:
+    if not with_advisor:
+        return [], None
+    from analyzer.msprof_advisor import run_advisor, to_findings
+
+    advisor = run_advisor(path)
+    extra, dup = to_findings(advisor, ours)
+    advisor["duplicates"] = dup
+    return extra, advisor
+
+
+def _build_ranks(
+    path: Path,
+    found: list[Any],
+    cfg: Config,
+    chip: str | None,
+    with_advisor: bool,
+    failures: list[LoadFailure] | None,
+    opts: RankOptions,
+) -> dict[str, Any]:
+    from analyzer.analysis import kernel_columns_read
+    from analyzer.gcpause import gc_paused
+    from analyzer.rank_cache import RankCache, default_cache_dir, input_bytes
+    from analyzer.rankwork import analyse_inputs, plan_executor
+    from analyzer.report.data import add_cluster, assemble_report
+
+    where = plan_executor(opts.jobs, opts.scheduler, [input_bytes(d.path) for d in found])
+    cache = RankCache(opts.cache_dir or default_cache_dir()) if opts.use_cache else None
+    run = analyse_inputs(found, path, cfg, chip or cfg.chip, kernel_columns_read(), where, cache)
+    if failures is not None:
+        failures.extend(run.failures)
+    ours = [Finding.from_dict(f) for p in run.parts for f in p["findings"]]
+    extra, advisor = _advisor(path, with_advisor, ours)
+    with gc_paused():
+        report = assemble_report(run.parts, extra, advisor)
+        add_cluster(report, run.cluster, run.cluster_result)
+    return report
 
 
 def register(app: typer.Typer) -> None:
@@ -156,6 +188,24 @@ def register(app: typer.Typer) -> None:
         width: Annotated[
             int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)
         ] = None,
+        jobs: Annotated[
+            int | None,
+            typer.Option("--jobs", "-j", metavar="N", help="Ranks analysed by N local worker processes "
+                         "(1: in this process; default: one per core, fewer if memory is short)."),
+        ] = None,
+        scheduler: Annotated[
+            str | None,
+            typer.Option("--scheduler", metavar="ADDRESS", help="Run the per-rank work on this Dask "
+                         "distributed scheduler (tcp://host:8786; or set TILESCOPE_SCHEDULER)."),
+        ] = None,
+        cache_dir: Annotated[
+            Path | None,
+            typer.Option("--cache-dir", metavar="DIR", help="Where per-rank summaries are cached "
+                         "(default: $TILESCOPE_CACHE_DIR or ~/.cache/tilescope/ranks)."),
+        ] = None,
+        no_cache: Annotated[
+            bool, typer.Option("--no-cache", help="Neither read nor write per-rank summaries.")
+        ] = False,
         github_summary: Annotated[
             bool,
             typer.Option(
@@ -191,7 +241,8 @@ def register(app: typer.Typer) -> None:
             cfg.ignore = [*cfg.ignore, *_codes(ignore)]
         check_rule_prefixes(cfg, {"select": _codes(select), "ignore": _codes(ignore)})
         failures: list[LoadFailure] = []
-        report = build(path, cfg, chip, with_msprof_advisor, failures)
+        ranks = RankOptions(jobs=jobs, scheduler=scheduler, cache_dir=cache_dir, use_cache=not no_cache)
+        report = build(path, cfg, chip, with_msprof_advisor, failures, ranks)
         for failure in failures:
             typer.echo(failure.warning_line(), err=True)
         opts: dict[str, Any] = {}

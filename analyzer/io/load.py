@@ -700,7 +700,7 @@ def split_devices(profile: Profile) -> list[Profile]:
     return out
 
 
-def _rank_of(det: Detected) -> int | None:
+def rank_of_failed(det: Detected) -> int | None:
     """The rank of a profile that failed to load, from what names it (no table is read)."""
     from analyzer.io import device as dev
 
@@ -719,6 +719,45 @@ def _rank_of(det: Detected) -> int | None:
     return None
 
 
+def manifest_dir_of(p: Path) -> Path | None:
+    """A plain directory with a manifest.json next to the profiler output (sample dirs) keeps it."""
+    return p if p.is_dir() and (p / "manifest.json").is_file() else None
+
+
+def load_unit(
+    det: Detected,
+    chip: str | None,
+    manifest_dir: Path | None,
+    lazy_timeline: bool = False,
+    kernel_columns: Sequence[str] | None = None,
+) -> list[Profile]:
+    """The profiles of one detected input (one per device of an msprof run of several devices),
+    ranks as the input itself names them; raises its ProfileFormatError / NoProfileFoundError."""
+    return split_devices(_build(det, chip, manifest_dir, lazy_timeline, kernel_columns))
+
+
+def resolve_ranks(
+    loaded: Sequence[tuple[int, Any]],
+    failed: Sequence[tuple[int, LoadFailure]],
+    path_of: Callable[[Any], Path] = lambda pr: pr.source.path,
+) -> None:
+    """Number the ranks of several inputs found under one path (`i` = position among them), in
+    place (`loaded` holds Profiles, or anything with `.rank` whose path `path_of` gives): a rank
+    named by its input stays; else the folder's name may say it (rank_3); when no
+    input names one, ranks follow the position, so a left-out input keeps its number."""
+    if len(loaded) + len(failed) <= 1:
+        return
+    from analyzer.io.device import rank_from_name
+
+    for _, pr in loaded:  # no profiler_info_N.json: the folder's name may say it (rank_3)
+        pr.rank = pr.rank if pr.rank is not None else rank_from_name(path_of(pr))
+    if all(pr.rank is None for _, pr in loaded) and all(f.rank is None for _, f in failed):
+        for i, pr in loaded:
+            pr.rank = i
+        for i, f in failed:
+            f.rank = i
+
+
 def _load_found(
     p: Path,
     chip: str | None,
@@ -727,39 +766,30 @@ def _load_found(
     kernel_columns: Sequence[str] | None = None,
 ) -> LoadedProfiles:
     found = detect(p)
-    # a plain directory with a manifest.json next to the profiler output (sample dirs) keeps it
-    manifest_dir = p if p.is_dir() and (p / "manifest.json").is_file() else None
+    manifest_dir = manifest_dir_of(p)
     loaded: list[tuple[int, Profile]] = []
     failed: list[tuple[int, LoadFailure]] = []
     with _progress(progress, len(found)) as step:
         for i, det in enumerate(found):
             try:
-                built = _build(det, chip, manifest_dir, lazy_timeline, kernel_columns)
-                loaded += [(i, pr) for pr in split_devices(built)]
+                loaded += [(i, pr) for pr in load_unit(det, chip, manifest_dir, lazy_timeline, kernel_columns)]
             except (ProfileFormatError, NoProfileFoundError) as exc:
                 if len(found) == 1:
                     raise
-                failed.append((i, LoadFailure(det.path, exc, _rank_of(det))))
+                failed.append((i, LoadFailure(det.path, exc, rank_of_failed(det))))
             step(det.path.name)
-    if len(loaded) + len(failed) > 1:
-        from analyzer.io.device import rank_from_name
-
-        for _, pr in loaded:  # no profiler_info_N.json: the folder's name may say it (rank_3)
-            pr.rank = pr.rank if pr.rank is not None else rank_from_name(pr.source.path)
     if not loaded:
         raise failed[0][1].error  # nothing could be read: the first error, as for a single input
-    if len(loaded) + len(failed) > 1 and all(pr.rank is None for _, pr in loaded) and all(
-        f.rank is None for _, f in failed
-    ):
-        # ranks by position among everything found, so a left-out profile keeps its number
-        for i, pr in loaded:
-            pr.rank = i
-        for i, f in failed:
-            f.rank = i
+    resolve_ranks(loaded, failed)
     failures = [f for _, f in failed]
     for _, pr in loaded:
-        pr.warnings.extend(f"{f.label} left out: {f.error.one_line()}" for f in failures)
+        pr.warnings.extend(left_out_warnings(failures))
     return LoadedProfiles((pr for _, pr in loaded), failures)
+
+
+def left_out_warnings(failures: Sequence[LoadFailure]) -> list[str]:
+    """The note every loaded profile carries about the inputs under the same path left out."""
+    return [f"{f.label} left out: {f.error.one_line()}" for f in failures]
 
 
 @dataclass

@@ -425,11 +425,13 @@ def build_report(
     with gc_paused():  # ~60,000 small objects: no collections over the loaded profile meanwhile
         report = _build_report(profiles, result, extra_findings, advisor, generated_at, timeline_cap)
         if cluster is not None:
-            _add_cluster(report, profiles, *cluster)
+            add_cluster(report, *cluster)
         return report
 
 
-def _add_cluster(report: dict[str, Any], profiles: Any, cluster: Cluster, result: AnalysisResult) -> None:
+def add_cluster(report: dict[str, Any], cluster: Cluster, result: AnalysisResult) -> None:
+    """Add a multi-rank run's `cluster` section and its cross-rank (TS6xx) findings, skipped rules
+    and errors to `report`, in place; findings stay ordered by saving."""
     from analyzer.report.ranks import SCOPE_CLUSTER, cluster_section
 
     index = {e["rank"]: e["id"] for e in report["profiles"]}
@@ -444,6 +446,70 @@ def _add_cluster(report: dict[str, Any], profiles: Any, cluster: Cluster, result
     report["errors"] += [_jsonable({**_tag(e.to_dict(), 0, None), "scope": SCOPE_CLUSTER})
                          for e in result.errors]
     report["findings"].sort(key=lambda f: (-f["est_saving_us"], f["code"]))
+
+
+def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0) -> dict[str, Any]:
+    """What the report takes from one analysed profile, before it is numbered among the others:
+    its `profiles` entry (without `id`), its findings, skipped rules and errors (untagged), and
+    with `timeline_cap` > 0 its launches for the timeline chart. JSON-safe, so a per-rank worker can
+    hand it back over a process boundary or a cache file (`analyzer.rankwork`) and `assemble_report`
+    makes the same report as from the profile itself."""
+    entry = _input(profile, 0)
+    del entry["id"]
+    entry["summary"] = _summary(profile, result)
+    part: dict[str, Any] = {
+        "entry": entry,
+        "findings": [f.to_dict() for f in result.findings],
+        "skipped": [skipped_to_dict(s) for s in result.skipped],
+        "errors": [e.to_dict() for e in result.errors],
+        "timeline": None,
+    }
+    if timeline_cap > 0:
+        launches, info = launch_timeline(profile.kernels, timeline_cap)
+        part["timeline"] = {"launches": launches, "info": info}
+    return dict(_jsonable(part))
+
+
+def assemble_report(
+    parts: Sequence[dict[str, Any]],
+    extra_findings: Sequence[Finding] = (),
+    advisor: dict[str, Any] | None = None,
+    generated_at: str | None = None,
+) -> dict[str, Any]:
+    """The report of several `profile_part`s, numbered in order (`input`), each entry's `rank` as
+    the part's entry says; the first part's timeline (when it has one) feeds the chart."""
+    if not parts:
+        raise ValueError("a report needs at least one profile")
+    entries, findings, skipped, errors = [], [], [], []
+    for i, part in enumerate(parts):
+        entry = {"id": i, **part["entry"]}
+        rank = entry["rank"]
+        entries.append(entry)
+        findings += [_tag(f, i, rank) for f in part["findings"]]
+        skipped += [_tag(s, i, rank) for s in part["skipped"]]
+        errors += [_tag(e, i, rank) for e in part["errors"]]
+    findings += [_tag(f.to_dict(), 0, entries[0]["rank"]) for f in extra_findings]
+    findings.sort(key=lambda f: (-f["est_saving_us"], f["code"]))
+    first = entries[0]
+    report: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "tilescope", "version": tool_version()},
+        "generated_at": generated_at or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "inputs": {k: v for k, v in first.items() if k != "summary"},
+        "summary": first["summary"],
+        "top_kernels": first["summary"].get("top_kernels", []),
+        "profiles": entries,
+        "findings": findings,
+        "skipped": skipped,
+        "errors": errors,
+    }
+    timeline = parts[0].get("timeline")
+    if timeline and timeline["launches"]:
+        report["timeline"] = timeline["launches"]
+        report["timeline_info"] = timeline["info"]
+    if advisor is not None:
+        report["advisor"] = advisor
+    return _jsonable(report)
 
 
 def _build_report(
@@ -463,37 +529,8 @@ def _build_report(
         pairs = [_pair(p) for p in profiles]
     if not pairs:
         raise ValueError("build_report needs at least one profile")
-    entries, findings, skipped, errors = [], [], [], []
-    for i, (prof, res) in enumerate(pairs):
-        entry = _input(prof, i)
-        entry["summary"] = _summary(prof, res)
-        entries.append(entry)
-        findings += [_tag(f.to_dict(), i, prof.rank) for f in res.findings]
-        skipped += [_tag(skipped_to_dict(s), i, prof.rank) for s in res.skipped]
-        errors += [_tag(e.to_dict(), i, prof.rank) for e in res.errors]
-    findings += [_tag(f.to_dict(), 0, pairs[0][0].rank) for f in extra_findings]
-    findings.sort(key=lambda f: (-f["est_saving_us"], f["code"]))
-    first = entries[0]
-    report: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "tilescope", "version": tool_version()},
-        "generated_at": generated_at or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "inputs": {k: v for k, v in first.items() if k != "summary"},
-        "summary": first["summary"],
-        "top_kernels": first["summary"].get("top_kernels", []),
-        "profiles": entries,
-        "findings": findings,
-        "skipped": skipped,
-        "errors": errors,
-    }
-    if timeline_cap > 0:
-        launches, info = launch_timeline(pairs[0][0].kernels, timeline_cap)
-        if launches:
-            report["timeline"] = launches
-            report["timeline_info"] = info
-    if advisor is not None:
-        report["advisor"] = advisor
-    return _jsonable(report)
+    parts = [profile_part(prof, res, timeline_cap if i == 0 else 0) for i, (prof, res) in enumerate(pairs)]
+    return assemble_report(parts, extra_findings, advisor, generated_at)
 
 
 def load_schema() -> dict[str, Any]:

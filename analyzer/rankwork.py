@@ -1,0 +1,315 @@
+"""The per-rank work of a multi-rank run, run where there is room: in process, in a local process
+pool, or on a Dask distributed cluster.
+
+`tilescope analyze PATH` on a path that holds several inputs (one `*_ascend_pt` per rank, rank
+databases, `PROF_*` folders) reduces each input, in its own worker, to a `UnitResult`: per rank the
+report's part (`analyzer.report.data.profile_part`: summary, findings, skipped rules; JSON) and its
+rows of the cross-rank model (`analyzer.cluster.RankTables`: steps, communication operators,
+links, per-kernel summary; small tables). Only those cross the process boundary — a rank's kernel
+table never does — and `analyzer.rank_cache` keeps them as Parquet + JSON, so a second analysis of
+the same run reads only the summaries. The driver then numbers the ranks (`load.resolve_ranks`, as
+for inputs loaded in one process), builds the model (`cluster.assemble_cluster`) and runs the
+cross-rank rules on it. The same `run_unit` runs everywhere, so the report does not depend on
+where it ran (tests/test_rankwork.py compares serial, pool, Dask and cached runs byte for byte).
+
+Where the work runs (`plan_executor`):
+  --scheduler ADDRESS / TILESCOPE_SCHEDULER  a Dask distributed scheduler (`tcp://host:8786`); its
+            workers need tilescope installed and the ranks' paths readable (a shared filesystem)
+  --jobs N  N local worker processes (1: in this process); default: the cores this process may
+            use, fewer when the ranks' estimated peak memory would not fit in what is available
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from analyzer.config import Config
+from analyzer.errors import MissingComponentError, NoProfileFoundError, ProfileFormatError, UsageError
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from analyzer.cluster import RankTables
+    from analyzer.io.detect import Detected
+    from analyzer.io.load import LoadFailure
+
+SCHEDULER_ENV = "TILESCOPE_SCHEDULER"
+# A worker's peak memory, estimated from its input's bytes on disk: `analyze` on a 943 MB
+# kernel_details.csv peaks at ~1.85 GB (docs/benchmarks.md), plus the interpreter and libraries.
+PEAK_PER_INPUT_BYTE = 2.0
+WORKER_BASE_BYTES = 250 * 2**20
+
+
+@dataclass(frozen=True)
+class UnitJob:
+    """One input under PATH and how to analyse it: everything `run_unit` needs (picklable)."""
+
+    index: int  # position among the inputs found under PATH
+    det: Detected
+    chip: str | None
+    manifest_dir: Path | None
+    config: Config
+    kernel_columns: tuple[str, ...] | None
+    timeline_cap: int  # > 0: the first profile's launches for the timeline chart
+
+
+@dataclass
+class RankPart:
+    """One rank of an input: its report part and its rows of the cross-rank model."""
+
+    part: dict[str, Any]  # analyzer.report.data.profile_part
+    rank: int | None
+    path: Path
+    tables: RankTables
+
+    @property
+    def has_timeline(self) -> bool:
+        return self.part.get("timeline") is not None
+
+
+@dataclass
+class UnitResult:
+    index: int
+    parts: list[RankPart] = field(default_factory=list)
+    failure: LoadFailure | None = None
+    failure_tables: RankTables | None = None  # a left-out input's summary files still count
+
+
+def run_unit(job: UnitJob) -> UnitResult:
+    """Load one input, run the per-profile rules on each of its ranks and reduce each to its
+    report part and cross-rank rows. An input that cannot be read (its kernel table, its
+    timeline) is a failure naming its file and row; its step and communication files still count."""
+    from analyzer.analysis import analyze
+    from analyzer.cluster import rank_tables
+    from analyzer.arrowpool import arrow_returns_freed_memory
+    from analyzer.gcpause import gc_paused
+    from analyzer.io.load import LoadFailure, load_unit, rank_of_failed
+    from analyzer.report.data import profile_part
+
+    arrow_returns_freed_memory()
+    try:
+        profiles = load_unit(job.det, job.chip, job.manifest_dir, True, job.kernel_columns)
+        parts = []
+        for j, prof in enumerate(profiles):
+            result = analyze(prof, job.config)
+            _ = prof.timeline  # a broken timeline no rule looked at is this input's error too
+            with gc_paused():
+                part = profile_part(prof, result, job.timeline_cap if j == 0 else 0)
+            parts.append(RankPart(part, prof.rank, prof.source.path, rank_tables(prof.source.path, prof.kernels)))
+        return UnitResult(job.index, parts)
+    except (ProfileFormatError, NoProfileFoundError) as exc:
+        failure = LoadFailure(job.det.path, exc, rank_of_failed(job.det))
+        return UnitResult(job.index, failure=failure, failure_tables=rank_tables(job.det.path, None))
+
+
+# ---- where the work runs -------------------------------------------------------------------------
+
+
+def usable_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def available_memory() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (None where there is no such file)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def default_workers(input_bytes: Sequence[int]) -> int:
+    """Local workers for inputs of these sizes: one per usable core, no more than inputs, and no
+    more than the available memory holds at the largest input's estimated peak."""
+    if not input_bytes:
+        return 1
+    workers = min(usable_cores(), len(input_bytes))
+    free = available_memory()
+    if free is not None:
+        peak = WORKER_BASE_BYTES + PEAK_PER_INPUT_BYTE * max(input_bytes)
+        workers = min(workers, max(1, int(free // peak)))
+    return workers
+
+
+@dataclass(frozen=True)
+class Executor_:
+    """Where `run_jobs` runs: `kind` "serial", "pool" (`workers` processes) or "dask" (`address`)."""
+
+    kind: str
+    workers: int = 1
+    address: str | None = None
+
+    def describe(self) -> str:
+        if self.kind == "dask":
+            return f"Dask scheduler {self.address}"
+        if self.kind == "pool":
+            return f"{self.workers} local worker processes"
+        return "this process"
+
+
+def plan_executor(jobs: int | None, scheduler: str | None, input_bytes: Sequence[int]) -> Executor_:
+    """`--scheduler` (or TILESCOPE_SCHEDULER) wins; else `--jobs N` (1: this process); else
+    `default_workers`. A single input always runs in this process."""
+    address = scheduler or os.environ.get(SCHEDULER_ENV) or None
+    if address:
+        return Executor_("dask", address=address)
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs {jobs}: expected a number of worker processes >= 1")
+    workers = jobs if jobs is not None else default_workers(input_bytes)
+    workers = min(workers, len(input_bytes))
+    return Executor_("pool", workers=workers) if workers > 1 else Executor_("serial")
+
+
+def run_jobs(jobs: Sequence[UnitJob], where: Executor_) -> list[UnitResult]:
+    """`run_unit` of every job, results in the jobs' order."""
+    if not jobs:
+        return []
+    if where.kind == "dask":
+        assert where.address is not None
+        return _run_dask(jobs, where.address)
+    if where.kind == "pool" and len(jobs) > 1:
+        with _process_pool(min(where.workers, len(jobs))) as pool:
+            return list(pool.map(run_unit, jobs))
+    return [run_unit(j) for j in jobs]
+
+
+def _process_pool(workers: int) -> Executor:
+    """Worker processes forked from a server that imported the analysis once (pandas, pyarrow,
+    the rules: ~1 s each otherwise): not forked from this process, whose reader threads (Arrow's)
+    a fork would copy mid-flight."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["analyzer.rankwork_preload"])
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+
+
+def _run_dask(jobs: Sequence[UnitJob], address: str) -> list[UnitResult]:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise MissingComponentError(
+            f"--scheduler {address}: Dask distributed is not installed "
+            "(pip install 'tilescope[cluster]', or distributed==2026.8.0)"
+        ) from None
+    try:
+        client = Client(address, timeout="20s", set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise MissingComponentError(f"--scheduler {address}: cannot reach the Dask scheduler ({exc})") from None
+    try:
+        futures = client.map(run_unit, list(jobs), pure=False)
+        results: list[UnitResult] = client.gather(futures)
+        return results
+    finally:
+        client.close()
+
+
+# ---- the driver ----------------------------------------------------------------------------------
+
+
+@dataclass
+class RankRun:
+    """Every input under PATH, reduced: the loaded ranks' parts in input order, the inputs left
+    out, and the cross-rank model with its rules' result."""
+
+    parts: list[dict[str, Any]]
+    failures: list[LoadFailure]
+    cluster: Any  # analyzer.cluster.Cluster
+    cluster_result: Any  # analyzer.engine.AnalysisResult
+    where: Executor_
+    cached: int = 0  # inputs read from the cache
+
+
+def analyse_inputs(
+    found: Sequence[Detected],
+    path: Path,
+    config: Config,
+    chip: str | None,
+    kernel_columns: Sequence[str] | None,
+    where: Executor_,
+    cache: Any = None,  # analyzer.rank_cache.RankCache or None
+    timeline_cap: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> RankRun:
+    """Run `run_unit` on every input (cached ones read back), number the ranks, build the
+    cross-rank model and run its rules. Raises the first input's error when none could be read."""
+    from analyzer.cluster import RankInfo, assemble_cluster
+    from analyzer.engine import run_cluster_rules
+    from analyzer.io.load import left_out_warnings, manifest_dir_of, resolve_ranks
+    from analyzer.report.data import TIMELINE_CAP
+
+    cap = TIMELINE_CAP if timeline_cap is None else timeline_cap
+    columns = tuple(kernel_columns) if kernel_columns is not None else None
+    jobs = [UnitJob(i, det, chip, manifest_dir_of(path), config, columns, cap if i == 0 else 0)
+            for i, det in enumerate(found)]
+    results: dict[int, UnitResult] = {}
+    keys: dict[int, str] = {}
+    if cache is not None:
+        for job in jobs:
+            keys[job.index] = cache.key(job)
+            hit = cache.get(keys[job.index])
+            if hit is not None:
+                hit.index = job.index
+                results[job.index] = hit
+    todo = [j for j in jobs if j.index not in results]
+    for res in run_jobs(todo, where):
+        results[res.index] = res
+        if cache is not None:
+            cache.put(keys[res.index], res)
+    ordered = [results[j.index] for j in jobs]
+    loaded = [(r.index, p) for r in ordered for p in r.parts]
+    failed: list[tuple[int, LoadFailure]] = [(r.index, r.failure) for r in ordered if r.failure is not None]
+    if not loaded:
+        raise failed[0][1].error
+    # the timeline chart shows the first loaded rank: when the first input failed, that rank's
+    # input is run again for its launches (rare: a broken rank 0)
+    if cap > 0 and not loaded[0][1].has_timeline:
+        first = loaded[0][0]
+        redo = run_unit(UnitJob(first, found[first], chip, manifest_dir_of(path), config, columns, cap))
+        loaded = [(i, p) for i, p in loaded if i != first]
+        loaded = [(first, p) for p in redo.parts] + loaded
+        loaded.sort(key=lambda t: t[0])
+    resolve_ranks(loaded, failed, path_of=lambda p: p.path)
+    failures = [f for _, f in failed]
+    warnings = left_out_warnings(failures)
+    parts = []
+    for _, rp in loaded:
+        entry = rp.part["entry"]
+        entry["rank"] = rp.rank
+        entry["warnings"] = [*entry["warnings"], *warnings]
+        parts.append(rp.part)
+    infos: list[tuple[RankInfo, RankTables]] = [
+        (RankInfo(_rank_or(rp.rank, pos), rp.path, True), rp.tables) for pos, (_, rp) in enumerate(loaded)
+    ]
+    for j, (index, f) in enumerate(failed):
+        tables = results[index].failure_tables
+        assert tables is not None
+        rank = f.rank if f.rank is not None else len(loaded) + j
+        infos.append((RankInfo(rank, f.path, False, f.error.one_line()), tables))
+    model = assemble_cluster(infos)
+    result = run_cluster_rules(model, _chip_of(parts[0]), config)
+    return RankRun(parts, failures, model, result, where, cached=len(jobs) - len(todo))
+
+
+def _chip_of(part: dict[str, Any]) -> Any:
+    """The first rank's chip for the cross-rank rules' context, by the name its report part
+    records (no TS6xx rule reads a chip figure: they compare the ranks with each other)."""
+    from analyzer.chips import CHIPS, family_chip
+
+    name = str((part["entry"].get("chip") or {}).get("name") or "")
+    return family_chip(name) or next(iter(CHIPS.values()))
+
+
+def _rank_or(rank: int | None, position: int) -> int:
+    return rank if rank is not None else position
