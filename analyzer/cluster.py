@@ -226,7 +226,10 @@ def assemble_cluster(ranks: Sequence[tuple[RankInfo, RankTables]]) -> Cluster:
     """The model from each rank's tables, ranks in order of their id."""
     ordered = sorted(ranks, key=lambda t: t[0].rank)
     notes: list[str] = []
-    steps, comm, links, kernels = [], [], [], []
+    steps: list[pd.DataFrame] = []
+    comm: list[pd.DataFrame] = []
+    links: list[pd.DataFrame] = []
+    kernels: list[pd.DataFrame] = []
     for info, t in ordered:
         info.files = [*info.files, *t.files]
         notes += [f"rank {info.rank}: {n}" for n in t.notes]

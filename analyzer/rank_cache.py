@@ -195,7 +195,8 @@ def _text_path(text: str) -> Path:
 
 
 def _result_to(result: UnitResult, d: Path) -> dict[str, Any]:
-    out: dict[str, Any] = {"format": CACHE_FORMAT, "parts": [_part_to(rp, d, i) for i, rp in enumerate(result.parts)]}
+    parts = [_part_to(rp, d, i) for i, rp in enumerate(result.parts)]
+    out: dict[str, Any] = {"format": CACHE_FORMAT, "parts": parts}
     if result.failure is not None:
         f, t = result.failure, result.failure_tables
         assert t is not None
@@ -212,7 +213,8 @@ def _result_from(data: dict[str, Any], d: Path) -> UnitResult:
     if data.get("format") != CACHE_FORMAT:
         raise ValueError("another cache format")
     parts = [
-        RankPart(p["part"], p["rank"], _text_path(p["path"]), _read_tables(d, f"{i}-", p["tables"], p["files"], p["notes"]))
+        RankPart(p["part"], p["rank"], _text_path(p["path"]),
+                 _read_tables(d, f"{i}-", p["tables"], p["files"], p["notes"]))
         for i, p in enumerate(data["parts"])
     ]
     res = UnitResult(-1, parts)

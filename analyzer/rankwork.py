@@ -42,6 +42,7 @@ SCHEDULER_ENV = "TILESCOPE_SCHEDULER"
 # kernel_details.csv peaks at ~1.85 GB (docs/benchmarks.md), plus the interpreter and libraries.
 PEAK_PER_INPUT_BYTE = 2.0
 WORKER_BASE_BYTES = 250 * 2**20
+CONNECT_TIMEOUT_S = 20  # to reach a Dask scheduler before giving up (exit 3)
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,8 @@ def run_unit(job: UnitJob) -> UnitResult:
     report part and cross-rank rows. An input that cannot be read (its kernel table, its
     timeline) is a failure naming its file and row; its step and communication files still count."""
     from analyzer.analysis import analyze
-    from analyzer.cluster import rank_tables
     from analyzer.arrowpool import arrow_returns_freed_memory
+    from analyzer.cluster import rank_tables
     from analyzer.gcpause import gc_paused
     from analyzer.io.load import LoadFailure, load_unit, rank_of_failed
     from analyzer.report.data import profile_part
@@ -99,7 +100,8 @@ def run_unit(job: UnitJob) -> UnitResult:
             _ = prof.timeline  # a broken timeline no rule looked at is this input's error too
             with gc_paused():
                 part = profile_part(prof, result, job.timeline_cap if j == 0 else 0)
-            parts.append(RankPart(part, prof.rank, prof.source.path, rank_tables(prof.source.path, prof.kernels)))
+            tables = rank_tables(prof.source.path, prof.kernels)
+            parts.append(RankPart(part, prof.rank, prof.source.path, tables))
         return UnitResult(job.index, parts)
     except (ProfileFormatError, NoProfileFoundError) as exc:
         failure = LoadFailure(job.det.path, exc, rank_of_failed(job.det))
@@ -160,11 +162,11 @@ class Executor_:
 def plan_executor(jobs: int | None, scheduler: str | None, input_bytes: Sequence[int]) -> Executor_:
     """`--scheduler` (or TILESCOPE_SCHEDULER) wins; else `--jobs N` (1: this process); else
     `default_workers`. A single input always runs in this process."""
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs {jobs}: expected a number of worker processes >= 1")
     address = scheduler or os.environ.get(SCHEDULER_ENV) or None
     if address:
         return Executor_("dask", address=address)
-    if jobs is not None and jobs < 1:
-        raise UsageError(f"--jobs {jobs}: expected a number of worker processes >= 1")
     workers = jobs if jobs is not None else default_workers(input_bytes)
     workers = min(workers, len(input_bytes))
     return Executor_("pool", workers=workers) if workers > 1 else Executor_("serial")
@@ -204,9 +206,11 @@ def _run_dask(jobs: Sequence[UnitJob], address: str) -> list[UnitResult]:
             "(pip install 'tilescope[cluster]', or distributed==2026.8.0)"
         ) from None
     try:
-        client = Client(address, timeout="20s", set_as_default=False)
+        client = Client(address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise MissingComponentError(f"--scheduler {address}: cannot reach the Dask scheduler ({exc})") from None
+        raise MissingComponentError(
+            f"--scheduler {address}: cannot reach the Dask scheduler ({exc})"
+        ) from None
     try:
         futures = client.map(run_unit, list(jobs), pure=False)
         results: list[UnitResult] = client.gather(futures)

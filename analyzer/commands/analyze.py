@@ -7,8 +7,8 @@ import importlib.util
 import io
 import os
 import sys
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -122,7 +122,9 @@ def build(
     return build_report(pairs, extra_findings=extra, advisor=advisor, cluster=cluster)
 
 
-def _advisor(path: Path, with_advisor: bool, ours: list[Finding]) -> tuple[list[Finding], dict[str, Any] | None]:
+def _advisor(
+    path: Path, with_advisor: bool, ours: list[Finding]
+) -> tuple[list[Finding], dict[str, Any] | None]:
     if not with_advisor:
         return [], None
     from analyzer.msprof_advisor import run_advisor, to_findings

@@ -100,7 +100,8 @@ def read_step_trace(path: Path) -> pd.DataFrame:
     for i, raw in body:
         if len(raw) < len(header):
             raise ProfileFormatError(
-                path, f"row {i} (line {i + 1})", f"expected {len(header)} fields as in the header, found {len(raw)}"
+                path, f"row {i} (line {i + 1})",
+                f"expected {len(header)} fields as in the header, found {len(raw)}",
             )
 
     def where(j: int) -> str:
@@ -212,7 +213,9 @@ def read_communication(path: Path) -> pd.DataFrame:
     starts = [t.get("Start Timestamp(us)") for t in times]
     known = [j for j, v in enumerate(starts) if v is not None]
     start_us = np.full(len(starts), np.nan)
-    start_us[known] = _numbers(path, [starts[j] for j in known], lambda k: wheres[known[k]], "Start Timestamp(us)")
+    start_us[known] = _numbers(
+        path, [starts[j] for j in known], lambda k: wheres[known[k]], "Start Timestamp(us)"
+    )
     table = pd.DataFrame({
         "step": pd.array([step for step, _k, _o, _e in ops], dtype="Int64"),
         "kind": [kind for _s, kind, _o, _e in ops],

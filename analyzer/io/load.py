@@ -772,7 +772,8 @@ def _load_found(
     with _progress(progress, len(found)) as step:
         for i, det in enumerate(found):
             try:
-                loaded += [(i, pr) for pr in load_unit(det, chip, manifest_dir, lazy_timeline, kernel_columns)]
+                found_here = load_unit(det, chip, manifest_dir, lazy_timeline, kernel_columns)
+                loaded += [(i, pr) for pr in found_here]
             except (ProfileFormatError, NoProfileFoundError) as exc:
                 if len(found) == 1:
                     raise

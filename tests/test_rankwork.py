@@ -1,0 +1,212 @@
+"""The per-rank work of a multi-rank run (analyzer/rankwork.py) and its cache (analyzer/rank_cache.py):
+the report is the same wherever the work ran — in this process, in a local process pool, on a Dask
+`LocalCluster`, read back from the cache — and the same as the in-process model built from every
+profile at once (`load_profiles` + `build_report` + `build_cluster`, the path single inputs take)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyzer.analysis import analyze, kernel_columns_read
+from analyzer.cli import main
+from analyzer.cluster import build_cluster
+from analyzer.commands.analyze import RankOptions, build
+from analyzer.config import Config
+from analyzer.engine import run_cluster_rules
+from analyzer.errors import MissingComponentError, UsageError
+from analyzer.io.detect import detect
+from analyzer.io.load import load_profiles
+from analyzer.rank_cache import RankCache
+from analyzer.rankwork import Executor_, analyse_inputs, default_workers, plan_executor
+from analyzer.report.data import build_report, validate_report
+
+
+def _json(report: dict[str, Any]) -> str:
+    report = dict(report)
+    report.pop("generated_at")
+    return json.dumps(report, sort_keys=True)
+
+
+def _legacy(path: Path) -> str:
+    """The report as `analyze` made it before per-rank workers: every profile in this process."""
+    profiles = load_profiles(path, lazy_timeline=True, kernel_columns=kernel_columns_read())
+    pairs = [(p, analyze(p, Config())) for p in profiles]
+    model = build_cluster(profiles, profiles.failures)
+    return _json(build_report(pairs, cluster=(model, run_cluster_rules(model, profiles[0].chip, Config()))))
+
+
+def _report(path: Path, tmp: Path, **opts: Any) -> tuple[str, list[Any]]:
+    failures: list[Any] = []
+    ranks = RankOptions(cache_dir=tmp / "cache", **opts)
+    report = build(path, Config(), None, False, failures, ranks)
+    validate_report(report)
+    return _json(report), failures
+
+
+@pytest.fixture(scope="module")
+def run8(tmp_path_factory: pytest.TempPathFactory, sample_generator: Any) -> Path:
+    """A generated 8-rank run (slow rank 3, slow link 5->6) whose rank 6 has a truncated kernel row."""
+    from generator.cluster import ClusterSpec, write_cluster_run
+
+    out = tmp_path_factory.mktemp("run8")
+    roots = write_cluster_run(out, ClusterSpec(ranks=8, steps=3))
+    table = roots[6] / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    lines = table.read_text().splitlines()
+    lines[5] = lines[5].rsplit(",", 1)[0]  # one field short
+    table.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_same_report_in_process_pool_cache_and_legacy(run8: Path, tmp_path: Path) -> None:
+    serial, failures = _report(run8, tmp_path / "a", jobs=1, use_cache=False)
+    assert [f.rank for f in failures] == [6]
+    assert serial == _legacy(run8)
+    pooled, _ = _report(run8, tmp_path / "b", jobs=2)  # computes and writes the cache
+    assert pooled == serial
+    again, failures = _report(run8, tmp_path / "b", jobs=2)  # every input from the cache
+    assert again == serial
+    assert [f.rank for f in failures] == [6]
+    report = json.loads(serial)
+    assert report["cluster"]["slow_rank"] == 3
+    assert {f["code"] for f in report["findings"] if f.get("scope") == "cluster"} >= {"TS601", "TS604"}
+
+
+def test_real_two_rank_run_same_everywhere(real_traces: Path, tmp_path: Path) -> None:
+    run = real_traces / "gpt3_2rank_memoryl0"
+    serial, _ = _report(run, tmp_path, jobs=1, use_cache=False)
+    assert serial == _legacy(run)
+    assert _report(run, tmp_path, jobs=2)[0] == serial
+    assert _report(run, tmp_path, jobs=1)[0] == serial  # from the cache
+    ranks = json.loads(serial)["cluster"]["ranks"]
+    # torch_npu's own step_trace_time.csv values for rank 1 (the run's README)
+    rank1 = next(r for r in ranks if r["rank"] == 1)
+    assert (rank1["computing_us"], rank1["communication_not_overlapped_us"], rank1["free_us"]) == (
+        75422.22, 151303.54, 67860.8)
+
+
+def test_dask_local_cluster_gives_the_same_report(run8: Path, tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    serial, _ = _report(run8, tmp_path, jobs=1, use_cache=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        on_dask, failures = _report(run8, tmp_path, scheduler=cluster.scheduler_address, use_cache=False)
+    assert on_dask == serial
+    assert [f.rank for f in failures] == [6]
+
+
+def test_second_analysis_reads_only_the_cached_summaries(run8: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    found = detect(run8)
+    cache = RankCache(tmp_path / "cache")
+    first = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    assert first.cached == 0
+    import analyzer.rankwork as rw
+
+    def no_work(job: Any) -> Any:
+        raise AssertionError(f"input {job.index} was analysed again")
+
+    monkeypatch.setattr(rw, "run_unit", no_work)
+    second = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    assert second.cached == len(found) == 8
+    assert second.parts == first.parts
+    for name in ("steps", "comm_ops", "links", "kernels"):
+        a, b = getattr(first.cluster, name), getattr(second.cluster, name)
+        assert a.astype(str).equals(b.astype(str)), name
+
+
+def test_a_changed_input_or_setting_is_analysed_again(run8: Path, tmp_path: Path) -> None:
+    found = detect(run8)
+    cache = RankCache(tmp_path / "cache")
+    analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    again = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    assert again.cached == 8
+    # another threshold: every input's rules ran with other settings
+    cfg = Config(rules={"TS102": {"min_occurrences": 1000}})
+    other = analyse_inputs(found, run8, cfg, None, kernel_columns_read(), Executor_("serial"), cache)
+    assert other.cached == 0
+    # one rank's step trace rewritten (same size, later time): that rank only
+    step_trace = found[2].path / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv"
+    st = step_trace.stat()
+    os.utime(step_trace, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    touched = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    assert touched.cached == 7
+
+
+def test_a_damaged_cache_entry_is_recomputed(run8: Path, tmp_path: Path) -> None:
+    found = detect(run8)
+    cache = RankCache(tmp_path / "cache")
+    first = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    for meta in sorted((tmp_path / "cache").rglob("unit.json"))[:3]:
+        meta.write_bytes(meta.read_bytes()[:40])  # truncated
+    again = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    assert again.cached == 5
+    assert again.parts == first.parts
+
+
+def test_no_cache_writes_nothing(run8: Path, tmp_path: Path) -> None:
+    _report(run8, tmp_path, jobs=1, use_cache=False)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_executor_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    import analyzer.rankwork as rw
+
+    monkeypatch.delenv("TILESCOPE_SCHEDULER", raising=False)
+    monkeypatch.setattr(rw, "usable_cores", lambda: 8)
+    monkeypatch.setattr(rw, "available_memory", lambda: 64 * 2**30)
+    assert plan_executor(None, None, [10**6] * 3) == Executor_("pool", workers=3)  # no more than inputs
+    assert plan_executor(1, None, [10**6] * 3) == Executor_("serial")
+    assert plan_executor(None, None, [10**6]) == Executor_("serial")
+    # ranks of 5 GB on disk (~10.3 GB at peak each): 64 GiB holds 6 workers, not 8
+    assert default_workers([5 * 10**9] * 16) == 6
+    monkeypatch.setattr(rw, "available_memory", lambda: 2**30)
+    assert default_workers([5 * 10**9] * 16) == 1
+    monkeypatch.setenv("TILESCOPE_SCHEDULER", "tcp://10.0.0.1:8786")
+    assert plan_executor(None, None, [1, 1]) == Executor_("dask", address="tcp://10.0.0.1:8786")
+    assert plan_executor(2, "tcp://h:1", [1, 1]).address == "tcp://h:1"  # the flag wins
+    with pytest.raises(UsageError, match="--jobs 0"):
+        plan_executor(0, None, [1, 1])
+
+
+def test_unreachable_scheduler_is_exit_3_with_one_line(
+    run8: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("distributed")
+    import analyzer.rankwork as rw
+
+    monkeypatch.setattr(rw, "CONNECT_TIMEOUT_S", 2)  # nothing listens on port 9: refused until then
+    with pytest.raises(MissingComponentError, match="cannot reach the Dask scheduler"):
+        _report(run8, tmp_path, scheduler="tcp://127.0.0.1:9", use_cache=False)
+    assert main(["analyze", str(run8), "--scheduler", "tcp://127.0.0.1:9", "--no-cache"]) == 3
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines[-1].startswith("tilescope: error: --scheduler tcp://127.0.0.1:9: cannot reach")
+    assert "Traceback" not in err
+
+
+def test_cli_partial_run_through_the_pool(
+    run8: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["analyze", str(run8), "-j", "2", "--cache-dir", str(tmp_path), "-f", "json"]) == 2
+    captured = capsys.readouterr()
+    assert "row 5 (line 6): expected" in captured.err and "rank 6 left out" in captured.err
+    assert json.loads(captured.out)["cluster"]["ranks_loaded"] == 7
+    assert any(p.name == "unit.json" for p in tmp_path.rglob("*"))
+
+
+def test_rank_parts_survive_a_round_trip_unchanged(run8: Path, tmp_path: Path) -> None:
+    """What a worker hands back is plain data: equal after the cache's JSON and Parquet."""
+    found = detect(run8)[:2]
+    cache = RankCache(tmp_path / "c")
+    fresh = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    back = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    assert back.cached == 2
+    assert [dataclasses.asdict(r) for r in back.cluster.ranks] == [
+        dataclasses.asdict(r) for r in fresh.cluster.ranks
+    ]
