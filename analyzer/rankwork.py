@@ -22,6 +22,8 @@ Where the work runs (`plan_executor`):
 from __future__ import annotations
 
 import os
+import resource
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,20 +80,33 @@ class UnitResult:
     parts: list[RankPart] = field(default_factory=list)
     failure: LoadFailure | None = None
     failure_tables: RankTables | None = None  # a left-out input's summary files still count
+    # what the work cost where it ran (benchmarks/bench_cluster.py): CPU seconds of this input,
+    # and the worker process's peak RSS so far (KiB); not part of any report
+    cpu_s: float = 0.0
+    worker_peak_kib: int = 0
 
 
 def run_unit(job: UnitJob) -> UnitResult:
     """Load one input, run the per-profile rules on each of its ranks and reduce each to its
     report part and cross-rank rows. An input that cannot be read (its kernel table, its
     timeline) is a failure naming its file and row; its step and communication files still count."""
-    from analyzer.analysis import analyze
     from analyzer.arrowpool import arrow_returns_freed_memory
+
+    arrow_returns_freed_memory()
+    started = time.process_time()
+    result = _run_unit(job)
+    result.cpu_s = time.process_time() - started
+    result.worker_peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return result
+
+
+def _run_unit(job: UnitJob) -> UnitResult:
+    from analyzer.analysis import analyze
     from analyzer.cluster import rank_tables
     from analyzer.gcpause import gc_paused
     from analyzer.io.load import LoadFailure, load_unit, rank_of_failed
     from analyzer.report.data import profile_part
 
-    arrow_returns_freed_memory()
     try:
         profiles = load_unit(job.det, job.chip, job.manifest_dir, True, job.kernel_columns)
         parts = []
@@ -233,6 +248,8 @@ class RankRun:
     cluster_result: Any  # analyzer.engine.AnalysisResult
     where: Executor_
     cached: int = 0  # inputs read from the cache
+    cpu_s: list[float] = field(default_factory=list)  # per input analysed now (not cached)
+    worker_peak_kib: list[int] = field(default_factory=list)
 
 
 def analyse_inputs(
@@ -267,7 +284,8 @@ def analyse_inputs(
                 hit.index = job.index
                 results[job.index] = hit
     todo = [j for j in jobs if j.index not in results]
-    for res in run_jobs(todo, where):
+    fresh = run_jobs(todo, where)
+    for res in fresh:
         results[res.index] = res
         if cache is not None:
             cache.put(keys[res.index], res)
@@ -303,7 +321,8 @@ def analyse_inputs(
         infos.append((RankInfo(rank, f.path, False, f.error.one_line()), tables))
     model = assemble_cluster(infos)
     result = run_cluster_rules(model, _chip_of(parts[0]), config)
-    return RankRun(parts, failures, model, result, where, cached=len(jobs) - len(todo))
+    return RankRun(parts, failures, model, result, where, cached=len(jobs) - len(todo),
+                   cpu_s=[r.cpu_s for r in fresh], worker_peak_kib=[r.worker_peak_kib for r in fresh])
 
 
 def _chip_of(part: dict[str, Any]) -> Any:

@@ -92,9 +92,17 @@ def _floats(k: pd.DataFrame, col: str) -> np.ndarray:
 
 
 def communication_mask(k: pd.DataFrame) -> np.ndarray:
+    import pandas as pd
+
     if "core_type" not in k.columns:
         return np.zeros(len(k), dtype=bool)
-    return k["core_type"].astype("str").str.upper().isin(COMMUNICATION_TYPES).to_numpy(dtype=bool)
+    col = k["core_type"]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        # a loaded table's text: test each category once, then pick by code (-1: missing, as "nan")
+        hit = col.cat.categories.astype("str").str.upper().isin(COMMUNICATION_TYPES)
+        codes = col.cat.codes.to_numpy()
+        return np.append(np.asarray(hit, dtype=bool), False)[codes]
+    return col.astype("str").str.upper().isin(COMMUNICATION_TYPES).to_numpy(dtype=bool)
 
 
 def _union_us(start: np.ndarray, end: np.ndarray) -> float:

@@ -64,7 +64,9 @@ def _number(path: Path, where: str, value: object, what: str) -> float:
     return x
 
 
-def _numbers(path: Path, values: list[Any], where: Callable[[int], str], what: str) -> np.ndarray:
+def _numbers(
+    path: Path, values: list[Any], where: Callable[[int], str], what: str | Callable[[int], str]
+) -> np.ndarray:
     """`values` as float64, or the ProfileFormatError `_number` gives for the first bad one.
 
     Numbers (a JSON file's) and numeric text (a CSV's) convert in one numpy call; anything else
@@ -79,7 +81,7 @@ def _numbers(path: Path, values: list[Any], where: Callable[[int], str], what: s
         if arr is not None and (arr.size == 0 or np.isfinite(arr).all()):
             return arr
     for i, v in enumerate(values):
-        _number(path, where(i), v, what)
+        _number(path, where(i), v, what if isinstance(what, str) else what(i))
     return np.array(values, dtype=np.float64)  # unreachable unless _number accepts what numpy did not
 
 
@@ -194,22 +196,29 @@ def read_communication(path: Path) -> pd.DataFrame:
     def ms(key: str) -> np.ndarray:
         return _numbers(path, [t.get(key, 0) for t in times], wheres.__getitem__, key) * 1000.0
 
-    busiest: list[str | None] = []
-    size_mb: list[float] = []
-    gbps: list[float] = []
-    for (_s, _k, _o, entry), where in zip(ops, wheres, strict=True):
+    # every transport's size, in one conversion; the busiest transport's bandwidth per operator
+    transports: list[tuple[int, str, dict[str, Any]]] = []
+    for j, (_s, _k, _o, entry) in enumerate(ops):
         bw = entry.get("Communication Bandwidth Info") or {}
-        top, size, rate = None, 0.0, float("nan")
         for transport, info in (bw.items() if isinstance(bw, dict) else ()):
-            if not isinstance(info, dict):
-                continue
-            moved = _number(path, where, info.get("Transit Size(MB)", 0), f"{transport} Transit Size(MB)")
-            if moved > size:
-                top, size = str(transport), moved
-                rate = _number(path, where, info.get("Bandwidth(GB/s)", 0), f"{transport} Bandwidth(GB/s)")
-        busiest.append(top)
-        size_mb.append(size)
-        gbps.append(rate)
+            if isinstance(info, dict):
+                transports.append((j, str(transport), info))
+    sizes = _numbers(
+        path, [i.get("Transit Size(MB)", 0) for _j, _t, i in transports],
+        lambda k: wheres[transports[k][0]], lambda k: f"{transports[k][1]} Transit Size(MB)",
+    ).tolist()
+    busiest: list[str | None] = [None] * len(ops)
+    size_mb = [0.0] * len(ops)
+    top_info: list[dict[str, Any] | None] = [None] * len(ops)
+    for (j, transport, info), moved in zip(transports, sizes, strict=True):
+        if moved > size_mb[j]:
+            busiest[j], size_mb[j], top_info[j] = transport, moved, info
+    gbps = [
+        float("nan") if info is None else _number(
+            path, wheres[j], info.get("Bandwidth(GB/s)", 0), f"{busiest[j]} Bandwidth(GB/s)"
+        )
+        for j, info in enumerate(top_info)
+    ]
     starts = [t.get("Start Timestamp(us)") for t in times]
     known = [j for j, v in enumerate(starts) if v is not None]
     start_us = np.full(len(starts), np.nan)

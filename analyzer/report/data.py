@@ -436,7 +436,8 @@ def add_cluster(report: dict[str, Any], cluster: Cluster, result: AnalysisResult
 
     index = {e["rank"]: e["id"] for e in report["profiles"]}
     section = cluster_section(cluster, result)
-    report["cluster"] = _jsonable(section)
+    # the per-step rows are JSON-ready already (tens of thousands of them)
+    report["cluster"] = {k: v if k == "steps" else _jsonable(v) for k, v in section.items()}
     for f in result.findings:
         rank = f.evidence.get("rank")
         tagged = {**_tag(f.to_dict(), index.get(rank, 0), rank), "scope": SCOPE_CLUSTER}

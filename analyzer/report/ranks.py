@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from analyzer.report.words import fmt_us
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from analyzer.cluster import Cluster
     from analyzer.engine import AnalysisResult
 
@@ -28,11 +30,8 @@ def cluster_section(cluster: Cluster, result: AnalysisResult) -> dict[str, Any]:
 
     slow = next((f.evidence.get("rank") for f in result.findings if f.code == SLOW_RANK_CODE), None)
     rows = rank_table(cluster, slow)
-    steps = [
-        {k: (None if v != v else v) for k, v in rec.items()}  # NaN -> None
-        for rec in cluster.steps.drop(columns=["overlapped_us", "communication_us", "stage_us", "bubble_us"],
-                                      errors="ignore").to_dict("records")
-    ] if len(cluster.steps) else []
+    steps = _step_records(cluster.steps.drop(
+        columns=["overlapped_us", "communication_us", "stage_us", "bubble_us"], errors="ignore"))
     return {
         "ranks": rows,
         "slow_rank": slow,
@@ -42,6 +41,26 @@ def cluster_section(cluster: Cluster, result: AnalysisResult) -> dict[str, Any]:
         "notes": list(cluster.notes),
         "rules_run": list(result.rules_run),
     }
+
+
+def _step_records(steps: pd.DataFrame) -> list[dict[str, Any]]:
+    """One JSON-ready dict per rank and step (NaN and <NA> -> None), built column by column: a
+    64-rank run of 1,258 steps has 80,000 of them."""
+    import pandas as pd
+
+    if not len(steps):
+        return []
+    columns = []
+    for name in steps.columns:
+        col = steps[name]
+        values = col.astype(object).where(col.notna(), None).tolist()
+        if pd.api.types.is_integer_dtype(col.dtype):
+            values = [None if v is None else int(v) for v in values]
+        elif pd.api.types.is_float_dtype(col.dtype):
+            values = [None if v is None else float(v) for v in values]
+        columns.append(values)
+    names = [str(c) for c in steps.columns]
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
 def rank_rows(report: Mapping[str, Any]) -> list[list[str]]:

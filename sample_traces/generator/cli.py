@@ -60,13 +60,15 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                     help="with --ranks: the slow ring link, source-destination ('none': none)")
     ap.add_argument("--steps", type=int, default=2, metavar="S",
                     help="with --ranks: profiled steps per rank (7 tasks each: 6 kernels, 1 all-reduce)")
+    ap.add_argument("--layers", type=int, default=1, metavar="L",
+                    help="with --ranks: the 6-kernel list runs L times per step (6 L kernels, 1 all-reduce)")
     args = ap.parse_args(argv)
     if args.ranks is not None:
         if args.out is None:
             ap.error("--ranks needs --out DIR")
         link = None if args.slow_link == "none" else tuple(int(x) for x in args.slow_link.split("-", 1))
         spec = ClusterSpec(ranks=args.ranks, slow_rank=None if args.slow_rank < 0 else args.slow_rank,
-                           slow_link=link, steps=args.steps)  # type: ignore[arg-type]
+                           slow_link=link, steps=args.steps, layers=args.layers)  # type: ignore[arg-type]
         roots = write_cluster_run(args.out, spec)
         print(f"wrote {len(roots)} ranks under {args.out}")
         return 0

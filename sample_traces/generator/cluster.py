@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,7 @@ class ClusterSpec:
     link_gbps: float = 20.0
     allreduce_mb: float = 16.0
     gap_us: float = 10.0
+    layers: int = 1  # the kernel list runs this many times per step, before the step's all-reduce
 
 
 def _durations(spec: ClusterSpec, rank: int) -> list[float]:
@@ -88,7 +90,14 @@ def _transit_us(spec: ClusterSpec, rank: int) -> float:
 
 def _arrival_us(spec: ClusterSpec, rank: int) -> float:
     """Time from the step start until the rank reaches the all-reduce."""
-    return sum(d + spec.gap_us for d in _durations(spec, rank))
+    return spec.layers * sum(d + spec.gap_us for d in _durations(spec, rank))
+
+
+def _period_us(spec: ClusterSpec) -> float:
+    """Step start to step start: 20 ms, or more when a step's kernels and all-reduce need it."""
+    longest = max(_arrival_us(spec, r) for r in range(spec.ranks)) + max(
+        _transit_us(spec, r) for r in range(spec.ranks))
+    return max(STEP_PERIOD_US, 1000.0 * math.ceil(1.25 * longest / 1000.0))
 
 
 def write_cluster_run(out: Path, spec: ClusterSpec | None = None) -> list[Path]:
@@ -120,11 +129,12 @@ def _write_rank(ao: Path, spec: ClusterSpec, rank: int, last: float) -> None:
     # every rank's transfer ends when the slowest link of the ring is done: it idles after its own
     idle = max(_transit_us(spec, r) for r in range(spec.ranks)) - transit
     elapse = wait + transit + idle
-    computing = sum(_durations(spec, rank))
+    computing = spec.layers * sum(_durations(spec, rank))
+    period = _period_us(spec)
     task = 100
     for step in range(1, spec.steps + 1):
-        t = T0_US + (step - 1) * STEP_PERIOD_US
-        for k, dur in zip(WORKLOAD, _durations(spec, rank), strict=True):
+        t = T0_US + (step - 1) * period
+        for k, dur in [*zip(WORKLOAD, _durations(spec, rank), strict=True)] * spec.layers:
             rows.append([step, 4294967295, task, 2, k.name, k.op_type, k.core, f"{t:.3f}", f"{dur:.3f}",
                          f"{spec.gap_us:.3f}", k.blocks, 0, k.shapes, "DT_BF16", "FORMAT_ND",
                          k.shapes.split(";")[0], "DT_BF16", "FORMAT_ND"])
@@ -133,8 +143,8 @@ def _write_rank(ao: Path, spec: ClusterSpec, rank: int, last: float) -> None:
         name = f"hcom_allReduce__201_{step}_1"
         rows.append([step, 4294967295, "N/A", "N/A", name, "hcom_allReduce_", "HCCL", f"{t:.3f}",
                      f"{elapse:.3f}", f"{spec.gap_us:.3f}", 0, *["N/A"] * 7])
-        free = STEP_PERIOD_US - computing - elapse
-        steps.append([step, computing, elapse, 0.0, elapse, free, STEP_PERIOD_US, 0, elapse])
+        free = period - computing - elapse
+        steps.append([step, computing, elapse, 0.0, elapse, free, period, 0, elapse])
         key = f"{name}@{GROUP}"
         times = {"Start Timestamp(us)": t, "Elapse Time(ms)": elapse / 1000,
                  "Transit Time(ms)": transit / 1000, "Wait Time(ms)": wait / 1000,
@@ -191,7 +201,7 @@ def _readme(spec: ClusterSpec) -> str:
     return (
         "# GENERATED multi-rank run (not measured)\n\n"
         "Written by `sample_traces/generate.py --ranks N` (generator/cluster.py). "
-        f"{spec.ranks} ranks, {spec.steps} steps. Slow rank: {spec.slow_rank} "
+        f"{spec.ranks} ranks, {spec.steps} steps of {spec.layers * len(WORKLOAD)} kernels. Slow rank: {spec.slow_rank} "
         f"({spec.slow_kernel} x{spec.slow_factor}). Slow link: {spec.slow_link} "
         f"({spec.link_gbps * spec.slow_link_factor:g} GB/s vs {spec.link_gbps:g} GB/s).\n"
     )
