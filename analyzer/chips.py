@@ -325,6 +325,28 @@ TL_ASCEND_PLATFORMS = {"A2": "910B2", "A3": "A3", "A5": "950"}
 TL_ASCEND_DEFAULT_PLATFORM = "A3"
 
 
+def tl_ascend_platform_of_device(device_name: str | None) -> str | None:
+    """The platform tilelang-ascend 0.1.4 compiles for on this device when TL_PLATFORM is unset.
+
+    Its `tilelang.utils.target.determine_platform("auto")` reads the NPU's name: "910B" -> A2,
+    "910_93"/"910C" -> A3, "950"/"910_95" -> A5, any other "910" -> A2, else its default A3. The
+    collector pins TL_PLATFORM to this value so the IR it captures (lowered without a device) and
+    the binary it profiles are built for the same platform. None: no device name to go by.
+    """
+    if not device_name:
+        return None
+    name = device_name.upper()
+    if "910B" in name:
+        return "A2"
+    if "910_93" in name or "910C" in name:
+        return "A3"
+    if "950" in name or "910_95" in name:
+        return "A5"
+    if "910" in name:
+        return "A2"
+    return TL_ASCEND_DEFAULT_PLATFORM
+
+
 def lowering_target_chip(
     dialect: str, platform: str | None = None, version: str | None = None
 ) -> tuple[str, str]:

@@ -102,14 +102,16 @@ def profile_msprof_op(
     timeout: float | None,
     replay_mode: str = "application",
     env: dict[str, str] | None = None,
+    python: str = sys.executable,
 ) -> tuple[list[CommandRecord], list[dict[str, Any]]]:
+    """`python`: the interpreter of the launcher's shebang — tilelang-ascend's for its kernels."""
     msprof = shutil.which("msprof") or "msprof"
     job = dict(job_base, mode="launch", device="npu", warmup=warmup, repeat=repeat,
                result=str(work / "launch.result.json"))
     job_path = bundle / "collect" / "launch_job.json"
     job_path.parent.mkdir(parents=True, exist_ok=True)
     job_path.write_text(json.dumps(job, indent=2), encoding="utf-8")
-    launcher = write_launcher(bundle / "collect" / "launch_kernel.py", job_path)
+    launcher = write_launcher(bundle / "collect" / "launch_kernel.py", job_path, python)
     staging = work / "msprof_op_out"
     staging.mkdir(parents=True, exist_ok=True)
     argv = build_msprof_op_argv(staging, launcher, groups, kernel_name, repeat, warmup, replay_mode, msprof)

@@ -162,13 +162,15 @@ def child_env(user_env: dict[str, str], device: str) -> dict[str, str]:
 
 def run_check(bundle: Path, ref: KernelRef, params: dict[str, Any], device: str,
               timeout: float | None, env: dict[str, str],
-              python: str = sys.executable) -> tuple[CommandRecord, dict[str, Any]]:
-    """Build + compile + compare with the reference in a child; returns its record and answer."""
+              python: str = sys.executable, extra: dict[str, Any] | None = None
+              ) -> tuple[CommandRecord, dict[str, Any]]:
+    """Build + compile + compare with the reference in a child; returns its record and answer.
+    `extra`: job fields of a tilelang-ascend kernel (ascend_job_base), run by `python`, its stack's."""
     collect_dir = bundle / "collect"
     collect_dir.mkdir(parents=True, exist_ok=True)
     result = collect_dir / f"check_{device}.result.json"
     job = {"kernel": str(ref.path), "function": ref.function, "params": params, "device": device,
-           "mode": "check", "warmup": 0, "repeat": 1, "result": str(result)}
+           "mode": "check", "warmup": 0, "repeat": 1, "result": str(result), **(extra or {})}
     job_path = collect_dir / f"check_{device}.job.json"
     job_path.write_text(json.dumps(job, indent=2), encoding="utf-8")
     log = collect_dir / f"check_{device}.log"
@@ -203,16 +205,71 @@ def spec_record(path: Path, function: str, params: dict[str, Any]) -> dict[str, 
     from collectors import spec as specmod
 
     spec = specmod.find_spec(specmod.load_module(path), function, path)
-    if spec is None:
-        return None
-    shapes = specmod.input_shapes(spec, params)
-    return {
-        "inputs": [{"name": t.name, "shape": list(shape), "dtype": specmod.resolve_dtype(t.dtype, params),
-                    "init": t.init} for t, shape in zip(spec.inputs, shapes, strict=True)],
-        "out_idx": list(spec.out_idx),
-        "reference": getattr(spec.reference, "__name__", "callable") if spec.reference else None,
-        "atol": spec.atol, "rtol": spec.rtol, "seed": spec.seed, "cpu": spec.cpu,
-    }
+    return None if spec is None else specmod.record(spec, params, specmod.SPEC_ATTR)
+
+
+EMULATED_NO_NPU = (
+    "no NPU: {name} is a tilelang-ascend kernel, and tilelang-ascend runs here only emulated (an "
+    "arm64 root under qemu, {root}); profiling it needs an Ascend NPU with CANN + torch_npu and "
+    "tilelang-ascend installed natively (an Atlas A2/A3 host); --ir-only works here (IR + manifest, "
+    "no runtime metrics), see docs/collecting.md"
+)
+
+
+def ascend_python(interp: Any, kernel: Path) -> str:
+    """The Python that runs a tilelang-ascend kernel on the NPU: this one when tilelang-ascend is
+    installed here, the setup script's venv on an aarch64 host; never the emulated root (no device
+    reaches it, and it has no CANN) — that is exit 3, before any work."""
+    from analyzer.errors import MissingComponentError
+
+    if interp.kind == "in-process":
+        return sys.executable
+    if interp.kind == "native":
+        return str(interp.argv[0])
+    raise MissingComponentError(EMULATED_NO_NPU.format(name=kernel.name, root=interp.root))
+
+
+def ascend_job_base(ref: KernelRef, ir: dict[str, Any]) -> dict[str, Any]:
+    """What every tilelang-ascend device job (check, profile, launch) gets, read from the bundle's
+    ir.json: the builder, the parameters the IR was captured with (the file's own call included, as
+    lint takes them), and the inputs derived from the captured signature (used by the worker when
+    the file has no TILESCOPE_SPEC)."""
+    from analyzer.ir.scopes import TILELANG_ASCEND
+
+    kernels = ir.get("kernels", [])
+    if len(kernels) != 1:
+        raise UsageError(f"{ref.text} builds {len(kernels)} kernels; collect profiles one at a time")
+    k = kernels[0]
+    derived = None
+    if k.get("gm_tensors"):
+        derived = specmod.derived_declaration(k["gm_tensors"], k.get("outputs", []), k.get("workspaces", []))
+    return {"kernel": str(ref.path), "function": ref.function, "params": dict(ir.get("params", {})),
+            "dialect": TILELANG_ASCEND, "spec": derived}
+
+
+def _declares_spec(path: Path) -> bool:
+    """Does the file assign TILESCOPE_SPEC at module level (read from the source: a tilelang-ascend
+    file cannot be imported in the collector's interpreter)?"""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for n in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(n, ast.Assign):
+            targets = n.targets
+        elif isinstance(n, ast.AnnAssign):
+            targets = [n.target]
+        if any(isinstance(t, ast.Name) and t.id == specmod.SPEC_ATTR for t in targets):
+            return True
+    return False
+
+
+def derived_record(declaration: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """manifest["kernel"]["spec"] of inputs derived from the signature, as the worker records a spec it
+    ran; a symbolic dim that the given parameters do not settle stays as the IR names it."""
+    spec = specmod.spec_from_declaration(declaration, "inputs derived from the signature")
+    try:
+        return specmod.record(spec, params, "signature")
+    except UsageError:
+        return dict(declaration, source="signature")
 
 
 def collect(req: CollectRequest, log: Log | None = None,
@@ -221,21 +278,40 @@ def collect(req: CollectRequest, log: Log | None = None,
     say: Log = log or (lambda msg: print(f"tilescope: {msg}", file=sys.stderr))
     user_env = dict(os.environ)
     ref = validate_request(req)
+    dialect = _source_dialect(ref.path)  # read from the source: nothing imported yet
     device_probe: dict[str, Any] = {}
-    if not req.ir_only:
-        device_probe = probe(req.backend) if probe else preflight.check_backend(req.backend)
-    keep_torch_npu_out_of_this_process()
-    dialect = _source_dialect(ref.path)
-    if dialect is not None:  # tilelang-ascend: lowered by its own stack, in a worker
-        if not req.ir_only:
-            raise UsageError(f"{ref.path} is written for {dialect.describe()}: collect profiles it "
-                             "only with --ir-only for now (profile it with torch_npu or msprof "
-                             "and run tilescope analyze on the output)")
+    python = sys.executable
+    if dialect is not None:  # tilelang-ascend: lowered (and run) by its own stack, in a worker
         from analyzer.ir.foreign import require_interpreter
 
-        require_interpreter(f"{ref.path} is written for {dialect.describe()}")
+        interp = require_interpreter(f"{ref.path} is written for {dialect.describe()}")
+        if not req.ir_only:
+            python = ascend_python(interp, ref.path)
+            device_probe = (probe(req.backend) if probe else
+                            preflight.check_backend(req.backend, preflight.probe_torch_npu(python)))
     else:
+        if not req.ir_only:
+            device_probe = probe(req.backend) if probe else preflight.check_backend(req.backend)
         preflight.require_tilelang()
+    keep_torch_npu_out_of_this_process()
+    pinned = None
+    if dialect is not None and not os.environ.get("TL_PLATFORM"):
+        from analyzer.chips import tl_ascend_platform_of_device
+
+        pinned = tl_ascend_platform_of_device(device_probe.get("device_name"))
+    if pinned is None:
+        return _collect(req, ref, dialect, device_probe, python, user_env, say)
+    # The IR capture lowers without a device and would take tilelang-ascend's default platform, the
+    # NPU child would detect the device's: pin both to the device's (and record it).
+    os.environ["TL_PLATFORM"] = user_env["TL_PLATFORM"] = pinned
+    try:
+        return _collect(req, ref, dialect, device_probe, python, user_env, say)
+    finally:
+        os.environ.pop("TL_PLATFORM", None)
+
+
+def _collect(req: CollectRequest, ref: KernelRef, dialect: Any, device_probe: dict[str, Any], python: str,
+             user_env: dict[str, str], say: Log) -> Path:
     ref = resolve_function(ref)
     chip = resolve_chip_name(req.chip, _tilelang_version(), dialect.dialect if dialect else None)
 
@@ -256,20 +332,37 @@ def collect(req: CollectRequest, log: Log | None = None,
 
         say(f"capturing IR of {ref.text} for chip {chip.label}")
         manifest["ir"] = capture_ir_into(tmp, ref, req.params, chip)
+        ir = _read_ir(tmp)
+        manifest["dialect"] = ir.get("dialect")
 
         device = "cpu" if req.ir_only else "npu"
         answer: dict[str, Any]
-        if dialect is not None:  # tilelang-ascend has no CPU target to run the kernel on
-            answer = {"function": ref.function, "params": req.params, "correctness": specmod.CheckResult(
-                "not_run", "cpu", None, "tilelang-ascend kernels run only on an NPU").to_dict()}
+        job_base: dict[str, Any] = {"kernel": str(ref.path), "function": ref.function, "params": req.params}
+        if dialect is not None:
+            job_base = ascend_job_base(ref, ir)
+            # the stack that lowered it, not the collector's tilelang (the NPU child's answer refines it)
+            manifest["versions"]["tilelang"] = ir.get("lowering", {}).get("stack")
+        if dialect is not None and req.ir_only:  # tilelang-ascend has no CPU target to run the kernel on
+            why = "tilelang-ascend kernels run only on an NPU"
+            answer = {"function": ref.function, "params": job_base["params"], "kernel_name":
+                      ir["kernels"][0].get("entry"),
+                      "correctness": specmod.CheckResult("not_run", "cpu", None, why).to_dict()}
+            if job_base["spec"] is not None and not _declares_spec(ref.path):
+                manifest["kernel"]["spec"] = derived_record(job_base["spec"], job_base["params"])
         else:
             say(f"checking the result against the reference ({'CPU target c' if req.ir_only else 'NPU'})")
-            rec, answer = run_check(tmp, ref, req.params, device, req.timeout, user_env)
+            # a tilelang-ascend check runs in its stack's interpreter, with the fields of ascend_job_base
+            kw: dict[str, Any] = {} if dialect is None else {
+                "python": python, "extra": {k: job_base[k] for k in ("dialect", "spec", "params")}}
+            rec, answer = run_check(tmp, ref, req.params, device, req.timeout, user_env, **kw)
             commands.append(rec)
         manifest["kernel"].update(function=answer.get("function"), entry=answer.get("kernel_name"))
-        if answer.get("spec"):
+        if answer.get("spec_record"):  # tilelang-ascend: the worker says which spec it ran
+            manifest["kernel"]["spec"] = answer["spec_record"]
+        elif answer.get("spec"):
             manifest["kernel"]["spec"] = spec_record(ref.path, str(answer.get("function")),
                                                      answer.get("params", {}))
+        manifest["versions"].update(answer.get("versions", {}))
         manifest["resolved_parameters"] = answer.get("params", {})
         manifest["correctness"] = answer["correctness"]
         manifest["device_name"] = answer.get("device_name") or manifest["device_name"]
@@ -279,9 +372,9 @@ def collect(req: CollectRequest, log: Log | None = None,
             if not answer.get("spec"):
                 raise UsageError(f"{ref.path}: no TILESCOPE_SPEC entry for {answer.get('function')!r}; "
                                  "collect needs it to make the kernel's inputs (docs/collecting.md)")
-            job_base = {"kernel": str(ref.path), "function": answer.get("function"), "params": req.params}
+            job_base["function"] = answer.get("function")
             recs, runs = _profile(req, tmp, job_base, answer.get("kernel_name"), child_env(user_env, "npu"),
-                                  say)
+                                  say, python)
             commands.extend(recs)
             manifest["profile"] = {"path": "profile", "runs": runs,
                                    "layout": "torch_npu" if req.backend == "torch_npu" else "msprof_op"}
@@ -294,17 +387,26 @@ def collect(req: CollectRequest, log: Log | None = None,
     return req.out
 
 
+def _read_ir(bundle: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((bundle / "ir" / "ir.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def _profile(req: CollectRequest, tmp: Path, job_base: dict[str, Any], kernel_name: str | None,
-             env: dict[str, str], say: Log) -> tuple[list[CommandRecord], list[dict[str, Any]]]:
+             env: dict[str, str], say: Log, python: str = sys.executable
+             ) -> tuple[list[CommandRecord], list[dict[str, Any]]]:
     if req.backend == "torch_npu":
         say(f"profiling with torch_npu: {len(req.metrics)} run(s), one per metric group")
         return profile_groups(tmp / "collect", tmp, job_base, list(req.metrics), req.warmup, req.repeat,
-                              req.timeout, env=env)
+                              req.timeout, env=env, python=python)
     if not kernel_name:
         raise TilescopeError("cannot tell the kernel's entry symbol for msprof op --kernel-name")
     say(f"profiling with msprof op ({','.join(req.metrics)})")
     return profile_msprof_op(tmp / "collect", tmp, job_base, list(req.metrics), kernel_name, req.warmup,
-                             req.repeat, req.timeout, req.replay_mode, env=env)
+                             req.repeat, req.timeout, req.replay_mode, env=env, python=python)
 
 
 def _report_check(result: dict[str, Any], say: Log) -> None:

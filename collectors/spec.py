@@ -209,6 +209,34 @@ def find_spec(module: ModuleType, function: str, path: Path) -> KernelSpec | Non
     return spec_from_declaration(declared[function], f"{path}: {SPEC_ATTR}[{function!r}]")
 
 
+def derived_declaration(
+    gm_tensors: Sequence[dict[str, Any]], outputs: Sequence[str], workspaces: Sequence[str]
+) -> dict[str, Any]:
+    """A TILESCOPE_SPEC entry made from the kernel's own signature, for a file that declares none.
+
+    `gm_tensors` are the PrimFunc's GM tensor parameters in signature order (name, shape, dtype:
+    analyzer.ir.walk.gm_tensors, kept in ir.json); `outputs` and `workspaces` name those that
+    tilelang-ascend's `@tilelang.jit(out_idx=..., workspace_idx=...)` allocates itself. Every other
+    tensor is an input, filled as the spec's defaults fill it (randn floats, randint integers), in
+    signature order — what its compiled adapter expects as positional arguments. Symbolic dims stay
+    names and resolve against the builder's parameters like a spec's shape entries (eval_dim). No
+    reference: without one the correctness check is `not_run`, never a made-up pass.
+    """
+    allocated = set(outputs) | set(workspaces)
+    unknown = sorted(allocated - {str(t["name"]) for t in gm_tensors})
+    if unknown:
+        raise UsageError(f"out_idx/workspace_idx name(s) {', '.join(unknown)} that are not GM tensors")
+    inputs = [
+        {"name": str(t["name"]), "shape": list(t["shape"]), "dtype": str(t["dtype"])}
+        for t in gm_tensors
+        if str(t["name"]) not in allocated
+    ]
+    return {
+        "inputs": inputs,
+        "out_idx": [i for i, t in enumerate(gm_tensors) if str(t["name"]) in set(outputs)],
+    }
+
+
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
@@ -247,6 +275,20 @@ def resolve_dtype(dtype: str, params: dict[str, Any]) -> str:
     value = params.get(dtype, dtype) if dtype.isidentifier() else dtype
     text = str(value)
     return text.rsplit(".", 1)[-1]  # "torch.float16" / T.float16 objects print with a prefix
+
+
+def record(spec: KernelSpec, params: dict[str, Any], source: str) -> dict[str, Any]:
+    """The spec as run, for manifest["kernel"]["spec"]: shapes and dtypes resolved against the
+    parameters; `source` says where it came from (TILESCOPE_SPEC, or the kernel's signature)."""
+    shapes = input_shapes(spec, params)
+    return {
+        "source": source,
+        "inputs": [{"name": t.name, "shape": list(shape), "dtype": resolve_dtype(t.dtype, params),
+                    "init": t.init} for t, shape in zip(spec.inputs, shapes, strict=True)],
+        "out_idx": list(spec.out_idx),
+        "reference": getattr(spec.reference, "__name__", "callable") if spec.reference else None,
+        "atol": spec.atol, "rtol": spec.rtol, "seed": spec.seed, "cpu": spec.cpu,
+    }
 
 
 def make_inputs(spec: KernelSpec, params: dict[str, Any], device: str) -> list[Any]:

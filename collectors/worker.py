@@ -8,7 +8,11 @@ Every device action of `tilescope collect` happens here, in a fresh process, bec
 
 Job (JSON): kernel, function, params (only the --param values; defaults come from the factory),
 device ("cpu" | "npu"), mode ("check" | "profile" | "launch"), warmup, repeat, profiler (the plain
-config of torch_npu_backend.build_profiler_config, mode "profile"), result (path of the JSON answer).
+config of torch_npu_backend.build_profiler_config, mode "profile"), result (path of the JSON answer);
+for a tilelang-ascend kernel also dialect ("tilelang-ascend") and spec (the TILESCOPE_SPEC entry
+derived from its signature, used when the file declares none: collectors.spec.derived_declaration).
+A tilelang-ascend job runs in tilelang-ascend's interpreter (analyzer.ir.foreign), which has its own
+`tilelang`: this module imports nothing of tilelang or torch at module level.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.errors import UsageError
+from analyzer.ir.scopes import TILELANG_ASCEND
 from collectors import spec as specmod
 
 
@@ -94,19 +99,99 @@ def launch(kernel_fn: Any, inputs: list[Any], count: int, device: str) -> None:
         _sync(device)
 
 
+def build_ascend_kernel(
+    kernel: Path, function: str, params: dict[str, Any], derived: dict[str, Any] | None
+) -> tuple[Any, Any, specmod.KernelSpec, dict[str, Any], str]:
+    """tilelang-ascend 0.1.4: (the compiled kernel, its PrimFunc, the input spec, the parameters with
+    the builder's defaults, where the spec came from), through tilelang-ascend's own API.
+
+    A `@tilelang.jit(out_idx=..., workspace_idx=..., pass_configs=...)` builder is called with the
+    parameters: that lowers, compiles with bisheng and returns a JITKernel whose adapter takes the
+    inputs as torch_npu tensors and allocates the outputs and workspaces itself (`c = matmul(...)(a, b)`
+    in tilelang-ascend's examples). A plain builder's PrimFunc goes through `tilelang.compile` with the
+    spec's out_idx. The file is imported without its script part (analyzer.ir.published), as lint
+    imports it: published examples run NPU tests at module level.
+    """
+    import ast
+
+    import tilelang
+    import torch_npu  # noqa: F401  (the adapter allocates outputs on torch.device("npu"))
+
+    from analyzer.ir.published import PublishedFileError, load_module
+
+    try:
+        module = load_module(kernel, ast.parse(kernel.read_text(encoding="utf-8"), filename=str(kernel)))
+    except PublishedFileError as exc:
+        raise UsageError(str(exc)) from None
+    obj = getattr(module, function, None)
+    if not callable(obj):
+        raise UsageError(f"{kernel}: no function {function!r}")
+    impl = getattr(obj, "__jit_impl__", None)
+    params = specmod.resolve_params(impl.func if impl is not None else obj, params)
+    spec = specmod.find_spec(module, function, kernel)
+    source = specmod.SPEC_ATTR
+    if spec is None and derived is not None:
+        spec = specmod.spec_from_declaration(derived, f"{kernel}: inputs derived from {function}'s signature")
+        source = "signature"
+    if spec is None:
+        raise UsageError(f"{kernel}: no {specmod.SPEC_ATTR}[{function!r}] and no inputs derived from its "
+                         "signature: cannot make inputs (docs/collecting.md)")
+    if impl is not None:
+        kernel_fn = obj(**params)
+        func = kernel_fn.prim_func
+    else:
+        func = obj(**params)
+        kernel_fn = tilelang.compile(func, out_idx=list(spec.out_idx) or None)
+    expected = ascend_input_count(kernel_fn.adapter)
+    if expected is not None and expected != len(spec.inputs):
+        raise UsageError(f"{kernel}: {function} takes {expected} input tensor(s) when called, the spec "
+                         f"declares {len(spec.inputs)} ({', '.join(t.name for t in spec.inputs) or 'none'})")
+    return kernel_fn, func, spec, params, source
+
+
+def ascend_versions() -> dict[str, str | None]:
+    """The versions of the stack that ran the kernel (this interpreter's, which on an aarch64 host
+    may be a venv of its own): they replace the collector's in the manifest."""
+    from collectors.bundle import dist_version
+
+    stack = dist_version("tilelang-ascend")
+    return {"torch": dist_version("torch"),
+            "torch_npu": dist_version("torch-npu") or dist_version("torch_npu"),
+            "tilelang": f"tilelang-ascend {stack}" if stack else dist_version("tilelang")}
+
+
+def ascend_input_count(adapter: Any) -> int | None:
+    """How many tensors tilelang-ascend's cython adapter takes: every parameter it does not allocate
+    itself (result_idx, workspace_idx, auto_gm_idx — cython_wrapper.pyx `forward`); None when the
+    adapter does not say."""
+    try:
+        allocated = set(adapter.result_idx) | set(adapter.workspace_idx) | set(adapter.auto_gm_idx or [])
+        return len(adapter.params) - len(allocated)
+    except (AttributeError, TypeError):
+        return None
+
+
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     device = job["device"]
-    func, spec, name, params = build_prim_func(Path(job["kernel"]), job.get("function"), job["params"])
-    answer: dict[str, Any] = {"function": name, "kernel_name": _entry_name(func), "spec": spec is not None,
-                              "params": _jsonable(params)}
-    if spec is None and job["mode"] == "check":
+    if job.get("dialect") == TILELANG_ASCEND:
+        name = str(job["function"])
+        kernel_fn, func, spec, params, source = build_ascend_kernel(
+            Path(job["kernel"]), name, dict(job["params"]), job.get("spec"))
+        answer: dict[str, Any] = {"function": name, "kernel_name": _entry_name(func), "spec": True,
+                                  "params": _jsonable(params), "versions": ascend_versions(),
+                                  "spec_record": specmod.record(spec, params, source)}
+        return _run_mode(job, answer, kernel_fn, func, spec, params, device)
+    func, found, name, params = build_prim_func(Path(job["kernel"]), job.get("function"), job["params"])
+    answer = {"function": name, "kernel_name": _entry_name(func), "spec": found is not None,
+              "params": _jsonable(params)}
+    if found is None and job["mode"] == "check":
         reason = f"no {specmod.SPEC_ATTR}[{name!r}] in the kernel file (see docs/collecting.md)"
         answer["correctness"] = specmod.CheckResult("not_run", device, None, reason).to_dict()
         return answer
-    if spec is None:
+    if found is None:
         raise RuntimeError(f"no {specmod.SPEC_ATTR}[{name!r}] in {job['kernel']}: cannot make inputs")
     try:
-        kernel_fn = compile_kernel(func, list(spec.out_idx), device)
+        kernel_fn = compile_kernel(func, list(found.out_idx), device)
     except Exception as exc:
         if job["mode"] == "check" and device == "cpu":
             # Not an error of the kernel: most Ascend-style kernels cannot target "c" at all.
@@ -115,6 +200,12 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             answer["correctness"] = specmod.CheckResult("not_run", "cpu", "c", reason).to_dict()
             return answer
         raise
+    return _run_mode(job, answer, kernel_fn, func, found, params, device)
+
+
+def _run_mode(job: dict[str, Any], answer: dict[str, Any], kernel_fn: Any, func: Any,
+              spec: specmod.KernelSpec, params: dict[str, Any], device: str) -> dict[str, Any]:
+    """Check, launch or profile a compiled kernel: the same for both dialects."""
     if device == "npu":
         import torch
 

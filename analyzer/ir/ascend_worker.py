@@ -160,10 +160,9 @@ def _lower(func: Any, kc: KernelCapture, pass_configs: dict[str, Any], impl: Any
     return art
 
 
-def _workspaces(func: Any, impl: Any) -> list[str]:
-    """The GM parameters `@tilelang.jit(workspace_idx=...)` declares as workspaces: tilelang-ascend
-    passes Cube results to the Vector cores through them (A2/A3 have no L0C -> UB path)."""
-    idx = getattr(impl, "workspace_idx", None)
+def _param_names(func: Any, idx: Any) -> list[str]:
+    """The names of the PrimFunc parameters at `idx` (an int or a list, negative from the end, as
+    tilelang-ascend's adapter legalizes them), buffer names where a parameter is a buffer."""
     if idx is None:
         return []
     wanted = [idx] if isinstance(idx, int) else list(idx)
@@ -175,6 +174,18 @@ def _workspaces(func: Any, impl: Any) -> list[str]:
             buf = func.buffer_map.get(var)
             names.append(str(buf.name if buf is not None else var.name))
     return names
+
+
+def _workspaces(func: Any, impl: Any) -> list[str]:
+    """The GM parameters `@tilelang.jit(workspace_idx=...)` declares as workspaces: tilelang-ascend
+    passes Cube results to the Vector cores through them (A2/A3 have no L0C -> UB path)."""
+    return _param_names(func, getattr(impl, "workspace_idx", None))
+
+
+def _outputs(func: Any, impl: Any) -> list[str]:
+    """The GM parameters `@tilelang.jit(out_idx=...)` makes outputs: the compiled kernel allocates
+    and returns them, so `tilescope collect` must not pass them (collectors.spec.derived_declaration)."""
+    return _param_names(func, getattr(impl, "out_idx", None))
 
 
 def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCapture]:
@@ -206,6 +217,7 @@ def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCaptu
         kc.stages["tvmscript"] = func.script()
         kc.walked = walk_primfunc(func, TILELANG_ASCEND)
         kc.walked["workspaces"] = _workspaces(func, impl)
+        kc.walked["outputs"] = _outputs(func, impl)
         art = _lower(func, kc, configs, impl)
         if art is not None:
             kc.stages["final"] = art.device_mod.script()

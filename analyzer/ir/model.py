@@ -124,6 +124,8 @@ def assemble_ir_json(
             rec["core_type"] = _core_type(w)
             if w.get("workspaces"):  # tilelang-ascend's declared cross-core GM workspaces
                 rec["workspaces"] = w["workspaces"]
+            if w.get("outputs"):  # tilelang-ascend's jit out_idx: collect passes every other tensor
+                rec["outputs"] = w["outputs"]
             line_map.extend(build_line_map(w, kc.name))
         else:
             kdef = find_kernel_def(tree, function.split(",")[0])
