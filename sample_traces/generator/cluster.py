@@ -65,6 +65,8 @@ class ClusterSpec:
     link_gbps: float = 20.0
     allreduce_mb: float = 16.0
     gap_us: float = 10.0
+    # time between step starts (torch_npu's step marks); what is not compute or communication is Free
+    step_period_us: float = STEP_PERIOD_US
 
 
 def _durations(spec: ClusterSpec, rank: int) -> list[float]:
@@ -123,7 +125,7 @@ def _write_rank(ao: Path, spec: ClusterSpec, rank: int, last: float) -> None:
     computing = sum(_durations(spec, rank))
     task = 100
     for step in range(1, spec.steps + 1):
-        t = T0_US + (step - 1) * STEP_PERIOD_US
+        t = T0_US + (step - 1) * spec.step_period_us
         for k, dur in zip(WORKLOAD, _durations(spec, rank), strict=True):
             rows.append([step, 4294967295, task, 2, k.name, k.op_type, k.core, f"{t:.3f}", f"{dur:.3f}",
                          f"{spec.gap_us:.3f}", k.blocks, 0, k.shapes, "DT_BF16", "FORMAT_ND",
@@ -133,8 +135,8 @@ def _write_rank(ao: Path, spec: ClusterSpec, rank: int, last: float) -> None:
         name = f"hcom_allReduce__201_{step}_1"
         rows.append([step, 4294967295, "N/A", "N/A", name, "hcom_allReduce_", "HCCL", f"{t:.3f}",
                      f"{elapse:.3f}", f"{spec.gap_us:.3f}", 0, *["N/A"] * 7])
-        free = STEP_PERIOD_US - computing - elapse
-        steps.append([step, computing, elapse, 0.0, elapse, free, STEP_PERIOD_US, 0, elapse])
+        free = spec.step_period_us - computing - elapse
+        steps.append([step, computing, elapse, 0.0, elapse, free, spec.step_period_us, 0, elapse])
         key = f"{name}@{GROUP}"
         times = {"Start Timestamp(us)": t, "Elapse Time(ms)": elapse / 1000,
                  "Transit Time(ms)": transit / 1000, "Wait Time(ms)": wait / 1000,
