@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +17,10 @@ from analyzer.report.charts import PIPE_SERIES
 from analyzer.report.escape import MAX_INLINE, md_code_span, md_text, one_line, terminal_text
 from analyzer.report.terminal import WIDTH_HELP, console, output_width, wrap, write_stdout
 from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us, saving_phrase
+
+if TYPE_CHECKING:
+    from analyzer.diff_cluster import ClusterDiff
+    from analyzer.io.load import LoadFailure
 
 SHOWN_KERNELS = 15
 SHARE_LABELS = tuple((k, label) for k, label in UNIT_LABELS if k != "scalar")
@@ -285,11 +289,11 @@ def register(app: typer.Typer) -> None:
         for p in (base, head):
             if not p.exists():
                 raise UsageError(f"{p}: no such file or directory")
-        result = diff_paths(base, head, threshold, chip, config, fail_on_new)
-        if fmt == "text":  # rendered in full before anything is written
-            text = render_text(result, output_width(width) if output is None else width)
-        else:
-            text = RENDERERS[fmt](result)
+        failures: list[LoadFailure] = []
+        result = diff_paths(base, head, threshold, chip, config, fail_on_new, failures)
+        for failure in failures:  # a multi-rank folder's unreadable ranks: named, the rest compared
+            typer.echo(failure.warning_line(), err=True)
+        text = _render(result, fmt, output_width(width) if output is None else width)
         if output is not None:
             write_text_atomic(output, text)
         else:
@@ -301,5 +305,35 @@ def register(app: typer.Typer) -> None:
             codes = ", ".join(one_line(f.get("code", "?")) for f in result.new_over_gate)
             tripped.append(f"new-findings gate tripped: {len(result.new_over_gate)} finding(s) at or above "
                            f"{fail_on_new} new since the base ({codes})")
-        if tripped:
-            raise GateTrippedError("; ".join(tripped))
+        gate = GateTrippedError("; ".join(tripped)) if tripped else None
+        if failures:
+            from analyzer.io.load import PartialLoadError
+
+            # bad input outranks the gate, as in analyze: the diff covers only the ranks that loaded
+            if gate is not None:
+                typer.echo(gate.terminal_line(), err=True)
+            raise PartialLoadError(failures, _loaded_ranks(result))
+        if gate is not None:
+            raise gate
+
+
+def _render(result: DiffResult | ClusterDiff, fmt: str, width: int | None) -> str:
+    """The diff in `fmt`, rendered in full before anything is written; `width` for text only."""
+    from analyzer.diff_cluster import ClusterDiff
+
+    if isinstance(result, ClusterDiff):
+        from analyzer.commands import diff_cluster
+
+        if fmt == "text":
+            return diff_cluster.render_text(result, width)
+        return diff_cluster.RENDERERS[fmt](result)
+    return render_text(result, width) if fmt == "text" else RENDERERS[fmt](result)
+
+
+def _loaded_ranks(result: DiffResult | ClusterDiff) -> int:
+    """How many profiles (ranks of both runs) loaded, for the partial-input line."""
+    from analyzer.diff_cluster import ClusterDiff
+
+    if isinstance(result, ClusterDiff):
+        return sum(1 for d in result.ranks for s in (d.base, d.head) if s is not None and s.kernels_loaded)
+    return 2
