@@ -6,12 +6,12 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from .cluster import ClusterSpec, write_cluster_run
 from .model import (
     AIC_CORES,
     AIV_CORES,
     OPPROF_DIR,
 )
-from .cluster import ClusterSpec, write_cluster_run
 from .msprof_op import (
     MSOP_KERNEL,
     MSOP_SLOW_BLOCK,
