@@ -421,6 +421,11 @@ def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, c
 
     reports = [load_any(p, chip, config_path, failures) for p in (base, head)]
     multi = [is_cluster_report(r) for r in reports]
+    for p, r, m in zip((base, head), reports, multi, strict=True):
+        if m and not isinstance(r.get("cluster"), Mapping):
+            raise UsageError(f"{p}: a report of {cluster_ranks(r)} ranks without a 'cluster' section "
+                             "(written by an older tilescope?); "
+                             "run tilescope analyze -f json on the run again")
     if all(multi):
         return compare_clusters(reports[0], reports[1], str(base), str(head), threshold_pct, fail_on_new)
     if any(multi):

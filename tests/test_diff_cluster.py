@@ -191,6 +191,20 @@ def test_multi_rank_against_single_rank_is_one_line_exit_2(capsys: pytest.Captur
     assert f"{SAMPLE} holds 8 ranks, {SINGLE} one" in capsys.readouterr().err
 
 
+def test_multi_rank_report_without_cluster_section_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["analyze", str(SAMPLE), "-f", "json", "-o", str(tmp_path / "r.json")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    del report["cluster"]  # as a report of several profiles written before the cluster section
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(report))
+    assert main(["diff", str(old), str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"tilescope: error: {old}: a report of 8 ranks without a 'cluster' section (written by an "
+                   "older tilescope?); run tilescope analyze -f json on the run again"]
+
+
 def test_unreadable_rank_is_partial_exit_2(
     tmp_path: Path, sample_generator: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
