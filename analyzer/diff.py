@@ -133,7 +133,7 @@ def run_from_report(report: Mapping[str, Any], label: str) -> RunData:
     profile = report.get("_profile")
     if profile is not None:
         return _run_from_kernels(profile.kernels, report_findings(report), label, report_summary(report))
-    return _run_from_summary(report, label)
+    return run_from_summary(report, label)
 
 
 def _run_from_kernels(
@@ -191,7 +191,7 @@ def _run_from_kernels(
     return RunData(label, total, steps, kernels, shares, findings)
 
 
-def _run_from_summary(report: Mapping[str, Any], label: str) -> RunData:
+def run_from_summary(report: Mapping[str, Any], label: str) -> RunData:
     summary = report_summary(report)
     total_us = summary["total_device_us"]
     if total_us is None:
@@ -260,7 +260,7 @@ def match_kernels(base: Mapping[tuple[str, str, str], KernelStats],
     return pairs
 
 
-def _verdict(b: Spread, h: Spread, threshold_pct: float) -> str:
+def spread_verdict(b: Spread, h: Spread, threshold_pct: float) -> str:
     if b.median <= 0:
         return "within threshold"
     pct = (h.median / b.median - 1) * 100
@@ -362,7 +362,7 @@ def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
         if b is None or h is None:
             verdict = "added" if b is None else "removed"
         else:
-            verdict = _verdict(b.per_launch, h.per_launch, threshold_pct)
+            verdict = spread_verdict(b.per_launch, h.per_launch, threshold_pct)
             if "unknown" in (b.per_launch.kind, h.per_launch.kind) and verdict in ("regressed", "improved"):
                 # Saved reports aggregate launches by name (mixing ops that share it) and carry no
                 # spread: report the change, but it cannot be told from noise, so it never gates.
@@ -374,7 +374,7 @@ def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
                     changes[c] = (b.ratios[c], h.ratios[c])
         deltas.append(KernelDelta(b, h, how, b_step, h_step, verdict, changes))
     deltas.sort(key=lambda d: -max(d.base_per_step_us, d.head_per_step_us))
-    total_verdict = _verdict(base.total, head.total, threshold_pct)
+    total_verdict = spread_verdict(base.total, head.total, threshold_pct)
     regressions = []
     if total_verdict == "regressed":
         regressions.append(f"device time per step {_pct(base.total.median, head.total.median)} "

@@ -24,11 +24,12 @@ from analyzer.diff import (
     DiffResult,
     RunData,
     Spread,
-    _run_from_summary,
-    _verdict,
     compare_runs,
     load_report_json,
     normalise_kernel_name,
+    run_from_summary,
+    spread_verdict,
+    top_kernel_regressions,
 )
 from analyzer.errors import UsageError
 
@@ -168,11 +169,11 @@ class RankDelta:
     verdict: str  # regressed / improved / within noise / within threshold / only in base|head / no step time
 
     def delta(self, attr: str) -> float | None:
-        b, h = (_value(s, attr) for s in (self.base, self.head))
+        b, h = (step_value(s, attr) for s in (self.base, self.head))
         return None if b is None or h is None else h - b
 
 
-def _value(s: RankStep | None, attr: str) -> float | None:
+def step_value(s: RankStep | None, attr: str) -> float | None:
     if s is None:
         return None
     if attr == "step_us":
@@ -251,7 +252,7 @@ def rank_run(report: Mapping[str, Any], rank: int, steps: int, label: str) -> Ru
         return None
     findings = [f for f in report.get("findings") or []
                 if not is_cluster_finding(f) and f.get("rank") == rank]
-    run = _run_from_summary({"summary": summary, "top_kernels": summary.get("top_kernels") or [],
+    run = run_from_summary({"summary": summary, "top_kernels": summary.get("top_kernels") or [],
                              "findings": findings}, f"{label} rank {rank}")
     n = max(1, steps)
     per_step = run.total.median / n
@@ -294,7 +295,7 @@ class ClusterDiff:
         def step(s: RankStep | None) -> dict[str, Any] | None:
             if s is None:
                 return None
-            return {"rank": s.rank, "steps": s.steps, "step_us": _r(_value(s, "step_us")),
+            return {"rank": s.rank, "steps": s.steps, "step_us": _r(step_value(s, "step_us")),
                     "step_min_us": _r(s.step.lo if s.step else None),
                     "step_max_us": _r(s.step.hi if s.step else None),
                     "computing_us": _r(s.computing_us),
@@ -338,7 +339,7 @@ def _r(v: float | None, digits: int = 3) -> float | None:
     return None if v is None else round(v, digits)
 
 
-def _rank_text(ranks: Sequence[int]) -> str:
+def rank_text(ranks: Sequence[int]) -> str:
     from analyzer.cluster import rank_set_text
 
     return rank_set_text(list(ranks)) if ranks else "none"
@@ -349,7 +350,7 @@ def _step_verdict(b: RankStep | None, h: RankStep | None, threshold_pct: float) 
         return "only in base" if h is None else "only in head"
     if b.step is None or h.step is None:
         return "no step time"
-    return _verdict(b.step, h.step, threshold_pct)
+    return spread_verdict(b.step, h.step, threshold_pct)
 
 
 def rank_set_notes(base: Mapping[int, RankStep], head: Mapping[int, RankStep]) -> list[str]:
@@ -358,59 +359,63 @@ def rank_set_notes(base: Mapping[int, RankStep], head: Mapping[int, RankStep]) -
     b, h = sorted(base), sorted(head)
     if b != h:
         common = sorted(set(b) & set(h))
-        parts = [f"rank sets differ: base has {len(b)} ranks ({_rank_text(b)}), head has {len(h)} "
-                 f"({_rank_text(h)})"]
+        parts = [f"rank sets differ: base has {len(b)} ranks ({rank_text(b)}), head has {len(h)} "
+                 f"({rank_text(h)})"]
         if only := sorted(set(b) - set(h)):
-            parts.append(f"only in base: {_rank_text(only)}")
+            parts.append(f"only in base: {rank_text(only)}")
         if only := sorted(set(h) - set(b)):
-            parts.append(f"only in head: {_rank_text(only)}")
-        parts.append(f"compared: {_rank_text(common)}")
+            parts.append(f"only in head: {rank_text(only)}")
+        parts.append(f"compared: {rank_text(common)}")
         notes.append("; ".join(parts))
     for side, steps in (("base", base), ("head", head)):
         bad = [r for r, s in steps.items() if not s.kernels_loaded]
         if bad:
-            notes.append(f"{side}: rank{'s' if len(bad) > 1 else ''} {_rank_text(bad)} without a readable "
+            notes.append(f"{side}: rank{'s' if len(bad) > 1 else ''} {rank_text(bad)} without a readable "
                          "kernel table (step time compared, kernels not)")
     return notes
 
 
+def slowest_verdict(b: RankStep | None, h: RankStep | None, threshold_pct: float) -> tuple[str, str | None]:
+    """The verdict on the slowest rank's step time (the job's step), and the gate's reason when it
+    regressed: beyond the threshold and outside both runs' min-max over steps."""
+    if b is None or h is None or b.step is None or h.step is None:
+        return "n/a", None
+    verdict = spread_verdict(b.step, h.step, threshold_pct)
+    if verdict != "regressed":
+        return verdict, None
+    bm, hm = b.step.median, h.step.median
+    return verdict, (f"slowest rank's step time: rank {b.rank} {bm:,.1f} µs → rank {h.rank} {hm:,.1f} µs "
+                     f"({(hm / bm - 1) * 100:+.1f} %, beyond the {threshold_pct:g} % threshold and outside "
+                     "the steps' min-max)")
+
+
 def compare_clusters(base: Mapping[str, Any], head: Mapping[str, Any], base_label: str, head_label: str,
                      threshold_pct: float = 5.0, fail_on_new: str | None = None) -> ClusterDiff:
-    from analyzer.diff import top_kernel_regressions
-
     b_steps, h_steps = rank_steps(base), rank_steps(head)
     deltas = [RankDelta(r, b_steps.get(r), h_steps.get(r),
                         _step_verdict(b_steps.get(r), h_steps.get(r), threshold_pct))
               for r in sorted(set(b_steps) | set(h_steps))]
     b_slow, h_slow = slowest_rank(b_steps), slowest_rank(h_steps)
-    slow_verdict = "n/a" if b_slow is None or h_slow is None or b_slow.step is None or h_slow.step is None \
-        else _verdict(b_slow.step, h_slow.step, threshold_pct)
+    slow_verdict, slow_regression = slowest_verdict(b_slow, h_slow, threshold_pct)
+    regressions = [] if slow_regression is None else [slow_regression]
     b_find, h_find = list(base.get("findings") or []), list(head.get("findings") or [])
     kernels: dict[int, DiffResult] = {}
-    notes = rank_set_notes(b_steps, h_steps)
-    regressions: list[str] = []
-    if slow_verdict == "regressed":
-        assert b_slow is not None and h_slow is not None and b_slow.step and h_slow.step
-        regressions.append(
-            f"slowest rank's step time: rank {b_slow.rank} {b_slow.step.median:,.1f} µs → rank {h_slow.rank} "
-            f"{h_slow.step.median:,.1f} µs ({(h_slow.step.median / b_slow.step.median - 1) * 100:+.1f} %, "
-            f"beyond the {threshold_pct:g} % threshold and outside the steps' min-max)")
     new_over_gate: list[dict[str, Any]] = []
+    if fail_on_new is not None:
+        new_over_gate += cluster_findings_over_gate(b_find, h_find, fail_on_new)
     for r in sorted(set(b_steps) & set(h_steps)):
         b_run = rank_run(base, r, b_steps[r].steps, base_label)
         h_run = rank_run(head, r, h_steps[r].steps, head_label)
         if b_run is None or h_run is None:
-            continue
+            continue  # no kernel table on one side: rank_set_notes says so
         result = compare_runs(b_run, h_run, threshold_pct, fail_on_new=fail_on_new)
         kernels[r] = result
         regressions += [f"rank {r}: {x}" for x in top_kernel_regressions(b_run, result.kernels)]
         new_over_gate += result.new_over_gate
-    if fail_on_new is not None:
-        new_over_gate = cluster_findings_over_gate(b_find, h_find, fail_on_new) + new_over_gate
     return ClusterDiff(
         base_label, head_label, threshold_pct, sorted(b_steps), sorted(h_steps), deltas, b_slow, h_slow,
         slow_verdict, _straggler(base), _straggler(head), compare_cluster_findings(b_find, h_find), kernels,
-        notes, regressions, fail_on_new, new_over_gate)
+        rank_set_notes(b_steps, h_steps), regressions, fail_on_new, new_over_gate)
 
 
 def _straggler(report: Mapping[str, Any]) -> int | None:

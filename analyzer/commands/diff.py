@@ -36,11 +36,11 @@ def _squeeze(text: str, width: int) -> str:
     return text[:half] + "…" + text[-(width - 1 - half):]
 
 
-def _signed_us(v: float) -> str:
+def signed_us(v: float) -> str:
     return ("+" if v > 0 else "−" if v < 0 else "±") + fmt_us(abs(v))
 
 
-def _signed_pct(v: float | None) -> str:
+def signed_pct(v: float | None) -> str:
     return "n/a" if v is None else f"{v:+.1f} %".replace("-", "−")
 
 
@@ -56,8 +56,8 @@ def _spread_text(d: KernelDelta, side: str) -> str:
 
 def _total_line(r: DiffResult) -> str:
     b, h = r.base_total, r.head_total
-    return (f"{fmt_us(b.median)} → {fmt_us(h.median)}  {_signed_us(h.median - b.median)} "
-            f"({_signed_pct(r.total_delta_pct)}), {r.total_verdict}; "
+    return (f"{fmt_us(b.median)} → {fmt_us(h.median)}  {signed_us(h.median - b.median)} "
+            f"({signed_pct(r.total_delta_pct)}), {r.total_verdict}; "
             f"spread base {fmt_us(b.lo)}–{fmt_us(b.hi)}, head {fmt_us(h.lo)}–{fmt_us(h.hi)} over {b.kind}")
 
 
@@ -111,8 +111,8 @@ def render_text(r: DiffResult, width: int | None = None) -> str:
     if shares:
         say(f"busy (of device time): {shares}")
     say(f"kernels: {len(matched)} matched, {len(removed)} removed "
-        f"({_signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
-        f"({_signed_us(sum(d.head_per_step_us for d in added))} per step)")
+        f"({signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
+        f"({signed_us(sum(d.head_per_step_us for d in added))} per step)")
     out.append("")
     out += _kernel_lines(r, width)
     if len(r.kernels) > SHOWN_KERNELS:
@@ -151,8 +151,8 @@ def _kernel_lines(r: DiffResult, width: int | None) -> list[str]:
         pipes = [f"{PIPE_LABELS.get(col, col)} {fmt_pct(a, 0)} → {fmt_pct(b, 0)}"
                  for col, (a, b) in d.pipe_changes.items()]
         label = _term(kernel_label(d, repeated), None)
-        cells = [label if width is None else _squeeze(label, 48), d.verdict, _signed_us(d.delta_us),
-                 _signed_pct(d.median_delta_pct), _spread_text(d, "base"), _spread_text(d, "head")]
+        cells = [label if width is None else _squeeze(label, 48), d.verdict, signed_us(d.delta_us),
+                 signed_pct(d.median_delta_pct), _spread_text(d, "base"), _spread_text(d, "head")]
         rows.append((cells, pipes))
     if not rows:
         return []
@@ -220,8 +220,8 @@ def render_md(r: DiffResult) -> str:
     out += [f"| {label} | {fmt_pct(r.shares[k][0])} | {fmt_pct(r.shares[k][1])} |"
             for k, label in SHARE_LABELS]
     out += ["", f"**Kernels:** {len(matched)} matched, {len(removed)} removed "
-            f"({_signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
-            f"({_signed_us(sum(d.head_per_step_us for d in added))} per step)", "",
+            f"({signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
+            f"({signed_us(sum(d.head_per_step_us for d in added))} per step)", "",
             "| kernel | op type | verdict | Δ per step | Δ median | base median [spread] "
             "| head median [spread] | pipe changes |", "|---|---|---|--:|--:|--:|--:|---|"]
     repeated = _repeated_names(r)
@@ -231,7 +231,7 @@ def render_md(r: DiffResult) -> str:
                           for c, (a, b) in d.pipe_changes.items())
         out.append(f"| {md_code_span(kernel_label(d, repeated), 120)} | "
                    f"{md_text(s.op_type if s else '', 40)} | {d.verdict} | "
-                   f"{_nowrap(_signed_us(d.delta_us))} | {_nowrap(_signed_pct(d.median_delta_pct))} | "
+                   f"{_nowrap(signed_us(d.delta_us))} | {_nowrap(signed_pct(d.median_delta_pct))} | "
                    f"{_nowrap(_spread_text(d, 'base'))} | {_nowrap(_spread_text(d, 'head'))} | {pipes} |")
     if len(r.kernels) > SHOWN_KERNELS:
         out.append(f"\n_{len(r.kernels) - SHOWN_KERNELS} more kernels in `--format json`._")
@@ -275,6 +275,10 @@ def register(app: typer.Typer) -> None:
         width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
     ) -> None:
         """Compare two runs: device time, kernels, pipes and findings.
+
+        Two multi-rank runs: step time per rank, slowest rank, TS6xx changes (docs/cluster.md).
+
+        A multi-rank run against a single-rank one exits 2.
 
         Example: tilescope diff runs/fa-v1 runs/fa-v2 --format md -o diff.md --fail-on-regression 5
         --fail-on-new high

@@ -12,10 +12,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.commands.diff import _finding_line, _signed_pct, _signed_us, _term
+from analyzer.commands.diff import _finding_line, _term, signed_pct, signed_us
 from analyzer.diff import KernelDelta
-from analyzer.diff_cluster import SPLIT, ClusterDiff, ClusterFindingChange, RankDelta, RankStep, _rank_text
-from analyzer.diff_cluster import _value as step_value
+from analyzer.diff_cluster import (
+    SPLIT,
+    ClusterDiff,
+    ClusterFindingChange,
+    RankDelta,
+    RankStep,
+    rank_text,
+    step_value,
+)
 from analyzer.report.escape import md_code_span, md_text, one_line
 from analyzer.report.terminal import console, wrap
 from analyzer.report.words import fmt_us, saving_phrase
@@ -32,7 +39,7 @@ def _arrow(d: RankDelta, attr: str) -> str:
     b, h = step_value(d.base, attr), step_value(d.head, attr)
     delta = d.delta(attr)
     text = f"{fmt_us(b)} → {fmt_us(h)}"
-    return text + (f" {_signed_us(delta)}" if delta is not None else "")
+    return text + (f" {signed_us(delta)}" if delta is not None else "")
 
 
 def _pct(b: float | None, h: float | None) -> float | None:
@@ -46,7 +53,7 @@ def _slow_text(s: RankStep | None) -> str:
 def slowest_line(r: ClusterDiff) -> str:
     b, h = r.base_slowest, r.head_slowest
     bv, hv = step_value(b, "step_us"), step_value(h, "step_us")
-    change = "" if bv is None or hv is None else f": {_signed_us(hv - bv)} ({_signed_pct(_pct(bv, hv))})"
+    change = "" if bv is None or hv is None else f": {signed_us(hv - bv)} ({signed_pct(_pct(bv, hv))})"
     return (f"slowest rank (longest step; ties: most Computing): {_slow_text(b)} → {_slow_text(h)}"
             f"{change}, {r.slowest_verdict}")
 
@@ -111,9 +118,9 @@ def _kernel_numbers(g: KernelGroup) -> str:
     d = g.shown
     where = f"rank {g.shown_rank}: " if len(g.ranks) > 1 else ""
     if d.base is None or d.head is None:
-        return f"{where}{_signed_us(d.delta_us)} per step"
+        return f"{where}{signed_us(d.delta_us)} per step"
     medians = f"{fmt_us(d.base.per_launch.median)} → {fmt_us(d.head.per_launch.median)}"
-    change = f"({_signed_pct(d.median_delta_pct)}), {_signed_us(d.delta_us)} per step"
+    change = f"({signed_pct(d.median_delta_pct)}), {signed_us(d.delta_us)} per step"
     return f"{where}median per launch {medians} {change}"
 
 
@@ -123,7 +130,7 @@ def _changes(n: int) -> str:
 
 def _ranks_text(ranks: list[int], total: int) -> str:
     word = "rank" if len(ranks) == 1 else "ranks"
-    return f"{word} {_rank_text(ranks)}" + (f" ({len(ranks)} of {total})" if len(ranks) > 1 else "")
+    return f"{word} {rank_text(ranks)}" + (f" ({len(ranks)} of {total})" if len(ranks) > 1 else "")
 
 
 def finding_groups(r: ClusterDiff) -> list[tuple[str, dict[str, Any], list[int]]]:
@@ -179,7 +186,7 @@ def _rank_lines(r: ClusterDiff, width: int | None) -> list[str]:
     from rich.table import Table
     from rich.text import Text
 
-    rows = [[_rank_text(ranks), *cells] for ranks, cells in rank_rows(r, _arrow)]
+    rows = [[rank_text(ranks), *cells] for ranks, cells in rank_rows(r, _arrow)]
     natural = sum(max(cell_len(h), *(cell_len(c[i]) for c in rows)) for i, h in enumerate(RANK_HEADERS))
     if width is not None and natural + 2 * (len(RANK_HEADERS) - 1) > width:
         lines: list[str] = []
@@ -275,7 +282,7 @@ def render_md(r: ClusterDiff) -> str:
             "verdict on the step time; ranks that read the same share a row.", "",
             "| ranks | " + " | ".join(f"{SPLIT_LABELS[a]} base → head" for a in SPLIT) + " | verdict |",
             "|---|" + "--:|" * len(SPLIT) + "---|"]
-    out += [f"| {_rank_text(ranks)} | " + " | ".join(cells) + " |" for ranks, cells in rank_rows(r, _md_cell)]
+    out += [f"| {rank_text(ranks)} | " + " | ".join(cells) + " |" for ranks, cells in rank_rows(r, _md_cell)]
     counts = {s: sum(1 for c in r.findings if c.status == s) for s in ("gone", "new", "still there")}
     out += ["", f"**Cross-rank findings (TS6xx):** {counts['gone']} gone, {counts['new']} new, "
             f"{counts['still there']} still there", ""]
