@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,11 @@ from analyzer.errors import UsageError
 from analyzer.findings import Severity
 from analyzer.report.charts import PIPE_SERIES, num, report_findings, report_kernels, report_summary
 from analyzer.summary import device_time
+
+if TYPE_CHECKING:
+    from analyzer.diff_cluster import ClusterDiff
+    from analyzer.io.load import LoadFailure
+    from analyzer.profile import Profile
 
 DIFF_SCHEMA_VERSION = "1"
 TOP_KERNELS = 10  # the gate watches the base run's top kernels by device time
@@ -96,14 +101,20 @@ def analyse_path(path: str | Path, chip: str | None = None, config_path: str | N
     p = Path(path)
     if p.is_file() and p.suffix.lower() == ".json":
         return load_report_json(p)
+    from analyzer.io.load import load_profile
+
+    return profile_report(load_profile(p, chip=chip), config_path)
+
+
+def profile_report(profile: Profile, config_path: str | None = None) -> dict[str, Any]:
+    """The report dict of one loaded profile, carrying the profile itself (diff prefers its
+    per-launch data; keys starting with "_" are stripped before any output)."""
     from analyzer.analysis import analyze
     from analyzer.config import load_config
-    from analyzer.io.load import load_profile
     from analyzer.report.data import build_report
 
-    profile = load_profile(p, chip=chip)
     report = build_report(profile, analyze(profile, load_config(config_path)))
-    report["_profile"] = profile  # diff prefers per-launch data; stripped before any output
+    report["_profile"] = profile
     return report
 
 
@@ -122,7 +133,7 @@ def run_from_report(report: Mapping[str, Any], label: str) -> RunData:
     profile = report.get("_profile")
     if profile is not None:
         return _run_from_kernels(profile.kernels, report_findings(report), label, report_summary(report))
-    return _run_from_summary(report, label)
+    return run_from_summary(report, label)
 
 
 def _run_from_kernels(
@@ -180,7 +191,7 @@ def _run_from_kernels(
     return RunData(label, total, steps, kernels, shares, findings)
 
 
-def _run_from_summary(report: Mapping[str, Any], label: str) -> RunData:
+def run_from_summary(report: Mapping[str, Any], label: str) -> RunData:
     summary = report_summary(report)
     total_us = summary["total_device_us"]
     if total_us is None:
@@ -249,7 +260,7 @@ def match_kernels(base: Mapping[tuple[str, str, str], KernelStats],
     return pairs
 
 
-def _verdict(b: Spread, h: Spread, threshold_pct: float) -> str:
+def spread_verdict(b: Spread, h: Spread, threshold_pct: float) -> str:
     if b.median <= 0:
         return "within threshold"
     pct = (h.median / b.median - 1) * 100
@@ -351,7 +362,7 @@ def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
         if b is None or h is None:
             verdict = "added" if b is None else "removed"
         else:
-            verdict = _verdict(b.per_launch, h.per_launch, threshold_pct)
+            verdict = spread_verdict(b.per_launch, h.per_launch, threshold_pct)
             if "unknown" in (b.per_launch.kind, h.per_launch.kind) and verdict in ("regressed", "improved"):
                 # Saved reports aggregate launches by name (mixing ops that share it) and carry no
                 # spread: report the change, but it cannot be told from noise, so it never gates.
@@ -363,16 +374,12 @@ def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
                     changes[c] = (b.ratios[c], h.ratios[c])
         deltas.append(KernelDelta(b, h, how, b_step, h_step, verdict, changes))
     deltas.sort(key=lambda d: -max(d.base_per_step_us, d.head_per_step_us))
-    total_verdict = _verdict(base.total, head.total, threshold_pct)
+    total_verdict = spread_verdict(base.total, head.total, threshold_pct)
     regressions = []
     if total_verdict == "regressed":
         regressions.append(f"device time per step {_pct(base.total.median, head.total.median)} "
                            f"(beyond the {threshold_pct:g} % threshold and outside the spread)")
-    top_keys = {s.key for s in sorted(base.kernels.values(), key=lambda s: -s.total_us)[:top]}
-    for d in deltas:
-        if d.base is not None and d.base.key in top_keys and d.verdict == "regressed":
-            regressions.append(f"top kernel {d.name!r}: median per launch "
-                               f"{_pct(d.base.per_launch.median, d.head.per_launch.median)}")  # type: ignore[union-attr]
+    regressions += top_kernel_regressions(base, deltas, top)
     base_ids = {finding_identity(f): f for f in base.findings}
     head_ids = {finding_identity(f): f for f in head.findings}
     return DiffResult(
@@ -385,13 +392,47 @@ def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
                                                                         fail_on_new))
 
 
+def top_kernel_regressions(base: RunData, deltas: Iterable[KernelDelta], top: int = TOP_KERNELS) -> list[str]:
+    """Why the gate trips on kernels: one of the base's `top` kernels by device time regressed
+    (median per launch beyond the threshold and outside the spread)."""
+    top_keys = {s.key for s in sorted(base.kernels.values(), key=lambda s: -s.total_us)[:top]}
+    return [f"top kernel {d.name!r}: median per launch "
+            f"{_pct(d.base.per_launch.median, d.head.per_launch.median)}"  # type: ignore[union-attr]
+            for d in deltas if d.base is not None and d.base.key in top_keys and d.verdict == "regressed"]
+
+
 def _pct(b: float, h: float) -> str:
     return f"{(h / b - 1) * 100:+.1f} %" if b > 0 else "n/a"
 
 
 def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, chip: str | None = None,
-               config_path: str | None = None, fail_on_new: str | None = None) -> DiffResult:
-    runs = [run_from_report(analyse_path(p, chip, config_path), str(p)) for p in (base, head)]
+               config_path: str | None = None, fail_on_new: str | None = None,
+               failures: list[LoadFailure] | None = None) -> DiffResult | ClusterDiff:
+    """The diff of two single-rank runs, or of two multi-rank runs (analyzer.diff_cluster); a
+    multi-rank run against a single-rank one is a usage error (exit 2): comparing one of its ranks
+    silently would be the first-rank-only slip. Ranks a folder could not load go to `failures`."""
+    from analyzer.diff_cluster import (
+        cluster_ranks,
+        compare_clusters,
+        is_cluster_report,
+        kind_mismatch,
+        load_any,
+    )
+
+    reports = [load_any(p, chip, config_path, failures) for p in (base, head)]
+    multi = [is_cluster_report(r) for r in reports]
+    for p, r, m in zip((base, head), reports, multi, strict=True):
+        if m and not isinstance(r.get("cluster"), Mapping):
+            raise UsageError(f"{p}: a report of {cluster_ranks(r)} ranks without a 'cluster' section "
+                             "(written by an older tilescope?); "
+                             "run tilescope analyze -f json on the run again")
+    if all(multi):
+        return compare_clusters(reports[0], reports[1], str(base), str(head), threshold_pct, fail_on_new)
+    if any(multi):
+        i = multi.index(True)
+        paths = (base, head)
+        raise kind_mismatch(paths[i], cluster_ranks(reports[i]), paths[1 - i])
+    runs = [run_from_report(r, str(p)) for r, p in zip(reports, (base, head), strict=True)]
     return compare_runs(runs[0], runs[1], threshold_pct, fail_on_new=fail_on_new)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,6 +17,10 @@ from analyzer.report.charts import PIPE_SERIES
 from analyzer.report.escape import MAX_INLINE, md_code_span, md_text, one_line, terminal_text
 from analyzer.report.terminal import WIDTH_HELP, console, output_width, wrap, write_stdout
 from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us, saving_phrase
+
+if TYPE_CHECKING:
+    from analyzer.diff_cluster import ClusterDiff
+    from analyzer.io.load import LoadFailure
 
 SHOWN_KERNELS = 15
 SHARE_LABELS = tuple((k, label) for k, label in UNIT_LABELS if k != "scalar")
@@ -32,11 +36,11 @@ def _squeeze(text: str, width: int) -> str:
     return text[:half] + "…" + text[-(width - 1 - half):]
 
 
-def _signed_us(v: float) -> str:
+def signed_us(v: float) -> str:
     return ("+" if v > 0 else "−" if v < 0 else "±") + fmt_us(abs(v))
 
 
-def _signed_pct(v: float | None) -> str:
+def signed_pct(v: float | None) -> str:
     return "n/a" if v is None else f"{v:+.1f} %".replace("-", "−")
 
 
@@ -52,8 +56,8 @@ def _spread_text(d: KernelDelta, side: str) -> str:
 
 def _total_line(r: DiffResult) -> str:
     b, h = r.base_total, r.head_total
-    return (f"{fmt_us(b.median)} → {fmt_us(h.median)}  {_signed_us(h.median - b.median)} "
-            f"({_signed_pct(r.total_delta_pct)}), {r.total_verdict}; "
+    return (f"{fmt_us(b.median)} → {fmt_us(h.median)}  {signed_us(h.median - b.median)} "
+            f"({signed_pct(r.total_delta_pct)}), {r.total_verdict}; "
             f"spread base {fmt_us(b.lo)}–{fmt_us(b.hi)}, head {fmt_us(h.lo)}–{fmt_us(h.hi)} over {b.kind}")
 
 
@@ -107,8 +111,8 @@ def render_text(r: DiffResult, width: int | None = None) -> str:
     if shares:
         say(f"busy (of device time): {shares}")
     say(f"kernels: {len(matched)} matched, {len(removed)} removed "
-        f"({_signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
-        f"({_signed_us(sum(d.head_per_step_us for d in added))} per step)")
+        f"({signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
+        f"({signed_us(sum(d.head_per_step_us for d in added))} per step)")
     out.append("")
     out += _kernel_lines(r, width)
     if len(r.kernels) > SHOWN_KERNELS:
@@ -147,8 +151,8 @@ def _kernel_lines(r: DiffResult, width: int | None) -> list[str]:
         pipes = [f"{PIPE_LABELS.get(col, col)} {fmt_pct(a, 0)} → {fmt_pct(b, 0)}"
                  for col, (a, b) in d.pipe_changes.items()]
         label = _term(kernel_label(d, repeated), None)
-        cells = [label if width is None else _squeeze(label, 48), d.verdict, _signed_us(d.delta_us),
-                 _signed_pct(d.median_delta_pct), _spread_text(d, "base"), _spread_text(d, "head")]
+        cells = [label if width is None else _squeeze(label, 48), d.verdict, signed_us(d.delta_us),
+                 signed_pct(d.median_delta_pct), _spread_text(d, "base"), _spread_text(d, "head")]
         rows.append((cells, pipes))
     if not rows:
         return []
@@ -216,8 +220,8 @@ def render_md(r: DiffResult) -> str:
     out += [f"| {label} | {fmt_pct(r.shares[k][0])} | {fmt_pct(r.shares[k][1])} |"
             for k, label in SHARE_LABELS]
     out += ["", f"**Kernels:** {len(matched)} matched, {len(removed)} removed "
-            f"({_signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
-            f"({_signed_us(sum(d.head_per_step_us for d in added))} per step)", "",
+            f"({signed_us(-sum(d.base_per_step_us for d in removed))} per step), {len(added)} added "
+            f"({signed_us(sum(d.head_per_step_us for d in added))} per step)", "",
             "| kernel | op type | verdict | Δ per step | Δ median | base median [spread] "
             "| head median [spread] | pipe changes |", "|---|---|---|--:|--:|--:|--:|---|"]
     repeated = _repeated_names(r)
@@ -227,7 +231,7 @@ def render_md(r: DiffResult) -> str:
                           for c, (a, b) in d.pipe_changes.items())
         out.append(f"| {md_code_span(kernel_label(d, repeated), 120)} | "
                    f"{md_text(s.op_type if s else '', 40)} | {d.verdict} | "
-                   f"{_nowrap(_signed_us(d.delta_us))} | {_nowrap(_signed_pct(d.median_delta_pct))} | "
+                   f"{_nowrap(signed_us(d.delta_us))} | {_nowrap(signed_pct(d.median_delta_pct))} | "
                    f"{_nowrap(_spread_text(d, 'base'))} | {_nowrap(_spread_text(d, 'head'))} | {pipes} |")
     if len(r.kernels) > SHOWN_KERNELS:
         out.append(f"\n_{len(r.kernels) - SHOWN_KERNELS} more kernels in `--format json`._")
@@ -272,6 +276,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare two runs: device time, kernels, pipes and findings.
 
+        Two multi-rank runs: step time per rank, slowest rank, TS6xx changes (docs/cluster.md).
+
+        A multi-rank run against a single-rank one exits 2.
+
         Example: tilescope diff runs/fa-v1 runs/fa-v2 --format md -o diff.md --fail-on-regression 5
         --fail-on-new high
         """
@@ -285,11 +293,11 @@ def register(app: typer.Typer) -> None:
         for p in (base, head):
             if not p.exists():
                 raise UsageError(f"{p}: no such file or directory")
-        result = diff_paths(base, head, threshold, chip, config, fail_on_new)
-        if fmt == "text":  # rendered in full before anything is written
-            text = render_text(result, output_width(width) if output is None else width)
-        else:
-            text = RENDERERS[fmt](result)
+        failures: list[LoadFailure] = []
+        result = diff_paths(base, head, threshold, chip, config, fail_on_new, failures)
+        for failure in failures:  # a multi-rank folder's unreadable ranks: named, the rest compared
+            typer.echo(failure.warning_line(), err=True)
+        text = _render(result, fmt, output_width(width) if output is None else width)
         if output is not None:
             write_text_atomic(output, text)
         else:
@@ -301,5 +309,35 @@ def register(app: typer.Typer) -> None:
             codes = ", ".join(one_line(f.get("code", "?")) for f in result.new_over_gate)
             tripped.append(f"new-findings gate tripped: {len(result.new_over_gate)} finding(s) at or above "
                            f"{fail_on_new} new since the base ({codes})")
-        if tripped:
-            raise GateTrippedError("; ".join(tripped))
+        gate = GateTrippedError("; ".join(tripped)) if tripped else None
+        if failures:
+            from analyzer.io.load import PartialLoadError
+
+            # bad input outranks the gate, as in analyze: the diff covers only the ranks that loaded
+            if gate is not None:
+                typer.echo(gate.terminal_line(), err=True)
+            raise PartialLoadError(failures, _loaded_ranks(result))
+        if gate is not None:
+            raise gate
+
+
+def _render(result: DiffResult | ClusterDiff, fmt: str, width: int | None) -> str:
+    """The diff in `fmt`, rendered in full before anything is written; `width` for text only."""
+    from analyzer.diff_cluster import ClusterDiff
+
+    if isinstance(result, ClusterDiff):
+        from analyzer.commands import diff_cluster
+
+        if fmt == "text":
+            return diff_cluster.render_text(result, width)
+        return diff_cluster.RENDERERS[fmt](result)
+    return render_text(result, width) if fmt == "text" else RENDERERS[fmt](result)
+
+
+def _loaded_ranks(result: DiffResult | ClusterDiff) -> int:
+    """How many profiles (ranks of both runs) loaded, for the partial-input line."""
+    from analyzer.diff_cluster import ClusterDiff
+
+    if isinstance(result, ClusterDiff):
+        return sum(1 for d in result.ranks for s in (d.base, d.head) if s is not None and s.kernels_loaded)
+    return 2

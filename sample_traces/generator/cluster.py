@@ -67,6 +67,8 @@ class ClusterSpec:
     allreduce_mb: float = 16.0
     gap_us: float = 10.0
     layers: int = 1  # the kernel list runs this many times per step, before the step's all-reduce
+    # time between step starts (torch_npu's step marks); what is not compute or communication is Free
+    step_period_us: float = STEP_PERIOD_US
 
 
 def _durations(spec: ClusterSpec, rank: int) -> list[float]:
@@ -94,10 +96,11 @@ def _arrival_us(spec: ClusterSpec, rank: int) -> float:
 
 
 def _period_us(spec: ClusterSpec) -> float:
-    """Step start to step start: 20 ms, or more when a step's kernels and all-reduce need it."""
+    """Step start to step start: `step_period_us` (20 ms), or more when a step's kernels and
+    all-reduce need it (many layers)."""
     longest = max(_arrival_us(spec, r) for r in range(spec.ranks)) + max(
         _transit_us(spec, r) for r in range(spec.ranks))
-    return max(STEP_PERIOD_US, 1000.0 * math.ceil(1.25 * longest / 1000.0))
+    return max(spec.step_period_us, 1000.0 * math.ceil(1.25 * longest / 1000.0))
 
 
 def write_cluster_run(out: Path, spec: ClusterSpec | None = None) -> list[Path]:

@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from .cluster import ClusterSpec, write_cluster_run
 from .model import (
     AIC_CORES,
     AIV_CORES,
@@ -23,7 +24,12 @@ from .output import (
 )
 from .torch_npu import write_torch_npu_sample
 
-SAMPLES = ("attention_unfused", "attention_fused", "tilelang_fa_msprof_op", "tilelang_fa_msprof_op_multi")
+SAMPLES = (
+    "attention_unfused", "attention_fused", "tilelang_fa_msprof_op", "tilelang_fa_msprof_op_multi",
+    "cluster_8rank",
+)
+# the bundled multi-rank run: small (2 steps of 7 tasks per rank), with the generator's default plants
+CLUSTER_SAMPLE = ClusterSpec(ranks=8, steps=2, slow_rank=3, slow_link=(5, 6))
 
 
 def write_msprof_op_sample(root: Path) -> None:
@@ -86,6 +92,48 @@ def _msop_manifest(root: Path, name: str, fmt: str, launches: int) -> None:
     )
 
 
+def write_cluster_sample(root: Path, spec: ClusterSpec = CLUSTER_SAMPLE) -> None:
+    """`cluster_8rank/`: an 8-rank torch_npu run (generator/cluster.py) with what it plants named in
+    its manifest, so a test can check that `tilescope analyze` finds exactly that."""
+    write_cluster_run(root, spec)
+    assert spec.slow_link is not None and spec.slow_rank is not None  # the sample plants both
+    src, dst = spec.slow_link
+    contents = {
+        "ranks": spec.ranks,
+        "steps": spec.steps,
+        "tasks_per_rank": spec.steps * 7,
+        "planted": {
+            "slow_rank": spec.slow_rank,
+            "slow_kernel": spec.slow_kernel,
+            "slow_factor": spec.slow_factor,
+            "slow_link": [src, dst],
+            "slow_link_gbps": spec.link_gbps * spec.slow_link_factor,
+            "link_gbps": spec.link_gbps,
+        },
+        "model": "every rank runs the same 6 kernels per step, then one ring all-reduce of "
+                 f"{spec.allreduce_mb:g} MB; the all-reduce's transfer starts when the last rank arrives",
+    }
+    write_manifest(root, "cluster_8rank", "a folder of torch_npu *_ascend_pt folders, one per rank", contents)
+    write_readme(
+        root,
+        "cluster_8rank (generated sample)",
+        (
+            f"An {spec.ranks}-rank torch_npu run written by `generator/cluster.py` "
+            f"(`write_cluster_run`): one `*_ascend_pt` folder per rank with `profiler_info_N.json`, "
+            "`kernel_details.csv`, `step_trace_time.csv`, `communication.json` and "
+            f"`communication_matrix.json`; {spec.steps} steps of 6 kernels and one ring all-reduce per rank. "
+            "The numbers come from the generator's deterministic step model, not from the 910B2 "
+            "cost model above.\n\n"
+            f"Planted: rank {spec.slow_rank} runs {spec.slow_kernel} {spec.slow_factor:g}x longer "
+            f"(TS601 slow-rank, TS603 rank-kernel-straggler); HCCS link {src}->{dst} runs at "
+            f"{spec.link_gbps * spec.slow_link_factor:g} GB/s instead of {spec.link_gbps:g} GB/s "
+            "(TS604 slow-link). `tilescope analyze sample_traces/cluster_8rank` shows both; "
+            "`python sample_traces/generate.py --ranks 8 --slow-rank -1 --out DIR` writes the same run "
+            "without the slow rank, to `tilescope diff` against."
+        ),
+    )
+
+
 def generate_samples(out: Path) -> list[Path]:
     """(Re)write every bundled sample under ``out``; other folders there (e.g. kernels/) are left alone."""
     writers: dict[str, Callable[[Path], None]] = {
@@ -93,6 +141,7 @@ def generate_samples(out: Path) -> list[Path]:
         "attention_fused": lambda p: write_torch_npu_sample(p, fused=True),
         "tilelang_fa_msprof_op": write_msprof_op_sample,
         "tilelang_fa_msprof_op_multi": write_msprof_op_multi_sample,
+        "cluster_8rank": write_cluster_sample,
     }
     written = []
     for name in SAMPLES:
