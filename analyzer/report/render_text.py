@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from typing import Any
 
 from rich.cells import cell_len
@@ -92,17 +93,21 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             console.print(Text(line, style=style), no_wrap=True, crop=False)
 
     profiles = report.get("profiles", [])
-    for p in profiles:
-        s = p.get("summary") or {}
-        chip = p.get("chip") or {}
+    if len(profiles) == 1:
+        p = profiles[0]
         rank = f" rank {p['rank']}" if p.get("rank") is not None else ""
-        say(f"{p.get('path')}{rank}: {launches_text(s)}, "
-            f"device time {fmt_us(s.get('total_device_us'))}, chip {chip.get('name')} "
-            f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})", "bold", "", "  ")
-        if len(profiles) == 1:
-            for line, style in _profile_lines(p):
-                say(line, style, "  ", "    ")
-    if len(profiles) > 1:
+        say(f"{p.get('path')}{rank}: {_profile_facts(p)}", "bold", "", "  ")
+        for line, style in _profile_lines(p):
+            say(line, style, "  ", "    ")
+    else:
+        # one line per group of ranks that read alike, not one per rank (4,096 ranks...)
+        say(f"{_common_root(profiles)}: {len(profiles)} ranks", "bold", "", "  ")
+        groups: dict[str, list[int]] = {}
+        for i, p in enumerate(profiles):
+            rank = int(p["rank"]) if p.get("rank") is not None else i
+            groups.setdefault(_profile_facts(p), []).append(rank)
+        for facts, ranks in groups.items():
+            say(f"{_ranks_label(ranks)}: {facts}", "bold", "  ", "    ")
         # what the ranks share is said once, with the ranks it holds for ("on 7 of 8 ranks")
         for (line, style), ranks in _lines_by_rank(profiles).items():
             say(f"{line}{_on_ranks(ranks, len(profiles))}", style, "  ", "    ")
@@ -144,6 +149,28 @@ def _profile_lines(p: dict[str, Any]) -> list[tuple[str, str]]:
     return lines
 
 
+def _profile_facts(p: dict[str, Any]) -> str:
+    """`14 launches of 6 kernels, device time 1,980.0 µs, chip 910B2 (no PMU metrics)`."""
+    s = p.get("summary") or {}
+    chip = p.get("chip") or {}
+    return (f"{launches_text(s)}, device time {fmt_us(s.get('total_device_us'))}, chip {chip.get('name')} "
+            f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})")
+
+
+def _common_root(profiles: list[dict[str, Any]]) -> str:
+    paths = [str(p.get("path") or "") for p in profiles]
+    try:
+        return os.path.commonpath(paths) or paths[0]
+    except ValueError:  # absolute and relative paths mixed
+        return paths[0]
+
+
+def _ranks_label(ranks: list[int]) -> str:
+    from analyzer.cluster import rank_set_text
+
+    return f"rank{'s' if len(ranks) > 1 else ''} {rank_set_text(ranks)}"
+
+
 def _lines_by_rank(profiles: list[dict[str, Any]]) -> dict[tuple[str, str], list[int]]:
     out: dict[tuple[str, str], list[int]] = {}
     for i, p in enumerate(profiles):
@@ -172,9 +199,16 @@ def _print_ranks(console: Console, report: dict[str, Any], say: Any) -> None:
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
     for i, col in enumerate(RANK_COLUMNS):
         table.add_column(col, justify="right" if 0 < i < 5 else "left", no_wrap=True)
+    # ranks whose rows read the same share one (`0-2, 4-7`): a table of 64 or 4,096 lines of the
+    # same numbers would hide the one that differs
+    grouped: dict[tuple[str, ...], list[int]] = {}
     for row in rows:
-        style = "bold #c0392b" if "slow rank" in row[-1] else ""
-        table.add_row(*(Text(terminal_text(c), style=style) for c in row))
+        grouped.setdefault(tuple(row[1:]), []).append(int(row[0]))
+    from analyzer.cluster import rank_set_text
+
+    for cells, ranks in grouped.items():
+        style = "bold #c0392b" if "slow rank" in cells[-1] else ""
+        table.add_row(*(Text(terminal_text(c), style=style) for c in (rank_set_text(ranks), *cells)))
     console.print(table, crop=False)
     for note in section.get("notes") or []:
         say(f"note: {note}", "dim", "  ", "    ")
