@@ -104,8 +104,8 @@ def render(report: dict[str, Any], **opts: Any) -> str:
         say(f"{_common_root(profiles)}: {len(profiles)} ranks", "bold", "", "  ")
         groups: dict[str, list[int]] = {}
         for i, p in enumerate(profiles):
-            rank = int(p["rank"]) if p.get("rank") is not None else i
-            groups.setdefault(_profile_facts(p), []).append(rank)
+            rank_id = int(p["rank"]) if p.get("rank") is not None else i
+            groups.setdefault(_profile_facts(p), []).append(rank_id)
         for facts, ranks in groups.items():
             say(f"{_ranks_label(ranks)}: {facts}", "bold", "  ", "    ")
         # what the ranks share is said once, with the ranks it holds for ("on 7 of 8 ranks")
