@@ -290,6 +290,35 @@ def rank_set_text(ranks: Sequence[int]) -> str:
     return ", ".join(parts)
 
 
+def others_median(table: pd.DataFrame) -> pd.DataFrame:
+    """Per cell, the median of the other cells of its row that hold a number (NaN where fewer
+    than one other does): each rank's "the others' typical value", for every rank at once.
+
+    Per row the values are sorted once and each cell's median read around its own position:
+    O(ranks log ranks) per row instead of a median over the other ranks for each rank (4,096
+    ranks: 16 M values per kernel). Same values as `row.drop(rank).median()`."""
+    vals = table.to_numpy(dtype=float)
+    out = np.full_like(vals, np.nan)
+    for i, row in enumerate(vals):  # rows are kernel names (a few hundred), columns the ranks
+        ok = ~np.isnan(row)
+        v = row[ok]
+        n = len(v)
+        if n < 2:
+            continue
+        order = np.argsort(v, kind="stable")
+        s = v[order]
+        pos = np.empty(n, dtype=np.intp)
+        pos[order] = np.arange(n)
+
+        def pick(j: int, s: np.ndarray = s, pos: np.ndarray = pos) -> np.ndarray:
+            # element j of the sorted row without each cell's own value
+            return np.where(j < pos, s[j], s[min(j + 1, len(s) - 1)])
+
+        m = n - 1
+        out[i, ok] = pick(m // 2) if m % 2 else (pick(m // 2 - 1) + pick(m // 2)) / 2
+    return pd.DataFrame(out, index=table.index, columns=table.columns)
+
+
 def median_excluding(values: pd.Series, label: Any) -> float:
     """The median of `values` without the entry `label` (the others' typical value)."""
     others = values.drop(index=label)

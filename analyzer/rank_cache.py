@@ -172,7 +172,9 @@ def _read_tables(d: Path, prefix: str, names: list[str], files: list[str], notes
 
     frames = {n: pd.DataFrame() for n in TABLES}
     for n in names:
-        frames[n] = pq.read_table(d / f"{prefix}{n}.parquet").to_pandas()
+        # ParquetFile.read, not read_table: no dataset discovery and no thread pool for a table of a
+        # few hundred rows (~0.3 ms instead of ~1.8 ms; a 64-rank run reads 256 of them)
+        frames[n] = pq.ParquetFile(d / f"{prefix}{n}.parquet").read(use_threads=False).to_pandas()
     return RankTables(frames["steps"], frames["comm_ops"], frames["links"], frames["kernels"],
                       files=[_text_path(f) for f in files], notes=list(notes))
 

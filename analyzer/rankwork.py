@@ -21,6 +21,7 @@ Where the work runs (`plan_executor`):
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import time
@@ -58,6 +59,9 @@ class UnitJob:
     config: Config
     kernel_columns: tuple[str, ...] | None
     timeline_cap: int  # > 0: the first profile's launches for the timeline chart
+    # a local worker stores its own summary (analyzer.rank_cache), in parallel with the others
+    cache_root: Path | None = None
+    cache_key: str | None = None
 
 
 @dataclass
@@ -95,6 +99,10 @@ def run_unit(job: UnitJob) -> UnitResult:
     arrow_returns_freed_memory()
     started = time.process_time()
     result = _run_unit(job)
+    if job.cache_root is not None and job.cache_key is not None:
+        from analyzer.rank_cache import RankCache
+
+        RankCache(job.cache_root).put(job.cache_key, result)
     result.cpu_s = time.process_time() - started
     result.worker_peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return result
@@ -201,12 +209,19 @@ def run_jobs(jobs: Sequence[UnitJob], where: Executor_) -> list[UnitResult]:
 
 
 def _process_pool(workers: int) -> Executor:
-    """Worker processes forked from a server that imported the analysis once (pandas, pyarrow,
-    the rules: ~1 s each otherwise): not forked from this process, whose reader threads (Arrow's)
-    a fork would copy mid-flight."""
+    """Worker processes that start with the analysis imported (pandas, pyarrow, the rules: ~1 s
+    per worker otherwise). Forked from this process when it runs no other thread (the command
+    line: it has imported the rules to check --select, and read no table yet); else forked from a
+    server that imports them once (`analyzer.rankwork_preload`), since a fork would copy another
+    thread's state (an Arrow reader's lock) mid-flight."""
     import multiprocessing as mp
+    import threading
     from concurrent.futures import ProcessPoolExecutor
 
+    if threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
+        import analyzer.rankwork_preload  # noqa: F401  (what the workers inherit)
+
+        return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["analyzer.rankwork_preload"])
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
@@ -284,10 +299,13 @@ def analyse_inputs(
                 hit.index = job.index
                 results[job.index] = hit
     todo = [j for j in jobs if j.index not in results]
+    local = where.kind != "dask"  # Dask workers may not see this machine's cache directory
+    if cache is not None and local:
+        todo = [dataclasses.replace(j, cache_root=cache.root, cache_key=keys[j.index]) for j in todo]
     fresh = run_jobs(todo, where)
     for res in fresh:
         results[res.index] = res
-        if cache is not None:
+        if cache is not None and not local:
             cache.put(keys[res.index], res)
     ordered = [results[j.index] for j in jobs]
     loaded = [(r.index, p) for r in ordered for p in r.parts]

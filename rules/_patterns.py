@@ -93,16 +93,28 @@ def _steps(raw: Any, where: str) -> tuple[PatternStep, ...]:
     return tuple(out)
 
 
+def _pattern_table(path: Path) -> list[dict[str, Any]]:
+    """The `[[pattern]]` entries of one file, parsed once per version of the file: TS101 and
+    TS102 load them for every profile, and a multi-rank run has hundreds (tomllib: ~5 ms a file)."""
+    try:
+        st = path.stat()
+        return _parsed_patterns(str(path), st.st_size, st.st_mtime_ns)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read pattern file ({exc})") from exc
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed_patterns(path: str, _size: int, _mtime_ns: int) -> list[dict[str, Any]]:
+    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    return list(data.get("pattern", []))
+
+
 def load_patterns(extra_files: Sequence[str | Path] = ()) -> list[Pattern]:
     """The user's patterns first (they are tried, and claim kernels, before the built-in ones), then
     the built-in patterns; a user pattern with a built-in id replaces it."""
     by_id: dict[str, Pattern] = {}
     for path in [*[Path(p) for p in extra_files], BUILTIN_PATTERNS]:
-        try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise UsageError(f"{path}: cannot read pattern file ({exc})") from exc
-        for j, p in enumerate(data.get("pattern", [])):
+        for j, p in enumerate(_pattern_table(path)):
             where = f"{path}: pattern {j + 1}"
             if "id" not in p or "steps" not in p:
                 raise UsageError(f"{where}: needs 'id' and 'steps'")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.cluster import Cluster
+from analyzer.cluster import Cluster, others_median
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
 from rules._cluster import cluster_finding, fmt_us
@@ -58,8 +58,9 @@ def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
     shapes = k.set_index(["name", "rank"])["input_shapes"]
     med = med[med.notna().sum(axis=1) >= 2]
     found: list[tuple[float, Finding]] = []
+    others_of = others_median(med)
     for rank in med.columns:
-        others = med.drop(columns=[rank]).median(axis=1, skipna=True)
+        others = others_of[rank]
         mine = med[rank]
         slow = mine / others.where(others > 0)
         excess = (mine - others) * launches[rank].reindex(med.index)
