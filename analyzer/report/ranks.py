@@ -62,23 +62,24 @@ def link_totals(links: Any) -> list[dict[str, Any]]:
 
     if not isinstance(links, pd.DataFrame) or links.empty or "src_rank" not in links.columns:
         return []
-    keep = ((links["transport"].astype("string") != LOCAL_TRANSPORT) & (links["src_rank"] != links["dst_rank"])
-            & (pd.to_numeric(links["transit_us"], errors="coerce") > 0))
+    keep = (links["transport"].astype("string") != LOCAL_TRANSPORT) & (links["src_rank"] != links["dst_rank"])
+    keep &= pd.to_numeric(links["transit_us"], errors="coerce") > 0
     rows = links.loc[keep.fillna(False)]
     if rows.empty:
         return []
     g = rows.groupby(["src_rank", "dst_rank"], sort=True)
-    sums = g[["size_mb", "transit_us"]].sum()
-    transports = g["transport"].agg(lambda t: sorted({str(x) for x in t}))  # a few groups, one per pair
-    counts = g.size()
+    pairs = g[["size_mb", "transit_us"]].sum()
+    pairs["transfers"] = g.size()
+    pairs["transports"] = g["transport"].agg(lambda t: sorted({str(x) for x in t}))  # once per pair
     out = []
-    for (src, dst), row in sums.iterrows():  # type: ignore[misc]  # one per rank pair, not per transfer
-        size, transit = float(row["size_mb"]), float(row["transit_us"])
+    for rec in pairs.reset_index().to_dict("records"):  # one per rank pair, not per transfer
+        size, transit = float(rec["size_mb"]), float(rec["transit_us"])
         out.append({
-            "src_rank": int(src), "dst_rank": int(dst), "transports": transports[(src, dst)],
+            "src_rank": int(rec["src_rank"]), "dst_rank": int(rec["dst_rank"]),
+            "transports": list(rec["transports"]),
             "size_mb": round(size, 6), "transit_us": round(transit, 3),
             "bandwidth_gbps": round(size / transit * 1000.0, 3),  # MB/µs is TB/s
-            "transfers": int(counts[(src, dst)]),
+            "transfers": int(rec["transfers"]),
         })
     return out
 
