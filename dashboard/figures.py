@@ -422,21 +422,26 @@ def rank_step_heatmap_figure(
 
 
 def link_matrix_figure(
-    grid: np.ndarray, ids: list[int], unit: str, slow: list[tuple[int, int]], low_is_bad: bool
+    grid: np.ndarray,
+    srcs: list[int],
+    dsts: list[int],
+    unit: str,
+    slow: list[tuple[int, int]],
+    low_is_bad: bool,
 ) -> go.Figure:
-    """Source rank x destination rank, one cell per pair (NaN: nothing exchanged); a bandwidth in
-    red (low) to green, a size or time in blues; the `slow` links outlined and named in the title.
-    Values are written in the cells up to 16 ranks (past that they would not fit)."""
-    labels = [str(r) for r in ids]
+    """Source rank (`srcs`, rows) x destination rank (`dsts`), one cell per pair (NaN: nothing
+    exchanged); a bandwidth in red (low) to green, a size or time in blues; the `slow` links
+    outlined and named in the title. Values are written in the cells up to 16 ranks (past that
+    they would not fit)."""
     cells: dict[str, Any] = {}
-    if len(ids) <= 16:
+    if max(len(srcs), len(dsts)) <= 16:
         cells = dict(text=[[("" if math.isnan(v) else f"{v:,.1f}") for v in row] for row in grid],
                      texttemplate="%{text}")
     fig = go.Figure(
         go.Heatmap(
             z=json_grid(np.round(grid, 3)),
-            x=labels,
-            y=labels,
+            x=[str(r) for r in dsts],
+            y=[str(r) for r in srcs],
             colorscale="RdYlGn" if low_is_bad else "Blues",
             colorbar=dict(title=plot_text(unit.rsplit("(", 1)[-1].rstrip(")"))),
             hovertemplate="rank %{y} → rank %{x}: %{z:,.3f} " + plot_text(unit) + "<extra></extra>",
@@ -444,18 +449,18 @@ def link_matrix_figure(
             **cells,
         )
     )
-    pos = {r: i for i, r in enumerate(ids)}
+    row, col = {r: i for i, r in enumerate(srcs)}, {r: i for i, r in enumerate(dsts)}
     for src, dst in slow:
-        if src in pos and dst in pos:
-            fig.add_shape(type="rect", x0=pos[dst] - 0.5, x1=pos[dst] + 0.5, y0=pos[src] - 0.5,
-                          y1=pos[src] + 0.5, line=dict(color=SEVERITY_COLORS["high"], width=3))
+        if src in row and dst in col:
+            fig.add_shape(type="rect", x0=col[dst] - 0.5, x1=col[dst] + 0.5, y0=row[src] - 0.5,
+                          y1=row[src] + 0.5, line=dict(color=SEVERITY_COLORS["high"], width=3))
     fig.update_xaxes(title_text="destination rank", type="category", side="top")
     fig.update_yaxes(title_text="source rank", type="category", autorange="reversed")
     title = f"Communication matrix — {unit}, summed over steps and operators"
     if slow:
         title += " — slow link " + ", ".join(f"{s}→{d}" for s, d in slow) + " (TS604)"
-    fig = _layout(fig, plot_text(title), max(300, min(900, 140 + 28 * len(ids))))
-    fig.update_layout(margin=dict(l=60, r=20, t=90, b=20))  # room for the top axis under the title
+    fig = _layout(fig, plot_text(title), max(300, min(900, 160 + 28 * len(srcs))))
+    fig.update_layout(margin=dict(l=60, r=20, t=110, b=20))  # room for the top axis under the title
     return fig
 
 

@@ -163,18 +163,21 @@ def step_heatmap_figure(entry: ClusterEntry, metric: str = DEFAULT_METRIC) -> go
 # --- communication matrix ----------------------------------------------------------------------------
 
 
-def link_grid(entry: ClusterEntry, value: str) -> tuple[np.ndarray, list[int]]:
-    """src rank (rows) x dst rank (columns) of `value` from the section's per-link totals, over the
-    ranks that appear in a link; NaN where two ranks exchanged nothing (and on the diagonal)."""
+def link_grid(entry: ClusterEntry, value: str) -> tuple[np.ndarray, list[int], list[int]]:
+    """Source rank (rows) x destination rank (columns) of `value` from the section's per-link
+    totals; NaN where two ranks exchanged nothing (and on the diagonal: LOCAL is left out). Rows
+    are the ranks some link starts from, columns the ranks one ends at: a run captured on 2 of 16
+    ranks (the real gpt3 one) has 2 rows, not 14 empty ones."""
     links = entry.section.get("links") or []
-    ids = sorted({int(x[k]) for x in links for k in ("src_rank", "dst_rank")})
-    pos = {r: i for i, r in enumerate(ids)}
-    grid = np.full((len(ids), len(ids)), np.nan)
+    srcs = sorted({int(x["src_rank"]) for x in links})
+    dsts = sorted({int(x["dst_rank"]) for x in links})
+    row, col = {r: i for i, r in enumerate(srcs)}, {r: i for i, r in enumerate(dsts)}
+    grid = np.full((len(srcs), len(dsts)), np.nan)
     for x in links:  # one per rank pair: at most ranks² entries, from the report section
         v = x.get(value)
         if v is not None:
-            grid[pos[int(x["src_rank"])], pos[int(x["dst_rank"])]] = float(v)
-    return grid, ids
+            grid[row[int(x["src_rank"])], col[int(x["dst_rank"])]] = float(v)
+    return grid, srcs, dsts
 
 
 def slow_links(entry: ClusterEntry) -> list[tuple[int, int]]:
@@ -185,10 +188,10 @@ def slow_links(entry: ClusterEntry) -> list[tuple[int, int]]:
 
 def link_matrix_figure(entry: ClusterEntry, value: str = DEFAULT_LINK_VALUE) -> go.Figure:
     """The communication matrix of `value` (LINK_VALUES), TS604's slow links outlined."""
-    grid, ids = link_grid(entry, value)
-    if not ids:
+    grid, srcs, dsts = link_grid(entry, value)
+    if not srcs:
         return F.empty_figure("No communication matrix: the ranks have no communication_matrix.json")
-    return F.link_matrix_figure(grid, ids, LINK_VALUES.get(value, value), slow_links(entry),
+    return F.link_matrix_figure(grid, srcs, dsts, LINK_VALUES.get(value, value), slow_links(entry),
                                 low_is_bad=value == "bandwidth_gbps")
 
 

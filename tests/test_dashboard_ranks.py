@@ -115,23 +115,45 @@ def test_matrix_shows_the_slow_link_with_the_reports_values(
 ) -> None:
     fig = R.link_matrix_figure(run, "bandwidth_gbps")
     trace = fig.data[0]
-    ids = [int(v) for v in trace.x]
+    rows, cols = [int(v) for v in trace.y], [int(v) for v in trace.x]
+    assert rows == cols == list(range(8))  # every rank reports its links here: a square matrix
     z = np.array([[np.nan if v is None else v for v in row] for row in trace.z], dtype=float)
     links = report8["cluster"]["links"]
     assert len(links) == 8
     for x in links:
-        assert z[ids.index(x["src_rank"]), ids.index(x["dst_rank"])] == pytest.approx(x["bandwidth_gbps"])
+        assert z[rows.index(x["src_rank"]), cols.index(x["dst_rank"])] == pytest.approx(x["bandwidth_gbps"])
     assert np.isnan(np.diag(z)).all()  # LOCAL copies left out
     i, j = np.unravel_index(np.nanargmin(z), z.shape)
-    assert (ids[i], ids[j]) == SLOW_LINK and z[i, j] == pytest.approx(5.0)
+    assert (rows[i], cols[j]) == SLOW_LINK and z[i, j] == pytest.approx(5.0)
     assert np.nanmedian(z) == pytest.approx(20.0)
     (shape,) = fig.layout.shapes  # the TS604 link outlined
-    assert (shape.x0 + 0.5, shape.y0 + 0.5) == (ids.index(SLOW_LINK[1]), ids.index(SLOW_LINK[0]))
+    assert (shape.x0 + 0.5, shape.y0 + 0.5) == (cols.index(SLOW_LINK[1]), rows.index(SLOW_LINK[0]))
     assert "slow link 5→6 (TS604)" in fig.layout.title.text
     size = np.array(
         [[np.nan if v is None else v for v in row] for row in R.link_matrix_figure(run, "size_mb").data[0].z]
     )
     assert np.nansum(size) == pytest.approx(sum(x["size_mb"] for x in links))
+
+
+def test_real_two_rank_matrix_rows_are_the_ranks_that_report(real_traces: Path) -> None:
+    """The real gpt3 run was captured on ranks 0 and 1 of a larger job: two rows, one column per
+    rank they sent to; rank 0's kernel table is truncated, so it is left out but keeps its row."""
+    path = real_traces / "gpt3_2rank_memoryl0"
+    if not path.is_dir():
+        pytest.skip("needs ../shared/traces/real/gpt3_2rank_memoryl0")
+    (entry,) = store_of(create_app([path])).clusters()
+    grid, srcs, dsts = R.link_grid(entry, "bandwidth_gbps")
+    assert srcs == [0, 1] and dsts == list(range(10)) and grid.shape == (2, 10)
+    links = {(x["src_rank"], x["dst_rank"]): x for x in entry.section["links"]}
+    assert sorted(links[(0, 1)]["transports"]) == ["HCCS", "RDMA"]  # one cell, both transports
+    assert grid[0, 1] == pytest.approx(links[(0, 1)]["bandwidth_gbps"])
+    assert grid[0, 1] == pytest.approx(
+        links[(0, 1)]["size_mb"] / links[(0, 1)]["transit_us"] * 1000, rel=1e-3
+    )
+    assert list(entry.rank_keys) == [1]
+    values, ranks, labels, _width = R.step_grid(entry, "computing_us")
+    assert ranks == [0, 1] and labels == ["2"]
+    assert list(values[:, 0]) == pytest.approx([s["computing_us"] for s in entry.section["steps"]])
 
 
 def test_cross_rank_findings_carry_their_evidence(run: ClusterEntry) -> None:
