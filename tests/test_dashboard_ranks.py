@@ -330,3 +330,20 @@ def test_the_ranks_tab_only_for_several_ranks() -> None:
 
     assert "ranks" not in tab_values(build_layout([], None))
     assert tab_values(build_layout([], None, [{"label": "r8", "value": "c0"}]))[:2] == ["overview", "ranks"]
+
+
+def test_serve_says_the_ranks_tab_and_the_left_out_rank(
+    tmp_path: Path, sample_generator: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from generator.cluster import ClusterSpec, write_cluster_run
+
+    roots = write_cluster_run(tmp_path, ClusterSpec(ranks=3, slow_rank=None, slow_link=None))
+    kd = roots[1] / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    kd.write_text("\n".join([*kd.read_text().splitlines()[:3], "x,y"]) + "\n")  # a row of two fields
+    assert main(["serve", str(tmp_path), "--check"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    (warning,) = [line for line in err if "left out" in line]
+    assert warning.startswith("tilescope: warning: ") and "kernel_details.csv: row 3 (line 4)" in warning
+    assert warning.endswith("— rank 1 left out")
+    said = f"tilescope: {tmp_path.name}: 3 ranks side by side in the Ranks tab"
+    assert f"{said} (1 without a readable kernel table)" in err
