@@ -417,7 +417,12 @@ def rank_step_heatmap_figure(
         title_text="rank", type="category", autorange="reversed", tickvals=ys,
         ticktext=[f"{r} (slow)" if r == slow else str(r) for r in ranks],
     )
-    title = f"{name} per rank and step" + (f" — slow rank {slow}" if slow is not None else "")
+    title = f"{name} per rank and step"
+    finite = z[np.isfinite(z)]
+    if finite.size and finite.min() > 0:
+        # the colours stretch over whatever spread there is: the ratio says whether it matters
+        title += f" — max/min = {finite.max() / finite.min():.2f}"
+    title += f" — slow rank {slow}" if slow is not None else ""
     return _layout(fig, plot_text(title), max(260, min(900, 80 + 18 * len(ranks))))
 
 
@@ -430,9 +435,17 @@ def link_matrix_figure(
     low_is_bad: bool,
 ) -> go.Figure:
     """Source rank (`srcs`, rows) x destination rank (`dsts`), one cell per pair (NaN: nothing
-    exchanged); a bandwidth in red (low) to green, a size or time in blues; the `slow` links
+    exchanged); a bandwidth from red (half the median link or less) to green (the median or
+    more), a size or time in blues; the `slow` links
     outlined and named in the title. Values are written in the cells up to 16 ranks (past that
     they would not fit)."""
+    scale: dict[str, Any] = {}
+    finite = grid[np.isfinite(grid)]
+    if low_is_bad and finite.size:
+        # red at half the median link or less (TS604's threshold), green at the median or more: a
+        # 5 % spread between healthy links is not painted as red and green
+        median = float(np.median(finite))
+        scale = dict(zmin=0.5 * median, zmax=median) if median > 0 else {}
     cells: dict[str, Any] = {}
     if max(len(srcs), len(dsts)) <= 16:
         cells = dict(text=[[("" if math.isnan(v) else f"{v:,.1f}") for v in row] for row in grid],
@@ -443,6 +456,7 @@ def link_matrix_figure(
             x=[str(r) for r in dsts],
             y=[str(r) for r in srcs],
             colorscale="RdYlGn" if low_is_bad else "Blues",
+            **scale,
             colorbar=dict(title=plot_text(unit.rsplit("(", 1)[-1].rstrip(")"))),
             hovertemplate="rank %{y} → rank %{x}: %{z:,.3f} " + plot_text(unit) + "<extra></extra>",
             hoverongaps=False,

@@ -105,6 +105,7 @@ def test_heatmap_shows_the_slow_rank_with_the_reports_values(
     assert (z.argmax(axis=0) == ranks.index(SLOW_RANK)).all()
     assert list(fig.layout.yaxis.ticktext)[SLOW_RANK] == f"{SLOW_RANK} (slow)"
     assert f"slow rank {SLOW_RANK}" in fig.layout.title.text
+    assert f"max/min = {z.max() / z.min():.2f}" in fig.layout.title.text  # 1,260 / 990 µs: 1.27
     # the step time is the same on every rank (they wait for each other): a choice, not the default
     steps = np.array(R.step_heatmap_figure(run, "step_us").data[0].z, dtype=float)
     assert np.allclose(steps, steps[0, 0])
@@ -147,6 +148,11 @@ def test_real_two_rank_matrix_rows_are_the_ranks_that_report(real_traces: Path) 
     links = {(x["src_rank"], x["dst_rank"]): x for x in entry.section["links"]}
     assert sorted(links[(0, 1)]["transports"]) == ["HCCS", "RDMA"]  # one cell, both transports
     assert grid[0, 1] == pytest.approx(links[(0, 1)]["bandwidth_gbps"])
+    # healthy links 17.7-24 GB/s: the colours run from half the median (red) to the median (green)
+    trace = R.link_matrix_figure(entry, "bandwidth_gbps").data[0]
+    median = float(np.nanmedian(grid))
+    assert (trace.zmin, trace.zmax) == pytest.approx((0.5 * median, median))
+    assert np.nanmin(grid) > 0.9 * median
     assert grid[0, 1] == pytest.approx(
         links[(0, 1)]["size_mb"] / links[(0, 1)]["transit_us"] * 1000, rel=1e-3
     )
