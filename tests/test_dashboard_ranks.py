@@ -353,3 +353,24 @@ def test_serve_says_the_ranks_tab_and_the_left_out_rank(
     assert warning.endswith("— rank 1 left out")
     said = f"tilescope: {tmp_path.name}: 3 ranks side by side in the Ranks tab"
     assert f"{said} (1 without a readable kernel table)" in err
+
+
+def test_an_msprof_run_of_two_devices_without_step_ids(tmp_path: Path) -> None:
+    """No step_trace_time.csv, no step ids, no communication_matrix.json: one "all" column
+    recomputed from each device's kernels, and a matrix that says why it is empty."""
+    from test_cluster import OP_SUMMARY_HEADER, _op_summary_rows
+
+    prof = tmp_path / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP"
+    out = prof / "mindstudio_profiler_output"
+    out.mkdir(parents=True)
+    (prof / "device_0").mkdir()
+    (prof / "device_1").mkdir()
+    rows = _op_summary_rows(0, 180.0) + _op_summary_rows(1, 270.0)
+    (out / "op_summary_20260101000000.csv").write_text(OP_SUMMARY_HEADER + "\n" + "\n".join(rows) + "\n")
+    (entry,) = store_of(create_app([tmp_path])).clusters()
+    values, ranks, labels, width = R.step_grid(entry, "computing_us")
+    assert ranks == [0, 1] and labels == ["all"] and width == 1
+    assert list(values[:, 0]) == [s["computing_us"] for s in entry.section["steps"]] == [380.0, 560.0]
+    assert entry.slow_rank == 1 and "slow rank 1" in R.step_heatmap_figure(entry).layout.title.text
+    matrix = R.link_matrix_figure(entry)
+    assert matrix.layout.annotations[0].text.startswith("No communication matrix")
