@@ -346,7 +346,10 @@ class DataStore:
     def _add_cluster(self, path: Path, profiles: Sequence[Profile], failures: Sequence[LoadFailure],
                      keys: Sequence[str]) -> ClusterEntry:
         key = f"c{len(self._clusters)}"
-        entry, read = build_cluster_entry(key, path.name or str(path), profiles, failures, keys)
+        label = path.name or str(path)
+        if any(c.label == label for c in self._clusters.values()):  # runs/a/r8 and runs/b/r8
+            label = str(path)
+        entry, read = build_cluster_entry(key, label, profiles, failures, keys)
         for file in read:  # the ranks' step and communication files, checked as the kernel tables are
             self.roots.check(file, file.name)
         self._clusters[key] = entry

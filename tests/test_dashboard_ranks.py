@@ -374,3 +374,16 @@ def test_an_msprof_run_of_two_devices_without_step_ids(tmp_path: Path) -> None:
     assert entry.slow_rank == 1 and "slow rank 1" in R.step_heatmap_figure(entry).layout.title.text
     matrix = R.link_matrix_figure(entry)
     assert matrix.layout.annotations[0].text.startswith("No communication matrix")
+
+
+def test_two_runs_served_each_open_their_own_ranks(run8: Path) -> None:
+    app = create_app([run8, run8])
+    first, second = store_of(app).clusters()
+    assert (first.key, second.key) == ("c0", "c1") and first.label != second.label == str(run8)
+    assert list(first.rank_keys.values()) == [f"p{i}" for i in range(8)]
+    assert list(second.rank_keys.values()) == [f"p{i}" for i in range(8, 16)]
+    body = callback_body(app, "profile.value", {"r-run.value": "c1"}, "r-heatmap.clickData")
+    body["inputs"][0] = []
+    body["inputs"][1]["value"] = {"points": [{"x": "1", "y": "3", "z": 1.0}]}
+    resp = app.server.test_client().post("/_dash-update-component", json=body)
+    assert json.loads(resp.get_data())["response"]["profile"]["value"] == "p11"
