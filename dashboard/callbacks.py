@@ -18,8 +18,9 @@ from analyzer.errors import TilescopeError, UsageError
 from dashboard import compare as C
 from dashboard import figures as F
 from dashboard import inputs
+from dashboard import ranks as R
 from dashboard import views as V
-from dashboard.data import DataStore, ProfileEntry
+from dashboard.data import ClusterEntry, DataStore, ProfileEntry
 from dashboard.ir_view import ir_kernels, kernel_of_locations, load_stages, mark_locations, stage_data
 from dashboard.layout import kernel_grid
 from dashboard.query import build_lanes, kernel_page, timeline_gap, timeline_window
@@ -42,6 +43,16 @@ def _finding(entry: ProfileEntry, sel: object) -> dict[str, Any] | None:
     as after switching to a profile with fewer findings."""
     i = inputs.index(sel, "selected finding")
     return entry.findings[i] if i is not None and i < len(entry.findings) else None
+
+
+def _run(store: DataStore, key: object) -> ClusterEntry:
+    """The Ranks tab's run; an unknown key (any JSON a request sends) is a UsageError (a 400)."""
+    if key is None:
+        raise PreventUpdate
+    entry = store.cluster(key)
+    if entry is None:
+        raise UsageError("run: expected one of the served multi-rank paths")
+    return entry
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
@@ -377,6 +388,61 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Input("ir-kernel", "value"),
         Input("profile", "value"),
     )
+
+    # --- Ranks (only in the layout when a served path holds several ranks) --------------------
+    @app.callback(
+        Output("r-info", "children"),
+        Output("r-table", "children"),
+        Output("r-findings", "children"),
+        Input("r-run", "value"),
+        Input("profile", "value"),
+        Input("tabs", "value"),
+    )
+    def on_ranks(run: str | None, key: str | None, tab: str) -> tuple[Any, ...]:
+        _active(tab, "ranks")
+        entry = _run(store, run)
+        shown = key if isinstance(key, str) else None
+        return R.rank_info(entry), R.rank_table(entry, shown), R.cluster_findings(entry)
+
+    @app.callback(Output("r-heatmap", "figure"), Input("r-run", "value"), Input("r-metric", "value"),
+                  Input("tabs", "value"))
+    def on_rank_heatmap(run: str | None, metric: str | None, tab: str) -> Any:
+        _active(tab, "ranks")
+        metric = inputs.choice(metric, R.STEP_METRICS, "heatmap quantity") or R.DEFAULT_METRIC
+        return R.step_heatmap_figure(_run(store, run), metric)
+
+    @app.callback(Output("r-matrix", "figure"), Input("r-run", "value"), Input("r-link-value", "value"),
+                  Input("tabs", "value"))
+    def on_rank_matrix(run: str | None, value: str | None, tab: str) -> Any:
+        _active(tab, "ranks")
+        value = inputs.choice(value, R.LINK_VALUES, "matrix quantity") or R.DEFAULT_LINK_VALUE
+        return R.link_matrix_figure(_run(store, run), value)
+
+    @app.callback(
+        Output("profile", "value"),
+        Output("tabs", "value", allow_duplicate=True),
+        Input({"type": R.ROW_TYPE, "index": ALL}, "n_clicks"),
+        Input("r-heatmap", "clickData"),
+        Input("r-matrix", "clickData"),
+        State("r-run", "value"),
+        prevent_initial_call=True,
+    )
+    def on_pick_rank(
+        _rows: list[int | None], heat: dict[str, Any] | None, matrix: dict[str, Any] | None, run: str | None
+    ) -> tuple[str, str]:
+        """A rank clicked in the Ranks tab: its profile in the picker, and the Overview shown."""
+        trig = ctx.triggered_id
+        if isinstance(trig, dict):  # a table row; re-rendered rows come back with n_clicks 0
+            if not ctx.triggered or not ctx.triggered[0].get("value"):
+                raise PreventUpdate
+            rank = inputs.index(trig.get("index"), "rank row")
+        else:
+            click = inputs.mapping(heat if trig == "r-heatmap" else matrix, "chart click")
+            rank = R.clicked_rank(click)
+        profile_key = _run(store, run).rank_keys.get(rank) if rank is not None else None
+        if profile_key is None:  # a left-out rank, or a rank only seen as a link's far end
+            raise PreventUpdate
+        return profile_key, "overview"
 
     # --- Compare ----------------------------------------------------------------------------
     @app.callback(

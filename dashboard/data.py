@@ -8,13 +8,14 @@ comes from `analyzer.report.data.build_report`; this module only reshapes it for
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
@@ -23,6 +24,9 @@ import pandas as pd
 from analyzer.errors import UsageError
 from analyzer.profile import Profile
 from dashboard.paths import PathRejected, RootSet, discover_profiles
+
+if TYPE_CHECKING:
+    from analyzer.io.load import LoadFailure
 
 # Canonical columns shown in the Kernels grid, in this order when present (design.md §3 plus the
 # derived metrics of analyzer/metrics.py). Anything else stays on the server.
@@ -175,6 +179,56 @@ class ProfileEntry:
         return float(summary.get("total_device_us") or 0.0)
 
 
+@dataclass
+class ClusterEntry:
+    """The ranks of one served path side by side: the report's `cluster` section and its
+    cross-rank (TS6xx) findings, computed once when the path is loaded (analyzer.cluster)."""
+
+    key: str  # "c0", "c1", ... in the order the paths were given
+    label: str
+    section: dict[str, Any]  # report["cluster"] (analyzer.report.ranks.cluster_section), JSON values
+    findings: list[dict[str, Any]]  # the TS6xx findings as the report lists them, largest saving first
+    rank_keys: dict[int, str]  # rank id -> its profile's picker key (ranks that loaded)
+
+    @property
+    def slow_rank(self) -> int | None:
+        slow = self.section.get("slow_rank")
+        return int(slow) if isinstance(slow, int) else None
+
+
+def build_cluster_entry(
+    key: str, label: str, profiles: Sequence[Profile], failures: Sequence[LoadFailure], keys: Sequence[str]
+) -> tuple[ClusterEntry, list[Path]]:
+    """The cluster model of one path's ranks, its TS6xx rules and the report's `cluster` section
+    (the same calls as `tilescope analyze`), and the summary files it read (for the root check).
+    `keys[i]` is the picker key of `profiles[i]`."""
+    from analyzer.cluster import build_cluster
+    from analyzer.config import load_config
+    from analyzer.engine import run_cluster_rules
+    from analyzer.report.ranks import SCOPE_CLUSTER, cluster_section
+
+    model = build_cluster(profiles, failures)
+    result = run_cluster_rules(model, profiles[0].chip, load_config())
+    # the rank a profile stands for, as build_cluster numbers it (its position when it has none)
+    pairs = enumerate(zip(profiles, keys, strict=True))
+    rank_keys = {(p.rank if p.rank is not None else i): k for i, (p, k) in pairs}
+    findings = [{**f.to_dict(), "rank": f.evidence.get("rank"), "scope": SCOPE_CLUSTER}
+                for f in result.findings]
+    findings.sort(key=lambda f: (-float(f.get("est_saving_us") or 0.0), str(f.get("code"))))
+    section, findings = _plain(cluster_section(model, result)), _plain(findings)
+    read = [f for info in model.ranks for f in info.files]
+    return ClusterEntry(key, label, section, findings, rank_keys), read
+
+
+def _plain(value: Any) -> Any:
+    """JSON values only (numpy scalars -> Python, NaN -> None), as the report's JSON holds them."""
+    def convert(x: Any) -> Any:
+        return x.item() if isinstance(x, np.generic) else str(x)
+
+    text = json.dumps(value, default=convert)
+    return json.loads(text, parse_constant=lambda _c: None)
+
+
 def prepare_kernels(profile: Profile) -> pd.DataFrame:
     """The kernel table with derived metrics, a stable launch index and a readable start time.
 
@@ -247,6 +301,7 @@ class DataStore:
         self.chip = chip
         self._fixed: dict[str, ProfileEntry] = {}
         self._lazy: OrderedDict[str, ProfileEntry] = OrderedDict()
+        self._clusters: dict[str, ClusterEntry] = {}  # one per command-line path holding several ranks
         self._lock = threading.Lock()
         # Called in a background thread for each new entry, so that the one-time work of the
         # heavier views (DuckDB copy, timeline lanes, diff stats) is done before the first click.
@@ -279,10 +334,34 @@ class DataStore:
         """A profile named on the command line: it, and nothing its links lead to outside it (or
         outside a --root), is served."""
         self.roots = self.roots.with_given(path)
+        profiles = self._load(path, str(path))
         out = []
-        for profile in self._load(path, str(path)):
+        for profile in profiles:
             out.append(self.add_profile(profile, label=_short_label(profile)))
+        failures = list(getattr(profiles, "failures", []))
+        if len(profiles) + len(failures) > 1:
+            self._add_cluster(path, profiles, failures, [e.key for e in out])
         return out
+
+    def _add_cluster(self, path: Path, profiles: Sequence[Profile], failures: Sequence[LoadFailure],
+                     keys: Sequence[str]) -> ClusterEntry:
+        key = f"c{len(self._clusters)}"
+        label = path.name or str(path)
+        if any(c.label == label for c in self._clusters.values()):  # runs/a/r8 and runs/b/r8
+            label = str(path)
+        entry, read = build_cluster_entry(key, label, profiles, failures, keys)
+        for file in read:  # the ranks' step and communication files, checked as the kernel tables are
+            self.roots.check(file, file.name)
+        self._clusters[key] = entry
+        return entry
+
+    def clusters(self) -> list[ClusterEntry]:
+        """The multi-rank paths given on the command line (empty: no Ranks tab)."""
+        return list(self._clusters.values())
+
+    def cluster(self, key: object) -> ClusterEntry | None:
+        """The cluster for a Ranks-tab key (any JSON value a request sends); None when unknown."""
+        return self._clusters.get(key) if isinstance(key, str) else None
 
     def _load(self, path: Path, shown: str) -> list[Profile]:
         """Load `path` for the browser: its tree is checked before the loaders open anything, and

@@ -12,6 +12,7 @@ import dash_ag_grid as dag
 from dash import dcc, html
 
 from analyzer.findings import SEVERITIES
+from dashboard.ranks import DEFAULT_LINK_VALUE, DEFAULT_METRIC, LINK_VALUES, STEP_METRICS
 from dashboard.views import SCOPES
 
 TABS = (
@@ -24,6 +25,8 @@ TABS = (
     ("ir", "IR"),
     ("compare", "Compare"),
 )
+# Shown after Overview only when a served path holds several ranks (build_layout's `runs`).
+RANKS_TAB = ("ranks", "Ranks")
 GRAPH_CONFIG: dict[str, Any] = {
     "displaylogo": False,
     "responsive": True,
@@ -236,6 +239,60 @@ def _compare() -> html.Div:
     )
 
 
+def _ranks(runs: list[dict[str, str]]) -> html.Div:
+    """The Ranks tab: which run (a served path of several ranks), its rank table and cross-rank
+    findings, the rank x step heatmap and the communication matrix (callbacks.on_ranks_*)."""
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Label("Run", htmlFor="r-run"),
+                    dcc.Dropdown(id="r-run", options=runs, value=runs[0]["value"] if runs else None,
+                                 clearable=False, className="dd wide"),
+                ],
+                className="toolbar",
+            ),
+            html.Div(id="r-info", className="muted"),
+            html.Div(
+                [
+                    html.Div(id="r-table", className="col rank-table-box"),
+                    html.Div(id="r-findings", className="col finding-list compact"),
+                ],
+                className="row",
+            ),
+            html.Div(
+                [
+                    html.Div(
+                        dcc.RadioItems(
+                            id="r-metric", value=DEFAULT_METRIC, inline=True, className="radio",
+                            options=[{"label": v, "value": k} for k, v in STEP_METRICS.items()],
+                        ),
+                        className="toolbar",
+                    ),
+                    graph("r-heatmap"),
+                ],
+                className="card",
+            ),
+            html.Div(
+                [
+                    html.Div(
+                        dcc.RadioItems(
+                            id="r-link-value", value=DEFAULT_LINK_VALUE, inline=True, className="radio",
+                            options=[{"label": v, "value": k} for k, v in LINK_VALUES.items()],
+                        ),
+                        className="toolbar",
+                    ),
+                    graph("r-matrix"),
+                ],
+                className="card",
+            ),
+            html.Div("Click a rank (a table row, a heatmap row or a matrix row) to open it in the "
+                     "other tabs.", className="muted small"),
+        ],
+        className="view",
+    )
+
+
 VIEWS = {
     "overview": _overview,
     "kernels": _kernels,
@@ -252,7 +309,13 @@ VIEWS = {
 }
 
 
-def build_layout(options: list[dict[str, str]], initial: str | None) -> html.Div:
+def build_layout(
+    options: list[dict[str, str]], initial: str | None, runs: list[dict[str, str]] | None = None
+) -> html.Div:
+    """`runs`: the served paths holding several ranks (label, key); with none there is no Ranks tab."""
+    tabs = [(value, label, VIEWS[value]) for value, label in TABS]
+    if runs:
+        tabs.insert(1, (*RANKS_TAB, lambda: _ranks(runs)))
     return html.Div(
         [
             html.Header(
@@ -295,11 +358,11 @@ def build_layout(options: list[dict[str, str]], initial: str | None) -> html.Div
                     dcc.Tab(
                         label=label,
                         value=value,
-                        children=VIEWS[value](),
+                        children=make(),
                         className="tab",
                         selected_className="tab--selected",
                     )
-                    for value, label in TABS
+                    for value, label, make in tabs
                 ],
             ),
         ],

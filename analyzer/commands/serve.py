@@ -16,7 +16,7 @@ import sys
 import threading
 import webbrowser
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -32,6 +32,21 @@ EPILOG = (
     "on a trusted network."
 )
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _say_ranks(app: Any) -> None:
+    """On stderr, per served path of several ranks: that the Ranks tab shows them, and each rank
+    left out with its error (file, row, what was expected), as `analyze` warns about it."""
+    from analyzer.report.escape import terminal_text
+    from dashboard.app import store_of
+
+    for run in store_of(app).clusters():
+        ranks = run.section.get("ranks") or []
+        left = [r for r in ranks if not r.get("kernels_loaded")]
+        for r in left:
+            _log(terminal_text(f"warning: {r.get('error')} — rank {r.get('rank')} left out"))
+        _log(terminal_text(f"{run.label}: {len(ranks)} ranks side by side in the Ranks tab"
+                           + (f" ({len(left)} without a readable kernel table)" if left else "")))
 
 
 def _log(message: str) -> None:
@@ -72,6 +87,7 @@ def serve_command(
     if paths:
         _log(f"loading {len(paths)} profile(s)…")
     app = create_app(list(paths or []), roots=list(root or []), chip=chip, hosts=[host])
+    _say_ranks(app)
     if host not in LOOPBACK:
         _log(f"warning: binding {host}: anyone who can reach it can read the served profiles")
     if check:

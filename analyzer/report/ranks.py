@@ -40,6 +40,7 @@ def cluster_section(cluster: Cluster, result: AnalysisResult) -> dict[str, Any]:
         "steps": steps,
         "notes": list(cluster.notes),
         "rules_run": list(result.rules_run),
+        "links": link_totals(cluster.links),
     }
 
 
@@ -61,6 +62,45 @@ def _step_records(steps: pd.DataFrame) -> list[dict[str, Any]]:
         columns.append(values)
     names = [str(c) for c in steps.columns]
     return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+
+
+LOCAL_TRANSPORT = "LOCAL"
+
+
+def link_totals(links: Any) -> list[dict[str, Any]]:
+    """Per link (source rank -> destination rank) of `cluster.links`, summed over every step,
+    operator, transport and reporting rank: `size_mb`, `transit_us`, `bandwidth_gbps` = Σ size / Σ
+    transit time (as TS604 computes it), `transports` and `transfers` (rows summed).
+
+    Why one row per rank pair: the communication matrix has one cell per pair, and a pair can move
+    data over two transports (HCCS and RDMA on the real gpt3 run). LOCAL copies (a rank to itself)
+    and rows without a transit time are left out. Both ends of a link may report it; each end's
+    rows count, as in TS604, so a transfer seen from both sides is summed twice (its bandwidth,
+    a ratio, is unchanged when the two views agree)."""
+    import pandas as pd
+
+    if not isinstance(links, pd.DataFrame) or links.empty or "src_rank" not in links.columns:
+        return []
+    keep = (links["transport"].astype("string") != LOCAL_TRANSPORT) & (links["src_rank"] != links["dst_rank"])
+    keep &= pd.to_numeric(links["transit_us"], errors="coerce") > 0
+    rows = links.loc[keep.fillna(False)]
+    if rows.empty:
+        return []
+    g = rows.groupby(["src_rank", "dst_rank"], sort=True)
+    pairs = g[["size_mb", "transit_us"]].sum()
+    pairs["transfers"] = g.size()
+    pairs["transports"] = g["transport"].agg(lambda t: sorted({str(x) for x in t}))  # once per pair
+    out = []
+    for rec in pairs.reset_index().to_dict("records"):  # one per rank pair, not per transfer
+        size, transit = float(rec["size_mb"]), float(rec["transit_us"])
+        out.append({
+            "src_rank": int(rec["src_rank"]), "dst_rank": int(rec["dst_rank"]),
+            "transports": list(rec["transports"]),
+            "size_mb": round(size, 6), "transit_us": round(transit, 3),
+            "bandwidth_gbps": round(size / transit * 1000.0, 3),  # MB/µs is TB/s
+            "transfers": int(rec["transfers"]),
+        })
+    return out
 
 
 def rank_rows(report: Mapping[str, Any]) -> list[list[str]]:
