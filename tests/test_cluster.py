@@ -340,3 +340,25 @@ def test_others_median_equals_dropping_each_rank() -> None:
             mine = table[col].notna() & (table.notna().sum(axis=1) >= 2)
             assert np.allclose(got[col][mine], expected[mine], equal_nan=True)
             assert got[col][~mine].isna().all()
+
+
+def test_sarif_points_each_finding_at_its_rank(
+    eight_ranks: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A multi-rank SARIF: a finding's location is the rank it is about (not rank 0's folder), and
+    alike findings of different ranks or links are distinct alerts (fingerprints differ)."""
+    assert main(["analyze", str(eight_ranks), "-f", "sarif"]) == 0
+    results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+
+    def where(r: dict[str, object]) -> str:
+        return str(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"])  # type: ignore[index]
+
+    by_code: dict[str, list[dict[str, object]]] = {}
+    for r in results:
+        by_code.setdefault(str(r["ruleId"]), []).append(r)
+    assert where(by_code["TS601"][0]).endswith("node0_1003_20260101000000000_ascend_pt")  # rank 3
+    assert where(by_code["TS604"][0]).endswith("node0_1005_20260101000000000_ascend_pt")  # link 5-6's source
+    ts102 = by_code["TS102"]
+    assert len({where(r) for r in ts102}) == 8  # one folder per rank
+    prints = [r["partialFingerprints"]["tilescopeFinding/v1"] for r in results]
+    assert len(set(prints)) == len(prints)

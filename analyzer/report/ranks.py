@@ -104,7 +104,18 @@ def link_totals(links: Any) -> list[dict[str, Any]]:
 
 
 def rank_rows(report: Mapping[str, Any]) -> list[list[str]]:
-    """The rank table as text cells (RANK_COLUMNS); empty for a single-rank report."""
+    """The rank table as text cells (RANK_COLUMNS), ranks whose cells read the same sharing one
+    row (`0-2, 4-7`): a table of 64 or 4,096 rows of the same numbers would hide the one that
+    differs. Empty for a single-rank report; the JSON keeps one row per rank."""
+    from analyzer.cluster import rank_set_text
+
+    grouped: dict[tuple[str, ...], list[int]] = {}
+    for row in _rank_rows(report):
+        grouped.setdefault(tuple(row[1:]), []).append(int(row[0]))
+    return [[rank_set_text(ranks), *cells] for cells, ranks in grouped.items()]
+
+
+def _rank_rows(report: Mapping[str, Any]) -> list[list[str]]:
     section = report.get("cluster") or {}
     out = []
     for r in section.get("ranks") or []:

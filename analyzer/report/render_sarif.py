@@ -119,13 +119,25 @@ def _physical(loc: Mapping[str, Any], root: Path, base_dir: str | None) -> dict[
     return phys
 
 
+def _finding_input_path(f: Mapping[str, Any], report: Mapping[str, Any]) -> str | None:
+    """The profile a finding is about: its `input`'s path in a report of several ranks (a TS102
+    on rank 5, TS601 naming rank 3, TS604 the source rank of its link), else the report's input."""
+    profiles = report.get("profiles") or []
+    index = f.get("input")
+    if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(profiles):
+        path = profiles[index].get("path") if isinstance(profiles[index], Mapping) else None
+        if isinstance(path, str):
+            return path
+    return report_input_path(report)
+
+
 def _result(f: Mapping[str, Any], rule_index: Mapping[str, int], report: Mapping[str, Any],
             root: Path) -> dict[str, Any]:
     code = str(f.get("code", "TS000"))
     locs = [loc for loc in f.get("locations", []) or [] if isinstance(loc, Mapping) and loc.get("file")]
     source = [loc for loc in locs if loc.get("stage") in (None, "", "source")]
     others = [loc for loc in locs if loc not in source]
-    input_path = report_input_path(report)
+    input_path = _finding_input_path(f, report)
     primary = source[:1] or others[:1]
     related = source[1:] + (others if source else others[1:])
     if primary:
@@ -145,7 +157,9 @@ def _result(f: Mapping[str, Any], rule_index: Mapping[str, int], report: Mapping
         "level": LEVEL.get(str(f.get("severity")), "note"),
         "message": {"text": sarif_text(text, 4000)},
         "locations": locations,
-        "partialFingerprints": {"tilescopeFinding/v1": _fingerprint(f)},
+        "partialFingerprints": {
+            "tilescopeFinding/v1": _fingerprint(f, len(report.get("profiles") or []) > 1)
+        },
         "properties": {
             "severity": str(f.get("severity", "")), "slug": str(f.get("slug", "")),
             "kernels": kernels, "estSavingUs": round(saving, 3), "shareOfTotal": round(share, 6),
@@ -164,13 +178,24 @@ def _location_label(loc: Mapping[str, Any]) -> str:
     return f"{loc.get('stage') or 'source'} {loc.get('label') or ''}".strip()
 
 
-def _fingerprint(f: Mapping[str, Any]) -> str:
+def _fingerprint(f: Mapping[str, Any], multi_rank: bool = False) -> str:
     # Stable across runs while the problem is the same: code + normalised kernel names, so code
     # scanning tracks one alert instead of opening a new one on every push.
+    # In a multi-rank report, what the finding names is part of it: a cross-rank finding's link or
+    # rank (as `diff` matches them), a per-rank finding's rank — or the same problem on 8 ranks,
+    # or two slow links, would be one alert.
     from analyzer.diff import finding_identity
+    from analyzer.diff_cluster import cluster_identity, is_cluster_finding
 
-    code, kernels = finding_identity(f)
-    return hashlib.sha256("\x1f".join((code, *kernels)).encode()).hexdigest()[:32]
+    if is_cluster_finding(f):
+        code, subject, kernels = cluster_identity(f)
+        parts: tuple[str, ...] = (code, subject, *kernels)
+    else:
+        code, kernels = finding_identity(f)
+        parts = (code, *kernels)
+        if f.get("rank") is not None and multi_rank:
+            parts = (*parts, f"rank {f['rank']}")
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
 def _notifications(report: Mapping[str, Any]) -> dict[str, Any]:

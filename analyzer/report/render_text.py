@@ -199,16 +199,9 @@ def _print_ranks(console: Console, report: dict[str, Any], say: Any) -> None:
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
     for i, col in enumerate(RANK_COLUMNS):
         table.add_column(col, justify="right" if 0 < i < 5 else "left", no_wrap=True)
-    # ranks whose rows read the same share one (`0-2, 4-7`): a table of 64 or 4,096 lines of the
-    # same numbers would hide the one that differs
-    grouped: dict[tuple[str, ...], list[int]] = {}
-    for row in rows:
-        grouped.setdefault(tuple(row[1:]), []).append(int(row[0]))
-    from analyzer.cluster import rank_set_text
-
-    for cells, ranks in grouped.items():
-        style = "bold #c0392b" if "slow rank" in cells[-1] else ""
-        table.add_row(*(Text(terminal_text(c), style=style) for c in (rank_set_text(ranks), *cells)))
+    for row in rows:  # alike ranks share a row (`0-2, 4-7`)
+        style = "bold #c0392b" if "slow rank" in row[-1] else ""
+        table.add_row(*(Text(terminal_text(c), style=style) for c in row))
     console.print(table, crop=False)
     for note in section.get("notes") or []:
         say(f"note: {note}", "dim", "  ", "    ")
