@@ -25,7 +25,7 @@ from analyzer.report.charts import PIPE_SERIES, num, report_findings, report_ker
 from analyzer.summary import device_time
 
 if TYPE_CHECKING:
-    from analyzer.diff_cluster import ClusterDiff
+    from analyzer.diff_cluster import BuildReport, ClusterDiff
     from analyzer.io.load import LoadFailure
     from analyzer.profile import Profile
 
@@ -407,10 +407,13 @@ def _pct(b: float, h: float) -> str:
 
 def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, chip: str | None = None,
                config_path: str | None = None, fail_on_new: str | None = None,
-               failures: list[LoadFailure] | None = None) -> DiffResult | ClusterDiff:
+               failures: list[LoadFailure] | None = None,
+               build: BuildReport | None = None) -> DiffResult | ClusterDiff:
     """The diff of two single-rank runs, or of two multi-rank runs (analyzer.diff_cluster); a
     multi-rank run against a single-rank one is a usage error (exit 2): comparing one of its ranks
-    silently would be the first-rank-only slip. Ranks a folder could not load go to `failures`."""
+    silently would be the first-rank-only slip. Ranks a folder could not load go to `failures`.
+    `build` makes a multi-rank folder's report (`tilescope analyze`'s; without it, folders of
+    several ranks cannot be read, only their saved JSON reports)."""
     from analyzer.diff_cluster import (
         cluster_ranks,
         compare_clusters,
@@ -419,7 +422,7 @@ def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, c
         load_any,
     )
 
-    reports = [load_any(p, chip, config_path, failures) for p in (base, head)]
+    reports = [load_any(p, chip, config_path, failures, build or _no_cluster_build) for p in (base, head)]
     multi = [is_cluster_report(r) for r in reports]
     for p, r, m in zip((base, head), reports, multi, strict=True):
         if m and not isinstance(r.get("cluster"), Mapping):
@@ -434,6 +437,11 @@ def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, c
         raise kind_mismatch(paths[i], cluster_ranks(reports[i]), paths[1 - i])
     runs = [run_from_report(r, str(p)) for r, p in zip(reports, (base, head), strict=True)]
     return compare_runs(runs[0], runs[1], threshold_pct, fail_on_new=fail_on_new)
+
+
+def _no_cluster_build(path: Path, *_args: Any) -> dict[str, Any]:
+    raise UsageError(f"{path}: a run of several ranks; compare the JSON reports `tilescope analyze -f json` "
+                     "writes of it")
 
 
 def kernels_changed(result: DiffResult, verdicts: Iterable[str]) -> list[KernelDelta]:

@@ -14,7 +14,7 @@ a median or a sum over eight ranks hides exactly the rank that changed. Each ran
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,10 +68,15 @@ def _holds_several(path: Path) -> bool:
         return False
 
 
+# How a folder of several ranks becomes a report: `tilescope analyze`'s build (path, config, chip,
+# with_advisor, failures) -> report dict, handed in by the command (analyzer/commands/diff.py):
+# the CLI layer is the one that knows every other part.
+BuildReport = Callable[[Path, Any, str | None, bool, list[Any] | None], dict[str, Any]]
+
+
 def cluster_report(path: Path, chip: str | None, config_path: str | None,
-                   failures: list[LoadFailure] | None) -> dict[str, Any]:
+                   failures: list[LoadFailure] | None, build: BuildReport) -> dict[str, Any]:
     """The report `tilescope analyze PATH -f json` writes, as a dict (the same bytes, decoded)."""
-    from analyzer.commands.analyze import build
     from analyzer.config import load_config
     from analyzer.report.render_json import render
 
@@ -80,7 +85,7 @@ def cluster_report(path: Path, chip: str | None, config_path: str | None,
 
 
 def load_any(path: str | Path, chip: str | None, config_path: str | None,
-             failures: list[LoadFailure] | None = None) -> dict[str, Any]:
+             failures: list[LoadFailure] | None, build: BuildReport) -> dict[str, Any]:
     """A saved JSON report as is; a multi-rank folder's cluster report; else the one profile's
     report with its per-launch data (analyzer.diff.profile_report)."""
     from analyzer.diff import profile_report
@@ -90,12 +95,12 @@ def load_any(path: str | Path, chip: str | None, config_path: str | None,
     if p.is_file() and p.suffix.lower() == ".json":
         return load_report_json(p)
     if p.is_dir() and _holds_several(p):  # several rank folders: not loaded twice
-        return cluster_report(p, chip, config_path, failures)
+        return cluster_report(p, chip, config_path, failures, build)
     profiles = load_profiles(p, chip)
     if len(profiles) == 1 and not profiles.failures:
         return profile_report(profiles[0], config_path)
     # one msprof run of several devices: one rank per device, as analyze reads it
-    return cluster_report(p, chip, config_path, failures)
+    return cluster_report(p, chip, config_path, failures, build)
 
 
 # ---------------------------------------------------------------- per-rank step time

@@ -294,7 +294,9 @@ def register(app: typer.Typer) -> None:
             if not p.exists():
                 raise UsageError(f"{p}: no such file or directory")
         failures: list[LoadFailure] = []
-        result = diff_paths(base, head, threshold, chip, config, fail_on_new, failures)
+        from analyzer.commands.analyze import build
+
+        result = diff_paths(base, head, threshold, chip, config, fail_on_new, failures, build)
         for failure in failures:  # a multi-rank folder's unreadable ranks: named, the rest compared
             typer.echo(failure.warning_line(), err=True)
         text = _render(result, fmt, output_width(width) if output is None else width)
