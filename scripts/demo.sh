@@ -38,7 +38,7 @@ echo >&2
 echo "reports: out/fa-report.html  out/fa-report.md  out/fa-report.sarif  out/attention-diff.md" >&2
 echo "         out/cluster-report.md  out/cluster-diff.md" >&2
 if [ "$serve" = 1 ]; then
-  exec $ts serve "$bundle" sample_traces/attention_unfused sample_traces/attention_fused --no-browser
+  exec $ts serve "$bundle" sample_traces/attention_unfused sample_traces/attention_fused "$cluster" --no-browser
 else
-  $ts serve "$bundle" sample_traces/attention_unfused sample_traces/attention_fused --check
+  $ts serve "$bundle" sample_traces/attention_unfused sample_traces/attention_fused "$cluster" --check
 fi

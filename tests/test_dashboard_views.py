@@ -183,8 +183,16 @@ def test_serve_check_prints_the_url(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", str(sample), "--check", "--port", "8123"]) == 0
     out = capsys.readouterr()
     # --check serves nothing and must not say it does (issue #15 item 9)
-    assert out.out == ("tilescope: check passed, 1 profile(s) loaded; not serving (--check): "
+    assert out.out == ("tilescope: check passed, 1 profile(s) from 1 path(s) loaded; not serving (--check): "
                        "would listen on http://127.0.0.1:8123/\n")
+
+
+def test_serve_check_counts_the_ranks_of_a_path(capsys: pytest.CaptureFixture[str]) -> None:
+    sample = ROOT / "sample_traces" / "cluster_8rank"
+    assert main(["serve", str(sample), "--check", "--port", "8123"]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("tilescope: check passed, 8 profile(s) from 1 path(s) loaded;")
+    assert "cluster_8rank: 8 ranks side by side in the Ranks tab" in out.err
 
 
 def test_serve_check_exits_cleanly_in_a_fresh_process() -> None:

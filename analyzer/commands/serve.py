@@ -85,13 +85,18 @@ def serve_command(
     from dashboard.app import create_app
 
     if paths:
-        _log(f"loading {len(paths)} profile(s)…")
+        _log(f"loading {len(paths)} path(s)…")
     app = create_app(list(paths or []), roots=list(root or []), chip=chip, hosts=[host])
     _say_ranks(app)
     if host not in LOOPBACK:
         _log(f"warning: binding {host}: anyone who can reach it can read the served profiles")
     if check:
-        loaded = f"{len(paths)} profile(s) loaded" if paths else "the --root directories can be listed"
+        from dashboard.app import store_of
+
+        # profiles, not paths: a path of 8 ranks is 8 profiles in the picker
+        count = len(store_of(app).loaded())
+        loaded = (f"{count} profile(s) from {len(paths)} path(s) loaded" if paths
+                  else "the --root directories can be listed")
         typer.echo(f"tilescope: check passed, {loaded}; not serving (--check): "
                    f"would listen on {_url(host, port)}")
         return
