@@ -52,6 +52,9 @@ KERNELS: dict[str, tuple[Path, str, dict[str, Any]]] = {
     "gemm_persistent": (OWN / "gemm_persistent.py", "", {}),
     "batch_gemm": (OWN / "batch_gemm.py", "", {}),
     "vector_add": (OWN / "vector_add.py", "", {}),
+    # a dataclass tiling: `-p tiling.block_M=32` becomes Tiling(block_M=32) inside the worker
+    "vector_add_tiling": (OWN / "vector_add_tiling.py", "", {}),
+    "vector_add_tiling_32": (OWN / "vector_add_tiling.py", "", {"tiling.block_M": 32}),
     "row_max": (OWN / "row_max.py", "", {}),
     "row_max_64": (OWN / "row_max.py", "", {"block_M": 64}),
     "silu": (REAL / "activation__silu.py", "", {}),
@@ -103,6 +106,9 @@ HAND_COUNTED = {
     "batch_gemm": {"L1": 16384 + 32768, "L0C": 32768},
     # three 32x256 fp32 tiles per vector sub-core
     "vector_add": {"UB": 3 * 32768},
+    "vector_add_tiling": {"UB": 3 * 32768},
+    # tiling.block_M=32: three 16x256 fp32 tiles
+    "vector_add_tiling_32": {"UB": 3 * 16384},
     # a_ub 16x1024 fp32 + b_ub 16 fp32
     "row_max": {"UB": 65536 + 64},
     # four (64 // 2)x64 fp32 tiles: T.alloc_shared, which tilelang-ascend places in UB here
@@ -116,6 +122,8 @@ GRIDS = {
     "gemm_persistent": [24],
     "batch_gemm": [64],
     "vector_add": [64],
+    "vector_add_tiling": [64],
+    "vector_add_tiling_32": [128],  # 1024/32 x 1024/256
     "row_max": [128],
     "silu": [16],
 }

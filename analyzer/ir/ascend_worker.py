@@ -28,10 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ir.lowering import (
+    NESTED_KEY,
     KernelCapture,
     captured_fd2,
     classify_failure,
     flatten_primfuncs,
+    nest_fields,
     stage_recorder,
 )
 from analyzer.ir.scopes import TILELANG_ASCEND
@@ -61,6 +63,32 @@ def _builder(mod: Any, name: str) -> tuple[Any, dict[str, Any], Any]:
     if not callable(obj):
         raise UsageProblem(f"{name!r} is neither a builder function nor a @tilelang.jit kernel")
     return inspect.unwrap(obj), {}, None
+
+
+def _nested(mod: Any, fn: Any, params: dict[str, Any], classes: dict[str, list[Any]]) -> dict[str, Any]:
+    """`-p tiling.block_q=64` as a dataclass built here (`lowering.nest_fields`, the 950 path's)."""
+    if not any("." in k for k in params):
+        return params
+
+    def default_of(head: str) -> Any:
+        try:
+            p = inspect.signature(fn).parameters.get(head)
+        except (TypeError, ValueError):
+            return None
+        return None if p is None or p.default is p.empty else p.default
+
+    def class_of(head: str) -> Any:
+        if head not in classes:
+            raise UsageProblem(f"--param {head}.FIELD: {head} takes no dataclass of the file")
+        return getattr(mod, str(classes[head][0]))
+
+    def fail(head: str, values: dict[str, Any], exc: Exception) -> Exception:
+        cls, line = classes.get(head, ["?", 0])
+        fields = ", ".join(f"{head}.{k}={v!r}" for k, v in values.items())
+        return UsageProblem(f"line {line}: {cls} with {fields}: {exc}; "
+                            f"expected every field without a default given as -p {head}.FIELD=VALUE")
+
+    return nest_fields(params, default_of, class_of, fail)
 
 
 def _call(fn: Any, params: dict[str, Any]) -> Any:
@@ -195,11 +223,13 @@ def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCaptu
 
     prim_func = tvm.tir.PrimFunc
     built: list[tuple[str, Any, dict[str, Any], Any]] = []
+    classes: dict[str, list[Any]] = dict(params.pop(NESTED_KEY, None) or {})
     for name in names:
         fn, configs, impl = _builder(mod, name)
         try:
+            call_params = _nested(mod, fn, params, classes)
             with contextlib.redirect_stdout(sys.stderr):
-                result = _call(fn, params)
+                result = _call(fn, call_params)
         except UsageProblem:
             raise
         except Exception as exc:  # the builder itself raised (a T.gemm_v0 shape assertion, ...)

@@ -553,34 +553,34 @@ def nest_params(
 ) -> dict[str, Any]:
     """`{"tiling.block_q": 64}` -> `{"tiling": dataclasses.replace(default, block_q=64)}`, the
     default being the parameter's own dataclass default or, when that is None (`tiling=None` with
-    `tiling = tiling or FwdTiling()` in the body), the class constructed with its defaults."""
-    import dataclasses
+    `tiling = tiling or FwdTiling()` in the body), the class constructed with its defaults
+    (`lowering.nest_fields`, which the tilelang-ascend worker runs too)."""
+    from analyzer.ir.lowering import nest_fields
 
-    fields: dict[str, dict[str, Any]] = {}
-    out: dict[str, Any] = {}
-    for k, v in params.items():
-        head, dot, name = k.partition(".")
-        if dot:
-            fields.setdefault(head, {})[name] = v
-        else:
-            out[k] = v
-    for head, values in fields.items():
+    def taker(head: str) -> BuilderSignature:
         s = next((s for s in sigs if head in s.nested), None)
         if s is None:  # check_params said why, before anything was imported
-            raise UsageError(f"--param {head}.{next(iter(values))}: {head} takes no dataclass of {path}")
-        dc = s.nested[head]
-        base = _runtime_default(getattr(mod, s.name, None), head)
-        try:
-            if not (dataclasses.is_dataclass(base) and not isinstance(base, type)):
-                base = getattr(mod, dc.cls)()
-            out[head] = dataclasses.replace(base, **values)
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise UsageError(
-                f"{path}:{dc.line}: {dc.cls} with "
-                f"{', '.join(f'{head}.{k}={v!r}' for k, v in values.items())}: {exc}; "
-                f"expected every field without a default given as -p {head}.FIELD=VALUE"
-            ) from None
-    return out
+            raise UsageError(f"--param {head}.FIELD: {head} takes no dataclass of {path}")
+        return s
+
+    def fail(head: str, values: dict[str, Any], exc: Exception) -> Exception:
+        dc = taker(head).nested[head]
+        return UsageError(field_error(path, dc.line, dc.cls, head, values, exc))
+
+    return nest_fields(
+        params,
+        lambda head: _runtime_default(getattr(mod, taker(head).name, None), head),
+        lambda head: getattr(mod, taker(head).nested[head].cls),
+        fail,
+    )
+
+
+def field_error(
+    path: Path | str, line: int, cls: str, head: str, values: dict[str, Any], exc: Exception
+) -> str:
+    fields = ", ".join(f"{head}.{k}={v!r}" for k, v in values.items())
+    return (f"{path}:{line}: {cls} with {fields}: {exc}; "
+            f"expected every field without a default given as -p {head}.FIELD=VALUE")
 
 
 def _runtime_default(obj: Any, name: str) -> Any:
@@ -669,7 +669,6 @@ def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCap
     check_params(path, sigs, {k: [v] for k, v in params.items()}, dict.fromkeys(params, "--param"))
     source_dialect = detect_dialect(tree)
     if source_dialect.dialect == TILELANG_ASCEND:
-        _no_fields_for_worker(path, params)
         return _capture_tilelang_ascend(path, names, tree, [params], chip)[0]
     tilelang = import_tilelang()
     source = path.read_text(encoding="utf-8")
@@ -733,25 +732,28 @@ def capture_many(
     merged = [with_file_params(tree, sigs, p) for p in runs]
     for p in merged:
         check_params(path, sigs, {k: [v] for k, v in p.items()}, dict.fromkeys(p, "--param"))
-        _no_fields_for_worker(path, p)
     return _capture_tilelang_ascend(path, names, tree, merged, chip, answer)
 
 
-def _no_fields_for_worker(path: Path, params: dict[str, Any]) -> None:
-    """The tilelang-ascend worker takes JSON parameters: no dataclass to replace fields of."""
-    dotted = sorted(k for k in params if "." in k)
-    if dotted:
-        raise UsageError(
-            f"{path}: --param {dotted[0]}: dataclass fields are not supported for tilelang-ascend kernels "
-            "yet; expected NAME=VALUE"
-        )
+def for_worker(sigs: list[BuilderSignature], params: dict[str, Any]) -> dict[str, Any]:
+    """A run's parameters as the tilelang-ascend worker takes them (JSON): `-p tiling.block_q=64`
+    stays dotted, with the class each head takes and its line under `lowering.NESTED_KEY`, for
+    the worker's `nest_fields` (it cannot read the file's syntax the way check_params did)."""
+    from analyzer.ir.lowering import NESTED_KEY
+
+    nested: dict[str, list[Any]] = {}
+    for head in sorted({k.partition(".")[0] for k in params if "." in k}):
+        s = next((s for s in sigs if head in s.nested), None)
+        if s is not None:
+            nested[head] = [s.nested[head].cls, s.nested[head].line]
+    return {**params, NESTED_KEY: nested} if nested else params
 
 
 def worker_runs(kernel_ref: str, params: dict[str, Any]) -> tuple[Path, list[str], list[dict[str, Any]]]:
     """(path, builders, [parameters with the file's own defaults]) as a worker job for run_jobs."""
     path, names, tree = resolve_kernel(kernel_ref)
-    _no_fields_for_worker(path, params)
-    return path, names, [with_file_params(tree, builder_signatures(tree, names), params)]
+    sigs = builder_signatures(tree, names)
+    return path, names, [for_worker(sigs, with_file_params(tree, sigs, params))]
 
 
 def _capture_tilelang_ascend(
@@ -772,7 +774,9 @@ def _capture_tilelang_ascend(
     interp = require_interpreter(why)
     t0 = time.perf_counter()
     if answer is None:
-        answer = run_worker(interp, path, names, runs, debug=bool(os.environ.get("TILESCOPE_DEBUG")))
+        sigs = builder_signatures(tree, names)
+        answer = run_worker(interp, path, names, [for_worker(sigs, p) for p in runs],
+                            debug=bool(os.environ.get("TILESCOPE_DEBUG")))
     elif "usage_error" in answer:  # a batch's answer for this file (run_jobs)
         raise UsageError(str(answer["usage_error"]))
     elapsed = time.perf_counter() - t0

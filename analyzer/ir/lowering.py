@@ -254,3 +254,41 @@ def flatten_primfuncs(
             x for i, v in enumerate(obj) for x in flatten_primfuncs(f"{label}[{i}]", v, prim_func_type, error)
         ]
     raise error(f"{label} returned {type(obj).__name__}, not a T.prim_func (or a tuple/dict of them)")
+
+
+# A run's parameters for the tilelang-ascend worker carry, under this key, the dataclass each
+# `-p NAME.FIELD=VALUE` head takes (the host found it in the file's syntax: default, annotation or
+# `NAME = NAME or Cls()` fallback); the worker pops it before calling the builder.
+NESTED_KEY = "__tilescope_dataclasses__"
+
+
+def nest_fields(
+    params: dict[str, Any],
+    default_of: Callable[[str], Any],
+    class_of: Callable[[str], Any],
+    fail: Callable[[str, dict[str, Any], Exception], Exception],
+) -> dict[str, Any]:
+    """`{"tiling.block_q": 64}` -> `{"tiling": dataclasses.replace(base, block_q=64)}`: `base` is
+    the builder's own default for `tiling` when it is a dataclass instance, else `class_of(head)()`
+    (a default of None with the class constructed in the body). `fail(head, fields, exc)` makes the
+    error to raise when the class cannot take those fields. Used by both lowering stacks: the
+    950's in this process, tilelang-ascend's in its worker (standard library only)."""
+    import dataclasses
+
+    fields: dict[str, dict[str, Any]] = {}
+    out: dict[str, Any] = {}
+    for k, v in params.items():
+        head, dot, name = k.partition(".")
+        if dot:
+            fields.setdefault(head, {})[name] = v
+        else:
+            out[k] = v
+    for head, values in fields.items():
+        base = default_of(head)
+        try:
+            if not (dataclasses.is_dataclass(base) and not isinstance(base, type)):
+                base = class_of(head)()
+            out[head] = dataclasses.replace(base, **values)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise fail(head, values, exc) from None
+    return out
