@@ -22,8 +22,12 @@ THRESHOLDS: dict[str, Any] = {"max_core_efficiency": 0.9, "high_below": 0.5}
 
 
 def _core_field(kernel: dict[str, Any]) -> str:
-    """Blocks of a Cube or mixed kernel go to AIC cores (one AIC with its AIVs per block); a
-    Vector-only kernel's blocks to AIV cores."""
+    """The cores one block occupies: what the generated Ascend C's kernel type says
+    (`launch_cores`: tilelang-ascend launches even a Vector-only kernel as MIX_AIC_1_2, one AI Core
+    group per block, its `vid` picking the AIV); without it, a Cube or mixed kernel's blocks go to
+    AIC cores (one AIC with its AIVs per block), a Vector-only kernel's to AIV cores."""
+    if kernel.get("launch_cores") in ("aic", "aiv"):
+        return f"{kernel['launch_cores']}_count"
     return "aiv_count" if kernel.get("core_type") == "vector" else "aic_count"
 
 
@@ -56,8 +60,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
     Compares each kernel's grid with the core count: idle cores or a partial last wave. The grid
-    comes from ir.json (`T.Kernel(n)`: n blocks), the cores are those its blocks run on: AIC
-    (`aic_count`) for Cube and mixed kernels, AIV (`aiv_count`) for Vector-only ones. Core
+    comes from ir.json (`T.Kernel(n)`: n blocks), the cores are those its blocks run on: what the
+    generated Ascend C's kernel type says (`KERNEL_TYPE_MIX_AIC_1_2`, tilelang-ascend's launch even
+    for Vector-only kernels: one AI Core group per block, AIC count; `AIV_ONLY`: AIV count), else
+    AIC (`aic_count`) for Cube and mixed kernels, AIV (`aiv_count`) for Vector-only ones. Core
     efficiency = blocks / (waves × cores), waves = ceil(blocks / cores). A static twin of TS401
     for kernels that have not run yet.
 

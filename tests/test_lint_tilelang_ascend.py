@@ -257,3 +257,12 @@ def test_a_hidden_scratch_buffer_overflows_ub(lowered: dict[str, Any]) -> None:
     )
     (ts501,) = [f for f in run_rules(prof, kinds=("static",)).findings if f.code == "TS501"]
     assert "262272 B" in ts501.message and "196608 B" in ts501.message
+
+
+@needs_stack
+def test_every_kernel_launches_on_ai_core_groups(lowered: dict[str, Any]) -> None:
+    """tilelang-ascend's Ascend C declares KERNEL_TYPE_MIX_AIC_1_2 for every kernel, Vector-only
+    ones too (its `vid` picks the AIV of the group): their blocks are counted against the AIC
+    groups (24 on a 910B2), not the 48 AIV cores."""
+    kinds = {key: cap.ir["kernels"][0].get("launch_cores") for key, cap in lowered.items()}
+    assert set(kinds.values()) == {"aic"}, kinds

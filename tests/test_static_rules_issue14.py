@@ -314,3 +314,21 @@ def test_real_kernels_quiet(real: Any, name: str, builder: str, params: dict[str
     chip = get_chip("950")
     fs = [f for f in analyse(ir, chip).findings if f.code in NEW and f.code != "TS508"]
     assert fs == []
+
+
+def test_ts508_counts_the_cores_the_ascend_c_launches_on() -> None:
+    """tilelang-ascend launches a Vector-only kernel as KERNEL_TYPE_MIX_AIC_1_2 (one AI Core group
+    per block, `vid` picking the AIV): 64 blocks run on the 24 AIC groups, not on 48 AIV cores."""
+    from analyzer.ir.model import launch_cores
+
+    assert launch_cores("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);") == "aic"
+    assert launch_cores("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);") == "aiv"
+    assert launch_cores("extern \"C\" __global__ __aicore__ void k()") is None
+    mixed = _hand_ir("tilelang-ascend", grid=[64], core_type="vector", launch_cores="aic")
+    (f,) = [f for f in new_findings(mixed) if f.code == "TS508"]
+    assert "64 blocks on 24 AIC cores" in f.message
+    assert f.evidence["cores"] == 24
+    # no kernel type in the code: a Vector-only kernel's blocks go to the AIV cores
+    plain = _hand_ir("tilelang-0.1.15-ascend", grid=[64], core_type="vector")
+    (g,) = [f for f in new_findings(plain) if f.code == "TS508"]
+    assert "64 blocks on 48 AIV cores" in g.message

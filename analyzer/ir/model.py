@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,6 +123,9 @@ def assemble_ir_json(
                 }
             )
             rec["core_type"] = _core_type(w)
+            cores = launch_cores(kc.stages.get("ascendc"))
+            if cores is not None:  # what the generated Ascend C launches its blocks on
+                rec["launch_cores"] = cores
             if w.get("workspaces"):  # tilelang-ascend's declared cross-core GM workspaces
                 rec["workspaces"] = w["workspaces"]
             if w.get("outputs"):  # tilelang-ascend's jit out_idx: collect passes every other tensor
@@ -151,6 +155,22 @@ def assemble_ir_json(
             "plus GM tensor name; merged on-chip buffers map by order; Python-unrolled ops share one line."
         ),
     }
+
+
+# `KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2)` in generated Ascend C: a MIX_AIC kernel's
+# block is one AI Core group (1 AIC + its AIVs; tilelang-ascend launches even Vector-only kernels
+# so, its `vid` picking the sub-core), an AIV_ONLY kernel's block one AIV core.
+_KERNEL_TYPE_RE = re.compile(r"KERNEL_TYPE_(AIV_ONLY|AIC_ONLY|MIX_AIC_\d+_\d+|MIX_AIV_\d+_\d+)")
+
+
+def launch_cores(ascendc: str | None) -> str | None:
+    """"aic" or "aiv": the cores one block of the kernel occupies, from its Ascend C's kernel
+    type (None when the source declares none, as tilelang 0.1.15's 950 code does)."""
+    m = _KERNEL_TYPE_RE.search(ascendc or "")
+    if m is None:
+        return None
+    kind = m.group(1)
+    return "aiv" if kind == "AIV_ONLY" or kind.startswith("MIX_AIV") else "aic"
 
 
 def _core_type(w: dict[str, Any]) -> str:
