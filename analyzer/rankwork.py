@@ -310,6 +310,8 @@ def analyse_inputs(
     ordered = [results[j.index] for j in jobs]
     loaded = [(r.index, p) for r in ordered for p in r.parts]
     failed: list[tuple[int, LoadFailure]] = [(r.index, r.failure) for r in ordered if r.failure is not None]
+    if where.kind == "dask":
+        _check_workers_see(failed, where)
     if not loaded:
         raise failed[0][1].error
     # the timeline chart shows the first loaded rank: when the first input failed, that rank's
@@ -341,6 +343,29 @@ def analyse_inputs(
     result = run_cluster_rules(model, _chip_of(parts[0]), config)
     return RankRun(parts, failures, model, result, where, cached=len(jobs) - len(todo),
                    cpu_s=[r.cpu_s for r in fresh], worker_peak_kib=[r.worker_peak_kib for r in fresh])
+
+
+def rank_tables_empty() -> RankTables:
+    """No rows of the model (a rank none of whose files could be read)."""
+    import pandas as pd
+
+    from analyzer.cluster import RankTables
+
+    empty = pd.DataFrame()
+    return RankTables(empty, empty, empty, empty)
+
+
+def _check_workers_see(failed: Sequence[tuple[int, LoadFailure]], where: Executor_) -> None:
+    """A rank this machine can read but a Dask worker found missing: the workers do not share
+    its filesystem (or mount it elsewhere). Said as such, instead of one "no such path" per rank."""
+    unseen = [f for _, f in failed if isinstance(f.error, NoProfileFoundError)
+              and f.error.detail == "path does not exist" and f.path.exists()]
+    if unseen:
+        raise UsageError(
+            f"{unseen[0].path}: the Dask workers of {where.address} cannot read it "
+            f"({len(unseen)} of the ranks): the ranks must be on a filesystem every worker mounts "
+            "under the same path"
+        )
 
 
 def _chip_of(part: dict[str, Any]) -> Any:

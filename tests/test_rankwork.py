@@ -210,3 +210,24 @@ def test_rank_parts_survive_a_round_trip_unchanged(run8: Path, tmp_path: Path) -
     assert [dataclasses.asdict(r) for r in back.cluster.ranks] == [
         dataclasses.asdict(r) for r in fresh.cluster.ranks
     ]
+
+
+def test_dask_workers_that_cannot_see_the_ranks_are_named(
+    run8: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scheduler whose workers do not mount the ranks' filesystem: every worker finds the rank
+    folder missing though this machine reads it — one line saying so, not eight "no such path"."""
+    import analyzer.rankwork as rw
+    from analyzer.errors import NoProfileFoundError
+    from analyzer.io.load import LoadFailure
+
+    def elsewhere(jobs: Any, where: Any) -> list[Any]:
+        return [rw.UnitResult(j.index, failure=LoadFailure(j.det.path, NoProfileFoundError(
+            j.det.path, "path does not exist"), None), failure_tables=rw.rank_tables_empty())
+            for j in jobs]
+
+    monkeypatch.setattr(rw, "run_jobs", elsewhere)
+    said = r"the Dask workers of tcp://h:8786 cannot read it \(8 of the ranks\)"
+    with pytest.raises(UsageError, match=said):
+        analyse_inputs(detect(run8), run8, Config(), None, kernel_columns_read(),
+                       Executor_("dask", address="tcp://h:8786"), None)
