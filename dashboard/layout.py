@@ -260,32 +260,8 @@ def _ranks(runs: list[dict[str, str]]) -> html.Div:
                 ],
                 className="row",
             ),
-            html.Div(
-                [
-                    html.Div(
-                        dcc.RadioItems(
-                            id="r-metric", value=DEFAULT_METRIC, inline=True, className="radio",
-                            options=[{"label": v, "value": k} for k, v in STEP_METRICS.items()],
-                        ),
-                        className="toolbar",
-                    ),
-                    graph("r-heatmap"),
-                ],
-                className="card",
-            ),
-            html.Div(
-                [
-                    html.Div(
-                        dcc.RadioItems(
-                            id="r-link-value", value=DEFAULT_LINK_VALUE, inline=True, className="radio",
-                            options=[{"label": v, "value": k} for k, v in LINK_VALUES.items()],
-                        ),
-                        className="toolbar",
-                    ),
-                    graph("r-matrix"),
-                ],
-                className="card",
-            ),
+            _chooser_card("r-metric", DEFAULT_METRIC, STEP_METRICS, "r-heatmap"),
+            _chooser_card("r-link-value", DEFAULT_LINK_VALUE, LINK_VALUES, "r-matrix"),
             html.Div("Click a rank (a table row, a heatmap row or a matrix row) to open it in the "
                      "other tabs.", className="muted small"),
         ],
@@ -307,6 +283,14 @@ VIEWS = {
     "ir": _ir,
     "compare": _compare,
 }
+
+
+def _chooser_card(radio_id: str, value: str, choices: dict[str, str], graph_id: str) -> html.Div:
+    """A card of one figure with the quantity it shows chosen above it (the Ranks tab's heatmap
+    and communication matrix)."""
+    radio = dcc.RadioItems(id=radio_id, value=value, inline=True, className="radio",
+                           options=[{"label": v, "value": k} for k, v in choices.items()])
+    return html.Div([html.Div(radio, className="toolbar"), graph(graph_id)], className="card")
 
 
 def build_layout(

@@ -103,16 +103,19 @@ def link_totals(links: Any) -> list[dict[str, Any]]:
     return out
 
 
-def rank_rows(report: Mapping[str, Any]) -> list[list[str]]:
+def rank_rows(report: Mapping[str, Any], grouped: bool = True) -> list[list[str]]:
     """The rank table as text cells (RANK_COLUMNS), ranks whose cells read the same sharing one
     row (`0-2, 4-7`): a table of 64 or 4,096 rows of the same numbers would hide the one that
-    differs. Empty for a single-rank report; the JSON keeps one row per rank."""
+    differs. `grouped=False`: one row per rank, in the section's order (the dashboard, whose rows
+    each open their rank). Empty for a single-rank report; the JSON keeps one row per rank."""
     from analyzer.cluster import rank_set_text
 
-    grouped: dict[tuple[str, ...], list[int]] = {}
+    if not grouped:
+        return _rank_rows(report)
+    groups: dict[tuple[str, ...], list[int]] = {}
     for row in _rank_rows(report):
-        grouped.setdefault(tuple(row[1:]), []).append(int(row[0]))
-    return [[rank_set_text(ranks), *cells] for cells, ranks in grouped.items()]
+        groups.setdefault(tuple(row[1:]), []).append(int(row[0]))
+    return [[rank_set_text(ranks), *cells] for cells, ranks in groups.items()]
 
 
 def _rank_rows(report: Mapping[str, Any]) -> list[list[str]]:
