@@ -243,7 +243,12 @@ def ascend_job_base(ref: KernelRef, ir: dict[str, Any]) -> dict[str, Any]:
     derived = None
     if k.get("gm_tensors"):
         derived = specmod.derived_declaration(k["gm_tensors"], k.get("outputs", []), k.get("workspaces", []))
-    return {"kernel": str(ref.path), "function": ref.function, "params": dict(ir.get("params", {})),
+    from analyzer.ir.capture import builder_signatures, for_worker, resolve_kernel
+
+    # `-p tiling.block_M=32` reaches the worker dotted, with the class `tiling` takes (as lint's)
+    _path, names, tree = resolve_kernel(ref.text)
+    params = for_worker(builder_signatures(tree, names), dict(ir.get("params", {})))
+    return {"kernel": str(ref.path), "function": ref.function, "params": params,
             "dialect": TILELANG_ASCEND, "spec": derived}
 
 

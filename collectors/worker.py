@@ -127,7 +127,12 @@ def build_ascend_kernel(
     if not callable(obj):
         raise UsageError(f"{kernel}: no function {function!r}")
     impl = getattr(obj, "__jit_impl__", None)
-    params = specmod.resolve_params(impl.func if impl is not None else obj, params)
+    from analyzer.ir.ascend_worker import nested_params
+    from analyzer.ir.lowering import NESTED_KEY
+
+    classes = dict(params.pop(NESTED_KEY, None) or {})  # -p tiling.block_M=32: built as lint builds it
+    fn = impl.func if impl is not None else obj
+    params = specmod.resolve_params(fn, nested_params(module, fn, params, classes))
     spec = specmod.find_spec(module, function, kernel)
     source = specmod.SPEC_ATTR
     if spec is None and derived is not None:

@@ -258,3 +258,25 @@ def test_ir_only_manifest_of_a_tilelang_ascend_kernel(tmp_path: Path, monkeypatc
     assert m["kernel"]["spec"]["inputs"][0]["shape"] == [128, 512]
     assert m["correctness"]["status"] == "not_run" and m["backend"] is None and m["ir_only"] is True
     assert m["commands"] == [] and list((out / "profile").iterdir()) == []
+
+
+def test_dataclass_fields_reach_the_device_worker_as_lint_builds_them() -> None:
+    """`collect -p tiling.block_M=32` on a tilelang-ascend kernel: the device job carries the
+    dotted value with the class `tiling` takes (found in the file's syntax), and the worker's
+    `nested_params` builds Tiling(block_M=32, block_N=256) from it — the code lint's worker runs."""
+    import ast
+
+    from analyzer.ir.ascend_worker import nested_params
+    from analyzer.ir.lowering import NESTED_KEY
+    from analyzer.ir.published import load_module
+
+    path = REPO_ROOT / "sample_traces" / "kernels" / "a2" / "vector_add_tiling.py"
+    ir = {"params": {"tiling.block_M": 32}, "kernels": [{"gm_tensors": []}]}
+    job = runmod.ascend_job_base(runmod.KernelRef(path, "vector_add"), ir)
+    assert job["params"] == {"tiling.block_M": 32, NESTED_KEY: {"tiling": ["Tiling", 19]}}
+    module = load_module(path, ast.parse(path.read_text(encoding="utf-8")))
+    params = dict(job["params"])
+    classes = params.pop(NESTED_KEY)
+    jit = getattr(module.vector_add, "__jit_impl__", module.vector_add)  # tilelang-ascend's / 0.1.15's
+    built = nested_params(module, jit.func, params, classes)
+    assert (built["tiling"].block_M, built["tiling"].block_N) == (32, 256)

@@ -65,7 +65,7 @@ def _builder(mod: Any, name: str) -> tuple[Any, dict[str, Any], Any]:
     return inspect.unwrap(obj), {}, None
 
 
-def _nested(mod: Any, fn: Any, params: dict[str, Any], classes: dict[str, list[Any]]) -> dict[str, Any]:
+def nested_params(mod: Any, fn: Any, params: dict[str, Any], classes: dict[str, list[Any]]) -> dict[str, Any]:
     """`-p tiling.block_q=64` as a dataclass built here (`lowering.nest_fields`, the 950 path's)."""
     if not any("." in k for k in params):
         return params
@@ -227,7 +227,7 @@ def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCaptu
     for name in names:
         fn, configs, impl = _builder(mod, name)
         try:
-            call_params = _nested(mod, fn, params, classes)
+            call_params = nested_params(mod, fn, params, classes)
             with contextlib.redirect_stdout(sys.stderr):
                 result = _call(fn, call_params)
         except UsageProblem:
