@@ -44,10 +44,10 @@ SOURCE_KERNELS = "kernels"
 @dataclass
 class RankInfo:
     rank: int
-    path: Path
+    path: Path | str  # str: the URL of a remote rank (analyzer.io.remote)
     loaded: bool  # its kernel table (profile) loaded
     error: str | None = None  # why its profile was left out
-    files: list[Path] = field(default_factory=list)  # the summary files read
+    files: list[Path | str] = field(default_factory=list)  # the summary files read (str: URLs)
 
 
 @dataclass
@@ -152,7 +152,7 @@ class RankTables:
     comm_ops: pd.DataFrame
     links: pd.DataFrame
     kernels: pd.DataFrame
-    files: list[Path] = field(default_factory=list)
+    files: list[Path | str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -218,7 +218,7 @@ def build_cluster(profiles: Sequence[Profile], failures: Sequence[LoadFailure] =
         rank = f.rank if f.rank is not None else len(profiles) + j
         infos.append((RankInfo(rank, f.path, False, f.error.one_line()), None))
     return assemble_cluster(
-        [(info, rank_tables(info.path, None if prof is None else prof.kernels)) for info, prof in infos]
+        [(info, rank_tables(Path(info.path), None if prof is None else prof.kernels)) for info, prof in infos]
     )
 
 

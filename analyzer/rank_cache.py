@@ -72,8 +72,14 @@ def _stat_rows(root: Path) -> list[tuple[str, int, int]]:
     return rows
 
 
-def input_bytes(root: Path) -> int:
-    """Bytes on disk under one input (its worker's memory estimate, analyzer.rankwork)."""
+def input_bytes(found: Any) -> int:
+    """Bytes under one input (its worker's memory estimate, analyzer.rankwork): a detected local
+    input's files, or the objects under a remote rank folder's URL."""
+    if isinstance(found, str):
+        from analyzer.io.remote import fingerprint
+
+        return sum(int(size or 0) for _n, size, _t in fingerprint(found))
+    root = found.path if hasattr(found, "path") else Path(found)
     return sum(size for _p, size, _t in _stat_rows(root))
 
 
@@ -101,10 +107,14 @@ class RankCache:
         h = hashlib.sha256(_code_fingerprint().encode())
         cfg = job.config
         pattern_files = [str(p) for p in (cfg.rules.get("TS102", {}).get("pattern_files") or [])]
+        if job.det is not None:
+            source: list[Any] = [job.det.format, str(job.det.path), job.det.rank, _stat_rows(job.det.path)]
+        else:  # a remote rank folder: its objects' names, sizes and times as the store lists them
+            from analyzer.io.remote import fingerprint
+
+            source = ["url", job.url, fingerprint(str(job.url))]
         parts: list[Any] = [
-            job.det.format, str(job.det.path), job.det.rank, job.chip, job.kernel_columns, job.timeline_cap,
-            repr(dataclasses.asdict(cfg)),
-            _stat_rows(job.det.path),
+            *source, job.chip, job.kernel_columns, job.timeline_cap, repr(dataclasses.asdict(cfg)),
         ]
         from analyzer.analysis import pattern_files as configured_patterns
 
@@ -187,13 +197,20 @@ def _part_to(rp: RankPart, d: Path, i: int) -> dict[str, Any]:
     }
 
 
-def _path_text(p: Path) -> str:
-    # the path's bytes one code point each: a name that is not UTF-8 survives the JSON round trip
+def _path_text(p: Path | str) -> str:
+    # the path's bytes one code point each: a name that is not UTF-8 survives the JSON round trip;
+    # a URL (a remote rank) is kept as text, marked by its scheme
+    from analyzer.io.remote import is_url
+
+    if isinstance(p, str) and is_url(p):
+        return p
     return os.fsencode(p).decode("latin-1")
 
 
-def _text_path(text: str) -> Path:
-    return Path(os.fsdecode(text.encode("latin-1")))
+def _text_path(text: str) -> Path | str:
+    from analyzer.io.remote import is_url
+
+    return text if is_url(text) else Path(os.fsdecode(text.encode("latin-1")))
 
 
 def _result_to(result: UnitResult, d: Path) -> dict[str, Any]:

@@ -53,7 +53,7 @@ class UnitJob:
     """One input under PATH and how to analyse it: everything `run_unit` needs (picklable)."""
 
     index: int  # position among the inputs found under PATH
-    det: Detected
+    det: Detected | None  # None: a rank folder at `url`, staged by the worker (analyzer.io.remote)
     chip: str | None
     manifest_dir: Path | None
     config: Config
@@ -62,6 +62,7 @@ class UnitJob:
     # a local worker stores its own summary (analyzer.rank_cache), in parallel with the others
     cache_root: Path | None = None
     cache_key: str | None = None
+    url: str | None = None
 
 
 @dataclass
@@ -70,7 +71,7 @@ class RankPart:
 
     part: dict[str, Any]  # analyzer.report.data.profile_part
     rank: int | None
-    path: Path
+    path: Path | str  # str: the URL of a staged remote rank
     tables: RankTables
 
     @property
@@ -98,7 +99,7 @@ def run_unit(job: UnitJob) -> UnitResult:
 
     arrow_returns_freed_memory()
     started = time.process_time()
-    result = _run_unit(job)
+    result = _run_remote(job) if job.url is not None else _run_unit(job)
     if job.cache_root is not None and job.cache_key is not None:
         from analyzer.rank_cache import RankCache
 
@@ -108,6 +109,41 @@ def run_unit(job: UnitJob) -> UnitResult:
     return result
 
 
+def _run_remote(job: UnitJob) -> UnitResult:
+    """A rank folder at a URL: copied here, analysed as a local input, every path in the result
+    written back as the URL (analyzer.io.remote), the copy removed."""
+    from analyzer.io.detect import detect
+    from analyzer.io.load import LoadFailure
+    from analyzer.io.remote import RemoteInputError, relabel, stage
+
+    assert job.url is not None
+    with stage(job.url) as local:
+        try:
+            found = detect(local)
+            if len(found) != 1:
+                raise NoProfileFoundError(job.url, f"{len(found)} inputs in one rank folder; one expected")
+        except (ProfileFormatError, NoProfileFoundError) as exc:
+            said = RemoteInputError(relabel(exc.one_line(), str(local), job.url))
+            failure = LoadFailure(job.url, said, None)
+            return UnitResult(job.index, failure=failure, failure_tables=rank_tables_empty())
+        result = _run_unit(dataclasses.replace(job, det=found[0], url=None))
+        here, there = str(local), job.url
+        for rp in result.parts:
+            rp.part = relabel(rp.part, here, there)
+            rp.path = there
+            rp.tables.files = [relabel(str(f), here, there) for f in rp.tables.files]
+            rp.tables.notes = relabel(rp.tables.notes, here, there)
+        if result.failure is not None:
+            f = result.failure
+            said = RemoteInputError(relabel(f.error.one_line(), here, there))
+            result.failure = LoadFailure(there, said, f.rank)
+            if result.failure_tables is not None:
+                t = result.failure_tables
+                t.files = [relabel(str(p), here, there) for p in t.files]
+                t.notes = relabel(t.notes, here, there)
+        return result
+
+
 def _run_unit(job: UnitJob) -> UnitResult:
     from analyzer.analysis import analyze
     from analyzer.cluster import rank_tables
@@ -115,6 +151,7 @@ def _run_unit(job: UnitJob) -> UnitResult:
     from analyzer.io.load import LoadFailure, load_unit, rank_of_failed
     from analyzer.report.data import profile_part
 
+    assert job.det is not None
     try:
         profiles = load_unit(job.det, job.chip, job.manifest_dir, True, job.kernel_columns)
         parts = []
@@ -268,8 +305,8 @@ class RankRun:
 
 
 def analyse_inputs(
-    found: Sequence[Detected],
-    path: Path,
+    found: Sequence[Detected | str],
+    path: Path | str,
     config: Config,
     chip: str | None,
     kernel_columns: Sequence[str] | None,
@@ -287,8 +324,9 @@ def analyse_inputs(
 
     cap = TIMELINE_CAP if timeline_cap is None else timeline_cap
     columns = tuple(kernel_columns) if kernel_columns is not None else None
-    jobs = [UnitJob(i, det, chip, manifest_dir_of(path), config, columns, cap if i == 0 else 0)
-            for i, det in enumerate(found)]
+    manifest_dir = manifest_dir_of(path) if isinstance(path, Path) else None
+    jobs = [_job(i, d, chip, manifest_dir, config, columns, cap if i == 0 else 0)
+            for i, d in enumerate(found)]
     results: dict[int, UnitResult] = {}
     keys: dict[int, str] = {}
     if cache is not None:
@@ -318,11 +356,11 @@ def analyse_inputs(
     # input is run again for its launches (rare: a broken rank 0)
     if cap > 0 and not loaded[0][1].has_timeline:
         first = loaded[0][0]
-        redo = run_unit(UnitJob(first, found[first], chip, manifest_dir_of(path), config, columns, cap))
+        redo = run_unit(_job(first, found[first], chip, manifest_dir, config, columns, cap))
         loaded = [(i, p) for i, p in loaded if i != first]
         loaded = [(first, p) for p in redo.parts] + loaded
         loaded.sort(key=lambda t: t[0])
-    resolve_ranks(loaded, failed, path_of=lambda p: p.path)
+    resolve_ranks(loaded, failed, path_of=lambda p: Path(str(p.path)))
     failures = [f for _, f in failed]
     warnings = left_out_warnings(failures)
     parts = []
@@ -345,6 +383,14 @@ def analyse_inputs(
                    cpu_s=[r.cpu_s for r in fresh], worker_peak_kib=[r.worker_peak_kib for r in fresh])
 
 
+def _job(index: int, found: Detected | str, chip: str | None, manifest_dir: Path | None, config: Config,
+         columns: tuple[str, ...] | None, cap: int) -> UnitJob:
+    """The job of one input: a detected local one, or the URL of a remote rank folder."""
+    if isinstance(found, str):
+        return UnitJob(index, None, chip, None, config, columns, cap, url=found)
+    return UnitJob(index, found, chip, manifest_dir, config, columns, cap)
+
+
 def rank_tables_empty() -> RankTables:
     """No rows of the model (a rank none of whose files could be read)."""
     import pandas as pd
@@ -359,7 +405,7 @@ def _check_workers_see(failed: Sequence[tuple[int, LoadFailure]], where: Executo
     """A rank this machine can read but a Dask worker found missing: the workers do not share
     its filesystem (or mount it elsewhere). Said as such, instead of one "no such path" per rank."""
     unseen = [f for _, f in failed if isinstance(f.error, NoProfileFoundError)
-              and f.error.detail == "path does not exist" and f.path.exists()]
+              and f.error.detail == "path does not exist" and isinstance(f.path, Path) and f.path.exists()]
     if unseen:
         raise UsageError(
             f"{unseen[0].path}: the Dask workers of {where.address} cannot read it "

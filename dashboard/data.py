@@ -216,7 +216,7 @@ def build_cluster_entry(
                 for f in result.findings]
     findings.sort(key=lambda f: (-float(f.get("est_saving_us") or 0.0), str(f.get("code"))))
     section, findings = _plain(cluster_section(model, result)), _plain(findings)
-    read = [f for info in model.ranks for f in info.files]
+    read = [Path(f) for info in model.ranks for f in info.files]  # local ranks only here
     return ClusterEntry(key, label, section, findings, rank_keys), read
 
 

@@ -93,11 +93,16 @@ def test_real_two_rank_run_same_everywhere(real_traces: Path, tmp_path: Path) ->
 def test_dask_local_cluster_gives_the_same_report(run8: Path, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     serial, _ = _report(run8, tmp_path, jobs=1, use_cache=False)
+    url = f"file://{run8}"
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
         on_dask, failures = _report(run8, tmp_path, scheduler=cluster.scheduler_address, use_cache=False)
+        # ranks at a URL: each Dask worker stages its own rank folder
+        staged = build(url, Config(), None, False, [], RankOptions(scheduler=cluster.scheduler_address,
+                                                                    use_cache=False))
     assert on_dask == serial
     assert [f.rank for f in failures] == [6]
+    assert _as_local(_json(staged), url, run8) == serial
 
 
 def test_second_analysis_reads_only_the_cached_summaries(run8: Path, tmp_path: Path,
@@ -231,3 +236,50 @@ def test_dask_workers_that_cannot_see_the_ranks_are_named(
     with pytest.raises(UsageError, match=said):
         analyse_inputs(detect(run8), run8, Config(), None, kernel_columns_read(),
                        Executor_("dask", address="tcp://h:8786"), None)
+
+
+def _as_local(report_json: str, url: str, path: Path) -> str:
+    return report_json.replace(url, str(path))
+
+
+def test_a_url_of_rank_folders_gives_the_local_report(run8: Path, tmp_path: Path) -> None:
+    """`analyze file:///…/run8` (any fsspec URL): each rank folder is staged by its worker and every
+    path of the result names the URL — the report is the local one with the URL for the path, in
+    this process, through 2 workers and from the cache (keyed by the objects' sizes and times)."""
+    url = f"file://{run8}"
+    local, _ = _report(run8, tmp_path / "l", jobs=1, use_cache=False)
+    runs = [RankOptions(jobs=1, use_cache=False), RankOptions(jobs=2, cache_dir=tmp_path / "c"),
+            RankOptions(jobs=2, cache_dir=tmp_path / "c")]  # the last from the cache
+    for opts in runs:
+        failures: list[Any] = []
+        report = build(url, Config(), None, False, failures, opts)
+        validate_report(report)
+        text = _json(report)
+        assert "tilescope-rank-" not in text  # no path of the worker's temporary copy
+        assert _as_local(text, url, run8) == local
+        assert [str(f.path) for f in failures] == [f"{url}/node0_1006_20260101000000000_ascend_pt"]
+    assert len(list((tmp_path / "c").rglob("unit.json"))) == 8
+
+
+def test_url_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["analyze", "foo://bucket/run"]) == 2
+    assert capsys.readouterr().err.strip() == "tilescope: error: foo://bucket/run: Protocol not known: foo"
+    assert main(["analyze", f"file://{tmp_path}/missing"]) == 2
+    assert "no Ascend profile found (path does not exist)" in capsys.readouterr().err
+    try:
+        import s3fs  # noqa: F401
+    except ImportError:  # the protocol's package missing: a component to install, exit 3
+        assert main(["analyze", "s3://bucket/run"]) == 3
+        said = capsys.readouterr().err.strip()
+        assert said == "tilescope: error: s3://bucket/run: Install s3fs to access S3"
+
+
+def test_a_url_of_one_rank_folder_is_that_rank(run8: Path, tmp_path: Path) -> None:
+    """A URL naming a rank's own folder (ASCEND_PROFILER_OUTPUT at its top) is one rank: the same
+    report as the local folder's, with the URL for the path, and no cluster section."""
+    rank3 = run8 / "node0_1003_20260101000000000_ascend_pt"
+    url = f"file://{rank3}"
+    local = _json(build(rank3, Config(), None, False, [], RankOptions(use_cache=False)))
+    remote = build(url, Config(), None, False, [], RankOptions(use_cache=False))
+    assert "cluster" not in remote and remote["profiles"][0]["rank"] == 3
+    assert _as_local(_json(remote), url, rank3) == local

@@ -86,7 +86,7 @@ class RankOptions:
 
 
 def build(
-    path: Path,
+    path: Path | str,
     cfg: Config,
     chip: str | None,
     with_advisor: bool,
@@ -95,9 +95,20 @@ def build(
 ) -> dict[str, Any]:
     """The report of every profile under PATH; the ones that could not be read (when PATH holds
     several) are appended to `failures`. Several inputs under PATH (ranks) are each analysed by
-    a worker (`analyzer.rankwork`); one input, in this process."""
+    a worker (`analyzer.rankwork`); one input, in this process. A URL (`s3://bucket/job`, fsspec)
+    is a folder of rank folders, each staged by its worker (`analyzer.io.remote`)."""
     from analyzer.io.detect import detect
 
+    if isinstance(path, str):
+        from analyzer.io.remote import is_url, list_inputs
+
+        if not is_url(path):
+            path = Path(path)
+        else:
+            if with_advisor:
+                raise UsageError(f"{path}: --with-msprof-advisor reads local folders only")
+            urls: list[Any] = list_inputs(path)
+            return _build_ranks(path, urls, cfg, chip, with_advisor, failures, ranks or RankOptions())
     found = detect(path) if path.is_dir() else []
     if len(found) > 1:
         return _build_ranks(path, found, cfg, chip, with_advisor, failures, ranks or RankOptions())
@@ -136,7 +147,7 @@ def _advisor(
 
 
 def _build_ranks(
-    path: Path,
+    path: Path | str,
     found: list[Any],
     cfg: Config,
     chip: str | None,
@@ -150,16 +161,17 @@ def _build_ranks(
     from analyzer.rankwork import analyse_inputs, plan_executor
     from analyzer.report.data import add_cluster, assemble_report
 
-    where = plan_executor(opts.jobs, opts.scheduler, [input_bytes(d.path) for d in found])
+    where = plan_executor(opts.jobs, opts.scheduler, [input_bytes(d) for d in found])
     cache = RankCache(opts.cache_dir or default_cache_dir()) if opts.use_cache else None
     run = analyse_inputs(found, path, cfg, chip or cfg.chip, kernel_columns_read(), where, cache)
     if failures is not None:
         failures.extend(run.failures)
     ours = [Finding.from_dict(f) for p in run.parts for f in p["findings"]]
-    extra, advisor = _advisor(path, with_advisor, ours)
+    extra, advisor = _advisor(Path(path), with_advisor, ours)
     with gc_paused():
         report = assemble_report(run.parts, extra, advisor)
-        add_cluster(report, run.cluster, run.cluster_result)
+        if len(run.parts) + len(run.failures) > 1:  # a URL may hold one rank
+            add_cluster(report, run.cluster, run.cluster_result)
     return report
 
 
@@ -167,7 +179,8 @@ def register(app: typer.Typer) -> None:
     @app.command("analyze")
     def analyze_cmd(
         path: Annotated[
-            Path, typer.Argument(help="Profiler output directory, kernel table, timeline or bundle.")
+            str, typer.Argument(help="Profiler output directory, kernel table, timeline or bundle; or "
+                                "a URL fsspec reads (s3://bucket/job) holding one folder per rank.")
         ],
         fmt: Annotated[str, typer.Option("--format", "-f", help="text, json, md, html or sarif.")] = "text",
         output: Annotated[
@@ -234,7 +247,10 @@ def register(app: typer.Typer) -> None:
             raise UsageError(
                 "--github-summary: GITHUB_STEP_SUMMARY is not set (it is set inside GitHub Actions)"
             )
-        if not path.exists():
+        from analyzer.io.remote import is_url
+
+        target: Path | str = path if is_url(path) else Path(path)
+        if isinstance(target, Path) and not target.exists():
             raise UsageError(f"{path}: no such file or directory")
         cfg = load_config(config)
         if select:
@@ -244,7 +260,7 @@ def register(app: typer.Typer) -> None:
         check_rule_prefixes(cfg, {"select": _codes(select), "ignore": _codes(ignore)})
         failures: list[LoadFailure] = []
         ranks = RankOptions(jobs=jobs, scheduler=scheduler, cache_dir=cache_dir, use_cache=not no_cache)
-        report = build(path, cfg, chip, with_msprof_advisor, failures, ranks)
+        report = build(target, cfg, chip, with_msprof_advisor, failures, ranks)
         for failure in failures:
             typer.echo(failure.warning_line(), err=True)
         opts: dict[str, Any] = {}

@@ -600,13 +600,13 @@ def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
 class LoadFailure:
     """One of several profiles under a path that could not be read (the others were loaded)."""
 
-    path: Path  # the profile's root (a rank's directory, a database, ...)
+    path: Path | str  # the profile's root (a rank's directory, a database, ...; str: a URL)
     error: TilescopeError  # ProfileFormatError or NoProfileFoundError: file, row, what was expected
     rank: int | None = None
 
     @property
     def label(self) -> str:
-        return f"rank {self.rank}" if self.rank is not None else self.path.name
+        return f"rank {self.rank}" if self.rank is not None else Path(str(self.path)).name
 
     def warning_line(self) -> str:
         """`tilescope: warning: <file>: row 16 (line 17): expected ... — rank 0 left out`, for

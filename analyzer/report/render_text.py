@@ -159,6 +159,9 @@ def _profile_facts(p: dict[str, Any]) -> str:
 
 def _common_root(profiles: list[dict[str, Any]]) -> str:
     paths = [str(p.get("path") or "") for p in profiles]
+    scheme = paths[0].partition("://")[0] + "://" if "://" in paths[0] else ""
+    if scheme and all(p.startswith(scheme) for p in paths):  # ranks at a URL: keep its "//"
+        return scheme + _common_root([{"path": p[len(scheme):]} for p in paths])
     try:
         return os.path.commonpath(paths) or paths[0]
     except ValueError:  # absolute and relative paths mixed
