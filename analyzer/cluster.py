@@ -117,6 +117,7 @@ def steps_from_kernels(kernels: pd.DataFrame) -> pd.DataFrame:
 def kernel_summary(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per kernel name of one rank: launches, total and median duration (µs), first input shapes.
     Communication tasks are left out (their time is the communication files' subject)."""
+    from analyzer.metrics import as_str
     from analyzer.summary import communication_mask
 
     cols = ["name", "launches", "total_us", "median_us", "input_shapes"]
@@ -124,10 +125,11 @@ def kernel_summary(kernels: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     k = kernels.loc[~communication_mask(kernels)]
     dur = pd.to_numeric(k["duration_us"], errors="coerce")
-    g = dur.groupby(k["name"].astype("str"), sort=True)
+    names = as_str(k["name"])
+    g = dur.groupby(names, sort=True)
     out = pd.DataFrame({"launches": g.size(), "total_us": g.sum(), "median_us": g.median()})
     if "input_shapes" in k.columns:
-        out["input_shapes"] = k["input_shapes"].groupby(k["name"].astype("str"), sort=True).first()
+        out["input_shapes"] = k["input_shapes"].groupby(names, sort=True).first()
     else:
         out["input_shapes"] = None
     return out.rename_axis("name").reset_index()[cols]

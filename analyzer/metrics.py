@@ -129,12 +129,20 @@ def text_column(df: pd.DataFrame, name: str) -> pd.Series:
 
     col = df[name]
     if isinstance(col.dtype, pd.CategoricalDtype):
-        # each category converted once, then picked by code (-1, a missing value: NaN): equal to
-        # `col.astype("str")`, ~20x faster (that converts the text of every launch)
-        cats = col.cat.categories.astype("str")
-        picked = cats.take(col.cat.codes.to_numpy(), allow_fill=True, fill_value=np.nan)
-        return pd.Series(picked, index=col.index, name=col.name)
+        return as_str(col)
     return col
+
+
+def as_str(col: pd.Series) -> pd.Series:
+    """`col.astype("str")`; a Categorical (a loaded table's text) converts each category once and
+    picks by code (-1, a missing value: NaN) — equal, ~20x faster than converting every launch."""
+    import pandas as pd
+
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        return col.astype("str")
+    cats = col.cat.categories.astype("str")
+    picked = cats.take(col.cat.codes.to_numpy(), allow_fill=True, fill_value=np.nan)
+    return pd.Series(picked, index=col.index, name=col.name)
 
 
 class KernelColumns:

@@ -235,6 +235,8 @@ def kernel_time(kernels: pd.DataFrame) -> dict[str, KernelTime]:
     """Per kernel name: its time and speed of light (KernelTime)."""
     import pandas as pd
 
+    from analyzer.metrics import as_str
+
     k = kernels
     if "name" not in k.columns or not len(k):
         return {}
@@ -250,7 +252,7 @@ def kernel_time(kernels: pd.DataFrame) -> dict[str, KernelTime]:
             "device": np.where(known, np.nan_to_num(device_sol), 0.0),
         },
         # the names as an Arrow-backed index: to_numpy() made a Python string per launch
-        index=pd.Index(k["name"].astype("str")),
+        index=pd.Index(as_str(k["name"])),
     )
     sums = frame.groupby(level=0, sort=False).sum()
     return {
@@ -265,6 +267,8 @@ def top_kernels(kernels: pd.DataFrame, device_us: float, top: int = 10) -> list[
     """Compute kernels by total time, each with its share of device time (communication apart)."""
     import pandas as pd
 
+    from analyzer.metrics import as_str
+
     k = kernels
     if not len(k) or "name" not in k.columns:
         return []
@@ -276,9 +280,9 @@ def top_kernels(kernels: pd.DataFrame, device_us: float, top: int = 10) -> list[
     dur = pd.Series(_floats(sub, "duration_us"), index=sub.index)
     g = pd.DataFrame(
         {
-            "name": sub["name"].astype("str"),
+            "name": as_str(sub["name"]),
             "d": dur,
-            "core_type": sub["core_type"].astype("str") if "core_type" in sub else None,
+            "core_type": as_str(sub["core_type"]) if "core_type" in sub else None,
         }
     )
     agg = g.groupby("name", sort=False).agg(
@@ -461,6 +465,8 @@ def summarize(
 ) -> dict[str, Any]:
     """The JSON-serialisable summary every view shows (see the module docstring); `dt`: the
     profile's `device_time` when the caller has it already (the engine's)."""
+    from analyzer.metrics import as_str
+
     k = profile.kernels
     dt = device_time(k) if dt is None else dt
     dur = _floats(k, "duration_us")
@@ -471,7 +477,7 @@ def summarize(
         by_core = {
             str(c): round(float(v), 3)
             for c, v in pd.Series(dur, index=k.index)
-            .groupby(k["core_type"].astype("str").fillna("UNKNOWN"))
+            .groupby(as_str(k["core_type"]).fillna("UNKNOWN"))
             .sum()
             .items()
         }
