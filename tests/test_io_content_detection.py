@@ -388,3 +388,20 @@ def test_detection_does_not_change_the_kernel_table(real_traces: Path) -> None:
     cols = list(alone.columns)
     alone_profile, folder_profile = load_profile(d / "op_summary.csv"), load_profile(d)
     pd.testing.assert_frame_equal(alone_profile.kernels[cols], folder_profile.kernels[cols])
+
+
+def test_detecting_a_path_does_not_import_pandas() -> None:
+    """`analyze` detects a path before it starts reading its timeline, and the reading overlaps
+    pandas' import (analyzer/io/load.py): detection of every sample layout stays pandas-free."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    samples = [str(repo / "sample_traces" / s) for s in
+               ("attention_unfused", "tilelang_fa_msprof_op", "tilelang_fa_msprof_op_multi",
+                "tilelang_fa_bundle", "cluster_8rank")]
+    code = ("import sys; import analyzer.io.detect as d; [d.detect(p) for p in sys.argv[1:]]; "
+            "print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, *samples], cwd=repo, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"

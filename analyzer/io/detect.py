@@ -239,7 +239,7 @@ def _detect_bundle(d: Path) -> list[Detected]:
 
 
 def _detect_msprof_op(d: Path) -> list[Detected]:
-    from analyzer.io.msprof_op import has_block_metrics
+    from analyzer.io.msprof_op_layout import has_block_metrics
 
     if not any(d.glob("OpBasicInfo*.csv")):  # {Op}/{launch}/ layout below an OPPROF_* dir
         return [Detected("msprof_op_multi", d)]
@@ -252,7 +252,7 @@ def _detect_msprof_op(d: Path) -> list[Detected]:
 
 
 def _detect_dir(d: Path, depth: int = 0) -> list[Detected]:
-    from analyzer.io.msprof_op import is_msprof_op_dir
+    from analyzer.io.msprof_op_layout import is_msprof_op_dir
 
     if (d / "manifest.json").is_file() and ((d / "profile").is_dir() or (d / "ir").is_dir()):
         return _detect_bundle(d)

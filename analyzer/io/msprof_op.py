@@ -25,7 +25,6 @@ row means (analyzer/metrics.py):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,22 +33,14 @@ import pandas as pd
 
 from analyzer.columns import KERNEL_CONTRACT
 from analyzer.errors import ProfileFormatError
+from analyzer.io.msprof_op_layout import (
+    METRIC_FILES,
+    find_launch_dirs,
+    metric_files,
+)
 from analyzer.io.tables import read_small_table
 from analyzer.io.validate import csv_row
 
-METRIC_FILES = (
-    "PipeUtilization",
-    "Memory",
-    "MemoryL0",
-    "MemoryUB",
-    "ResourceConflictRatio",
-    "L2Cache",
-    "ArithmeticUtilization",
-)
-# Example: "L2Cache_20240603022812284.csv" -> metric "L2Cache"; "OpBasicInfo.csv" -> "OpBasicInfo"
-METRIC_FILE_RE = re.compile(r"^(?P<metric>[A-Za-z0-9]+?)(?:_\d{8,20})?\.csv$")
-# Example: "device3" -> 3
-DEVICE_DIR_RE = re.compile(r"^device_?(?P<n>\d{1,3})$")
 BLOCK_KEYS = ["op_name", "launch", "block_id", "sub_block_id"]
 
 
@@ -63,49 +54,6 @@ class MsprofOpData:
     layout: str = "single"  # "single" | "multi"
 
 
-def _metric_files(launch_dir: Path) -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for p in sorted(launch_dir.iterdir()):
-        m = METRIC_FILE_RE.match(p.name)
-        if p.is_file() and m and (m.group("metric") in METRIC_FILES or m.group("metric") == "OpBasicInfo"):
-            found.setdefault(m.group("metric"), p)
-    return found
-
-
-def find_launch_dirs(root: Path) -> list[tuple[Path, int | None, str | None, int]]:
-    """(dir, device, op name, launch index) for every directory holding an OpBasicInfo file."""
-    if "OpBasicInfo" in _metric_files(root):
-        return [(root, None, None, 0)]
-    out: list[tuple[Path, int | None, str | None, int]] = []
-    for basic in sorted(root.rglob("OpBasicInfo*.csv")):
-        launch_dir = basic.parent
-        rel = launch_dir.relative_to(root).parts
-        if "dump" in rel or "simulator" in rel:
-            continue
-        device: int | None = None
-        if rel and (m := DEVICE_DIR_RE.match(rel[0])):
-            device, rel = int(m.group("n")), rel[1:]
-        op_name = rel[0] if len(rel) >= 2 else (rel[0] if rel else None)
-        launch = int(rel[-1]) if rel and rel[-1].isdigit() else 0
-        out.append((launch_dir, device, op_name, launch))
-    return out
-
-
-def is_msprof_op_dir(path: Path) -> bool:
-    if not path.is_dir():
-        return False
-    if "OpBasicInfo" in _metric_files(path):
-        return True
-    return path.name.startswith("OPPROF_") and bool(find_launch_dirs(path))
-
-
-def has_block_metrics(path: Path) -> bool:
-    """Does `path` hold per-block metric CSVs (PipeUtilization.csv, Memory_{ts}.csv, ...)? With
-    them an OpBasicInfo folder is an `msprof op` output; without, OpBasicInfo may sit beside other
-    profiler files as a clock source (detection)."""
-    return any(metric in METRIC_FILES for metric in _metric_files(path))
-
-
 def _read_small_csv(path: Path) -> pd.DataFrame:
     return read_small_table(path).copy()  # consolidated: columns are inserted into it below
 
@@ -113,7 +61,7 @@ def _read_small_csv(path: Path) -> pd.DataFrame:
 def _read_launch(
     launch_dir: Path, device: int | None, op_name: str | None, launch: int
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path], list[str]]:
-    files = _metric_files(launch_dir)
+    files = metric_files(launch_dir)
     basic_path = files.pop("OpBasicInfo")
     basic = _read_small_csv(basic_path)
     if "name" not in basic:

@@ -1,0 +1,70 @@
+"""Where an `msprof op` output keeps its files: the per-block metric CSVs and OpBasicInfo of each
+launch directory, found by name only (no file is read).
+
+Detection (`analyzer.io.detect`) asks these questions of every folder it sniffs, before any table is
+parsed; they live apart from the reader (`analyzer.io.msprof_op`, which imports pandas) so that
+detecting a path does not import pandas: `tilescope analyze` detects a path before it starts reading
+its timeline, and the reading overlaps pandas' import (analyzer/io/load.py).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+METRIC_FILES = (
+    "PipeUtilization",
+    "Memory",
+    "MemoryL0",
+    "MemoryUB",
+    "ResourceConflictRatio",
+    "L2Cache",
+    "ArithmeticUtilization",
+)
+# Example: "L2Cache_20240603022812284.csv" -> metric "L2Cache"; "OpBasicInfo.csv" -> "OpBasicInfo"
+METRIC_FILE_RE = re.compile(r"^(?P<metric>[A-Za-z0-9]+?)(?:_\d{8,20})?\.csv$")
+# Example: "device3" -> 3
+DEVICE_DIR_RE = re.compile(r"^device_?(?P<n>\d{1,3})$")
+
+
+def metric_files(launch_dir: Path) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for p in sorted(launch_dir.iterdir()):
+        m = METRIC_FILE_RE.match(p.name)
+        if p.is_file() and m and (m.group("metric") in METRIC_FILES or m.group("metric") == "OpBasicInfo"):
+            found.setdefault(m.group("metric"), p)
+    return found
+
+
+def find_launch_dirs(root: Path) -> list[tuple[Path, int | None, str | None, int]]:
+    """(dir, device, op name, launch index) for every directory holding an OpBasicInfo file."""
+    if "OpBasicInfo" in metric_files(root):
+        return [(root, None, None, 0)]
+    out: list[tuple[Path, int | None, str | None, int]] = []
+    for basic in sorted(root.rglob("OpBasicInfo*.csv")):
+        launch_dir = basic.parent
+        rel = launch_dir.relative_to(root).parts
+        if "dump" in rel or "simulator" in rel:
+            continue
+        device: int | None = None
+        if rel and (m := DEVICE_DIR_RE.match(rel[0])):
+            device, rel = int(m.group("n")), rel[1:]
+        op_name = rel[0] if len(rel) >= 2 else (rel[0] if rel else None)
+        launch = int(rel[-1]) if rel and rel[-1].isdigit() else 0
+        out.append((launch_dir, device, op_name, launch))
+    return out
+
+
+def is_msprof_op_dir(path: Path) -> bool:
+    if not path.is_dir():
+        return False
+    if "OpBasicInfo" in metric_files(path):
+        return True
+    return path.name.startswith("OPPROF_") and bool(find_launch_dirs(path))
+
+
+def has_block_metrics(path: Path) -> bool:
+    """Does `path` hold per-block metric CSVs (PipeUtilization.csv, Memory_{ts}.csv, ...)? With
+    them an OpBasicInfo folder is an `msprof op` output; without, OpBasicInfo may sit beside other
+    profiler files as a clock source (detection)."""
+    return any(metric in METRIC_FILES for metric in metric_files(path))
