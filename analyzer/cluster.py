@@ -157,13 +157,25 @@ class RankTables:
     files: list[Path | str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    @classmethod
+    def empty(cls) -> RankTables:
+        """No rows yet (a rank none of whose files could be read, or the start of `rank_tables`)."""
+        empty = pd.DataFrame()
+        return cls(empty, empty, empty, empty)
+
+    def relabel(self, local: str, url: str) -> None:
+        """Name `url` wherever the files and notes name `local` (a remote rank's staged copy)."""
+        from analyzer.io.remote import relabel
+
+        self.files = [relabel(str(f), local, url) for f in self.files]
+        self.notes = relabel(self.notes, local, url)
+
 
 def rank_tables(root: Path, kernels: pd.DataFrame | None) -> RankTables:
     """What one rank contributes, from its summary files under `root` and its kernel table (None:
     the table could not be read): steps from step_trace_time.csv, else recomputed from the
     kernels; communication operators and links; per-kernel summary."""
-    empty = pd.DataFrame()
-    out = RankTables(empty, empty, empty, empty)
+    out = RankTables.empty()
     step_trace, ops, matrix = _read_rank_files(root, out)
     if step_trace is not None and len(step_trace):
         s = step_trace.copy()

@@ -36,6 +36,7 @@ from analyzer.errors import TilescopeError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from analyzer.cluster import RankTables
     from analyzer.rankwork import RankPart, UnitJob, UnitResult
 
 CACHE_FORMAT = 1
@@ -72,15 +73,20 @@ def _stat_rows(root: Path) -> list[tuple[str, int, int]]:
     return rows
 
 
-def input_bytes(found: Any) -> int:
-    """Bytes under one input (its worker's memory estimate, analyzer.rankwork): a detected local
-    input's files, or the objects under a remote rank folder's URL."""
+def input_rows(found: Any) -> list[tuple[str, Any, Any]]:
+    """(name, size, time) of every file of one input — a detected local input (or its path), or
+    the objects under a remote rank folder's URL — listed once per analysis: they make the
+    input's cache key (`RankCache.key`) and its worker's memory estimate (`input_bytes`)."""
     if isinstance(found, str):
         from analyzer.io.remote import fingerprint
 
-        return sum(int(size or 0) for _n, size, _t in fingerprint(found))
-    root = found.path if hasattr(found, "path") else Path(found)
-    return sum(size for _p, size, _t in _stat_rows(root))
+        return list(fingerprint(found))
+    return list(_stat_rows(found.path if hasattr(found, "path") else Path(found)))
+
+
+def input_bytes(rows: list[tuple[str, Any, Any]]) -> int:
+    """Bytes of one input's files (`input_rows`)."""
+    return sum(int(size or 0) for _name, size, _time in rows)
 
 
 @lru_cache(maxsize=1)
@@ -103,16 +109,16 @@ class RankCache:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def key(self, job: UnitJob) -> str:
+    def key(self, job: UnitJob, rows: list[tuple[str, Any, Any]] | None = None) -> str:
+        """The entry of `job`'s input; `rows`: its `input_rows`, when the caller has them already."""
         h = hashlib.sha256(_code_fingerprint().encode())
         cfg = job.config
         pattern_files = [str(p) for p in (cfg.rules.get("TS102", {}).get("pattern_files") or [])]
         if job.det is not None:
-            source: list[Any] = [job.det.format, str(job.det.path), job.det.rank, _stat_rows(job.det.path)]
+            files = rows if rows is not None else input_rows(job.det)
+            source: list[Any] = [job.det.format, str(job.det.path), job.det.rank, files]
         else:  # a remote rank folder: its objects' names, sizes and times as the store lists them
-            from analyzer.io.remote import fingerprint
-
-            source = ["url", job.url, fingerprint(str(job.url))]
+            source = ["url", job.url, rows if rows is not None else input_rows(str(job.url))]
         parts: list[Any] = [
             *source, job.chip, job.kernel_columns, job.timeline_cap, repr(dataclasses.asdict(cfg)),
         ]
@@ -160,7 +166,9 @@ class RankCache:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _write_tables(tables: Any, d: Path, prefix: str) -> list[str]:
+def _tables_to(tables: RankTables, d: Path, prefix: str) -> dict[str, Any]:
+    """Write a rank's non-empty tables as `{prefix}{name}.parquet`; the JSON that finds them again
+    (with the files and notes) for `_tables_from`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -171,30 +179,27 @@ def _write_tables(tables: Any, d: Path, prefix: str) -> list[str]:
             continue
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), d / f"{prefix}{name}.parquet")
         written.append(name)
-    return written
+    return {"tables": written, "files": [_path_text(f) for f in tables.files], "notes": tables.notes}
 
 
-def _read_tables(d: Path, prefix: str, names: list[str], files: list[str], notes: list[str]) -> Any:
-    import pandas as pd
+def _tables_from(d: Path, prefix: str, data: dict[str, Any]) -> RankTables:
     import pyarrow.parquet as pq
 
     from analyzer.cluster import RankTables
 
-    frames = {n: pd.DataFrame() for n in TABLES}
-    for n in names:
+    out = RankTables.empty()
+    for name in data["tables"]:
         # ParquetFile.read, not read_table: no dataset discovery and no thread pool for a table of a
         # few hundred rows (~0.3 ms instead of ~1.8 ms; a 64-rank run reads 256 of them)
-        frames[n] = pq.ParquetFile(d / f"{prefix}{n}.parquet").read(use_threads=False).to_pandas()
-    return RankTables(frames["steps"], frames["comm_ops"], frames["links"], frames["kernels"],
-                      files=[_text_path(f) for f in files], notes=list(notes))
+        setattr(out, name, pq.ParquetFile(d / f"{prefix}{name}.parquet").read(use_threads=False).to_pandas())
+    out.files = [_text_path(f) for f in data["files"]]
+    out.notes = list(data["notes"])
+    return out
 
 
 def _part_to(rp: RankPart, d: Path, i: int) -> dict[str, Any]:
-    return {
-        "part": rp.part, "rank": rp.rank, "path": _path_text(rp.path),
-        "tables": _write_tables(rp.tables, d, f"{i}-"),
-        "files": [_path_text(f) for f in rp.tables.files], "notes": rp.tables.notes,
-    }
+    return {"part": rp.part, "rank": rp.rank, "path": _path_text(rp.path),
+            **_tables_to(rp.tables, d, f"{i}-")}
 
 
 def _path_text(p: Path | str) -> str:
@@ -220,8 +225,7 @@ def _result_to(result: UnitResult, d: Path) -> dict[str, Any]:
         f, t = result.failure, result.failure_tables
         assert t is not None
         out["failure"] = {"path": _path_text(f.path), "message": f.error.one_line(), "rank": f.rank,
-                          "tables": _write_tables(t, d, "failed-"),
-                          "files": [_path_text(p) for p in t.files], "notes": t.notes}
+                          **_tables_to(t, d, "failed-")}
     return out
 
 
@@ -232,13 +236,12 @@ def _result_from(data: dict[str, Any], d: Path) -> UnitResult:
     if data.get("format") != CACHE_FORMAT:
         raise ValueError("another cache format")
     parts = [
-        RankPart(p["part"], p["rank"], _text_path(p["path"]),
-                 _read_tables(d, f"{i}-", p["tables"], p["files"], p["notes"]))
+        RankPart(p["part"], p["rank"], _text_path(p["path"]), _tables_from(d, f"{i}-", p))
         for i, p in enumerate(data["parts"])
     ]
     res = UnitResult(-1, parts)
     if "failure" in data:
         f = data["failure"]
         res.failure = LoadFailure(_text_path(f["path"]), CachedLoadError(f["message"]), f["rank"])
-        res.failure_tables = _read_tables(d, "failed-", f["tables"], f["files"], f["notes"])
+        res.failure_tables = _tables_from(d, "failed-", f)
     return res

@@ -25,7 +25,7 @@ import dataclasses
 import os
 import resource
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,6 +112,7 @@ def run_unit(job: UnitJob) -> UnitResult:
 def _run_remote(job: UnitJob) -> UnitResult:
     """A rank folder at a URL: copied here, analysed as a local input, every path in the result
     written back as the URL (analyzer.io.remote), the copy removed."""
+    from analyzer.cluster import RankTables
     from analyzer.io.detect import detect
     from analyzer.io.load import LoadFailure
     from analyzer.io.remote import RemoteInputError, relabel, stage
@@ -125,22 +126,19 @@ def _run_remote(job: UnitJob) -> UnitResult:
         except (ProfileFormatError, NoProfileFoundError) as exc:
             said = RemoteInputError(relabel(exc.one_line(), str(local), job.url))
             failure = LoadFailure(job.url, said, None)
-            return UnitResult(job.index, failure=failure, failure_tables=rank_tables_empty())
+            return UnitResult(job.index, failure=failure, failure_tables=RankTables.empty())
         result = _run_unit(dataclasses.replace(job, det=found[0], url=None))
         here, there = str(local), job.url
         for rp in result.parts:
             rp.part = relabel(rp.part, here, there)
             rp.path = there
-            rp.tables.files = [relabel(str(f), here, there) for f in rp.tables.files]
-            rp.tables.notes = relabel(rp.tables.notes, here, there)
+            rp.tables.relabel(here, there)
         if result.failure is not None:
             f = result.failure
             said = RemoteInputError(relabel(f.error.one_line(), here, there))
             result.failure = LoadFailure(there, said, f.rank)
             if result.failure_tables is not None:
-                t = result.failure_tables
-                t.files = [relabel(str(p), here, there) for p in t.files]
-                t.notes = relabel(t.notes, here, there)
+                result.failure_tables.relabel(here, there)
         return result
 
 
@@ -210,13 +208,6 @@ class Executor_:
     kind: str
     workers: int = 1
     address: str | None = None
-
-    def describe(self) -> str:
-        if self.kind == "dask":
-            return f"Dask scheduler {self.address}"
-        if self.kind == "pool":
-            return f"{self.workers} local worker processes"
-        return "this process"
 
 
 def plan_executor(jobs: int | None, scheduler: str | None, input_bytes: Sequence[int]) -> Executor_:
@@ -298,7 +289,6 @@ class RankRun:
     failures: list[LoadFailure]
     cluster: Any  # analyzer.cluster.Cluster
     cluster_result: Any  # analyzer.engine.AnalysisResult
-    where: Executor_
     cached: int = 0  # inputs read from the cache
     cpu_s: list[float] = field(default_factory=list)  # per input analysed now (not cached)
     worker_peak_kib: list[int] = field(default_factory=list)
@@ -313,10 +303,11 @@ def analyse_inputs(
     where: Executor_,
     cache: Any = None,  # analyzer.rank_cache.RankCache or None
     timeline_cap: int | None = None,
-    progress: Callable[[str], None] | None = None,
+    rows: Sequence[list[tuple[str, Any, Any]]] | None = None,
 ) -> RankRun:
     """Run `run_unit` on every input (cached ones read back), number the ranks, build the
-    cross-rank model and run its rules. Raises the first input's error when none could be read."""
+    cross-rank model and run its rules. Raises the first input's error when none could be read.
+    `rows`: each input's files (`rank_cache.input_rows`) when the caller listed them already."""
     from analyzer.cluster import RankInfo, assemble_cluster
     from analyzer.engine import run_cluster_rules
     from analyzer.io.load import left_out_warnings, manifest_dir_of, resolve_ranks
@@ -331,7 +322,7 @@ def analyse_inputs(
     keys: dict[int, str] = {}
     if cache is not None:
         for job in jobs:
-            keys[job.index] = cache.key(job)
+            keys[job.index] = cache.key(job, rows[job.index] if rows is not None else None)
             hit = cache.get(keys[job.index])
             if hit is not None:
                 hit.index = job.index
@@ -379,7 +370,7 @@ def analyse_inputs(
         infos.append((RankInfo(rank, f.path, False, f.error.one_line()), tables))
     model = assemble_cluster(infos)
     result = run_cluster_rules(model, _chip_of(parts[0]), config)
-    return RankRun(parts, failures, model, result, where, cached=len(jobs) - len(todo),
+    return RankRun(parts, failures, model, result, cached=len(jobs) - len(todo),
                    cpu_s=[r.cpu_s for r in fresh], worker_peak_kib=[r.worker_peak_kib for r in fresh])
 
 
@@ -389,16 +380,6 @@ def _job(index: int, found: Detected | str, chip: str | None, manifest_dir: Path
     if isinstance(found, str):
         return UnitJob(index, None, chip, None, config, columns, cap, url=found)
     return UnitJob(index, found, chip, manifest_dir, config, columns, cap)
-
-
-def rank_tables_empty() -> RankTables:
-    """No rows of the model (a rank none of whose files could be read)."""
-    import pandas as pd
-
-    from analyzer.cluster import RankTables
-
-    empty = pd.DataFrame()
-    return RankTables(empty, empty, empty, empty)
 
 
 def _check_workers_see(failed: Sequence[tuple[int, LoadFailure]], where: Executor_) -> None:

@@ -38,11 +38,11 @@ from pathlib import Path
 from analyzer.analysis import kernel_columns_read
 from analyzer.config import Config
 from analyzer.io.detect import detect
-from analyzer.rank_cache import input_bytes
+from analyzer.rank_cache import input_bytes, input_rows
 from analyzer.rankwork import analyse_inputs, plan_executor
 run = Path(sys.argv[1])
 found = detect(run)
-where = plan_executor(None, None, [input_bytes(d.path) for d in found])
+where = plan_executor(None, None, [input_bytes(input_rows(d)) for d in found])
 r = analyse_inputs(found, run, Config(), None, kernel_columns_read(), where, None)
 print(json.dumps({"workers": where.workers, "peak_kib": max(r.worker_peak_kib),
                   "cpu_s": r.cpu_s, "ranks": len(r.parts)}))

@@ -223,12 +223,13 @@ def test_dask_workers_that_cannot_see_the_ranks_are_named(
     """A scheduler whose workers do not mount the ranks' filesystem: every worker finds the rank
     folder missing though this machine reads it — one line saying so, not eight "no such path"."""
     import analyzer.rankwork as rw
+    from analyzer.cluster import RankTables
     from analyzer.errors import NoProfileFoundError
     from analyzer.io.load import LoadFailure
 
     def elsewhere(jobs: Any, where: Any) -> list[Any]:
         return [rw.UnitResult(j.index, failure=LoadFailure(j.det.path, NoProfileFoundError(
-            j.det.path, "path does not exist"), None), failure_tables=rw.rank_tables_empty())
+            j.det.path, "path does not exist"), None), failure_tables=RankTables.empty())
             for j in jobs]
 
     monkeypatch.setattr(rw, "run_jobs", elsewhere)

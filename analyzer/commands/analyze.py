@@ -157,13 +157,14 @@ def _build_ranks(
 ) -> dict[str, Any]:
     from analyzer.analysis import kernel_columns_read
     from analyzer.gcpause import gc_paused
-    from analyzer.rank_cache import RankCache, default_cache_dir, input_bytes
+    from analyzer.rank_cache import RankCache, default_cache_dir, input_bytes, input_rows
     from analyzer.rankwork import analyse_inputs, plan_executor
     from analyzer.report.data import add_cluster, assemble_report
 
-    where = plan_executor(opts.jobs, opts.scheduler, [input_bytes(d) for d in found])
+    rows = [input_rows(d) for d in found]  # listed once: the memory estimate and the cache key
+    where = plan_executor(opts.jobs, opts.scheduler, [input_bytes(r) for r in rows])
     cache = RankCache(opts.cache_dir or default_cache_dir()) if opts.use_cache else None
-    run = analyse_inputs(found, path, cfg, chip or cfg.chip, kernel_columns_read(), where, cache)
+    run = analyse_inputs(found, path, cfg, chip or cfg.chip, kernel_columns_read(), where, cache, rows=rows)
     if failures is not None:
         failures.extend(run.failures)
     ours = [Finding.from_dict(f) for p in run.parts for f in p["findings"]]
