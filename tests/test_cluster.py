@@ -271,14 +271,21 @@ def _op_summary_rows(device: int, matmul_us: float) -> list[str]:
     return rows
 
 
-def test_msprof_run_of_two_devices_is_two_ranks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    prof = tmp_path / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP"
+def write_two_device_prof(root: Path) -> Path:
+    """An msprof PROF_ of devices 0 and 1 in one op_summary (no step ids, no communication files):
+    the same kernels, MatMulV2 180 µs on device 0 and 270 µs on device 1."""
+    prof = root / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP"
     out = prof / "mindstudio_profiler_output"
     out.mkdir(parents=True)
     (prof / "device_0").mkdir()
     (prof / "device_1").mkdir()
     rows = _op_summary_rows(0, 180.0) + _op_summary_rows(1, 270.0)
     (out / "op_summary_20260101000000.csv").write_text(OP_SUMMARY_HEADER + "\n" + "\n".join(rows) + "\n")
+    return prof
+
+
+def test_msprof_run_of_two_devices_is_two_ranks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_two_device_prof(tmp_path)
     profiles = load_profiles(tmp_path)
     assert [(p.rank, len(p.kernels)) for p in profiles] == [(0, 4), (1, 4)]
     cluster = build_cluster(profiles)

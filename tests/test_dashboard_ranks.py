@@ -358,15 +358,9 @@ def test_serve_says_the_ranks_tab_and_the_left_out_rank(
 def test_an_msprof_run_of_two_devices_without_step_ids(tmp_path: Path) -> None:
     """No step_trace_time.csv, no step ids, no communication_matrix.json: one "all" column
     recomputed from each device's kernels, and a matrix that says why it is empty."""
-    from test_cluster import OP_SUMMARY_HEADER, _op_summary_rows
+    from test_cluster import write_two_device_prof
 
-    prof = tmp_path / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP"
-    out = prof / "mindstudio_profiler_output"
-    out.mkdir(parents=True)
-    (prof / "device_0").mkdir()
-    (prof / "device_1").mkdir()
-    rows = _op_summary_rows(0, 180.0) + _op_summary_rows(1, 270.0)
-    (out / "op_summary_20260101000000.csv").write_text(OP_SUMMARY_HEADER + "\n" + "\n".join(rows) + "\n")
+    write_two_device_prof(tmp_path)
     (entry,) = store_of(create_app([tmp_path])).clusters()
     values, ranks, labels, width = R.step_grid(entry, "computing_us")
     assert ranks == [0, 1] and labels == ["all"] and width == 1
