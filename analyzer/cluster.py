@@ -333,6 +333,11 @@ def others_median(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, index=table.index, columns=table.columns)
 
 
+def ranks_label(ranks: Sequence[int]) -> str:
+    """`rank 3`, `ranks 0-2, 4-7`: the word, singular or plural, and the ids (rank_set_text)."""
+    return f"rank{'s' if len(set(ranks)) > 1 else ''} {rank_set_text(ranks)}"
+
+
 def median_excluding(values: pd.Series, label: Any) -> float:
     """The median of `values` without the entry `label` (the others' typical value)."""
     others = values.drop(index=label)

@@ -129,8 +129,9 @@ def _changes(n: int) -> str:
 
 
 def _ranks_text(ranks: list[int], total: int) -> str:
-    word = "rank" if len(ranks) == 1 else "ranks"
-    return f"{word} {rank_text(ranks)}" + (f" ({len(ranks)} of {total})" if len(ranks) > 1 else "")
+    from analyzer.cluster import ranks_label
+
+    return ranks_label(ranks) + (f" ({len(ranks)} of {total})" if len(ranks) > 1 else "")
 
 
 def finding_groups(r: ClusterDiff) -> list[tuple[str, dict[str, Any], list[int]]]:

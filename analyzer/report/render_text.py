@@ -101,13 +101,15 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             say(line, style, "  ", "    ")
     else:
         # one line per group of ranks that read alike, not one per rank (4,096 ranks...)
+        from analyzer.cluster import ranks_label
+
         say(f"{_common_root(profiles)}: {len(profiles)} ranks", "bold", "", "  ")
         groups: dict[str, list[int]] = {}
         for i, p in enumerate(profiles):
             rank_id = int(p["rank"]) if p.get("rank") is not None else i
             groups.setdefault(_profile_facts(p), []).append(rank_id)
         for facts, ranks in groups.items():
-            say(f"{_ranks_label(ranks)}: {facts}", "bold", "  ", "    ")
+            say(f"{ranks_label(ranks)}: {facts}", "bold", "  ", "    ")
         # what the ranks share is said once, with the ranks it holds for ("on 7 of 8 ranks")
         for (line, style), ranks in _lines_by_rank(profiles).items():
             say(f"{line}{_on_ranks(ranks, len(profiles))}", style, "  ", "    ")
@@ -168,12 +170,6 @@ def _common_root(profiles: list[dict[str, Any]]) -> str:
         return paths[0]
 
 
-def _ranks_label(ranks: list[int]) -> str:
-    from analyzer.cluster import rank_set_text
-
-    return f"rank{'s' if len(ranks) > 1 else ''} {rank_set_text(ranks)}"
-
-
 def _lines_by_rank(profiles: list[dict[str, Any]]) -> dict[tuple[str, str], list[int]]:
     out: dict[tuple[str, str], list[int]] = {}
     for i, p in enumerate(profiles):
@@ -184,11 +180,11 @@ def _lines_by_rank(profiles: list[dict[str, Any]]) -> dict[tuple[str, str], list
 
 
 def _on_ranks(ranks: list[int], total: int) -> str:
-    from analyzer.cluster import rank_set_text
+    from analyzer.cluster import ranks_label
 
     if len(ranks) == total:
         return f" (all {total} ranks)"
-    return f" (rank{'s' if len(ranks) > 1 else ''} {rank_set_text(ranks)})"
+    return f" ({ranks_label(ranks)})"
 
 
 def _print_ranks(console: Console, report: dict[str, Any], say: Any) -> None:
