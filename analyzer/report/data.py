@@ -369,10 +369,11 @@ def launch_timeline(
     return rows, {"launches": total, "kept": len(rows), "cap": cap}
 
 
-def _input(profile: Profile, index: int) -> dict[str, Any]:
+def _input(profile: Profile) -> dict[str, Any]:
+    """A profile's `profiles` entry but its `id` (its place among the report's inputs:
+    `assemble_report` puts it first)."""
     src, dev = profile.source, profile.device
     return {
-        "id": index,
         "path": str(src.path),
         "format": src.format,
         "producer": src.producer,
@@ -455,8 +456,7 @@ def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0
     with `timeline_cap` > 0 its launches for the timeline chart. JSON-safe, so a per-rank worker can
     hand it back over a process boundary or a cache file (`analyzer.rankwork`) and `assemble_report`
     makes the same report as from the profile itself."""
-    entry = _input(profile, 0)
-    del entry["id"]
+    entry = _input(profile)
     entry["summary"] = _summary(profile, result)
     part: dict[str, Any] = {
         "entry": entry,
