@@ -41,6 +41,12 @@ CLUSTER_TABLES = ("steps", "comm_ops", "links", "kernels")
 STEP_SPLIT = ("computing_us", "communication_not_overlapped_us", "free_us")
 SOURCE_STEP_TRACE = "step_trace_time.csv"
 SOURCE_KERNELS = "kernels"
+STEP_STATS = ("step_min_us", "step_median_us", "step_max_us")  # a rank's step time over its steps
+# The report keeps one row per rank and step up to this many rows (64 ranks x 1,258 steps are
+# 80,000, ~13 MB of JSON); past it, consecutive steps are averaged in bins (`bin_steps`), at most
+# MAX_STEP_COLUMNS of them per rank: a run of 4,096 ranks would otherwise write millions of rows.
+STEP_ROWS_CAP = 100_000
+MAX_STEP_COLUMNS = 180  # bins per rank: what a rank x step heatmap can show side by side
 
 
 @dataclass
@@ -73,13 +79,17 @@ class Cluster:
         return [r.rank for r in self.ranks]
 
     def rank_totals(self) -> pd.DataFrame:
-        """Per rank, summed over its steps: the split, the step time and where it came from."""
+        """Per rank, summed over its steps: the split, the step time and where it came from; and
+        the step time's spread over those steps (STEP_STATS: min, median, max)."""
         if self.steps.empty:
-            return pd.DataFrame(columns=["rank", *STEP_SPLIT, "step_us", "steps", "source"])
+            return pd.DataFrame(columns=["rank", *STEP_SPLIT, "step_us", "steps", "source", *STEP_STATS])
         g = self.steps.groupby("rank", sort=True)
         out = g[[*STEP_SPLIT, "step_us"]].sum()
         out["steps"] = g.size()
         out["source"] = g["source"].first()
+        per_step = g["step_us"]
+        out["step_min_us"], out["step_median_us"] = per_step.min(), per_step.median()
+        out["step_max_us"] = per_step.max()
         return out.reset_index()
 
 
@@ -290,6 +300,57 @@ def _arrow_with_rank(table: pa.Table, rank: int) -> pa.Table:
     return table.add_column(0, "rank", pa.array(np.full(len(table), rank, dtype=np.int64)))
 
 
+# ---- steps, binned -------------------------------------------------------------------------------
+
+STEP_VALUES = (*STEP_SPLIT, "step_us")
+
+
+def bin_steps(steps: pd.DataFrame, columns: int) -> tuple[pd.DataFrame, int]:
+    """Per-step rows (rank, step, STEP_VALUES, source) with at most `columns` steps per rank:
+    past that, the step ids (sorted; a step without an id counts as -1) are cut into equal runs of
+    `width` consecutive ids and each rank's values are averaged over the steps it has in a run.
+    A bin row's `step` and `step_last` are the bin's first and last id (the same for every rank)
+    and `steps` says how many of the rank's steps it averages. Returns the rows and `width` (1:
+    the rows as given, one per step).
+
+    Means, not sums, so that a binned heatmap keeps a step's scale and a rank missing a step is
+    not shown as faster; the same function bins the report (`report_steps`) and the dashboard."""
+    if steps.empty or "step" not in steps.columns or "rank" not in steps.columns:
+        return steps, 1
+    step = pd.to_numeric(steps["step"], errors="coerce").fillna(-1).astype("int64")
+    ids = np.unique(step.to_numpy())
+    width = max(1, -(-len(ids) // max(1, columns)))  # ceil
+    if width == 1:
+        return steps, 1
+    bins = np.searchsorted(ids, step.to_numpy()) // width
+    keys = [steps["rank"].astype("int64").rename("rank"), pd.Series(bins, index=steps.index, name="bin")]
+    values = [c for c in STEP_VALUES if c in steps.columns]
+    g = steps[values].apply(pd.to_numeric, errors="coerce").groupby(keys, sort=True)
+    out = g.mean()
+    out.insert(0, "steps", step.groupby(keys, sort=True).size())
+    if "source" in steps.columns:
+        out["source"] = steps["source"].groupby(keys, sort=True).first()
+    out = out.reset_index()
+    # the bin's range of ids, the same for every rank: a rank missing a step stays in its column
+    first = ids[out["bin"].to_numpy() * width]
+    last = ids[np.minimum((out["bin"].to_numpy() + 1) * width, len(ids)) - 1]
+    out.insert(1, "step", pd.Series(first, index=out.index).where(first >= 0).astype("Int64"))  # -1: no id
+    out.insert(2, "step_last", pd.Series(last, index=out.index).where(last >= 0).astype("Int64"))
+    return out.drop(columns="bin"), width
+
+
+def report_steps(steps: pd.DataFrame, max_rows: int | None = None) -> tuple[pd.DataFrame, int]:
+    """The report's `cluster.steps`: one row per rank and step up to `max_rows` rows, else
+    `bin_steps` with as many bins per rank as keep the rows under the cap (at most
+    MAX_STEP_COLUMNS). The per-rank spread (STEP_STATS) is in the rank table either way."""
+    if max_rows is None:
+        max_rows = STEP_ROWS_CAP
+    if len(steps) <= max_rows:
+        return steps, 1
+    ranks = max(1, int(steps["rank"].nunique())) if "rank" in steps.columns else 1
+    return bin_steps(steps, max(1, min(MAX_STEP_COLUMNS, max_rows // ranks)))
+
+
 # ---- the rank table ------------------------------------------------------------------------------
 
 
@@ -303,12 +364,12 @@ def rank_table(cluster: Cluster, slow: int | None = None) -> list[dict[str, Any]
                                "error": info.error, "slow": info.rank == slow}
         if info.rank in totals:
             t = totals[info.rank]
-            for c in (*STEP_SPLIT, "step_us"):
-                row[c] = round(float(t[c]), 3)
+            for c in (*STEP_SPLIT, "step_us", *STEP_STATS):
+                row[c] = None if pd.isna(t[c]) else round(float(t[c]), 3)
             row["steps"] = int(t["steps"])
             row["source"] = str(t["source"])
         else:
-            row.update({c: None for c in (*STEP_SPLIT, "step_us")} | {"steps": 0, "source": None})
+            row.update(dict.fromkeys((*STEP_SPLIT, "step_us", *STEP_STATS)) | {"steps": 0, "source": None})
         rows.append(row)
     return rows
 

@@ -131,10 +131,11 @@ def _num(v: Any) -> float | None:
 def rank_steps(report: Mapping[str, Any]) -> dict[int, RankStep]:
     section = report.get("cluster") or {}
     per_step: dict[int, list[float]] = {}
-    for row in section.get("steps") or []:
-        v = _num(row.get("step_us"))
-        if v is not None and row.get("rank") is not None:
-            per_step.setdefault(int(row["rank"]), []).append(v)
+    if any("step_min_us" not in row for row in section.get("ranks") or []):  # an older report
+        for row in section.get("steps") or []:
+            v = _num(row.get("step_us"))
+            if v is not None and row.get("rank") is not None:
+                per_step.setdefault(int(row["rank"]), []).append(v)
     out: dict[int, RankStep] = {}
     for row in section.get("ranks") or []:
         if row.get("rank") is None:
@@ -147,7 +148,10 @@ def rank_steps(report: Mapping[str, Any]) -> dict[int, RankStep]:
             return None if v is None or n <= 0 else v / n
 
         step_mean = mean("step_us")
-        values = per_step.get(rank, [])
+        # the step time's min-max over steps: the rank table's own (reports since the per-step rows
+        # may be binned), else from the per-step rows (older reports)
+        lo_hi = (_num(row.get("step_min_us")), _num(row.get("step_max_us")))
+        values = [v for v in lo_hi if v is not None] or per_step.get(rank, [])
         step = None
         if step_mean is not None:
             lo, hi = (min(values), max(values)) if values else (step_mean, step_mean)

@@ -9,8 +9,6 @@ names in findings) only ever becomes component children or escaped plot text.
 
 from __future__ import annotations
 
-import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -130,26 +128,31 @@ def step_grid(entry: ClusterEntry, metric: str, max_columns: int = MAX_STEP_COLU
               ) -> tuple[np.ndarray, list[int], list[str], int]:
     """The heatmap's values: ranks (rows, sorted) x steps (columns) of `metric` (µs) from the
     section's per-step rows; a step without an id (one unnamed step) is labelled "all". Past
-    `max_columns` steps, consecutive steps are averaged in equal bins ("12–18"). Returns the grid,
-    the rank ids, the column labels and how many steps a bin holds (1: none binned)."""
+    `max_columns` steps, consecutive steps are averaged in equal bins ("12–18") by the function
+    that bins the report's own rows past its cap (`analyzer.cluster.bin_steps`); rows the report
+    already binned (`steps_bin_width` > 1) are shown as they are. Returns the grid, the rank
+    ids, the column labels and how many steps a bin holds (1: none binned)."""
+    from analyzer.cluster import bin_steps
+
     steps = pd.DataFrame(entry.section.get("steps") or [])
     if steps.empty or metric not in steps.columns or "rank" not in steps.columns:
         return np.empty((0, 0)), [], [], 1
-    raw = steps["step"] if "step" in steps.columns else pd.Series(None, index=steps.index, dtype="float64")
-    step = pd.to_numeric(raw, errors="coerce").fillna(-1).astype("int64")  # -1: a step without an id
+    if "step" not in steps.columns:
+        steps["step"] = None
+    width = int(entry.section.get("steps_bin_width") or 1)
+    if width == 1:
+        steps, width = bin_steps(steps, max_columns)
+    # -1: a step without an id
+    step = pd.to_numeric(steps["step"], errors="coerce").fillna(-1).astype("int64")
     value = pd.to_numeric(steps[metric], errors="coerce")
     grid = value.groupby([steps["rank"].astype("int64"), step]).sum(min_count=1).unstack().sort_index(axis=1)
     ranks = [int(r) for r in grid.index]
     labels = ["all" if int(c) < 0 else str(int(c)) for c in grid.columns]
-    values = grid.to_numpy(dtype=float, na_value=np.nan)
-    width = max(1, math.ceil(values.shape[1] / max(1, max_columns)))
-    if width > 1:
-        starts = range(0, values.shape[1], width)
-        with warnings.catch_warnings():  # a bin with no value of a rank is a gap (NaN), no warning
-            warnings.simplefilter("ignore", category=RuntimeWarning)
-            values = np.stack([np.nanmean(values[:, i:i + width], axis=1) for i in starts], axis=1)
-        labels = [f"{labels[i]}–{labels[min(i + width, len(labels)) - 1]}" for i in starts]
-    return values, ranks, labels, width
+    if width > 1 and "step_last" in steps.columns:
+        last = pd.to_numeric(steps["step_last"], errors="coerce").groupby(step).max()
+        labels = [lab if pd.isna(last.get(int(c))) or int(last[int(c)]) == int(c)
+                  else f"{lab}–{int(last[int(c)])}" for lab, c in zip(labels, grid.columns, strict=True)]
+    return grid.to_numpy(dtype=float, na_value=np.nan), ranks, labels, width
 
 
 def step_heatmap_figure(entry: ClusterEntry, metric: str = DEFAULT_METRIC) -> go.Figure:

@@ -24,20 +24,23 @@ RANK_COLUMNS = ("rank", "step time", "Computing", "Communication (not overlapped
 
 
 def cluster_section(cluster: Cluster, result: AnalysisResult) -> dict[str, Any]:
-    """`report["cluster"]`: one row per rank (µs summed over its steps, `slow` on the rank TS601
-    named), the per-step rows, the notes of summary files left out, and which TS6xx rules ran."""
-    from analyzer.cluster import rank_table
+    """`report["cluster"]`: one row per rank (µs summed over its steps, the step time's min,
+    median and max, `slow` on the rank TS601 named), the per-step rows (binned past
+    cluster.STEP_ROWS_CAP: `steps_bin_width` > 1), the notes of summary files left out, and which
+    TS6xx rules ran."""
+    from analyzer.cluster import rank_table, report_steps
 
     slow = next((f.evidence.get("rank") for f in result.findings if f.code == SLOW_RANK_CODE), None)
     rows = rank_table(cluster, slow)
-    steps = _step_records(cluster.steps.drop(
+    per_step, width = report_steps(cluster.steps.drop(
         columns=["overlapped_us", "communication_us", "stage_us", "bubble_us"], errors="ignore"))
     return {
         "ranks": rows,
         "slow_rank": slow,
         "ranks_total": len(rows),
         "ranks_loaded": sum(1 for r in rows if r["kernels_loaded"]),
-        "steps": steps,
+        "steps": _step_records(per_step),
+        "steps_bin_width": width,
         "notes": list(cluster.notes),
         "rules_run": list(result.rules_run),
         "links": link_totals(cluster.links),
