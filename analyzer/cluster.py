@@ -374,20 +374,6 @@ def rank_table(cluster: Cluster, slow: int | None = None) -> list[dict[str, Any]
     return rows
 
 
-def rank_set_text(ranks: Sequence[int]) -> str:
-    """`0-3, 5, 7`: sorted rank ids with runs collapsed."""
-    ids = sorted(set(int(r) for r in ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-        i = j + 1
-    return ", ".join(parts)
-
-
 def others_median(table: pd.DataFrame) -> pd.DataFrame:
     """Per cell, the median of the other cells of its row that hold a number (NaN where fewer
     than one other does): each rank's "the others' typical value", for every rank at once.
@@ -415,11 +401,6 @@ def others_median(table: pd.DataFrame) -> pd.DataFrame:
         m = n - 1
         out[i, ok] = pick(m // 2) if m % 2 else (pick(m // 2 - 1) + pick(m // 2)) / 2
     return pd.DataFrame(out, index=table.index, columns=table.columns)
-
-
-def ranks_label(ranks: Sequence[int]) -> str:
-    """`rank 3`, `ranks 0-2, 4-7`: the word, singular or plural, and the ids (rank_set_text)."""
-    return f"rank{'s' if len(set(ranks)) > 1 else ''} {rank_set_text(ranks)}"
 
 
 def median_excluding(values: pd.Series, label: Any) -> float:

@@ -349,7 +349,7 @@ def _r(v: float | None, digits: int = 3) -> float | None:
 
 
 def rank_text(ranks: Sequence[int]) -> str:
-    from analyzer.cluster import rank_set_text
+    from analyzer.ranksets import rank_set_text
 
     return rank_set_text(list(ranks)) if ranks else "none"
 

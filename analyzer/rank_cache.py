@@ -25,6 +25,8 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,9 +39,12 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from analyzer.cluster import RankTables
+    from analyzer.config import Config
+    from analyzer.io.load import LoadFailure
     from analyzer.rankwork import RankPart, UnitJob, UnitResult
 
 CACHE_FORMAT = 1
+RUN_FILE = "run.json"  # a whole run's report (`get_run`); an input's summaries are in unit.json
 CACHE_ENV = "TILESCOPE_CACHE_DIR"
 TABLES = ("steps", "comm_ops", "links", "kernels")
 
@@ -93,7 +98,7 @@ def input_bytes(rows: list[tuple[str, Any, Any]]) -> int:
 def _code_fingerprint() -> str:
     import analyzer
     import rules
-    from analyzer.report.data import tool_version
+    from analyzer.report.meta import tool_version
 
     h = hashlib.sha256(f"{CACHE_FORMAT}:{tool_version()}".encode())
     for pkg in (analyzer, rules):
@@ -111,31 +116,51 @@ class RankCache:
 
     def key(self, job: UnitJob, rows: list[tuple[str, Any, Any]] | None = None) -> str:
         """The entry of `job`'s input; `rows`: its `input_rows`, when the caller has them already."""
-        h = hashlib.sha256(_code_fingerprint().encode())
-        cfg = job.config
-        pattern_files = [str(p) for p in (cfg.rules.get("TS102", {}).get("pattern_files") or [])]
         if job.det is not None:
             files = rows if rows is not None else input_rows(job.det)
             source: list[Any] = [job.det.format, str(job.det.path), job.det.rank, files]
         else:  # a remote rank folder: its objects' names, sizes and times as the store lists them
             source = ["url", job.url, rows if rows is not None else input_rows(str(job.url))]
-        parts: list[Any] = [
-            *source, job.chip, job.kernel_columns, job.timeline_cap, repr(dataclasses.asdict(cfg)),
-        ]
-        from analyzer.analysis import pattern_files as configured_patterns
+        parts: list[Any] = [*source, job.chip, job.kernel_columns, job.timeline_cap]
+        return _digest(parts, job.config, job.manifest_dir)
 
-        for f in [*configured_patterns(cfg), *pattern_files]:
-            if Path(f).is_file():
-                parts.append(_stat_rows(Path(f)))
-        if job.manifest_dir is not None:
-            for extra in (job.manifest_dir / "manifest.json", job.manifest_dir / "ir"):
-                if extra.exists():
-                    parts.append(_stat_rows(extra))
-        h.update(repr(parts).encode("utf-8", "surrogateescape"))
-        return h.hexdigest()
+    def run_key(self, path: Path | str, found: Sequence[Any], rows: Sequence[list[tuple[str, Any, Any]]],
+                config: Config, chip: str | None, timeline_cap: int) -> str:
+        """The whole run's entry: every input as its own key has it (`key`), in order, under the
+        same analysis. The kernel columns are left out: they follow from the rules, whose sources
+        are in the fingerprint, so the key needs no rule imported (a hit imports no pandas)."""
+        inputs = [[d, None] if isinstance(d, str) else [d.format, str(d.path), d.rank] for d in found]
+        parts: list[Any] = ["run", str(path), inputs, list(rows), chip, timeline_cap]
+        from analyzer.io.load import manifest_dir_of
+
+        return _digest(parts, config, manifest_dir_of(path) if isinstance(path, Path) else None)
 
     def _dir(self, key: str) -> Path:
         return self.root / key[:2] / key
+
+    def get_run(self, key: str) -> CachedRun | None:
+        """A whole run's stored report and left-out inputs, or None (absent or unreadable)."""
+        meta = self._dir(key) / RUN_FILE
+        from analyzer.gcpause import gc_paused
+
+        try:
+            with gc_paused():  # a report of 64 ranks is ~10^6 objects: no collection while they arrive
+                data = msgspec.json.decode(meta.read_bytes())
+            if data.get("format") != CACHE_FORMAT:
+                return None
+            from analyzer.io.load import LoadFailure
+
+            failures = [LoadFailure(_text_path(f["path"]), CachedLoadError(f["message"]), f["rank"])
+                        for f in data["failures"]]
+            return CachedRun(data["report"], failures)
+        except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def put_run(self, key: str, report: dict[str, Any], failures: Sequence[LoadFailure]) -> None:
+        """Store a run's report (atomically, as `put`); skipped when the cache cannot be written."""
+        failed = [{"path": _path_text(f.path), "message": f.error.one_line(), "rank": f.rank}
+                  for f in failures]
+        self._write(key, RUN_FILE, {"format": CACHE_FORMAT, "report": report, "failures": failed})
 
     def get(self, key: str) -> UnitResult | None:
         """The stored result, or None (absent, or unreadable: then it is recomputed)."""
@@ -151,6 +176,11 @@ class RankCache:
 
     def put(self, key: str, result: UnitResult) -> None:
         """Store `result` atomically; a cache that cannot be written is skipped, not an error."""
+        self._write(key, "unit.json", lambda tmp: _result_to(result, tmp))
+
+    def _write(self, key: str, name: str, content: Any) -> None:
+        """Entry `key`: a temporary directory holding `name` (JSON of `content`, or of what
+        `content(tmp)` returns after writing its own files there) renamed into place."""
         final = self._dir(key)
         if final.exists():
             return
@@ -160,10 +190,37 @@ class RankCache:
         except OSError:
             return
         try:
-            (tmp / "unit.json").write_bytes(msgspec.json.encode(_result_to(result, tmp)))
+            data = content(tmp) if callable(content) else content
+            (tmp / name).write_bytes(msgspec.json.encode(data))
             os.rename(tmp, final)
-        except OSError:
+        except (OSError, TypeError, ValueError):  # TypeError/ValueError: msgspec could not encode it
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@dataclass
+class CachedRun:
+    """A whole run answered from the cache: its report and the inputs that were left out."""
+
+    report: dict[str, Any]
+    failures: list[LoadFailure]
+
+
+def _digest(parts: list[Any], cfg: Config, manifest_dir: Path | None) -> str:
+    """sha256 of `parts` with the code fingerprint, the configuration and the files it names."""
+    h = hashlib.sha256(_code_fingerprint().encode())
+    parts = [*parts, repr(dataclasses.asdict(cfg))]
+    pattern_files = [str(p) for p in (cfg.rules.get("TS102", {}).get("pattern_files") or [])]
+    from analyzer.analysis import pattern_files as configured_patterns
+
+    for f in [*configured_patterns(cfg), *pattern_files]:
+        if Path(f).is_file():
+            parts.append(_stat_rows(Path(f)))
+    if manifest_dir is not None:
+        for extra in (manifest_dir / "manifest.json", manifest_dir / "ir"):
+            if extra.exists():
+                parts.append(_stat_rows(extra))
+    h.update(repr(parts).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
 
 
 def _tables_to(tables: RankTables, d: Path, prefix: str) -> dict[str, Any]:

@@ -8,9 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.cluster import Cluster, rank_set_text
+from analyzer.cluster import Cluster
 from analyzer.engine import RuleContext
 from analyzer.findings import Finding
+from analyzer.ranksets import rank_set_text
 from analyzer.report.words import fmt_us
 
 __all__ = ["cluster_finding", "collective_waits", "fmt_us", "rank_set_text", "rank_totals"]

@@ -10,12 +10,13 @@ from types import ModuleType
 import pytest
 
 from analyzer.cli import main
-from analyzer.cluster import Cluster, build_cluster, rank_set_text, steps_from_kernels
+from analyzer.cluster import Cluster, build_cluster, steps_from_kernels
 from analyzer.config import Config
 from analyzer.engine import run_cluster_rules
 from analyzer.findings import Finding
 from analyzer.io.cluster_files import read_communication, read_step_trace
 from analyzer.io.load import load_profiles
+from analyzer.ranksets import rank_set_text
 
 # torch_npu's own step_trace_time.csv values (traces/real/README.md): Computing,
 # Communication(Not Overlapped), Free in µs

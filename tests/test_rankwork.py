@@ -284,3 +284,63 @@ def test_a_url_of_one_rank_folder_is_that_rank(run8: Path, tmp_path: Path) -> No
     remote = build(url, Config(), None, False, [], RankOptions(use_cache=False))
     assert "cluster" not in remote and remote["profiles"][0]["rank"] == 3
     assert _as_local(_json(remote), url, rank3) == local
+
+
+# ---- a whole run answered from the cache (commands.analyze.cached_run) ----------------------------
+
+
+def test_a_repeated_analysis_is_answered_from_the_stored_report(
+    run8: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import analyzer.commands.analyze as A
+
+    cmd = ["analyze", str(run8), "-j", "1", "--cache-dir", str(tmp_path), "-f", "json"]
+    assert main(cmd) == 2  # rank 6 left out
+    first = capsys.readouterr()
+    assert len(list(tmp_path.rglob("run.json"))) == 1
+
+    def no_work(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("analysed again")
+
+    monkeypatch.setattr(A, "build", no_work)
+    monkeypatch.setattr(A, "check_rule_prefixes", no_work)
+    assert main(cmd) == 2  # the same partial result: the left-out rank is stored with the report
+    again = capsys.readouterr()
+    assert again.err == first.err and "rank 6 left out" in again.err
+    assert _json(json.loads(again.out)) == _json(json.loads(first.out))
+    # another format of the same run: rendered from the stored report too
+    assert main([*cmd[:-1], "md"]) == 2
+    assert "slow" in capsys.readouterr().out  # the rank table, rendered without analysing
+    # a setting that changes the analysis is not answered from it
+    with pytest.raises(AssertionError, match="analysed again"):
+        main([*cmd, "--ignore", "TS102"])
+    monkeypatch.undo()
+    # one rank's file touched: the run is assembled again, its other ranks from their summaries
+    rank2 = run8 / "node0_1002_20260101000000000_ascend_pt"
+    step_trace = rank2 / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv"
+    st = step_trace.stat()
+    os.utime(step_trace, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    try:
+        assert main(cmd) == 2
+        assert _json(json.loads(capsys.readouterr().out)) == _json(json.loads(first.out))
+        assert len(list(tmp_path.rglob("run.json"))) == 2
+    finally:
+        os.utime(step_trace, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_a_stored_report_imports_neither_pandas_nor_the_rules(run8: Path, tmp_path: Path) -> None:
+    """The point of the whole-run entry: ~0.5 s of a cached 64-rank analysis was importing pandas
+    and the rules, which a report read back does not need."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from analyzer.cli import main\n"
+        f"code = main(['analyze', {str(run8)!r}, '-j', '1', '--cache-dir', {str(tmp_path)!r}, "
+        f"'-o', {str(tmp_path / 'out.txt')!r}])\n"
+        "print(code, 'pandas' in sys.modules, any(m.startswith('rules.ts') for m in sys.modules))\n"
+    )
+    runs = [subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    assert [r.stdout.split() for r in runs] == [["2", "True", "True"], ["2", "False", "False"]]

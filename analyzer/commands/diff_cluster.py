@@ -129,7 +129,7 @@ def _changes(n: int) -> str:
 
 
 def _ranks_text(ranks: list[int], total: int) -> str:
-    from analyzer.cluster import ranks_label
+    from analyzer.ranksets import ranks_label
 
     return ranks_label(ranks) + (f" ({len(ranks)} of {total})" if len(ranks) > 1 else "")
 

@@ -14,8 +14,6 @@ first profile's launches (capped, `launch_timeline`) and `inputs.chip` the roofl
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
-import importlib.metadata
 import json
 import math
 from collections.abc import Sequence
@@ -27,6 +25,7 @@ import numpy as np
 from analyzer.analysis import skipped_to_dict
 from analyzer.findings import Finding
 from analyzer.gcpause import gc_paused
+from analyzer.report.meta import SCHEMA_VERSION, TIMELINE_CAP, now_stamp, tool_version
 from analyzer.summary import KERNEL_TIME_COLUMNS, SUMMARY_COLUMNS
 
 # pandas and the profile model are imported by the functions that need them: `tilescope analyze`
@@ -38,9 +37,7 @@ if TYPE_CHECKING:
     from analyzer.engine import AnalysisResult
     from analyzer.profile import Profile
 
-SCHEMA_VERSION = "1.0"
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
-TIMELINE_CAP = 5_000  # launches in `timeline`; above it the longest are kept
 # Per-launch pipe ratios (of their side's time) and shares (of the launch) averaged per kernel,
 # weighted by launch duration, plus the speed of light (analyzer.metrics).
 WEIGHTED_RATIOS = (
@@ -60,13 +57,6 @@ REPORT_COLUMNS: tuple[str, ...] = tuple(
          "flops", "bytes_moved", "sol_us", "sol_bound")
     )
 )
-
-
-def tool_version() -> str:
-    try:
-        return importlib.metadata.version("tilescope")
-    except importlib.metadata.PackageNotFoundError:
-        return "0.0.0+unknown"
 
 
 def _valid_text(text: str) -> str:
@@ -496,7 +486,7 @@ def assemble_report(
     report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "tilescope", "version": tool_version()},
-        "generated_at": generated_at or _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "generated_at": generated_at or now_stamp(),
         "inputs": {k: v for k, v in first.items() if k != "summary"},
         "summary": first["summary"],
         "top_kernels": first["summary"].get("top_kernels", []),

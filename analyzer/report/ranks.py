@@ -111,7 +111,7 @@ def rank_rows(report: Mapping[str, Any], grouped: bool = True) -> list[list[str]
     row (`0-2, 4-7`): a table of 64 or 4,096 rows of the same numbers would hide the one that
     differs. `grouped=False`: one row per rank, in the section's order (the dashboard, whose rows
     each open their rank). Empty for a single-rank report; the JSON keeps one row per rank."""
-    from analyzer.cluster import rank_set_text
+    from analyzer.ranksets import rank_set_text
 
     if not grouped:
         return _rank_rows(report)
@@ -143,7 +143,7 @@ def group_across_ranks(findings: Sequence[Mapping[str, Any]], ranks_total: int) 
     were found on: the one with the largest saving, with `ranks` (sorted ids) and `rank_text`
     ("on 7 of 8 ranks: 0-6"). Cross-rank findings and single-rank reports pass through; the order
     (largest saving first) is kept."""
-    from analyzer.cluster import rank_set_text
+    from analyzer.ranksets import rank_set_text
 
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     order: list[tuple[Any, ...]] = []

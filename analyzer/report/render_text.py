@@ -101,7 +101,7 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             say(line, style, "  ", "    ")
     else:
         # one line per group of ranks that read alike, not one per rank (4,096 ranks...)
-        from analyzer.cluster import ranks_label
+        from analyzer.ranksets import ranks_label
 
         say(f"{_common_root(profiles)}: {len(profiles)} ranks", "bold", "", "  ")
         groups: dict[str, list[int]] = {}
@@ -180,7 +180,7 @@ def _lines_by_rank(profiles: list[dict[str, Any]]) -> dict[tuple[str, str], list
 
 
 def _on_ranks(ranks: list[int], total: int) -> str:
-    from analyzer.cluster import ranks_label
+    from analyzer.ranksets import ranks_label
 
     if len(ranks) == total:
         return f" (all {total} ranks)"
@@ -212,7 +212,7 @@ def _rank_cell(f: dict[str, Any], total: int) -> str:
         return "all"
     ranks = f.get("ranks")
     if ranks:
-        from analyzer.cluster import rank_set_text
+        from analyzer.ranksets import rank_set_text
 
         shown = rank_set_text(ranks)
         return shown if len(ranks) == 1 else f"{shown} ({len(ranks)} of {total})"
