@@ -20,6 +20,7 @@ and the reads are one query per column and one per table.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -77,6 +78,7 @@ def read_db_step_trace(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
     cols = _require(con, path, STEP_TRACE_TABLE, REQUIRED_DB_STEP_COLUMNS)
     present = [c for c in DB_STEP_COLUMNS if c in cols]
     _check(con, path, STEP_TRACE_TABLE, "step", ("text", "integer", "null"), "a step id ('2') or NULL")
+    _check_digits(con, path, STEP_TRACE_TABLE, "step", "a step id ('2') or NULL", empty_ok=True)
     for c in present:
         _check(con, path, STEP_TRACE_TABLE, c, _NUMBER, "a number (µs)")
     _check_finite(con, path, STEP_TRACE_TABLE, present)
@@ -85,16 +87,8 @@ def read_db_step_trace(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
     # (TraceStepTimeDbParser.generate_view computes nothing then) — not a measurement
     placeholder = raw["step"].isna() & (raw[present] == 0).all(axis=1)
     raw = raw[~placeholder].reset_index(drop=True)
-    text = raw["step"].astype("string").str.strip()
-    step = pd.to_numeric(text.where(text != ""), errors="coerce")
-    bad = text.notna() & (text != "") & (step.isna() | (step % 1 != 0))
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ProfileFormatError(
-            path, f"table {STEP_TRACE_TABLE}, row {i + 1}", f"column step holds {_describe(raw['step'][i])}; "
-            "expected a step id ('2') or NULL",
-        )
-    out = pd.DataFrame({"step": step.astype("Int64")})
+    text = raw["step"].astype("string").str.strip()  # digits, '' or NULL (checked above)
+    out = pd.DataFrame({"step": pd.to_numeric(text.where(text != "")).astype("Int64")})
     for c in present:
         out[STEP_COLUMNS[DB_STEP_COLUMNS[c]]] = raw[c].astype(np.float64)
     return out
@@ -109,6 +103,7 @@ def read_db_communication(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
     for table in (TIME_TABLE, BANDWIDTH_TABLE):
         for c in _OP_KEY:
             _check(con, path, table, c, _TEXT, "text")
+        _check_step_key(con, path, table)
     _check(con, path, TIME_TABLE, "start_timestamp", _NUMBER_OR_NULL, "a number (µs) or NULL")
     for c in _TIME_MS:
         _check(con, path, TIME_TABLE, c, _NUMBER, "a number (ms)")
@@ -135,7 +130,7 @@ def read_db_communication(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
     joined = time.merge(top, on=key, how="left", sort=False, validate="many_to_one")
     ms = {c: joined[c].astype(np.float64) * 1000.0 for c in _TIME_MS}
     return pd.DataFrame({
-        "step": _steps(path, TIME_TABLE, joined["step"]),
+        "step": _steps(joined["step"]),
         # lists, as the text readers build these columns: pandas infers the same dtype for both
         "kind": joined["type"].tolist(), "op": (joined["hccl_op_name"] + "@" + joined["group_name"]).tolist(),
         "start_us": joined["start_timestamp"].astype(np.float64),
@@ -154,16 +149,17 @@ def read_db_communication_matrix(con: sqlite3.Connection, path: Path) -> pd.Data
     _require(con, path, MATRIX_TABLE, (*_OP_KEY, "src_rank", "dst_rank", "transport_type", *numbers))
     for c in (*_OP_KEY, "transport_type"):
         _check(con, path, MATRIX_TABLE, c, _TEXT, "text")
+    _check_step_key(con, path, MATRIX_TABLE)
     for c in ("src_rank", "dst_rank"):
         _check(con, path, MATRIX_TABLE, c, _RANK, "a rank id ('0')")
-        _check_rank_text(con, path, c)
+        _check_digits(con, path, MATRIX_TABLE, c, "a rank id ('0')", empty_ok=False)
     for c in numbers:
         _check(con, path, MATRIX_TABLE, c, _NUMBER, "a number")
     _check_finite(con, path, MATRIX_TABLE, list(numbers))
     m = _read(con, path, MATRIX_TABLE, [*_OP_KEY, "src_rank", "dst_rank", "transport_type", *numbers],
               where="type != ''", casts={"src_rank": "INTEGER", "dst_rank": "INTEGER"})
     return pd.DataFrame({
-        "step": _steps(path, MATRIX_TABLE, m["step"]),
+        "step": _steps(m["step"]),
         "kind": m["type"].tolist(), "op": (m["hccl_op_name"] + "@" + m["group_name"]).tolist(),
         "src_rank": m["src_rank"].astype(np.int64), "dst_rank": m["dst_rank"].astype(np.int64),
         "transport": m["transport_type"].tolist(),
@@ -228,14 +224,29 @@ def _check_finite(con: sqlite3.Connection, path: Path, table: str, columns: list
             raise _bad(path, table, row, f"expected a finite number in column {c}, found {row[1]!r}")
 
 
-def _check_rank_text(con: sqlite3.Connection, path: Path, column: str) -> None:
-    # the text readers accept a link "SRC-DST" of digits only
-    cond = (f"(typeof(\"{column}\") = 'text' AND (\"{column}\" = '' OR \"{column}\" GLOB '*[^0-9]*'))"
+def _check_digits(
+    con: sqlite3.Connection, path: Path, table: str, column: str, meaning: str, empty_ok: bool
+) -> None:
+    """Text of digits only (around spaces) or a non-negative integer, as the text readers accept a
+    CSV step ("2") and a link "SRC-DST"."""
+    c = f'trim("{column}")'
+    empty = "" if empty_ok else f" OR {c} = ''"
+    cond = (f"(typeof(\"{column}\") = 'text' AND ({c} GLOB '*[^0-9]*'{empty}))"
             f" OR (typeof(\"{column}\") = 'integer' AND \"{column}\" < 0)")
-    row = _first(con, path, MATRIX_TABLE, column, cond)
+    row = _first(con, path, table, column, cond)
     if row is not None:
-        found = _describe(row[1])
-        raise _bad(path, MATRIX_TABLE, row, f"column {column} holds {found}; expected a rank id ('0')")
+        raise _bad(path, table, row, f"column {column} holds {_describe(row[1])}; expected {meaning}")
+
+
+def _check_step_key(con: sqlite3.Connection, path: Path, table: str) -> None:
+    """`step` is "step2" / "step_2" (any case), or "step" for a run without step marks: the
+    keys of the JSON files, which torch_npu writes here."""
+    s = "lower(trim(step))"
+    ok = (f"{s} = 'step' OR ({s} GLOB 'step[0-9]*' AND substr({s}, 5) NOT GLOB '*[^0-9]*')"
+          f" OR ({s} GLOB 'step_[0-9]*' AND substr({s}, 6) NOT GLOB '*[^0-9]*')")
+    row = _first(con, path, table, "step", f"NOT ({ok})")
+    if row is not None:
+        raise _bad(path, table, row, f"column step holds {_describe(row[1])}; expected a step like 'step2'")
 
 
 def _read(
@@ -256,14 +267,8 @@ def _read(
         raise ProfileFormatError(path, f"table {table}", f"cannot read the table ({exc})") from None
 
 
-def _steps(path: Path, table: str, raw: pd.Series) -> pd.Series:
-    """"step2" -> 2 and "step" (a run without step marks) -> <NA>, as the JSON keys are read."""
-    text = raw.astype("string").str.strip()
-    number = text.str.extract(r"^step_?(\d+)$", flags=2, expand=False)  # 2: re.IGNORECASE
-    bare = text.str.lower() == "step"
-    bad = number.isna() & ~bare
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ProfileFormatError(path, f"table {table}", f"column step holds {_describe(raw.iloc[i])}; "
-                                 "expected a step like 'step2'")
+def _steps(raw: pd.Series) -> pd.Series:
+    """"step2" -> 2 and "step" (a run without step marks) -> <NA>, as the JSON keys are read
+    (the values were checked by _check_step_key)."""
+    number = raw.astype("string").str.strip().str.extract(r"^step_?(\d+)$", flags=re.IGNORECASE, expand=False)
     return pd.to_numeric(number).astype("Int64")
