@@ -56,7 +56,6 @@ _TIME_MS = ("elapse_time", "transit_time", "wait_time", "synchronization_time", 
 _NUMBER = ("integer", "real")
 _NUMBER_OR_NULL = ("integer", "real", "null")
 _TEXT = ("text",)
-_TEXT_OR_NULL = ("text", "null")
 _RANK = ("text", "integer")  # torch_npu writes "0" (text); an integer means the same
 
 
