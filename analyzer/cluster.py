@@ -3,10 +3,13 @@
 `build_cluster` takes the ranks found under a path (the profiles that loaded and the ones that
 failed) and reads, per rank:
   steps     per step: Computing / Communication (not overlapped) / Free (µs), from
-            `step_trace_time.csv` where the rank has one, recomputed from its kernel table (compute
-            kernels vs HCCL tasks) otherwise; `source` says which
-  comm_ops  per communication operator: elapse, transit and wait time, bandwidth (communication.json)
-  links     per operator and link: transport, size, bandwidth (communication_matrix.json)
+            `step_trace_time.csv` where the rank has one, else analysis.db's StepTraceTime,
+            recomputed from its kernel table (compute kernels vs HCCL tasks) otherwise; `source`
+            says which
+  comm_ops  per communication operator: elapse, transit and wait time, bandwidth (communication.json,
+            else analysis.db's CommAnalyzerTime and CommAnalyzerBandwidth)
+  links     per operator and link: transport, size, bandwidth (communication_matrix.json, else
+            analysis.db's CommAnalyzerMatrix)
   kernels   per kernel name: launches, total and median duration, first input shapes
 A rank whose kernel table could not be read still contributes its step and communication files;
 it has no kernel rows. A broken summary file of one rank becomes a note; the rank keeps the rest.
@@ -29,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.errors import ProfileFormatError
+from analyzer.io import analysis_db as adb
 from analyzer.io import cluster_files as cf
 
 if TYPE_CHECKING:
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
 CLUSTER_TABLES = ("steps", "comm_ops", "links", "kernels")
 STEP_SPLIT = ("computing_us", "communication_not_overlapped_us", "free_us")
 SOURCE_STEP_TRACE = "step_trace_time.csv"
+SOURCE_ANALYSIS_DB = "analysis.db"
 SOURCE_KERNELS = "kernels"
 STEP_STATS = ("step_min_us", "step_median_us", "step_max_us")  # a rank's step time over its steps
 # The report keeps one row per rank and step up to this many rows (64 ranks x 1,258 steps are
@@ -186,14 +191,15 @@ class RankTables:
 
 def rank_tables(root: Path, kernels: pd.DataFrame | None) -> RankTables:
     """What one rank contributes, from its summary files under `root` and its kernel table (None:
-    the table could not be read): steps from step_trace_time.csv, else recomputed from the
-    kernels; communication operators and links; per-kernel summary."""
+    the table could not be read): steps from step_trace_time.csv (else analysis.db's
+    StepTraceTime), else recomputed from the kernels; communication operators and links (the JSON
+    files, else analysis.db); per-kernel summary."""
     out = RankTables.empty()
-    step_trace, ops, matrix = _read_rank_files(root, out)
+    step_trace, ops, matrix, from_db = _read_rank_files(root, out)
     if step_trace is not None and len(step_trace):
         s = step_trace.copy()
         s["step_us"] = s[list(STEP_SPLIT)].sum(axis=1)
-        s["source"] = SOURCE_STEP_TRACE
+        s["source"] = SOURCE_ANALYSIS_DB if 0 in from_db else SOURCE_STEP_TRACE
         out.steps = s
     elif kernels is not None:
         s = steps_from_kernels(kernels)
@@ -211,17 +217,22 @@ def rank_tables(root: Path, kernels: pd.DataFrame | None) -> RankTables:
 
 def _read_rank_files(
     root: Path, into: RankTables
-) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
+) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None, set[int]]:
+    """Steps, communication operators and links of one rank (None: not there or unreadable), and
+    which of the three (0, 1, 2) came from analysis.db."""
     out = cf.output_dir(root)
     read: list[pd.DataFrame | None] = []
-    for name, reader in (
+    absent: list[int] = []
+    from_db: dict[int, pd.DataFrame] = {}
+    for i, (name, reader) in enumerate((
         (cf.STEP_TRACE, cf.read_step_trace),
         (cf.COMMUNICATION, cf.read_communication),
         (cf.COMMUNICATION_MATRIX, cf.read_communication_matrix),
-    ):
+    )):
         path = out / name
         if not path.is_file():
             read.append(None)
+            absent.append(i)
             continue
         try:
             read.append(reader(path))
@@ -229,7 +240,46 @@ def _read_rank_files(
         except ProfileFormatError as exc:
             into.notes.append(f"{exc.one_line()} — {name} left out")
             read.append(None)
-    return read[0], read[1], read[2]
+    db = out / adb.ANALYSIS_DB
+    # A database export (export_type=db) holds the same summaries in analysis.db. The text files
+    # win where both exist (export_type=[Text, Db] writes both from the same data): only what no
+    # text file gave is read from the database.
+    if absent and db.is_file():
+        from_db = _read_analysis_db(db, absent, into)
+        for i, table in from_db.items():
+            read[i] = table
+    return read[0], read[1], read[2], set(from_db)
+
+
+# what stands in analysis.db for each text file of _read_rank_files, by position
+_DB_READERS = (
+    (adb.STEP_TRACE_TABLE, adb.read_db_step_trace),
+    (f"{adb.TIME_TABLE}/{adb.BANDWIDTH_TABLE}", adb.read_db_communication),
+    (adb.MATRIX_TABLE, adb.read_db_communication_matrix),
+)
+
+
+def _read_analysis_db(db: Path, wanted: list[int], into: RankTables) -> dict[int, pd.DataFrame]:
+    """The tables of analysis.db standing for the text files at `wanted`; each one that cannot be
+    read is a note (file, table, what was expected) and left out, like a broken text file."""
+    try:
+        con = adb.open_analysis_db(db)
+    except ProfileFormatError as exc:
+        into.notes.append(f"{exc.one_line()} — {adb.ANALYSIS_DB} left out")
+        return {}
+    got: dict[int, pd.DataFrame] = {}
+    try:
+        for i in wanted:
+            what, reader = _DB_READERS[i]
+            try:
+                got[i] = reader(con, db)
+            except ProfileFormatError as exc:
+                into.notes.append(f"{exc.one_line()} — {what} left out")
+    finally:
+        con.close()
+    if got:
+        into.files.append(db)
+    return got
 
 
 def _rank_of(profile: Profile, position: int) -> int:
