@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import io
@@ -83,6 +84,8 @@ class RankOptions:
     scheduler: str | None = None
     cache_dir: Path | None = None
     use_cache: bool = True
+    # the cache's size limit in bytes (0: store nothing); None: $TILESCOPE_CACHE_MAX_SIZE or 2 GiB
+    cache_max_bytes: int | None = None
 
 
 def build(
@@ -158,13 +161,22 @@ def _build_ranks(
     from analyzer.analysis import kernel_columns_read
     from analyzer.gcpause import gc_paused
     from analyzer.rank_cache import RankCache, default_cache_dir, input_bytes, input_rows
+    from analyzer.rank_cache_prune import max_cache_bytes
     from analyzer.rankwork import analyse_inputs, plan_executor
     from analyzer.report.data import add_cluster, assemble_report
 
     rows = [input_rows(d) for d in found]  # listed once: the memory estimate and the cache key
     where = plan_executor(opts.jobs, opts.scheduler, [input_bytes(r) for r in rows])
-    cache = RankCache(opts.cache_dir or default_cache_dir()) if opts.use_cache else None
+    limit = 0 if not opts.use_cache else (
+        opts.cache_max_bytes if opts.cache_max_bytes is not None else max_cache_bytes())
+    cache = RankCache(opts.cache_dir or default_cache_dir()) if limit > 0 else None
     run = analyse_inputs(found, path, cfg, chip or cfg.chip, kernel_columns_read(), where, cache, rows=rows)
+    if cache is not None:
+        # after every entry of this run is written (workers, or this process for Dask); the report
+        # is built from the results in memory, so pruning this run's own entries changes nothing.
+        # A cache that cannot be pruned is skipped, as one that cannot be written.
+        with contextlib.suppress(OSError):
+            cache.prune_if_over(limit)
     if failures is not None:
         failures.extend(run.failures)
     ours = [Finding.from_dict(f) for p in run.parts for f in p["findings"]]
@@ -220,7 +232,8 @@ def register(app: typer.Typer) -> None:
                          "(default: $TILESCOPE_CACHE_DIR or ~/.cache/tilescope/ranks)."),
         ] = None,
         no_cache: Annotated[
-            bool, typer.Option("--no-cache", help="Neither read nor write per-rank summaries.")
+            bool, typer.Option("--no-cache", help="Neither read nor write per-rank summaries (the cache's "
+                               "size limit: $TILESCOPE_CACHE_MAX_SIZE, default 2G; `tilescope cache info`).")
         ] = False,
         github_summary: Annotated[
             bool,
@@ -260,7 +273,11 @@ def register(app: typer.Typer) -> None:
             cfg.ignore = [*cfg.ignore, *_codes(ignore)]
         check_rule_prefixes(cfg, {"select": _codes(select), "ignore": _codes(ignore)})
         failures: list[LoadFailure] = []
-        ranks = RankOptions(jobs=jobs, scheduler=scheduler, cache_dir=cache_dir, use_cache=not no_cache)
+        from analyzer.rank_cache_prune import max_cache_bytes
+
+        # a bad $TILESCOPE_CACHE_MAX_SIZE is said before the analysis, not after it
+        ranks = RankOptions(jobs=jobs, scheduler=scheduler, cache_dir=cache_dir, use_cache=not no_cache,
+                            cache_max_bytes=None if no_cache else max_cache_bytes())
         report = build(target, cfg, chip, with_msprof_advisor, failures, ranks)
         for failure in failures:
             typer.echo(failure.warning_line(), err=True)
