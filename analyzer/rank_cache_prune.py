@@ -297,9 +297,11 @@ def clear(root: Path, fmt: int, code: str) -> PruneResult:
     found = scan_cache(root, fmt, code)
     refuse_foreign(found)
     result = prune(root, 0, fmt, code)
-    for shard in {e.path.parent for e in found.entries}:
-        with contextlib.suppress(OSError):  # not empty: a writer's temporary is in it
-            shard.rmdir()
+    with contextlib.suppress(OSError), os.scandir(root) as it:
+        for shard in it:
+            if _SHARD.fullmatch(shard.name) and shard.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):  # not empty: a writer's temporary is in it
+                    os.rmdir(shard.path)
     return result
 
 
