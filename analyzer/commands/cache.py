@@ -98,8 +98,8 @@ def _print_info(info: dict[str, Any]) -> None:
 def _removed_line(result: PruneResult, root: Path) -> str:
     stale = sum(not e.reachable for e in result.removed)
     stale_text = f", {stale:,} of them unreachable" if stale else ""
-    temps = count_text(result.temps_removed, "abandoned temporary directory", "abandoned temporary dirs")
-    temps_text = f" and {temps}" if result.temps_removed else ""
+    n = result.temps_removed
+    temps_text = f" and {n:,} abandoned temporary {'directory' if n == 1 else 'directories'}" if n else ""
     return (f"{terminal_text(root)}: removed {count_text(len(result.removed), 'entry', 'entries')} "
             f"({size_text(result.removed_bytes)}{stale_text}){temps_text}")
 
