@@ -265,6 +265,7 @@ def _text_path(text: str) -> Path | str:
 
 def _result_to(result: UnitResult, d: Path) -> dict[str, Any]:
     parts = [_part_to(rp, d, i) for i, rp in enumerate(result.parts)]
+    # format and code first: a prune reads only them (rank_cache_prune.entry_header)
     out: dict[str, Any] = {"format": CACHE_FORMAT, "code": _code_fingerprint(), "parts": parts}
     if result.failure is not None:
         f, t = result.failure, result.failure_tables

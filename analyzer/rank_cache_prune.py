@@ -117,11 +117,11 @@ def ensure_tag(root: Path) -> None:
             tag.write_text(TAG_TEXT)
 
 
-class _Stamp(msgspec.Struct):
-    """What an entry's unit.json says about who wrote it (the rest is not decoded)."""
-
-    format: int = 0
-    code: str = ""
+def entry_header(fmt: int, code: str) -> bytes:
+    """How this tilescope's unit.json begins (`rank_cache._result_to` writes `format` and `code`
+    first): a scan reads these few bytes of each entry, not its whole report parts, to tell the
+    entries no key of this tilescope reaches."""
+    return msgspec.json.encode({"format": fmt, "code": code})[:-1] + b","
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,7 @@ def scan_cache(root: Path, fmt: int, code: str) -> Scan:
     """Every entry with its bytes, last use and reachability (`fmt`, `code`: this tilescope's
     cache format and source fingerprint). Entries removed meanwhile by another process are skipped."""
     out = Scan(root)
+    header = entry_header(fmt, code)
     try:
         top = list(os.scandir(root))
     except (FileNotFoundError, NotADirectoryError):
@@ -175,17 +176,17 @@ def scan_cache(root: Path, fmt: int, code: str) -> Scan:
         except FileNotFoundError:
             continue
         for child in children:
-            _sort_child(out, shard.name, child, fmt, code)
+            _sort_child(out, shard.name, child, header)
     return out
 
 
-def _sort_child(out: Scan, shard: str, child: os.DirEntry[str], fmt: int, code: str) -> None:
+def _sort_child(out: Scan, shard: str, child: os.DirEntry[str], header: bytes) -> None:
     path = Path(child.path)
     try:
         if not child.is_dir(follow_symlinks=False):
             out.foreign.append(path)
         elif _KEY.fullmatch(child.name) and child.name.startswith(shard):
-            out.entries.append(_entry(path, fmt, code))
+            out.entries.append(_entry(path, header))
         elif child.name.startswith(TMP_PREFIX):
             out.temps.append(Temp(path, entry_bytes(path), os.lstat(path).st_mtime))
         else:
@@ -194,16 +195,14 @@ def _sort_child(out: Scan, shard: str, child: os.DirEntry[str], fmt: int, code: 
         pass
 
 
-def _entry(d: Path, fmt: int, code: str) -> Entry:
+def _entry(d: Path, header: bytes) -> Entry:
     size = entry_bytes(d)
     meta = d / "unit.json"
     try:
         used = os.lstat(meta).st_mtime_ns
-        stamp = msgspec.json.decode(meta.read_bytes(), type=_Stamp)
-        reachable = stamp.format == fmt and stamp.code == code
-    except FileNotFoundError:  # no unit.json: no key can read it
-        used, reachable = os.lstat(d).st_mtime_ns, False
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        with open(meta, "rb") as f:
+            reachable = f.read(len(header)) == header
+    except OSError:  # no unit.json (or unreadable): no key can read it
         used, reachable = os.lstat(d).st_mtime_ns, False
     return Entry(d, size, used, reachable)
 

@@ -91,8 +91,7 @@ def _print_info(info: dict[str, Any]) -> None:
              "after an hour)")
     if info["other"]:
         line(f"  other       {count_text(len(info['other']), 'name')} tilescope does not write there, "
-             f"left alone (first: {info['other'][0]}); `tilescope cache clear` refuses this directory",
-             "yellow")
+             f"left alone (first: {info['other'][0]}); `tilescope cache clear` refuses this directory")
 
 
 def _removed_line(result: PruneResult, root: Path) -> str:
