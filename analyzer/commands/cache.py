@@ -82,7 +82,8 @@ def _print_info(info: dict[str, Any]) -> None:
     stale_text = f" ({stale:,} unreachable: written by another tilescope or cache format)" if stale else ""
     line(f"  entries     {info['entries']:,}{stale_text}")
     line(f"  size        {size_text(info['bytes'])} ({info['bytes']:,} bytes) on disk")
-    line(f"  limit       {size_text(info['limit_bytes'])} ({info['limit_source']})")
+    nothing = ": analyses store nothing" if info["limit_bytes"] == 0 else ""
+    line(f"  limit       {size_text(info['limit_bytes'])} ({info['limit_source']}{nothing})")
     if info["entries"]:
         line(f"  last used   oldest {info['oldest_use']}, newest {info['newest_use']}")
     if info["temporary"]:
