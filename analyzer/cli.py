@@ -26,7 +26,7 @@ from analyzer import interrupt
 from analyzer.errors import TilescopeError
 from analyzer.report.escape import terminal_text
 
-COMMAND_MODULES = ("info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "serve")
+COMMAND_MODULES = ("info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "serve", "cache")
 # command name -> module, so that one command's run imports only its own module (start-up time:
 # every module pulls in pandas, rich, plotly or duckdb)
 COMMAND_OF = {
@@ -39,6 +39,7 @@ COMMAND_OF = {
     "collect": "collect",
     "diff": "diff",
     "serve": "serve",
+    "cache": "cache",
 }
 _registered: set[str] = set()
 

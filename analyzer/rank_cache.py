@@ -13,13 +13,16 @@ An entry is found by a key over everything its content depends on:
     `--chip`, the columns loaded, the timeline cap;
   - tilescope itself: its version and the size and time of each of its source files, so that a
     changed rule never reads a summary an older rule wrote.
-Entries are written atomically (a temporary directory renamed into place) and never modified;
-nothing outside the cache directory is written. Default directory: $TILESCOPE_CACHE_DIR, else
+Entries are written atomically (a temporary directory renamed into place) and never modified
+(but for unit.json's time, which a read sets: the entry's last use); nothing outside the cache
+directory is written. Default directory: $TILESCOPE_CACHE_DIR, else
 $XDG_CACHE_HOME/tilescope/ranks, else ~/.cache/tilescope/ranks; `--cache-dir` and `--no-cache`.
+The size limit, least recently used entries out first: analyzer/rank_cache_prune.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -41,9 +44,11 @@ if TYPE_CHECKING:
     from analyzer.cluster import RankTables
     from analyzer.config import Config
     from analyzer.io.load import LoadFailure
+    from analyzer.rank_cache_prune import PruneResult, Scan
     from analyzer.rankwork import RankPart, UnitJob, UnitResult
 
-CACHE_FORMAT = 1
+# 2: unit.json records the source fingerprint (`code`), so that a prune knows entries no key reaches
+CACHE_FORMAT = 2
 RUN_FILE = "run.json"  # a whole run's report (`get_run`); an input's summaries are in unit.json
 CACHE_ENV = "TILESCOPE_CACHE_DIR"
 TABLES = ("steps", "comm_ops", "links", "kernels")
@@ -152,15 +157,20 @@ class RankCache:
 
             failures = [LoadFailure(_text_path(f["path"]), CachedLoadError(f["message"]), f["rank"])
                         for f in data["failures"]]
-            return CachedRun(data["report"], failures)
+            run = CachedRun(data["report"], failures)
         except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError, AttributeError):
             return None
+        with contextlib.suppress(OSError):  # used now, as `get` marks a unit entry
+            os.utime(meta)
+        return run
 
     def put_run(self, key: str, report: dict[str, Any], failures: Sequence[LoadFailure]) -> None:
         """Store a run's report (atomically, as `put`); skipped when the cache cannot be written."""
         failed = [{"path": _path_text(f.path), "message": f.error.one_line(), "rank": f.rank}
                   for f in failures]
-        self._write(key, RUN_FILE, {"format": CACHE_FORMAT, "report": report, "failures": failed})
+        # format and code first, as in unit.json: a prune reads only them (rank_cache_prune.entry_header)
+        self._write(key, RUN_FILE, {"format": CACHE_FORMAT, "code": _code_fingerprint(), "report": report,
+                                    "failures": failed})
 
     def get(self, key: str) -> UnitResult | None:
         """The stored result, or None (absent, or unreadable: then it is recomputed)."""
@@ -170,9 +180,14 @@ class RankCache:
             return None
         try:
             data = msgspec.json.decode(meta.read_bytes())
-            return _result_from(data, d)
+            result = _result_from(data, d)
         except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError):
             return None
+        # used now: the least recently used entries are pruned first (one utime, no lock); an entry
+        # another process removed meanwhile has been read whole already
+        with contextlib.suppress(OSError):
+            os.utime(meta)
+        return result
 
     def put(self, key: str, result: UnitResult) -> None:
         """Store `result` atomically; a cache that cannot be written is skipped, not an error."""
@@ -180,21 +195,56 @@ class RankCache:
 
     def _write(self, key: str, name: str, content: Any) -> None:
         """Entry `key`: a temporary directory holding `name` (JSON of `content`, or of what
-        `content(tmp)` returns after writing its own files there) renamed into place."""
+        `content(tmp)` returns after writing its own files there) renamed into place, its bytes
+        added to the cache's ledger."""
+        from analyzer.rank_cache_prune import TMP_PREFIX, ensure_tag, entry_bytes, locked_ledger
+
         final = self._dir(key)
         if final.exists():
             return
         try:
             final.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
+            tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=final.parent))
         except OSError:
             return
+        ensure_tag(self.root)
         try:
             data = content(tmp) if callable(content) else content
             (tmp / name).write_bytes(msgspec.json.encode(data))
-            os.rename(tmp, final)
+            size = entry_bytes(tmp)
+            # renamed and counted under the ledger's lock: a prune counting the entries meanwhile
+            # sees this one either in its count or in the ledger, never in both
+            with locked_ledger(self.root) as ledger:
+                os.rename(tmp, final)
+                if ledger is not None:
+                    ledger.add(size)
         except (OSError, TypeError, ValueError):  # TypeError/ValueError: msgspec could not encode it
             shutil.rmtree(tmp, ignore_errors=True)
+
+    # Keeping it under a size limit (analyzer/rank_cache_prune.py): an entry is reachable when this
+    # tilescope (its cache format and source fingerprint) wrote it
+
+    def scan(self) -> Scan:
+        """Every entry, temporary and foreign name under the root, without changing anything."""
+        from analyzer.rank_cache_prune import scan_cache
+
+        return scan_cache(self.root, CACHE_FORMAT, _code_fingerprint())
+
+    def prune_if_over(self, limit: int) -> PruneResult | None:
+        """After an analysis: cheap (the ledger) unless the cache is over `limit`."""
+        from analyzer.rank_cache_prune import prune_if_over
+
+        return prune_if_over(self.root, limit, CACHE_FORMAT, _code_fingerprint())
+
+    def prune(self, limit: int) -> PruneResult:
+        from analyzer.rank_cache_prune import prune
+
+        return prune(self.root, limit, CACHE_FORMAT, _code_fingerprint())
+
+    def clear(self) -> PruneResult:
+        from analyzer.rank_cache_prune import clear
+
+        return clear(self.root, CACHE_FORMAT, _code_fingerprint())
 
 
 @dataclass
@@ -278,7 +328,8 @@ def _text_path(text: str) -> Path | str:
 
 def _result_to(result: UnitResult, d: Path) -> dict[str, Any]:
     parts = [_part_to(rp, d, i) for i, rp in enumerate(result.parts)]
-    out: dict[str, Any] = {"format": CACHE_FORMAT, "parts": parts}
+    # format and code first: a prune reads only them (rank_cache_prune.entry_header)
+    out: dict[str, Any] = {"format": CACHE_FORMAT, "code": _code_fingerprint(), "parts": parts}
     if result.failure is not None:
         f, t = result.failure, result.failure_tables
         assert t is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import io
@@ -83,6 +84,8 @@ class RankOptions:
     scheduler: str | None = None
     cache_dir: Path | None = None
     use_cache: bool = True
+    # the cache's size limit in bytes (0: store nothing); None: $TILESCOPE_CACHE_MAX_SIZE or 2 GiB
+    cache_max_bytes: int | None = None
     # set by `cached_run` when it found no stored report: the inputs it listed (not listed twice)
     # and the key the finished report is stored under
     listing: tuple[list[Any], list[list[tuple[str, Any, Any]]]] | None = None
@@ -201,13 +204,16 @@ def _build_ranks(
     from analyzer.analysis import kernel_columns_read
     from analyzer.gcpause import gc_paused
     from analyzer.rank_cache import RankCache, default_cache_dir, input_bytes, input_rows
+    from analyzer.rank_cache_prune import max_cache_bytes
     from analyzer.rankwork import analyse_inputs, plan_executor
     from analyzer.report.data import add_cluster, assemble_report
 
     # listed once: the memory estimate and the cache keys
     rows = opts.listing[1] if opts.listing is not None else [input_rows(d) for d in found]
     where = plan_executor(opts.jobs, opts.scheduler, [input_bytes(r) for r in rows])
-    cache = RankCache(opts.cache_dir or default_cache_dir()) if opts.use_cache else None
+    limit = 0 if not opts.use_cache else (
+        opts.cache_max_bytes if opts.cache_max_bytes is not None else max_cache_bytes())
+    cache = RankCache(opts.cache_dir or default_cache_dir()) if limit > 0 else None
     run = analyse_inputs(found, path, cfg, chip or cfg.chip, kernel_columns_read(), where, cache, rows=rows)
     if failures is not None:
         failures.extend(run.failures)
@@ -217,8 +223,14 @@ def _build_ranks(
         report = assemble_report(run.parts, extra, advisor)
         if len(run.parts) + len(run.failures) > 1:  # a URL may hold one rank
             add_cluster(report, run.cluster, run.cluster_result)
-    if cache is not None and opts.run_key is not None and not with_advisor:
-        cache.put_run(opts.run_key, report, run.failures)
+    if cache is not None:
+        if opts.run_key is not None and not with_advisor:
+            cache.put_run(opts.run_key, report, run.failures)
+        # after every entry of this run is written (workers, this process for Dask, the run's own
+        # report); the report is built from results in memory, so pruning this run's entries
+        # changes nothing. A cache that cannot be pruned is skipped, as one that cannot be written.
+        with contextlib.suppress(OSError):
+            cache.prune_if_over(limit)
     return report
 
 
@@ -266,7 +278,8 @@ def register(app: typer.Typer) -> None:
                          "(default: $TILESCOPE_CACHE_DIR or ~/.cache/tilescope/ranks)."),
         ] = None,
         no_cache: Annotated[
-            bool, typer.Option("--no-cache", help="Neither read nor write per-rank summaries.")
+            bool, typer.Option("--no-cache", help="Neither read nor write per-rank summaries (the cache's "
+                               "size limit: $TILESCOPE_CACHE_MAX_SIZE, default 2G; `tilescope cache info`).")
         ] = False,
         github_summary: Annotated[
             bool,
@@ -305,7 +318,12 @@ def register(app: typer.Typer) -> None:
         if ignore:
             cfg.ignore = [*cfg.ignore, *_codes(ignore)]
         failures: list[LoadFailure] = []
-        ranks = RankOptions(jobs=jobs, scheduler=scheduler, cache_dir=cache_dir, use_cache=not no_cache)
+        from analyzer.rank_cache_prune import max_cache_bytes
+
+        # a bad $TILESCOPE_CACHE_MAX_SIZE is said before the analysis, not after it; 0: no cache
+        limit = None if no_cache else max_cache_bytes()
+        ranks = RankOptions(jobs=jobs, scheduler=scheduler, cache_dir=cache_dir,
+                            use_cache=not no_cache and limit != 0, cache_max_bytes=limit)
         # a run stored under this configuration passed the prefix check when it was analysed
         stored = cached_run(target, cfg, chip, with_msprof_advisor, ranks)
         if stored is not None:
