@@ -372,8 +372,12 @@ class DataStore:
         found under the roots (empty: no Ranks tab)."""
         opts = [{"label": c.label, "value": c.key} for c in self._clusters.values()]
         opts += [{"label": f"{label} ({ranks} ranks, root)", "value": key}
-                 for key, label, ranks in discover_runs(self.roots)]
+                 for key, label, ranks in self.root_runs()]
         return opts
+
+    def root_runs(self) -> list[tuple[str, str, int]]:
+        """(key, label, ranks) of the runs of several ranks under the roots, listed, not loaded."""
+        return discover_runs(self.roots)
 
     def cluster(self, key: object) -> ClusterEntry | None:
         """The cluster for a Ranks-tab key (any JSON value a request sends): a command-line one, or
