@@ -68,8 +68,7 @@ def _layout(store: DataStore) -> Any:
     options = store.options()
     # With only --root, open the first profile found rather than an empty page.
     initial = store.first_key() or (options[0]["value"] if options else None)
-    runs = [{"label": c.label, "value": c.key} for c in store.clusters()]
-    return build_layout(options, initial, runs)
+    return build_layout(options, initial, store.runs())
 
 
 def store_of(app: dash.Dash) -> DataStore:

@@ -46,13 +46,23 @@ def _finding(entry: ProfileEntry, sel: object) -> dict[str, Any] | None:
 
 
 def _run(store: DataStore, key: object) -> ClusterEntry:
-    """The Ranks tab's run; an unknown key (any JSON a request sends) is a UsageError (a 400)."""
+    """The Ranks tab's run; an unknown key (any JSON a request sends) is a UsageError (a 400), and
+    a root run that escapes the roots or cannot be loaded raises the store's typed error."""
     if key is None:
         raise PreventUpdate
     entry = store.cluster(key)
     if entry is None:
         raise UsageError("run: expected one of the served multi-rank paths")
     return entry
+
+
+def _run_or_message(store: DataStore, key: object) -> ClusterEntry | str:
+    """The run, or the one line the tab shows instead (as the picker's "Cannot open this
+    profile"): a root run is loaded on first pick and may fail as a profile does."""
+    try:
+        return _run(store, key)
+    except TilescopeError as exc:
+        return f"Cannot open this run: {exc.one_line()}"
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
@@ -389,7 +399,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Input("profile", "value"),
     )
 
-    # --- Ranks (only in the layout when a served path holds several ranks) --------------------
+    # --- Ranks (only in the layout when a served path or a run under a root holds several ranks) -
     @app.callback(
         Output("r-info", "children"),
         Output("r-table", "children"),
@@ -400,7 +410,9 @@ def register(app: dash.Dash, store: DataStore) -> None:
     )
     def on_ranks(run: str | None, key: str | None, tab: str) -> tuple[Any, ...]:
         _active(tab, "ranks")
-        entry = _run(store, run)
+        entry = _run_or_message(store, run)
+        if isinstance(entry, str):
+            return html.Div(entry, className="error", role="alert"), [], []
         shown = key if isinstance(key, str) else None
         return R.rank_info(entry), R.rank_table(entry, shown), R.cluster_findings(entry)
 
@@ -409,17 +421,20 @@ def register(app: dash.Dash, store: DataStore) -> None:
     def on_rank_heatmap(run: str | None, metric: str | None, tab: str) -> Any:
         _active(tab, "ranks")
         metric = inputs.choice(metric, R.STEP_METRICS, "heatmap quantity") or R.DEFAULT_METRIC
-        return R.step_heatmap_figure(_run(store, run), metric)
+        entry = _run_or_message(store, run)
+        return F.empty_figure(entry) if isinstance(entry, str) else R.step_heatmap_figure(entry, metric)
 
     @app.callback(Output("r-matrix", "figure"), Input("r-run", "value"), Input("r-link-value", "value"),
                   Input("tabs", "value"))
     def on_rank_matrix(run: str | None, value: str | None, tab: str) -> Any:
         _active(tab, "ranks")
         value = inputs.choice(value, R.LINK_VALUES, "matrix quantity") or R.DEFAULT_LINK_VALUE
-        return R.link_matrix_figure(_run(store, run), value)
+        entry = _run_or_message(store, run)
+        return F.empty_figure(entry) if isinstance(entry, str) else R.link_matrix_figure(entry, value)
 
     @app.callback(
         Output("profile", "value"),
+        Output("profile", "options"),
         Output("tabs", "value", allow_duplicate=True),
         Input({"type": R.ROW_TYPE, "index": ALL}, "n_clicks"),
         Input("r-heatmap", "clickData"),
@@ -429,8 +444,9 @@ def register(app: dash.Dash, store: DataStore) -> None:
     )
     def on_pick_rank(
         _rows: list[int | None], heat: dict[str, Any] | None, matrix: dict[str, Any] | None, run: str | None
-    ) -> tuple[str, str]:
-        """A rank clicked in the Ranks tab: its profile in the picker, and the Overview shown."""
+    ) -> tuple[str, list[dict[str, str]], str]:
+        """A rank clicked in the Ranks tab: its profile in the picker (whose options now list the
+        ranks of the root runs opened, which discovery does not), and the Overview shown."""
         trig = ctx.triggered_id
         if isinstance(trig, dict):  # a table row; re-rendered rows come back with n_clicks 0
             if not ctx.triggered or not ctx.triggered[0].get("value"):
@@ -442,7 +458,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         profile_key = _run(store, run).rank_keys.get(rank) if rank is not None else None
         if profile_key is None:  # a left-out rank, or a rank only seen as a link's far end
             raise PreventUpdate
-        return profile_key, "overview"
+        return profile_key, store.options(), "overview"
 
     # --- Compare ----------------------------------------------------------------------------
     @app.callback(

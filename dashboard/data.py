@@ -23,7 +23,7 @@ import pandas as pd
 
 from analyzer.errors import UsageError
 from analyzer.profile import Profile
-from dashboard.paths import PathRejected, RootSet, discover_profiles
+from dashboard.paths import PathRejected, RootSet, discover_profiles, discover_runs
 
 if TYPE_CHECKING:
     from analyzer.io.load import LoadFailure
@@ -82,7 +82,9 @@ GROUP_MEANS = (
     "achieved_tflops",
     "arithmetic_intensity",
 )
-MAX_LAZY_ENTRIES = 4  # profiles picked from --root stay cached; least recently used ones are dropped
+MAX_LAZY_ENTRIES = 4  # profiles (and runs) picked from --root stay cached; least recently used are dropped
+MAX_RANK_DIGITS = 9  # int() of a 5,000-digit text raises ValueError (Python's digit limit)
+RANK_SEP = "#"  # a root profile key's rank suffix: "0:runs/r8#3" is rank 3 of what runs/r8 holds
 
 
 @dataclass
@@ -302,7 +304,13 @@ class DataStore:
         self._fixed: dict[str, ProfileEntry] = {}
         self._lazy: OrderedDict[str, ProfileEntry] = OrderedDict()
         self._clusters: dict[str, ClusterEntry] = {}  # one per command-line path holding several ranks
+        # runs under the roots, built when first picked in the Ranks tab, and the picker options of
+        # their ranks (key, label), which discovery does not list
+        self._root_clusters: OrderedDict[str, tuple[ClusterEntry, list[tuple[str, str]]]] = OrderedDict()
         self._lock = threading.Lock()
+        # one root run built at a time: the tab's three views ask for the same run at once, and the
+        # second and third then find it built rather than load every rank again
+        self._build_lock = threading.Lock()
         # Called in a background thread for each new entry, so that the one-time work of the
         # heavier views (DuckDB copy, timeline lanes, diff stats) is done before the first click.
         self.on_load: Callable[[ProfileEntry], None] | None = None
@@ -356,12 +364,70 @@ class DataStore:
         return entry
 
     def clusters(self) -> list[ClusterEntry]:
-        """The multi-rank paths given on the command line (empty: no Ranks tab)."""
+        """The multi-rank paths given on the command line (root runs: `runs`)."""
         return list(self._clusters.values())
 
+    def runs(self) -> list[dict[str, str]]:
+        """The Ranks tab's run picker: the command-line clusters, then the runs of several ranks
+        found under the roots (empty: no Ranks tab)."""
+        opts = [{"label": c.label, "value": c.key} for c in self._clusters.values()]
+        opts += [{"label": f"{label} ({ranks} ranks, root)", "value": key}
+                 for key, label, ranks in self.root_runs()]
+        return opts
+
+    def root_runs(self) -> list[tuple[str, str, int]]:
+        """(key, label, ranks) of the runs of several ranks under the roots, listed, not loaded."""
+        return discover_runs(self.roots)
+
     def cluster(self, key: object) -> ClusterEntry | None:
-        """The cluster for a Ranks-tab key (any JSON value a request sends); None when unknown."""
-        return self._clusters.get(key) if isinstance(key, str) else None
+        """The cluster for a Ranks-tab key (any JSON value a request sends): a command-line one, or
+        a root run (`"<root index>:<relative path>"`), built on first use; None when unknown.
+
+        Raises what `get` raises for a root key that escapes the roots or cannot be loaded, and
+        UsageError for a path that holds one rank only.
+        """
+        if not isinstance(key, str):
+            return None
+        if key in self._clusters:
+            return self._clusters[key]
+        if ":" not in key:
+            return None
+        return self._root_cluster(key)
+
+    def _root_cluster(self, key: str) -> ClusterEntry:
+        """A run under the roots, loaded and checked as `get` loads a profile (the tree before the
+        loaders, every file they read after, the cluster's own step and communication files too)."""
+        path = self.roots.resolve_key(key)
+        key = self.roots.key_for(path) or key  # one entry however the request spells the path
+        with self._build_lock:
+            with self._lock:
+                if key in self._root_clusters:
+                    self._root_clusters.move_to_end(key)
+                    return self._root_clusters[key][0]
+            shown = key.partition(":")[2] or path.name
+            profiles = self._load(path, shown)
+            failures = list(getattr(profiles, "failures", []))
+            if len(profiles) + len(failures) < 2:
+                raise UsageError(f"{shown}: holds one rank, not a run of several")
+            # a rank opens through the run's own key, so that it is loaded exactly as in the run
+            # (its rank numbered among the others, the run's manifest.json attached)
+            keys = [f"{key}{RANK_SEP}{p.rank if p.rank is not None else i}" for i, p in enumerate(profiles)]
+            label = self._root_label(key)
+            entry, read = build_cluster_entry(key, label, profiles, failures, keys)
+            for file in read:
+                self.roots.check(file, file.name)
+            options = [(k, f"{_short_label(p)} (root)") for p, k in zip(profiles, keys, strict=True)]
+            with self._lock:
+                self._root_clusters[key] = (entry, options)
+                while len(self._root_clusters) > MAX_LAZY_ENTRIES:
+                    self._root_clusters.popitem(last=False)
+            return entry
+
+    def _root_label(self, key: str) -> str:
+        """What the run picker calls a root run (`key` is `key_for`'s: a valid index)."""
+        index, _, rel = key.partition(":")
+        root = self.roots.roots[int(index)]
+        return f"{root.name}/{rel}" if rel not in ("", ".") else root.name
 
     def _load(self, path: Path, shown: str) -> list[Profile]:
         """Load `path` for the browser: its tree is checked before the loaders open anything, and
@@ -382,6 +448,10 @@ class DataStore:
         """Picker options: loaded profiles first, then profiles found under the roots."""
         opts = [{"label": e.label, "value": e.key} for e in self._fixed.values()]
         opts += [{"label": f"{label} (root)", "value": key} for key, label in discover_profiles(self.roots)]
+        listed = {o["value"] for o in opts}
+        with self._lock:  # the ranks of the root runs opened in the Ranks tab, so a click can pick them
+            ranks = [o for _entry, options in self._root_clusters.values() for o in options]
+        opts += [{"label": label, "value": key} for key, label in ranks if key not in listed]
         return opts
 
     def loaded(self) -> list[ProfileEntry]:
@@ -404,11 +474,13 @@ class DataStore:
             if key in self._lazy:
                 self._lazy.move_to_end(key)
                 return self._lazy[key]
-        base_key, _, rank_text = key.partition("#")
+        base_key, sep, rank_text = key.partition(RANK_SEP)
+        if sep and not (rank_text.isascii() and rank_text.isdigit() and len(rank_text) <= MAX_RANK_DIGITS):
+            raise PathRejected("unknown profile key")
         path = self.roots.resolve_key(base_key)
-        profiles = self._load(path, base_key.partition(":")[2] or path.name)
-        rank = int(rank_text) if rank_text.isascii() and rank_text.isdigit() else 0
-        profile = profiles[min(rank, len(profiles) - 1)]
+        shown = base_key.partition(":")[2] or path.name
+        profiles = self._load(path, shown)
+        profile = _rank_of(profiles, int(rank_text), shown) if sep else profiles[0]
         entry = make_entry(key, _short_label(profile), profile)
         with self._lock:
             self._lazy[key] = entry
@@ -418,6 +490,17 @@ class DataStore:
 
     def first_key(self) -> str | None:
         return next(iter(self._fixed), None)
+
+
+def _rank_of(profiles: Sequence[Profile], rank: int, shown: str) -> Profile:
+    """The profile of `rank` among those one path holds, as the loader numbers them (a root
+    run's rank rows name their ranks so); a profile without a rank stands for its position."""
+    for profile in profiles:
+        if profile.rank == rank:
+            return profile
+    if rank < len(profiles) and profiles[rank].rank is None:  # build_cluster numbers it so
+        return profiles[rank]
+    raise PathRejected(f"{shown}: no rank {rank} there")
 
 
 def _short_label(profile: Profile) -> str:

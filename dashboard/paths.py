@@ -13,12 +13,15 @@ the path with its links followed, against the served directories, never against 
 from __future__ import annotations
 
 import os
+import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
 from analyzer.errors import UsageError
+from analyzer.io.detect import MSPROF_OUT, TORCH_OUT
 
 # File names that mark a directory as something `analyzer.io.load` can read (design.md §1;
 # ascend-profiler-formats.md §2). Detection proper is the loader's job: this only builds the
@@ -33,6 +36,17 @@ PROFILE_MARKERS = (
 PROFILE_GLOB_MARKERS = ("op_summary_*.csv", "msprof_*.json", "ascend_pytorch_profiler_*.db", "msprof_*.db")
 MAX_SCAN_DEPTH = 6
 MAX_PROFILES_LISTED = 500
+MAX_RUNS_LISTED = 100  # multi-rank runs the Ranks tab's run picker lists from the roots
+# The names by which the loader (analyzer.io.detect, analyzer.io.load.resolve_ranks) tells the
+# inputs of a multi-rank run apart; discovery uses names only, never file contents.
+# Example: "device_3" (an msprof PROF_'s per-device folder)
+DEVICE_DIR_RE = re.compile(r"^device_\d+$")
+# Example: "ascend_pytorch_profiler_3.db" (analyzer.io.sqlite.RANK_DB_RE)
+RANK_DB_RE = re.compile(r"^ascend_pytorch_profiler_\d+\.db$")
+# Example: "rank_3", "test_rank_1", "RANK7" (analyzer.io.device.RANK_NAME_RE)
+RANK_NAME_RE = re.compile(r"(?:^|[^a-z0-9])rank[_-]?\d+(?![0-9])", re.IGNORECASE)
+KERNEL_TABLE_NAMES = ("kernel_details.csv",)
+KERNEL_TABLE_GLOBS = ("op_summary_*.csv",)
 MAX_TREE_ENTRIES = 100_000  # files and directories checked under one profile before it is refused
 
 
@@ -131,7 +145,8 @@ class RootSet:
             raise PathRejected("unknown profile key")
         index_text, sep, rel = key.partition(":")
         # isascii: '²'.isdigit() is true but int('²') fails
-        index_ok = index_text.isascii() and index_text.isdigit()
+        # and short: int() of a 5,000-digit text raises ValueError (Python's digit limit), a 500
+        index_ok = index_text.isascii() and index_text.isdigit() and len(index_text) <= 6
         if not sep or not index_ok or int(index_text) >= len(self.roots):
             raise PathRejected("unknown profile key")
         return confine(self.roots[int(index_text)], rel, self)
@@ -225,3 +240,107 @@ def discover_profiles(roots: RootSet, limit: int = MAX_PROFILES_LISTED) -> list[
                 if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
                     stack.append((Path(entry.path), depth + 1))
     return sorted(found, key=lambda kv: kv[1])
+
+
+# --- multi-rank runs ------------------------------------------------------------------------------
+
+
+def _is_dir(path: Path) -> bool:
+    """A real directory, not a link to one (lstat: the scan never follows a link)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _listing(directory: Path) -> tuple[list[str], list[str]]:
+    """The names of the real subdirectories and of the regular files directly in `directory`
+    (links of either kind left out); empty when it cannot be listed."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return [], []
+    dirs = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+    files = sorted(e.name for e in entries if e.is_file(follow_symlinks=False))
+    return dirs, files
+
+
+def _devices(directory: Path) -> int:
+    """How many `device_N` folders an msprof PROF_ holds (the loader makes a rank of each)."""
+    return sum(1 for name in _listing(directory)[0] if DEVICE_DIR_RE.match(name))
+
+
+def _is_torch_root(directory: Path) -> bool:
+    return directory.name.endswith("_ascend_pt") or _is_dir(directory / TORCH_OUT)
+
+
+def _holds_kernel_table(directory: Path) -> bool:
+    files = _listing(directory)[1]
+    return any(n in KERNEL_TABLE_NAMES for n in files) or any(
+        Path(n).match(g) for n in files for g in KERNEL_TABLE_GLOBS
+    )
+
+
+def rank_inputs(directory: Path) -> tuple[list[int], bool]:
+    """The ranks of each input the loader would find under `directory`, and whether it is one
+    profile itself, judged from names and folder layout only, the way analyzer.io.detect walks a
+    directory:
+
+    - a torch_npu rank folder (`*_ascend_pt`, or one holding ASCEND_PROFILER_OUTPUT), a run bundle,
+      an `OPPROF_*`, or a profiler's own output folder is one profile of one rank;
+    - an msprof `PROF_*` is one profile of a rank per `device_N` folder (split_devices);
+    - otherwise its inputs are its subfolders that are rank folders, PROF_s and OPPROF_s, else its
+      `ascend_pytorch_profiler_N.db` files, else its subfolders whose name spells a rank (`rank_3`,
+      resolve_ranks) and that hold a kernel table.
+
+    Empty when none of these: the loader might still find something by content (a renamed CSV),
+    which the listing does not sniff for; any path under a root can still be opened by key.
+    """
+    dirs, files = _listing(directory)
+    bundle = "manifest.json" in files and ("profile" in dirs or "ir" in dirs)
+    if bundle or directory.name in (TORCH_OUT, MSPROF_OUT) or directory.name.startswith("OPPROF_"):
+        return [1], True
+    if _is_torch_root(directory):
+        return [1], True
+    if directory.name.startswith("PROF_") or MSPROF_OUT in dirs:
+        return [max(1, _devices(directory))], True
+    inputs: list[int] = []
+    for name in dirs:
+        child = directory / name
+        if _is_torch_root(child) or name.startswith("OPPROF_"):
+            inputs.append(1)
+        elif name.startswith("PROF_"):
+            inputs.append(max(1, _devices(child)))
+    if inputs:
+        return inputs, False
+    inputs = [1 for name in files if RANK_DB_RE.match(name)]
+    if inputs or any(n in KERNEL_TABLE_NAMES for n in files):
+        return inputs, False  # a kernel table of its own: the loader does not look into subfolders
+    return [1 for n in dirs if RANK_NAME_RE.search(n) and _holds_kernel_table(directory / n)], False
+
+
+def discover_runs(roots: RootSet, limit: int = MAX_RUNS_LISTED) -> list[tuple[str, str, int]]:
+    """(key, label, ranks) for each directory under the roots that holds two or more ranks
+    (`rank_inputs`), found without reading any file and without following a link.
+
+    Unlike `discover_profiles` the scan goes on below a directory whose files mark a profile (the
+    bundled 8-rank sample keeps a manifest.json beside its rank folders), but not into a directory
+    that is one profile (a rank folder, a PROF_): its subfolders are parts of it. A folder whose
+    ranks all come from one PROF_ is not listed besides that PROF_ (the same ranks twice).
+    """
+    found: list[tuple[str, str, int]] = []
+    for index, root in enumerate(roots.roots):
+        stack: list[tuple[Path, int]] = [(root, 0)]
+        while stack and len(found) < limit:
+            directory, depth = stack.pop()
+            inputs, single = rank_inputs(directory)
+            if sum(inputs) >= 2 and (single or len(inputs) >= 2):
+                rel = directory.relative_to(root).as_posix()
+                label = f"{root.name}/{rel}" if rel != "." else root.name
+                found.append((f"{index}:{rel}", label, sum(inputs)))
+            if single or depth >= MAX_SCAN_DEPTH:
+                continue
+            for name in reversed(_listing(directory)[0]):
+                if not name.startswith("."):
+                    stack.append((directory / name, depth + 1))
+    return sorted(found, key=lambda run: run[1])

@@ -36,11 +36,15 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 def _say_ranks(app: Any) -> None:
     """On stderr, per served path of several ranks: that the Ranks tab shows them, and each rank
-    left out with its error (file, row, what was expected), as `analyze` warns about it."""
+    left out with its error (file, row, what was expected), as `analyze` warns about it; per run
+    of several ranks under a --root, that the tab lists it (its ranks are read when it is picked)."""
     from analyzer.report.escape import terminal_text
     from dashboard.app import store_of
 
-    for run in store_of(app).clusters():
+    store = store_of(app)
+    for _key, label, count in store.root_runs():
+        _log(terminal_text(f"{label}: {count} ranks under --root, in the Ranks tab (read when picked)"))
+    for run in store.clusters():
         ranks = run.section.get("ranks") or []
         left = [r for r in ranks if not r.get("kernels_loaded")]
         for r in left:
@@ -94,9 +98,15 @@ def serve_command(
         from dashboard.app import store_of
 
         # profiles, not paths: a path of 8 ranks is 8 profiles in the picker
-        count = len(store_of(app).loaded())
+        store = store_of(app)
+        count = len(store.loaded())
         loaded = (f"{count} profile(s) from {len(paths)} path(s) loaded" if paths
                   else "the --root directories can be listed")
+        if root:  # listed, not loaded: a root's profiles and runs are read when picked
+            from dashboard.paths import discover_profiles
+
+            listed, runs = len(discover_profiles(store.roots)), len(store.root_runs())
+            loaded += f" ({listed} profile(s) and {runs} run(s) of several ranks under --root)"
         typer.echo(f"tilescope: check passed, {loaded}; not serving (--check): "
                    f"would listen on {_url(host, port)}")
         return

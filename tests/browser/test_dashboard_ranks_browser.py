@@ -1,6 +1,7 @@
-"""The Ranks tab in headless Chromium on the generated 8-rank run (slow rank 3, slow link 5->6):
-it opens with the rank table, the heatmap and the matrix drawn, and a click on a rank row opens
-that rank's profile in the Overview, with no console error, dialog or outside request."""
+"""The Ranks tab in headless Chromium on the generated 8-rank run (slow rank 3, slow link 5->6),
+given on the command line and found under a --root: it opens with the rank table, the heatmap and
+the matrix drawn, and a click on a rank row opens that rank's profile in the Overview, with no
+console error, dialog or outside request."""
 
 from __future__ import annotations
 
@@ -85,3 +86,36 @@ def test_ranks_tab_opens_and_a_rank_opens_its_kernels(browser: Any, ranks_app: t
     expect(page.locator("#r-table tr.shown td").first).to_have_text("3")
     context.close()
     events.assert_clean()
+
+
+def test_a_run_under_a_root_opens_in_the_ranks_tab_and_its_rank_in_the_picker(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Served with --root only: the Ranks tab lists the sample run found there, builds it when the
+    tab opens, and a click on rank 3's row shows "(rank 3)" in the picker and its kernels."""
+    import shutil
+
+    from playwright.sync_api import expect
+
+    shutil.copytree(ROOT / "sample_traces" / "cluster_8rank", tmp_path / "cluster_8rank")
+    app = create_app([], roots=[tmp_path])
+    with serve_wsgi(app.server) as url:
+        context = browser.new_context(viewport={"width": 1366, "height": 900})
+        context.set_default_timeout(TIMEOUT_MS)
+        expect.set_options(timeout=TIMEOUT_MS)
+        page = context.new_page()
+        events = record_events(page, url)
+        page.goto(url + "/")
+        page.locator(".tab").get_by_text("Ranks", exact=True).click()
+        expect(page.locator("#r-run")).to_contain_text("cluster_8rank (8 ranks, root)")
+        expect(page.locator("#r-table tbody tr")).to_have_count(8)
+        expect(page.locator("#r-table tr.slow td").first).to_have_text("3")
+        page.locator("#r-table tr.slow").click()
+        expect(page.locator(".tab--selected")).to_have_text("Overview")
+        expect(page.locator("#profile")).to_contain_text("cluster_8rank (rank 3) (root)")
+        entry = store_of(app).get("0:cluster_8rank#3")
+        assert entry is not None and entry.profile.rank == 3
+        expect(page.locator("#ov-kpis")).to_contain_text(f"{len(entry.kernels):,}")
+        expect(page.locator("#load-error")).to_have_text("")
+        context.close()
+        events.assert_clean()
