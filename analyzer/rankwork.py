@@ -63,6 +63,7 @@ class UnitJob:
     cache_root: Path | None = None
     cache_key: str | None = None
     url: str | None = None
+    input_bytes: int = 0  # its files' bytes on disk, when listed (0: not known): the allocator's decay
 
 
 @dataclass
@@ -97,7 +98,7 @@ def run_unit(job: UnitJob) -> UnitResult:
     timeline) is a failure naming its file and row; its step and communication files still count."""
     from analyzer.arrowpool import arrow_returns_freed_memory
 
-    arrow_returns_freed_memory()
+    arrow_returns_freed_memory(job.input_bytes)
     started = time.process_time()
     result = _run_remote(job) if job.url is not None else _run_unit(job)
     if job.cache_root is not None and job.cache_key is not None:
@@ -318,6 +319,10 @@ def analyse_inputs(
     manifest_dir = manifest_dir_of(path) if isinstance(path, Path) else None
     jobs = [_job(i, d, chip, manifest_dir, config, columns, cap if i == 0 else 0)
             for i, d in enumerate(found)]
+    if rows is not None:
+        from analyzer.rank_cache import input_bytes
+
+        jobs = [dataclasses.replace(j, input_bytes=input_bytes(rows[j.index])) for j in jobs]
     results: dict[int, UnitResult] = {}
     keys: dict[int, str] = {}
     if cache is not None:

@@ -8,7 +8,11 @@ then, one after the other in the same round (so that both see the same machine l
               communication summaries only), looked up on PATH, then in --msprof-bin
   first       `tilescope analyze RUN -f json -o OUT --cache-dir FRESH` (every per-rank rule and the
               cross-rank ones; local worker pool, default size)
-  second      the same command again: per-rank summaries from the cache
+  repeat      the same command again: the run's stored report (run.json; nothing analysed or
+              assembled, pandas and the rules not imported)
+  summaries   the same command once more with the stored report removed: per-rank summaries from
+              the cache, the model and the cross-rank rules rebuilt on them (what a run with one
+              changed rank pays, less that rank's analysis)
   workers     `analyse_inputs` in a child process with the pool: the largest worker peak RSS and the
               CPU seconds per rank (analyzer/rankwork.py measures both where the work runs)
 Wall times and peak RSS (os.wait4's ru_maxrss of each child, which covers its own children: the
@@ -104,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         report = args.dir / f"report{n}.json"
         cmd = [*ts, "analyze", str(run), "-f", "json", "-o", str(report), "--cache-dir", str(cache)]
         row["first_s"], row["first_mib"], _ = _run(cmd, env)
-        row["second_s"], row["second_mib"], _ = _run(cmd, env)
+        row["repeat_s"], row["repeat_mib"], _ = _run(cmd, env)
+        for stored in cache.glob("??/*/run.json"):
+            shutil.rmtree(stored.parent)
+        row["summaries_s"], row["summaries_mib"], _ = _run(cmd, env)
         _w, _p, out_text = _run([py, "-c", _WORKERS, str(run)], env)
         work = json.loads(out_text.strip().splitlines()[-1])
         row["workers"] = work["workers"]
@@ -114,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         row["load_after"] = round(os.getloadavg()[0], 1)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    keys = ["ranks", "msprof_s", "first_s", "second_s", "first_mib", "workers", "worker_peak_mib",
-            "cpu_per_rank_ms", "load_before", "load_after"]
+    keys = ["ranks", "msprof_s", "first_s", "repeat_s", "summaries_s", "first_mib", "workers",
+            "worker_peak_mib", "cpu_per_rank_ms", "load_before", "load_after"]
     print("\n| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
     for row in rows:
         cells = [f"{row[k]:.2f}" if isinstance(row.get(k), float) else str(row.get(k, "–")) for k in keys]
@@ -125,19 +132,19 @@ def main(argv: list[str] | None = None) -> int:
         n = int(str(last["ranks"]))
         cpu = statistics.median(per_rank_cpu)
         # the driver's share (cache reads, model, cross-rank rules, JSON) grows with ranks: the
-        # second (cached) analysis measures it; its growth per rank between the two largest runs,
+        # analysis from the summaries measures it; its growth per rank between the two largest runs,
         # extended to 4,096 ranks (a single run: all of it scaled, an over-estimate)
         if len(rows) >= 2:
             a, b = rows[-2], rows[-1]
-            slope = (float(str(b["second_s"])) - float(str(a["second_s"]))) / (
+            slope = (float(str(b["summaries_s"])) - float(str(a["summaries_s"]))) / (
                 int(str(b["ranks"])) - int(str(a["ranks"])))
-            driver = float(str(b["second_s"])) + slope * (4096 - n)
+            driver = float(str(b["summaries_s"])) + slope * (4096 - n)
         else:
-            driver = float(str(last["second_s"])) * 4096 / n
+            driver = float(str(last["summaries_s"])) * 4096 / n
         work = cpu * 4096 / 32
         print(f"\nprojection, 4,096 ranks on 32 Dask workers: per-rank work {cpu * 1000:.0f} ms CPU "
-              f"x 4096 / 32 = {work:.1f} s, plus the driver ~{driver:.1f} s (the cached analysis, "
-              f"extended from {n} ranks), ~{work + driver:.0f} s")
+              f"x 4096 / 32 = {work:.1f} s, plus the driver ~{driver:.1f} s (the analysis from the "
+              f"summaries, extended from {n} ranks), ~{work + driver:.0f} s")
     return 0
 
 
