@@ -217,7 +217,8 @@ def _build_ranks(
     run = analyse_inputs(found, path, cfg, chip or cfg.chip, kernel_columns_read(), where, cache, rows=rows)
     if failures is not None:
         failures.extend(run.failures)
-    ours = [Finding.from_dict(f) for p in run.parts for f in p["findings"]]
+    # the advisor's findings are matched against ours: rebuilt as Finding objects only for it
+    ours = [Finding.from_dict(f) for p in run.parts for f in p["findings"]] if with_advisor else []
     extra, advisor = _advisor(Path(path), with_advisor, ours)
     with gc_paused():
         report = assemble_report(run.parts, extra, advisor)
