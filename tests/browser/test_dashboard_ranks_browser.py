@@ -40,17 +40,25 @@ _PLOT = """(id) => { const gd = document.querySelector('#' + id + ' .js-plotly-p
     return gd ? {title: gd.layout.title.text, y: gd.data[0].y, z: gd.data[0].z} : null; }"""
 
 
-def test_ranks_tab_opens_and_a_rank_opens_its_kernels(browser: Any, ranks_app: tuple[str, Any]) -> None:
+def _open(browser: Any, url: str) -> tuple[Any, Any]:
+    """A page of the app at `url` (a fresh context, the suite's timeout) and its recorded events."""
     from playwright.sync_api import expect
 
-    url, app = ranks_app
-    (run,) = store_of(app).clusters()
     context = browser.new_context(viewport={"width": 1366, "height": 900})
     context.set_default_timeout(TIMEOUT_MS)
     expect.set_options(timeout=TIMEOUT_MS)
     page = context.new_page()
     events = record_events(page, url)
     page.goto(url + "/")
+    return page, events
+
+
+def test_ranks_tab_opens_and_a_rank_opens_its_kernels(browser: Any, ranks_app: tuple[str, Any]) -> None:
+    from playwright.sync_api import expect
+
+    url, app = ranks_app
+    (run,) = store_of(app).clusters()
+    page, events = _open(browser, url)
     expect(page.locator("#ov-kpis .kpi")).to_have_count(6)
     page.locator(".tab").get_by_text("Ranks", exact=True).click()
     expect(page.locator(".tab--selected")).to_have_text("Ranks")
@@ -84,7 +92,7 @@ def test_ranks_tab_opens_and_a_rank_opens_its_kernels(browser: Any, ranks_app: t
     expect(page.locator("#ov-kpis")).to_contain_text(f"{launches:,}")
     page.locator(".tab").get_by_text("Ranks", exact=True).click()
     expect(page.locator("#r-table tr.shown td").first).to_have_text("3")
-    context.close()
+    page.context.close()
     events.assert_clean()
 
 
@@ -100,12 +108,7 @@ def test_a_run_under_a_root_opens_in_the_ranks_tab_and_its_rank_in_the_picker(
     shutil.copytree(ROOT / "sample_traces" / "cluster_8rank", tmp_path / "cluster_8rank")
     app = create_app([], roots=[tmp_path])
     with serve_wsgi(app.server) as url:
-        context = browser.new_context(viewport={"width": 1366, "height": 900})
-        context.set_default_timeout(TIMEOUT_MS)
-        expect.set_options(timeout=TIMEOUT_MS)
-        page = context.new_page()
-        events = record_events(page, url)
-        page.goto(url + "/")
+        page, events = _open(browser, url)
         page.locator(".tab").get_by_text("Ranks", exact=True).click()
         expect(page.locator("#r-run")).to_contain_text("cluster_8rank (8 ranks, root)")
         expect(page.locator("#r-table tbody tr")).to_have_count(8)
@@ -117,5 +120,5 @@ def test_a_run_under_a_root_opens_in_the_ranks_tab_and_its_rank_in_the_picker(
         assert entry is not None and entry.profile.rank == 3
         expect(page.locator("#ov-kpis")).to_contain_text(f"{len(entry.kernels):,}")
         expect(page.locator("#load-error")).to_have_text("")
-        context.close()
+        page.context.close()
         events.assert_clean()
