@@ -23,7 +23,7 @@ import pandas as pd
 
 from analyzer.errors import UsageError
 from analyzer.profile import Profile
-from dashboard.paths import PathRejected, RootSet, discover_profiles, discover_runs
+from dashboard.paths import PathRejected, RootSet, discover_profiles, discover_runs, is_within
 
 if TYPE_CHECKING:
     from analyzer.io.load import LoadFailure
@@ -479,14 +479,40 @@ class DataStore:
             raise PathRejected("unknown profile key")
         path = self.roots.resolve_key(base_key)
         shown = base_key.partition(":")[2] or path.name
-        profiles = self._load(path, shown)
-        profile = _rank_of(profiles, int(rank_text), shown) if sep else profiles[0]
+        profile = self._rank_alone(base_key, path, int(rank_text), shown) if sep else None
+        if profile is None:
+            profiles = self._load(path, shown)
+            profile = _rank_of(profiles, int(rank_text), shown) if sep else profiles[0]
         entry = make_entry(key, _short_label(profile), profile)
         with self._lock:
             self._lazy[key] = entry
             while len(self._lazy) > MAX_LAZY_ENTRIES:
                 self._lazy.popitem(last=False)
         return self._loaded(entry)
+
+    def _rank_alone(self, run_key: str, run: Path, rank: int, shown: str) -> Profile | None:
+        """Rank `rank` of a root run already built, loaded from its own folder only (the path its
+        row in the rank table names) instead of every rank of the run: a click on one row of a
+        64-rank run of large ranks would otherwise hold all 64 kernel tables at once. None (load
+        the whole run) when the run is not built, the rank's folder is the run itself (the devices
+        of one PROF_), the run folder carries a manifest.json its ranks share (a sample), or the
+        folder alone does not name itself that rank (a rank numbered by its position)."""
+        with self._lock:
+            built = self._root_clusters.get(run_key)
+        if built is None:
+            return None
+        row = next((r for r in built[0].section.get("ranks") or []
+                    if r.get("rank") == rank and r.get("kernels_loaded")), None)
+        if row is None or not isinstance(row.get("path"), str):
+            return None
+        from analyzer.io.load import manifest_dir_of
+
+        own = Path(row["path"])
+        if manifest_dir_of(run) is not None or own.resolve() == run.resolve() \
+                or not is_within(own.resolve(), run.resolve()):
+            return None
+        mine = [p for p in self._load(own, shown) if p.rank == rank]
+        return mine[0] if len(mine) == 1 else None
 
     def first_key(self) -> str | None:
         return next(iter(self._fixed), None)

@@ -228,6 +228,39 @@ def test_the_real_two_rank_run_under_a_root(real_traces: Path) -> None:
         store_of(app).get("0:gpt3_2rank_memoryl0#0")
 
 
+def test_a_rank_of_a_built_root_run_loads_its_own_folder_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the run is built, a rank row opens that rank from the folder its row names: one
+    kernel table loaded, not the run's eight. The same profile as from the whole run."""
+    run = tmp_path / "job"
+    shutil.copytree(SAMPLE, run)
+    (run / "manifest.json").unlink()  # a real run has none (a sample's is shared by its ranks)
+    app = create_app([], roots=[tmp_path])
+    store = store_of(app)
+    built = store.cluster("0:job")
+    assert built is not None and built.slow_rank == SLOW_RANK
+    loaded: list[Path] = []
+    real_load = D.load_path
+
+    def recording(path: Path, chip: str | None) -> Any:
+        loaded.append(path)
+        return real_load(path, chip)
+
+    monkeypatch.setattr(D, "load_path", recording)
+    entry = store.get(f"0:job#{SLOW_RANK}")
+    assert entry is not None and entry.profile.rank == SLOW_RANK
+    assert [p.name for p in loaded] == ["node0_1003_20260101000000000_ascend_pt"]
+    assert entry.label == "job (rank 3)"
+    whole = next(p for p in real_load(run, None) if p.rank == SLOW_RANK)
+    assert entry.profile.kernels["duration_us"].tolist() == whole.kernels["duration_us"].tolist()
+    # a run not built yet (or a sample sharing its manifest.json) is loaded whole, as before
+    loaded.clear()
+    other = tmp_path / "job2"
+    shutil.copytree(SAMPLE, other)
+    assert store.get("0:job2#3") is not None and [p.name for p in loaded] == ["job2"]
+
+
 # ---- untrusted keys -----------------------------------------------------------------------------
 
 
