@@ -39,3 +39,15 @@ def test_ir_only_bundle_says_runtime_metrics_are_absent() -> None:
     text = render(build_report([(profile, analyze(profile))]), width=200)
     assert "note: bundle has no profiler output: runtime metrics are absent" in text
     assert "TS504" in text  # the static findings are still reported
+
+
+def test_speed_of_light_under_one_percent_keeps_a_digit() -> None:
+    """`0 %` would read as "did nothing": under 1 % one significant digit is kept."""
+    from analyzer.report.words import speed_of_light_text
+
+    def said(pct: float) -> str:
+        return speed_of_light_text({"speed_of_light": {"achieved_pct": pct, "coverage": 0.4}})
+
+    assert said(0.0312) == "kernels ran at 0.03 % of their speed of light (over 40 % of kernel time)"
+    shown = [said(p).split(" %")[0].rsplit(" ", 1)[1] for p in (0.0, 0.46, 0.96, 13.4)]
+    assert shown == ["0", "0.5", "1", "13"]
