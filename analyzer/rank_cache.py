@@ -12,7 +12,8 @@ An entry is found by a key over everything its content depends on:
   - the analysis: the configuration (thresholds, selected rules, pattern files with their times),
     `--chip`, the columns loaded, the timeline cap;
   - tilescope itself: its version and the size and time of each of its source files, so that a
-    changed rule never reads a summary an older rule wrote.
+    changed rule never reads a summary an older rule wrote; and the versions of the numeric
+    libraries (NUMERIC_LIBRARIES), so that an upgraded pandas does not either.
 Entries are written atomically (a temporary directory renamed into place) and never modified
 (but for unit.json's time, which a read sets: the entry's last use); nothing outside the cache
 directory is written. Default directory: $TILESCOPE_CACHE_DIR, else
@@ -99,6 +100,19 @@ def input_bytes(rows: list[tuple[str, Any, Any]]) -> int:
     return sum(int(size or 0) for _name, size, _time in rows)
 
 
+NUMERIC_LIBRARIES = ("numpy", "pandas", "pyarrow", "msgspec")
+
+
+def _version_of(name: str) -> str:
+    """An installed distribution's version, read from its metadata (nothing imported)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "-"
+
+
 @lru_cache(maxsize=1)
 def _code_fingerprint() -> str:
     import analyzer
@@ -106,6 +120,8 @@ def _code_fingerprint() -> str:
     from analyzer.report.meta import tool_version
 
     h = hashlib.sha256(f"{CACHE_FORMAT}:{tool_version()}".encode())
+    # the libraries the numbers go through: another pandas or pyarrow may sum or parse otherwise
+    h.update(repr([_version_of(name) for name in NUMERIC_LIBRARIES]).encode())
     for pkg in (analyzer, rules):
         for row in _stat_rows(Path(pkg.__path__[0])):
             if row[0].endswith((".py", ".json", ".toml")):

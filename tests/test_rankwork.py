@@ -344,3 +344,21 @@ def test_a_stored_report_imports_neither_pandas_nor_the_rules(run8: Path, tmp_pa
     runs = [subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
             for _ in range(2)]
     assert [r.stdout.split() for r in runs] == [["2", "True", "True"], ["2", "False", "False"]]
+
+
+def test_another_numeric_library_is_another_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Summaries written with one pandas are not read by another: the fingerprint in every key
+    holds the versions of the libraries the numbers go through."""
+    import analyzer.rank_cache as rc
+
+    rc._code_fingerprint.cache_clear()
+    before = rc._code_fingerprint()
+    real = rc._version_of
+    monkeypatch.setattr(rc, "_version_of", lambda name: "0.0" if name == "pandas" else real(name))
+    rc._code_fingerprint.cache_clear()
+    try:
+        assert rc._code_fingerprint() != before
+    finally:
+        monkeypatch.undo()
+        rc._code_fingerprint.cache_clear()
+    assert rc._code_fingerprint() == before
