@@ -86,10 +86,23 @@ class RankOptions:
     use_cache: bool = True
     # the cache's size limit in bytes (0: store nothing); None: $TILESCOPE_CACHE_MAX_SIZE or 2 GiB
     cache_max_bytes: int | None = None
-    # set by `cached_run` when it found no stored report: the inputs it listed (not listed twice)
-    # and the key the finished report is stored under
-    listing: tuple[list[Any], list[list[tuple[str, Any, Any]]]] | None = None
+    # set by `cached_run`, so that `build` lists nothing twice: the inputs under PATH (`inputs_of`);
+    # when it found no stored report for several, their files and the key the report goes under
+    found: list[Any] | None = None
+    rows: list[list[tuple[str, Any, Any]]] | None = None
     run_key: str | None = None
+
+
+def inputs_of(path: Path | str) -> list[Any]:
+    """What PATH holds, one item per input: the rank folders at a URL (`analyzer.io.remote`; a
+    str here is a URL), the detected inputs of a local folder, none for a file (one input)."""
+    if isinstance(path, str):
+        from analyzer.io.remote import list_inputs
+
+        return list_inputs(path)
+    from analyzer.io.detect import detect
+
+    return list(detect(path)) if path.is_dir() else []
 
 
 def cached_run(
@@ -97,24 +110,17 @@ def cached_run(
 ) -> tuple[dict[str, Any], list[LoadFailure]] | None:
     """The stored report of a multi-rank PATH analysed before with nothing changed (its files,
     the configuration, `--chip`, tilescope itself: `RankCache.run_key`), and the inputs it left
-    out; None otherwise (then `ranks` carries the listing and the key for `build`).
+    out; None otherwise (then `ranks` carries the inputs, their files and the key for `build`).
 
     Why a whole-run entry beside the per-input ones: a repeated analysis (another `--format`,
     a CI re-run) then imports neither pandas nor the rules, which alone cost ~0.5 s of a 0.9 s
     analysis of 64 ranks from their summaries. Only `generated_at` is new."""
     if not ranks.use_cache or with_advisor:
         return None
-    from analyzer.io.detect import detect
-    from analyzer.io.remote import is_url, list_inputs
     from analyzer.rank_cache import RankCache, default_cache_dir, input_rows
     from analyzer.report.meta import TIMELINE_CAP, now_stamp
 
-    if isinstance(path, str) and is_url(path):
-        found: list[Any] = list_inputs(path)
-    elif isinstance(path, Path) and path.is_dir():
-        found = list(detect(path))
-    else:
-        return None
+    found = ranks.found = inputs_of(path)
     if len(found) < 2:
         return None
     rows = [input_rows(d) for d in found]
@@ -122,7 +128,7 @@ def cached_run(
     key = cache.run_key(path, found, rows, cfg, chip or cfg.chip, TIMELINE_CAP)
     hit = cache.get_run(key)
     if hit is None:
-        ranks.listing, ranks.run_key = (found, rows), key
+        ranks.rows, ranks.run_key = rows, key
         return None
     hit.report["generated_at"] = now_stamp()
     return hit.report, hit.failures
@@ -140,24 +146,17 @@ def build(
     several) are appended to `failures`. Several inputs under PATH (ranks) are each analysed by
     a worker (`analyzer.rankwork`); one input, in this process. A URL (`s3://bucket/job`, fsspec)
     is a folder of rank folders, each staged by its worker (`analyzer.io.remote`)."""
-    from analyzer.io.detect import detect
-
     if isinstance(path, str):
-        from analyzer.io.remote import is_url, list_inputs
+        from analyzer.io.remote import is_url
 
         if not is_url(path):
             path = Path(path)
-        else:
-            if with_advisor:
-                raise UsageError(f"{path}: --with-msprof-advisor reads local folders only")
-            urls: list[Any] = ranks.listing[0] if ranks and ranks.listing else list_inputs(path)
-            return _build_ranks(path, urls, cfg, chip, with_advisor, failures, ranks or RankOptions())
-    if ranks is not None and ranks.listing is not None:
-        found: list[Any] = ranks.listing[0]
-    else:
-        found = list(detect(path)) if path.is_dir() else []
-    if len(found) > 1:
-        return _build_ranks(path, found, cfg, chip, with_advisor, failures, ranks or RankOptions())
+        elif with_advisor:
+            raise UsageError(f"{path}: --with-msprof-advisor reads local folders only")
+    ranks = ranks or RankOptions()
+    found = ranks.found if ranks.found is not None else inputs_of(path)
+    if isinstance(path, str) or len(found) > 1:  # a URL may hold one rank: it is staged all the same
+        return _build_ranks(path, found, cfg, chip, with_advisor, failures, ranks)
     from analyzer.analysis import analyze
     from analyzer.report.data import build_report
 
@@ -209,7 +208,7 @@ def _build_ranks(
     from analyzer.report.data import add_cluster, assemble_report
 
     # listed once: the memory estimate and the cache keys
-    rows = opts.listing[1] if opts.listing is not None else [input_rows(d) for d in found]
+    rows = opts.rows if opts.rows is not None else [input_rows(d) for d in found]
     where = plan_executor(opts.jobs, opts.scheduler, [input_bytes(r) for r in rows])
     limit = 0 if not opts.use_cache else (
         opts.cache_max_bytes if opts.cache_max_bytes is not None else max_cache_bytes())
