@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from analyzer.errors import TilescopeError
+from analyzer.rank_cache_prune import RUN_FILE, UNIT_FILE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 
 # 2: unit.json records the source fingerprint (`code`), so that a prune knows entries no key reaches
 CACHE_FORMAT = 2
-RUN_FILE = "run.json"  # a whole run's report (`get_run`); an input's summaries are in unit.json
 CACHE_ENV = "TILESCOPE_CACHE_DIR"
 TABLES = ("steps", "comm_ops", "links", "kernels")
 
@@ -184,14 +184,12 @@ class RankCache:
         """Store a run's report (atomically, as `put`); skipped when the cache cannot be written."""
         failed = [{"path": _path_text(f.path), "message": f.error.one_line(), "rank": f.rank}
                   for f in failures]
-        # format and code first, as in unit.json: a prune reads only them (rank_cache_prune.entry_header)
-        self._write(key, RUN_FILE, {"format": CACHE_FORMAT, "code": _code_fingerprint(), "report": report,
-                                    "failures": failed})
+        self._write(key, RUN_FILE, {**_entry_head(), "report": report, "failures": failed})
 
     def get(self, key: str) -> UnitResult | None:
         """The stored result, or None (absent, or unreadable: then it is recomputed)."""
         d = self._dir(key)
-        meta = d / "unit.json"
+        meta = d / UNIT_FILE
         if not meta.is_file():
             return None
         try:
@@ -207,7 +205,7 @@ class RankCache:
 
     def put(self, key: str, result: UnitResult) -> None:
         """Store `result` atomically; a cache that cannot be written is skipped, not an error."""
-        self._write(key, "unit.json", lambda tmp: _result_to(result, tmp))
+        self._write(key, UNIT_FILE, lambda tmp: _result_to(result, tmp))
 
     def _write(self, key: str, name: str, content: Any) -> None:
         """Entry `key`: a temporary directory holding `name` (JSON of `content`, or of what
@@ -342,10 +340,15 @@ def _text_path(text: str) -> Path | str:
     return text if is_url(text) else Path(os.fsdecode(text.encode("latin-1")))
 
 
+def _entry_head() -> dict[str, Any]:
+    """What every entry's JSON begins with: a prune reads only these bytes to tell the entries no
+    key of this tilescope reaches (rank_cache_prune.entry_header)."""
+    return {"format": CACHE_FORMAT, "code": _code_fingerprint()}
+
+
 def _result_to(result: UnitResult, d: Path) -> dict[str, Any]:
     parts = [_part_to(rp, d, i) for i, rp in enumerate(result.parts)]
-    # format and code first: a prune reads only them (rank_cache_prune.entry_header)
-    out: dict[str, Any] = {"format": CACHE_FORMAT, "code": _code_fingerprint(), "parts": parts}
+    out: dict[str, Any] = {**_entry_head(), "parts": parts}
     if result.failure is not None:
         f, t = result.failure, result.failure_tables
         assert t is not None

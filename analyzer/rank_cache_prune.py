@@ -118,6 +118,11 @@ def ensure_tag(root: Path) -> None:
             tag.write_text(TAG_TEXT)
 
 
+# the file an entry is known by: an input's summaries, or a whole run's report
+UNIT_FILE = "unit.json"
+RUN_FILE = "run.json"
+
+
 def entry_header(fmt: int, code: str) -> bytes:
     """How this tilescope's unit.json begins (`rank_cache._result_to` writes `format` and `code`
     first): a scan reads these few bytes of each entry, not its whole report parts, to tell the
@@ -198,9 +203,9 @@ def _sort_child(out: Scan, shard: str, child: os.DirEntry[str], header: bytes) -
 
 def _entry(d: Path, header: bytes) -> Entry:
     size = entry_bytes(d)
-    meta = d / "unit.json"
-    if not os.path.lexists(meta):  # a whole run's entry (rank_cache.RUN_FILE) begins the same way
-        meta = d / "run.json"
+    meta = d / UNIT_FILE
+    if not os.path.lexists(meta):  # a whole run's entry begins the same way
+        meta = d / RUN_FILE
     try:
         used = os.lstat(meta).st_mtime_ns
         with open(meta, "rb") as f:

@@ -267,7 +267,7 @@ def test_info_numbers_are_what_is_on_disk(
     assert main(["cache", "info", "--cache-dir", str(root), "-f", "json"]) == 0
     info = json.loads(capsys.readouterr().out)
     entries = _entries_on_disk(root)
-    # 8 ranks' summaries and the whole run's report (rank_cache.RUN_FILE)
+    # 8 ranks' summaries and the whole run's report (rank_cache_prune.RUN_FILE)
     assert sorted(p.name for d in entries for p in d.glob("*.json")) == ["run.json", *["unit.json"] * 8]
     used = [os.stat(next(d.glob("*.json"))).st_mtime_ns / 1e9 for d in entries]
 
