@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from dash import html
 
+from analyzer.cluster import MAX_STEP_COLUMNS, bin_steps
 from analyzer.report.ranks import RANK_COLUMNS, rank_rows
 from analyzer.report.words import saving_phrase
 from dashboard import figures as F
@@ -37,9 +38,6 @@ LINK_VALUES = {
     "transit_us": "Transit time (µs)",
 }
 DEFAULT_LINK_VALUE = "bandwidth_gbps"
-# Step columns a heatmap sends at most: past this, consecutive steps are averaged into bins, so
-# 64 ranks x 1,258 steps ship 64 x 180 values (~150 KB), not 80,000 (~1 MB with hover data).
-MAX_STEP_COLUMNS = 180
 SLOW_LINK_CODE = "TS604"
 ROW_TYPE = "rank-row"
 
@@ -132,8 +130,6 @@ def step_grid(entry: ClusterEntry, metric: str, max_columns: int = MAX_STEP_COLU
     that bins the report's own rows past its cap (`analyzer.cluster.bin_steps`); rows the report
     already binned (`steps_bin_width` > 1) are shown as they are. Returns the grid, the rank
     ids, the column labels and how many steps a bin holds (1: none binned)."""
-    from analyzer.cluster import bin_steps
-
     steps = pd.DataFrame(entry.section.get("steps") or [])
     if steps.empty or metric not in steps.columns or "rank" not in steps.columns:
         return np.empty((0, 0)), [], [], 1
