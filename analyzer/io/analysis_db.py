@@ -29,7 +29,7 @@ import pandas as pd
 
 from analyzer.errors import ProfileFormatError
 from analyzer.io.cluster_files import STEP_COLUMNS
-from analyzer.io.sqlite import _connect, _describe, _query
+from analyzer.io.sqlite import connect_readonly, describe_value, query_frame
 
 ANALYSIS_DB = "analysis.db"
 STEP_TRACE_TABLE = "StepTraceTime"
@@ -60,9 +60,9 @@ _RANK = ("text", "integer")  # torch_npu writes "0" (text); an integer means the
 
 
 def open_analysis_db(path: Path) -> sqlite3.Connection:
-    """`path` read-only (sqlite._connect: never a journal or -shm written beside it), checked to
+    """`path` read-only (sqlite.connect_readonly: never a journal or -shm written beside it), checked to
     be an SQLite database: a file with the magic but a damaged header fails here, once."""
-    con = _connect(path)
+    con = connect_readonly(path)
     try:
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.Error as exc:
@@ -212,7 +212,7 @@ def _check(
     allowed = ", ".join(f"'{k}'" for k in kinds)
     row = _first(con, path, table, column, f'typeof("{column}") NOT IN ({allowed})')
     if row is not None:
-        raise _bad(path, table, row, f"column {column} holds {_describe(row[1])}; expected {meaning}")
+        raise _bad(path, table, row, f"column {column} holds {describe_value(row[1])}; expected {meaning}")
 
 
 def _check_finite(con: sqlite3.Connection, path: Path, table: str, columns: list[str]) -> None:
@@ -234,7 +234,7 @@ def _check_digits(
             f" OR (typeof(\"{column}\") = 'integer' AND \"{column}\" < 0)")
     row = _first(con, path, table, column, cond)
     if row is not None:
-        raise _bad(path, table, row, f"column {column} holds {_describe(row[1])}; expected {meaning}")
+        raise _bad(path, table, row, f"column {column} holds {describe_value(row[1])}; expected {meaning}")
 
 
 def _check_step_key(con: sqlite3.Connection, path: Path, table: str) -> None:
@@ -245,7 +245,8 @@ def _check_step_key(con: sqlite3.Connection, path: Path, table: str) -> None:
           f" OR ({s} GLOB 'step_[0-9]*' AND substr({s}, 6) NOT GLOB '*[^0-9]*')")
     row = _first(con, path, table, "step", f"NOT ({ok})")
     if row is not None:
-        raise _bad(path, table, row, f"column step holds {_describe(row[1])}; expected a step like 'step2'")
+        said = describe_value(row[1])
+        raise _bad(path, table, row, f"column step holds {said}; expected a step like 'step2'")
 
 
 def _read(
@@ -259,9 +260,9 @@ def _read(
     sql = f'SELECT {exprs} FROM "{table}" WHERE {where} ORDER BY rowid'
     try:
         try:
-            return _query(con, sql)
+            return query_frame(con, sql)
         except sqlite3.OperationalError:  # a WITHOUT ROWID table or a view: its own order
-            return _query(con, sql.removesuffix(" ORDER BY rowid"))
+            return query_frame(con, sql.removesuffix(" ORDER BY rowid"))
     except sqlite3.Error as exc:
         raise ProfileFormatError(path, f"table {table}", f"cannot read the table ({exc})") from None
 

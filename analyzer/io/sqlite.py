@@ -62,7 +62,8 @@ class SqliteData:
     metric_groups: list[str] = field(default_factory=list)
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """`path` opened read-only after its magic bytes are checked (also analysis_db's opener)."""
     try:
         with open(path, "rb") as fh:
             magic = fh.read(16)
@@ -122,7 +123,7 @@ def _scalar(con: sqlite3.Connection, sql: str) -> str | None:
 
 
 def read_sqlite(path: Path) -> SqliteData:
-    con = _connect(path)
+    con = connect_readonly(path)
     try:
         return _read(con, path)
     except sqlite3.DatabaseError as exc:
@@ -171,7 +172,7 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
         if table in tables:
             _require_columns(con, path, table, needed)
     sql, ints = _kernel_query(_columns(con, "COMPUTE_TASK_INFO"), _columns(con, "TASK"))
-    k = _query(con, sql)
+    k = query_frame(con, sql)
     _check_integers(con, path, k, ints)
     _check_join(con, path, len(k))
     dur_ns = pd.to_numeric(k.pop("duration_ns"), errors="coerce").astype("Int64")
@@ -254,7 +255,7 @@ def _kernel_query(ctcols: list[str], tcols: list[str]) -> tuple[str, IntSources]
     return sql, ints
 
 
-def _query(con: sqlite3.Connection, sql: str) -> pd.DataFrame:
+def query_frame(con: sqlite3.Connection, sql: str) -> pd.DataFrame:
     """pd.read_sql_query, raising the sqlite3 error itself (pandas wraps it in its own
     DatabaseError with the whole statement), for read_sqlite to report in one line."""
     import pandas as pd
@@ -304,10 +305,11 @@ def _raise_non_integer(con: sqlite3.Connection, path: Path, table: str, column: 
         return
     where = f"table {table}, rowid {row[0]}" if row[0] is not None else f"table {table}"
     meaning = _INT_MEANING.get(column, "an integer or NULL")
-    raise ProfileFormatError(path, where, f"column {column} holds {_describe(row[1])}; expected {meaning}")
+    said = describe_value(row[1])
+    raise ProfileFormatError(path, where, f"column {column} holds {said}; expected {meaning}")
 
 
-def _describe(value: object) -> str:
+def describe_value(value: object) -> str:
     """A database value in a few words, on one line (file text is shown escaped and cut short)."""
     if value is None:
         return "NULL"
@@ -339,7 +341,7 @@ def _add_wait(k: pd.DataFrame, dur_ns: pd.Series) -> pd.DataFrame:
 def _pmu_wide(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
     import pandas as pd
 
-    long = _query(
+    long = query_frame(
         con,
         "SELECT p.globalTaskId AS global_task_id, COALESCE(s.value, CAST(p.name AS TEXT)) AS metric, "
         "p.value AS value FROM TASK_PMU_INFO AS p LEFT JOIN STRING_IDS AS s ON s.id = p.name",
