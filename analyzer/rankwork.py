@@ -242,12 +242,19 @@ def _process_pool(workers: int) -> Executor:
     per worker otherwise). Forked from this process when it runs no other thread (the command
     line: it has imported the rules to check --select, and read no table yet); else forked from a
     server that imports them once (`analyzer.rankwork_preload`), since a fork would copy another
-    thread's state (an Arrow reader's lock) mid-flight."""
+    thread's state (an Arrow reader's lock) mid-flight.
+
+    DuckDB's threads are native, not Python's: a process that has loaded it (the dashboard, a test
+    run, an API caller; never `analyze` itself) may hold a connection whose copy in a forked child
+    joins threads the child does not have when it is collected — a worker crashed so (SIGSEGV in
+    duckdb::TaskScheduler::~TaskScheduler, the pool broken). Such a process uses the server too."""
     import multiprocessing as mp
+    import sys
     import threading
     from concurrent.futures import ProcessPoolExecutor
 
-    if threading.active_count() == 1 and "fork" in mp.get_all_start_methods():
+    alone = threading.active_count() == 1 and "duckdb" not in sys.modules
+    if alone and "fork" in mp.get_all_start_methods():
         import analyzer.rankwork_preload  # noqa: F401  (what the workers inherit)
 
         return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))

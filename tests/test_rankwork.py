@@ -362,3 +362,26 @@ def test_another_numeric_library_is_another_cache(monkeypatch: pytest.MonkeyPatc
         monkeypatch.undo()
         rc._code_fingerprint.cache_clear()
     assert rc._code_fingerprint() == before
+
+
+def test_a_process_that_loaded_duckdb_does_not_fork_its_workers() -> None:
+    """DuckDB's native threads do not survive a fork (a forked worker crashed collecting an
+    inherited connection): the pool then starts from the preloading server. A fresh process, as
+    `analyze` is, still forks."""
+    import subprocess
+    import sys
+
+    import duckdb
+
+    import analyzer.rankwork as rw
+
+    duckdb.connect().execute("select 1").fetchall()
+    pool = rw._process_pool(1)
+    try:
+        assert pool._mp_context.get_start_method() == "forkserver"  # type: ignore[attr-defined]
+    finally:
+        pool.shutdown()
+    probe = ("import analyzer.rankwork as rw; p = rw._process_pool(1); "
+             "print(p._mp_context.get_start_method()); p.shutdown()")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["fork"], out.stderr
