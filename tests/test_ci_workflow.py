@@ -126,7 +126,7 @@ class Job:
     calls: str  # what the stubs logged
     pip: str  # what pip was asked to install
     out: Path  # tilescope-out/ as the artifact step found it
-    summary: str  # the job summary
+    summary: str  # the job summary (every step's)
 
     def ran(self, step: str) -> str | None:
         """'Success' or 'Failure' for a step that ran, None for one that was skipped."""
@@ -178,8 +178,27 @@ def run_job(tmp: Path, base: Path | str | None, head: Path | str | None, *, fork
     done = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=600,
                           stdin=subprocess.DEVNULL)
     log = done.stdout + done.stderr
-    summary = "\n".join(line for line in log.splitlines() if "Summary - " in line)
-    return Job(done.returncode, log, calls.read_text(), pip_log.read_text(), tmp / "artifact", summary)
+    return Job(done.returncode, log, calls.read_text(), pip_log.read_text(), tmp / "artifact",
+               _summary(log))
+
+
+def _summary(log: str) -> str:
+    """The job summary as act prints it: each step's summary file after the step's verdict line,
+    first line prefixed "Summary - ", the rest unprefixed until act's next "[job] " line. act
+    prints it from the file once the step has ended, so unlike a step's own output lines (which
+    act can drop when a step exits within milliseconds) it is always complete: the tests read
+    the gates' reasons here."""
+    out: list[str] = []
+    inside = False
+    for line in log.splitlines():
+        if "Summary - " in line and line.startswith("["):
+            inside = True
+            out.append(line.split("Summary - ", 1)[1])
+        elif line.startswith("["):
+            inside = False
+        elif inside:
+            out.append(line)
+    return "\n".join(out)
 
 
 def test_a_pr_whose_findings_already_existed_passes_and_posts_everything(tmp_path: Path) -> None:
@@ -190,6 +209,7 @@ def test_a_pr_whose_findings_already_existed_passes_and_posts_everything(tmp_pat
                  "Diff against the base (gates evaluated at the end)", "Gates"):
         assert job.ran(step) == "Success", step
     assert job.pip.strip() == f"-m pip install {PINNED}"
+    assert job.summary.rstrip().endswith("### tilescope gates: passed")
     for name in ("report.md", "report.html", "tilescope.sarif", "report.json", "diff.md"):
         assert (job.out / name).is_file(), name
     diff = (job.out / "diff.md").read_text(encoding="utf-8")
@@ -201,12 +221,12 @@ def test_a_pr_whose_findings_already_existed_passes_and_posts_everything(tmp_pat
 def test_pip_spec_must_be_pinned_and_never_the_bare_name(tmp_path: Path) -> None:
     job = run_job(tmp_path, None, None, pip_spec="tilescope")
     assert job.rc != 0 and job.ran("Install tilescope") == "Failure"
-    assert "tilescope is not on PyPI" in job.log and job.pip == ""
+    assert "tilescope is not on PyPI" in job.summary and job.pip == ""
     # the later steps do not die on a missing file: the comment step finds no report and skips it,
     # the gate step runs and says why the job failed
     assert job.ran("Analyse (Markdown, HTML, SARIF, JSON)") is None
     assert re.search(r"^github-script ran; reports: $", job.calls, re.MULTILINE), job.calls
-    assert job.ran("Gates") == "Failure" and "tilescope analyze did not run" in job.log
+    assert job.ran("Gates") == "Failure" and "tilescope analyze did not run" in job.summary
 
 
 @pytest.mark.parametrize(("spec", "installs"), [
@@ -222,13 +242,13 @@ def test_what_the_install_step_accepts(tmp_path: Path, spec: str, installs: str 
     job = run_job(tmp_path, None, None, pip_spec=spec)  # no bundles: the analysis fails at once
     if installs is None:
         assert job.ran("Install tilescope") == "Failure" and job.pip == ""
-        assert "TILESCOPE_PIP_SPEC" in job.log
+        assert "### tilescope: not installed\n\nTILESCOPE_PIP_SPEC '" in job.summary
     else:
         assert job.ran("Install tilescope") == "Success"
         assert job.pip.strip() == f"-m pip install {installs}"
         assert job.ran("Analyse (Markdown, HTML, SARIF, JSON)") == "Success"  # records exit 2
         assert "the analysis of `runs/head` failed (exit 2)" in (job.out / "report.md").read_text()
-        assert "::error::tilescope analyze failed (exit 2): see the report" in job.log
+        assert "- tilescope analyze failed (exit 2): see the report" in job.summary
     assert job.rc != 0 and job.ran("Gates") == "Failure"
 
 
@@ -241,7 +261,7 @@ def test_a_new_high_finding_trips_the_gate_after_everything_is_posted(tmp_path: 
     assert job.ran("Upload SARIF to code scanning") == "Failure"  # continue-on-error: not the job
     assert re.search(r"github-script ran; reports: .*diff\.md", job.calls)
     assert job.ran("Gates") == "Failure"
-    assert "a regression beyond 5 % or a new finding at or above high" in job.log
+    assert "a regression beyond 5 % or a new finding at or above high" in job.summary
     diff = (job.out / "diff.md").read_text(encoding="utf-8")
     assert "TRIPPED" in diff and "TS401" in diff
 
@@ -256,7 +276,7 @@ def test_a_diff_that_exits_2_still_leaves_its_file_and_a_fork_posts_nothing(tmp_
     # fork: read-only token, neither SARIF nor comments are attempted
     assert job.ran("Upload SARIF to code scanning") is None and "upload-sarif ran" not in job.calls
     assert job.ran("Post or update the PR comments") is None and "github-script ran" not in job.calls
-    assert job.ran("Gates") == "Failure" and "could not compare the runs (exit 2" in job.log
+    assert job.ran("Gates") == "Failure" and "could not compare the runs (exit 2" in job.summary
 
 
 def test_no_base_run_skips_the_diff_gates_and_says_so(tmp_path: Path) -> None:
@@ -269,7 +289,9 @@ def test_the_absolute_gate_is_opt_in(tmp_path: Path) -> None:
     """FAIL_ON: high fails on the bundle's old high findings too; reports are still all there."""
     job = run_job(tmp_path, FA_BUNDLE, FA_BUNDLE, fail_on="high")
     assert job.rc != 0 and job.ran("Analyse (Markdown, HTML, SARIF, JSON)") == "Success"
-    assert "::error::tilescope analyze --fail-on high: the head has findings at or above high" in job.log
-    assert "tilescope diff:" not in job.log  # the diff gates passed: nothing new
+    gates = job.summary[job.summary.index("### tilescope gates: failed"):]
+    # the only reason: the absolute gate; the diff gates passed (nothing new)
+    assert gates.splitlines()[2:] == [
+        "- tilescope analyze --fail-on high: the head has findings at or above high (exit 1)"]
     for name in ("report.md", "report.html", "tilescope.sarif", "report.json", "diff.md"):
         assert (job.out / name).is_file(), name
