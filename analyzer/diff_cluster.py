@@ -32,6 +32,7 @@ from analyzer.diff import (
     top_kernel_regressions,
 )
 from analyzer.errors import UsageError
+from analyzer.report.ranks import rank_findings
 
 if TYPE_CHECKING:
     from analyzer.io.load import LoadFailure
@@ -259,8 +260,8 @@ def rank_run(report: Mapping[str, Any], rank: int, steps: int, label: str) -> Ru
     summary = (prof or {}).get("summary")
     if not isinstance(summary, Mapping) or summary.get("total_device_us") is None:
         return None
-    findings = [f for f in report.get("findings") or []
-                if not is_cluster_finding(f) and f.get("rank") == rank]
+    # the rank's own findings, from a grouped report (`by_rank`) or one written per rank
+    findings = rank_findings([f for f in report.get("findings") or [] if not is_cluster_finding(f)], rank)
     run = run_from_summary({"summary": summary, "top_kernels": summary.get("top_kernels") or [],
                              "findings": findings}, f"{label} rank {rank}")
     n = max(1, steps)

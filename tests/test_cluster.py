@@ -237,9 +237,11 @@ def test_generated_rank_table_in_md_and_html(
         assert "on 8 of 8 ranks: 0-7" in out
 
 
-def test_generated_json_keeps_every_rank_finding(
+def test_generated_json_groups_each_rank_finding_across_ranks(
     eight_ranks: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Schema 1.1: one entry per problem with the ranks it was found on and each rank's figures,
+    not one per rank; a rank's own findings come back from it (as `diff` reads them)."""
     assert main(["analyze", str(eight_ranks), "-f", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     from analyzer.report.data import validate_report
@@ -247,7 +249,25 @@ def test_generated_json_keeps_every_rank_finding(
     validate_report(report)
     assert report["cluster"]["slow_rank"] == 3
     assert [r["slow"] for r in report["cluster"]["ranks"]] == [r == 3 for r in range(8)]
-    assert sum(1 for f in report["findings"] if f["code"] == "TS102") == 16  # per rank, ungrouped
+    ts102 = [f for f in report["findings"] if f["code"] == "TS102"]
+    assert len(ts102) == 2  # two chains, each on the 8 ranks, not 16 entries
+    for f in ts102:
+        assert f["ranks"] == list(range(8)) and f["rank_text"] == "on 8 of 8 ranks: 0-7"
+        assert [m["rank"] for m in f["by_rank"]] == list(range(8))
+        assert [m["input"] for m in f["by_rank"]] == list(range(8))
+        # every rank's own saving (the sample's ranks carry the same chains)
+        assert {m["est_saving_us"] for m in f["by_rank"]} == {f["est_saving_us"]}
+    assert sorted(f["est_saving_us"] for f in ts102) == [40.0, 60.0]
+    from analyzer.report.ranks import rank_findings
+
+    five = rank_findings(report["findings"], 5)
+    assert [(f["code"], f["rank"], f["input"]) for f in five] == [("TS102", 5, 5)] * 2
+    assert all("by_rank" not in f and "ranks" not in f for f in five)
+    # "not checked" once per rule and missing input, with the ranks it holds for
+    per_rank = [s for s in report["skipped"] if s.get("scope") != "cluster"]
+    keys = [(s["code"], tuple(s["needs"])) for s in per_rank]
+    assert per_rank and len(keys) == len(set(keys))
+    assert all(s["ranks"] == list(range(8)) for s in per_rank)
     across = {f["code"] for f in report["findings"] if f.get("scope") == "cluster"}
     assert across == {"TS601", "TS603", "TS604", "TS605"}
 
@@ -353,8 +373,9 @@ def test_others_median_equals_dropping_each_rank() -> None:
 def test_sarif_points_each_finding_at_its_rank(
     eight_ranks: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A multi-rank SARIF: a finding's location is the rank it is about (not rank 0's folder), and
-    alike findings of different ranks or links are distinct alerts (fingerprints differ)."""
+    """A multi-rank SARIF: a finding's location is the rank it is about (not rank 0's folder);
+    alike findings of different links are distinct alerts (fingerprints differ), while one problem
+    found on the 8 ranks is one alert that names them, not 8."""
     assert main(["analyze", str(eight_ranks), "-f", "sarif"]) == 0
     results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
 
@@ -367,6 +388,10 @@ def test_sarif_points_each_finding_at_its_rank(
     assert where(by_code["TS601"][0]).endswith("node0_1003_20260101000000000_ascend_pt")  # rank 3
     assert where(by_code["TS604"][0]).endswith("node0_1005_20260101000000000_ascend_pt")  # link 5-6's source
     ts102 = by_code["TS102"]
-    assert len({where(r) for r in ts102}) == 8  # one folder per rank
+    assert len(ts102) == 2  # two chains, each found on every rank
+    for r in ts102:
+        assert r["properties"]["ranks"] == list(range(8))  # type: ignore[index]
+        assert "(on 8 of 8 ranks: 0-7; the figures are rank 0's)" in r["message"]["text"]  # type: ignore[index]
+        assert where(r).endswith("node0_1000_20260101000000000_ascend_pt")  # rank 0's folder
     prints = [r["partialFingerprints"]["tilescopeFinding/v1"] for r in results]
     assert len(set(prints)) == len(prints)

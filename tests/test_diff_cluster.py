@@ -165,6 +165,33 @@ def test_json_reports_give_the_same_diff_as_folders(
     assert mixed == from_folders
 
 
+def test_a_report_written_per_rank_gives_the_same_diff_as_a_grouped_one(
+    straggler_fixed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Schema 1.0 listed each rank's own findings once per rank; 1.1 groups them (`by_rank`). A
+    base report kept from before the change is still compared rank by rank, with no finding
+    counted new or gone because of the layout."""
+    from analyzer.report.ranks import rank_findings
+
+    base, head = straggler_fixed
+    grouped = tmp_path / "base.json"
+    assert main(["analyze", str(base), "-f", "json", "-o", str(grouped)]) == 0
+    report = json.loads(grouped.read_text())
+    assert any("by_rank" in f for f in report["findings"])
+    ranks = [p["rank"] for p in report["profiles"]]
+    cluster = [f for f in report["findings"] if f.get("scope") == "cluster"]
+    per_rank = [f for r in ranks for f in rank_findings(report["findings"], r)]
+    assert len(per_rank) > len(report["findings"]) - len(cluster)  # the groups span ranks
+    old = tmp_path / "base-1.0.json"
+    old.write_text(json.dumps({**report, "schema_version": "1.0", "findings": cluster + per_rank}))
+    _, from_grouped = _diff_json(grouped, head, tmp_path)
+    _, from_old = _diff_json(old, head, tmp_path)
+    for d in (from_grouped, from_old):
+        d.pop("base"), d.pop("head")
+    assert from_old == from_grouped
+    assert any(k["findings"] for k in from_grouped["kernels_by_rank"].values())
+
+
 def test_rank_sets_that_differ_are_said_plainly(
     tmp_path: Path, sample_generator: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -441,8 +441,10 @@ def build_report(
 
 def add_cluster(report: dict[str, Any], cluster: Cluster, result: AnalysisResult) -> None:
     """Add a multi-rank run's `cluster` section and its cross-rank (TS6xx) findings, skipped rules
-    and errors to `report`, in place; findings stay ordered by saving."""
-    from analyzer.report.ranks import SCOPE_CLUSTER, cluster_section
+    and errors to `report`, in place, and group the ranks' own findings and skipped rules across
+    ranks (analyzer.report.ranks.group_across_ranks, group_skipped); findings stay ordered by
+    saving."""
+    from analyzer.report.ranks import SCOPE_CLUSTER, cluster_section, group_across_ranks, group_skipped
 
     index = {e["rank"]: e["id"] for e in report["profiles"]}
     section = cluster_section(cluster, result)
@@ -456,7 +458,12 @@ def add_cluster(report: dict[str, Any], cluster: Cluster, result: AnalysisResult
                           for s in result.skipped]
     report["errors"] += [_jsonable({**_tag(e.to_dict(), 0, None), "scope": SCOPE_CLUSTER})
                          for e in result.errors]
+    # one entry per problem with the ranks it was found on, not one per rank (the JSON of a
+    # 4,096-rank run would repeat each problem 4,096 times, occurrences and all)
+    total = int(report["cluster"]["ranks_total"])
+    report["findings"] = group_across_ranks(report["findings"], total)
     report["findings"].sort(key=lambda f: (-f["est_saving_us"], f["code"]))
+    report["skipped"] = group_skipped(report["skipped"], total)
 
 
 def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 import importlib.metadata
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: a multi-rank report groups each rank's own findings and skipped rules
 TIMELINE_CAP = 5_000  # launches in `timeline`; above it the longest are kept
 
 

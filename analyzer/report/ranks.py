@@ -140,15 +140,23 @@ def _rank_rows(report: Mapping[str, Any]) -> list[list[str]]:
 
 def group_across_ranks(findings: Sequence[Mapping[str, Any]], ranks_total: int) -> list[dict[str, Any]]:
     """Per-rank findings of the same rule on the same kernels, one entry for all the ranks they
-    were found on: the one with the largest saving, with `ranks` (sorted ids) and `rank_text`
-    ("on 7 of 8 ranks: 0-6"). Cross-rank findings and single-rank reports pass through; the order
-    (largest saving first) is kept."""
+    were found on: the member with the highest severity, then the largest saving (its own message,
+    evidence and numbers), with `ranks` (sorted ids), `rank_text` ("on 7 of 8 ranks: 0-6"),
+    `ranks_total` and `by_rank` (each member's rank, input, severity, saving, share and
+    occurrences, by rank). Cross-rank findings, single-rank reports and entries grouped already
+    pass through; the order (largest saving first) is kept.
+
+    `build_report` groups a multi-rank report's JSON this way (one entry per problem, not one per
+    rank: a 4,096-rank report would otherwise repeat each problem 4,096 times with its listed
+    occurrences); the renderers call it again, which changes nothing on a grouped report and
+    groups a report written before (schema 1.0)."""
     from analyzer.ranksets import rank_set_text
 
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     order: list[tuple[Any, ...]] = []
     for i, f in enumerate(findings):
-        if ranks_total < 2 or f.get("scope") == SCOPE_CLUSTER or f.get("rank") is None:
+        if (ranks_total < 2 or f.get("scope") == SCOPE_CLUSTER or f.get("rank") is None
+                or "by_rank" in f):
             key: tuple[Any, ...] = ("single", i)
         else:
             key = (f.get("code"), f.get("slug"), tuple(f.get("kernels") or ()))
@@ -159,17 +167,52 @@ def group_across_ranks(findings: Sequence[Mapping[str, Any]], ranks_total: int) 
     out = []
     for key in order:
         members = groups[key]
-        top: dict[str, Any] = max(members, key=_saving)
+        top: dict[str, Any] = max(members, key=_weight)
         best = dict(top)
         if key[0] != "single":
+            members.sort(key=lambda f: int(f["rank"]))
             ranks = sorted({int(f["rank"]) for f in members})
             best["ranks"] = ranks
             best["rank_text"] = f"on {len(ranks)} of {ranks_total} ranks: {rank_set_text(ranks)}"
             best["ranks_total"] = ranks_total
+            best["by_rank"] = [{k: f.get(k) for k in BY_RANK_KEYS} for f in members]
         elif best.get("scope") == SCOPE_CLUSTER:
             best["rank_text"] = "across ranks"
         out.append(best)
     return out
+
+
+# what a grouped finding keeps of each rank's own (the rest is the representative's)
+BY_RANK_KEYS = ("rank", "input", "severity", "est_saving_us", "share_of_total", "occurrences")
+
+
+def rank_findings(findings: Sequence[Mapping[str, Any]], rank: int) -> list[dict[str, Any]]:
+    """One rank's own findings from a report's list, grouped (`by_rank`) or not: a grouped entry
+    the rank is a member of comes back with that rank's severity, saving, share, occurrences and
+    input over the representative's (the message and evidence stay the representative's)."""
+    out: list[dict[str, Any]] = []
+    for f in findings:
+        if f.get("scope") == SCOPE_CLUSTER:
+            continue
+        members = f.get("by_rank")
+        if isinstance(members, list):
+            own = next((m for m in members if isinstance(m, Mapping) and m.get("rank") == rank), None)
+            if own is not None:
+                plain = {k: v for k, v in f.items() if k not in GROUP_KEYS}
+                out.append({**plain, **own})
+        elif f.get("rank") == rank:
+            out.append(dict(f))
+    return out
+
+
+GROUP_KEYS = ("ranks", "rank_text", "ranks_total", "by_rank")
+
+
+def _weight(f: Mapping[str, Any]) -> tuple[int, float]:
+    from analyzer.findings import Severity
+
+    ranks = {s.value: s.rank for s in Severity}
+    return ranks.get(str(f.get("severity", "")).lower(), -1), _saving(f)
 
 
 def _saving(f: Mapping[str, Any]) -> float:
@@ -187,8 +230,33 @@ def unique_skipped(skipped: Sequence[Mapping[str, Any]]) -> list[Mapping[str, An
     seen: set[tuple[Any, ...]] = set()
     out = []
     for s in skipped:
-        key = (s.get("code"), tuple(s.get("needs") or s.get("missing") or ()))
+        key = _skip_key(s)
         if key not in seen:
             seen.add(key)
             out.append(s)
     return out
+
+
+def group_skipped(skipped: Sequence[Mapping[str, Any]], ranks_total: int) -> list[dict[str, Any]]:
+    """A multi-rank report's skipped rules, one entry per rule and missing input with `ranks`:
+    the sorted ids of the ranks it was skipped on (cross-rank ones and single-rank reports pass
+    through)."""
+    out: list[dict[str, Any]] = []
+    index: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for s in skipped:
+        if ranks_total < 2 or s.get("scope") == SCOPE_CLUSTER or s.get("rank") is None or "ranks" in s:
+            out.append(dict(s))
+            continue
+        key = _skip_key(s)
+        entry = index.get(key)
+        if entry is None:
+            entry = index[key] = {**s, "ranks": []}
+            out.append(entry)
+        entry["ranks"].append(int(s["rank"]))
+    for entry in index.values():
+        entry["ranks"] = sorted(set(entry["ranks"]))
+    return out
+
+
+def _skip_key(s: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (s.get("code"), tuple(s.get("needs") or s.get("missing") or ()))

@@ -151,6 +151,8 @@ def _result(f: Mapping[str, Any], rule_index: Mapping[str, int], report: Mapping
     text = (f"{f.get('message', '')} — {saving_phrase(f)}"
             + (f"; kernels: {', '.join(kernels[:5])}" + (" …" if len(kernels) > 5 else "") if kernels else "")
             + (f". {f.get('recommendation')}" if f.get("recommendation") else ""))
+    if f.get("by_rank"):  # one result for a problem found on several ranks, which it names
+        text = f"{text} ({f.get('rank_text')}; the figures are rank {f.get('rank')}'s)"
     result: dict[str, Any] = {
         "ruleId": code,
         "ruleIndex": rule_index[code],
@@ -166,6 +168,8 @@ def _result(f: Mapping[str, Any], rule_index: Mapping[str, int], report: Mapping
             "occurrences": f.get("occurrences", 1), "evidence": finite(f.get("evidence") or {}),
         },
     }
+    if isinstance(f.get("ranks"), list):
+        result["properties"]["ranks"] = [r for r in f["ranks"] if isinstance(r, int)]
     if related:
         result["relatedLocations"] = [
             {"id": i, "physicalLocation": _physical(loc, root, input_path),
@@ -182,8 +186,9 @@ def _fingerprint(f: Mapping[str, Any], multi_rank: bool = False) -> str:
     # Stable across runs while the problem is the same: code + normalised kernel names, so code
     # scanning tracks one alert instead of opening a new one on every push.
     # In a multi-rank report, what the finding names is part of it: a cross-rank finding's link or
-    # rank (as `diff` matches them), a per-rank finding's rank — or the same problem on 8 ranks,
-    # or two slow links, would be one alert.
+    # rank (as `diff` matches them) — or two slow links would be one alert. A rank's own finding
+    # is grouped across the ranks it was found on (`ranks`): one alert for the problem, whichever
+    # ranks have it; in a report written ungrouped (schema 1.0) its rank is part of it.
     from analyzer.diff import finding_identity
     from analyzer.diff_cluster import cluster_identity, is_cluster_finding
 
@@ -193,7 +198,7 @@ def _fingerprint(f: Mapping[str, Any], multi_rank: bool = False) -> str:
     else:
         code, kernels = finding_identity(f)
         parts = (code, *kernels)
-        if f.get("rank") is not None and multi_rank:
+        if f.get("rank") is not None and multi_rank and "ranks" not in f:
             parts = (*parts, f"rank {f['rank']}")
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
