@@ -263,6 +263,11 @@ def test_generated_json_groups_each_rank_finding_across_ranks(
     five = rank_findings(report["findings"], 5)
     assert [(f["code"], f["rank"], f["input"]) for f in five] == [("TS102", 5, 5)] * 2
     assert all("by_rank" not in f and "ranks" not in f for f in five)
+    for f, group in zip(five, ts102, strict=True):  # rank 0 is shown: rank 5 keeps its own words
+        own = next(m for m in group["by_rank"] if m["rank"] == 5)
+        assert f["message"] == own["message"] and f["est_saving_us"] == own["est_saving_us"]
+        assert f["evidence"] == {} and f["evidence_rank"] == group["rank"] == 0
+    assert rank_findings(report["findings"], 0)[0]["evidence"] == ts102[0]["evidence"] != {}
     # "not checked" once per rule and missing input, with the ranks it holds for
     per_rank = [s for s in report["skipped"] if s.get("scope") != "cluster"]
     keys = [(s["code"], tuple(s["needs"])) for s in per_rank]

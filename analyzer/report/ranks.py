@@ -142,8 +142,8 @@ def group_across_ranks(findings: Sequence[Mapping[str, Any]], ranks_total: int) 
     """Per-rank findings of the same rule on the same kernels, one entry for all the ranks they
     were found on: the member with the highest severity, then the largest saving (its own message,
     evidence and numbers), with `ranks` (sorted ids), `rank_text` ("on 7 of 8 ranks: 0-6"),
-    `ranks_total` and `by_rank` (each member's rank, input, severity, saving, share and
-    occurrences, by rank). Cross-rank findings, single-rank reports and entries grouped already
+    `ranks_total` and `by_rank` (each member's rank, input, severity, saving, share, occurrences
+    and message, by rank). Cross-rank findings, single-rank reports and entries grouped already
     pass through; the order (largest saving first) is kept.
 
     `build_report` groups a multi-rank report's JSON this way (one entry per problem, not one per
@@ -182,14 +182,16 @@ def group_across_ranks(findings: Sequence[Mapping[str, Any]], ranks_total: int) 
     return out
 
 
-# what a grouped finding keeps of each rank's own (the rest is the representative's)
-BY_RANK_KEYS = ("rank", "input", "severity", "est_saving_us", "share_of_total", "occurrences")
+# what a grouped finding keeps of each rank's own (the rest is the representative's): its
+# numbers and its message, which says them in words
+BY_RANK_KEYS = ("rank", "input", "severity", "est_saving_us", "share_of_total", "occurrences", "message")
 
 
 def rank_findings(findings: Sequence[Mapping[str, Any]], rank: int) -> list[dict[str, Any]]:
     """One rank's own findings from a report's list, grouped (`by_rank`) or not: a grouped entry
-    the rank is a member of comes back with that rank's severity, saving, share, occurrences and
-    input over the representative's (the message and evidence stay the representative's)."""
+    the rank is a member of comes back with that rank's own severity, saving, share, occurrences,
+    message and input. Only the representative's evidence is in the report: another rank's
+    finding comes back with `evidence` empty and `evidence_rank` naming the rank that has it."""
     out: list[dict[str, Any]] = []
     for f in findings:
         if f.get("scope") == SCOPE_CLUSTER:
@@ -199,6 +201,9 @@ def rank_findings(findings: Sequence[Mapping[str, Any]], rank: int) -> list[dict
             own = next((m for m in members if isinstance(m, Mapping) and m.get("rank") == rank), None)
             if own is not None:
                 plain = {k: v for k, v in f.items() if k not in GROUP_KEYS}
+                if own.get("rank") != f.get("rank"):
+                    plain["evidence"] = {}
+                    plain["evidence_rank"] = f.get("rank")
                 out.append({**plain, **own})
         elif f.get("rank") == rank:
             out.append(dict(f))
