@@ -3,4 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --browser
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# One worker per core (at most 4), each taking whole test files (`--dist loadfile`: a module's
+# fixtures — generated runs, the dashboard server, the emulated tilelang-ascend lowering — are built
+# once): 7.4 min instead of 16.6 on the 2-core machines CI uses. `-n 0` runs in this process.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n auto --maxprocesses 4 --dist loadfile "$@"
