@@ -51,3 +51,23 @@ def test_speed_of_light_under_one_percent_keeps_a_digit() -> None:
     assert said(0.0312) == "kernels ran at 0.03 % of their speed of light (over 40 % of kernel time)"
     shown = [said(p).split(" %")[0].rsplit(" ", 1)[1] for p in (0.0, 0.46, 0.96, 13.4)]
     assert shown == ["0", "0.5", "1", "13"]
+
+
+def test_a_grouped_saving_says_it_is_one_ranks_and_the_spread() -> None:
+    """A problem found on several ranks shows its shown rank's saving; the words say it is per
+    rank, and give the range when the ranks differ (the headline sums every rank's)."""
+    from analyzer.report.ranks import group_across_ranks
+    from analyzer.report.words import saving_text
+
+    def on(rank: int, us: float) -> dict[str, Any]:
+        return {"code": "TS102", "slug": "known-fusible-pattern", "kernels": ["MatMulV2", "Gelu"],
+                "severity": "medium", "est_saving_us": us, "share_of_total": us / 2000, "rank": rank,
+                "input": rank, "occurrences": 2, "message": f"rank {rank}", "saving_kind": "work"}
+
+    differ = group_across_ranks([on(0, 40.0), on(1, 60.0), on(2, 50.0)], 3)
+    assert len(differ) == 1 and differ[0]["rank"] == 1
+    assert saving_text(differ[0]) == "60.0 µs (3.0 %) on rank 1 (40.0 µs to 60.0 µs per rank)"
+    same = group_across_ranks([on(0, 40.0), on(1, 40.0)], 4)
+    assert saving_text(same[0]) == "40.0 µs (2.0 %) per rank"
+    alone = group_across_ranks([on(3, 40.0)], 4)  # found on one rank only: nothing to add
+    assert saving_text(alone[0]) == "40.0 µs (2.0 %)"

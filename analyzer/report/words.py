@@ -67,7 +67,23 @@ def saving_text(f: Mapping[str, Any]) -> str:
         return f"{fmt_us(saving)} idle ({share} of wall time)"
     if kind == "cluster":
         return f"{fmt_us(saving)} ({share} of step time)"
-    return f"{fmt_us(saving)} ({share})"
+    return f"{fmt_us(saving)} ({share}){_per_rank(f)}"
+
+
+def _per_rank(f: Mapping[str, Any]) -> str:
+    """A finding grouped across ranks shows one rank's saving: say so, and the spread over its
+    ranks when they differ (the headline sums every rank's)."""
+    members = f.get("by_rank")
+    if not isinstance(members, list) or len(members) < 2:
+        return ""
+    savings = [v for v in (num(m.get("est_saving_us")) for m in members if isinstance(m, Mapping))
+               if v is not None]
+    if not savings:
+        return ""
+    lo, hi = min(savings), max(savings)
+    if fmt_us(lo) == fmt_us(hi):
+        return " per rank"
+    return f" on rank {f.get('rank')} ({fmt_us(lo)} to {fmt_us(hi)} per rank)"
 
 
 def saving_phrase(f: Mapping[str, Any]) -> str:
