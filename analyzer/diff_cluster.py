@@ -31,6 +31,7 @@ from analyzer.diff import (
     spread_verdict,
     top_kernel_regressions,
 )
+from analyzer.diff_links import LinkDelta, compare_links
 from analyzer.errors import UsageError
 from analyzer.report.ranks import rank_findings
 
@@ -290,6 +291,7 @@ class ClusterDiff:
     regressions: list[str]
     fail_on_new: str | None = None
     new_over_gate: list[dict[str, Any]] = field(default_factory=list)
+    links: list[LinkDelta] = field(default_factory=list)  # every rank pair of either run (diff_links)
 
     @property
     def tripped(self) -> bool:
@@ -336,6 +338,7 @@ class ClusterDiff:
             "kernels_by_rank": {str(r): {k: v for k, v in d.to_dict().items()
                                          if k in ("total", "kernels", "findings")}
                                 for r, d in self.kernels.items()},
+            "links": [d.to_dict() for d in self.links],
             "notes": self.notes,
             "gate": {"regressions": self.regressions, "fail_on_new": self.fail_on_new,
                      "new_findings": self.new_over_gate, "tripped": self.tripped},
@@ -425,7 +428,13 @@ def compare_clusters(base: Mapping[str, Any], head: Mapping[str, Any], base_labe
     return ClusterDiff(
         base_label, head_label, threshold_pct, sorted(b_steps), sorted(h_steps), deltas, b_slow, h_slow,
         slow_verdict, _straggler(base), _straggler(head), compare_cluster_findings(b_find, h_find), kernels,
-        rank_set_notes(b_steps, h_steps), regressions, fail_on_new, new_over_gate)
+        rank_set_notes(b_steps, h_steps), regressions, fail_on_new, new_over_gate,
+        compare_links(_links(base), _links(head), threshold_pct))
+
+
+def _links(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    rows = (report.get("cluster") or {}).get("links")
+    return [r for r in rows if isinstance(r, Mapping)] if isinstance(rows, list) else []
 
 
 def _straggler(report: Mapping[str, Any]) -> int | None:

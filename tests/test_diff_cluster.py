@@ -95,6 +95,14 @@ def test_fixed_straggler_and_slower_link_are_named(
     others = [k for r in ("0", "5", "7") for k in d["kernels_by_rank"][r]["kernels"]]
     assert others and all(k["verdict"] == "within threshold" for k in others)
     assert d["gate"]["tripped"] is False
+    # link by link: 5->6 named first, with the bandwidths each run's matrix gives; every other link
+    # of the ring within the threshold (the gates do not read links: TS604 and the step time do)
+    first = d["links"][0]
+    assert (first["src_rank"], first["dst_rank"], first["verdict"]) == (5, 6, "slower")
+    assert first["bandwidth_gbps"] == {"base": _link_gbps(base, 5, 6), "head": _link_gbps(head, 5, 6)}
+    assert (first["bandwidth_gbps"]["base"], first["bandwidth_gbps"]["head"]) == (20.0, 5.0)
+    assert first["change_pct"] == -75.0 and first["transports"] == ["HCCS"]
+    assert len(d["links"]) == 8 and all(x["verdict"] == "within threshold" for x in d["links"][1:])
 
 
 def test_text_says_what_changed(
@@ -109,6 +117,10 @@ def test_text_says_what_changed(
     new = [line for line in out.splitlines() if line.strip().startswith("new")]
     assert any("TS604 slow-link (link 5-6 HCCS)" in line for line in new), new
     assert "MatMulV2: improved on rank 3 — median per launch 270.0 µs → 180.0 µs (−33.3 %)" in out
+    assert ("links (bandwidth per rank pair over the run, no spread): 8 in both runs, 1 slower and "
+            "0 faster by 5 % or more") in out
+    slower = [line.strip() for line in out.splitlines() if line.strip().startswith("slower ")]
+    assert slower == ["slower      5→6 HCCS: 20.0 → 5.0 GB/s (−75.0 %), 56.0 → 56.0 MB moved"], slower
     assert ("regression gate (5 %, noise-aware; slowest rank's step time, each rank's top kernels): "
             "passed") in out
 
@@ -289,3 +301,25 @@ def test_bundled_sample_manifest_matches_analyze(capsys: pytest.CaptureFixture[s
     (straggler,) = [f for f in report["findings"] if f["code"] == "TS603"]
     assert straggler["kernels"] == [planted["slow_kernel"]]
     assert straggler["evidence"]["slowdown"] == planted["slow_factor"]
+
+
+def test_links_only_in_one_run_and_values_that_are_not_numbers() -> None:
+    """compare_links on hand-written rows: the verdicts, the order, and rows a report may carry
+    broken (a bool rank, NaN or text bandwidth) never raise or count as a change."""
+    from analyzer.diff_links import compare_links
+
+    def row(src: Any, dst: Any, gbps: Any, mb: float = 10.0) -> dict[str, Any]:
+        return {"src_rank": src, "dst_rank": dst, "transports": ["HCCS"], "bandwidth_gbps": gbps,
+                "size_mb": mb}
+
+    base = [row(0, 1, 20.0), row(1, 2, 20.0), row(2, 3, 20.0), row(3, 0, 20.0), row(4, 5, float("nan")),
+            row(True, 1, 5.0), row(6, 7, 20.0)]
+    head = [row(0, 1, 19.5), row(1, 2, 10.0), row(2, 3, 30.0), row(5, 6, 20.0), row(4, 5, "fast"),
+            row(6, 7, 18.0)]
+    got = [(d.src_rank, d.dst_rank, d.verdict, None if d.pct is None else round(d.pct, 1))
+           for d in compare_links(base, head, 5.0)]
+    assert got == [
+        (1, 2, "slower", -50.0), (6, 7, "slower", -10.0), (2, 3, "faster", 50.0),
+        (5, 6, "only in head", None), (3, 0, "only in base", None),
+        (0, 1, "within threshold", -2.5), (4, 5, "no bandwidth", None),
+    ]

@@ -23,6 +23,7 @@ from analyzer.diff_cluster import (
     rank_text,
     step_value,
 )
+from analyzer.diff_links import FASTER, ONLY_BASE, ONLY_HEAD, SLOWER, LinkDelta, changed
 from analyzer.report.escape import md_code_span, md_text, one_line
 from analyzer.report.terminal import console, wrap
 from analyzer.report.words import fmt_us, saving_phrase
@@ -240,6 +241,14 @@ def render_text(r: ClusterDiff, width: int | None = None) -> str:
     for c in changes:
         say(f"{c.status:<11} {_change_line(c, esc)}", "  ", "    ")
     out.append("")
+    if r.links:
+        say(links_line(r))
+        moved = changed(r.links)
+        for d in moved[:SHOWN_GROUPS]:
+            say(f"{d.verdict:<11} {esc(d.name)}: {link_numbers(d)}", "  ", "    ")
+        if len(moved) > SHOWN_GROUPS:
+            say(f"… {len(moved) - SHOWN_GROUPS} more (--format json has all)", "  ")
+        out.append("")
     groups, quiet = kernel_groups(r)
     say(f"kernels per rank (each rank's top kernels, matched as in a single-run diff; {len(r.kernels)} "
         f"rank{'s' if len(r.kernels) != 1 else ''} compared): {quiet} comparisons within the threshold, "
@@ -263,6 +272,27 @@ def render_text(r: ClusterDiff, width: int | None = None) -> str:
     if new_gate is not None:
         say(new_gate)
     return "\n".join(out) + "\n"
+
+
+def links_line(r: ClusterDiff) -> str:
+    """`links (bandwidth per rank pair over the run, no spread): 56 compared, 1 slower, ...`."""
+    n = {v: sum(1 for d in r.links if d.verdict == v) for v in (SLOWER, FASTER, ONLY_BASE, ONLY_HEAD)}
+    both = sum(1 for d in r.links if d.base_gbps is not None and d.head_gbps is not None)
+    text = (f"links (bandwidth per rank pair over the run, no spread): {both} in both runs, "
+            f"{n[SLOWER]} slower and {n[FASTER]} faster by {r.threshold_pct:g} % or more")
+    if n[ONLY_BASE] or n[ONLY_HEAD]:
+        text += f"; {n[ONLY_BASE]} only in base, {n[ONLY_HEAD]} only in head"
+    return text
+
+
+def link_numbers(d: LinkDelta) -> str:
+    """`20.0 → 5.0 GB/s (-75.0 %), 56.0 → 56.0 MB moved`."""
+    def n(v: float | None) -> str:
+        return "–" if v is None else f"{v:,.1f}"
+
+    pct = d.pct
+    change = "" if pct is None else f" ({signed_pct(pct)})"
+    return f"{n(d.base_gbps)} → {n(d.head_gbps)} GB/s{change}, {n(d.base_mb)} → {n(d.head_mb)} MB moved"
 
 
 # ---------------------------------------------------------------- Markdown
@@ -289,6 +319,16 @@ def render_md(r: ClusterDiff) -> str:
             f"{counts['still there']} still there", ""]
     marks = {"gone": "✅ gone", "new": "🆕 new", "still there": "⏳ still there"}
     out += [f"- {marks[c.status]} {_change_line(c, md_text)}" for c in r.findings]
+    if r.links:
+        line = links_line(r)
+        out += ["", f"**{md_text(line[0].upper() + line[1:], None)}**"]
+        moved = changed(r.links)
+        if moved:
+            out += ["", "| link | verdict | bandwidth and data, base → head |", "|---|---|---|"]
+            out += [f"| {md_text(d.name, None)} | {d.verdict} | {md_text(link_numbers(d), None)} |"
+                    for d in moved[:SHOWN_GROUPS]]
+            if len(moved) > SHOWN_GROUPS:
+                out.append(f"\n_{len(moved) - SHOWN_GROUPS} more in `--format json`._")
     groups, quiet = kernel_groups(r)
     total = len(r.common_ranks)
     out += ["", f"**Kernels per rank** (each rank's top kernels, matched as in a single-run diff): "
