@@ -255,25 +255,33 @@ def register(app: dash.Dash, store: DataStore) -> None:
     @app.callback(
         Output("f-list", "children"),
         Output("f-count", "children"),
+        Output("f-list-shown", "data"),
         Input("profile", "value"),
         Input("f-sev", "value"),
         Input("f-rule", "value"),
         Input("finding-sel", "data"),
         Input("tabs", "value"),
+        State("f-list-shown", "data"),
     )
     def on_findings(
-        key: str | None, sev: list[str] | None, rules: list[str] | None, sel: int | None, tab: str
-    ) -> tuple[Any, str]:
+        key: str | None, sev: list[str] | None, rules: list[str] | None, sel: int | None, tab: str,
+        drawn: Any,
+    ) -> tuple[Any, str, list[Any]]:
         _active(tab, "findings")
         entry = _entry(store, key)
         sev = inputs.text_list(sev, "severity filter")
         rules = inputs.text_list(rules, "rule filter")
         sel = inputs.index(sel, "selected finding")
+        # the tab shown again over the list it already holds: redrawing it would replace the items
+        # under a click in flight, and that click would be lost
+        now = [key, sev, rules, sel]
+        if drawn == now:
+            raise PreventUpdate
         shown = V.filter_findings(entry.findings, sev, rules)
         items = [V.finding_item(i, f, "f-item", selected=i == sel) for i, f in shown]
         return items or [
             html.Div("No findings match.", className="muted")
-        ], f"{len(shown)} of {len(entry.findings)} findings"
+        ], f"{len(shown)} of {len(entry.findings)} findings", now
 
     @app.callback(
         Output("finding-sel", "data"),

@@ -334,6 +334,9 @@ def build_layout(
             # and which profile, finding and kernel they were made for
             dcc.Store(id="ir-data"),
             dcc.Store(id="ir-shown"),
+            # what the findings list was last drawn for (callbacks.on_findings): showing the tab
+            # again redraws nothing, so a click on an item is never lost to a redraw of the same list
+            dcc.Store(id="f-list-shown"),
             dcc.Tabs(
                 id="tabs",
                 value="overview",

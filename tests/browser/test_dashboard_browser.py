@@ -373,6 +373,42 @@ def _marks_of(app: Any, index: int) -> dict[str, list[int]]:
     return {s.stage: sorted(s.marked) for s in stages}
 
 
+def test_showing_the_findings_tab_again_keeps_its_list_and_a_click_lands(
+    page: Any, fa_app: tuple[str, Any]
+) -> None:
+    """Showing the Findings tab again over the list it already holds redraws nothing: a redraw
+    replaced the items under a click in flight, and the click was lost (CI once saw the detail
+    stay on the previous finding). The list's callback answers 204 (no update) on the return;
+    a click right after the tab is shown lands."""
+    from playwright.sync_api import expect
+
+    url, app = fa_app
+    entry = store_of(app).get("p0")
+    assert entry is not None and len(entry.findings) >= 2
+    events = open_app(page, url)
+    answers: list[int] = []  # the findings list's callback, each time it answers
+
+    def on_response(r: Any) -> None:
+        if "_dash-update-component" in r.url and "f-list.children" in (r.request.post_data or ""):
+            answers.append(r.status)
+
+    page.on("response", on_response)
+    show_tab(page, "Findings")
+    items = page.locator("#f-list .finding-item")
+    expect(items).to_have_count(len(entry.findings))
+    show_tab(page, "Overview")
+    expect(page.locator("#ov-kpis .kpi")).to_have_count(6)
+    drawn = len(answers)
+    show_tab(page, "Findings")
+    items.nth(1).click()  # at once, as the tab's callbacks are in flight
+    expect(page.locator("#f-detail h3")).to_contain_text(str(entry.findings[1]["code"]))
+    page.wait_for_timeout(500)
+    # the return answered "nothing to redraw"; the click's new selection redrew the list once
+    assert answers[:drawn] and answers[drawn] == 204, answers
+    assert 200 in answers[drawn + 1:], answers
+    events.assert_clean()
+
+
 def test_show_in_ir_always_shows_the_selected_finding(page: Any, fa_app: tuple[str, Any]) -> None:
     """Findings -> TS504 -> Show in IR -> Findings -> TS201 -> Show in IR showed TS504's marks
     under a dropdown saying TS201, unscrolled (issue #15 item 2). Then the tab is left and shown
