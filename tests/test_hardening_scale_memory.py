@@ -103,7 +103,9 @@ def test_a_freed_kernel_table_goes_back_to_the_os(tmp_path: Path, sample_generat
     sample_generator.write_large_kernel_details(csv, 150_000)
     before, held, after = _probe(csv, switch=True)
     assert held - before > 100  # the table and its parse did take memory (~160 MiB here)
-    assert after - before < 0.35 * (held - before)
+    # what stays: 23-25 % of it on an idle machine, up to 36 % beside another busy process (the
+    # test suite runs two files at once); the default allocator keeps 95 % (below)
+    assert after - before < 0.5 * (held - before)
     # the default allocator kept most of it: what the switch is for (and what makes this test bite)
     before, held, after = _probe(csv, switch=False)
     assert after - before > 0.6 * (held - before)
