@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analyzer.errors import UsageError
-from analyzer.findings import Severity
+from analyzer.findings import SEVERITY_RANK
 from analyzer.report.charts import PIPE_SERIES, num, report_findings, report_kernels, report_summary
 from analyzer.summary import device_time
 
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 DIFF_SCHEMA_VERSION = "1"
 TOP_KERNELS = 10  # the gate watches the base run's top kernels by device time
-SEVERITY_RANK = {s.value: s.rank for s in Severity}
 PIPE_CHANGE_MIN = 0.05  # pipe-share changes smaller than 5 points of the launch are not reported
 
 # Example: "flash_attn_fwd_kernel_mix_aic_3f2a9c1b" -> "flash_attn_fwd"; "hcom_allReduce__123_0_1" ->

@@ -262,7 +262,7 @@ def rank_run(report: Mapping[str, Any], rank: int, steps: int, label: str) -> Ru
     if not isinstance(summary, Mapping) or summary.get("total_device_us") is None:
         return None
     # the rank's own findings, from a grouped report (`by_rank`) or one written per rank
-    findings = rank_findings([f for f in report.get("findings") or [] if not is_cluster_finding(f)], rank)
+    findings = rank_findings(report.get("findings") or [], rank)
     run = run_from_summary({"summary": summary, "top_kernels": summary.get("top_kernels") or [],
                              "findings": findings}, f"{label} rank {rank}")
     n = max(1, steps)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeGuard
+
+from analyzer.report.words import num
 
 SLOWER, FASTER, QUIET = "slower", "faster", "within threshold"
 ONLY_BASE, ONLY_HEAD = "only in base", "only in head"
@@ -95,20 +97,16 @@ def _by_pair(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[int, int], Mapping
         if not isinstance(r, Mapping):
             continue
         src, dst = r.get("src_rank"), r.get("dst_rank")
-        if isinstance(src, int) and isinstance(dst, int) and _rank(src) and _rank(dst):
+        if _rank(src) and _rank(dst):
             out[(src, dst)] = r
     return out
 
 
-def _rank(v: Any) -> bool:
+def _rank(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _num(row: Mapping[str, Any] | None, key: str) -> float | None:
-    if row is None:
-        return None
-    v = row.get(key)
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return None
-    f = float(v)
-    return f if f == f and f not in (float("inf"), float("-inf")) else None
+    """A JSON number of the row, finite (words.num); text and booleans are no bandwidth."""
+    v = None if row is None else row.get(key)
+    return num(v) if isinstance(v, int | float) and not isinstance(v, bool) else None

@@ -34,6 +34,8 @@ class Severity(StrEnum):
 
 # The severities, highest first (declaration order): the order every view lists them in.
 SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
+# severity name -> rank (high 3 ... info 0): what gates and grouping compare
+SEVERITY_RANK: dict[str, int] = {s.value: s.rank for s in Severity}
 
 
 @dataclass(frozen=True)

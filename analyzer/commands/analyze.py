@@ -19,7 +19,7 @@ from analyzer.atomic import write_text_atomic
 from analyzer.commands import CHIP_HELP
 from analyzer.config import Config, load_config
 from analyzer.errors import GateTrippedError, UsageError
-from analyzer.findings import Finding, Severity
+from analyzer.findings import SEVERITY_RANK, Finding, Severity
 from analyzer.report.terminal import WIDTH_HELP, output_width, write_stdout
 
 if TYPE_CHECKING:  # analyzer.profile imports pandas: not needed for `analyze --help`
@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # analyzer.profile imports pandas: not needed for `analyze --
     from analyzer.profile import Profile
 
 FORMATS = ("text", "json", "md", "html", "sarif")
-SEVERITY_RANK = {s.value: s.rank for s in Severity}
 _NOT_A_TERMINAL = io.StringIO()  # -o FILE: wrapped only at --width, like a pipe
 
 

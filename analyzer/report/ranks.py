@@ -214,10 +214,9 @@ GROUP_KEYS = ("ranks", "rank_text", "ranks_total", "by_rank")
 
 
 def _weight(f: Mapping[str, Any]) -> tuple[int, float]:
-    from analyzer.findings import Severity
+    from analyzer.findings import SEVERITY_RANK
 
-    ranks = {s.value: s.rank for s in Severity}
-    return ranks.get(str(f.get("severity", "")).lower(), -1), _saving(f)
+    return SEVERITY_RANK.get(str(f.get("severity", "")).lower(), -1), _saving(f)
 
 
 def _saving(f: Mapping[str, Any]) -> float:
