@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyzer.config import Config
-from analyzer.findings import Finding
-from analyzer.gcpause import gc_paused
+from tilescope.config import Config
+from tilescope.findings import Finding
+from tilescope.gcpause import gc_paused
 
 # The engine imports the profile model and with it pandas: imported when the rules run, so that
 # `tilescope analyze` can start reading a timeline before pandas is loaded (see io/load.py).
 if TYPE_CHECKING:
-    from analyzer.engine import AnalysisResult, SkippedRule
-    from analyzer.profile import Profile
+    from tilescope.engine import AnalysisResult, SkippedRule
+    from tilescope.profile import Profile
 
 # Which collection setting provides a kernel column (formats doc §3.2, §4). Prefixes are matched
 # after the exact names; a column not listed is reported by name.
@@ -143,9 +143,9 @@ def kernel_columns_read() -> tuple[str, ...]:
     """Every kernel-table column `analyze` reads: the rules' (their NEEDS and READS) and the
     report's. `tilescope analyze` loads only these (`load_profiles(kernel_columns=...)`): a wide
     table's other columns (pipe times, cycle counts, ids, formats) would only take memory."""
-    from analyzer.engine import discover_rules
-    from analyzer.engine import kernel_columns_read as rule_columns
-    from analyzer.report.data import REPORT_COLUMNS
+    from tilescope.engine import discover_rules
+    from tilescope.engine import kernel_columns_read as rule_columns
+    from tilescope.summary import REPORT_COLUMNS
 
     return tuple(dict.fromkeys((*rule_columns(discover_rules()), *REPORT_COLUMNS)))
 
@@ -157,7 +157,7 @@ def analyze(
     extra_patterns: Sequence[str] = (),
 ) -> AnalysisResult:
     """Run every selected rule whose inputs the profile has."""
-    from analyzer.engine import run_rules
+    from tilescope.engine import run_rules
 
     cfg = with_patterns(config or Config(), extra_patterns)
     with gc_paused():

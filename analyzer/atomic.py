@@ -28,9 +28,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from analyzer.errors import UsageError
-from analyzer.interrupt import check as check_interrupted
-from analyzer.interrupt import hold_point
+from tilescope.errors import UsageError
+from tilescope.interrupt import check as check_interrupted
+from tilescope.interrupt import hold_point
 
 # file systems that cannot make anonymous files say so with one of these (EISDIR: a kernel
 # without O_TMPFILE opens the directory itself)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import UsageError
+from tilescope.errors import UsageError
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -40,7 +40,7 @@ def is_vendor_gm(gbps: float | None, memory_type: str, by_type: Mapping[str, flo
 
 def gm_note(gbps: float | None, memory_type: str, by_type: Mapping[str, float]) -> str:
     """Where a GM bandwidth comes from, in short: "vendor, default memory type" or "configured"
-    (ChipSpec.hbm_note; also read from a report's chip dict by analyzer.report.words)."""
+    (ChipSpec.hbm_note; also read from a report's chip dict by tilescope.text.words)."""
     return f"vendor, {memory_type} memory type" if is_vendor_gm(gbps, memory_type, by_type) else "configured"
 
 
@@ -352,7 +352,7 @@ def lowering_target_chip(
 ) -> tuple[str, str]:
     """The catalogued chip a kernel is lowered for, and why, from the stack that lowers it.
 
-    `dialect` is an ir.json dialect id (analyzer.ir.scopes): "tilelang-ascend" lowers for its
+    `dialect` is an ir.json dialect id (tilescope.ir.scopes): "tilelang-ascend" lowers for its
     platform (`platform`: the `TL_PLATFORM` value, None when unset: tilelang-ascend's own default,
     A3); every other dialect goes through tilelang 0.1.15's built-in backend, whose only target is
     the 950 (`dav-3510`, chips.md §1). `version` names the stack's version in the reason.

@@ -22,9 +22,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import typer
 
-from analyzer import interrupt
-from analyzer.errors import TilescopeError
-from analyzer.report.escape import terminal_text
+from tilescope import interrupt
+from tilescope.errors import TilescopeError
+from tilescope.text.escape import terminal_text
 
 COMMAND_MODULES = ("info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "serve", "cache")
 # command name -> module, so that one command's run imports only its own module (start-up time:
@@ -68,17 +68,17 @@ def _register_commands(args: list[str]) -> None:
     for name in wanted:
         if name in _registered:
             continue
-        spec = importlib.util.find_spec(f"analyzer.commands.{name}")
+        spec = importlib.util.find_spec(f"tilescope.commands.{name}")
         if spec is None:  # a command still being built; the rest of the CLI works
             continue
-        importlib.import_module(f"analyzer.commands.{name}").register(app)
+        importlib.import_module(f"tilescope.commands.{name}").register(app)
         _registered.add(name)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; exit code per the contract above.
 
-    Called without `argv` (the `tilescope` script, `python -m analyzer.cli`) this is the whole
+    Called without `argv` (the `tilescope` script, `python -m tilescope.cli`) this is the whole
     process: it then ends with `os._exit` once output is flushed, skipping interpreter teardown
     (freeing every object of a large profile one by one and unloading pandas/DuckDB took ~0.14 s
     of a 1.3 s `analyze`). In-process callers (tests) get the code returned as usual.
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 def _exit_now(code: int) -> NoReturn:
     import logging
 
-    from analyzer.scratch import remove_all
+    from tilescope.scratch import remove_all
 
     # os._exit skips the `finally` of threads still running (a timeline read beside a bad kernel
     # table): their scratch directories go here
@@ -121,7 +121,7 @@ def _run(argv: list[str] | None) -> int:
             if signalled is not None:
                 return signalled
             if broken_pipe(exc):  # the reader went away: exit 0 quietly, as `cat` does under `| head`
-                from analyzer.report.terminal import reader_gone
+                from tilescope.text.terminal import reader_gone
 
                 reader_gone()
                 return 0

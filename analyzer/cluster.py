@@ -31,15 +31,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from analyzer.errors import ProfileFormatError
-from analyzer.io import analysis_db as adb
-from analyzer.io import cluster_files as cf
+from tilescope.errors import ProfileFormatError
+from tilescope.io import analysis_db as adb
+from tilescope.io import cluster_files as cf
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from analyzer.io.load import LoadFailure
-    from analyzer.profile import Profile
+    from tilescope.io.load import LoadFailure
+    from tilescope.profile import Profile
 
 CLUSTER_TABLES = ("steps", "comm_ops", "links", "kernels")
 STEP_SPLIT = ("computing_us", "communication_not_overlapped_us", "free_us")
@@ -59,7 +59,7 @@ MAX_STEP_COLUMNS = 180
 @dataclass
 class RankInfo:
     rank: int
-    path: Path | str  # str: the URL of a remote rank (analyzer.io.remote)
+    path: Path | str  # str: the URL of a remote rank (tilescope.io.remote)
     loaded: bool  # its kernel table (profile) loaded
     error: str | None = None  # why its profile was left out
     files: list[Path | str] = field(default_factory=list)  # the summary files read (str: URLs)
@@ -106,7 +106,7 @@ class Cluster:
 def steps_from_kernels(kernels: pd.DataFrame) -> pd.DataFrame:
     """The step split recomputed from a kernel table (module docstring), one row per step id (a
     table without step ids is one step, `step` <NA>)."""
-    from analyzer.summary import device_time
+    from tilescope.summary import device_time
 
     cols = ["step", *STEP_SPLIT, "overlapped_us", "communication_us", "step_us"]
     if kernels is None or len(kernels) == 0 or "start_ns" not in kernels.columns:
@@ -136,8 +136,8 @@ def steps_from_kernels(kernels: pd.DataFrame) -> pd.DataFrame:
 def kernel_summary(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per kernel name of one rank: launches, total and median duration (µs), first input shapes.
     Communication tasks are left out (their time is the communication files' subject)."""
-    from analyzer.metrics import as_str
-    from analyzer.summary import communication_mask
+    from tilescope.metrics import as_str
+    from tilescope.summary import communication_mask
 
     cols = ["name", "launches", "total_us", "median_us", "input_shapes"]
     if kernels is None or len(kernels) == 0 or "name" not in kernels.columns:
@@ -167,7 +167,7 @@ def _with_rank(table: pd.DataFrame, rank: int) -> pd.DataFrame:
 class RankTables:
     """One rank's share of the model: its rows of each table (no `rank` column yet), the summary
     files read, and a note per summary file left out (without the rank, which may not be known
-    yet where this is computed: a per-rank worker, `analyzer.rankwork`). A table read back from
+    yet where this is computed: a per-rank worker, `tilescope.rankwork`). A table read back from
     the cache is Arrow, converted when the ranks are assembled (`_concat`)."""
 
     steps: pd.DataFrame | pa.Table
@@ -185,7 +185,7 @@ class RankTables:
 
     def relabel(self, local: str, url: str) -> None:
         """Name `url` wherever the files and notes name `local` (a remote rank's staged copy)."""
-        from analyzer.io.remote import relabel
+        from tilescope.io.remote import relabel
 
         self.files = [relabel(str(f), local, url) for f in self.files]
         self.notes = relabel(self.notes, local, url)
@@ -328,7 +328,7 @@ def assemble_cluster(ranks: Sequence[tuple[RankInfo, RankTables]]) -> Cluster:
 
 def _concat(tables: list[Any]) -> pd.DataFrame:
     """The ranks' rows of one table, `rank` first. Tables read back from the cache are Arrow
-    (`analyzer.rank_cache`): when every rank's is, they are joined as Arrow and converted to
+    (`tilescope.rank_cache`): when every rank's is, they are joined as Arrow and converted to
     pandas once. One `to_pandas` per rank and table cost ~1 ms of pandas' metadata handling, a
     third of a cached 64-rank analysis; the frames are the same (tests/test_rankwork.py compares
     cached and fresh reports byte for byte)."""

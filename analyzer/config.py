@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import UsageError
+from tilescope.errors import UsageError
 
 
 @dataclass

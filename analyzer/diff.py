@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from analyzer.errors import UsageError
-from analyzer.findings import SEVERITY_RANK
-from analyzer.report.charts import PIPE_SERIES, num, report_findings, report_kernels, report_summary
-from analyzer.summary import device_time
+from tilescope.errors import UsageError
+from tilescope.findings import SEVERITY_RANK
+from tilescope.report.access import report_findings, report_kernels, report_summary
+from tilescope.report.palette import PIPE_SERIES
+from tilescope.summary import device_time
+from tilescope.text.words import num
 
 if TYPE_CHECKING:
-    from analyzer.diff_cluster import BuildReport, ClusterDiff
-    from analyzer.io.load import LoadFailure
-    from analyzer.profile import Profile
+    from tilescope.profile import Profile
 
 DIFF_SCHEMA_VERSION = "1"
 TOP_KERNELS = 10  # the gate watches the base run's top kernels by device time
@@ -100,7 +100,7 @@ def analyse_path(path: str | Path, chip: str | None = None, config_path: str | N
     p = Path(path)
     if p.is_file() and p.suffix.lower() == ".json":
         return load_report_json(p)
-    from analyzer.io.load import load_profile
+    from tilescope.io.load import load_profile
 
     return profile_report(load_profile(p, chip=chip), config_path)
 
@@ -108,9 +108,9 @@ def analyse_path(path: str | Path, chip: str | None = None, config_path: str | N
 def profile_report(profile: Profile, config_path: str | None = None) -> dict[str, Any]:
     """The report dict of one loaded profile, carrying the profile itself (diff prefers its
     per-launch data; keys starting with "_" are stripped before any output)."""
-    from analyzer.analysis import analyze
-    from analyzer.config import load_config
-    from analyzer.report.data import build_report
+    from tilescope.analysis import analyze
+    from tilescope.config import load_config
+    from tilescope.report.data import build_report
 
     report = build_report(profile, analyze(profile, load_config(config_path)))
     report["_profile"] = profile
@@ -139,7 +139,7 @@ def _run_from_kernels(
     k: pd.DataFrame, findings: list[dict[str, Any]], label: str, summary: Mapping[str, Any]
 ) -> RunData:
     """Per-kernel launch statistics from the table; unit shares are the report summary's
-    (analyzer.summary), as in every other view."""
+    (tilescope.summary), as in every other view."""
     if len(k) == 0 or "duration_us" not in k:
         raise UsageError(f"{label}: the profile has no kernel durations to compare")
     dur = k["duration_us"].astype("float64").fillna(0.0)
@@ -404,45 +404,3 @@ def _pct(b: float, h: float) -> str:
     return f"{(h / b - 1) * 100:+.1f} %" if b > 0 else "n/a"
 
 
-def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, chip: str | None = None,
-               config_path: str | None = None, fail_on_new: str | None = None,
-               failures: list[LoadFailure] | None = None,
-               build: BuildReport | None = None) -> DiffResult | ClusterDiff:
-    """The diff of two single-rank runs, or of two multi-rank runs (analyzer.diff_cluster); a
-    multi-rank run against a single-rank one is a usage error (exit 2): comparing one of its ranks
-    silently would be the first-rank-only slip. Ranks a folder could not load go to `failures`.
-    `build` makes a multi-rank folder's report (`tilescope analyze`'s; without it, folders of
-    several ranks cannot be read, only their saved JSON reports)."""
-    from analyzer.diff_cluster import (
-        cluster_ranks,
-        compare_clusters,
-        is_cluster_report,
-        kind_mismatch,
-        load_any,
-    )
-
-    reports = [load_any(p, chip, config_path, failures, build or _no_cluster_build) for p in (base, head)]
-    multi = [is_cluster_report(r) for r in reports]
-    for p, r, m in zip((base, head), reports, multi, strict=True):
-        if m and not isinstance(r.get("cluster"), Mapping):
-            raise UsageError(f"{p}: a report of {cluster_ranks(r)} ranks without a 'cluster' section "
-                             "(written by an older tilescope?); "
-                             "run tilescope analyze -f json on the run again")
-    if all(multi):
-        return compare_clusters(reports[0], reports[1], str(base), str(head), threshold_pct, fail_on_new)
-    if any(multi):
-        i = multi.index(True)
-        paths = (base, head)
-        raise kind_mismatch(paths[i], cluster_ranks(reports[i]), paths[1 - i])
-    runs = [run_from_report(r, str(p)) for r, p in zip(reports, (base, head), strict=True)]
-    return compare_runs(runs[0], runs[1], threshold_pct, fail_on_new=fail_on_new)
-
-
-def _no_cluster_build(path: Path, *_args: Any) -> dict[str, Any]:
-    raise UsageError(f"{path}: a run of several ranks; compare the JSON reports `tilescope analyze -f json` "
-                     "writes of it")
-
-
-def kernels_changed(result: DiffResult, verdicts: Iterable[str]) -> list[KernelDelta]:
-    wanted = set(verdicts)
-    return [d for d in result.kernels if d.verdict in wanted]

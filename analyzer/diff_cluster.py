@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyzer.diff import (
+from tilescope.diff import (
     SEVERITY_RANK,
     DiffResult,
     RunData,
@@ -27,16 +27,17 @@ from analyzer.diff import (
     compare_runs,
     load_report_json,
     normalise_kernel_name,
+    run_from_report,
     run_from_summary,
     spread_verdict,
     top_kernel_regressions,
 )
-from analyzer.diff_links import LinkDelta, compare_links
-from analyzer.errors import UsageError
-from analyzer.report.ranks import rank_findings
+from tilescope.diff_links import LinkDelta, compare_links
+from tilescope.errors import UsageError
+from tilescope.report.ranks import rank_findings
 
 if TYPE_CHECKING:
-    from analyzer.io.load import LoadFailure
+    from tilescope.io.load import LoadFailure
 
 SCOPE_CLUSTER = "cluster"
 # Rules about the ranks together: the rank in their evidence is the worst one, which may move
@@ -62,7 +63,7 @@ def is_cluster_report(report: Mapping[str, Any]) -> bool:
 
 def _holds_several(path: Path) -> bool:
     """Whether a directory holds several profiles (ranks), from detection alone (no table read)."""
-    from analyzer.io.detect import detect
+    from tilescope.io.detect import detect
 
     try:
         return len(detect(path)) > 1
@@ -79,8 +80,8 @@ BuildReport = Callable[[Path, Any, str | None, bool, list[Any] | None], dict[str
 def cluster_report(path: Path, chip: str | None, config_path: str | None,
                    failures: list[LoadFailure] | None, build: BuildReport) -> dict[str, Any]:
     """The report `tilescope analyze PATH -f json` writes, as a dict (the same bytes, decoded)."""
-    from analyzer.config import load_config
-    from analyzer.report.render_json import render
+    from tilescope.config import load_config
+    from tilescope.report.render_json import render
 
     report = build(path, load_config(config_path), chip, False, failures)
     return dict(json.loads(render(report)))
@@ -89,9 +90,9 @@ def cluster_report(path: Path, chip: str | None, config_path: str | None,
 def load_any(path: str | Path, chip: str | None, config_path: str | None,
              failures: list[LoadFailure] | None, build: BuildReport) -> dict[str, Any]:
     """A saved JSON report as is; a multi-rank folder's cluster report; else the one profile's
-    report with its per-launch data (analyzer.diff.profile_report)."""
-    from analyzer.diff import profile_report
-    from analyzer.io.load import load_profiles
+    report with its per-launch data (tilescope.diff.profile_report)."""
+    from tilescope.diff import profile_report
+    from tilescope.io.load import load_profiles
 
     p = Path(path)
     if p.is_file() and p.suffix.lower() == ".json":
@@ -241,7 +242,7 @@ def compare_cluster_findings(base: Sequence[Mapping[str, Any]],
 
 def cluster_findings_over_gate(base: Iterable[Mapping[str, Any]], head: Iterable[Mapping[str, Any]],
                                severity: str) -> list[dict[str, Any]]:
-    """As analyzer.diff.findings_over_gate, for cross-rank findings matched by cluster_identity."""
+    """As tilescope.diff.findings_over_gate, for cross-rank findings matched by cluster_identity."""
     cut = SEVERITY_RANK[severity]
 
     def rank(f: Mapping[str, Any]) -> int:
@@ -302,7 +303,7 @@ class ClusterDiff:
         return sorted(set(self.base_ranks) & set(self.head_ranks))
 
     def to_dict(self) -> dict[str, Any]:
-        from analyzer.diff import DIFF_SCHEMA_VERSION
+        from tilescope.diff import DIFF_SCHEMA_VERSION
 
         def step(s: RankStep | None) -> dict[str, Any] | None:
             if s is None:
@@ -353,7 +354,7 @@ def _r(v: float | None, digits: int = 3) -> float | None:
 
 
 def rank_text(ranks: Sequence[int]) -> str:
-    from analyzer.ranksets import rank_set_text
+    from tilescope.ranksets import rank_set_text
 
     return rank_set_text(list(ranks)) if ranks else "none"
 
@@ -447,3 +448,34 @@ def kind_mismatch(path: str | Path, ranks: int, other: str | Path) -> UsageError
     return UsageError(
         f"{path} holds {ranks} ranks, {other} one: diff compares two single-rank runs or two multi-rank "
         f"runs; pass one rank's folder of {path} to compare it with {other}")
+
+
+def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, chip: str | None = None,
+               config_path: str | None = None, fail_on_new: str | None = None,
+               failures: list[LoadFailure] | None = None,
+               build: BuildReport | None = None) -> DiffResult | ClusterDiff:
+    """The diff of two single-rank runs (tilescope.diff), or of two multi-rank runs; a
+    multi-rank run against a single-rank one is a usage error (exit 2): comparing one of its ranks
+    silently would be the first-rank-only slip. Ranks a folder could not load go to `failures`.
+    `build` makes a multi-rank folder's report (`tilescope analyze`'s; without it, folders of
+    several ranks cannot be read, only their saved JSON reports)."""
+    reports = [load_any(p, chip, config_path, failures, build or _no_cluster_build) for p in (base, head)]
+    multi = [is_cluster_report(r) for r in reports]
+    for p, r, m in zip((base, head), reports, multi, strict=True):
+        if m and not isinstance(r.get("cluster"), Mapping):
+            raise UsageError(f"{p}: a report of {cluster_ranks(r)} ranks without a 'cluster' section "
+                             "(written by an older tilescope?); "
+                             "run tilescope analyze -f json on the run again")
+    if all(multi):
+        return compare_clusters(reports[0], reports[1], str(base), str(head), threshold_pct, fail_on_new)
+    if any(multi):
+        i = multi.index(True)
+        paths = (base, head)
+        raise kind_mismatch(paths[i], cluster_ranks(reports[i]), paths[1 - i])
+    runs = [run_from_report(r, str(p)) for r, p in zip(reports, (base, head), strict=True)]
+    return compare_runs(runs[0], runs[1], threshold_pct, fail_on_new=fail_on_new)
+
+
+def _no_cluster_build(path: Path, *_args: Any) -> dict[str, Any]:
+    raise UsageError(f"{path}: a run of several ranks; compare the JSON reports `tilescope analyze -f json` "
+                     "writes of it")

@@ -1,5 +1,5 @@
 """`tilescope diff` of two multi-rank runs, link by link: each rank pair's bandwidth in the base and
-the head (the reports' `cluster.links`, analyzer.report.ranks.link_totals: Σ size / Σ transit time
+the head (the reports' `cluster.links`, tilescope.report.ranks.link_totals: Σ size / Σ transit time
 over the run, as TS604 computes it), matched on (source rank, destination rank).
 
 A link's bandwidth is one ratio over the whole run, without a spread, so its verdict compares
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
-from analyzer.report.words import num
+from tilescope.text.words import num
 
 SLOWER, FASTER, QUIET = "slower", "faster", "within threshold"
 ONLY_BASE, ONLY_HEAD = "only in base", "only in head"

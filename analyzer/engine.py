@@ -8,7 +8,7 @@ A rule is a module in the `rules` package (one per file) with:
   (`analyze` loads only the columns the rules and the report read: `kernel_columns_read`),
   THRESHOLDS: dict[str, float | int | str] (defaults; users override them in config),
   optionally SAVING_KIND ("work": the saving removes or moves work, bounded by the kernels' time;
-  "grid": it changes the grid, bounded by the speed of light with every core; analyzer.findings),
+  "grid": it changes the grid, bounded by the speed of light with every core; tilescope.findings),
   check(profile, ctx) -> list[Finding], and a docstring on check() with the sections of DOC_SECTIONS,
   optionally refine(finding, others, profile) -> Finding: called once every rule has run, with all
   of the run's findings, so a recommendation can follow what the other findings say (#15).
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 import traceback
@@ -25,16 +26,17 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from analyzer.chips import ChipSpec
-from analyzer.config import Config
-from analyzer.errors import TilescopeError
-from analyzer.findings import SAVING_CLUSTER, SAVING_NONE, Finding, Severity, severity_for_share
-from analyzer.profile import Profile
+from tilescope.chips import ChipSpec
+from tilescope.config import Config
+from tilescope.errors import TilescopeError
+from tilescope.findings import SAVING_CLUSTER, SAVING_NONE, Finding, Severity, severity_for_share
+from tilescope.profile import Profile
 
 if TYPE_CHECKING:
-    from analyzer.cluster import Cluster
-    from analyzer.summary import DeviceTime
+    from tilescope.cluster import Cluster
+    from tilescope.summary import DeviceTime
 
+RULES_PACKAGE = "tilescope.rules"  # one rule per module (docs/internals.md)
 CLUSTER_KIND = "cluster"  # cross-rank rules: check(cluster, ctx), run by run_cluster_rules
 
 DOC_SECTIONS = (
@@ -110,18 +112,20 @@ class AnalysisResult:
     errors: list[Finding]
     total_device_us: float
     rules_run: list[str]
-    device_time: DeviceTime | None = None  # the summary's reuses it (analyzer.summary)
+    device_time: DeviceTime | None = None  # the summary's reuses it (tilescope.summary)
 
 
 def discover_rules() -> list[RuleInfo]:
     """Every rule module in the `rules` package, sorted by code."""
-    import rules as rules_pkg
-
+    # Found by name, not imported here: the rules sit above the engine (they build on RuleContext
+    # and Finding), and the engine only lists the modules of their package (docs/internals.md).
+    spec = importlib.util.find_spec(RULES_PACKAGE)
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
     infos: list[RuleInfo] = []
-    for mod_info in pkgutil.iter_modules(rules_pkg.__path__):
+    for mod_info in pkgutil.iter_modules(folders):
         if mod_info.name.startswith("_"):
             continue
-        mod = importlib.import_module(f"rules.{mod_info.name}")
+        mod = importlib.import_module(f"{RULES_PACKAGE}.{mod_info.name}")
         if not hasattr(mod, "CODE") or not hasattr(mod, "check"):
             continue
         rule = cast(RuleModule, mod)
@@ -226,8 +230,8 @@ def run_rules(
     kinds: tuple[str, ...] = ("runtime", "static"),
 ) -> AnalysisResult:
     config = config or Config()
-    from analyzer.metrics import with_derived_metrics
-    from analyzer.summary import bound_findings, device_time
+    from tilescope.metrics import with_derived_metrics
+    from tilescope.summary import bound_findings, device_time
 
     derived = with_derived_metrics(profile.kernels, profile.chip)  # the rules read derived columns
     if derived is not profile.kernels:

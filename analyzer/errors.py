@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzer.report.escape import terminal_text
+from tilescope.text.escape import terminal_text
 
 
 class TilescopeError(Exception):

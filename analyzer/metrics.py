@@ -49,7 +49,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzer.chips import ChipSpec
+from tilescope.chips import ChipSpec
+from tilescope.shapes import parse_shape
 
 # pandas is imported inside the DataFrame code paths: the Arrow-only file output of `tilescope
 # kernels` computes the same derived metrics without paying its ~0.2 s import
@@ -571,7 +572,7 @@ def _bound_pipe_labels(shares: dict[str, np.ndarray | pa.Array], n: int) -> pa.A
 
 def bound_pipe(k: pd.DataFrame) -> pd.Series:
     """The `bound_pipe` label of every launch (derived from the pipe shares)."""
-    from analyzer.chips import CHIPS
+    from tilescope.chips import CHIPS
 
     derived = derived_metrics(KernelColumns(k), CHIPS["910B2"])  # the labels use no chip figure
     out = derived["bound_pipe"].to_pandas().astype("str")  # type: ignore[union-attr]
@@ -583,9 +584,7 @@ def bound_pipe(k: pd.DataFrame) -> pd.Series:
 
 
 def _split_shapes(text: Any) -> list[list[int]] | None:
-    """The shape lists of a shapes cell (`tables.parse_shape`); None for a missing or empty cell."""
-    from analyzer.io.tables import parse_shape
-
+    """The shape lists of a shapes cell (`parse_shape`); None for a missing or empty cell."""
     return parse_shape(text) if isinstance(text, str) and text else None
 
 

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import MissingComponentError
-from analyzer.findings import Finding, Severity
-from analyzer.scratch import scratch_dir
+from tilescope.errors import MissingComponentError
+from tilescope.findings import Finding, Severity
+from tilescope.scratch import scratch_dir
 
 INSTALL_HINT = (
     "msprof-analyze is not installed: install it with `pip install msprof-analyze` (or "

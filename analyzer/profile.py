@@ -1,7 +1,7 @@
 """The canonical Profile: what every parser returns and every rule, report and view reads.
 
 Tables are pandas DataFrames with the canonical column names of design.md §3 (see
-`analyzer.columns`). Missing metrics are NaN/None; a table the input did not carry is `None`, never
+`tilescope.columns`). Missing metrics are NaN/None; a table the input did not carry is `None`, never
 an empty stand-in.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pandas is imported by whoever builds a Profile, not by this module
     import pandas as pd
 
-from analyzer.chips import ChipSpec
+from tilescope.chips import ChipSpec
 
 
 @dataclass

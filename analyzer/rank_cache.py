@@ -37,17 +37,17 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from analyzer.errors import TilescopeError
-from analyzer.rank_cache_prune import RUN_FILE, UNIT_FILE
+from tilescope.errors import TilescopeError
+from tilescope.rank_cache_prune import RUN_FILE, UNIT_FILE
+from tilescope.rankjobs import RankPart, UnitJob, UnitResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analyzer.cluster import RankTables
-    from analyzer.config import Config
-    from analyzer.io.load import LoadFailure
-    from analyzer.rank_cache_prune import PruneResult, Scan
-    from analyzer.rankwork import RankPart, UnitJob, UnitResult
+    from tilescope.cluster import RankTables
+    from tilescope.config import Config
+    from tilescope.io.load import LoadFailure
+    from tilescope.rank_cache_prune import PruneResult, Scan
 
 # 2: unit.json records the source fingerprint (`code`), so that a prune knows entries no key reaches
 CACHE_FORMAT = 2
@@ -89,7 +89,7 @@ def input_rows(found: Any) -> list[tuple[str, Any, Any]]:
     the objects under a remote rank folder's URL — listed once per analysis: they make the
     input's cache key (`RankCache.key`) and its worker's memory estimate (`input_bytes`)."""
     if isinstance(found, str):
-        from analyzer.io.remote import fingerprint
+        from tilescope.io.remote import fingerprint
 
         return list(fingerprint(found))
     return list(_stat_rows(found.path if hasattr(found, "path") else Path(found)))
@@ -115,14 +115,15 @@ def _version_of(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def _code_fingerprint() -> str:
-    import analyzer
-    import rules
-    from analyzer.report.meta import tool_version
+    import tilescope
+    import tilescope.rules
+    from tilescope.report.meta import tool_version
 
     h = hashlib.sha256(f"{CACHE_FORMAT}:{tool_version()}".encode())
     # the libraries the numbers go through: another pandas or pyarrow may sum or parse otherwise
     h.update(repr([_version_of(name) for name in NUMERIC_LIBRARIES]).encode())
-    for pkg in (analyzer, rules):
+    # the package's code and the rules' (their own folder in a checkout, a subfolder once installed)
+    for pkg in (tilescope, tilescope.rules):
         for row in _stat_rows(Path(pkg.__path__[0])):
             if row[0].endswith((".py", ".json", ".toml")):
                 h.update(repr(row).encode())
@@ -152,7 +153,7 @@ class RankCache:
         are in the fingerprint, so the key needs no rule imported (a hit imports no pandas)."""
         inputs = [[d, None] if isinstance(d, str) else [d.format, str(d.path), d.rank] for d in found]
         parts: list[Any] = ["run", str(path), inputs, list(rows), chip, timeline_cap]
-        from analyzer.io.load import manifest_dir_of
+        from tilescope.io.load import manifest_dir_of
 
         return _digest(parts, config, manifest_dir_of(path) if isinstance(path, Path) else None)
 
@@ -162,14 +163,14 @@ class RankCache:
     def get_run(self, key: str) -> CachedRun | None:
         """A whole run's stored report and left-out inputs, or None (absent or unreadable)."""
         meta = self._dir(key) / RUN_FILE
-        from analyzer.gcpause import gc_paused
+        from tilescope.gcpause import gc_paused
 
         try:
             with gc_paused():  # a report of 64 ranks is ~10^6 objects: no collection while they arrive
                 data = msgspec.json.decode(meta.read_bytes())
             if data.get("format") != CACHE_FORMAT:
                 return None
-            from analyzer.io.load import LoadFailure
+            from tilescope.io.load import LoadFailure
 
             failures = [LoadFailure(_text_path(f["path"]), CachedLoadError(f["message"]), f["rank"])
                         for f in data["failures"]]
@@ -211,7 +212,7 @@ class RankCache:
         """Entry `key`: a temporary directory holding `name` (JSON of `content`, or of what
         `content(tmp)` returns after writing its own files there) renamed into place, its bytes
         added to the cache's ledger."""
-        from analyzer.rank_cache_prune import TMP_PREFIX, ensure_tag, entry_bytes, locked_ledger
+        from tilescope.rank_cache_prune import TMP_PREFIX, ensure_tag, entry_bytes, locked_ledger
 
         final = self._dir(key)
         if final.exists():
@@ -240,23 +241,23 @@ class RankCache:
 
     def scan(self) -> Scan:
         """Every entry, temporary and foreign name under the root, without changing anything."""
-        from analyzer.rank_cache_prune import scan_cache
+        from tilescope.rank_cache_prune import scan_cache
 
         return scan_cache(self.root, CACHE_FORMAT, _code_fingerprint())
 
     def prune_if_over(self, limit: int) -> PruneResult | None:
         """After an analysis: cheap (the ledger) unless the cache is over `limit`."""
-        from analyzer.rank_cache_prune import prune_if_over
+        from tilescope.rank_cache_prune import prune_if_over
 
         return prune_if_over(self.root, limit, CACHE_FORMAT, _code_fingerprint())
 
     def prune(self, limit: int) -> PruneResult:
-        from analyzer.rank_cache_prune import prune
+        from tilescope.rank_cache_prune import prune
 
         return prune(self.root, limit, CACHE_FORMAT, _code_fingerprint())
 
     def clear(self) -> PruneResult:
-        from analyzer.rank_cache_prune import clear
+        from tilescope.rank_cache_prune import clear
 
         return clear(self.root, CACHE_FORMAT, _code_fingerprint())
 
@@ -274,7 +275,7 @@ def _digest(parts: list[Any], cfg: Config, manifest_dir: Path | None) -> str:
     h = hashlib.sha256(_code_fingerprint().encode())
     parts = [*parts, repr(dataclasses.asdict(cfg))]
     pattern_files = [str(p) for p in (cfg.rules.get("TS102", {}).get("pattern_files") or [])]
-    from analyzer.analysis import pattern_files as configured_patterns
+    from tilescope.analysis import pattern_files as configured_patterns
 
     for f in [*configured_patterns(cfg), *pattern_files]:
         if Path(f).is_file():
@@ -306,7 +307,7 @@ def _tables_to(tables: RankTables, d: Path, prefix: str) -> dict[str, Any]:
 def _tables_from(d: Path, prefix: str, data: dict[str, Any]) -> RankTables:
     import pyarrow.parquet as pq
 
-    from analyzer.cluster import RankTables
+    from tilescope.cluster import RankTables
 
     out = RankTables.empty()
     for name in data["tables"]:
@@ -327,7 +328,7 @@ def _part_to(rp: RankPart, d: Path, i: int) -> dict[str, Any]:
 def _path_text(p: Path | str) -> str:
     # the path's bytes one code point each: a name that is not UTF-8 survives the JSON round trip;
     # a URL (a remote rank) is kept as text, marked by its scheme
-    from analyzer.io.remote import is_url
+    from tilescope.io.remote import is_url
 
     if isinstance(p, str) and is_url(p):
         return p
@@ -335,7 +336,7 @@ def _path_text(p: Path | str) -> str:
 
 
 def _text_path(text: str) -> Path | str:
-    from analyzer.io.remote import is_url
+    from tilescope.io.remote import is_url
 
     return text if is_url(text) else Path(os.fsdecode(text.encode("latin-1")))
 
@@ -358,8 +359,7 @@ def _result_to(result: UnitResult, d: Path) -> dict[str, Any]:
 
 
 def _result_from(data: dict[str, Any], d: Path) -> UnitResult:
-    from analyzer.io.load import LoadFailure
-    from analyzer.rankwork import RankPart, UnitResult
+    from tilescope.io.load import LoadFailure
 
     if data.get("format") != CACHE_FORMAT:
         raise ValueError("another cache format")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import msgspec
 
-from analyzer.errors import UsageError
+from tilescope.errors import UsageError
 
 MAX_SIZE_ENV = "TILESCOPE_CACHE_MAX_SIZE"
 # 2 GiB holds ~10,000 rank summaries of 8,808 kernels (~0.2 MB each): two runs of a 4,096-rank job

@@ -3,10 +3,10 @@ pool, or on a Dask distributed cluster.
 
 `tilescope analyze PATH` on a path that holds several inputs (one `*_ascend_pt` per rank, rank
 databases, `PROF_*` folders) reduces each input, in its own worker, to a `UnitResult`: per rank the
-report's part (`analyzer.report.data.profile_part`: summary, findings, skipped rules; JSON) and its
-rows of the cross-rank model (`analyzer.cluster.RankTables`: steps, communication operators,
+report's part (`tilescope.report.data.profile_part`: summary, findings, skipped rules; JSON) and its
+rows of the cross-rank model (`tilescope.cluster.RankTables`: steps, communication operators,
 links, per-kernel summary; small tables). Only those cross the process boundary — a rank's kernel
-table never does — and `analyzer.rank_cache` keeps them as Parquet + JSON, so a second analysis of
+table never does — and `tilescope.rank_cache` keeps them as Parquet + JSON, so a second analysis of
 the same run reads only the summaries. The driver then numbers the ranks (`load.resolve_ranks`, as
 for inputs loaded in one process), builds the model (`cluster.assemble_cluster`) and runs the
 cross-rank rules on it. The same `run_unit` runs everywhere, so the report does not depend on
@@ -30,15 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyzer.config import Config
-from analyzer.errors import MissingComponentError, NoProfileFoundError, ProfileFormatError, UsageError
+from tilescope.config import Config
+from tilescope.errors import MissingComponentError, NoProfileFoundError, ProfileFormatError, UsageError
+from tilescope.rankjobs import RankPart, UnitJob, UnitResult
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from analyzer.cluster import RankTables
-    from analyzer.io.detect import Detected
-    from analyzer.io.load import LoadFailure
+    from tilescope.cluster import RankTables
+    from tilescope.io.detect import Detected
+    from tilescope.io.load import LoadFailure
 
 SCHEDULER_ENV = "TILESCOPE_SCHEDULER"
 # A worker's peak memory, estimated from its input's bytes on disk: `analyze` on a 943 MB
@@ -48,61 +49,17 @@ WORKER_BASE_BYTES = 250 * 2**20
 CONNECT_TIMEOUT_S = 20  # to reach a Dask scheduler before giving up (exit 3)
 
 
-@dataclass(frozen=True)
-class UnitJob:
-    """One input under PATH and how to analyse it: everything `run_unit` needs (picklable)."""
-
-    index: int  # position among the inputs found under PATH
-    det: Detected | None  # None: a rank folder at `url`, staged by the worker (analyzer.io.remote)
-    chip: str | None
-    manifest_dir: Path | None
-    config: Config
-    kernel_columns: tuple[str, ...] | None
-    timeline_cap: int  # > 0: the first profile's launches for the timeline chart
-    # a local worker stores its own summary (analyzer.rank_cache), in parallel with the others
-    cache_root: Path | None = None
-    cache_key: str | None = None
-    url: str | None = None
-    input_bytes: int = 0  # its files' bytes on disk, when listed (0: not known): the allocator's decay
-
-
-@dataclass
-class RankPart:
-    """One rank of an input: its report part and its rows of the cross-rank model."""
-
-    part: dict[str, Any]  # analyzer.report.data.profile_part
-    rank: int | None
-    path: Path | str  # str: the URL of a staged remote rank
-    tables: RankTables
-
-    @property
-    def has_timeline(self) -> bool:
-        return self.part.get("timeline") is not None
-
-
-@dataclass
-class UnitResult:
-    index: int
-    parts: list[RankPart] = field(default_factory=list)
-    failure: LoadFailure | None = None
-    failure_tables: RankTables | None = None  # a left-out input's summary files still count
-    # what the work cost where it ran (benchmarks/bench_cluster.py): CPU seconds of this input,
-    # and the worker process's peak RSS so far (KiB); not part of any report
-    cpu_s: float = 0.0
-    worker_peak_kib: int = 0
-
-
 def run_unit(job: UnitJob) -> UnitResult:
     """Load one input, run the per-profile rules on each of its ranks and reduce each to its
     report part and cross-rank rows. An input that cannot be read (its kernel table, its
     timeline) is a failure naming its file and row; its step and communication files still count."""
-    from analyzer.arrowpool import arrow_returns_freed_memory
+    from tilescope.arrowpool import arrow_returns_freed_memory
 
     arrow_returns_freed_memory(job.input_bytes)
     started = time.process_time()
     result = _run_remote(job) if job.url is not None else _run_unit(job)
     if job.cache_root is not None and job.cache_key is not None:
-        from analyzer.rank_cache import RankCache
+        from tilescope.rank_cache import RankCache
 
         RankCache(job.cache_root).put(job.cache_key, result)
     result.cpu_s = time.process_time() - started
@@ -112,11 +69,11 @@ def run_unit(job: UnitJob) -> UnitResult:
 
 def _run_remote(job: UnitJob) -> UnitResult:
     """A rank folder at a URL: copied here, analysed as a local input, every path in the result
-    written back as the URL (analyzer.io.remote), the copy removed."""
-    from analyzer.cluster import RankTables
-    from analyzer.io.detect import detect
-    from analyzer.io.load import LoadFailure
-    from analyzer.io.remote import RemoteInputError, relabel, stage
+    written back as the URL (tilescope.io.remote), the copy removed."""
+    from tilescope.cluster import RankTables
+    from tilescope.io.detect import detect
+    from tilescope.io.load import LoadFailure
+    from tilescope.io.remote import RemoteInputError, relabel, stage
 
     assert job.url is not None
     with stage(job.url) as local:
@@ -144,11 +101,11 @@ def _run_remote(job: UnitJob) -> UnitResult:
 
 
 def _run_unit(job: UnitJob) -> UnitResult:
-    from analyzer.analysis import analyze
-    from analyzer.cluster import rank_tables
-    from analyzer.gcpause import gc_paused
-    from analyzer.io.load import LoadFailure, load_unit, rank_of_failed
-    from analyzer.report.data import profile_part
+    from tilescope.analysis import analyze
+    from tilescope.cluster import rank_tables
+    from tilescope.gcpause import gc_paused
+    from tilescope.io.load import LoadFailure, load_unit, rank_of_failed
+    from tilescope.report.data import profile_part
 
     assert job.det is not None
     try:
@@ -241,7 +198,7 @@ def _process_pool(workers: int) -> Executor:
     """Worker processes that start with the analysis imported (pandas, pyarrow, the rules: ~1 s
     per worker otherwise). Forked from this process when it runs no other thread (the command
     line: it has imported the rules to check --select, and read no table yet); else forked from a
-    server that imports them once (`analyzer.rankwork_preload`), since a fork would copy another
+    server that imports them once (`tilescope.rankwork_preload`), since a fork would copy another
     thread's state (an Arrow reader's lock) mid-flight.
 
     DuckDB's threads are native, not Python's: a process that has loaded it (the dashboard, a test
@@ -255,11 +212,11 @@ def _process_pool(workers: int) -> Executor:
 
     alone = threading.active_count() == 1 and "duckdb" not in sys.modules
     if alone and "fork" in mp.get_all_start_methods():
-        import analyzer.rankwork_preload  # noqa: F401  (what the workers inherit)
+        import tilescope.rankwork_preload  # noqa: F401  (what the workers inherit)
 
         return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["analyzer.rankwork_preload"])
+    ctx.set_forkserver_preload(["tilescope.rankwork_preload"])
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
 
 
@@ -295,8 +252,8 @@ class RankRun:
 
     parts: list[dict[str, Any]]
     failures: list[LoadFailure]
-    cluster: Any  # analyzer.cluster.Cluster
-    cluster_result: Any  # analyzer.engine.AnalysisResult
+    cluster: Any  # tilescope.cluster.Cluster
+    cluster_result: Any  # tilescope.engine.AnalysisResult
     cached: int = 0  # inputs read from the cache
     cpu_s: list[float] = field(default_factory=list)  # per input analysed now (not cached)
     worker_peak_kib: list[int] = field(default_factory=list)
@@ -309,17 +266,17 @@ def analyse_inputs(
     chip: str | None,
     kernel_columns: Sequence[str] | None,
     where: Executor_,
-    cache: Any = None,  # analyzer.rank_cache.RankCache or None
+    cache: Any = None,  # tilescope.rank_cache.RankCache or None
     timeline_cap: int | None = None,
     rows: Sequence[list[tuple[str, Any, Any]]] | None = None,
 ) -> RankRun:
     """Run `run_unit` on every input (cached ones read back), number the ranks, build the
     cross-rank model and run its rules. Raises the first input's error when none could be read.
     `rows`: each input's files (`rank_cache.input_rows`) when the caller listed them already."""
-    from analyzer.cluster import RankInfo, assemble_cluster
-    from analyzer.engine import run_cluster_rules
-    from analyzer.io.load import left_out_warnings, manifest_dir_of, resolve_ranks
-    from analyzer.report.data import TIMELINE_CAP
+    from tilescope.cluster import RankInfo, assemble_cluster
+    from tilescope.engine import run_cluster_rules
+    from tilescope.io.load import left_out_warnings, manifest_dir_of, resolve_ranks
+    from tilescope.report.data import TIMELINE_CAP
 
     cap = TIMELINE_CAP if timeline_cap is None else timeline_cap
     columns = tuple(kernel_columns) if kernel_columns is not None else None
@@ -327,7 +284,7 @@ def analyse_inputs(
     jobs = [_job(i, d, chip, manifest_dir, config, columns, cap if i == 0 else 0)
             for i, d in enumerate(found)]
     if rows is not None:
-        from analyzer.rank_cache import input_bytes
+        from tilescope.rank_cache import input_bytes
 
         jobs = [dataclasses.replace(j, input_bytes=input_bytes(rows[j.index])) for j in jobs]
     results: dict[int, UnitResult] = {}
@@ -410,7 +367,7 @@ def _check_workers_see(failed: Sequence[tuple[int, LoadFailure]], where: Executo
 def _chip_of(part: dict[str, Any]) -> Any:
     """The first rank's chip for the cross-rank rules' context, by the name its report part
     records (no TS6xx rule reads a chip figure: they compare the ranks with each other)."""
-    from analyzer.chips import CHIPS, family_chip
+    from tilescope.chips import CHIPS, family_chip
 
     name = str((part["entry"].get("chip") or {}).get("name") or "")
     return family_chip(name) or next(iter(CHIPS.values()))

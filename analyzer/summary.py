@@ -6,7 +6,7 @@ docs/metrics.md defines each; the definitions below are also printed where the n
 
 Savings are bounded here, once, for every rule:
 - a finding that makes kernels faster saves at most the gap between their measured time and their
-  speed of light for the cores they used (`sol_us`, analyzer.metrics), or their whole time where
+  speed of light for the cores they used (`sol_us`, tilescope.metrics), or their whole time where
   none is known; one that gives them a new grid (TS401) at most the gap to their speed of light with
   every core (`sol_device_us`); one that removes or moves work (fusion, AI CPU ops) at most the
   kernels' time;
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyzer.findings import (
+from tilescope.findings import (
     SAVING_GRID,
     SAVING_IDLE,
     SAVING_NONE,
@@ -41,7 +41,7 @@ from analyzer.findings import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analyzer.profile import Profile
+    from tilescope.profile import Profile
 
 COMMUNICATION_TYPES = frozenset({"HCCL", "COMMUNICATION", "HCCL_AI_CPU"})
 
@@ -86,7 +86,7 @@ def _r3(x: float | None) -> float | None:
 
 
 def _floats(k: pd.DataFrame, col: str) -> np.ndarray:
-    from analyzer.metrics import float_column
+    from tilescope.metrics import float_column
 
     return float_column(k, col).to_numpy()
 
@@ -106,7 +106,7 @@ def communication_mask(k: pd.DataFrame) -> np.ndarray:
 
 
 def _union_us(start: np.ndarray, end: np.ndarray) -> float:
-    from analyzer.metrics import interval_union
+    from tilescope.metrics import interval_union
 
     u_start, u_end = interval_union(start, end)
     return float((u_end - u_start).sum()) / 1000.0
@@ -149,7 +149,7 @@ _UNIT_SHARES: dict[str, tuple[str, ...]] = {
 
 
 # Every kernel column `summarize` reads when it is given no findings: `tilescope info` loads only
-# these (analyzer.io.load, `kernel_columns`); a column read here must be listed here.
+# these (tilescope.io.load, `kernel_columns`); a column read here must be listed here.
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "name",
     "core_type",
@@ -235,7 +235,7 @@ def kernel_time(kernels: pd.DataFrame) -> dict[str, KernelTime]:
     """Per kernel name: its time and speed of light (KernelTime)."""
     import pandas as pd
 
-    from analyzer.metrics import as_str
+    from tilescope.metrics import as_str
 
     k = kernels
     if "name" not in k.columns or not len(k):
@@ -267,7 +267,7 @@ def top_kernels(kernels: pd.DataFrame, device_us: float, top: int = 10) -> list[
     """Compute kernels by total time, each with its share of device time (communication apart)."""
     import pandas as pd
 
-    from analyzer.metrics import as_str
+    from tilescope.metrics import as_str
 
     k = kernels
     if not len(k) or "name" not in k.columns:
@@ -465,7 +465,7 @@ def summarize(
 ) -> dict[str, Any]:
     """The JSON-serialisable summary every view shows (see the module docstring); `dt`: the
     profile's `device_time` when the caller has it already (the engine's)."""
-    from analyzer.metrics import as_str
+    from tilescope.metrics import as_str
 
     k = profile.kernels
     dt = device_time(k) if dt is None else dt
@@ -497,3 +497,26 @@ def summarize(
     if findings is not None:
         out["findings"] = finding_totals(findings, k, dt)
     return out
+
+
+# Per-launch pipe ratios (of their side's time) and shares (of the launch) averaged per kernel,
+# weighted by launch duration, plus the speed of light (tilescope.metrics).
+WEIGHTED_RATIOS = (
+    "aic_cube_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aic_fixpipe_ratio",
+    "aic_scalar_ratio", "aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio", "aiv_scalar_ratio",
+    "aic_busy_share", "aic_cube_share", "aic_mte1_share", "aic_mte2_share", "aic_mte3_share",
+    "aic_fixpipe_share", "aic_scalar_share", "aiv_busy_share", "aiv_vec_share", "aiv_mte2_share",
+    "aiv_mte3_share", "aiv_scalar_share", "cube_share", "vector_share", "cube_utilization_pct",
+)
+FIRST_OF_GROUP = ("op_type", "core_type", "input_shapes", "input_dtypes")
+TIMELINE_KEYS = ("name", "start_ns", "duration_us", "core_type", "stream_id")
+# Every kernel column the report reads (tilescope.report.data: `kernel_group_stats`,
+# `launch_timeline`, the summary with its findings bounded by each kernel's speed of light):
+# `analyze` loads only these and the rules'. Defined here, below the report, because the analysis
+# (tilescope.analysis.kernel_columns_read) chooses what to load before any report exists.
+REPORT_COLUMNS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (*SUMMARY_COLUMNS, *KERNEL_TIME_COLUMNS, *WEIGHTED_RATIOS, *FIRST_OF_GROUP, *TIMELINE_KEYS,
+         "flops", "bytes_moved", "sol_us", "sol_bound")
+    )
+)

@@ -83,8 +83,8 @@ def _best(fn: Callable[[], T], repeat: int) -> tuple[float, T | None]:
 
 
 def part1(root: Path, rows: int, repeat: int, gen: ModuleType) -> dict[str, float]:
-    from analyzer.analysis import analyze
-    from analyzer.io.load import load_profile
+    from tilescope.analysis import analyze
+    from tilescope.io.load import load_profile
 
     d = _torch_dir(root / f"k{rows}", rows, None, gen).resolve()
     t_parse, profile = _best(lambda: load_profile(d), repeat)
@@ -118,7 +118,7 @@ def part2(root: Path, rows: int, events: int, advisor_bin: Path, gen: ModuleType
     for _ in range(3):  # the first run also pays for cold file caches; all three are printed
         t0 = time.perf_counter()
         ts = subprocess.run(
-            [sys.executable, "-m", "analyzer.cli", "analyze", str(d), "-f", "json"],
+            [sys.executable, "-m", "tilescope.cli", "analyze", str(d), "-f", "json"],
             cwd=REPO,
             capture_output=True,
             text=True,
@@ -160,13 +160,13 @@ def part2(root: Path, rows: int, events: int, advisor_bin: Path, gen: ModuleType
 
 _PART3_CHILD = {
     "read_timeline": (
-        "from analyzer.io.timeline import read_timeline\n"
+        "from tilescope.io.timeline import read_timeline\n"
         "def run(p, out):\n"
         "    t = read_timeline(p)\n"
         "    return f'{len(t.kernels)} kernels, {len(t.host_ops)} host ops, {len(t.flows)} flows'\n"
     ),
     "analyze": (
-        "from analyzer.cli import main\n"
+        "from tilescope.cli import main\n"
         "def run(p, out):\n"
         "    code = main(['analyze', p, '-f', 'json', '-o', out])\n"
         "    import json\n"
@@ -257,7 +257,7 @@ def part4(root: Path, rows: int, repeat: int, codes: dict[str, Path], gen: Modul
         for name, code in codes.items():
             env = {**os.environ, "PYTHONPATH": str(code)}
             for command in ("analyze", "info"):
-                cmd = [sys.executable, "-m", "analyzer.cli", command, str(d), "-f", "json"]
+                cmd = [sys.executable, "-m", "tilescope.cli", command, str(d), "-f", "json"]
                 # `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH:
                 # run in the checkout, or every "checkout" measures the one the script runs from
                 wall, cpu, rss, _out = _child(cmd, env, cwd=code)

@@ -39,11 +39,11 @@ REPO = Path(__file__).resolve().parent.parent
 _WORKERS = """
 import json, sys
 from pathlib import Path
-from analyzer.analysis import kernel_columns_read
-from analyzer.config import Config
-from analyzer.io.detect import detect
-from analyzer.rank_cache import input_bytes, input_rows
-from analyzer.rankwork import analyse_inputs, plan_executor
+from tilescope.analysis import kernel_columns_read
+from tilescope.config import Config
+from tilescope.io.detect import detect
+from tilescope.rank_cache import input_bytes, input_rows
+from tilescope.rankwork import analyse_inputs, plan_executor
 run = Path(sys.argv[1])
 found = detect(run)
 where = plan_executor(None, None, [input_bytes(input_rows(d)) for d in found])
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--msprof-bin", type=Path, default=Path("/tmp/msa/bin"))
     args = ap.parse_args(argv)
     py = sys.executable
-    ts = [py, "-c", "from analyzer.cli import main; main()"]
+    ts = [py, "-c", "from tilescope.cli import main; main()"]
     msprof = _msprof(args.msprof_bin)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     rows = []

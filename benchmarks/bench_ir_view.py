@@ -44,7 +44,7 @@ _SERVE = """
 import logging, sys
 from pathlib import Path
 from werkzeug.serving import make_server
-from dashboard.app import create_app
+from tilescope.dashboard.app import create_app
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 app = create_app([Path(sys.argv[1])])
 server = make_server("127.0.0.1", 0, app.server, threaded=True)

@@ -99,7 +99,7 @@ def _codes(specs: list[str]) -> dict[str, Path]:
 
 
 def _command(code: Path, path: Path, form: str, out_dir: Path) -> tuple[list[str], dict[str, str]]:
-    cmd = [sys.executable, "-m", "analyzer.cli", "kernels", str(path)]
+    cmd = [sys.executable, "-m", "tilescope.cli", "kernels", str(path)]
     if form != "table":
         cmd += ["--format", form, "-o", str(out_dir / f"kernels.{form}")]
     # the checkout first on the path: its analyzer, not the installed one

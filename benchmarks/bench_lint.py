@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyzer.chips import get_chip
-from analyzer.engine import run_rules
-from analyzer.ir.capture import capture_ir
-from analyzer.profile import Profile, SourceInfo
+from tilescope.chips import get_chip
+from tilescope.engine import run_rules
+from tilescope.ir.capture import capture_ir
+from tilescope.profile import Profile, SourceInfo
 
 KERNELS = Path(__file__).resolve().parents[1] / "sample_traces" / "kernels"
 CASES = [

@@ -2,7 +2,7 @@
 
 Runs, as a subprocess of its own (start-up included, like the command), only the two stages no
 kernel tool can skip: the typed parse of the CSV on --parsers threads (the same options and byte
-ranges as `analyzer.io.kernel_stream`) overlapped with the Parquet write of the raw parsed columns (same
+ranges as `tilescope.io.kernel_stream`) overlapped with the Parquet write of the raw parsed columns (same
 writer settings) — no normalisation, no derived metrics, no chip, no CLI. Compare its time with the
 command's in `bench_kernels.py`: the difference is what normalisation costs on top of the floor.
 
@@ -28,9 +28,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analyzer.columns import canonical_header
-from analyzer.io import kernel_stream as ks
-from analyzer.io.tables import csv_options, numeric_columns, read_header, typed_column_types
+from tilescope.columns import canonical_header
+from tilescope.io import kernel_stream as ks
+from tilescope.io.tables import csv_options, numeric_columns, read_header, typed_column_types
 
 threading.Thread(target=__import__, args=("pandas",), daemon=True).start()  # as the command does
 src, out, parsers = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])

@@ -201,7 +201,7 @@ _CHILD = {
         "    return f'{len(ev)} events'\n"
     ),
     "read_timeline": (
-        "from analyzer.io.timeline import read_timeline\n"
+        "from tilescope.io.timeline import read_timeline\n"
         "def run(p):\n"
         "    t = read_timeline(p)\n"
         "    linked = int((t.flows['kernel_index'] >= 0).sum())\n"

@@ -38,11 +38,20 @@ def default_inputs() -> list[Path]:
     return [*samples, *real, *ranks]
 
 
+def command(code: Path) -> list[str]:
+    """How to run a checkout's CLI: through its run_module.py (the `tilescope` namespace, issue #23),
+    or as `-m analyzer.cli` with the checkout on PYTHONPATH for a checkout from before it."""
+    boot = code / "analyzer" / "run_module.py"
+    if boot.is_file():
+        return [sys.executable, "-P", str(boot), "tilescope.cli"]
+    return [sys.executable, "-P", "-m", "analyzer.cli"]
+
+
 def run(code: Path, path: Path, fmt: str, cwd: Path) -> tuple[int, str, str]:
     env = {**os.environ, "PYTHONPATH": str(code)}
     # -P: the working directory is not put ahead of PYTHONPATH; one working directory for both
     # checkouts, as SARIF writes the paths under it relative to it
-    cmd = [sys.executable, "-P", "-m", "analyzer.cli", "analyze", str(path), "-f", fmt]
+    cmd = [*command(code), "analyze", str(path), "-f", fmt]
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     # the clock: the JSON's `generated_at`, also embedded in the HTML and the SARIF
     return proc.returncode, GENERATED_AT.sub("", proc.stdout), proc.stderr

@@ -161,7 +161,7 @@ def base_manifest(env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def kernel_record(path: Path, function: str | None, entry: str | None = None) -> dict[str, Any]:
     """manifest["kernel"] for a kernel file copied to the bundle's `kernel/<name>`."""
-    from collectors.spec import file_sha256
+    from tilescope.collectors.spec import file_sha256
 
     return {"file": str(path), "name": path.name, "sha256": file_sha256(path), "function": function,
             "entry": entry, "source": f"kernel/{path.name}"}
@@ -201,10 +201,11 @@ def make_portable(bundle: Path, root: Path) -> list[Path]:
     return changed
 
 
-if __name__ == "__main__":  # python -m collectors.bundle --portable BUNDLE [ROOT]
+if __name__ == "__main__":  # python -m tilescope.collectors.bundle --portable BUNDLE [ROOT]
     import sys
 
     if len(sys.argv) not in (3, 4) or sys.argv[1] != "--portable":
-        sys.exit("usage: python -m collectors.bundle --portable BUNDLE [ROOT (default: working directory)]")
+        sys.exit("usage: python -m tilescope.collectors.bundle --portable BUNDLE "
+                 "[ROOT (default: working directory)]")
     for p in make_portable(Path(sys.argv[2]), Path(sys.argv[3] if len(sys.argv) == 4 else os.getcwd())):
         print(p)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from typing import Any
 
-from analyzer.errors import MissingComponentError
+from tilescope.errors import MissingComponentError
 
 PROBE_TIMEOUT_S = 180.0
 SEE_DOCS = "see docs/collecting.md, or use --ir-only for a bundle without runtime metrics"

@@ -15,7 +15,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzer.errors import TilescopeError
+from tilescope.errors import TilescopeError
+
+# The child that builds, checks and runs one kernel, started through tilescope.run_module.command
+# (the NPU's Python may not have tilescope installed).
+WORKER = "tilescope.collectors.worker"
 
 KILL_GRACE_S = 5.0
 

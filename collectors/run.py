@@ -3,7 +3,7 @@
 Order matters:
 1. usage errors (kernel file, metric groups, existing bundle without --force) — exit 2, nothing done;
 2. missing components (torch_npu / NPU / msprof; tilelang) — exit 3, before any hardware work;
-3. inside `atomic_dir`: kernel copy, IR (analyzer.ir.capture, the code `tilescope lint` runs),
+3. inside `atomic_dir`: kernel copy, IR (tilescope.ir.capture, the code `tilescope lint` runs),
    correctness check in a child (CPU target "c" for --ir-only, the NPU otherwise), one profiler run
    per backend rules, manifest (schema-validated). Only a complete bundle is renamed into place; an
    exception or Ctrl-C removes the temporary directory and kills the child process group.
@@ -21,15 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyzer.atomic import atomic_dir
-from analyzer.errors import TilescopeError, UsageError
-from collectors import bundle as bundlemod
-from collectors import preflight
-from collectors import spec as specmod
-from collectors.msprof_op_backend import MSPROF_OP_EXTRA_GROUPS, profile_msprof_op
-from collectors.proc import CommandRecord, run_command, tail
-from collectors.spec import KernelRef, parse_kernel_ref
-from collectors.torch_npu_backend import AIC_METRICS, profile_groups
+from tilescope.atomic import atomic_dir
+from tilescope.collectors import bundle as bundlemod
+from tilescope.collectors import preflight
+from tilescope.collectors import spec as specmod
+from tilescope.collectors.msprof_op_backend import MSPROF_OP_EXTRA_GROUPS, profile_msprof_op
+from tilescope.collectors.proc import WORKER, CommandRecord, run_command, tail
+from tilescope.collectors.spec import KernelRef, parse_kernel_ref
+from tilescope.collectors.torch_npu_backend import AIC_METRICS, profile_groups
+from tilescope.errors import TilescopeError, UsageError
+from tilescope.run_module import command
 
 BACKENDS = ("torch_npu", "msprof-op")
 DEFAULT_METRICS = ("PipeUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio",
@@ -85,7 +86,7 @@ def resolve_function(ref: KernelRef) -> KernelRef:
     """Pick the builder as `tilescope lint` does when KERNEL.py has no :FUNCTION."""
     if ref.function:
         return ref
-    from analyzer.ir.capture import candidates
+    from tilescope.ir.capture import candidates
 
     found = candidates(ast.parse(ref.path.read_text(encoding="utf-8"), filename=str(ref.path)))
     if len(found) != 1:
@@ -95,10 +96,10 @@ def resolve_function(ref: KernelRef) -> KernelRef:
 
 
 def _source_dialect(path: Path) -> Any:
-    """The kernel's dialect when it is tilelang-ascend's (analyzer.ir.dialect), else None."""
-    from analyzer.ir.capture import parse_kernel_file
-    from analyzer.ir.dialect import detect
-    from analyzer.ir.scopes import TILELANG_ASCEND
+    """The kernel's dialect when it is tilelang-ascend's (tilescope.ir.dialect), else None."""
+    from tilescope.ir.capture import parse_kernel_file
+    from tilescope.ir.dialect import detect
+    from tilescope.ir.scopes import TILELANG_ASCEND
 
     found = detect(parse_kernel_file(path))
     return found if found.dialect == TILELANG_ASCEND else None
@@ -107,11 +108,11 @@ def _source_dialect(path: Path) -> Any:
 def resolve_chip_name(
     requested: str | None, tilelang_version: str | None = None, dialect: str | None = None
 ) -> Any:
-    """--chip, else the configuration's chip, else the lowering target's (analyzer.chips.chosen_chip):
+    """--chip, else the configuration's chip, else the lowering target's (tilescope.chips.chosen_chip):
     tilelang-ascend's TL_PLATFORM for its dialect, tilelang 0.1.15's 950 otherwise."""
-    from analyzer.chips import chosen_chip
-    from analyzer.config import load_config
-    from analyzer.ir.scopes import TILELANG_ASCEND
+    from tilescope.chips import chosen_chip
+    from tilescope.config import load_config
+    from tilescope.ir.scopes import TILELANG_ASCEND
 
     cfg = load_config()
     if dialect == TILELANG_ASCEND:
@@ -152,9 +153,8 @@ def child_env(user_env: dict[str, str], device: str) -> dict[str, str]:
     cache settings, the autoload switch above), and the device runs must see the user's setup.
     """
     env = dict(user_env)
-    # The worker imports `collectors` from this checkout/installation, whatever the cwd is.
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # The worker finds this tilescope through tilescope.run_module (WORKER_ARGV), whatever the cwd
+    # and the user's PYTHONPATH, which stays as the user set it.
     if device == "cpu":
         env[AUTOLOAD] = "0"
     return env
@@ -174,7 +174,7 @@ def run_check(bundle: Path, ref: KernelRef, params: dict[str, Any], device: str,
     job_path = collect_dir / f"check_{device}.job.json"
     job_path.write_text(json.dumps(job, indent=2), encoding="utf-8")
     log = collect_dir / f"check_{device}.log"
-    rec = CommandRecord([python, "-m", "collectors.worker", str(job_path)],
+    rec = CommandRecord([*command([python], WORKER), str(job_path)],
                         f"correctness check ({device})", log=f"collect/{log.name}")
     run_command(rec, timeout, log, env=child_env(env, device))
     try:
@@ -191,8 +191,8 @@ def run_check(bundle: Path, ref: KernelRef, params: dict[str, Any], device: str,
 
 
 def capture_ir_into(bundle: Path, ref: KernelRef, params: dict[str, Any], chip: Any) -> dict[str, Any]:
-    """ir/ exactly as `tilescope lint` writes it (the IR engineer's analyzer.ir.capture)."""
-    from analyzer.ir.capture import capture_ir, write_ir_dir
+    """ir/ exactly as `tilescope lint` writes it (the IR engineer's tilescope.ir.capture)."""
+    from tilescope.ir.capture import capture_ir, write_ir_dir
 
     capture = capture_ir(ref.text, params, chip)
     write_ir_dir(capture, bundle / "ir")
@@ -202,7 +202,7 @@ def capture_ir_into(bundle: Path, ref: KernelRef, params: dict[str, Any], chip: 
 
 def spec_record(path: Path, function: str, params: dict[str, Any]) -> dict[str, Any] | None:
     """The kernel's TILESCOPE_SPEC as run: shapes and dtypes resolved against the parameters."""
-    from collectors import spec as specmod
+    from tilescope.collectors import spec as specmod
 
     spec = specmod.find_spec(specmod.load_module(path), function, path)
     return None if spec is None else specmod.record(spec, params, specmod.SPEC_ATTR)
@@ -220,7 +220,7 @@ def ascend_python(interp: Any, kernel: Path) -> str:
     """The Python that runs a tilelang-ascend kernel on the NPU: this one when tilelang-ascend is
     installed here, the setup script's venv on an aarch64 host; never the emulated root (no device
     reaches it, and it has no CANN) — that is exit 3, before any work."""
-    from analyzer.errors import MissingComponentError
+    from tilescope.errors import MissingComponentError
 
     if interp.kind == "in-process":
         return sys.executable
@@ -234,7 +234,7 @@ def ascend_job_base(ref: KernelRef, ir: dict[str, Any]) -> dict[str, Any]:
     ir.json: the builder, the parameters the IR was captured with (the file's own call included, as
     lint takes them), and the inputs derived from the captured signature (used by the worker when
     the file has no TILESCOPE_SPEC)."""
-    from analyzer.ir.scopes import TILELANG_ASCEND
+    from tilescope.ir.scopes import TILELANG_ASCEND
 
     kernels = ir.get("kernels", [])
     if len(kernels) != 1:
@@ -243,7 +243,7 @@ def ascend_job_base(ref: KernelRef, ir: dict[str, Any]) -> dict[str, Any]:
     derived = None
     if k.get("gm_tensors"):
         derived = specmod.derived_declaration(k["gm_tensors"], k.get("outputs", []), k.get("workspaces", []))
-    from analyzer.ir.capture import builder_signatures, for_worker, resolve_kernel
+    from tilescope.ir.capture import builder_signatures, for_worker, resolve_kernel
 
     # `-p tiling.block_M=32` reaches the worker dotted, with the class `tiling` takes (as lint's)
     _path, names, tree = resolve_kernel(ref.text)
@@ -287,7 +287,7 @@ def collect(req: CollectRequest, log: Log | None = None,
     device_probe: dict[str, Any] = {}
     python = sys.executable
     if dialect is not None:  # tilelang-ascend: lowered (and run) by its own stack, in a worker
-        from analyzer.ir.foreign import require_interpreter
+        from tilescope.ir.foreign import require_interpreter
 
         interp = require_interpreter(f"{ref.path} is written for {dialect.describe()}")
         if not req.ir_only:
@@ -301,7 +301,7 @@ def collect(req: CollectRequest, log: Log | None = None,
     keep_torch_npu_out_of_this_process()
     pinned = None
     if dialect is not None and not os.environ.get("TL_PLATFORM"):
-        from analyzer.chips import tl_ascend_platform_of_device
+        from tilescope.chips import tl_ascend_platform_of_device
 
         pinned = tl_ascend_platform_of_device(device_probe.get("device_name"))
     if pinned is None:

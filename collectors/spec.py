@@ -35,7 +35,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from analyzer.errors import UsageError
+from tilescope.errors import UsageError
 
 SPEC_ATTR = "TILESCOPE_SPEC"
 INIT_KINDS = ("randn", "rand", "randint", "zeros", "ones", "arange")
@@ -215,7 +215,7 @@ def derived_declaration(
     """A TILESCOPE_SPEC entry made from the kernel's own signature, for a file that declares none.
 
     `gm_tensors` are the PrimFunc's GM tensor parameters in signature order (name, shape, dtype:
-    analyzer.ir.walk.gm_tensors, kept in ir.json); `outputs` and `workspaces` name those that
+    tilescope.ir.walk.gm_tensors, kept in ir.json); `outputs` and `workspaces` name those that
     tilelang-ascend's `@tilelang.jit(out_idx=..., workspace_idx=...)` allocates itself. Every other
     tensor is an input, filled as the spec's defaults fill it (randn floats, randint integers), in
     signature order — what its compiled adapter expects as positional arguments. Symbolic dims stay

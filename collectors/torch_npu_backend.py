@@ -19,8 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import TilescopeError
-from collectors.proc import CommandRecord, run_command, tail
+from tilescope.collectors.proc import WORKER, CommandRecord, run_command, tail
+from tilescope.errors import TilescopeError
+from tilescope.run_module import command
 
 # Member name -> value of torch_npu.profiler.AiCMetrics (torch_npu 2.13.0 _constant.py; notes §7.1).
 AIC_METRICS: dict[str, str] = {
@@ -137,7 +138,7 @@ def profile_groups(
     env: dict[str, str] | None = None,
     python: str = sys.executable,
 ) -> tuple[list[CommandRecord], list[dict[str, Any]]]:
-    """One `python -m collectors.worker` per group into bundle/profile/<group>; records + run info."""
+    """One worker (tilescope.collectors.worker) per group into bundle/profile/<group>; records + run info."""
     records: list[CommandRecord] = []
     runs: list[dict[str, Any]] = []
     work.mkdir(parents=True, exist_ok=True)
@@ -150,7 +151,7 @@ def profile_groups(
         job_path = work / f"profile_{group}.job.json"
         job_path.write_text(json.dumps(job, indent=2), encoding="utf-8")
         log = bundle / "collect" / f"profile_{group}.log"
-        rec = CommandRecord([python, "-m", "collectors.worker", str(job_path)],
+        rec = CommandRecord([*command([python], WORKER), str(job_path)],
                             f"torch_npu profile ({group})", group=group, log=f"collect/{log.name}")
         run_command(rec, timeout, log, env=env)
         answer = _read_answer(Path(job["result"]))

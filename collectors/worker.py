@@ -1,4 +1,5 @@
-"""The child process that builds, checks and runs one kernel: `python -m collectors.worker JOB.json`.
+"""The child process that builds, checks and runs one kernel: `tilescope.collectors.worker JOB.json`
+(started through tilescope.run_module).
 
 Every device action of `tilescope collect` happens here, in a fresh process, because
 - torch_npu's profiler takes one aic-metrics group per run and keeps global state between runs;
@@ -10,8 +11,8 @@ Job (JSON): kernel, function, params (only the --param values; defaults come fro
 device ("cpu" | "npu"), mode ("check" | "profile" | "launch"), warmup, repeat, profiler (the plain
 config of torch_npu_backend.build_profiler_config, mode "profile"), result (path of the JSON answer);
 for a tilelang-ascend kernel also dialect ("tilelang-ascend") and spec (the TILESCOPE_SPEC entry
-derived from its signature, used when the file declares none: collectors.spec.derived_declaration).
-A tilelang-ascend job runs in tilelang-ascend's interpreter (analyzer.ir.foreign), which has its own
+derived from its signature, used when the file declares none: tilescope.collectors.spec.derived_declaration).
+A tilelang-ascend job runs in tilelang-ascend's interpreter (tilescope.ir.foreign), which has its own
 `tilelang`: this module imports nothing of tilelang or torch at module level.
 """
 
@@ -24,19 +25,19 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import UsageError
-from analyzer.ir.scopes import TILELANG_ASCEND
-from collectors import spec as specmod
+from tilescope.collectors import spec as specmod
+from tilescope.errors import UsageError
+from tilescope.ir.scopes import TILELANG_ASCEND
 
 
 def build_prim_func(kernel: Path, function: str | None, params: dict[str, Any]) -> tuple[Any, Any, str,
                                                                                        dict[str, Any]]:
     """Load the kernel file and build its PrimFunc: (PrimFunc, KernelSpec|None, function, params).
 
-    Building goes through analyzer.ir.capture.build_primfuncs, the code `tilescope lint` uses, so a
+    Building goes through tilescope.ir.capture.build_primfuncs, the code `tilescope lint` uses, so a
     builder, a `@tilelang.jit` kernel or a bare PrimFunc means the same thing to both commands.
     """
-    from analyzer.ir.capture import build_primfuncs, import_tilelang
+    from tilescope.ir.capture import build_primfuncs, import_tilelang
 
     import_tilelang()
     ref = specmod.KernelRef(path=kernel, function=function)
@@ -109,7 +110,7 @@ def build_ascend_kernel(
     parameters: that lowers, compiles with bisheng and returns a JITKernel whose adapter takes the
     inputs as torch_npu tensors and allocates the outputs and workspaces itself (`c = matmul(...)(a, b)`
     in tilelang-ascend's examples). A plain builder's PrimFunc goes through `tilelang.compile` with the
-    spec's out_idx. The file is imported without its script part (analyzer.ir.published), as lint
+    spec's out_idx. The file is imported without its script part (tilescope.ir.published), as lint
     imports it: published examples run NPU tests at module level.
     """
     import ast
@@ -117,7 +118,7 @@ def build_ascend_kernel(
     import tilelang
     import torch_npu  # noqa: F401  (the adapter allocates outputs on torch.device("npu"))
 
-    from analyzer.ir.published import PublishedFileError, load_module
+    from tilescope.ir.published import PublishedFileError, load_module
 
     try:
         module = load_module(kernel, ast.parse(kernel.read_text(encoding="utf-8"), filename=str(kernel)))
@@ -127,8 +128,8 @@ def build_ascend_kernel(
     if not callable(obj):
         raise UsageError(f"{kernel}: no function {function!r}")
     impl = getattr(obj, "__jit_impl__", None)
-    from analyzer.ir.ascend_worker import nested_params
-    from analyzer.ir.lowering import NESTED_KEY
+    from tilescope.ir.ascend_worker import nested_params
+    from tilescope.ir.lowering import NESTED_KEY
 
     classes = dict(params.pop(NESTED_KEY, None) or {})  # -p tiling.block_M=32: built as lint builds it
     fn = impl.func if impl is not None else obj
@@ -157,7 +158,7 @@ def build_ascend_kernel(
 def ascend_versions() -> dict[str, str | None]:
     """The versions of the stack that ran the kernel (this interpreter's, which on an aarch64 host
     may be a venv of its own): they replace the collector's in the manifest."""
-    from collectors.bundle import dist_version
+    from tilescope.collectors.bundle import dist_version
 
     stack = dist_version("tilelang-ascend")
     return {"torch": dist_version("torch"),
@@ -221,7 +222,7 @@ def _run_mode(job: dict[str, Any], answer: dict[str, Any], kernel_fn: Any, func:
     elif mode == "launch":
         launch(kernel_fn, specmod.make_inputs(spec, params, device), job["warmup"] + job["repeat"], device)
     elif mode == "profile":
-        from collectors.torch_npu_backend import run_profiled
+        from tilescope.collectors.torch_npu_backend import run_profiled
 
         inputs = specmod.make_inputs(spec, params, device)
         launch(kernel_fn, inputs, 1, device)  # first call outside the profiler: JIT load, caches
@@ -232,7 +233,7 @@ def _run_mode(job: dict[str, Any], answer: dict[str, Any], kernel_fn: Any, func:
 
 
 def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
-    from collectors.bundle import jsonable
+    from tilescope.collectors.bundle import jsonable
 
     out: dict[str, Any] = jsonable(params)
     return out

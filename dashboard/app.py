@@ -13,11 +13,11 @@ from typing import Any
 import dash
 from dash.exceptions import DependencyException
 
-from analyzer.profile import Profile
-from dashboard import callbacks, guard
-from dashboard.data import DataStore
-from dashboard.layout import build_layout
-from dashboard.paths import RootSet
+from tilescope.dashboard import callbacks, guard
+from tilescope.dashboard.data import DataStore
+from tilescope.dashboard.layout import build_layout
+from tilescope.dashboard.paths import RootSet
+from tilescope.profile import Profile
 
 ASSETS = Path(__file__).with_name("assets")
 

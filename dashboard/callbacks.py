@@ -1,9 +1,9 @@
 """Thin callbacks: read the request, ask the store / views, return components. No logic of their own.
 
 A view's callback runs only when its tab is visible (`_active`), so switching profiles on a large
-run computes one view, not eight. Every value a callback receives is checked (dashboard.inputs,
+run computes one view, not eight. Every value a callback receives is checked (tilescope.dashboard.inputs,
 the store's key check, the grid request parser) before use: a malformed one raises UsageError,
-which the app answers with a quiet 400 (dashboard.guard), never a 500.
+which the app answers with a quiet 400 (tilescope.dashboard.guard), never a 500.
 """
 
 from __future__ import annotations
@@ -14,16 +14,22 @@ import dash
 from dash import ALL, ClientsideFunction, Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
 
-from analyzer.errors import TilescopeError, UsageError
-from dashboard import compare as C
-from dashboard import figures as F
-from dashboard import inputs
-from dashboard import ranks as R
-from dashboard import views as V
-from dashboard.data import ClusterEntry, DataStore, ProfileEntry
-from dashboard.ir_view import ir_kernels, kernel_of_locations, load_stages, mark_locations, stage_data
-from dashboard.layout import kernel_grid
-from dashboard.query import build_lanes, kernel_page, timeline_gap, timeline_window
+from tilescope.dashboard import compare as C
+from tilescope.dashboard import figures as F
+from tilescope.dashboard import inputs
+from tilescope.dashboard import ranks as R
+from tilescope.dashboard import views as V
+from tilescope.dashboard.data import ClusterEntry, DataStore, ProfileEntry
+from tilescope.dashboard.ir_view import (
+    ir_kernels,
+    kernel_of_locations,
+    load_stages,
+    mark_locations,
+    stage_data,
+)
+from tilescope.dashboard.layout import kernel_grid
+from tilescope.dashboard.query import build_lanes, kernel_page, timeline_gap, timeline_window
+from tilescope.errors import TilescopeError, UsageError
 
 
 def _entry(store: DataStore, key: str | None) -> ProfileEntry:

@@ -1,4 +1,4 @@
-"""Compare view data: two runs side by side, from `analyzer.diff` (the same data as `tilescope diff`).
+"""Compare view data: two runs side by side, from `tilescope.diff` (the same data as `tilescope diff`).
 
 Kernels are matched and judged by the diff module (name/op/shapes matching, per-step time, noise-
 aware verdict); findings are new/resolved by the diff's identity. This module only turns the
@@ -13,10 +13,10 @@ from typing import Any
 import pandas as pd
 from dash import html
 
-from analyzer.diff import DiffResult, RunData, compare_runs, run_from_report
-from dashboard import figures as F
-from dashboard.data import ProfileEntry
-from dashboard.views import finding_item, kpi
+from tilescope.dashboard import figures as F
+from tilescope.dashboard.data import ProfileEntry
+from tilescope.dashboard.views import finding_item, kpi
+from tilescope.diff import DiffResult, RunData, compare_runs, run_from_report
 
 MAX_GRID_ROWS = 2000  # per-kernel rows sent to the client-side grid (largest |delta| first)
 

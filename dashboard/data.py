@@ -3,7 +3,7 @@
 Parse once, render many times (design.md §1): each profile is loaded and analysed once, then kept
 here with a DuckDB copy of its kernel table so that a browser request for rows 4,000-4,100 of a
 1,000,000-launch profile is one indexed SQL query, not a re-read. The diagnosis (findings, summary)
-comes from `analyzer.report.data.build_report`; this module only reshapes it for display.
+comes from `tilescope.report.data.build_report`; this module only reshapes it for display.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analyzer.errors import UsageError
-from analyzer.profile import Profile
-from dashboard.paths import PathRejected, RootSet, discover_profiles, discover_runs, is_within
+from tilescope.dashboard.paths import PathRejected, RootSet, discover_profiles, discover_runs, is_within
+from tilescope.errors import UsageError
+from tilescope.profile import Profile
 
 if TYPE_CHECKING:
-    from analyzer.io.load import LoadFailure
+    from tilescope.io.load import LoadFailure
 
 # Canonical columns shown in the Kernels grid, in this order when present (design.md §3 plus the
 # derived metrics of analyzer/metrics.py). Anything else stays on the server.
@@ -118,7 +118,7 @@ class ProfileEntry:
         con.execute("CREATE TABLE k AS SELECT * FROM k_src")
         con.unregister("k_src")
         aggs = [f"{sql} AS {name}" for name, sql in GROUP_AGGREGATES]
-        # duration-weighted, as the report's per-kernel rows (analyzer.report.data.kernel_group_stats)
+        # duration-weighted, as the report's per-kernel rows (tilescope.report.data.kernel_group_stats)
         aggs += [
             f"sum({c} * duration_us) / nullif(sum(CASE WHEN {c} IS NOT NULL THEN duration_us END), 0) AS {c}"
             for c in GROUP_MEANS
@@ -176,7 +176,7 @@ class ProfileEntry:
 
     @property
     def total_device_us(self) -> float:
-        """Device time as the report's summary defines it (analyzer.summary), for every view."""
+        """Device time as the report's summary defines it (tilescope.summary), for every view."""
         summary = self.report.get("summary") or {}
         return float(summary.get("total_device_us") or 0.0)
 
@@ -184,11 +184,11 @@ class ProfileEntry:
 @dataclass
 class ClusterEntry:
     """The ranks of one served path side by side: the report's `cluster` section and its
-    cross-rank (TS6xx) findings, computed once when the path is loaded (analyzer.cluster)."""
+    cross-rank (TS6xx) findings, computed once when the path is loaded (tilescope.cluster)."""
 
     key: str  # "c0", "c1", ... in the order the paths were given
     label: str
-    section: dict[str, Any]  # report["cluster"] (analyzer.report.ranks.cluster_section), JSON values
+    section: dict[str, Any]  # report["cluster"] (tilescope.report.ranks.cluster_section), JSON values
     findings: list[dict[str, Any]]  # the TS6xx findings as the report lists them, largest saving first
     rank_keys: dict[int, str]  # rank id -> its profile's picker key (ranks that loaded)
 
@@ -204,10 +204,10 @@ def build_cluster_entry(
     """The cluster model of one path's ranks, its TS6xx rules and the report's `cluster` section
     (the same calls as `tilescope analyze`), and the summary files it read (for the root check).
     `keys[i]` is the picker key of `profiles[i]`."""
-    from analyzer.cluster import build_cluster
-    from analyzer.config import load_config
-    from analyzer.engine import run_cluster_rules
-    from analyzer.report.ranks import SCOPE_CLUSTER, cluster_section
+    from tilescope.cluster import build_cluster
+    from tilescope.config import load_config
+    from tilescope.engine import run_cluster_rules
+    from tilescope.report.ranks import SCOPE_CLUSTER, cluster_section
 
     model = build_cluster(profiles, failures)
     result = run_cluster_rules(model, profiles[0].chip, load_config())
@@ -234,10 +234,10 @@ def _plain(value: Any) -> Any:
 def prepare_kernels(profile: Profile) -> pd.DataFrame:
     """The kernel table with derived metrics, a stable launch index and a readable start time.
 
-    Derived metrics come from `analyzer.metrics` (the one place that defines them); a profile
+    Derived metrics come from `tilescope.metrics` (the one place that defines them); a profile
     missing a column simply lacks it in the views.
     """
-    from analyzer.metrics import with_derived_metrics
+    from tilescope.metrics import with_derived_metrics
 
     # The loader already derives them; a Profile built by hand (tests, API users) may not have.
     kernels = with_derived_metrics(profile.kernels, profile.chip).copy()
@@ -256,19 +256,19 @@ def prepare_kernels(profile: Profile) -> pd.DataFrame:
 
 def analyse(profile: Profile) -> dict[str, Any]:
     """The versioned report dict for a profile, built by the analyzer (never by the dashboard)."""
-    from analyzer.config import load_config
+    from tilescope.config import load_config
 
     config = load_config()
     try:
-        from analyzer.analysis import analyze
+        from tilescope.analysis import analyze
     except ImportError:
-        from analyzer.engine import run_rules
+        from tilescope.engine import run_rules
 
         result = run_rules(profile, config)
     else:
         result = analyze(profile, config)
     try:
-        from analyzer.report.data import build_report
+        from tilescope.report.data import build_report
     except ImportError:  # report module not installed yet: the same content, unversioned
         return {
             "summary": {"total_device_us": result.total_device_us},
@@ -290,7 +290,7 @@ def make_entry(key: str, label: str, profile: Profile, report: dict[str, Any] | 
 
 
 def load_path(path: Path, chip: str | None) -> list[Profile]:
-    from analyzer.io.load import load_profiles
+    from tilescope.io.load import load_profiles
 
     return load_profiles(path, chip=chip)
 
@@ -505,7 +505,7 @@ class DataStore:
                     if r.get("rank") == rank and r.get("kernels_loaded")), None)
         if row is None or not isinstance(row.get("path"), str):
             return None
-        from analyzer.io.load import manifest_dir_of
+        from tilescope.io.load import manifest_dir_of
 
         own = Path(row["path"])
         if manifest_dir_of(run) is not None or own.resolve() == run.resolve() \

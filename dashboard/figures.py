@@ -16,10 +16,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analyzer.chips import ChipSpec
-from analyzer.findings import SEVERITIES
-from analyzer.report.escape import MAX_INLINE, plotly_text
-from analyzer.report.words import fmt_pct, fmt_us
+from tilescope.chips import ChipSpec
+from tilescope.findings import SEVERITIES
+from tilescope.report import palette as P
+from tilescope.text.escape import MAX_INLINE, plotly_text
+from tilescope.text.words import fmt_pct, fmt_us
 
 CUBE, VECTOR, MIX_CUBE, MIX_VECTOR, OTHER, HOST = (
     "Cube",
@@ -29,27 +30,28 @@ CUBE, VECTOR, MIX_CUBE, MIX_VECTOR, OTHER, HOST = (
     "Other",
     "Host",
 )
-COLORS = {
-    CUBE: "#1f77b4",
-    VECTOR: "#ff7f0e",
-    MIX_CUBE: "#1f77b4",
-    MIX_VECTOR: "#ff7f0e",
-    "MTE1": "#98df8a",
-    "MTE2": "#2ca02c",
-    "MTE3": "#1a6e1a",  # the #2ca02c family, light to dark, as analyzer/report/charts.py
-    "Data movement": "#2ca02c",
-    "Scalar": "#9467bd",
-    "FixPipe": "#8c564b",
-    OTHER: "#c7c7c7",
-    HOST: "#9aa5b1",  # host threads are not a core type: slate, apart from idle/other grey
-    "Idle": "#c7c7c7",
+# The dashboard's series by name, in the product's one palette (tilescope.report.palette).
+COLOURS = {
+    CUBE: P.CUBE,
+    VECTOR: P.VECTOR,
+    MIX_CUBE: P.CUBE,
+    MIX_VECTOR: P.VECTOR,
+    "MTE1": P.MTE1,
+    "MTE2": P.MTE2,
+    "MTE3": P.MTE3,
+    "Data movement": P.MTE2,
+    "Scalar": P.SCALAR,
+    "FixPipe": P.FIXPIPE,
+    OTHER: P.IDLE,
+    HOST: P.HOST,
+    "Idle": P.IDLE,
 }
-SEVERITY_COLORS = {"high": "#c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
+SEVERITY_COLOURS = P.SEVERITY_COLOURS
 # Mix kernels use their side's colour with a different marker, so the palette stays the product's.
 SYMBOLS = {CUBE: "circle", VECTOR: "circle", MIX_CUBE: "diamond", MIX_VECTOR: "diamond", OTHER: "square"}
 _CORE_CATEGORY = {"AI_CORE": CUBE, "AI_VECTOR_CORE": VECTOR, "MIX_AIC": MIX_CUBE, "MIX_AIV": MIX_VECTOR}
 # (label, column, colour key) of the pipe bars; AIC pipes first, then AIV, as MindStudio lists them.
-# Each is the pipe's share of the launch (analyzer.metrics), the same quantity as every other view.
+# Each is the pipe's share of the launch (tilescope.metrics), the same quantity as every other view.
 PIPES = (
     ("Cube", "aic_cube_share", "Cube"),
     ("MTE1 (AIC)", "aic_mte1_share", "MTE1"),
@@ -69,7 +71,7 @@ MAX_BAR_LABEL = 48
 def plot_text(value: Any, limit: int | None = None) -> str:
     """A profile string made safe for Plotly's label renderer (and shortened for axes).
 
-    The escaping is the report's own (analyzer.report.escape.plotly_text), so the dashboard and
+    The escaping is the report's own (tilescope.text.escape.plotly_text), so the dashboard and
     the HTML report neutralise names the same way.
     """
     return plotly_text(value, limit or MAX_INLINE)
@@ -119,7 +121,7 @@ def empty_figure(message: str, height: int = 150) -> go.Figure:
 
 
 def format_us(us: float) -> str:
-    """µs in tables, ms from 10 ms on: the one formatter of every view (analyzer.report.words)."""
+    """µs in tables, ms from 10 ms on: the one formatter of every view (tilescope.text.words)."""
     return fmt_us(us)
 
 
@@ -136,7 +138,7 @@ def busy_by_core_type_figure(busy_us: dict[str, float]) -> go.Figure:
             x=[busy_us[k] for k in labels],
             y=[plot_text(k) for k in labels],
             orientation="h",
-            marker_color=[COLORS.get(k, COLORS[OTHER]) for k in labels],
+            marker_color=[COLOURS.get(k, COLOURS[OTHER]) for k in labels],
             text=[format_us(busy_us[k]) for k in labels],
             textposition="auto",
             hovertemplate="%{y}: %{x:,.1f} µs<extra></extra>",
@@ -148,7 +150,7 @@ def busy_by_core_type_figure(busy_us: dict[str, float]) -> go.Figure:
 
 
 def pipe_share_figure(shares: dict[str, float]) -> go.Figure:
-    """Each unit's busy share of device time (analyzer.summary; units overlap, so no total)."""
+    """Each unit's busy share of device time (tilescope.summary; units overlap, so no total)."""
     items = [(k, v) for k, v in shares.items() if v is not None and math.isfinite(v)]
     if not items:
         return empty_figure("No pipe ratios: collect aic_metrics=PipeUtilization")
@@ -157,8 +159,8 @@ def pipe_share_figure(shares: dict[str, float]) -> go.Figure:
             x=[v * 100 for _, v in items],
             y=[plot_text(k) for k, _ in items],
             orientation="h",
-            marker_color=[COLORS.get(k, COLORS[OTHER]) for k, _ in items],
-            # the rounding of every other view (analyzer.report.words: unit shares to whole per cent)
+            marker_color=[COLOURS.get(k, COLOURS[OTHER]) for k, _ in items],
+            # the rounding of every other view (tilescope.text.words: unit shares to whole per cent)
             text=[fmt_pct(v, 0) for _, v in items],
             textposition="auto",
             hovertemplate="%{y}: busy %{x:.1f} % of device time<extra></extra>",
@@ -180,7 +182,7 @@ def top_kernels_figure(by_name: pd.DataFrame, n: int = 12) -> go.Figure:
             x=top["total_us"],
             y=[plot_text(s, MAX_BAR_LABEL) for s in top["name"]],
             orientation="h",
-            marker_color=[COLORS[c] for c in cats],
+            marker_color=[COLOURS[c] for c in cats],
             customdata=np.array(top["name"].astype(str), dtype=object),
             hovertext=[
                 f"{plot_text(nm)}<br>{int(lc)} launch(es), {c}"
@@ -198,7 +200,7 @@ def findings_by_severity_figure(
     findings: Sequence[dict[str, Any]], totals: dict[str, Any] | None = None
 ) -> go.Figure:
     """Count and estimated saving per severity; the savings are the summary's combined ones
-    (analyzer.summary: findings on one kernel never add up past its speed-of-light gap)."""
+    (tilescope.summary: findings on one kernel never add up past its speed-of-light gap)."""
     counts = {s: 0 for s in SEVERITIES}
     for f in findings:
         sev = str(f.get("severity", "info"))
@@ -209,7 +211,7 @@ def findings_by_severity_figure(
         go.Bar(
             x=list(SEVERITIES),
             y=[counts[s] for s in SEVERITIES],
-            marker_color=[SEVERITY_COLORS[s] for s in SEVERITIES],
+            marker_color=[SEVERITY_COLOURS[s] for s in SEVERITIES],
             text=[f"{counts[s]} · est. {format_us(saving[s])}" if counts[s] else "" for s in SEVERITIES],
             textposition="auto",
             textangle=0,
@@ -245,7 +247,7 @@ def pipe_ratio_figure(rows: pd.DataFrame, title: str) -> go.Figure:
         go.Bar(
             x=[label for label, _, _ in present],
             y=means,
-            marker_color=[COLORS[k] for _, _, k in present],
+            marker_color=[COLOURS[k] for _, _, k in present],
             error_y=dict(type="data", array=hi, arrayminus=lo, visible=several, color="#555"),
             text=[f"{m:.0f} %" for m in means],
             textposition="outside",
@@ -276,7 +278,7 @@ def cube_vector_split_figure(rows: pd.DataFrame) -> go.Figure:
                 x=[value],
                 y=[label],
                 orientation="h",
-                marker_color=COLORS[label],
+                marker_color=COLOURS[label],
                 text=[format_us(value)],
                 textposition="auto",
                 hovertemplate=f"{label}: %{{x:,.1f}} µs<extra></extra>",
@@ -308,7 +310,7 @@ def bandwidth_figure(rows: pd.DataFrame, chip: ChipSpec) -> go.Figure:
             x=[_bw_label(c) for c in cols],
             y=values,
             # reads and GM-to-UB are MTE2 traffic (data in), the rest MTE3 (data out)
-            marker_color=[COLORS["MTE2"] if "read" in c or "gm_to" in c else COLORS["MTE3"] for c in cols],
+            marker_color=[COLOURS["MTE2"] if "read" in c or "gm_to" in c else COLOURS["MTE3"] for c in cols],
             hovertemplate="%{x}: %{y:,.1f} GB/s<extra></extra>",
         )
     )
@@ -467,7 +469,7 @@ def link_matrix_figure(
     for src, dst in slow:
         if src in row and dst in col:
             fig.add_shape(type="rect", x0=col[dst] - 0.5, x1=col[dst] + 0.5, y0=row[src] - 0.5,
-                          y1=row[src] + 0.5, line=dict(color=SEVERITY_COLORS["high"], width=3))
+                          y1=row[src] + 0.5, line=dict(color=SEVERITY_COLOURS["high"], width=3))
     fig.update_xaxes(title_text="destination rank", type="category", side="top")
     fig.update_yaxes(title_text="source rank", type="category", autorange="reversed")
     title = f"Communication matrix — {unit}, summed over steps and operators"
@@ -520,7 +522,7 @@ def roofline_figure(points: pd.DataFrame, chip: ChipSpec, max_points: int = 2000
                 mode="lines",
                 hoverinfo="skip",
                 name=f"{label} {peak / 1e12:,.0f} TFLOP/s" + (" (assumption)" if is_assumed else ""),
-                line=dict(color=COLORS[colour], width=1.5, dash="dot" if is_assumed else "solid"),
+                line=dict(color=COLOURS[colour], width=1.5, dash="dot" if is_assumed else "solid"),
             )
         )
     top = max((p for _, p, _, _ in ceilings), default=float(tflops.max()) * 1e12 * 2)
@@ -553,7 +555,7 @@ def roofline_figure(points: pd.DataFrame, chip: ChipSpec, max_points: int = 2000
                 mode="markers",
                 name=cat,
                 marker=dict(
-                    color=COLORS[cat],
+                    color=COLOURS[cat],
                     symbol=SYMBOLS.get(cat, "circle"),
                     size=_sizes(sub["total_us"]),
                     line=dict(color="#222", width=0.5),
@@ -636,7 +638,7 @@ def timeline_figure(
                 name=str(cat),
                 hovertext=hover,
                 hovertemplate="%{hovertext}<br>%{x:,.1f} µs<extra></extra>",
-                line=dict(color=COLORS.get(str(cat), COLORS[OTHER]), width=12),
+                line=dict(color=COLOURS.get(str(cat), COLOURS[OTHER]), width=12),
                 connectgaps=False,
             )
         )

@@ -27,7 +27,7 @@ import dash
 from flask import Response, request
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from analyzer.errors import TilescopeError, UsageError
+from tilescope.errors import TilescopeError, UsageError
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 # A callback request is a few KB (ids, a grid block request, a zoom range); anything near this
@@ -68,7 +68,7 @@ def check_callback_request(body: Any, callbacks: Mapping[str, Any]) -> None:
 
     Raises UsageError (answered with a 400) instead of letting Dash raise KeyError/TypeError deep
     in its dispatcher. Values are not judged here: each callback validates its own
-    (dashboard.inputs).
+    (tilescope.dashboard.inputs).
     """
     if not isinstance(body, dict):
         raise UsageError("callback request: expected a JSON object")

@@ -1,7 +1,7 @@
 """Callback values are untrusted: whoever can reach the server can post any JSON for any of them.
 
 Each helper returns the value in the type the view code expects, or raises UsageError naming the
-input; the app answers that with a quiet 400 (dashboard.guard). None ("not set yet") is always
+input; the app answers that with a quiet 400 (tilescope.dashboard.guard). None ("not set yet") is always
 accepted, since Dash sends it for components that have not been touched.
 """
 
@@ -11,7 +11,7 @@ import math
 from collections.abc import Collection
 from typing import Any
 
-from analyzer.errors import UsageError
+from tilescope.errors import UsageError
 
 MAX_TEXT = 10_000  # characters of one text input (a kernel name, a search); real ones are far shorter
 

@@ -8,7 +8,7 @@ A file is read and highlighted once per content (functools caches keyed on its r
 and size, then on its text): re-opening the view or marking another finding costs no Pygments run.
 
 File names listed in `ir.json` are taken relative to the bundle's `ir/` (or `kernel/`) directory
-and read only when their real path is inside the directories being served (dashboard.paths),
+and read only when their real path is inside the directories being served (tilescope.dashboard.paths),
 since a bundle is untrusted input.
 
 Panes: TVMScript before lowering, after lowering ("final") and the generated Ascend C of one
@@ -27,15 +27,15 @@ from typing import Any
 from pygments.lexers import CppLexer, PythonLexer
 from pygments.token import STANDARD_TYPES, _TokenType
 
-from dashboard.paths import PathRejected, RootSet, confine
-from dashboard.views import short
+from tilescope.dashboard.paths import PathRejected, RootSet, confine
+from tilescope.dashboard.views import short
 
 MAX_BYTES = 4_000_000  # read at most this much of one stage file
 # Lines sent per pane: a window around the first marked line (about 60 bytes per line on the wire,
 # so four panes stay near 0.25 MB whatever the file size).
 WINDOW_LINES = 1000
 # The three panes, left to right: (ir.json stage name, title, lexer). "final" is the last lowered
-# TVMScript, the input of code generation (analyzer/ir/capture.py STAGE_FILES).
+# TVMScript, the input of code generation (analyzer/ir/lowering.py STAGE_FILES).
 PANES = (
     ("source", "Kernel source", "python"),
     ("tvmscript", "TVMScript (before lowering)", "python"),

@@ -11,9 +11,9 @@ from typing import Any
 import dash_ag_grid as dag
 from dash import dcc, html
 
-from analyzer.findings import SEVERITIES
-from dashboard.ranks import DEFAULT_LINK_VALUE, DEFAULT_METRIC, LINK_VALUES, STEP_METRICS
-from dashboard.views import SCOPES
+from tilescope.dashboard.ranks import DEFAULT_LINK_VALUE, DEFAULT_METRIC, LINK_VALUES, STEP_METRICS
+from tilescope.dashboard.views import SCOPES
+from tilescope.findings import SEVERITIES
 
 TABS = (
     ("overview", "Overview"),

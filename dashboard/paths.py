@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from analyzer.errors import UsageError
-from analyzer.io.detect import MSPROF_OUT, TORCH_OUT
+from tilescope.errors import UsageError
+from tilescope.io.detect import MSPROF_OUT, TORCH_OUT
 
-# File names that mark a directory as something `analyzer.io.load` can read (design.md §1;
+# File names that mark a directory as something `tilescope.io.load` can read (design.md §1;
 # ascend-profiler-formats.md §2). Detection proper is the loader's job: this only builds the
 # picker list cheaply, without parsing anything.
 PROFILE_MARKERS = (
@@ -37,13 +37,13 @@ PROFILE_GLOB_MARKERS = ("op_summary_*.csv", "msprof_*.json", "ascend_pytorch_pro
 MAX_SCAN_DEPTH = 6
 MAX_PROFILES_LISTED = 500
 MAX_RUNS_LISTED = 100  # multi-rank runs the Ranks tab's run picker lists from the roots
-# The names by which the loader (analyzer.io.detect, analyzer.io.load.resolve_ranks) tells the
+# The names by which the loader (tilescope.io.detect, tilescope.io.load.resolve_ranks) tells the
 # inputs of a multi-rank run apart; discovery uses names only, never file contents.
 # Example: "device_3" (an msprof PROF_'s per-device folder)
 DEVICE_DIR_RE = re.compile(r"^device_\d+$")
-# Example: "ascend_pytorch_profiler_3.db" (analyzer.io.sqlite.RANK_DB_RE)
+# Example: "ascend_pytorch_profiler_3.db" (tilescope.io.sqlite.RANK_DB_RE)
 RANK_DB_RE = re.compile(r"^ascend_pytorch_profiler_\d+\.db$")
-# Example: "rank_3", "test_rank_1", "RANK7" (analyzer.io.device.RANK_NAME_RE)
+# Example: "rank_3", "test_rank_1", "RANK7" (tilescope.io.device.RANK_NAME_RE)
 RANK_NAME_RE = re.compile(r"(?:^|[^a-z0-9])rank[_-]?\d+(?![0-9])", re.IGNORECASE)
 KERNEL_TABLE_NAMES = ("kernel_details.csv",)
 KERNEL_TABLE_GLOBS = ("op_summary_*.csv",)
@@ -108,7 +108,7 @@ class RootSet:
     def check_tree(self, top: Path, shown: str) -> None:
         """Everything under `top` that a loader might open stays inside the allowed roots.
 
-        The loaders (analyzer.io) open whatever a profile directory holds, through pyarrow, DuckDB
+        The loaders (tilescope.io) open whatever a profile directory holds, through pyarrow, DuckDB
         and sqlite, so the check runs before them, over the whole tree: every link is followed and
         judged by `check`; special files (FIFOs, devices, sockets), which would block or never end
         a read, are refused; linked directories inside the roots are walked once each.
@@ -283,7 +283,7 @@ def _holds_kernel_table(directory: Path) -> bool:
 
 def rank_inputs(directory: Path) -> tuple[list[int], bool]:
     """The ranks of each input the loader would find under `directory`, and whether it is one
-    profile itself, judged from names and folder layout only, the way analyzer.io.detect walks a
+    profile itself, judged from names and folder layout only, the way tilescope.io.detect walks a
     directory:
 
     - a torch_npu rank folder (`*_ascend_pt`, or one holding ASCEND_PROFILER_OUTPUT), a run bundle,

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.errors import UsageError
-from dashboard import inputs
-from dashboard.data import ProfileEntry
+from tilescope.dashboard import inputs
+from tilescope.dashboard.data import ProfileEntry
+from tilescope.errors import UsageError
 
 MAX_PAGE_ROWS = 1000  # one infinite-model block; the grid asks for 100 at a time
 MAX_ROW = 2**53 - 1  # the largest row index JavaScript counts exactly

@@ -1,6 +1,6 @@
 """The Ranks tab: a multi-rank run side by side (issue #16). ClusterEntry in, components out.
 
-Every number comes from the report's `cluster` section (analyzer.report.ranks.cluster_section),
+Every number comes from the report's `cluster` section (tilescope.report.ranks.cluster_section),
 computed once per served path in the store: the rank table is the report's own rows, the heatmap
 its per-step rows, the communication matrix its per-link totals. Nothing here recomputes a split.
 Pure functions over the entry, so tests call them directly; profile text (paths, errors, kernel
@@ -16,12 +16,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from dash import html
 
-from analyzer.cluster import MAX_STEP_COLUMNS, bin_steps
-from analyzer.report.ranks import RANK_COLUMNS, rank_rows
-from analyzer.report.words import saving_phrase
-from dashboard import figures as F
-from dashboard.data import ClusterEntry
-from dashboard.views import MESSAGE_LIMIT, evidence_value, names_span, severity_badge, shortened
+from tilescope.cluster import MAX_STEP_COLUMNS, bin_steps
+from tilescope.dashboard import figures as F
+from tilescope.dashboard.data import ClusterEntry
+from tilescope.dashboard.views import MESSAGE_LIMIT, evidence_value, names_span, severity_badge, shortened
+from tilescope.report.ranks import RANK_COLUMNS, rank_rows
+from tilescope.text.words import saving_phrase
 
 # The heatmap's quantities: the report's per-step columns and their labels.
 STEP_METRICS = {
@@ -127,7 +127,7 @@ def step_grid(entry: ClusterEntry, metric: str, max_columns: int = MAX_STEP_COLU
     """The heatmap's values: ranks (rows, sorted) x steps (columns) of `metric` (µs) from the
     section's per-step rows; a step without an id (one unnamed step) is labelled "all". Past
     `max_columns` steps, consecutive steps are averaged in equal bins ("12–18") by the function
-    that bins the report's own rows past its cap (`analyzer.cluster.bin_steps`); rows the report
+    that bins the report's own rows past its cap (`tilescope.cluster.bin_steps`); rows the report
     already binned (`steps_bin_width` > 1) are shown as they are. Returns the grid, the rank
     ids, the column labels and how many steps a bin holds (1: none binned)."""
     steps = pd.DataFrame(entry.section.get("steps") or [])

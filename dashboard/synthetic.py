@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.chips import get_chip
-from analyzer.findings import Finding, Location, Severity
-from analyzer.metrics import with_derived_metrics
-from analyzer.profile import Profile, SourceInfo, Timeline
+from tilescope.chips import get_chip
+from tilescope.findings import Finding, Location, Severity
+from tilescope.metrics import with_derived_metrics
+from tilescope.profile import Profile, SourceInfo, Timeline
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 CORE_TYPES = np.array(["AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU"], dtype=object)
@@ -162,9 +162,9 @@ def synthetic_report(profile: Profile, hostile: bool = False) -> dict[str, Any]:
             share_of_total=0.006,
         ),
     ]
-    from analyzer.summary import summarize
+    from tilescope.summary import summarize
 
-    # the summary every view reads (analyzer.summary), over these made-up findings
+    # the summary every view reads (tilescope.summary), over these made-up findings
     summary = summarize(profile.with_kernels(with_derived_metrics(profile.kernels, profile.chip)), findings)
     return {"summary": summary, "findings": [f.to_dict() for f in findings], "skipped": [], "errors": []}
 

@@ -14,12 +14,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from dash import dcc, html
 
-from analyzer.report.escape import one_line
-from analyzer.report.words import fmt_pct, fmt_us, num, saving_phrase
-from dashboard import figures as F
-from dashboard.data import ProfileEntry
+from tilescope.dashboard import figures as F
+from tilescope.dashboard.data import ProfileEntry
+from tilescope.text.escape import one_line
+from tilescope.text.words import fmt_pct, fmt_us, num, saving_phrase
 
-# the summary's unit keys (analyzer.summary) and the label each bar gets
+# the summary's unit keys (tilescope.summary) and the label each bar gets
 SHARE_LABELS = (
     ("cube", F.CUBE),
     ("vector", F.VECTOR),
@@ -121,7 +121,7 @@ def name_option(name: str) -> dict[str, str]:
 
 
 def summary_of(entry: ProfileEntry) -> dict[str, Any]:
-    """The report's summary (analyzer.summary): the same numbers as every other view."""
+    """The report's summary (tilescope.summary): the same numbers as every other view."""
     return dict(entry.report.get("summary") or {})
 
 
@@ -137,7 +137,7 @@ def overview_kpis(entry: ProfileEntry) -> list[html.Div]:
     busy = num(s.get("total_device_us")) or 0.0
     findings = entry.findings
     high = sum(1 for f in findings if f.get("severity") == "high")
-    # The report's own combined, bounded totals (analyzer.summary), as every other view shows them
+    # The report's own combined, bounded totals (tilescope.summary), as every other view shows them
     raw_totals = s.get("findings")
     totals: dict[str, Any] = raw_totals if isinstance(raw_totals, dict) else {}
     saving = num(totals.get("est_recoverable_us")) or 0.0
@@ -175,7 +175,7 @@ def overview_figures(entry: ProfileEntry) -> tuple[go.Figure, go.Figure, go.Figu
 
 
 def severity_badge(severity: str) -> html.Span:
-    return html.Span(severity, className=f"sev sev-{severity if severity in F.SEVERITY_COLORS else 'info'}")
+    return html.Span(severity, className=f"sev sev-{severity if severity in F.SEVERITY_COLOURS else 'info'}")
 
 
 def finding_item(index: int, f: dict[str, Any], kind: str, selected: bool = False) -> html.Div:
@@ -209,7 +209,7 @@ def filter_findings(
 
 def rule_doc(code: str) -> str | None:
     try:
-        from analyzer.engine import get_rule
+        from tilescope.engine import get_rule
 
         info = get_rule(code)
     except Exception:  # a broken rules package must not take the findings view down
@@ -330,7 +330,7 @@ def column_defs(entry: ProfileEntry, grouped: bool) -> list[dict[str, Any]]:
             }
             d["type"] = "rightAligned"
         if c.endswith("_share"):
-            # shares are 0-1 of the launch (analyzer.metrics); shown as % with the report's rounding
+            # shares are 0-1 of the launch (tilescope.metrics); shown as % with the report's rounding
             d["valueFormatter"] = {
                 "function": "params.value == null ? '' : (100 * params.value).toFixed(1) + ' %'"
             }
@@ -377,7 +377,7 @@ def detail_kpis(entry: ProfileEntry, name: str | None) -> list[html.Div]:
                 className="muted",
             )
         ]
-    from analyzer.report.data import kernel_group_stats
+    from tilescope.report.data import kernel_group_stats
 
     total = float(rows["duration_us"].sum()) if "duration_us" in rows else 0.0
     device = num(summary_of(entry).get("total_device_us")) or 0.0

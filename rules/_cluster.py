@@ -1,5 +1,5 @@
 """Helpers shared by the cross-rank rules (TS6xx, KIND "cluster"): per-rank totals and one way to
-build a Finding. The tables are analyzer.cluster.Cluster's (a row per rank and step, collective,
+build a Finding. The tables are tilescope.cluster.Cluster's (a row per rank and step, collective,
 link or kernel name), so everything here is a groupby over ranks, never a loop over rows."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.cluster import Cluster
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.ranksets import rank_set_text
-from analyzer.report.words import fmt_us
+from tilescope.cluster import Cluster
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.ranksets import rank_set_text
+from tilescope.text.words import fmt_us
 
 __all__ = ["cluster_finding", "collective_waits", "fmt_us", "rank_set_text", "rank_totals"]
 

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.chips import ChipSpec
-from analyzer.engine import RuleContext
-from analyzer.findings import SAVING_DEVICE, Finding, Location
-from analyzer.metrics import float_column
-from analyzer.profile import Profile
-from analyzer.report.words import fmt_pct
-from analyzer.report.words import fmt_us as words_fmt_us
+from tilescope.chips import ChipSpec
+from tilescope.engine import RuleContext
+from tilescope.findings import SAVING_DEVICE, Finding, Location
+from tilescope.metrics import float_column
+from tilescope.profile import Profile
+from tilescope.text.words import fmt_pct
+from tilescope.text.words import fmt_us as words_fmt_us
 
 CUBE_TYPES = frozenset({"AI_CORE", "MIX_AIC"})
 VECTOR_TYPES = frozenset({"AI_VECTOR_CORE", "MIX_AIV"})
@@ -79,7 +79,7 @@ DEFAULT_DTYPE_BYTES = 2  # fp16: the common case when a table has shapes but no 
 
 def num(df: pd.DataFrame, col: str) -> pd.Series:
     """A numeric column as float64 (NaN where missing); an all-NaN series when the column is absent
-    (`analyzer.metrics.float_column`: a float64 column is the table's own, not a copy)."""
+    (`tilescope.metrics.float_column`: a float64 column is the table's own, not a copy)."""
     return float_column(df, col)
 
 
@@ -195,7 +195,7 @@ def op_types(df: pd.DataFrame) -> pd.Series:
 
 
 # Kernel columns the helpers below read for any rule that uses them (names, op and core types,
-# stream order, start and duration): part of every kernel rule's READS (analyzer.engine).
+# stream order, start and duration): part of every kernel rule's READS (tilescope.engine).
 HELPER_COLUMNS = ("name", "op_type", "core_type", "stream_id", "start_ns", "duration_us")
 
 # Columns a grouped finding may report (name, time, block counts, pipe and conflict ratios).
@@ -328,12 +328,12 @@ def r4(x: Any) -> float | None:
 
 
 def pct(x: float) -> str:
-    """A 0-1 share in a rule's message, rounded as every view rounds shares (analyzer.report.words)."""
+    """A 0-1 share in a rule's message, rounded as every view rounds shares (tilescope.text.words)."""
     return fmt_pct(x, 0)
 
 
 def fmt_us(us: float) -> str:
-    """A time in a rule's message, formatted as every view formats times (analyzer.report.words)."""
+    """A time in a rule's message, formatted as every view formats times (tilescope.text.words)."""
     return words_fmt_us(us)
 
 
@@ -435,10 +435,10 @@ def chip_figures(chip: ChipSpec, *fields: str) -> dict[str, Any]:
 
 def locate(profile: Profile, kernel: str, topic: str) -> tuple[Location, ...]:
     """Source/IR locations for a kernel when the profile carries IR and the locator exists."""
-    if profile.ir is None or importlib.util.find_spec("analyzer.ir.locate") is None:
+    if profile.ir is None or importlib.util.find_spec("tilescope.ir.locate") is None:
         return ()
     try:
-        mod = importlib.import_module("analyzer.ir.locate")
+        mod = importlib.import_module("tilescope.ir.locate")
         locs = mod.locate(profile.ir, kernel, topic)
     except Exception:  # a locator failure must not cost the finding itself
         return ()
@@ -466,7 +466,7 @@ def make_finding(
     saving_kind: str = SAVING_DEVICE,
 ) -> Finding:
     """A finding with its share and severity from the saving (the engine bounds both afterwards:
-    analyzer.summary.bound_findings). `saving_kind` "idle" for savings of idle time between kernels."""
+    tilescope.summary.bound_findings). `saving_kind` "idle" for savings of idle time between kernels."""
     saving = max(0.0, float(saving_us)) if not math.isnan(float(saving_us)) else 0.0
     return Finding(
         code=code,
@@ -551,7 +551,7 @@ def grouped_findings(
 
 
 # ---------------------------------------------------------------------------------------------
-# what the other findings say (the rules' `refine`, analyzer.engine._refine)
+# what the other findings say (the rules' `refine`, tilescope.engine._refine)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -559,7 +559,7 @@ def ir_kernel_name(profile: Profile, kernel: str) -> str | None:
     """The ir.json kernel (PrimFunc name) a profiler kernel name belongs to; None without IR."""
     if profile.ir is None:
         return None
-    from analyzer.ir.model import find_kernel
+    from tilescope.ir.model import find_kernel
 
     k = find_kernel(profile.ir, kernel)
     return str(k["name"]) if k is not None else None

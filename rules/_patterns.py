@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.errors import UsageError
-from rules._common import (
+from tilescope.errors import UsageError
+from tilescope.rules._common import (
     AICORE_TYPES,
     NON_COMPUTE_TYPES,
     _tensor_elems,
@@ -316,7 +316,7 @@ def _linked(
     rows: list[int], ins: tuple[np.ndarray, np.ndarray], outs: tuple[np.ndarray, np.ndarray]
 ) -> bool:
     """Each kernel reads a tensor with as many elements as one its predecessor wrote (views allowed).
-    `ins` and `outs` are the shape columns as (codes, labels) (`rules._common.text_codes`).
+    `ins` and `outs` are the shape columns as (codes, labels) (`tilescope.rules._common.text_codes`).
 
     Unknown shapes do not veto a match: TileLang and level-0 tables carry none.
     """

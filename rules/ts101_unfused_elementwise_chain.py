@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.profile import Profile
-from rules._common import (
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.profile import Profile
+from tilescope.rules._common import (
     HELPER_COLUMNS,
     VECTOR_TYPES,
     _tensor_elems,
@@ -28,7 +28,7 @@ from rules._common import (
     stream_ordered,
     text_codes,
 )
-from rules._patterns import load_patterns, match_patterns
+from tilescope.rules._patterns import load_patterns, match_patterns
 
 CODE = "TS101"
 SLUG = "unfused-elementwise-chain"
@@ -69,7 +69,7 @@ def _links(
     """link[i] (in stream order): kernel i reads a tensor kernel i-1 wrote, both Vector-only, same stream.
 
     Tensors are compared by element count so that views (4096x4608 vs 1024x4x4608) still link.
-    `op`, `ins` and `outs` are per-row codes (`rules._common.text_codes`): equal codes are equal
+    `op`, `ins` and `outs` are per-row codes (`tilescope.rules._common.text_codes`): equal codes are equal
     strings, so neighbours are compared by code and shape strings are parsed once per distinct one.
     """
     rows = order["_row"].to_numpy()

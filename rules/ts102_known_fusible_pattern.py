@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.profile import Profile, Timeline
-from rules._common import (
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.profile import Profile, Timeline
+from tilescope.rules._common import (
     HELPER_COLUMNS,
     end_ns,
     fmt_us,
@@ -24,7 +24,7 @@ from rules._common import (
     strings,
     text,
 )
-from rules._patterns import (
+from tilescope.rules._patterns import (
     Pattern,
     PatternMatch,
     forget_matches,

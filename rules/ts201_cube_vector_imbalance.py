@@ -9,11 +9,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.profile import Profile
-from analyzer.report.words import count_text
-from rules._common import (
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.profile import Profile
+from tilescope.rules._common import (
     HELPER_COLUMNS,
     LEAN_COLUMNS,
     MIX_TYPES,
@@ -27,6 +26,7 @@ from rules._common import (
     refine_library,
     refine_stages,
 )
+from tilescope.text.words import count_text
 
 CODE = "TS201"
 SLUG = "cube-vector-imbalance"
@@ -49,8 +49,8 @@ def _requested_stages(profile: Profile, kernel: str) -> tuple[str, int] | None:
     """(loop variable, num_stages) the author asked for on the kernel's hot loop, from the IR."""
     if profile.ir is None:
         return None
-    from analyzer.ir.locate import hot_loop
-    from analyzer.ir.model import find_kernel
+    from tilescope.ir.locate import hot_loop
+    from tilescope.ir.model import find_kernel
 
     k = find_kernel(profile.ir, kernel)
     loop = hot_loop(k) if k is not None else None

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.profile import Profile
-from rules._common import (
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.profile import Profile
+from tilescope.rules._common import (
     HELPER_COLUMNS,
     LEAN_COLUMNS,
     grouped_findings,
@@ -60,7 +60,7 @@ def _side_bound(
     return bound.fillna(False), mte, ratio
 
 
-# Run by analyzer.engine after every rule: TS504's refusal of the stages first, library kernels' advice.
+# Run by tilescope.engine after every rule: TS504's refusal of the stages first, library kernels' advice.
 refine = refine_stages_or_library(
     "MTE2 overlaps compute; cut the remaining traffic with larger tiles along the reused dimension."
 )

@@ -6,10 +6,10 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.profile import Profile
-from rules._common import (
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.profile import Profile
+from tilescope.rules._common import (
     HELPER_COLUMNS,
     LEAN_COLUMNS,
     grouped_findings,
@@ -48,7 +48,7 @@ PIPES = (
 READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, *PIPES)
 
 
-# Run by analyzer.engine after every rule: TS504's refusal of the stages first, library kernels' advice.
+# Run by tilescope.engine after every rule: TS504's refusal of the stages first, library kernels' advice.
 refine = refine_stages_or_library(
     "replace full barriers with set/wait flags and give each core more independent tiles."
 )

@@ -7,10 +7,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.profile import Profile
-from rules._common import HELPER_COLUMNS, LEAN_COLUMNS, grouped_findings, lean, num, pct, refine_library
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.profile import Profile
+from tilescope.rules._common import (
+    HELPER_COLUMNS,
+    LEAN_COLUMNS,
+    grouped_findings,
+    lean,
+    num,
+    pct,
+    refine_library,
+)
 
 CODE = "TS204"
 SLUG = "scalar-bound"
@@ -33,7 +41,7 @@ READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, *SHARE_COLUMNS, *(c for cols in OTHERS.
 
 
 # A CANN built-in kernel cannot be re-tiled by its user: say what they can do, and name the fusion
-# finding (TS102/TS101) that already covers it (analyzer.engine runs `refine` after every rule).
+# finding (TS102/TS101) that already covers it (tilescope.engine runs `refine` after every rule).
 refine = refine_library
 
 

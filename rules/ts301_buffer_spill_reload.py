@@ -6,10 +6,18 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.profile import Profile
-from rules._common import HELPER_COLUMNS, fmt_bytes, grouped_findings, num, refine_library, shape_bytes, text
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.profile import Profile
+from tilescope.rules._common import (
+    HELPER_COLUMNS,
+    fmt_bytes,
+    grouped_findings,
+    num,
+    refine_library,
+    shape_bytes,
+    text,
+)
 
 CODE = "TS301"
 SLUG = "buffer-spill-reload"
@@ -63,7 +71,7 @@ def measured_bytes(df: pd.DataFrame) -> pd.Series:
 
 
 # A CANN built-in kernel's tiling and grid are not its user's to change: say what they can do, and
-# name the fusion finding that already covers it (analyzer.engine runs `refine` after every rule).
+# name the fusion finding that already covers it (tilescope.engine runs `refine` after every rule).
 refine = refine_library
 
 

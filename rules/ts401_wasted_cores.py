@@ -7,11 +7,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.profile import Profile
-from analyzer.report.words import count_text
-from rules._common import (
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.profile import Profile
+from tilescope.rules._common import (
     CUBE_TYPES,
     HELPER_COLUMNS,
     LEAN_COLUMNS,
@@ -23,6 +22,7 @@ from rules._common import (
     refine_library,
     text,
 )
+from tilescope.text.words import count_text
 
 CODE = "TS401"
 SLUG = "wasted-cores"
@@ -43,7 +43,7 @@ READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, "unit")
 
 
 # A CANN built-in kernel's tiling and grid are not its user's to change: say what they can do, and
-# name the fusion finding that already covers it (analyzer.engine runs `refine` after every rule).
+# name the fusion finding that already covers it (tilescope.engine runs `refine` after every rule).
 refine = refine_library
 
 
@@ -79,7 +79,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     df = profile.kernels
     ct = core_types(df)
-    # the side a launch ran on (analyzer.metrics `unit`): older CANN types vector kernels AI_CORE
+    # the side a launch ran on (tilescope.metrics `unit`): older CANN types vector kernels AI_CORE
     unit = text(df, "unit")
     cube = ct.isin(CUBE_TYPES) & (unit != "vector")
     vector = ct.isin(VECTOR_TYPES) | (unit == "vector")

@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.profile import Profile
-from analyzer.report.words import count_text
-from rules._common import locate, make_finding, num, r3, text
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.profile import Profile
+from tilescope.rules._common import locate, make_finding, num, r3, text
+from tilescope.text.words import count_text
 
 CODE = "TS402"
 SLUG = "block-load-imbalance"

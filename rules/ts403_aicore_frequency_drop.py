@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.profile import Profile
-from analyzer.report.words import count_text
-from rules._common import end_ns, fmt_us, make_finding, num, pct, r3, start_ns, text
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.profile import Profile
+from tilescope.rules._common import end_ns, fmt_us, make_finding, num, pct, r3, start_ns, text
+from tilescope.text.words import count_text
 
 CODE = "TS403"
 SLUG = "aicore-frequency-drop"
@@ -63,7 +63,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     c = tl.counters[text(tl.counters, "name") == FREQ_COUNTER]
     freq = pd.DataFrame({"start_ns": start_ns(c).to_numpy(), "mhz": num(c, "value").to_numpy()}).dropna()
     freq = freq.sort_values("start_ns")
-    from analyzer.io.timeline import kernel_tasks
+    from tilescope.io.timeline import kernel_tasks
 
     keep, _types = kernel_tasks(tl.kernels)
     k = tl.kernels[keep]  # compute kernels only: runtime tasks (PROFILING_ENABLE, ...) are not kernels

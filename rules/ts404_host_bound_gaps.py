@@ -6,11 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.engine import RuleContext
-from analyzer.findings import SAVING_IDLE, Finding
-from analyzer.profile import Profile
-from analyzer.report.words import count_text
-from rules._common import (
+from tilescope.engine import RuleContext
+from tilescope.findings import SAVING_IDLE, Finding
+from tilescope.profile import Profile
+from tilescope.rules._common import (
     HELPER_COLUMNS,
     NON_COMPUTE_TYPES,
     core_types,
@@ -21,6 +20,7 @@ from rules._common import (
     r3,
     text,
 )
+from tilescope.text.words import count_text
 
 CODE = "TS404"
 SLUG = "host-bound-gaps"

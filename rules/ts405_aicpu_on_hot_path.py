@@ -7,12 +7,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from analyzer.metrics import interval_union
-from analyzer.profile import Profile
-from analyzer.report.words import count_text
-from rules._common import (
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.metrics import interval_union
+from tilescope.profile import Profile
+from tilescope.rules._common import (
     AICORE_TYPES,
     HELPER_COLUMNS,
     LEAN_COLUMNS,
@@ -26,6 +25,7 @@ from rules._common import (
     pct,
     start_ns,
 )
+from tilescope.text.words import count_text
 
 CODE = "TS405"
 SLUG = "aicpu-on-hot-path"

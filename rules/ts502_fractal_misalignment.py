@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding, Severity
-from analyzer.ir.footprint import padding_waste
-from analyzer.ir.rulekit import locations, lowered_kernels
-from analyzer.profile import Profile
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding, Severity
+from tilescope.ir.footprint import padding_waste
+from tilescope.ir.rulekit import locations, lowered_kernels
+from tilescope.profile import Profile
 
 CODE = "TS502"
 SLUG = "fractal-misalignment"

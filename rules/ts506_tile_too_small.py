@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding, Severity
-from analyzer.ir.occupancy import (
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding, Severity
+from tilescope.ir.occupancy import (
     GEMM_FIGURES,
     better_tilings,
     gemm_context,
@@ -14,8 +14,8 @@ from analyzer.ir.occupancy import (
     is_attention,
     unknown_figures,
 )
-from analyzer.ir.rulekit import locations, lowered_kernels
-from analyzer.profile import Profile
+from tilescope.ir.rulekit import locations, lowered_kernels
+from tilescope.profile import Profile
 
 CODE = "TS506"
 SLUG = "tile-too-small"

@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding, Severity
-from analyzer.ir.locate import grid_record
-from analyzer.ir.model import find_kernel
-from analyzer.ir.rulekit import grid_blocks, locations, lowered_kernels
-from analyzer.ir.scopes import CUDA
-from analyzer.profile import Profile
-from rules._common import text
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding, Severity
+from tilescope.ir.locate import grid_record
+from tilescope.ir.model import find_kernel
+from tilescope.ir.rulekit import grid_blocks, locations, lowered_kernels
+from tilescope.ir.scopes import CUDA
+from tilescope.profile import Profile
+from tilescope.rules._common import text
 
 CODE = "TS508"
 SLUG = "grid-leaves-cores-idle"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding, Severity
-from analyzer.ir.rulekit import alloc, locations, loop_by_id, lowered_kernels, ops_in_loop
-from analyzer.profile import Profile
-from rules.ts503_low_precision_accumulation import THRESHOLDS as TS503_THRESHOLDS
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding, Severity
+from tilescope.ir.rulekit import alloc, locations, loop_by_id, lowered_kernels, ops_in_loop
+from tilescope.profile import Profile
+from tilescope.rules.ts503_low_precision_accumulation import THRESHOLDS as TS503_THRESHOLDS
 
 CODE = "TS510"
 SLUG = "low-precision-running-state"

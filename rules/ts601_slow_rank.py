@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from analyzer.cluster import Cluster
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from rules._cluster import cluster_finding, collective_waits, fmt_us, rank_totals
+from tilescope.cluster import Cluster
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.rules._cluster import cluster_finding, collective_waits, fmt_us, rank_totals
 
 CODE = "TS601"
 SLUG = "slow-rank"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzer.cluster import Cluster
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from rules._cluster import cluster_finding, collective_waits, fmt_us, rank_set_text
+from tilescope.cluster import Cluster
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.rules._cluster import cluster_finding, collective_waits, fmt_us, rank_set_text
 
 CODE = "TS602"
 SLUG = "communication-wait-not-transfer"

@@ -6,10 +6,10 @@ from typing import Any
 
 import pandas as pd
 
-from analyzer.cluster import Cluster, others_median
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from rules._cluster import cluster_finding, fmt_us
+from tilescope.cluster import Cluster, others_median
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.rules._cluster import cluster_finding, fmt_us
 
 CODE = "TS603"
 SLUG = "rank-kernel-straggler"

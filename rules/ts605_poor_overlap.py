@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzer.cluster import Cluster
-from analyzer.engine import RuleContext
-from analyzer.findings import Finding
-from rules._cluster import cluster_finding, collective_waits, fmt_us, rank_set_text, rank_totals
+from tilescope.cluster import Cluster
+from tilescope.engine import RuleContext
+from tilescope.findings import Finding
+from tilescope.rules._cluster import cluster_finding, collective_waits, fmt_us, rank_set_text, rank_totals
 
 CODE = "TS605"
 SLUG = "poor-overlap"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything tilescope needs on a fresh Debian/Ubuntu machine: a virtualenv in .venv with
-# the package, the TileLang extra (CPU torch first, so pip does not pull a multi-GB CUDA torch) and
-# the test tools; with --browser also Debian's chromium + chromium-driver for the browser tests.
+# the package with the dashboard, cluster and TileLang extras (CPU torch first, so pip does not
+# pull a multi-GB CUDA torch) and the test tools, at the versions of constraints.txt; with --browser
+# also Debian's chromium + chromium-driver for the browser tests.
 # Idempotent: a stamp records what was installed, so a second run takes a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,15 +42,17 @@ compile_packages() {
 }
 
 stamp=.venv/.tilescope-setup
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+want="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/tilescope ]; then
   compile_packages
   exit 0
 fi
 [ -d .venv ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-# torch first: tilelang declares an unpinned torch and would otherwise resolve a CUDA build.
-.venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[test,tilelang]"
+# Every version from the one lock, constraints.txt (pyproject.toml declares ranges; the lock is what
+# the suite ran on). torch first: tilelang declares an unpinned torch and would otherwise resolve a
+# CUDA build.
+.venv/bin/python -m pip install -q -c constraints.txt "torch==2.13.0"
+.venv/bin/python -m pip install -q -c constraints.txt -e ".[test,tilelang,dashboard,cluster]"
 echo "$want" > "$stamp"
 compile_packages

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import analyzer.msprof_advisor as msa
-from analyzer.cli import main
-from analyzer.findings import Finding, Severity
+import tilescope.msprof_advisor as msa
+from tilescope.cli import main
+from tilescope.findings import Finding, Severity
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "traces" / "real"
 AGENT_OUT = json.dumps(

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.engine import discover_rules
-from analyzer.report.data import validate_report
+from tilescope.cli import main
+from tilescope.engine import discover_rules
+from tilescope.report.data import validate_report
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "traces" / "real"
 GPT, FA = REAL / "gpt_step_arith_591", REAL / "fa_pipeutil_29"
@@ -93,7 +93,7 @@ def test_format_not_available(capsys: pytest.CaptureFixture[str], monkeypatch: p
     real = importlib.util.find_spec
 
     def fake(name: str, *a: Any) -> Any:
-        return None if name == "analyzer.report.render_html" else real(name, *a)
+        return None if name == "tilescope.report.render_html" else real(name, *a)
 
     monkeypatch.setattr(importlib.util, "find_spec", fake)
     code, _, err = run(capsys, "analyze", str(GPT), "--format", "html")
@@ -110,7 +110,7 @@ def test_markdown_renders_from_the_report(capsys: pytest.CaptureFixture[str]) ->
 def test_crashing_rule_becomes_error_entry(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rules.ts405_aicpu_on_hot_path as ts405
+    import tilescope.rules.ts405_aicpu_on_hot_path as ts405
 
     def boom(*_a: Any) -> list[Any]:
         raise ZeroDivisionError("planted")
@@ -129,8 +129,8 @@ def test_crashing_rule_becomes_error_entry(
 def test_multi_rank_reports_per_rank(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer.commands.analyze as cmd
-    from analyzer.io.load import load_profile
+    import tilescope.commands.analyze as cmd
+    from tilescope.io.load import load_profile
 
     base = load_profile(GPT)
     ranks = [dataclasses.replace(base, rank=0), dataclasses.replace(base, rank=1)]
@@ -139,7 +139,7 @@ def test_multi_rank_reports_per_rank(
     report = json.loads(out)
     validate_report(report)
     assert [p["rank"] for p in report["profiles"]] == [0, 1]
-    from analyzer.report.ranks import rank_findings
+    from tilescope.report.ranks import rank_findings
 
     ours = [f for f in report["findings"] if f.get("scope") != "cluster"]
     assert len(ours) == 10 and all(f["ranks"] == [0, 1] for f in ours)  # each problem once
@@ -155,9 +155,9 @@ def test_multi_rank_reports_per_rank(
 
 
 def test_text_summary_line() -> None:
-    from analyzer.report.render_text import summary_line
+    from tilescope.report.render_text import summary_line
 
-    # the line reads the summary's combined, bounded totals (analyzer.summary), not the raw savings
+    # the line reads the summary's combined, bounded totals (tilescope.summary), not the raw savings
     report = {
         "findings": [
             {"severity": "high", "est_saving_us": 1500.0},
@@ -267,8 +267,8 @@ def _torch_copy(tmp_path: Path, trace: bytes | None = None) -> Path:
 
 
 def test_deferred_timeline_same_report_and_rule_order(tmp_path: Path) -> None:
-    from analyzer.analysis import analyze
-    from analyzer.io.load import load_profile, load_profiles
+    from tilescope.analysis import analyze
+    from tilescope.io.load import load_profile, load_profiles
 
     root = _torch_copy(tmp_path)
     (lazy,) = load_profiles(root, lazy_timeline=True)

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.analysis import kernel_columns_read
-from analyzer.commands import analyze as analyze_cmd
-from analyzer.config import Config
-from analyzer.engine import discover_rules
-from analyzer.engine import kernel_columns_read as rule_columns
-from analyzer.report.render_json import render
+from tilescope.analysis import kernel_columns_read
+from tilescope.commands import analyze as analyze_cmd
+from tilescope.config import Config
+from tilescope.engine import discover_rules
+from tilescope.engine import kernel_columns_read as rule_columns
+from tilescope.report.render_json import render
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = ("attention_unfused", "attention_fused", "tilelang_fa_bundle", "tilelang_fa_msprof_op")
@@ -22,7 +22,7 @@ SAMPLES = ("attention_unfused", "attention_fused", "tilelang_fa_bundle", "tilela
 
 def _report(path: Path, whole: bool, monkeypatch: pytest.MonkeyPatch) -> str:
     """The JSON report of `analyze`, with the declared columns or (`whole`) every column."""
-    from analyzer.io.load import load_profiles
+    from tilescope.io.load import load_profiles
 
     with monkeypatch.context() as m:
         if whole:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.analysis import analyze
-from analyzer.engine import AnalysisResult
-from analyzer.findings import Finding
-from analyzer.profile import Profile
+from tilescope.analysis import analyze
+from tilescope.engine import AnalysisResult
+from tilescope.findings import Finding
+from tilescope.profile import Profile
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 
@@ -19,13 +19,13 @@ def _analyze(name: str) -> AnalysisResult:
     path = SAMPLES / name
     if not path.is_dir():
         pytest.skip(f"sample {name} not generated")
-    from analyzer.io.load import load_profile
+    from tilescope.io.load import load_profile
 
     return analyze(load_profile(path))
 
 
 def r_profile(name: str) -> Profile:
-    from analyzer.io.load import load_profile
+    from tilescope.io.load import load_profile
 
     return load_profile(SAMPLES / name)
 

@@ -93,7 +93,7 @@ def _write_bin(root: Path, pip_log: Path) -> Path:
     )
     ts = root / "tilescope"
     ts.write_text(
-        f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m analyzer.cli "$@"\n', encoding="utf-8"
+        f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m tilescope.cli "$@"\n', encoding="utf-8"
     )
     for f in (py, ts):
         f.chmod(0o755)

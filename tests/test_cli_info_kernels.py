@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200"}  # wide enough that rich does not fold kernel names
     return subprocess.run(
-        [sys.executable, "-m", "analyzer.cli", *args],
+        [sys.executable, "-m", "tilescope.cli", *args],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -78,9 +78,9 @@ def test_streamed_table_view_prints_what_the_dataframe_path_prints(
     known; the text must be the DataFrame path's (here: the same rows, title and count line)."""
     import io
 
-    from analyzer.commands import kernels as cmd
-    from analyzer.io.load import load_profile
-    from analyzer.report import terminal
+    from tilescope.commands import kernels as cmd
+    from tilescope.io.load import load_profile
+    from tilescope.text import terminal
 
     src = real_traces / trace / "kernel_details.csv"
     r = run("kernels", str(src), "--limit", limit, "--chip", chip)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.report.words import count_text, saving_phrase, saving_text
+from tilescope.cli import main
+from tilescope.text.words import count_text, saving_phrase, saving_text
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLE = REPO / "sample_traces" / "tilelang_fa_bundle"
@@ -58,9 +58,9 @@ def test_counts_agree_with_their_nouns(capsys: pytest.CaptureFixture[str]) -> No
 def test_rule_messages_agree_with_their_counts() -> None:
     import pandas as pd
 
-    from analyzer.config import Config
-    from analyzer.engine import run_rules
-    from analyzer.io.load import load_profile
+    from tilescope.config import Config
+    from tilescope.engine import run_rules
+    from tilescope.io.load import load_profile
 
     profile = load_profile(REPO / "sample_traces" / "attention_unfused")
     findings = run_rules(profile, Config()).findings
@@ -86,7 +86,7 @@ def test_static_findings_show_no_time_in_any_view(capsys: pytest.CaptureFixture[
 
 
 def test_the_savings_chart_leaves_static_findings_out() -> None:
-    from analyzer.report.charts import findings_by_saving
+    from tilescope.report.charts import findings_by_saving
 
     fig = findings_by_saving([
         {"code": "TS201", "slug": "a", "severity": "high", "est_saving_us": 9.5, "saving_kind": "device"},
@@ -96,11 +96,11 @@ def test_the_savings_chart_leaves_static_findings_out() -> None:
 
 
 def test_diff_lines_of_static_findings_show_no_time() -> None:
-    from analyzer.commands.diff import _finding_line
+    from tilescope.commands.diff_words import finding_line
 
     f = {"severity": "medium", "code": "TS504", "slug": "pipeline-not-applied", "kernels": ["flash_fwd"],
          "est_saving_us": 0.0, "saving_kind": "none"}
-    line = _finding_line(f, str)
+    line = finding_line(f, str)
     assert line.endswith("— static: no time estimate") and "µs" not in line
 
 
@@ -108,7 +108,7 @@ def test_diff_lines_of_static_findings_show_no_time() -> None:
 
 def test_buffer_sizes_show_the_bytes_per_element() -> None:
     """TS501 said `128×256 = 65536 B`: the 2 B of each bf16 element was left to the reader."""
-    from rules.ts501_buffer_over_capacity import _occupies
+    from tilescope.rules.ts501_buffer_over_capacity import _occupies
 
     buf = {"name": "s_acc", "shape": [128, 256], "padded_shape": [128, 256], "dtype": "bfloat16",
            "padded_bytes": 65536, "versions": 1}
@@ -143,7 +143,7 @@ def _serve_and_get(extra: list[str]) -> str:
     import urllib.request
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "analyzer.cli", "serve", str(REPO / "sample_traces" / "attention_fused"),
+        [sys.executable, "-m", "tilescope.cli", "serve", str(REPO / "sample_traces" / "attention_fused"),
          "--port", "0", "--no-browser", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
     )
@@ -208,7 +208,7 @@ def _into_closed_pipe(args: list[str]) -> tuple[int, str]:
     read, write = os.pipe()
     os.close(read)
     try:
-        r = subprocess.run([sys.executable, "-m", "analyzer.cli", *args], stdout=write,
+        r = subprocess.run([sys.executable, "-m", "tilescope.cli", *args], stdout=write,
                            stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=300)
     finally:
         os.close(write)

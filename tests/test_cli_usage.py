@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "analyzer.cli", *args], capture_output=True, text=True, cwd=REPO, timeout=120
+        [sys.executable, "-m", "tilescope.cli", *args], capture_output=True, text=True, cwd=REPO, timeout=120
     )
 
 

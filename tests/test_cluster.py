@@ -9,14 +9,14 @@ from types import ModuleType
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.cluster import Cluster, build_cluster, steps_from_kernels
-from analyzer.config import Config
-from analyzer.engine import run_cluster_rules
-from analyzer.findings import Finding
-from analyzer.io.cluster_files import read_communication, read_step_trace
-from analyzer.io.load import load_profiles
-from analyzer.ranksets import rank_set_text
+from tilescope.cli import main
+from tilescope.cluster import Cluster, build_cluster, steps_from_kernels
+from tilescope.config import Config
+from tilescope.engine import run_cluster_rules
+from tilescope.findings import Finding
+from tilescope.io.cluster_files import read_communication, read_step_trace
+from tilescope.io.load import load_profiles
+from tilescope.ranksets import rank_set_text
 
 # torch_npu's own step_trace_time.csv values (traces/real/README.md): Computing,
 # Communication(Not Overlapped), Free in µs
@@ -244,7 +244,7 @@ def test_generated_json_groups_each_rank_finding_across_ranks(
     not one per rank; a rank's own findings come back from it (as `diff` reads them)."""
     assert main(["analyze", str(eight_ranks), "-f", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    from analyzer.report.data import validate_report
+    from tilescope.report.data import validate_report
 
     validate_report(report)
     assert report["cluster"]["slow_rank"] == 3
@@ -258,7 +258,7 @@ def test_generated_json_groups_each_rank_finding_across_ranks(
         # every rank's own saving (the sample's ranks carry the same chains)
         assert {m["est_saving_us"] for m in f["by_rank"]} == {f["est_saving_us"]}
     assert sorted(f["est_saving_us"] for f in ts102) == [40.0, 60.0]
-    from analyzer.report.ranks import rank_findings
+    from tilescope.report.ranks import rank_findings
 
     five = rank_findings(report["findings"], 5)
     assert [(f["code"], f["rank"], f["input"]) for f in five] == [("TS102", 5, 5)] * 2
@@ -325,7 +325,7 @@ def test_msprof_run_of_two_devices_is_two_ranks(tmp_path: Path, capsys: pytest.C
     assert report["cluster"]["slow_rank"] == 1
     # `analyze` and `info` load only the kernel columns they read; the loader keeps device_id
     # whatever they ask for, so both still see one rank per device
-    from analyzer.summary import SUMMARY_COLUMNS
+    from tilescope.summary import SUMMARY_COLUMNS
 
     assert [p.rank for p in load_profiles(tmp_path, kernel_columns=SUMMARY_COLUMNS)] == [0, 1]
 
@@ -359,7 +359,7 @@ def test_others_median_equals_dropping_each_rank() -> None:
     import numpy as np
     import pandas as pd
 
-    from analyzer.cluster import others_median
+    from tilescope.cluster import others_median
 
     rng = np.random.default_rng(16)
     for _ in range(300):

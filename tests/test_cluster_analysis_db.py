@@ -22,10 +22,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analyzer.cli import main
-from analyzer.cluster import Cluster, build_cluster, rank_tables
-from analyzer.io.cluster_files import read_communication, read_communication_matrix, read_step_trace
-from analyzer.io.load import load_profiles
+from tilescope.cli import main
+from tilescope.cluster import Cluster, build_cluster, rank_tables
+from tilescope.io.cluster_files import read_communication, read_communication_matrix, read_step_trace
+from tilescope.io.load import load_profiles
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 TEXT_FILES = ("step_trace_time.csv", "communication.json", "communication_matrix.json")

@@ -1,5 +1,5 @@
 """The per-step part of a multi-rank report at scale (issue #16): each rank's step-time spread in
-the rank table, and the per-step rows binned past `analyzer.cluster.STEP_ROWS_CAP`, read the same
+the rank table, and the per-step rows binned past `tilescope.cluster.STEP_ROWS_CAP`, read the same
 way by the report, `tilescope diff` and the dashboard's heatmap."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-import analyzer.cluster as C
-from analyzer.cli import main
-from analyzer.diff_cluster import rank_steps
+import tilescope.cluster as C
+from tilescope.cli import main
+from tilescope.diff_cluster import rank_steps
 
 
 def _analyze_json(path: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> tuple[int, dict[str, Any]]:
@@ -105,8 +105,8 @@ def test_report_bins_past_the_cap_and_diff_and_heatmap_read_it_alike(
     assert spread is not None and (spread.lo, spread.hi) == (
         whole["cluster"]["ranks"][2]["step_min_us"], whole["cluster"]["ranks"][2]["step_max_us"])
 
-    from dashboard.data import ClusterEntry
-    from dashboard.ranks import step_grid
+    from tilescope.dashboard.data import ClusterEntry
+    from tilescope.dashboard.ranks import step_grid
 
     def grid(report: dict[str, Any], columns: int) -> tuple[Any, ...]:
         entry = ClusterEntry("c0", "run", report["cluster"], [], {})

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from analyzer.errors import TilescopeError, UsageError
-from collectors import bundle as bundlemod
-from collectors import run as runmod
-from collectors import torch_npu_backend
-from collectors.proc import CommandRecord, run_command
+from tilescope.collectors import bundle as bundlemod
+from tilescope.collectors import run as runmod
+from tilescope.collectors import torch_npu_backend
+from tilescope.collectors.proc import CommandRecord, run_command
+from tilescope.errors import TilescopeError, UsageError
 
 REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = REPO / "sample_traces" / "kernels" / "collect_vector_add.py"
@@ -38,7 +38,8 @@ def fake_ir(bundle: Path, ref: Any, params: dict[str, Any], chip: Any) -> dict[s
 def fake_check(device: str) -> Any:
     def check(bundle: Path, ref: Any, params: dict[str, Any], dev: str, timeout: float | None,
               env: dict[str, str], python: str = "") -> tuple[CommandRecord, dict[str, Any]]:
-        rec = CommandRecord(["python", "-m", "collectors.worker", "job.json"], f"correctness check ({dev})",
+        rec = CommandRecord(["python", "-m", "tilescope.collectors.worker", "job.json"],
+                            f"correctness check ({dev})",
                             returncode=0, duration_s=0.1)
         answer = {"function": "vector_add", "kernel_name": "vector_add_kernel_kernel", "spec": True,
                   "params": {"N": 4096}, "device_name": "Ascend910B2" if dev == "npu" else None,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.cli import main
-from collectors import bundle as bundlemod
-from collectors import preflight
+from tilescope.cli import main
+from tilescope.collectors import bundle as bundlemod
+from tilescope.collectors import preflight
 
 REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = REPO / "sample_traces" / "kernels" / "collect_vector_add.py"
@@ -55,7 +55,7 @@ def test_real_probe_reports_the_root_cause_of_torch_autoload(tmp_path: Path,
 def test_cpu_children_never_autoload_torch_npu(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from collectors import run as runmod
+    from tilescope.collectors import run as runmod
 
     monkeypatch.setenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")  # so that teardown restores the original
     monkeypatch.delenv("TORCH_DEVICE_BACKEND_AUTOLOAD")
@@ -65,7 +65,8 @@ def test_cpu_children_never_autoload_torch_npu(monkeypatch: pytest.MonkeyPatch) 
     assert runmod.child_env(user, "cpu")["TORCH_DEVICE_BACKEND_AUTOLOAD"] == "0"
     npu = runmod.child_env(user, "npu")
     assert "TORCH_DEVICE_BACKEND_AUTOLOAD" not in npu  # the user's environment, untouched
-    assert npu["PYTHONPATH"] == f"{REPO}{os.pathsep}/mine" and npu["PATH"] == "/bin"
+    # the worker finds tilescope through run_module.py, not through the user's PYTHONPATH
+    assert npu["PYTHONPATH"] == "/mine" and npu["PATH"] == "/bin"
 
 
 @pytest.mark.parametrize("backend, probe, msprof, expected", [
@@ -86,7 +87,7 @@ def test_no_npu_exits_3_before_anything(tmp_path: Path, monkeypatch: pytest.Monk
     def no_ir(*a: Any, **k: Any) -> Any:
         raise AssertionError("IR capture must not start when the NPU is missing")
 
-    monkeypatch.setattr("collectors.run.capture_ir_into", no_ir)
+    monkeypatch.setattr("tilescope.collectors.run.capture_ir_into", no_ir)
     code, out, err = run_cli([f"{VECTOR_ADD}:vector_add", "--backend", backend, "--out", str(tmp_path / "b")],
                              capsys)
     assert code == 3
@@ -224,7 +225,7 @@ def test_ir_only_ascend_style_kernel(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert c["status"] == "not_run" and "does not compile for the CPU target 'c'" in c["reason"]
     assert (tmp_path / "b" / "ir" / "kernel.cpp").is_file()
     ir = json.loads((tmp_path / "b" / "ir" / "ir.json").read_text())
-    assert ir  # written by analyzer.ir.capture
+    assert ir  # written by tilescope.ir.capture
 
 
 @pytest.mark.tilelang

@@ -17,15 +17,16 @@ from typing import Any
 
 import pytest
 
-from analyzer.errors import TilescopeError
-from collectors.msprof_op_backend import build_msprof_op_argv, move_outputs, write_launcher
-from collectors.torch_npu_backend import (
+import tilescope
+from tilescope.collectors.msprof_op_backend import build_msprof_op_argv, move_outputs, write_launcher
+from tilescope.collectors.torch_npu_backend import (
     AIC_METRICS,
     build_profiler_config,
     profile_groups,
     run_profiled,
     translate_config,
 )
+from tilescope.errors import TilescopeError
 
 
 def test_msprof_op_argv_is_exact(tmp_path: Path) -> None:
@@ -69,21 +70,35 @@ def test_launcher_is_an_executable_python_script(tmp_path: Path) -> None:
     launcher = write_launcher(tmp_path / "collect" / "launch_kernel.py", job, python="/usr/bin/python3")
     text = launcher.read_text()
     assert text.startswith("#!/usr/bin/python3\n")
-    assert repr(str(job)) in text and "from collectors.worker import main" in text
+    assert repr(str(job)) in text and "'tilescope.collectors.worker'" in text and "run_module.py" in text
     assert launcher.stat().st_mode & stat.S_IXUSR
     compile(text, str(launcher), "exec")
 
 
-def test_launcher_runs_the_worker(tmp_path: Path) -> None:
-    """The generated script really starts collectors.worker (which reports a bad job cleanly)."""
+def _python_without_tilescope() -> str:
+    """The base interpreter of this venv, which has no tilescope installed (as an NPU's Python may not)."""
     import sys
 
+    python = Path(sys.base_prefix) / "bin" / "python3"
+    probe = subprocess.run([str(python), "-c", "import tilescope"], capture_output=True, check=False)
+    if not python.is_file() or probe.returncode == 0:
+        pytest.skip(f"{python} is missing or has tilescope installed")
+    return str(python)
+
+
+@pytest.mark.parametrize("which", ["this venv", "a Python without tilescope"])
+def test_launcher_runs_the_worker(tmp_path: Path, which: str) -> None:
+    """The generated script really starts tilescope.collectors.worker (which reports a bad job cleanly),
+    also in a Python that does not have tilescope installed."""
+    import sys
+
+    python = sys.executable if which == "this venv" else _python_without_tilescope()
     result = tmp_path / "r.json"
     job = tmp_path / "job.json"
     job.write_text(json.dumps({"kernel": str(tmp_path / "missing.py"), "function": "f", "params": {},
                                "device": "cpu", "mode": "launch", "warmup": 0, "repeat": 1,
                                "result": str(result)}))
-    launcher = write_launcher(tmp_path / "launch_kernel.py", job, python=sys.executable)
+    launcher = write_launcher(tmp_path / "launch_kernel.py", job, python=python)
     proc = subprocess.run([str(launcher)], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 1
     assert "error" in json.loads(result.read_text())
@@ -233,7 +248,8 @@ def test_run_profiled_stops_the_profiler_on_interrupt(tmp_path: Path) -> None:
 
 
 FAKE_PY = """
-# Stands in for `python -m collectors.worker JOB`: writes what tensorboard_trace_handler would.
+# Stands in for `python run_module.py tilescope.collectors.worker JOB`:
+# writes what tensorboard_trace_handler would.
 import json, pathlib, sys
 job = json.load(open(sys.argv[3]))
 out = pathlib.Path(job["profiler"]["on_trace_ready"]["dir_name"]) / "host_123_20260101_ascend_pt"
@@ -259,7 +275,8 @@ def test_profile_groups_writes_one_dir_per_group(tmp_path: Path) -> None:
                                    ["PipeUtilization", "Memory"], 1, 2, timeout=60, env=dict(os.environ),
                                    python=str(fake))
     assert [r.group for r in records] == ["PipeUtilization", "Memory"]
-    assert records[0].argv == [str(fake), "-m", "collectors.worker",
+    assert records[0].argv == [str(fake), str(Path(tilescope.__file__).parent / "run_module.py"),
+                               "tilescope.collectors.worker",
                                str(bundle / "collect" / "profile_PipeUtilization.job.json")]
     assert [r["path"] for r in runs] == ["profile/PipeUtilization", "profile/Memory"]
     assert runs[0]["outputs"] == ["host_123_20260101_ascend_pt"]

@@ -10,9 +10,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from analyzer.errors import UsageError
-from collectors import bundle as bundlemod
-from collectors import spec as specmod
+from tilescope.collectors import bundle as bundlemod
+from tilescope.collectors import spec as specmod
+from tilescope.errors import UsageError
 
 REPO = Path(__file__).resolve().parent.parent
 VECTOR_ADD = REPO / "sample_traces" / "kernels" / "collect_vector_add.py"
@@ -192,7 +192,7 @@ def test_make_portable_rewrites_paths_under_the_root(tmp_path: Path) -> None:
     (b / "collect").mkdir()
     m = bundlemod.ir_only_manifest(kernel, "k", None, {}, "910B2", True,
                                    {"status": "not_run", "reason": "test"})
-    m["commands"] = [{"argv": [str(root / ".venv/bin/python3"), "-m", "collectors.worker"],
+    m["commands"] = [{"argv": [str(root / ".venv/bin/python3"), "-m", "tilescope.collectors.worker"],
                       "purpose": "check", "log": "collect/check_cpu.log"}]
     bundlemod.write_manifest(b, m)
     (b / "ir" / "ir.json").write_text(json.dumps({"kernel_file": str(kernel)}))
@@ -211,7 +211,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_flash_attention_spec_record() -> None:
-    from collectors.run import spec_record
+    from tilescope.collectors.run import spec_record
 
     rec = spec_record(REPO / "sample_traces/kernels/flash_attention.py", "flash_attention",
                       {"seq_q": 256, "seq_kv": 512, "head_dim": 64, "dtype": "bfloat16"})
@@ -223,7 +223,7 @@ def test_flash_attention_spec_record() -> None:
 
 def test_flash_attention_reference_is_softmax_qk_v() -> None:
     torch = pytest.importorskip("torch")
-    from collectors.spec import find_spec, load_module
+    from tilescope.collectors.spec import find_spec, load_module
 
     path = REPO / "sample_traces/kernels/flash_attention.py"
     spec = find_spec(load_module(path), "flash_attention", path)

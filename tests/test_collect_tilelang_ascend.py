@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from analyzer.chips import tl_ascend_platform_of_device
-from analyzer.cli import main
-from analyzer.errors import UsageError
-from analyzer.ir.foreign import find_interpreter
-from collectors import bundle as bundlemod
-from collectors import run as runmod
-from collectors import spec as specmod
 from tests.conftest import REPO_ROOT
+from tilescope.chips import tl_ascend_platform_of_device
+from tilescope.cli import main
+from tilescope.collectors import bundle as bundlemod
+from tilescope.collectors import run as runmod
+from tilescope.collectors import spec as specmod
+from tilescope.errors import UsageError
+from tilescope.ir.foreign import find_interpreter
 
 A2 = REPO_ROOT / "sample_traces" / "kernels" / "a2"
 GEMM = A2 / "gemm.py"
@@ -97,7 +97,7 @@ def test_native_stack_without_npu_says_what_the_950_path_says(
     kernel on the same machine (preflight.check_backend): one message, whichever dialect."""
     if INTERP is not None and INTERP.kind == "in-process":
         pytest.skip("tilelang-ascend is installed in this interpreter")
-    from collectors import preflight
+    from tilescope.collectors import preflight
 
     if "available" in preflight.probe_torch_npu() and shutil_which_msprof():
         pytest.skip("this machine has torch_npu and msprof: no exit 3 to compare")
@@ -174,9 +174,9 @@ def a2_ir(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]
     """ir.json of gemm.py and vector_add.py as the real tilelang-ascend lowers them (one worker)."""
     if INTERP is None:
         pytest.skip("tilelang-ascend is not set up here (bash scripts/setup-tilelang-ascend.sh)")
-    from analyzer.chips import get_chip
-    from analyzer.ir.capture import capture_many, worker_runs, write_ir_dir
-    from analyzer.ir.foreign import run_jobs
+    from tilescope.chips import get_chip
+    from tilescope.ir.capture import capture_many, worker_runs, write_ir_dir
+    from tilescope.ir.foreign import run_jobs
 
     files = {"gemm": (GEMM, GEMM_PARAMS), "vector_add": (VADD, VADD_PARAMS)}
     jobs = [worker_runs(str(path), params) for path, params in files.values()]
@@ -204,7 +204,7 @@ def test_job_of_a_tilelang_ascend_kernel(a2_ir: dict[str, dict[str, Any]], tmp_p
         t["name"] for t in kernel["gm_tensors"] if t["name"] not in kernel["outputs"]] == ["A", "B"]
     assert job["spec"]["out_idx"] == [2]
     # msprof op starts the launcher by path: its shebang must be tilelang-ascend's interpreter
-    from collectors.msprof_op_backend import write_launcher
+    from tilescope.collectors.msprof_op_backend import write_launcher
 
     launcher = write_launcher(tmp_path / "launch_kernel.py", tmp_path / "job.json",
                               python="/opt/tla/venv/bin/python")
@@ -266,9 +266,9 @@ def test_dataclass_fields_reach_the_device_worker_as_lint_builds_them() -> None:
     `nested_params` builds Tiling(block_M=32, block_N=256) from it — the code lint's worker runs."""
     import ast
 
-    from analyzer.ir.ascend_worker import nested_params
-    from analyzer.ir.lowering import NESTED_KEY
-    from analyzer.ir.published import load_module
+    from tilescope.ir.ascend_worker import nested_params
+    from tilescope.ir.lowering import NESTED_KEY
+    from tilescope.ir.published import load_module
 
     path = REPO_ROOT / "sample_traces" / "kernels" / "a2" / "vector_add_tiling.py"
     ir = {"params": {"tiling.block_M": 32}, "kernels": [{"gm_tensors": []}]}

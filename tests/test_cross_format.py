@@ -2,7 +2,7 @@
 
 The JSON report is the reference; the terminal, Markdown, HTML, SARIF, the dashboard's overview and
 `diff` must each print its device time, unit busy shares, closing headline and every finding's
-saving exactly as `analyzer.report.words` formats them from the JSON values.
+saving exactly as `tilescope.text.words` formats them from the JSON values.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from analyzer.analysis import analyze
-from analyzer.io.load import load_profile
-from analyzer.report import render_html, render_json, render_md, render_sarif, render_text
-from analyzer.report.data import build_report
-from analyzer.report.words import (
+from tilescope.analysis import analyze
+from tilescope.io.load import load_profile
+from tilescope.report import render_html, render_json, render_md, render_sarif, render_text
+from tilescope.report.data import build_report
+from tilescope.text.words import (
     chip_text,
     fmt_pct,
     fmt_us,
@@ -47,19 +47,19 @@ def _visible(page: str) -> str:
 def rendered(request: pytest.FixtureRequest) -> dict[str, Any]:
     profile = load_profile(SAMPLES / request.param)
     report = build_report(profile, analyze(profile))
-    from dashboard.data import make_entry
-    from dashboard.views import overview_kpis
+    from tilescope.dashboard.data import make_entry
+    from tilescope.dashboard.views import overview_kpis
 
     entry = make_entry("p0", "sample", profile, report)
     kpis = json.dumps([k.to_plotly_json() for k in overview_kpis(entry)], default=str, ensure_ascii=False)
     # diff of the run against itself: the same summary on both sides
-    from analyzer.commands.diff import render_text as diff_text
-    from analyzer.diff import compare_runs, run_from_report
+    from tilescope.commands.diff import render_text as diff_text
+    from tilescope.diff import compare_runs, run_from_report
 
     run = run_from_report({**report, "_profile": profile}, "run")
     import numpy as np
 
-    from analyzer.summary import device_time
+    from tilescope.summary import device_time
 
     k = profile.kernels
     steps = k["step_id"].dropna().unique() if "step_id" in k else np.array([])

@@ -14,9 +14,9 @@ import dash
 import pandas as pd
 import pytest
 
-from analyzer.diff import compare_runs, run_from_report
-from dashboard.app import create_app, store_of
-from dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
+from tilescope.dashboard.app import create_app, store_of
+from tilescope.dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
+from tilescope.diff import compare_runs, run_from_report
 
 MAX_CALLBACK_BYTES = 3 * 1024 * 1024  # "no callback sends more than a few MB"
 
@@ -304,7 +304,7 @@ def test_compare_callback(app: dash.Dash) -> None:
         app, "c-kpis.children", {"c-base.value": "p0", "c-head.value": "p1", "tabs.value": "compare"}
     )
     rows = out["c-grid"]["rowData"]
-    # The rows are analyzer.diff's own matching and verdicts, largest change first.
+    # The rows are tilescope.diff's own matching and verdicts, largest change first.
     store = store_of(app)
     base, head = store.get("p0"), store.get("p1")
     assert base is not None and head is not None
@@ -380,9 +380,9 @@ def test_timeline_of_an_msprof_op_profile_says_why_it_is_empty(sample: str) -> N
 
 def test_timeline_places_the_launches_that_have_a_start() -> None:
     # a table where some launches lack a start: those are left out, the rest are drawn
-    from dashboard import figures as F
-    from dashboard.data import make_entry
-    from dashboard.query import build_lanes
+    from tilescope.dashboard import figures as F
+    from tilescope.dashboard.data import make_entry
+    from tilescope.dashboard.query import build_lanes
 
     p = synthetic_profile(50, names=5)
     p.timeline = None

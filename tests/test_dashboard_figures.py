@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.chips import get_chip
-from dashboard import figures as F
-from dashboard.query import Lane, timeline_window
-from dashboard.synthetic import HOSTILE
+from tilescope.chips import get_chip
+from tilescope.dashboard import figures as F
+from tilescope.dashboard.query import Lane, timeline_window
+from tilescope.dashboard.synthetic import HOSTILE
 
 SAFE = "&lt;img src=x onerror=alert(1)&gt;"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzer.analysis import analyze
-from analyzer.io.load import load_profile
-from dashboard.ir_view import load_stages, mark_locations
-from dashboard.paths import RootSet
+from tilescope.analysis import analyze
+from tilescope.dashboard.ir_view import load_stages, mark_locations
+from tilescope.dashboard.paths import RootSet
+from tilescope.io.load import load_profile
 
 BUNDLE = Path(__file__).resolve().parents[1] / "sample_traces" / "tilelang_fa_bundle"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.app import create_app, store_of
-from dashboard.ir_view import load_stages
-from dashboard.paths import PathRejected, RootSet, confine, discover_profiles
+from tilescope.dashboard.app import create_app, store_of
+from tilescope.dashboard.ir_view import load_stages
+from tilescope.dashboard.paths import PathRejected, RootSet, confine, discover_profiles
 
 
 @pytest.fixture()

@@ -16,12 +16,12 @@ import pytest
 from dash import html
 from test_dashboard_callbacks import callback_body, post_callback
 
-from analyzer.cli import main
-from analyzer.report.ranks import rank_rows
-from dashboard import ranks as R
-from dashboard.app import create_app, store_of
-from dashboard.data import ClusterEntry
-from dashboard.layout import build_layout
+from tilescope.cli import main
+from tilescope.dashboard import ranks as R
+from tilescope.dashboard.app import create_app, store_of
+from tilescope.dashboard.data import ClusterEntry
+from tilescope.dashboard.layout import build_layout
+from tilescope.report.ranks import rank_rows
 
 SLOW_RANK, SLOW_LINK = 3, (5, 6)
 

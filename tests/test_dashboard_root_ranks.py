@@ -20,11 +20,11 @@ import pytest
 from dash import dcc
 from test_dashboard_callbacks import callback_body, post_callback
 
-from analyzer.cli import main
-from dashboard import data as D
-from dashboard import ranks as R
-from dashboard.app import create_app, store_of
-from dashboard.paths import MAX_SCAN_DEPTH, RootSet, discover_runs
+from tilescope.cli import main
+from tilescope.dashboard import data as D
+from tilescope.dashboard import ranks as R
+from tilescope.dashboard.app import create_app, store_of
+from tilescope.dashboard.paths import MAX_SCAN_DEPTH, RootSet, discover_runs
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_traces" / "cluster_8rank"
@@ -209,8 +209,11 @@ def test_the_real_two_rank_run_under_a_root(real_traces: Path) -> None:
         pytest.skip("needs ../shared/traces/real/gpt3_2rank_memoryl0")
     app = create_app([], roots=[real_traces])
     picker = _find(app.layout(), "r-run")
-    assert picker.options == [{"label": "real/gpt3_2rank_memoryl0 (2 ranks, root)",
-                               "value": "0:gpt3_2rank_memoryl0"}]
+    # every multi-rank run under the root is offered, in folder order (../shared grows new sets)
+    assert {"label": "real/gpt3_2rank_memoryl0 (2 ranks, root)",
+            "value": "0:gpt3_2rank_memoryl0"} in picker.options
+    values = [o["value"] for o in picker.options]
+    assert values == sorted(values) and all((real_traces / v[2:]).is_dir() for v in values)
     out = _ranks_view(app, "0:gpt3_2rank_memoryl0")
     rows = out["r-table"]["children"]["props"]["children"][1]["props"]["children"]
     assert [r["props"]["className"] for r in rows] == ["rank-row left-out", "rank-row"]

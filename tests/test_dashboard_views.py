@@ -14,14 +14,14 @@ import plotly.io as pio
 import pytest
 from dash import html
 
-from analyzer.cli import main
-from dashboard import ir_view
-from dashboard import views as V
-from dashboard.data import make_entry
-from dashboard.ir_view import Stage, highlight_lines, load_stages, mark_locations, stage_data
-from dashboard.paths import RootSet
-from dashboard.query import build_lanes, kernel_page, timeline_window
-from dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
+from tilescope.cli import main
+from tilescope.dashboard import ir_view
+from tilescope.dashboard import views as V
+from tilescope.dashboard.data import make_entry
+from tilescope.dashboard.ir_view import Stage, highlight_lines, load_stages, mark_locations, stage_data
+from tilescope.dashboard.paths import RootSet
+from tilescope.dashboard.query import build_lanes, kernel_page, timeline_window
+from tilescope.dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1024 * 1024
@@ -159,7 +159,7 @@ def test_large_profile_pages_stay_small(big_entry: Any) -> None:
 
 
 def test_large_profile_figures_stay_under_a_few_mb(big_entry: Any) -> None:
-    from dashboard import figures as F
+    from tilescope.dashboard import figures as F
 
     lanes = build_lanes(big_entry, F.core_categories)
     seg = timeline_window(lanes)
@@ -202,7 +202,7 @@ def test_serve_check_exits_cleanly_in_a_fresh_process() -> None:
     if not sample.is_dir():
         pytest.skip("sample_traces/attention_fused not present")
     done = subprocess.run(
-        [sys.executable, "-m", "analyzer.cli", "serve", str(sample), "--check"],
+        [sys.executable, "-m", "tilescope.cli", "serve", str(sample), "--check"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -232,7 +232,7 @@ def test_serve_runs_in_the_background_on_localhost(tmp_path: Path) -> None:
     if not sample.is_dir():
         pytest.skip("sample_traces/attention_fused not present")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "analyzer.cli", "serve", str(sample), "--port", "0", "--no-browser"],
+        [sys.executable, "-m", "tilescope.cli", "serve", str(sample), "--port", "0", "--no-browser"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.chips import IDLE_CLOCK_MHZ, MAX_CLOCK_MHZ, get_chip, load_chip_toml
-from analyzer.errors import UsageError
-from analyzer.io.load import load_profiles
+from tilescope.chips import IDLE_CLOCK_MHZ, MAX_CLOCK_MHZ, get_chip, load_chip_toml
+from tilescope.errors import UsageError
+from tilescope.io.load import load_profiles
 
 
 def _one(real_traces: Path, rel: str) -> tuple[str, int | None, int | None, float | None, list[str]]:

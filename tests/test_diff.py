@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.diff import (
+from tilescope.cli import main
+from tilescope.diff import (
     KernelStats,
     RunData,
     Spread,
@@ -127,10 +127,10 @@ def test_json_and_md_formats(tmp_path: Path) -> None:
 
 
 def test_diff_of_saved_json_reports(tmp_path: Path) -> None:
-    from analyzer.diff import analyse_path
+    from tilescope.diff import analyse_path
 
     try:
-        from analyzer.report import render_json
+        from tilescope.report import render_json
     except ImportError:
         pytest.skip("render_json not installed")
     paths = []
@@ -145,7 +145,7 @@ def test_diff_of_saved_json_reports(tmp_path: Path) -> None:
 
 
 def test_hostile_names_in_diff_output() -> None:
-    from analyzer.commands.diff import render_md, render_text
+    from tilescope.commands.diff import render_md, render_text
 
     evil = "<img src=x onerror=alert(1)>|@org/team\x1b[2J"
     r = compare_runs(_run([_k(evil)]), _run([_k(evil, med=300, lo=290, hi=310)]), 5)
@@ -203,7 +203,7 @@ def test_bad_usage_exits_2(tmp_path: Path) -> None:
 
 def test_markdown_spread_cells_do_not_wrap() -> None:
     """Issue #15 item 5: `median [IQR] (n=…)` cells wrapped over five lines in a PR comment."""
-    from analyzer.commands.diff import render_md
+    from tilescope.commands.diff import render_md
 
     r = compare_runs(_run([_k("k1")]), _run([_k("k1", med=300, lo=290, hi=310)]), 5)
     rows = [ln for ln in render_md(r).splitlines() if ln.startswith("| `k1`")]

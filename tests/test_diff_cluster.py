@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from analyzer.cli import main
+from tilescope.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_traces" / "cluster_8rank"
@@ -183,7 +183,7 @@ def test_a_report_written_per_rank_gives_the_same_diff_as_a_grouped_one(
     """Schema 1.0 listed each rank's own findings once per rank; 1.1 groups them (`by_rank`). A
     base report kept from before the change is still compared rank by rank, with no finding
     counted new or gone because of the layout."""
-    from analyzer.report.ranks import rank_findings
+    from tilescope.report.ranks import rank_findings
 
     base, head = straggler_fixed
     grouped = tmp_path / "base.json"
@@ -306,7 +306,7 @@ def test_bundled_sample_manifest_matches_analyze(capsys: pytest.CaptureFixture[s
 def test_links_only_in_one_run_and_values_that_are_not_numbers() -> None:
     """compare_links on hand-written rows: the verdicts, the order, and rows a report may carry
     broken (a bool rank, NaN or text bandwidth) never raise or count as a change."""
-    from analyzer.diff_links import compare_links
+    from tilescope.diff_links import compare_links
 
     def row(src: Any, dst: Any, gbps: Any, mb: float = 10.0) -> dict[str, Any]:
         return {"src_rank": src, "dst_rank": dst, "transports": ["HCCS"], "bandwidth_gbps": gbps,

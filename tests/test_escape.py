@@ -15,7 +15,7 @@ import pytest
 from markdown_it import MarkdownIt
 from test_report_fixture_data import HOSTILE
 
-from analyzer.report.escape import (
+from tilescope.text.escape import (
     html_text,
     json_for_script,
     md_code_block,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.io.load import load_profile
-from collectors.bundle import validate_manifest
+from tilescope.cli import main
+from tilescope.collectors.bundle import validate_manifest
+from tilescope.io.load import load_profile
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_traces"

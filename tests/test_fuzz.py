@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer.cli import main
 from tests.fuzz.oracle import FAILURES, judge, judge_output
 from tests.fuzz.run import run
+from tilescope.cli import main
 
 CI_CASES = 42  # six per seed (seven seeds): well under a minute on the CI machine
 

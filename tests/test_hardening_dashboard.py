@@ -21,13 +21,13 @@ import dash
 import pytest
 from test_dashboard_callbacks import callback_body, post_callback
 
-from analyzer.io.load import load_profile
-from dashboard import views as V
-from dashboard.app import create_app, store_of
-from dashboard.guard import host_name, make_http_server
-from dashboard.ir_view import load_stages
-from dashboard.paths import MAX_TREE_ENTRIES, PathRejected, RootSet
-from dashboard.synthetic import synthetic_profile, synthetic_report, write_ir_bundle
+from tilescope.dashboard import views as V
+from tilescope.dashboard.app import create_app, store_of
+from tilescope.dashboard.guard import host_name, make_http_server
+from tilescope.dashboard.ir_view import load_stages
+from tilescope.dashboard.paths import MAX_TREE_ENTRIES, PathRejected, RootSet
+from tilescope.dashboard.synthetic import synthetic_profile, synthetic_report, write_ir_bundle
+from tilescope.io.load import load_profile
 
 REPO = Path(__file__).resolve().parents[1]
 MARKER = "MARKER-OUTSIDE-THE-ROOT"
@@ -150,7 +150,7 @@ def test_serve_check_refuses_a_bundle_linking_out_with_one_line(tree: dict[str, 
     import sys
 
     r = subprocess.run(
-        [sys.executable, "-m", "analyzer.cli", "serve", str(tree["root"] / "ir_link"), "--check"],
+        [sys.executable, "-m", "tilescope.cli", "serve", str(tree["root"] / "ir_link"), "--check"],
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parents[1],
@@ -211,7 +211,7 @@ def test_a_directory_link_back_up_is_walked_once(tmp_path: Path) -> None:
 
 
 def test_a_huge_tree_is_refused_not_walked_forever(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("dashboard.paths.MAX_TREE_ENTRIES", 5)
+    monkeypatch.setattr("tilescope.dashboard.paths.MAX_TREE_ENTRIES", 5)
     root = tmp_path / "root"
     (root / "p").mkdir(parents=True)
     for i in range(6):

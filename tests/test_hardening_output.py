@@ -22,15 +22,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analyzer.cli import main
-from analyzer.errors import ProfileFormatError
-from analyzer.findings import Finding, Severity
-from analyzer.io import kernel_stream, tables
-from analyzer.io.kernel_csv import read_kernel_table
-from analyzer.io.kernel_sink import TableSink, csv_table, large_strings
-from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
-from analyzer.io.load import load_kernels_arrow
-from analyzer.report.escape import csv_cell, md_html_text, terminal_text
+from tilescope.cli import main
+from tilescope.errors import ProfileFormatError
+from tilescope.findings import Finding, Severity
+from tilescope.io import kernel_stream, tables
+from tilescope.io.kernel_csv import read_kernel_table
+from tilescope.io.kernel_sink import TableSink, csv_table, large_strings
+from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
+from tilescope.io.load import load_kernels_arrow
+from tilescope.text.escape import csv_cell, md_html_text, terminal_text
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_traces" / "attention_unfused"
@@ -114,7 +114,7 @@ def _shown(path: Path) -> str:
 def _run(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
     # wide enough that the kernels table never folds a name shorter than its 48-column limit
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "400", "TERM": "dumb"}
-    cmd = [sys.executable, "-m", "analyzer.cli", *map(str, args)]
+    cmd = [sys.executable, "-m", "tilescope.cli", *map(str, args)]
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, timeout=300, check=False)
 
 
@@ -268,7 +268,7 @@ def test_error_line_shows_the_path_inert(hostile: Path) -> None:
 
 def test_lint_text_keeps_the_kernel_list(capsys: pytest.CaptureFixture[str]) -> None:
     # `tilescope lint` printed "[matmul_kernel]" as markup: it vanished, and "[/bold]" would crash it
-    from analyzer.commands.lint import _print_text
+    from tilescope.commands.lint import _print_text
 
     ir = {"kernel_file": "k[/bold].py", "function": "f", "lowered": True, "kernels": [{"name": "x[/bold]y"}]}
     finding = Finding("TS501", "buffer-over-capacity", Severity.HIGH, ("x[/bold]y", "a\x1b[2Jb"), "over [x2]")
@@ -285,8 +285,8 @@ class _Terminal(io.StringIO):
 
 def test_progress_bars_print_file_names_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
     # on a terminal `kernels 'x[/bold].csv'` died with a MarkupError from the progress bar
-    from analyzer.commands.kernels import _read_progress
-    from analyzer.io.load import _progress
+    from tilescope.commands.kernels import _read_progress
+    from tilescope.io.load import _progress
 
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)

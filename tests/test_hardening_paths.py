@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-import analyzer.io.native as native
-import analyzer.msprof_advisor as msa
-from analyzer.cli import main
-from analyzer.errors import ProfileFormatError
-from analyzer.io.sqlite import read_sqlite
-from analyzer.io.timeline import read_timeline
+import tilescope.io.native as native
+import tilescope.msprof_advisor as msa
+from tilescope.cli import main
+from tilescope.errors import ProfileFormatError
+from tilescope.io.sqlite import read_sqlite
+from tilescope.io.timeline import read_timeline
 
 REPO = Path(__file__).resolve().parent.parent
 DB = "msprof_1.db"
@@ -89,7 +89,7 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
         captured = capsys.readouterr()
         return code, captured.out, captured.err
     env = {**os.environ, "PYTHONIOENCODING": "utf-8:surrogateescape"}
-    r = subprocess.run([sys.executable, "-m", "analyzer.cli", *args], capture_output=True, env=env,
+    r = subprocess.run([sys.executable, "-m", "tilescope.cli", *args], capture_output=True, env=env,
                        cwd=REPO, timeout=120, check=False)
     return r.returncode, os.fsdecode(r.stdout), os.fsdecode(r.stderr)
 
@@ -334,7 +334,7 @@ def test_csv_odd_directory_reads_its_own_table(
 def test_csv_streamed_output_from_a_non_utf8_name(
     tmp_path: Path, real_csv: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`kernels --format csv -o` streams the file (analyzer.io.kernel_stream), mapped by its handle."""
+    """`kernels --format csv -o` streams the file (tilescope.io.kernel_stream), mapped by its handle."""
     target = _copy(real_csv, tmp_path / NOT_UTF8 / "kernel_details.csv")
     out = tmp_path / "out.csv"
     code, _, err = _cli(capsys, "kernels", "--format", "csv", "-o", str(out), str(target))
@@ -563,7 +563,7 @@ def test_reports_of_a_non_utf8_directory_name_it_escaped(
     the file writer (HTML, Markdown, SARIF) raised UnicodeEncodeError after the analysis was done."""
     import os
 
-    from analyzer.cli import main
+    from tilescope.cli import main
 
     bad = os.path.join(os.fsencode(tmp_path), b"bad\xff")
     os.mkdir(bad)

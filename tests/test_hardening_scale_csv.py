@@ -20,12 +20,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from analyzer.cli import main
-from analyzer.commands import kernels as kernels_cmd
-from analyzer.io import kernel_stream
-from analyzer.io import load as load_mod
-from analyzer.io.load import kernel_csv_profile, load_profile
-from analyzer.report import terminal
+from tilescope.cli import main
+from tilescope.commands import kernels as kernels_cmd
+from tilescope.io import kernel_stream
+from tilescope.io import load as load_mod
+from tilescope.io.load import kernel_csv_profile, load_profile
+from tilescope.text import terminal
 
 REPO = Path(__file__).resolve().parent.parent
 UNFUSED_PT = REPO / "sample_traces" / "attention_unfused" / "localhost_12345_20261130000000000_ascend_pt"
@@ -236,7 +236,7 @@ def test_op_summary_slices_are_not_one_file(tmp_path: Path, real_traces: Path) -
 def _one_frame_stats(k: pd.DataFrame, names: list[str] | None = None) -> pd.DataFrame:
     """The reference: report.data.kernel_group_stats as it was, one launches × 61 frame of every
     term summed by one groupby, text columns through object copies (what the JSON report held)."""
-    from analyzer.report.data import FIRST_OF_GROUP, WEIGHTED_RATIOS
+    from tilescope.report.data import FIRST_OF_GROUP, WEIGHTED_RATIOS
 
     if names is not None:
         k = k[k["name"].astype("str").isin(names)]
@@ -283,7 +283,7 @@ def _one_frame_stats(k: pd.DataFrame, names: list[str] | None = None) -> pd.Data
 
 def _launches(n: int, sorted_names: bool, seed: int = 7) -> pd.DataFrame:
     """Every column kernel_group_stats reads, finite everywhere (no NaN in any summed term)."""
-    from analyzer.report.data import WEIGHTED_RATIOS
+    from tilescope.report.data import WEIGHTED_RATIOS
 
     rng = np.random.default_rng(seed)
     names = np.array(["matmul", "softmax", "add"])
@@ -306,7 +306,7 @@ def _launches(n: int, sorted_names: bool, seed: int = 7) -> pd.DataFrame:
 
 
 def _same_stats(got: pd.DataFrame, want: pd.DataFrame) -> None:
-    from analyzer.report.data import FIRST_OF_GROUP
+    from tilescope.report.data import FIRST_OF_GROUP
 
     for c in FIRST_OF_GROUP:  # the same strings; read as they are now, not as an object copy
         got[c] = got[c].astype("object")
@@ -322,7 +322,7 @@ def test_kernel_group_stats_sums_as_one_frame_did(
     # pandas sums a NaN-free block of sorted groups with np.add.reduceat and any other block with
     # its Kahan loop (they differ in the last bit): one NaN in one term of the old one-frame sum put
     # every sum on the Kahan loop, and the few-at-a-time sums must follow it bit for bit
-    from analyzer.report.data import kernel_group_stats
+    from tilescope.report.data import kernel_group_stats
 
     k = _launches(4000, sorted_names)
     if nan_in is not None:
@@ -331,7 +331,7 @@ def test_kernel_group_stats_sums_as_one_frame_did(
 
 
 def test_kernel_group_stats_leaves_out_unnamed_launches_as_before() -> None:
-    from analyzer.report.data import kernel_group_stats
+    from tilescope.report.data import kernel_group_stats
 
     k = _launches(600, sorted_names=True)
     k.loc[[0, 300, 599], "name"] = np.nan  # before, inside and after the sorted runs
@@ -342,7 +342,7 @@ def test_kernel_group_stats_leaves_out_unnamed_launches_as_before() -> None:
 
 @pytest.mark.parametrize("name", FOLDERS[:1] + FOLDERS[3:7])
 def test_kernel_group_stats_on_real_and_sample_profiles(real_traces: Path, tmp_path: Path, name: str) -> None:
-    from analyzer.report.data import kernel_group_stats
+    from tilescope.report.data import kernel_group_stats
 
     k = load_profile(_folders(real_traces, tmp_path)[name]).kernels
     tops = list(k["name"].dropna().astype("str").unique()[:10])
@@ -353,8 +353,8 @@ def test_kernel_group_stats_on_real_and_sample_profiles(real_traces: Path, tmp_p
 def test_float_columns_are_read_in_place_and_stay_read_only() -> None:
     # the derived metrics, summary, report and rules read float64 columns without a copy, and
     # cannot write through what they read
-    from analyzer.metrics import KernelColumns, float_column
-    from rules._common import num
+    from tilescope.metrics import KernelColumns, float_column
+    from tilescope.rules._common import num
 
     k = load_profile(UNFUSED_PT).kernels
     column = k["duration_us"].to_numpy()
@@ -382,7 +382,7 @@ def test_rule_text_read_once_per_value_keeps_every_name(capsys: pytest.CaptureFi
 
 
 def test_strings_shares_one_object_per_value() -> None:
-    from rules._common import strings, text
+    from tilescope.rules._common import strings, text
 
     k = load_profile(UNFUSED_PT).kernels
     got, want = strings(text(k, "name")), text(k, "name").to_numpy()
@@ -395,7 +395,7 @@ def test_strings_shares_one_object_per_value() -> None:
 
 @pytest.mark.parametrize("categorical", [True, False])
 def test_text_codes_equal_text_is_equal_code(categorical: bool) -> None:
-    from rules._common import core_type_codes, core_types, op_type_codes, op_types, text, text_codes
+    from tilescope.rules._common import core_type_codes, core_types, op_type_codes, op_types, text, text_codes
 
     df = pd.DataFrame(
         {
@@ -425,8 +425,8 @@ def test_text_codes_equal_text_is_equal_code(categorical: bool) -> None:
 
 def _info_without_streaming(path: Path, chip: str | None) -> list[dict[str, Any]]:
     """What `info` printed before: every profile loaded whole, then described."""
-    from analyzer.commands.info import profile_info
-    from analyzer.io.load import load_profiles
+    from tilescope.commands.info import profile_info
+    from tilescope.io.load import load_profiles
 
     return [profile_info(pr) for pr in load_profiles(path, chip=chip)]
 
@@ -448,7 +448,7 @@ def test_info_streams_the_kernel_table_and_says_what_it_said(
     name: str,
     chip: str | None,
 ) -> None:
-    from analyzer.io import kernel_csv
+    from tilescope.io import kernel_csv
 
     path = real_traces / name
     (expected,) = _info_without_streaming(path, chip)
@@ -499,7 +499,7 @@ def test_info_with_a_bad_value_names_it_as_before(tmp_path: Path, capsys: pytest
 
 def test_summary_reads_only_its_listed_columns(real_traces: Path) -> None:
     # SUMMARY_COLUMNS is what `info` keeps: the summary of a table cut to them is the whole one's
-    from analyzer.summary import SUMMARY_COLUMNS, summarize
+    from tilescope.summary import SUMMARY_COLUMNS, summarize
 
     rank_1 = real_traces / "gpt3_2rank_memoryl0" / "test_rank_1"
     for path in (UNFUSED_PT, real_traces / "gpt_step_arith_591", rank_1):
@@ -514,7 +514,7 @@ def test_summary_reads_only_its_listed_columns(real_traces: Path) -> None:
 
 def _links_by_strings(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray:
     """TS101's links as they were found before: per-row strings, split and exploded."""
-    from rules._common import op_types, strings, tensor_elems, text
+    from tilescope.rules._common import op_types, strings, tensor_elems, text
 
     rows = order["_row"].to_numpy()
     prev_ok = np.zeros(len(rows), dtype=bool)
@@ -538,8 +538,8 @@ def _links_by_strings(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) ->
 
 @pytest.mark.parametrize("categorical", [True, False])
 def test_ts101_links_by_codes_as_by_strings(categorical: bool) -> None:
-    from rules._common import op_type_codes, stream_ordered, text_codes
-    from rules.ts101_unfused_elementwise_chain import _links
+    from tilescope.rules._common import op_type_codes, stream_ordered, text_codes
+    from tilescope.rules.ts101_unfused_elementwise_chain import _links
 
     rng = np.random.default_rng(13)
     n = 4000

@@ -19,7 +19,7 @@ from types import ModuleType
 import pyarrow as pa
 import pytest
 
-from analyzer.commands import analyze as analyze_cmd
+from tilescope.commands import analyze as analyze_cmd
 
 REPO = Path(__file__).resolve().parent.parent
 UNFUSED = REPO / "sample_traces" / "attention_unfused"
@@ -29,11 +29,11 @@ UNFUSED = REPO / "sample_traces" / "attention_unfused"
 _PROBE = """
 import gc, sys
 from pathlib import Path
-from analyzer.commands.analyze import arrow_returns_freed_memory
+from tilescope.commands.analyze import arrow_returns_freed_memory
 if sys.argv[2] == "1":
     assert arrow_returns_freed_memory()
 import pandas, pyarrow.csv  # imported before the first probe: only the table is measured
-from analyzer.io.kernel_csv import read_kernel_table
+from tilescope.io.kernel_csv import read_kernel_table
 def rss():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
@@ -113,7 +113,7 @@ def test_a_freed_kernel_table_goes_back_to_the_os(tmp_path: Path, sample_generat
 
 def _analyze_json(path: Path, **env: str) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-m", "analyzer.cli", "analyze", str(path), "-f", "json"],
+        [sys.executable, "-m", "tilescope.cli", "analyze", str(path), "-f", "json"],
         env=_env(**env), cwd=REPO, capture_output=True, text=True,
     )
     assert done.returncode == 0, done.stderr

@@ -17,18 +17,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.analysis import analyze
-from analyzer.chips import get_chip
-from analyzer.cli import main
-from analyzer.engine import RuleContext
-from analyzer.errors import ProfileFormatError
-from analyzer.io import timeline as timeline_io
-from analyzer.io.load import load_profile
-from analyzer.io.timeline import read_timeline
-from analyzer.profile import Profile, SourceInfo, Timeline
-from rules import ts102_known_fusible_pattern as ts102
-from rules._common import end_ns, num, start_ns, text
-from rules._patterns import _BASE, _HOST_IGNORE, _SEP, _run_matches, load_patterns, match_host_patterns
+from tilescope.analysis import analyze
+from tilescope.chips import get_chip
+from tilescope.cli import main
+from tilescope.engine import RuleContext
+from tilescope.errors import ProfileFormatError
+from tilescope.io import timeline as timeline_io
+from tilescope.io.load import load_profile
+from tilescope.io.timeline import read_timeline
+from tilescope.profile import Profile, SourceInfo, Timeline
+from tilescope.rules import ts102_known_fusible_pattern as ts102
+from tilescope.rules._common import end_ns, num, start_ns, text
+from tilescope.rules._patterns import (
+    _BASE,
+    _HOST_IGNORE,
+    _SEP,
+    _run_matches,
+    load_patterns,
+    match_host_patterns,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_traces"

@@ -4,7 +4,7 @@ scratch directories), `kill -9` leaves no visible temporary, and `-o` onto a sym
 device writes what the user meant.
 
 The real-process tests stop the CLI at a named point with the TILESCOPE_TEST_HOLD hook
-(analyzer.interrupt.hold_point) and signal it there, or poll /proc for its anonymous output file:
+(tilescope.interrupt.hold_point) and signal it there, or poll /proc for its anonymous output file:
 no sleep-and-hope.
 """
 
@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 import typer
 
-from analyzer import interrupt
-from analyzer.cli import main
+from tilescope import interrupt
+from tilescope.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_traces" / "attention_unfused"
@@ -45,7 +45,7 @@ def _start(args: list[str], tmpdir: Path, hold: str | None = None) -> subprocess
     if hold is not None:
         env[interrupt.HOLD_ENV] = hold
     return subprocess.Popen(
-        [sys.executable, "-m", "analyzer.cli", *args],
+        [sys.executable, "-m", "tilescope.cli", *args],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
@@ -216,7 +216,7 @@ def test_signal_while_the_trace_is_read(dirs: tuple[Path, Path], sig: int, code:
 
 def test_advisor_layout_is_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the layout of symlinks given to msprof-analyze was made with mkdtemp and never removed
-    from analyzer import msprof_advisor
+    from tilescope import msprof_advisor
 
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -241,7 +241,7 @@ def _raising(exc: BaseException) -> Any:
 
 
 def test_exit_code_of_a_typer_exit_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    import analyzer.io.load as load
+    import tilescope.io.load as load
 
     monkeypatch.setattr(load, "kernel_csv_profile", _raising(typer.Exit(5)))
     assert main(["kernels", str(SAMPLE_CSV)]) == 5  # was 0: `_run` dropped what app() returned
@@ -250,7 +250,7 @@ def test_exit_code_of_a_typer_exit_is_kept(monkeypatch: pytest.MonkeyPatch) -> N
 def test_keyboard_interrupt_is_130_with_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import analyzer.io.load as load
+    import tilescope.io.load as load
 
     # typer turns it into Exit(130) and returns 130 in non-standalone mode: dropped, exit 0, silent
     monkeypatch.setattr(load, "kernel_csv_profile", _raising(KeyboardInterrupt()))
@@ -280,7 +280,7 @@ def test_swallowed_signal_still_interrupts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     swallow_as: type[BaseException] | None, sig: int, code: int,
 ) -> None:
-    from analyzer.report import render_md
+    from tilescope.report import render_md
 
     monkeypatch.setattr(render_md, "render", _render_after_signal(sig, swallow_as))
     target = tmp_path / "r.md"
@@ -357,7 +357,7 @@ def test_output_onto_a_link_to_a_device_writes_into_the_device(tmp_path: Path) -
     link.symlink_to("/dev/stdout")
     null = tmp_path / "null"
     null.symlink_to("/dev/null")
-    r = subprocess.run([sys.executable, "-m", "analyzer.cli", "kernels", str(SAMPLE_CSV), "-f", "csv",
+    r = subprocess.run([sys.executable, "-m", "tilescope.cli", "kernels", str(SAMPLE_CSV), "-f", "csv",
                         "-o", str(link)], cwd=REPO, capture_output=True, text=True, timeout=PATIENCE_S)
     assert r.returncode == 0 and r.stderr == ""
     assert r.stdout.startswith(CSV_HEAD) and r.stdout.count("\n") == 291
@@ -397,7 +397,7 @@ def test_scratch_left_by_a_killed_process_is_swept(tmp_path: Path, monkeypatch: 
     live process's."""
     import subprocess as sp
 
-    from analyzer import scratch
+    from tilescope import scratch
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(scratch, "_swept", set())

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.io.validate import MAX_DURATION_US, RATIO_SLACK, range_of
+from tilescope.cli import main
+from tilescope.io.validate import MAX_DURATION_US, RATIO_SLACK, range_of
 
 
 def _rows(path: Path) -> list[list[str]]:

@@ -12,13 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analyzer.cli import main
-from analyzer.errors import NoProfileFoundError, ProfileFormatError
-from analyzer.io.detect import SNIFF_BYTES, detect, sniff
-from analyzer.io.kernel_csv import read_kernel_table
-from analyzer.io.load import load_profile, load_profiles
-from analyzer.io.parts import COUPLED_NOTE
-from analyzer.io.timeline import read_timeline
+from tilescope.cli import main
+from tilescope.errors import NoProfileFoundError, ProfileFormatError
+from tilescope.io.detect import SNIFF_BYTES, detect, sniff
+from tilescope.io.kernel_csv import read_kernel_table
+from tilescope.io.load import load_profile, load_profiles
+from tilescope.io.parts import COUPLED_NOTE
+from tilescope.io.timeline import read_timeline
 
 KD_HEADER = (
     "Name,Type,Accelerator Core,Start Time(us),Duration(us),Block Dim,aicore_time(us),aic_total_cycles"
@@ -400,7 +400,7 @@ def test_detecting_a_path_does_not_import_pandas() -> None:
     samples = [str(repo / "sample_traces" / s) for s in
                ("attention_unfused", "tilelang_fa_msprof_op", "tilelang_fa_msprof_op_multi",
                 "tilelang_fa_bundle", "cluster_8rank")]
-    code = ("import sys; import analyzer.io.detect as d; [d.detect(p) for p in sys.argv[1:]]; "
+    code = ("import sys; import tilescope.io.detect as d; [d.detect(p) for p in sys.argv[1:]]; "
             "print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, *samples], cwd=repo, capture_output=True, text=True,
                          check=True).stdout.strip()

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analyzer.columns import canonical_header, canonical_name, generic_canonical
-from analyzer.errors import ProfileFormatError
-from analyzer.io.kernel_csv import read_kernel_table, slice_order
-from analyzer.io.tables import parse_shape
+from tilescope.columns import canonical_header, canonical_name, generic_canonical
+from tilescope.errors import ProfileFormatError
+from tilescope.io.kernel_csv import read_kernel_table, slice_order
+from tilescope.shapes import parse_shape
 
 OP_SUMMARY_HEADER = (
     "Device_id,Model ID,Task ID,Stream ID,Op Name,OP Type,OP State,Task Type,"

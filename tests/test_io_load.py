@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.errors import NoProfileFoundError, UsageError
-from analyzer.io.load import detect, load_profile, load_profiles
+from tilescope.errors import NoProfileFoundError, UsageError
+from tilescope.io.load import detect, load_profile, load_profiles
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -170,7 +170,7 @@ def test_copy_of_sample_in_bundle_layout(repo_root: Path, tmp_path: Path) -> Non
 
 def test_ir_only_bundle_loads_with_no_kernels(repo_root: Path) -> None:
     """`collect --ir-only` bundles have no profile/ (git does not even keep the empty folder)."""
-    from analyzer.io.load import load_profile
+    from tilescope.io.load import load_profile
 
     prof = load_profile(repo_root / "sample_traces" / "bundle_ir_only_fa")
     assert prof.source.format == "bundle"
@@ -187,8 +187,8 @@ def test_chip_evidence_in_slices_equals_whole_table(
 ) -> None:
     """The streamed `kernels` gathers the inference inputs group by group: any split of the rows
     must give the whole table's inference, notes (with their kernel counts) included."""
-    from analyzer.io.device import ChipEvidence, infer_from_kernels
-    from analyzer.io.kernel_csv import read_kernel_arrow
+    from tilescope.io.device import ChipEvidence, infer_from_kernels
+    from tilescope.io.kernel_csv import read_kernel_arrow
 
     table, _, _ = read_kernel_arrow(real_traces / trace / "kernel_details.csv")
     whole, notes = infer_from_kernels(table)

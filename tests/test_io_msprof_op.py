@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analyzer.io.load import load_profile
-from analyzer.io.msprof_op import read_msprof_op
+from tilescope.io.load import load_profile
+from tilescope.io.msprof_op import read_msprof_op
 
 BASIC = "Op Name,Op Type,Task Duration(us),Block Dim,Mix Block Dim,Device Id,Pid,Current Freq,Rated Freq,\n"
 PIPE = (
@@ -102,7 +102,7 @@ def test_single_operator_blocks_launches_kernels(tmp_path: Path) -> None:
 
 def test_per_core_times_for_grids_larger_than_the_cores(tmp_path: Path) -> None:
     """A grid of 2 cube blocks on 1 core runs in two waves: the core spends both block times."""
-    from analyzer.io.msprof_op import per_core_times
+    from tilescope.io.msprof_op import per_core_times
 
     data = read_msprof_op(write_single(tmp_path / "OPPROF_20260605170804_UKAXQCBEDBJAUNQY"))
     k = per_core_times(data.kernels, aic_count=1, aiv_count=8)

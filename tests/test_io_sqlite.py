@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analyzer.errors import ProfileFormatError
-from analyzer.io.load import load_profile
-from analyzer.io.sqlite import read_sqlite
+from tilescope.errors import ProfileFormatError
+from tilescope.io.load import load_profile
+from tilescope.io.sqlite import read_sqlite
 
 STRINGS = {
     1: "MatMul_1",

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from analyzer.chips import get_chip
-from analyzer.ir.model import find_kernel, validate_ir
+from tilescope.chips import get_chip
+from tilescope.ir.model import find_kernel, validate_ir
 
 KERNELS = Path(__file__).resolve().parents[1] / "sample_traces" / "kernels"
 
@@ -17,14 +17,14 @@ KERNELS = Path(__file__).resolve().parents[1] / "sample_traces" / "kernels"
 @pytest.fixture(scope="module")
 def fa() -> Any:
     pytest.importorskip("tilelang")
-    from analyzer.ir.capture import capture_ir
+    from tilescope.ir.capture import capture_ir
 
     return capture_ir(str(KERNELS / "flash_attention.py"), {"seq_kv": 1024}, get_chip("910B2"))
 
 
 @pytest.mark.tilelang
 def test_ir_json_validates_and_writes_stages(fa: Any, tmp_path: Path) -> None:
-    from analyzer.ir.capture import write_ir_dir
+    from tilescope.ir.capture import write_ir_dir
 
     validate_ir(fa.ir)
     d = write_ir_dir(fa, tmp_path / "ir")
@@ -75,7 +75,7 @@ def test_line_map_points_at_the_right_lines(fa: Any) -> None:
 
 @pytest.mark.tilelang
 def test_locate_topics(fa: Any) -> None:
-    from analyzer.ir.locate import locate
+    from tilescope.ir.locate import locate
 
     src = (KERNELS / "flash_attention.py").read_text().splitlines()
     kernel = find_kernel(fa.ir, "flash_fwd_kernel_mix_aic")
@@ -95,7 +95,7 @@ def test_locate_topics(fa: Any) -> None:
 
 
 def test_padding_helpers() -> None:
-    from analyzer.ir.scopes import c0_elements, padded_shape
+    from tilescope.ir.scopes import c0_elements, padded_shape
 
     assert c0_elements("int8") == 32 and c0_elements("float16") == 16 and c0_elements("float32") == 8
     assert padded_shape([100, 40], "L0A", "int8", 1) == [112, 64]

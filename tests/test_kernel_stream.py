@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analyzer.commands.kernels import stream_kernels
-from analyzer.io import kernel_stream
-from analyzer.io.kernel_sink import TableSink, large_strings
-from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
-from analyzer.io.load import load_kernels_arrow, load_profile
-from analyzer.io.tables import decode_dictionary
+from tilescope.commands.kernels import stream_kernels
+from tilescope.io import kernel_stream
+from tilescope.io.kernel_sink import TableSink, large_strings
+from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
+from tilescope.io.load import load_kernels_arrow, load_profile
+from tilescope.io.tables import decode_dictionary
 
 REPO = Path(__file__).resolve().parent.parent
 HEADER = (
@@ -127,7 +127,7 @@ def test_stream_equals_whole_file_on_generated_rows(
 def test_parquet_reads_back_into_the_canonical_dataframe(tmp_path: Path, source: str) -> None:
     """Both ways of writing Parquet (the streamed CSV path, and a profile directory's DataFrame)
     carry the pandas metadata: read_parquet gives back the canonical dtypes (nullable Int64, str)."""
-    from analyzer.commands.kernels import kernels_arrow, write_kernels
+    from tilescope.commands.kernels import kernels_arrow, write_kernels
 
     sample = REPO / "sample_traces" / "attention_unfused"
     src = next(sample.glob("*_ascend_pt")) / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
@@ -169,7 +169,7 @@ def test_unparseable_value_falls_back_and_names_the_file_row(tmp_path: Path, sma
     out = tmp_path / "k.parquet"
     env = {**os.environ, "COLUMNS": "200"}
     r = subprocess.run(
-        [sys.executable, "-m", "analyzer.cli", "kernels", str(src), "--format", "parquet", "-o", str(out)],
+        [sys.executable, "-m", "tilescope.cli", "kernels", str(src), "--format", "parquet", "-o", str(out)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -247,7 +247,7 @@ def test_streamed_csv_is_the_bytes_of_one_write(
     """CSV written group by group (many groups here) = one write_csv of the whole-file table."""
     import pyarrow.csv as pacsv
 
-    from analyzer.io.kernel_sink import csv_table
+    from tilescope.io.kernel_sink import csv_table
 
     src = tmp_path / "kernel_details.csv"
     sample_generator.write_large_kernel_details(src, 3000, chunk_rows=1000)

@@ -1,4 +1,4 @@
-"""`tilescope lint` through analyzer.cli.main: exit codes, JSON, bundles, sweep, missing TileLang."""
+"""`tilescope lint` through tilescope.cli.main: exit codes, JSON, bundles, sweep, missing TileLang."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.cli import main
-from collectors.bundle import validate_manifest
+from tilescope.cli import main
+from tilescope.collectors.bundle import validate_manifest
 
 MATMUL = str(Path(__file__).resolve().parents[1] / "sample_traces" / "kernels" / "matmul.py")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.cli import main
+from tilescope.cli import main
 
 pytestmark = pytest.mark.tilelang
 
@@ -127,7 +127,7 @@ def test_a_failure_of_the_kernel_itself_stays_a_ts500(
 
 
 def test_classify_failure_tells_the_users_failures_from_the_kernels() -> None:
-    from analyzer.ir.lowering import classify_failure
+    from tilescope.ir.lowering import classify_failure
 
     def gemm(M: int) -> None:  # a builder that is called wrongly
         pass
@@ -203,7 +203,7 @@ def test_an_autotune_kernel_is_linted_with_the_config_it_names(
 
 
 def test_the_autotune_configs_are_read_without_running_it(tmp_path: Path, marker: Path) -> None:
-    from analyzer.ir.capture import autotune_configs
+    from tilescope.ir.capture import autotune_configs
 
     listed = _autotune_kernel(
         tmp_path, 'CONFIGS = [{"block_M": 64, "pass_configs": {}}, {"block_M": 128, "block_K": 32}]'

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.ir.foreign import find_interpreter
 from tests.conftest import REPO_ROOT
+from tilescope.cli import main
+from tilescope.ir.foreign import find_interpreter
 
 REAL = REPO_ROOT.parent / "shared" / "kernels" / "real" / "tilelang_ascend"
 OWN = REPO_ROOT / "sample_traces" / "kernels" / "a2"
@@ -75,9 +75,9 @@ KERNELS: dict[str, tuple[Path, str, dict[str, Any]]] = {
 @pytest.fixture(scope="module")
 def lowered() -> dict[str, Any]:
     """Every kernel above lowered by one worker (one import of tilelang-ascend: ~20-40 s emulated)."""
-    from analyzer.chips import get_chip
-    from analyzer.ir.capture import capture_many, worker_runs
-    from analyzer.ir.foreign import require_interpreter, run_jobs
+    from tilescope.chips import get_chip
+    from tilescope.ir.capture import capture_many, worker_runs
+    from tilescope.ir.foreign import require_interpreter, run_jobs
 
     present = {k: v for k, v in KERNELS.items() if v[0].is_file()}
     jobs = [worker_runs(f"{path}{sel}", params) for path, sel, params in present.values()]
@@ -200,8 +200,8 @@ def test_published_fa_gets_no_false_capacity_or_workspace_finding(lowered: dict[
     A2/A3 Cube -> Vector path the author declared, not an intermediate to fuse (TS505 before)."""
     import pandas as pd
 
-    from analyzer.engine import run_rules
-    from analyzer.profile import Profile, SourceInfo
+    from tilescope.engine import run_rules
+    from tilescope.profile import Profile, SourceInfo
 
     if "fa_bhsd" not in lowered:
         pytest.skip("real FA kernel not available")
@@ -219,7 +219,7 @@ def test_published_fa_gets_no_false_capacity_or_workspace_finding(lowered: dict[
 def test_sweep_lowers_every_combination_in_one_worker(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer.ir.foreign as foreign
+    import tilescope.ir.foreign as foreign
 
     started: list[int] = []
     real_run_jobs = foreign.run_jobs
@@ -246,8 +246,8 @@ def test_a_hidden_scratch_buffer_overflows_ub(lowered: dict[str, Any]) -> None:
     adds T.reduce_max's 131,072 B scratch: 262,272 B placed, and TS501 says so."""
     import pandas as pd
 
-    from analyzer.engine import run_rules
-    from analyzer.profile import Profile, SourceInfo
+    from tilescope.engine import run_rules
+    from tilescope.profile import Profile, SourceInfo
 
     cap = lowered["row_max_64"]
     assert _footprint(cap) == {"UB": 131072 + 128}

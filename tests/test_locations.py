@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from analyzer.analysis import analyze
-from analyzer.engine import AnalysisResult
-from analyzer.io.load import load_profile
-from analyzer.ir.linemap import launch_sites
-from analyzer.ir.locate import add_launch_lines, hot_loop, locate
-from analyzer.profile import Profile
+from tilescope.analysis import analyze
+from tilescope.engine import AnalysisResult
+from tilescope.io.load import load_profile
+from tilescope.ir.linemap import launch_sites
+from tilescope.ir.locate import add_launch_lines, hot_loop, locate
+from tilescope.profile import Profile
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLE = REPO / "sample_traces" / "tilelang_fa_bundle"
@@ -89,7 +89,7 @@ def test_memory_topic_picks_the_load_the_hot_loop_repeats(fa: tuple[Profile, Ana
 
 
 def test_sarif_annotates_the_kernel_launch_line(tmp_path: Path) -> None:
-    from analyzer.cli import main
+    from tilescope.cli import main
 
     out = tmp_path / "r.sarif"
     assert main(["analyze", str(BUNDLE), "--format", "sarif", "-o", str(out)]) == 0

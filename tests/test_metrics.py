@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analyzer.chips import get_chip
-from analyzer.io.load import load_profile
-from analyzer.metrics import add_derived_metrics, bound_pipe
+from tilescope.chips import get_chip
+from tilescope.io.load import load_profile
+from tilescope.metrics import add_derived_metrics, bound_pipe
 
 
 def test_fa_pipeutil_recomputed_cube_utilization(real_traces: Path) -> None:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.errors import UsageError
-from analyzer.ir.capture import builder_signatures, candidates, resolve_kernel, with_file_params
-from analyzer.ir.dialect import detect
-from analyzer.ir.published import declarative, file_call_params, load_module
-from analyzer.ir.scopes import ASCEND_0115, CUDA, TILELANG_ASCEND
 from tests.conftest import REPO_ROOT
+from tilescope.errors import UsageError
+from tilescope.ir.capture import builder_signatures, candidates, resolve_kernel, with_file_params
+from tilescope.ir.dialect import detect
+from tilescope.ir.published import declarative, file_call_params, load_module
+from tilescope.ir.scopes import ASCEND_0115, CUDA, TILELANG_ASCEND
 
 REAL_KERNELS = REPO_ROOT.parent / "shared" / "kernels" / "real"
 

@@ -16,10 +16,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from analyzer import rank_cache_prune
-from analyzer.cli import main
-from analyzer.rank_cache import CACHE_FORMAT, RankCache, _code_fingerprint
-from analyzer.rank_cache_prune import (
+from tilescope import rank_cache_prune
+from tilescope.cli import main
+from tilescope.rank_cache import CACHE_FORMAT, RankCache, _code_fingerprint
+from tilescope.rank_cache_prune import (
     DEFAULT_MAX_BYTES,
     LEDGER,
     MAX_SIZE_ENV,
@@ -27,7 +27,7 @@ from analyzer.rank_cache_prune import (
     parse_size,
     prune_if_over,
 )
-from analyzer.rankwork import UnitResult
+from tilescope.rankjobs import UnitResult
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_traces" / "cluster_8rank"
 HOUR = 3600

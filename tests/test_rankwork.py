@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
-from analyzer.analysis import analyze, kernel_columns_read
-from analyzer.cli import main
-from analyzer.cluster import build_cluster
-from analyzer.commands.analyze import RankOptions, build
-from analyzer.config import Config
-from analyzer.engine import run_cluster_rules
-from analyzer.errors import MissingComponentError, UsageError
-from analyzer.io.detect import detect
-from analyzer.io.load import load_profiles
-from analyzer.rank_cache import RankCache
-from analyzer.rankwork import Executor_, analyse_inputs, default_workers, plan_executor
-from analyzer.report.data import build_report, validate_report
+from tilescope.analysis import analyze, kernel_columns_read
+from tilescope.cli import main
+from tilescope.cluster import build_cluster
+from tilescope.commands.analyze import RankOptions, build
+from tilescope.config import Config
+from tilescope.engine import run_cluster_rules
+from tilescope.errors import MissingComponentError, UsageError
+from tilescope.io.detect import detect
+from tilescope.io.load import load_profiles
+from tilescope.rank_cache import RankCache
+from tilescope.rankwork import Executor_, analyse_inputs, default_workers, plan_executor
+from tilescope.report.data import build_report, validate_report
 
 
 def _json(report: dict[str, Any]) -> str:
@@ -111,7 +111,7 @@ def test_second_analysis_reads_only_the_cached_summaries(run8: Path, tmp_path: P
     cache = RankCache(tmp_path / "cache")
     first = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
     assert first.cached == 0
-    import analyzer.rankwork as rw
+    import tilescope.rankwork as rw
 
     def no_work(job: Any) -> Any:
         raise AssertionError(f"input {job.index} was analysed again")
@@ -160,7 +160,7 @@ def test_no_cache_writes_nothing(run8: Path, tmp_path: Path) -> None:
 
 
 def test_executor_choice(monkeypatch: pytest.MonkeyPatch) -> None:
-    import analyzer.rankwork as rw
+    import tilescope.rankwork as rw
 
     monkeypatch.delenv("TILESCOPE_SCHEDULER", raising=False)
     monkeypatch.setattr(rw, "usable_cores", lambda: 8)
@@ -183,7 +183,7 @@ def test_unreachable_scheduler_is_exit_3_with_one_line(
     run8: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("distributed")
-    import analyzer.rankwork as rw
+    import tilescope.rankwork as rw
 
     monkeypatch.setattr(rw, "CONNECT_TIMEOUT_S", 2)  # nothing listens on port 9: refused until then
     with pytest.raises(MissingComponentError, match="cannot reach the Dask scheduler"):
@@ -222,10 +222,10 @@ def test_dask_workers_that_cannot_see_the_ranks_are_named(
 ) -> None:
     """A scheduler whose workers do not mount the ranks' filesystem: every worker finds the rank
     folder missing though this machine reads it — one line saying so, not eight "no such path"."""
-    import analyzer.rankwork as rw
-    from analyzer.cluster import RankTables
-    from analyzer.errors import NoProfileFoundError
-    from analyzer.io.load import LoadFailure
+    import tilescope.rankwork as rw
+    from tilescope.cluster import RankTables
+    from tilescope.errors import NoProfileFoundError
+    from tilescope.io.load import LoadFailure
 
     def elsewhere(jobs: Any, where: Any) -> list[Any]:
         return [rw.UnitResult(j.index, failure=LoadFailure(j.det.path, NoProfileFoundError(
@@ -292,7 +292,7 @@ def test_a_url_of_one_rank_folder_is_that_rank(run8: Path, tmp_path: Path) -> No
 def test_a_repeated_analysis_is_answered_from_the_stored_report(
     run8: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer.commands.analyze as A
+    import tilescope.commands.analyze as A
 
     cmd = ["analyze", str(run8), "-j", "1", "--cache-dir", str(tmp_path), "-f", "json"]
     assert main(cmd) == 2  # rank 6 left out
@@ -336,10 +336,10 @@ def test_a_stored_report_imports_neither_pandas_nor_the_rules(run8: Path, tmp_pa
 
     probe = (
         "import sys\n"
-        "from analyzer.cli import main\n"
+        "from tilescope.cli import main\n"
         f"code = main(['analyze', {str(run8)!r}, '-j', '1', '--cache-dir', {str(tmp_path)!r}, "
         f"'-o', {str(tmp_path / 'out.txt')!r}])\n"
-        "print(code, 'pandas' in sys.modules, any(m.startswith('rules.ts') for m in sys.modules))\n"
+        "print(code, 'pandas' in sys.modules, any(m.startswith('tilescope.rules.ts') for m in sys.modules))\n"
     )
     runs = [subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
             for _ in range(2)]
@@ -349,7 +349,7 @@ def test_a_stored_report_imports_neither_pandas_nor_the_rules(run8: Path, tmp_pa
 def test_another_numeric_library_is_another_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """Summaries written with one pandas are not read by another: the fingerprint in every key
     holds the versions of the libraries the numbers go through."""
-    import analyzer.rank_cache as rc
+    import tilescope.rank_cache as rc
 
     rc._code_fingerprint.cache_clear()
     before = rc._code_fingerprint()
@@ -373,7 +373,7 @@ def test_a_process_that_loaded_duckdb_does_not_fork_its_workers() -> None:
 
     import duckdb
 
-    import analyzer.rankwork as rw
+    import tilescope.rankwork as rw
 
     duckdb.connect().execute("select 1").fetchall()
     pool = rw._process_pool(1)
@@ -381,7 +381,7 @@ def test_a_process_that_loaded_duckdb_does_not_fork_its_workers() -> None:
         assert pool._mp_context.get_start_method() == "forkserver"  # type: ignore[attr-defined]
     finally:
         pool.shutdown()
-    probe = ("import analyzer.rankwork as rw; p = rw._process_pool(1); "
+    probe = ("import tilescope.rankwork as rw; p = rw._process_pool(1); "
              "print(p._mp_context.get_start_method()); p.shutdown()")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["fork"], out.stderr

@@ -20,10 +20,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analyzer.chips import get_chip
-from analyzer.cli import main
-from analyzer.engine import run_rules
-from analyzer.profile import Profile, SourceInfo
+from tilescope.chips import get_chip
+from tilescope.cli import main
+from tilescope.engine import run_rules
+from tilescope.profile import Profile, SourceInfo
 
 REAL_950 = Path(__file__).resolve().parents[2] / "shared" / "kernels" / "real" / "tilelang_950"
 CAPACITY = {"TS500", "TS501"}
@@ -102,7 +102,7 @@ def test_flash_attention_core_footprint_and_findings(capsys: pytest.CaptureFixtu
 
 @pytest.mark.usefixtures("newer_api")
 def test_flash_attention_core_on_a_910b_names_only_short_scopes() -> None:
-    from analyzer.ir.capture import capture_ir
+    from tilescope.ir.capture import capture_ir
 
     path = _kernel("flash_attention_core.py")
     ir = capture_ir(f"{path}:flash_attention_fwd", {"q_len": 1024, "kv_len": 1024}, get_chip("950")).ir

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.analysis import analyze
-from analyzer.engine import AnalysisResult
-from analyzer.io.load import load_profiles
-from analyzer.profile import Profile
-from analyzer.summary import device_time
+from tilescope.analysis import analyze
+from tilescope.engine import AnalysisResult
+from tilescope.io.load import load_profiles
+from tilescope.profile import Profile
+from tilescope.summary import device_time
 
 
 def _one(path: Path) -> tuple[Profile, AnalysisResult]:

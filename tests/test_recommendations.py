@@ -1,5 +1,5 @@
 """Recommendations conditioned on the evidence (#15 item 7): a rule's `refine` runs after every rule
-(analyzer.engine), so its advice follows what the author asked for and what other findings say.
+(tilescope.engine), so its advice follows what the author asked for and what other findings say.
 Values from sample_traces/tilelang_fa_bundle, sample_traces/attention_fused and the real profiles."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from analyzer.analysis import analyze
-from analyzer.engine import AnalysisResult
-from analyzer.io.load import load_profile
-from analyzer.profile import Profile
+from tilescope.analysis import analyze
+from tilescope.engine import AnalysisResult
+from tilescope.io.load import load_profile
+from tilescope.profile import Profile
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLE = REPO / "sample_traces" / "tilelang_fa_bundle"
@@ -40,8 +40,8 @@ def test_ts201_says_the_requested_stages_were_not_applied(fa: tuple[Profile, Ana
 
 
 def test_ts201_without_ts504_keeps_to_what_the_author_asked(fa: tuple[Profile, AnalysisResult]) -> None:
-    from analyzer.config import Config
-    from analyzer.engine import run_rules
+    from tilescope.config import Config
+    from tilescope.engine import run_rules
 
     p, _r = fa
     r = run_rules(p, Config(select=["TS201"]))  # TS504 not run: nothing says the stages failed
@@ -108,7 +108,7 @@ def test_the_authors_kernel_keeps_the_tiling_advice() -> None:
 def test_a_crashing_refine_leaves_the_finding_and_reports_the_error(
     fa: tuple[Profile, AnalysisResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rules.ts402_block_load_imbalance as ts402
+    import tilescope.rules.ts402_block_load_imbalance as ts402
 
     def broken(*_a: Any) -> Any:
         raise RuntimeError("boom")
@@ -123,7 +123,7 @@ def test_a_crashing_refine_leaves_the_finding_and_reports_the_error(
 
 
 def test_ts402_advice_follows_which_sub_blocks_are_slow() -> None:
-    from rules.ts402_block_load_imbalance import _recommendation
+    from tilescope.rules.ts402_block_load_imbalance import _recommendation
 
     subs = {"5": {"cube0", "vector0", "vector1"}, "6": {"cube0", "vector0", "vector1"}}
     whole = _recommendation({"5": ["cube0", "vector0", "vector1"]}, subs, idle=False)

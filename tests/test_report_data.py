@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analyzer.analysis import analyze
-from analyzer.profile import Profile
-from analyzer.report.data import build_report, validate_report
+from tilescope.analysis import analyze
+from tilescope.profile import Profile
+from tilescope.report.data import build_report, validate_report
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_traces" / "attention_unfused"
 MATMUL = "aclnnMatmul_MatMulV3Common_MatMulV3"
@@ -27,7 +27,7 @@ NEW_KEYS = ("op_type", "input_shapes", "core_type", *PIPES, "cube_share", "vecto
 def loaded() -> tuple[Profile, dict[str, Any]]:
     if not SAMPLE.is_dir():
         pytest.skip("sample attention_unfused not generated")
-    from analyzer.io.load import load_profile
+    from tilescope.io.load import load_profile
 
     prof = load_profile(SAMPLE)
     return prof, build_report(prof, analyze(prof), generated_at="2026-11-30T00:00:00+00:00")
@@ -105,7 +105,7 @@ def test_timeline_over_the_cap_keeps_the_longest(loaded: tuple[Profile, dict[str
 
 
 def test_html_draws_pipe_ratio_roofline_and_timeline_charts(loaded: tuple[Profile, dict[str, Any]]) -> None:
-    from analyzer.report.render_html import render
+    from tilescope.report.render_html import render
 
     html = render(loaded[1])
     for chart in ("pipes", "roofline", "timeline"):
@@ -115,7 +115,7 @@ def test_html_draws_pipe_ratio_roofline_and_timeline_charts(loaded: tuple[Profil
 
 
 def test_markdown_table_shows_op_type_and_cube_share(loaded: tuple[Profile, dict[str, Any]]) -> None:
-    from analyzer.report.render_md import render
+    from tilescope.report.render_md import render
 
     row = next(r for r in loaded[1]["top_kernels"] if r["name"] == MATMUL)
     line = next(ln for ln in render(loaded[1]).splitlines() if MATMUL in ln and ln.startswith("| "))
@@ -127,8 +127,8 @@ def test_combined_saving_never_exceeds_a_kernels_time() -> None:
     idle-gap savings stay apart."""
     import pandas as pd
 
-    from analyzer.findings import Finding, Severity
-    from analyzer.summary import combined_saving, device_time
+    from tilescope.findings import Finding, Severity
+    from tilescope.summary import combined_saving, device_time
 
     kernels = pd.DataFrame(
         {"name": ["fa", "fa", "mm"], "duration_us": [40.0, 60.0, 50.0], "sol_us": [np.nan, np.nan, 45.0]}
@@ -159,10 +159,10 @@ def test_json_output_is_byte_identical_to_the_standard_encoder() -> None:
     """render_json uses msgspec for speed; it must write exactly what json.dumps writes."""
     import json as _json
 
-    from analyzer.analysis import analyze
-    from analyzer.io.load import load_profile
-    from analyzer.report.data import build_report
-    from analyzer.report.render_json import render
+    from tilescope.analysis import analyze
+    from tilescope.io.load import load_profile
+    from tilescope.report.data import build_report
+    from tilescope.report.render_json import render
 
     root = Path(__file__).resolve().parents[1] / "sample_traces"
     for sample in ("attention_unfused", "tilelang_fa_bundle"):

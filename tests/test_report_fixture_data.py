@@ -12,7 +12,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from analyzer.findings import Finding, Location, Severity
+from tilescope.findings import Finding, Location, Severity
 
 HOSTILE = (
     "<img src=x onerror=alert(1)>",
@@ -147,7 +147,7 @@ def hostile_report(bundle: Path | None = None, name: str = HOSTILE[0]) -> dict[s
 
 def real_report() -> dict[str, Any] | None:
     """A report built by the real pipeline (load, analyse, build_report) from the unfused sample."""
-    from analyzer.diff import analyse_path
+    from tilescope.diff import analyse_path
 
     sample = Path(__file__).resolve().parent.parent / "sample_traces" / "attention_unfused"
     if not sample.exists():

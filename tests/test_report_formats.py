@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from test_report_fixture_data import make_bundle, real_report, sample_report
 
-from analyzer.cli import main
-from analyzer.report import render_html, render_md, render_sarif
+from tilescope.cli import main
+from tilescope.report import render_html, render_md, render_sarif
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_traces"
@@ -31,7 +31,7 @@ def _codes_per_format(report: dict) -> dict[str, Counter[str]]:
         "sarif": Counter(r["ruleId"] for r in sarif["runs"][0]["results"]),
     }
     try:
-        from analyzer.report import render_json
+        from tilescope.report import render_json
     except ImportError:
         return out
     out["json"] = Counter(f["code"] for f in json.loads(render_json.render(report))["findings"])
@@ -54,7 +54,7 @@ def test_same_findings_in_every_format_real_pipeline() -> None:
 
 
 def test_failed_render_leaves_the_old_file_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from analyzer.commands import diff as diff_cmd
+    from tilescope.commands import diff as diff_cmd
 
     out = tmp_path / "diff.md"
     out.write_text("previous report\n")
@@ -78,7 +78,7 @@ def test_failed_render_leaves_the_old_file_intact(tmp_path: Path, monkeypatch: p
 def test_analyze_writes_atomically_when_available(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
-    if importlib.util.find_spec("analyzer.commands.analyze") is None:
+    if importlib.util.find_spec("tilescope.commands.analyze") is None:
         pytest.skip("analyze command not installed yet")
     out = tmp_path / "report.html"
     out.write_text("previous\n")

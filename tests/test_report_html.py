@@ -16,8 +16,8 @@ import pytest
 from plotly.offline import get_plotlyjs
 from test_report_fixture_data import HOSTILE, hostile_report, make_bundle, sample_report
 
-from analyzer.report import render_html
-from analyzer.report.charts import CUBE, MTE2, SCALAR, SEVERITY_COLOURS, VECTOR
+from tilescope.report import render_html
+from tilescope.report.palette import CUBE, MTE2, SCALAR, SEVERITY_COLOURS, VECTOR
 
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h4", "p", "b",
                 "span", "section", "script", "div", "table", "thead", "tbody", "tr", "th", "td", "code",
@@ -94,7 +94,7 @@ def test_charts_findings_colours_and_rule_docs(report_page: str) -> None:
 
 
 def test_rule_documentation_comes_from_the_rule_docstring() -> None:
-    from analyzer.engine import get_rule
+    from tilescope.engine import get_rule
 
     info = get_rule("TS102")
     if info is None:

@@ -10,8 +10,8 @@ import pytest
 from markdown_it import MarkdownIt
 from test_report_fixture_data import HOSTILE, hostile_report, make_bundle, sample_report
 
-from analyzer.errors import UsageError
-from analyzer.report import render_md
+from tilescope.errors import UsageError
+from tilescope.report import render_md
 
 MD = MarkdownIt("commonmark", {"html": True}).enable("table")
 
@@ -126,8 +126,8 @@ BUNDLE = Path(__file__).resolve().parent.parent / "sample_traces" / "tilelang_fa
 
 @pytest.fixture(scope="module")
 def fa_markdown() -> tuple[dict, str]:
-    from analyzer.commands.analyze import build
-    from analyzer.config import Config
+    from tilescope.commands.analyze import build
+    from tilescope.config import Config
 
     report = build(BUNDLE, Config(), None, False)
     return report, render_md.render(report)
@@ -175,8 +175,8 @@ def test_evidence_is_tables_with_units_not_cut_json(fa_markdown: tuple[dict, str
 
 
 def test_occurrences_show_offsets_not_epoch_nanoseconds() -> None:
-    from analyzer.commands.analyze import build
-    from analyzer.config import Config
+    from tilescope.commands.analyze import build
+    from tilescope.config import Config
 
     unfused = BUNDLE.parent / "attention_unfused"
     out = render_md.render(build(unfused, Config(), None, False), max_chars=60_000)
@@ -185,8 +185,8 @@ def test_occurrences_show_offsets_not_epoch_nanoseconds() -> None:
 
 
 def test_a_long_report_keeps_every_finding_as_a_line() -> None:
-    from analyzer.commands.analyze import build
-    from analyzer.config import Config
+    from tilescope.commands.analyze import build
+    from tilescope.config import Config
 
     report = build(BUNDLE.parent / "attention_unfused", Config(), None, False)
     out = render_md.render(report)
@@ -199,7 +199,7 @@ def test_a_long_report_keeps_every_finding_as_a_line() -> None:
 def test_the_html_report_shows_the_authors_source_and_evidence_tables(fa_markdown: tuple[dict, str]) -> None:
     """The bundle's locations name the kernel as it was given (outside the bundle); its copy in
     kernel/ is what both reports read, so the source excerpt is no longer missing."""
-    from analyzer.report import render_html
+    from tilescope.report import render_html
 
     report, _ = fa_markdown
     page = render_html.render(report)

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from test_report_fixture_data import HOSTILE, hostile_report, make_bundle, real_report, sample_report
 
-from analyzer.report import render_sarif
+from tilescope.report import render_sarif
 
 SCHEMA = json.loads(render_sarif.SCHEMA_PATH.read_text(encoding="utf-8"))
 
@@ -43,7 +43,7 @@ def test_one_result_per_finding_with_rule_level_and_locations(tmp_path: Path) ->
     _validate(log)
     run = log["runs"][0]
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["TS101", "TS201", "TS402"]
-    from analyzer.engine import get_rule
+    from tilescope.engine import get_rule
 
     slugs = {f["code"]: f["slug"] for f in report["findings"]}
     expected = [(info.slug if (info := get_rule(c)) else slugs[c]) for c in ("TS101", "TS201", "TS402")]
@@ -66,7 +66,7 @@ def test_one_result_per_finding_with_rule_level_and_locations(tmp_path: Path) ->
 
 
 def test_rule_help_is_the_rule_docstring() -> None:
-    from analyzer.engine import get_rule
+    from tilescope.engine import get_rule
 
     info = get_rule("TS102")
     if info is None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analyzer.analysis import analyze
-from analyzer.io.load import load_profile
-from analyzer.report.data import build_report
-from analyzer.report.render_text import render, where_text
+from tilescope.analysis import analyze
+from tilescope.io.load import load_profile
+from tilescope.report.data import build_report
+from tilescope.report.render_text import render, where_text
 
 BUNDLE = Path(__file__).resolve().parents[1] / "sample_traces" / "tilelang_fa_bundle"
 
@@ -43,7 +43,7 @@ def test_ir_only_bundle_says_runtime_metrics_are_absent() -> None:
 
 def test_speed_of_light_under_one_percent_keeps_a_digit() -> None:
     """`0 %` would read as "did nothing": under 1 % one significant digit is kept."""
-    from analyzer.report.words import speed_of_light_text
+    from tilescope.text.words import speed_of_light_text
 
     def said(pct: float) -> str:
         return speed_of_light_text({"speed_of_light": {"achieved_pct": pct, "coverage": 0.4}})
@@ -56,8 +56,8 @@ def test_speed_of_light_under_one_percent_keeps_a_digit() -> None:
 def test_a_grouped_saving_says_it_is_one_ranks_and_the_spread() -> None:
     """A problem found on several ranks shows its shown rank's saving; the words say it is per
     rank, and give the range when the ranks differ (the headline sums every rank's)."""
-    from analyzer.report.ranks import group_across_ranks
-    from analyzer.report.words import saving_text
+    from tilescope.report.ranks import group_across_ranks
+    from tilescope.text.words import saving_text
 
     def on(rank: int, us: float) -> dict[str, Any]:
         return {"code": "TS102", "slug": "known-fusible-pattern", "kernels": ["MatMulV2", "Gelu"],

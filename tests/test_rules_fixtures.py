@@ -15,11 +15,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analyzer.chips import get_chip
-from analyzer.columns import KERNEL_CONTRACT
-from analyzer.config import Config
-from analyzer.engine import DOC_SECTIONS, discover_rules, run_rules
-from analyzer.profile import Profile, SourceInfo, Timeline
+from tilescope.chips import get_chip
+from tilescope.columns import KERNEL_CONTRACT
+from tilescope.config import Config
+from tilescope.engine import DOC_SECTIONS, discover_rules, run_rules
+from tilescope.profile import Profile, SourceInfo, Timeline
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rules"
 UPDATE = os.environ.get("TILESCOPE_UPDATE_SNAPSHOTS") == "1"
@@ -165,8 +165,8 @@ def test_partial_and_hostile_input_never_crashes() -> None:
 
 
 def test_locations_come_from_the_ir_locator(monkeypatch: pytest.MonkeyPatch) -> None:
-    import analyzer.ir.locate as ir_locate
-    from analyzer.findings import Location
+    import tilescope.ir.locate as ir_locate
+    from tilescope.findings import Location
 
     calls: list[tuple[str, str]] = []
 

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from analyzer.analysis import analyze
-from analyzer.engine import AnalysisResult
-from analyzer.profile import Profile
+from tilescope.analysis import analyze
+from tilescope.engine import AnalysisResult
+from tilescope.profile import Profile
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "traces" / "real"
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason=f"real traces not found at {REAL}")
 
 
 def _load(name: str) -> tuple[Profile, AnalysisResult]:
-    from analyzer.io.load import load_profile
+    from tilescope.io.load import load_profile
 
     p = load_profile(REAL / name)
     return p, analyze(p)

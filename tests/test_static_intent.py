@@ -11,14 +11,14 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analyzer.chips import ChipSpec, chosen_chip, get_chip, lowering_target_chip
-from analyzer.cli import main
-from analyzer.engine import RuleContext, run_rules
-from analyzer.errors import UsageError
-from analyzer.findings import Finding
-from analyzer.ir.occupancy import better_tilings, spread
-from analyzer.ir.sweep import summarise, sweep_not_checked
-from analyzer.profile import Profile, SourceInfo
+from tilescope.chips import ChipSpec, chosen_chip, get_chip, lowering_target_chip
+from tilescope.cli import main
+from tilescope.engine import RuleContext, run_rules
+from tilescope.errors import UsageError
+from tilescope.findings import Finding
+from tilescope.ir.occupancy import better_tilings, spread
+from tilescope.profile import Profile, SourceInfo
+from tilescope.sweep import summarise, sweep_not_checked
 
 ROOT = Path(__file__).resolve().parents[1]
 INTENT = ROOT / "tests" / "kernels" / "gemm_intent.py"
@@ -50,7 +50,7 @@ def _codes(findings: list[Finding], code: str) -> list[Finding]:
 @pytest.fixture(scope="module")
 def lowered() -> Any:
     pytest.importorskip("tilelang")
-    from analyzer.ir.capture import capture_ir
+    from tilescope.ir.capture import capture_ir
 
     cache: dict[str, dict[str, Any]] = {}
 
@@ -93,7 +93,7 @@ def test_chip_choice_order_and_reason(tmp_path: Path) -> None:
 
 
 def test_collect_takes_the_same_chip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from collectors.run import resolve_chip_name
+    from tilescope.collectors.run import resolve_chip_name
 
     monkeypatch.chdir(tmp_path)  # no tilescope.toml / pyproject.toml naming a chip
     chip = resolve_chip_name(None, "0.1.15")
@@ -195,7 +195,7 @@ def _ts504_ir(ub_short: bool) -> dict[str, Any]:
 
 
 def _ts504(ir: dict[str, Any], chip: ChipSpec) -> list[Finding]:
-    from rules import ts504_pipeline_not_applied as ts504
+    from tilescope.rules import ts504_pipeline_not_applied as ts504
 
     ctx = RuleContext(chip=chip, thresholds=dict(ts504.THRESHOLDS), total_device_us=0.0)
     return ts504.check(_profile(ir, chip), ctx)

@@ -8,11 +8,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analyzer.chips import get_chip
-from analyzer.engine import discover_rules, run_rules
-from analyzer.findings import Finding
-from analyzer.ir.capture import CAPACITY_RE, classify_failure
-from analyzer.profile import Profile, SourceInfo
+from tilescope.chips import get_chip
+from tilescope.engine import discover_rules, run_rules
+from tilescope.findings import Finding
+from tilescope.ir.capture import CAPACITY_RE, classify_failure
+from tilescope.profile import Profile, SourceInfo
 
 KERNELS = Path(__file__).resolve().parents[1] / "sample_traces" / "kernels"
 CHIP = get_chip("910B2")
@@ -29,7 +29,7 @@ def _tilelang() -> None:
 @pytest.fixture(scope="session")
 def captures() -> dict[str, Any]:
     _tilelang()
-    from analyzer.ir.capture import capture_ir
+    from tilescope.ir.capture import capture_ir
 
     cache: dict[str, Any] = {}
 
@@ -55,7 +55,7 @@ def _by_code(findings: list[Finding], code: str) -> list[Finding]:
 
 
 def test_static_rules_are_registered_with_docs() -> None:
-    from analyzer.engine import DOC_SECTIONS
+    from tilescope.engine import DOC_SECTIONS
 
     static = {r.code: r for r in discover_rules() if r.kind == "static"}
     assert {"TS500", "TS501", "TS502", "TS503", "TS504", "TS505", "TS506"} <= set(static)

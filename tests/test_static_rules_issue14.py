@@ -10,10 +10,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analyzer.chips import ChipSpec, get_chip
-from analyzer.engine import AnalysisResult, run_rules
-from analyzer.findings import Finding
-from analyzer.profile import Profile, SourceInfo
+from tilescope.chips import ChipSpec, get_chip
+from tilescope.engine import AnalysisResult, run_rules
+from tilescope.findings import Finding
+from tilescope.profile import Profile, SourceInfo
 
 KERNELS = Path(__file__).resolve().parents[1] / "sample_traces" / "kernels"
 REAL_950 = Path(__file__).resolve().parents[2] / "shared" / "kernels" / "real" / "tilelang_950"
@@ -24,7 +24,7 @@ NEW = ("TS507", "TS508", "TS509", "TS510", "TS511")
 @pytest.fixture(scope="session")
 def lint() -> Any:
     pytest.importorskip("tilelang")
-    from analyzer.ir.capture import capture_ir
+    from tilescope.ir.capture import capture_ir
 
     cache: dict[tuple[str, str], Any] = {}
 
@@ -60,7 +60,7 @@ def only(findings: list[Finding], code: str) -> Finding:
 
 
 def test_covered_interval_tiles_gaps_and_reversed_loops() -> None:
-    from analyzer.ir.regions import covered_interval
+    from tilescope.ir.regions import covered_interval
 
     # qb * 128 over 7 blocks, 128-row tiles: 0..895
     assert covered_interval({"base": 0, "extent": 128, "terms": [["L0", 128, 7]]}) == (0, 896)
@@ -259,7 +259,7 @@ PATCHES = {
 def real(tmp_path_factory: pytest.TempPathFactory, lint: Any) -> Any:
     if not REAL_950.is_dir():
         pytest.skip(f"real kernels not found at {REAL_950}")
-    from analyzer.ir.capture import capture_ir
+    from tilescope.ir.capture import capture_ir
 
     work = tmp_path_factory.mktemp("real950")
     chip = get_chip("950")
@@ -319,7 +319,7 @@ def test_real_kernels_quiet(real: Any, name: str, builder: str, params: dict[str
 def test_ts508_counts_the_cores_the_ascend_c_launches_on() -> None:
     """tilelang-ascend launches a Vector-only kernel as KERNEL_TYPE_MIX_AIC_1_2 (one AI Core group
     per block, `vid` picking the AIV): 64 blocks run on the 24 AIC groups, not on 48 AIV cores."""
-    from analyzer.ir.model import launch_cores
+    from tilescope.ir.model import launch_cores
 
     assert launch_cores("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);") == "aic"
     assert launch_cores("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);") == "aiv"

@@ -1,4 +1,4 @@
-"""The one summary model (analyzer.summary) on real profiles and the bundled samples.
+"""The one summary model (tilescope.summary) on real profiles and the bundled samples.
 
 Device times are checked against an independent reading of the raw files (the csv module and
 Decimal, not tilescope's parsers); the invariants (no share above 100 % of what it is a share of,
@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from analyzer.analysis import analyze
-from analyzer.errors import TilescopeError
-from analyzer.io.load import load_profiles
-from analyzer.report.data import build_report
-from analyzer.summary import device_time, summarize
+from tilescope.analysis import analyze
+from tilescope.errors import TilescopeError
+from tilescope.io.load import load_profiles
+from tilescope.report.data import build_report
+from tilescope.summary import device_time, summarize
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = sorted(

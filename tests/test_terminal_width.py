@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
-from analyzer.report.terminal import output_width, squeeze, wrap
+from tilescope.text.terminal import output_width, squeeze, wrap
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLE = REPO / "sample_traces" / "tilelang_fa_bundle"
@@ -38,7 +38,7 @@ def on_pty(args: list[str], columns: int) -> str:
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["TERM"] = "xterm-256color"
-    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", *args], stdout=slave,
+    proc = subprocess.Popen([sys.executable, "-m", "tilescope.cli", *args], stdout=slave,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=REPO, env=env)
     os.close(slave)
     chunks = []
@@ -58,7 +58,7 @@ def on_pty(args: list[str], columns: int) -> str:
 
 def piped(args: list[str]) -> str:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    r = subprocess.run([sys.executable, "-m", "analyzer.cli", *args], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "tilescope.cli", *args], capture_output=True, text=True,
                        cwd=REPO, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     return r.stdout

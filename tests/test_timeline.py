@@ -9,10 +9,10 @@ from typing import cast
 import numpy as np
 import pytest
 
-from analyzer.errors import ProfileFormatError
-from analyzer.io.timeline import read_timeline
-from analyzer.io.timeline_links import innermost_enclosing, lane_codes
-from analyzer.profile import Timeline
+from tilescope.errors import ProfileFormatError
+from tilescope.io.timeline import read_timeline
+from tilescope.io.timeline_links import innermost_enclosing, lane_codes
+from tilescope.profile import Timeline
 
 REAL = (
     Path(__file__).resolve().parents[2]

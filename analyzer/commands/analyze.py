@@ -14,17 +14,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from analyzer.arrowpool import arrow_returns_freed_memory
-from analyzer.atomic import write_text_atomic
-from analyzer.commands import CHIP_HELP
-from analyzer.config import Config, load_config
-from analyzer.errors import GateTrippedError, UsageError
-from analyzer.findings import SEVERITY_RANK, Finding, Severity
-from analyzer.report.terminal import WIDTH_HELP, output_width, write_stdout
+from tilescope.arrowpool import arrow_returns_freed_memory
+from tilescope.atomic import write_text_atomic
+from tilescope.commands import CHIP_HELP
+from tilescope.config import Config, load_config
+from tilescope.errors import GateTrippedError, UsageError
+from tilescope.extras import require
+from tilescope.findings import SEVERITY_RANK, Finding, Severity
+from tilescope.text.terminal import WIDTH_HELP, output_width, write_stdout
 
-if TYPE_CHECKING:  # analyzer.profile imports pandas: not needed for `analyze --help`
-    from analyzer.io.load import LoadFailure
-    from analyzer.profile import Profile
+if TYPE_CHECKING:  # tilescope.profile imports pandas: not needed for `analyze --help`
+    from tilescope.io.load import LoadFailure
+    from tilescope.profile import Profile
 
 FORMATS = ("text", "json", "md", "html", "sarif")
 _NOT_A_TERMINAL = io.StringIO()  # -o FILE: wrapped only at --width, like a pipe
@@ -33,10 +34,10 @@ _NOT_A_TERMINAL = io.StringIO()  # -o FILE: wrapped only at --width, like a pipe
 def load_profiles(path: Path, chip: str | None) -> list[Profile]:
     """All profiles under PATH (one per rank); tests replace this to feed canonical tables.
 
-    The result is `analyzer.io.load.LoadedProfiles`: its `failures` name the profiles under PATH
+    The result is `tilescope.io.load.LoadedProfiles`: its `failures` name the profiles under PATH
     that could not be read (a plain list from a test means none)."""
-    from analyzer.analysis import kernel_columns_read
-    from analyzer.io.load import load_profiles as _load
+    from tilescope.analysis import kernel_columns_read
+    from tilescope.io.load import load_profiles as _load
 
     arrow_returns_freed_memory()
     # the kernel-table rules run while a large trace_view.json is still being read; `build` makes
@@ -54,7 +55,7 @@ def check_rule_prefixes(cfg: Config, given: dict[str, list[str]] | None = None) 
     or a rule that does not exist) would otherwise run no rule at all and pass every CI gate.
     `given` holds the prefixes typed on the command line (named as flags in the message); the
     others came from the configuration file."""
-    from analyzer.engine import discover_rules
+    from tilescope.engine import discover_rules
 
     codes = [r.code for r in discover_rules()]
     for key in ("select", "ignore"):
@@ -67,17 +68,19 @@ def check_rule_prefixes(cfg: Config, given: dict[str, list[str]] | None = None) 
 
 
 def renderer(fmt: str) -> Any:
-    """`analyzer.report.render_<fmt>.render`; exit 2 when that renderer is not installed yet."""
-    name = f"analyzer.report.render_{fmt}"
+    """`tilescope.report.render_<fmt>.render`; exit 2 when that renderer is not installed yet."""
+    name = f"tilescope.report.render_{fmt}"
     if importlib.util.find_spec(name) is None:
         raise UsageError(f"format {fmt} not available yet")
+    if fmt == "html":  # the report's charts are plotly's, and so is the script it embeds
+        require("html", "--format html")
     return importlib.import_module(name).render
 
 
 @dataclass
 class RankOptions:
     """Where the per-rank work of a multi-rank PATH runs and whether its summaries are cached
-    (analyzer.rankwork, analyzer.rank_cache); a single profile always runs in this process."""
+    (tilescope.rankwork, tilescope.rank_cache); a single profile always runs in this process."""
 
     jobs: int | None = None
     scheduler: str | None = None
@@ -93,13 +96,13 @@ class RankOptions:
 
 
 def inputs_of(path: Path | str) -> list[Any]:
-    """What PATH holds, one item per input: the rank folders at a URL (`analyzer.io.remote`; a
+    """What PATH holds, one item per input: the rank folders at a URL (`tilescope.io.remote`; a
     str here is a URL), the detected inputs of a local folder, none for a file (one input)."""
     if isinstance(path, str):
-        from analyzer.io.remote import list_inputs
+        from tilescope.io.remote import list_inputs
 
         return list_inputs(path)
-    from analyzer.io.detect import detect
+    from tilescope.io.detect import detect
 
     return list(detect(path)) if path.is_dir() else []
 
@@ -116,8 +119,8 @@ def cached_run(
     analysis of 64 ranks from their summaries. Only `generated_at` is new."""
     if not ranks.use_cache or with_advisor:
         return None
-    from analyzer.rank_cache import RankCache, default_cache_dir, input_rows
-    from analyzer.report.meta import TIMELINE_CAP, now_stamp
+    from tilescope.rank_cache import RankCache, default_cache_dir, input_rows
+    from tilescope.report.meta import TIMELINE_CAP, now_stamp
 
     found = ranks.found = inputs_of(path)
     if len(found) < 2:
@@ -143,10 +146,10 @@ def build(
 ) -> dict[str, Any]:
     """The report of every profile under PATH; the ones that could not be read (when PATH holds
     several) are appended to `failures`. Several inputs under PATH (ranks) are each analysed by
-    a worker (`analyzer.rankwork`); one input, in this process. A URL (`s3://bucket/job`, fsspec)
-    is a folder of rank folders, each staged by its worker (`analyzer.io.remote`)."""
+    a worker (`tilescope.rankwork`); one input, in this process. A URL (`s3://bucket/job`, fsspec)
+    is a folder of rank folders, each staged by its worker (`tilescope.io.remote`)."""
     if isinstance(path, str):
-        from analyzer.io.remote import is_url
+        from tilescope.io.remote import is_url
 
         if not is_url(path):
             path = Path(path)
@@ -156,8 +159,8 @@ def build(
     found = ranks.found if ranks.found is not None else inputs_of(path)
     if isinstance(path, str) or len(found) > 1:  # a URL may hold one rank: it is staged all the same
         return _build_ranks(path, found, cfg, chip, with_advisor, failures, ranks)
-    from analyzer.analysis import analyze
-    from analyzer.report.data import build_report
+    from tilescope.analysis import analyze
+    from tilescope.report.data import build_report
 
     profiles = load_profiles(path, chip or cfg.chip)
     if failures is not None:
@@ -169,8 +172,8 @@ def build(
     cluster = None
     ranks_found = len(profiles) + len(getattr(profiles, "failures", []))
     if ranks_found > 1:  # an msprof run of several devices: the ranks side by side, the TS6xx rules
-        from analyzer.cluster import build_cluster
-        from analyzer.engine import run_cluster_rules
+        from tilescope.cluster import build_cluster
+        from tilescope.engine import run_cluster_rules
 
         model = build_cluster(profiles, getattr(profiles, "failures", []))
         cluster = (model, run_cluster_rules(model, profiles[0].chip, cfg))
@@ -182,7 +185,7 @@ def _advisor(
 ) -> tuple[list[Finding], dict[str, Any] | None]:
     if not with_advisor:
         return [], None
-    from analyzer.msprof_advisor import run_advisor, to_findings
+    from tilescope.msprof_advisor import run_advisor, to_findings
 
     advisor = run_advisor(path)
     extra, dup = to_findings(advisor, ours)
@@ -199,12 +202,12 @@ def _build_ranks(
     failures: list[LoadFailure] | None,
     opts: RankOptions,
 ) -> dict[str, Any]:
-    from analyzer.analysis import kernel_columns_read
-    from analyzer.gcpause import gc_paused
-    from analyzer.rank_cache import RankCache, default_cache_dir, input_bytes, input_rows
-    from analyzer.rank_cache_prune import max_cache_bytes
-    from analyzer.rankwork import analyse_inputs, plan_executor
-    from analyzer.report.data import add_cluster, assemble_report
+    from tilescope.analysis import kernel_columns_read
+    from tilescope.gcpause import gc_paused
+    from tilescope.rank_cache import RankCache, default_cache_dir, input_bytes, input_rows
+    from tilescope.rank_cache_prune import max_cache_bytes
+    from tilescope.rankwork import analyse_inputs, plan_executor
+    from tilescope.report.data import add_cluster, assemble_report
 
     # listed once: the memory estimate and the cache keys
     rows = opts.rows if opts.rows is not None else [input_rows(d) for d in found]
@@ -306,7 +309,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(
                 "--github-summary: GITHUB_STEP_SUMMARY is not set (it is set inside GitHub Actions)"
             )
-        from analyzer.io.remote import is_url
+        from tilescope.io.remote import is_url
 
         target: Path | str = path if is_url(path) else Path(path)
         if isinstance(target, Path) and not target.exists():
@@ -317,7 +320,7 @@ def register(app: typer.Typer) -> None:
         if ignore:
             cfg.ignore = [*cfg.ignore, *_codes(ignore)]
         failures: list[LoadFailure] = []
-        from analyzer.rank_cache_prune import max_cache_bytes
+        from tilescope.rank_cache_prune import max_cache_bytes
 
         # a bad $TILESCOPE_CACHE_MAX_SIZE is said before the analysis, not after it; 0: no cache
         limit = None if no_cache else max_cache_bytes()
@@ -342,7 +345,7 @@ def register(app: typer.Typer) -> None:
         else:
             write_stdout(text)  # `| head` is no error, and --fail-on below still decides
         if github_summary:
-            from analyzer.report.render_md import append_github_summary
+            from tilescope.report.render_md import append_github_summary
 
             md = text if fmt == "md" else renderer("md")(report)
             append_github_summary(md)
@@ -356,7 +359,7 @@ def register(app: typer.Typer) -> None:
                     f"(first: {hits[0]['code']} {hits[0]['slug']})"
                 )
         if failures:
-            from analyzer.io.load import PartialLoadError
+            from tilescope.io.load import PartialLoadError
 
             # bad input outranks the gate: the report covers only part of PATH
             if gate is not None:

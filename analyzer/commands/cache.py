@@ -10,9 +10,9 @@ from typing import Annotated, Any
 
 import typer
 
-from analyzer.errors import UsageError
-from analyzer.rank_cache import RankCache, default_cache_dir
-from analyzer.rank_cache_prune import (
+from tilescope.errors import UsageError
+from tilescope.rank_cache import RankCache, default_cache_dir
+from tilescope.rank_cache_prune import (
     SIZE_EXPECTED,
     PruneResult,
     Scan,
@@ -21,8 +21,8 @@ from analyzer.rank_cache_prune import (
     parse_size,
     refuse_foreign,
 )
-from analyzer.report.escape import terminal_text
-from analyzer.report.words import count_text
+from tilescope.text.escape import terminal_text
+from tilescope.text.words import count_text
 
 CacheDir = Annotated[
     Path | None,
@@ -67,7 +67,7 @@ def cache_info(found: Scan, exists: bool) -> dict[str, Any]:
 def _print_info(info: dict[str, Any]) -> None:
     from rich.text import Text
 
-    from analyzer.report.terminal import console
+    from tilescope.text.terminal import console
 
     c = console(None)
 

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from analyzer.errors import UsageError
+from tilescope.errors import UsageError
 
 EPILOG = (
     "Examples:\n\n"
@@ -54,8 +54,8 @@ def collect_command(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds allowed per child process.")] = 900.0,
 ) -> None:
     """Profile a TileLang kernel on an Ascend NPU into a run bundle (manifest.json + profile/ + ir/)."""
-    from analyzer.ir.capture import parse_param
-    from collectors.run import CollectRequest, collect
+    from tilescope.collectors.run import CollectRequest, collect
+    from tilescope.ir.capture import parse_param
 
     params = dict(parse_param(p) for p in param or [])
     request = CollectRequest(

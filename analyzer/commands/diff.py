@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from analyzer.atomic import write_text_atomic
-from analyzer.commands import CHIP_HELP
-from analyzer.diff import DiffResult, KernelDelta, diff_paths
-from analyzer.errors import GateTrippedError, UsageError
-from analyzer.report.charts import PIPE_SERIES
-from analyzer.report.escape import MAX_INLINE, md_code_span, md_text, one_line, terminal_text
-from analyzer.report.terminal import WIDTH_HELP, console, output_width, wrap, write_stdout
-from analyzer.report.words import UNIT_LABELS, fmt_pct, fmt_us, saving_phrase
+from tilescope.atomic import write_text_atomic
+from tilescope.commands import CHIP_HELP
+from tilescope.commands.diff_words import finding_line, signed_pct, signed_us, term_text
+from tilescope.diff import DiffResult, KernelDelta
+from tilescope.diff_cluster import diff_paths
+from tilescope.errors import GateTrippedError, UsageError
+from tilescope.report.palette import PIPE_SERIES
+from tilescope.text.escape import md_code_span, md_text, one_line
+from tilescope.text.terminal import WIDTH_HELP, console, output_width, wrap, write_stdout
+from tilescope.text.words import UNIT_LABELS, fmt_pct, fmt_us
 
 if TYPE_CHECKING:
-    from analyzer.diff_cluster import ClusterDiff
-    from analyzer.io.load import LoadFailure
+    from tilescope.diff_cluster import ClusterDiff
+    from tilescope.io.load import LoadFailure
 
 SHOWN_KERNELS = 15
 SHARE_LABELS = tuple((k, label) for k, label in UNIT_LABELS if k != "scalar")
@@ -34,14 +36,6 @@ def _squeeze(text: str, width: int) -> str:
         return text
     half = (width - 1) // 2
     return text[:half] + "…" + text[-(width - 1 - half):]
-
-
-def signed_us(v: float) -> str:
-    return ("+" if v > 0 else "−" if v < 0 else "±") + fmt_us(abs(v))
-
-
-def signed_pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:+.1f} %".replace("-", "−")
 
 
 def _spread_text(d: KernelDelta, side: str) -> str:
@@ -59,13 +53,6 @@ def _total_line(r: DiffResult) -> str:
     return (f"{fmt_us(b.median)} → {fmt_us(h.median)}  {signed_us(h.median - b.median)} "
             f"({signed_pct(r.total_delta_pct)}), {r.total_verdict}; "
             f"spread base {fmt_us(b.lo)}–{fmt_us(b.hi)}, head {fmt_us(h.lo)}–{fmt_us(h.hi)} over {b.kind}")
-
-
-def _finding_line(f: Mapping[str, Any], esc: Callable[[object], str]) -> str:
-    kernels = [str(k) for k in f.get("kernels", []) or []]
-    shown = " → ".join(kernels[:6]) + (f" (+{len(kernels) - 6})" if len(kernels) > 6 else "")
-    return (f"{esc(f.get('severity', ''))} {esc(f.get('code', '?'))} {esc(f.get('slug', ''))}: "
-            f"{esc(shown)} — {saving_phrase(f)}")
 
 
 def kernel_label(d: KernelDelta, repeated: set[str]) -> str:
@@ -90,14 +77,10 @@ def _kernel_groups(r: DiffResult) -> tuple[list[KernelDelta], list[KernelDelta],
     return matched, removed, added
 
 
-def _term(text: object, limit: int | None = MAX_INLINE) -> str:
-    return terminal_text(text, limit)
-
-
 def render_text(r: DiffResult, width: int | None = None) -> str:
     """The terminal view, wrapped at `width` (None: no wrapping). The kernel table keeps its
     numbers unwrapped; when even a folded name leaves them no room, each kernel is a short block."""
-    esc = _term  # control characters shown as escapes: a kernel name must not drive the terminal
+    esc = term_text  # control characters shown as escapes: a kernel name must not drive the terminal
     matched, removed, added = _kernel_groups(r)
     out: list[str] = []
 
@@ -120,9 +103,9 @@ def render_text(r: DiffResult, width: int | None = None) -> str:
     out.append("")
     say(f"findings: {len(r.resolved)} resolved, {len(r.new)} new, {r.persisting} persisting")
     for f in r.resolved:
-        say(f"resolved {_finding_line(f, esc)}", "  ", "    ")
+        say(f"resolved {finding_line(f, esc)}", "  ", "    ")
     for f in r.new:
-        say(f"new      {_finding_line(f, esc)}", "  ", "    ")
+        say(f"new      {finding_line(f, esc)}", "  ", "    ")
     out.append("")
     say(_gate_line(r, esc))
     new_gate = _new_gate_line(r, esc)
@@ -150,7 +133,7 @@ def _kernel_lines(r: DiffResult, width: int | None) -> list[str]:
     for d in r.kernels[:SHOWN_KERNELS]:
         pipes = [f"{PIPE_LABELS.get(col, col)} {fmt_pct(a, 0)} → {fmt_pct(b, 0)}"
                  for col, (a, b) in d.pipe_changes.items()]
-        label = _term(kernel_label(d, repeated), None)
+        label = term_text(kernel_label(d, repeated), None)
         cells = [label if width is None else _squeeze(label, 48), d.verdict, signed_us(d.delta_us),
                  signed_pct(d.median_delta_pct), _spread_text(d, "base"), _spread_text(d, "head")]
         rows.append((cells, pipes))
@@ -236,8 +219,8 @@ def render_md(r: DiffResult) -> str:
     if len(r.kernels) > SHOWN_KERNELS:
         out.append(f"\n_{len(r.kernels) - SHOWN_KERNELS} more kernels in `--format json`._")
     out += ["", f"**Findings:** {len(r.resolved)} resolved, {len(r.new)} new, {r.persisting} persisting", ""]
-    out += [f"- ✅ resolved {_finding_line(f, md_text)}" for f in r.resolved]
-    out += [f"- 🆕 new {_finding_line(f, md_text)}" for f in r.new]
+    out += [f"- ✅ resolved {finding_line(f, md_text)}" for f in r.resolved]
+    out += [f"- 🆕 new {finding_line(f, md_text)}" for f in r.new]
     out += ["", md_text(_gate_line(r), None)]
     new_gate = _new_gate_line(r)
     if new_gate is not None:
@@ -294,7 +277,7 @@ def register(app: typer.Typer) -> None:
             if not p.exists():
                 raise UsageError(f"{p}: no such file or directory")
         failures: list[LoadFailure] = []
-        from analyzer.commands.analyze import build
+        from tilescope.commands.analyze import build
 
         result = diff_paths(base, head, threshold, chip, config, fail_on_new, failures, build)
         for failure in failures:  # a multi-rank folder's unreadable ranks: named, the rest compared
@@ -313,7 +296,7 @@ def register(app: typer.Typer) -> None:
                            f"{fail_on_new} new since the base ({codes})")
         gate = GateTrippedError("; ".join(tripped)) if tripped else None
         if failures:
-            from analyzer.io.load import PartialLoadError
+            from tilescope.io.load import PartialLoadError
 
             # bad input outranks the gate, as in analyze: the diff covers only the ranks that loaded
             if gate is not None:
@@ -325,10 +308,10 @@ def register(app: typer.Typer) -> None:
 
 def _render(result: DiffResult | ClusterDiff, fmt: str, width: int | None) -> str:
     """The diff in `fmt`, rendered in full before anything is written; `width` for text only."""
-    from analyzer.diff_cluster import ClusterDiff
+    from tilescope.diff_cluster import ClusterDiff
 
     if isinstance(result, ClusterDiff):
-        from analyzer.commands import diff_cluster
+        from tilescope.commands import diff_cluster
 
         if fmt == "text":
             return diff_cluster.render_text(result, width)
@@ -338,7 +321,7 @@ def _render(result: DiffResult | ClusterDiff, fmt: str, width: int | None) -> st
 
 def _loaded_ranks(result: DiffResult | ClusterDiff) -> int:
     """How many profiles (ranks of both runs) loaded, for the partial-input line."""
-    from analyzer.diff_cluster import ClusterDiff
+    from tilescope.diff_cluster import ClusterDiff
 
     if isinstance(result, ClusterDiff):
         return sum(1 for d in result.ranks for s in (d.base, d.head) if s is not None and s.kernels_loaded)

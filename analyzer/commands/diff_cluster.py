@@ -1,4 +1,4 @@
-"""How `tilescope diff` shows two multi-rank runs (analyzer.diff_cluster): text, Markdown, JSON.
+"""How `tilescope diff` shows two multi-rank runs (tilescope.diff_cluster): text, Markdown, JSON.
 
 Per-rank kernel and finding changes are grouped across the ranks that agree ("improved on rank 3",
 "resolved on ranks 0-7"), so eight ranks read like one run plus what differs.
@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.commands.diff import _finding_line, _term, signed_pct, signed_us
-from analyzer.diff import KernelDelta
-from analyzer.diff_cluster import (
+from tilescope.commands.diff_words import finding_line, signed_pct, signed_us, term_text
+from tilescope.diff import KernelDelta
+from tilescope.diff_cluster import (
     SPLIT,
     ClusterDiff,
     ClusterFindingChange,
@@ -23,10 +23,10 @@ from analyzer.diff_cluster import (
     rank_text,
     step_value,
 )
-from analyzer.diff_links import FASTER, ONLY_BASE, ONLY_HEAD, SLOWER, LinkDelta, changed
-from analyzer.report.escape import md_code_span, md_text, one_line
-from analyzer.report.terminal import console, wrap
-from analyzer.report.words import fmt_us, saving_phrase
+from tilescope.diff_links import FASTER, ONLY_BASE, ONLY_HEAD, SLOWER, LinkDelta, changed
+from tilescope.text.escape import md_code_span, md_text, one_line
+from tilescope.text.terminal import console, wrap
+from tilescope.text.words import fmt_us, saving_phrase
 
 SPLIT_LABELS = {"step_us": "step time", "computing_us": "Computing",
                 "communication_not_overlapped_us": "Communication (not overlapped)", "free_us": "Free"}
@@ -130,14 +130,14 @@ def _changes(n: int) -> str:
 
 
 def _ranks_text(ranks: list[int], total: int) -> str:
-    from analyzer.ranksets import ranks_label
+    from tilescope.ranksets import ranks_label
 
     return ranks_label(ranks) + (f" ({len(ranks)} of {total})" if len(ranks) > 1 else "")
 
 
 def finding_groups(r: ClusterDiff) -> list[tuple[str, dict[str, Any], list[int]]]:
     """Per-rank findings resolved / new on some ranks, grouped by (status, code, kernels)."""
-    from analyzer.diff import finding_identity
+    from tilescope.diff import finding_identity
 
     out: dict[tuple[str, tuple[str, tuple[str, ...]]], tuple[str, dict[str, Any], list[int]]] = {}
     for rank, result in r.kernels.items():
@@ -218,7 +218,7 @@ def rank_rows(r: ClusterDiff, cell: Callable[[RankDelta, str], str]) -> list[tup
 
 
 def render_text(r: ClusterDiff, width: int | None = None) -> str:
-    esc = _term
+    esc = term_text
     out: list[str] = []
 
     def say(text: str, indent: str = "", hang: str = "  ") -> None:
@@ -265,7 +265,7 @@ def render_text(r: ClusterDiff, width: int | None = None) -> str:
         f"{sum(1 for s, _, _ in found if s == 'new')} new (grouped across ranks), "
         f"{persisting} persisting (summed over ranks)")
     for status, f, ranks in found:
-        say(f"{status:<8} {_finding_line(f, esc)} on {_ranks_text(ranks, total)}", "  ", "    ")
+        say(f"{status:<8} {finding_line(f, esc)} on {_ranks_text(ranks, total)}", "  ", "    ")
     out.append("")
     say(gate_line(r, esc))
     new_gate = new_gate_line(r, esc)
@@ -342,7 +342,7 @@ def render_md(r: ClusterDiff) -> str:
     found = finding_groups(r)
     if found:
         out += ["", "**Per-rank findings:**", ""]
-        out += [f"- {'✅' if s == 'resolved' else '🆕'} {s} {_finding_line(f, md_text)} on "
+        out += [f"- {'✅' if s == 'resolved' else '🆕'} {s} {finding_line(f, md_text)} on "
                 f"{_ranks_text(ranks, total)}" for s, f, ranks in found]
     out += ["", md_text(gate_line(r), None)]
     new_gate = new_gate_line(r)

@@ -8,12 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
-from analyzer.commands import CHIP_HELP
-from analyzer.errors import UsageError
-from analyzer.profile import Profile
-from analyzer.report.terminal import WIDTH_HELP, output_width
-from analyzer.report.words import count_text
-from analyzer.summary import SUMMARY_COLUMNS, summarize
+from tilescope.commands import CHIP_HELP
+from tilescope.errors import UsageError
+from tilescope.profile import Profile
+from tilescope.summary import SUMMARY_COLUMNS, summarize
+from tilescope.text.terminal import WIDTH_HELP, output_width
+from tilescope.text.words import count_text
 
 
 def profile_info(pr: Profile) -> dict[str, Any]:
@@ -65,8 +65,8 @@ def profile_info(pr: Profile) -> dict[str, Any]:
 def _print_text(info: dict[str, Any], width: int | None) -> None:
     from rich.text import Text
 
-    from analyzer.report.escape import terminal_text
-    from analyzer.report.terminal import console, wrap
+    from tilescope.text.escape import terminal_text
+    from tilescope.text.terminal import console, wrap
 
     c = console(width)
 
@@ -122,7 +122,7 @@ def info_command(
 
     Example: tilescope info ./localhost_123_ascend_pt --format json
     """
-    from analyzer.io.load import PartialLoadError, load_profiles
+    from tilescope.io.load import PartialLoadError, load_profiles
 
     if fmt not in ("text", "json"):
         raise UsageError(f"--format must be text or json, not {fmt!r}")

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from analyzer.atomic import atomic_path
-from analyzer.commands import CHIP_HELP
-from analyzer.errors import UsageError
-from analyzer.report.terminal import WIDTH_HELP, output_width
+from tilescope.atomic import atomic_path
+from tilescope.commands import CHIP_HELP
+from tilescope.errors import UsageError
+from tilescope.text.terminal import WIDTH_HELP, output_width
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from analyzer.io.load import KernelCsv
-    from analyzer.profile import DeviceInfo
+    from tilescope.io.load import KernelCsv
+    from tilescope.profile import DeviceInfo
 
 FORMATS = ("table", "csv", "json", "parquet")
 # The terminal view: launch shares (0-1 of the launch, docs/metrics.md) and the achieved share of the
@@ -71,8 +71,8 @@ def write_kernels(table: pa.Table, fmt: str, out: Path | None) -> None:
         with atomic_path(out) as tmp:
             _write_whole(table, fmt, tmp)
         return
-    from analyzer.io.kernel_sink import csv_table
-    from analyzer.io.tables import decode_dictionary
+    from tilescope.io.kernel_sink import csv_table
+    from tilescope.io.tables import decode_dictionary
 
     if fmt == "csv":
         import pyarrow.csv as pacsv
@@ -90,7 +90,7 @@ def write_kernels(table: pa.Table, fmt: str, out: Path | None) -> None:
 
 
 def _write_whole(table: pa.Table, fmt: str, tmp: Path) -> None:
-    from analyzer.io.kernel_sink import TableSink, csv_table, pandas_metadata
+    from tilescope.io.kernel_sink import TableSink, csv_table, pandas_metadata
 
     sink = TableSink(fmt, tmp)
     if table.num_rows:
@@ -117,7 +117,7 @@ def _read_progress(name: str) -> Iterator[Callable[[int, int], None] | None]:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from analyzer.report.escape import terminal_text
+    from tilescope.text.escape import terminal_text
 
     # the description is the file's name: printed as text (markup=False), controls made visible
     columns = (
@@ -136,11 +136,11 @@ def stream_kernels(
     csv_path: Path, fmt: str, out: Path, chip: str | None, device: DeviceInfo | None = None
 ) -> None:
     """One kernel CSV to a Parquet/CSV file through the overlapping pipeline of
-    `analyzer.io.kernel_stream`, or the whole-file way when the pipeline declines the file;
-    `device`: the facts recorded beside the file (`analyzer.io.load.KernelCsv`)."""
-    from analyzer.io.kernel_sink import TableSink, large_strings
-    from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
-    from analyzer.io.load import load_kernels_arrow
+    `tilescope.io.kernel_stream`, or the whole-file way when the pipeline declines the file;
+    `device`: the facts recorded beside the file (`tilescope.io.load.KernelCsv`)."""
+    from tilescope.io.kernel_sink import TableSink, large_strings
+    from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
+    from tilescope.io.load import load_kernels_arrow
 
     with atomic_path(out) as tmp, _read_progress(csv_path.name) as progress:
         sink = TableSink(fmt, tmp)
@@ -164,7 +164,7 @@ class _TableView:
     confirms on all rows (or falls back, and this rendering is dropped)."""
 
     def __init__(self, rows: int, console: Any, label: str, source_format: str, width: int | None) -> None:
-        from analyzer.io.kernel_sink import HeadSink
+        from tilescope.io.kernel_sink import HeadSink
 
         self.head = HeadSink(rows)
         self.console, self.label, self.source_format = console, label, source_format
@@ -181,7 +181,7 @@ class _TableView:
             self.rendered = self._render()
 
     def _render(self) -> str:
-        from analyzer.io.tables import to_frame
+        from tilescope.io.tables import to_frame
 
         head = self.head.head()
         df = to_frame({n: head.column(n) for n in head.column_names}, head.num_rows)
@@ -198,8 +198,8 @@ def _table_view(source: KernelCsv, chip: str | None, rows: int, label: str, widt
     """Print the first `rows` kernels of one CSV (titled with `label`, the path as given) and the
     kernel count, through the pipeline (no million-row DataFrame for a 50-row view); False
     (nothing printed) when it declines the file."""
-    from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
-    from analyzer.report.terminal import console as make_console
+    from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
+    from tilescope.text.terminal import console as make_console
 
     console = make_console(width)
     view = _TableView(rows, console, label, source.format, width)
@@ -252,7 +252,7 @@ def kernel_table(shown: pd.DataFrame, title: str, width: int | None = None) -> A
     from rich.table import Table
     from rich.text import Text
 
-    from analyzer.report.escape import terminal_text
+    from tilescope.text.escape import terminal_text
 
     cols = [c for c in TABLE_COLUMNS if c in shown.columns and (c == "name" or shown[c].notna().any())]
     cells = {c: [terminal_text(_fmt(v)) for v in shown[c].tolist()] for c in cols}
@@ -317,7 +317,7 @@ def _print_count(console: Any, shown: int, total: int) -> None:
 
 def render_table(df: pd.DataFrame, title: str, rows: int, width: int | None = None) -> None:
     """Print the first `rows` rows of `df` and, when that is not all, the count."""
-    from analyzer.report.terminal import console as make_console
+    from tilescope.text.terminal import console as make_console
 
     console = make_console(width)
     console.print(kernel_table(df.head(rows), title, width), crop=False)
@@ -340,7 +340,7 @@ def kernels_command(
 
     Example: tilescope kernels runs/fa-v1 --format json -o kernels.json
     """
-    from analyzer.io.load import PartialLoadError, kernel_csv_profile, load_kernels_arrow, load_profiles
+    from tilescope.io.load import PartialLoadError, kernel_csv_profile, load_kernels_arrow, load_profiles
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -359,7 +359,7 @@ def kernels_command(
         if output is not None and fmt in ("parquet", "csv") and limit is None:
             stream_kernels(source.path, fmt, output, chip, source.device)
             return
-        from analyzer.io.kernel_sink import large_strings
+        from tilescope.io.kernel_sink import large_strings
 
         table = load_kernels_arrow(source.path, chip=chip, device=source.device)
         write_kernels(large_strings(table if limit is None else table.slice(0, limit)), fmt, output)

@@ -10,10 +10,10 @@ from typing import Any
 
 import typer
 
-from analyzer.commands import CHIP_HELP
-from analyzer.errors import GateTrippedError, UsageError
-from analyzer.findings import Finding, Severity
-from analyzer.report.terminal import WIDTH_HELP, output_width
+from tilescope.commands import CHIP_HELP
+from tilescope.errors import GateTrippedError, UsageError
+from tilescope.findings import Finding, Severity
+from tilescope.text.terminal import WIDTH_HELP, output_width
 
 _SEV_STYLE = {"high": "bold #c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
 
@@ -25,8 +25,8 @@ def _chip(name: str | None, cfg: Any, tilelang: Any = None, dialect: str | None 
     reported L0C 262144 > 131072 on kernels that fit their target. tilelang-ascend lowers for
     the A2/A3 platform of TL_PLATFORM (its default A3).
     """
-    from analyzer.chips import chosen_chip
-    from analyzer.ir.scopes import TILELANG_ASCEND
+    from tilescope.chips import chosen_chip
+    from tilescope.ir.scopes import TILELANG_ASCEND
 
     if dialect == TILELANG_ASCEND:
         platform = os.environ.get("TL_PLATFORM")
@@ -38,14 +38,14 @@ def _chip(name: str | None, cfg: Any, tilelang: Any = None, dialect: str | None 
 def _stack_chip(kernel: str, name: str | None, cfg: Any) -> Any:
     """The chip, after checking that the kernel's own stack is here (exit 3 naming it if not):
     tilelang-ascend's interpreter for its dialect, tilelang 0.1.15 for the rest."""
-    from analyzer.ir.capture import import_tilelang, resolve_kernel
-    from analyzer.ir.dialect import detect
-    from analyzer.ir.scopes import TILELANG_ASCEND
+    from tilescope.ir.capture import import_tilelang, resolve_kernel
+    from tilescope.ir.dialect import detect
+    from tilescope.ir.scopes import TILELANG_ASCEND
 
     path, _, tree = resolve_kernel(kernel)
     found = detect(tree)
     if found.dialect == TILELANG_ASCEND:
-        from analyzer.ir.foreign import require_interpreter
+        from tilescope.ir.foreign import require_interpreter
 
         require_interpreter(f"{path} is written for {found.describe()}")
         return _chip(name, cfg, dialect=TILELANG_ASCEND)
@@ -53,7 +53,7 @@ def _stack_chip(kernel: str, name: str | None, cfg: Any) -> Any:
 
 
 def _loc_text(f: Finding) -> str:
-    from analyzer.report.render_text import where_text
+    from tilescope.report.render_text import where_text
 
     return where_text([loc.to_dict() for loc in f.locations])
 
@@ -67,9 +67,9 @@ def _print_text(
 ) -> None:
     from rich.text import Text
 
-    from analyzer.report.escape import terminal_text as term
-    from analyzer.report.render_text import not_checked_lines
-    from analyzer.report.terminal import console, wrap
+    from tilescope.report.render_text import not_checked_lines
+    from tilescope.text.escape import terminal_text as term
+    from tilescope.text.terminal import console, wrap
 
     # Kernel, file and parameter names are the user's and messages quote them: every line is a
     # Text (a markup string would swallow `[x]` and crash on `[/bold]`), controls made visible;
@@ -129,7 +129,7 @@ def _print_sweep(
     """One row per combination: footprints in KiB (red when over capacity), whether it fits, waste,
     occupancy and finding codes; why a point does not fit is said under the table, wrapped to the
     width, since a reason folded into a narrow cell splits its numbers from their units."""
-    from analyzer.ir.sweep import sweep_not_checked
+    from tilescope.sweep import sweep_not_checked
 
     unscored = sweep_not_checked(rows)
     if fmt == "json":
@@ -139,8 +139,8 @@ def _print_sweep(
         return
     from rich.text import Text
 
-    from analyzer.report.escape import terminal_text as term
-    from analyzer.report.terminal import console, wrap
+    from tilescope.text.escape import terminal_text as term
+    from tilescope.text.terminal import console, wrap
 
     con = console(width)
     scopes = [hw for hw in ("UB", "L1", "L0A", "L0B", "L0C") if any(hw in r["footprint"] for r in rows)]
@@ -177,7 +177,7 @@ def _sweep_table(
     from rich.table import Table
     from rich.text import Text
 
-    from analyzer.report.escape import terminal_text as term
+    from tilescope.text.escape import terminal_text as term
 
     # folded for a narrow terminal: two spaces between columns instead of three, no edge spaces
     t = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
@@ -228,7 +228,7 @@ def _min_width(con: Any, table: Any) -> int:
     """The fewest columns `table` needs without cutting a cell."""
     from rich.measure import Measurement
 
-    from analyzer.report.terminal import UNLIMITED
+    from tilescope.text.terminal import UNLIMITED
 
     # measured as if the terminal were unlimited: rich clamps a measurement to the console's width
     return int(Measurement.get(con, con.options.update_width(UNLIMITED), table).minimum)
@@ -281,23 +281,23 @@ def lint(
 
     Example: tilescope lint sample_traces/kernels/matmul.py:matmul -p block_M=100 -p accum_dtype=float16
     """
-    from analyzer.config import load_config
-    from analyzer.ir.capture import parse_param, validate_sweep
+    from tilescope.config import load_config
+    from tilescope.ir.capture import parse_param, validate_sweep
 
     if fmt not in ("text", "json"):
         raise UsageError(f"--format {fmt!r}: expected text or json")
     if fail_on is not None and fail_on not in ("high", "medium", "low"):
         raise UsageError(f"--fail-on {fail_on!r}: expected high, medium or low")
     cfg = load_config(config)
-    from analyzer.commands.analyze import check_rule_prefixes
+    from tilescope.commands.analyze import check_rule_prefixes
 
     check_rule_prefixes(cfg)  # a select in the config file that matches no rule would lint nothing
     params = dict(parse_param(p) for p in param)
     _chip(chip, cfg)  # an unknown --chip is exit 2 whether or not TileLang is installed
     spec = _stack_chip(kernel, chip, cfg)  # exit 3 with the install hint before anything else
     if sweep:
-        from analyzer.ir.capture import autotune_configs
-        from analyzer.ir.sweep import AUTOTUNE, config_columns, parse_sweep, run_sweep
+        from tilescope.ir.capture import autotune_configs
+        from tilescope.sweep import AUTOTUNE, config_columns, parse_sweep, run_sweep
 
         grid = parse_sweep(sweep)
         configs = autotune_configs(kernel, params) if any(s.strip() == AUTOTUNE for s in sweep) else None
@@ -319,9 +319,9 @@ def _lint_once(
 ) -> list[Finding]:
     import pandas as pd
 
-    from analyzer.engine import run_rules
-    from analyzer.ir.capture import capture_ir
-    from analyzer.profile import Profile, SourceInfo
+    from tilescope.engine import run_rules
+    from tilescope.ir.capture import capture_ir
+    from tilescope.profile import Profile, SourceInfo
 
     cap = capture_ir(kernel, params, spec)
     profile = Profile(
@@ -370,14 +370,14 @@ def _write_bundle(cap: Any, out: Path, force: bool, params: dict[str, Any]) -> N
     """An IR-only run bundle in the collectors' format (collectors/schema/manifest.schema.json).
 
     The same bundle as `tilescope collect --ir-only` minus its correctness check and collect/ logs:
-    manifest.json, ir/ (written by the same analyzer.ir.capture code), kernel/ (the source linted),
+    manifest.json, ir/ (written by the same tilescope.ir.capture code), kernel/ (the source linted),
     profile/ (empty: no runtime metrics).
     """
     import shutil
 
-    from analyzer.atomic import atomic_dir
-    from analyzer.ir.capture import write_ir_dir
-    from collectors import bundle
+    from tilescope.atomic import atomic_dir
+    from tilescope.collectors import bundle
+    from tilescope.ir.capture import write_ir_dir
 
     entries = [k.get("entry") for k in cap.ir["kernels"] if k.get("entry")]
     manifest = bundle.ir_only_manifest(

@@ -11,9 +11,9 @@ from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
-from analyzer.engine import discover_rules, get_rule
-from analyzer.errors import UsageError
-from analyzer.report.escape import terminal_text
+from tilescope.engine import discover_rules, get_rule
+from tilescope.errors import UsageError
+from tilescope.text.escape import terminal_text
 
 
 def rules_table_rows() -> list[tuple[str, str, str, str, str]]:

@@ -20,8 +20,9 @@ from typing import Annotated, Any
 
 import typer
 
-from analyzer.commands import CHIP_HELP
-from analyzer.errors import UsageError
+from tilescope.commands import CHIP_HELP
+from tilescope.errors import UsageError
+from tilescope.extras import require
 
 EPILOG = (
     "Examples:\n\n"
@@ -38,8 +39,8 @@ def _say_ranks(app: Any) -> None:
     """On stderr, per served path of several ranks: that the Ranks tab shows them, and each rank
     left out with its error (file, row, what was expected), as `analyze` warns about it; per run
     of several ranks under a --root, that the tab lists it (its ranks are read when it is picked)."""
-    from analyzer.report.escape import terminal_text
-    from dashboard.app import store_of
+    from tilescope.dashboard.app import store_of
+    from tilescope.text.escape import terminal_text
 
     store = store_of(app)
     for _key, label, count in store.root_runs():
@@ -86,7 +87,8 @@ def serve_command(
     for p in paths or []:
         if not p.exists():
             raise UsageError(f"{p}: no such file or directory")
-    from dashboard.app import create_app
+    require("dashboard", "tilescope serve")
+    from tilescope.dashboard.app import create_app
 
     if paths:
         _log(f"loading {len(paths)} path(s)…")
@@ -95,7 +97,7 @@ def serve_command(
     if host not in LOOPBACK:
         _log(f"warning: binding {host}: anyone who can reach it can read the served profiles")
     if check:
-        from dashboard.app import store_of
+        from tilescope.dashboard.app import store_of
 
         # profiles, not paths: a path of 8 ranks is 8 profiles in the picker
         store = store_of(app)
@@ -103,7 +105,7 @@ def serve_command(
         loaded = (f"{count} profile(s) from {len(paths)} path(s) loaded" if paths
                   else "the --root directories can be listed")
         if root:  # listed, not loaded: a root's profiles and runs are read when picked
-            from dashboard.paths import discover_profiles
+            from tilescope.dashboard.paths import discover_profiles
 
             listed, runs = len(discover_profiles(store.roots)), len(store.root_runs())
             loaded += f" ({listed} profile(s) and {runs} run(s) of several ranks under --root)"
@@ -113,7 +115,7 @@ def serve_command(
     # werkzeug logs every request at INFO on stderr (its own handler, added on first use);
     # WARNING keeps its errors
     logging.getLogger("werkzeug").setLevel(logging.INFO if verbose else logging.WARNING)
-    from dashboard.guard import make_http_server
+    from tilescope.dashboard.guard import make_http_server
 
     try:
         server = make_http_server(app, host, port)

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzer.errors import ProfileFormatError
-from analyzer.io.cluster_files import STEP_COLUMNS
-from analyzer.io.sqlite import connect_readonly, describe_value, query_frame
+from tilescope.errors import ProfileFormatError
+from tilescope.io.cluster_files import STEP_COLUMNS
+from tilescope.io.sqlite import connect_readonly, describe_value, query_frame
 
 ANALYSIS_DB = "analysis.db"
 STEP_TRACE_TABLE = "StepTraceTime"

@@ -29,7 +29,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from analyzer.errors import ProfileFormatError
+from tilescope.errors import ProfileFormatError
 
 STEP_TRACE = "step_trace_time.csv"
 COMMUNICATION = "communication.json"

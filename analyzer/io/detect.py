@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyzer.columns import SPECS
-from analyzer.errors import NoProfileFoundError, ProfileFormatError
+from tilescope.columns import SPECS
+from tilescope.errors import NoProfileFoundError, ProfileFormatError
 
 TORCH_OUT = "ASCEND_PROFILER_OUTPUT"
 MSPROF_OUT = "mindstudio_profiler_output"
@@ -92,6 +92,27 @@ def looks_like_timeline(head: bytes) -> bool:
     return False
 
 
+# Header names that tell the producer apart (formats doc §3.3). `Task Start Time` without the unit
+# is the name in msprof's own header mapping (`prof_header_mapping.json`), used by coupled-chip
+# op_summary files; its values are µs all the same.
+_TORCH_NPU_MARKERS = frozenset({"Name", "Accelerator Core", "Start Time(us)", "Duration(us)"})
+_MSPROF_MARKERS = frozenset(
+    {"Op Name", "Task Type", "Task Start Time(us)", "Task Start Time", "Task Duration(us)"}
+)
+# Example: "op_summary_20260606121516.csv", "op_summary_20260606121516_1.csv", "op_summary_slice_0.csv"
+OP_SUMMARY_RE = re.compile(r"^op_summary_(?:(?P<slice>slice_)?(?P<a>\d{1,20})(?:_(?P<b>\d+))?)[^/]*\.csv$")
+
+
+def detect_producer(header: list[str]) -> str | None:
+    """"torch_npu" or "msprof": who wrote a kernel table with this header; None for neither."""
+    names = {h.strip() for h in header}
+    if len(names & _TORCH_NPU_MARKERS) >= 2:
+        return "torch_npu"
+    if len(names & _MSPROF_MARKERS) >= 2:
+        return "msprof"
+    return None
+
+
 def first_line(head: bytes) -> bytes:
     """The first line of `head`, whichever of LF, CRLF or a lone CR ends it (Arrow's CSV reader
     accepts all three, so the header must be split the same way)."""
@@ -117,8 +138,6 @@ def is_op_basic_info_header(header: list[str]) -> bool:
 
 
 def is_kernel_table_header(header: list[str]) -> bool:
-    from analyzer.io.kernel_csv import detect_producer
-
     return detect_producer(header) is not None and not is_op_basic_info_header(header)
 
 
@@ -147,8 +166,6 @@ def _is_timeline_name(p: Path) -> bool:
 
 
 def _is_op_summary_name(p: Path) -> bool:
-    from analyzer.io.kernel_csv import OP_SUMMARY_RE
-
     return OP_SUMMARY_RE.match(p.name) is not None
 
 
@@ -218,11 +235,12 @@ def _is_torch_root(d: Path) -> bool:
 
 
 def _is_msprof_root(d: Path) -> bool:
-    return (
-        d.name.startswith("PROF_")
-        or (d / MSPROF_OUT).is_dir()
-        or any(d.glob("device_*/summary/op_summary_*.csv"))
-    )
+    if (d / MSPROF_OUT).is_dir() or any(d.glob("device_*/summary/op_summary_*.csv")):
+        return True
+    # A PROF_* name alone: unless the folder only gathers PROF_* runs of its own (one folder per
+    # metric group, `PROF_PipeUtilization/PROF_000001_…/`), which are then the runs.
+    runs_inside = any(s.name.startswith("PROF_") and s.is_dir() for s in d.iterdir())
+    return d.name.startswith("PROF_") and not runs_inside
 
 
 def _detect_bundle(d: Path) -> list[Detected]:
@@ -239,7 +257,7 @@ def _detect_bundle(d: Path) -> list[Detected]:
 
 
 def _detect_msprof_op(d: Path) -> list[Detected]:
-    from analyzer.io.msprof_op_layout import has_block_metrics
+    from tilescope.io.msprof_op_layout import has_block_metrics
 
     if not any(d.glob("OpBasicInfo*.csv")):  # {Op}/{launch}/ layout below an OPPROF_* dir
         return [Detected("msprof_op_multi", d)]
@@ -252,7 +270,7 @@ def _detect_msprof_op(d: Path) -> list[Detected]:
 
 
 def _detect_dir(d: Path, depth: int = 0) -> list[Detected]:
-    from analyzer.io.msprof_op_layout import is_msprof_op_dir
+    from tilescope.io.msprof_op_layout import is_msprof_op_dir
 
     if (d / "manifest.json").is_file() and ((d / "profile").is_dir() or (d / "ir").is_dir()):
         return _detect_bundle(d)

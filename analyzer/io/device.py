@@ -18,8 +18,8 @@ import pyarrow as pa
 if TYPE_CHECKING:
     import pandas as pd
 
-from analyzer.chips import ChipSpec, family_chip, resolve_chip
-from analyzer.profile import DeviceInfo
+from tilescope.chips import ChipSpec, family_chip, resolve_chip
+from tilescope.profile import DeviceInfo
 
 # Example: "device_0", "device_12"
 DEVICE_DIR_RE = re.compile(r"^device_(?P<n>\d{1,2})$")
@@ -180,7 +180,7 @@ class ChipEvidence:
         return evidence
 
     def add(self, kernels: pd.DataFrame | pa.Table) -> None:
-        from analyzer.metrics import KernelColumns
+        from tilescope.metrics import KernelColumns
 
         cols = KernelColumns(kernels)
         if "core_type" not in cols or not cols.n:
@@ -259,7 +259,7 @@ class ChipEvidence:
     def _cores_from_grids(self, clock: float, notes: list[str]) -> int | None:
         """The largest Block Dim among rows whose cycles give the clock (their grid fitted on the
         cores), per side; AIC >= AIV / 2. A lower bound, raised to a catalogued variant's count."""
-        from analyzer.chips import catalogue_match
+        from tilescope.chips import catalogue_match
 
         def fitted(mhz: list[np.ndarray], blocks: list[np.ndarray]) -> int:
             m, b = self._cat(mhz), self._cat(blocks)
@@ -304,14 +304,14 @@ def _product_and_tolerance(values: np.ndarray) -> tuple[float | None, float]:
 
 
 def _rated_clocks() -> list[float]:
-    from analyzer.chips import VARIANTS_BY_CLOCK
+    from tilescope.chips import VARIANTS_BY_CLOCK
 
     return sorted(VARIANTS_BY_CLOCK)
 
 
 def _clock_from_rows(mhz: np.ndarray) -> tuple[float | None, str | None]:
     """The rated clock most rows vote for (rows whose grid fitted on the cores give it exactly)."""
-    from analyzer.chips import IDLE_CLOCK_MHZ, MAX_CLOCK_MHZ, VARIANTS_BY_CLOCK
+    from tilescope.chips import IDLE_CLOCK_MHZ, MAX_CLOCK_MHZ, VARIANTS_BY_CLOCK
 
     mhz = mhz[np.isfinite(mhz) & (mhz >= IDLE_CLOCK_MHZ) & (mhz <= MAX_CLOCK_MHZ)]
     if not len(mhz):
@@ -387,7 +387,7 @@ def recorded_clock(device: DeviceInfo) -> tuple[float | None, str | None]:
     """The rated clock the profile records, strongest source first: `msprof op` OpBasicInfo's Rated
     Freq, then `aic_frequency_mhz` (info.json's aic_frequency, or OpBasicInfo's Current Freq when
     that is all the profile has), then the highest value of the timeline's AI Core Freq counter."""
-    from analyzer.chips import IDLE_CLOCK_MHZ, MAX_CLOCK_MHZ
+    from tilescope.chips import IDLE_CLOCK_MHZ, MAX_CLOCK_MHZ
 
     for value, source in (
         (device.rated_frequency_mhz, "OpBasicInfo Rated Freq"),

@@ -6,7 +6,6 @@ op_summary columns (`Name`, `Type`, `Accelerator Core`, `Start Time(us)`, ...).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,9 +15,10 @@ import pyarrow as pa
 if TYPE_CHECKING:
     import pandas as pd
 
-from analyzer.columns import KERNEL_CONTRACT, canonical_header, is_coupled_header, metric_groups_of
-from analyzer.errors import ProfileFormatError
-from analyzer.io.tables import (
+from tilescope.columns import KERNEL_CONTRACT, canonical_header, is_coupled_header, metric_groups_of
+from tilescope.errors import ProfileFormatError
+from tilescope.io.detect import OP_SUMMARY_RE, detect_producer
+from tilescope.io.tables import (
     arrow_type_of,
     convert_columns,
     null_unused_side_arrow,
@@ -28,17 +28,8 @@ from analyzer.io.tables import (
     to_frame,
 )
 
-# Header names that tell the producer apart (formats doc §3.3). `Task Start Time` without the unit
-# is the name in msprof's own header mapping (`prof_header_mapping.json`), used by coupled-chip
-# op_summary files; its values are µs all the same.
-_TORCH_NPU_MARKERS = frozenset({"Name", "Accelerator Core", "Start Time(us)", "Duration(us)"})
-_MSPROF_MARKERS = frozenset(
-    {"Op Name", "Task Type", "Task Start Time(us)", "Task Start Time", "Task Duration(us)"}
-)
 REQUIRED = ("name", "start_ns", "duration_us")
 
-# Example: "op_summary_20260606121516.csv", "op_summary_20260606121516_1.csv", "op_summary_slice_0.csv"
-OP_SUMMARY_RE = re.compile(r"^op_summary_(?:(?P<slice>slice_)?(?P<a>\d{1,20})(?:_(?P<b>\d+))?)[^/]*\.csv$")
 
 
 @dataclass
@@ -48,15 +39,6 @@ class KernelTable:
     files: list[Path]
     metric_groups: list[str] = field(default_factory=list)
     coupled: bool = False
-
-
-def detect_producer(header: list[str]) -> str | None:
-    names = {h.strip() for h in header}
-    if len(names & _TORCH_NPU_MARKERS) >= 2:
-        return "torch_npu"
-    if len(names & _MSPROF_MARKERS) >= 2:
-        return "msprof"
-    return None
 
 
 def slice_order(paths: list[Path]) -> list[Path]:

@@ -9,8 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzer.io.tables import decode_dictionary
-from analyzer.report.escape import csv_cell
+from tilescope.io.tables import decode_dictionary
+from tilescope.text.escape import csv_cell
 
 
 def large_strings(table: pa.Table) -> pa.Table:
@@ -32,7 +32,7 @@ def pandas_metadata(schema: pa.Schema) -> bytes:
     """
     import json
 
-    from analyzer.io.tables import to_frame
+    from tilescope.io.tables import to_frame
 
     empty = to_frame({f.name: pa.nulls(0, f.type) for f in schema}, 0)
     meta = json.loads(pa.Schema.from_pandas(empty, preserve_index=False).metadata[b"pandas"])

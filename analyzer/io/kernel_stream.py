@@ -48,13 +48,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from analyzer.chips import ChipSpec
-from analyzer.columns import canonical_header, is_coupled_header
-from analyzer.errors import ProfileFormatError
-from analyzer.gcpause import gc_paused
+from tilescope.chips import ChipSpec
+from tilescope.columns import canonical_header, is_coupled_header
+from tilescope.errors import ProfileFormatError
+from tilescope.gcpause import gc_paused
 
 if TYPE_CHECKING:
-    from analyzer.profile import DeviceInfo
+    from tilescope.profile import DeviceInfo
 
 # A group is ~16 MB of the file (~57k kernel_details rows): big enough that per-group overheads
 # stay small, small enough that the last group's work after the parse ends is short.
@@ -228,9 +228,9 @@ def stream_kernel_csv(
     StreamFallback (nothing useful was written; use the whole-file path) or the typed error of a bad
     file (same as the whole-file path for header-level problems).
     """
-    from analyzer.io import device as dev
-    from analyzer.io.kernel_csv import check_header, contract_table
-    from analyzer.io.tables import (
+    from tilescope.io import device as dev
+    from tilescope.io.kernel_csv import check_header, contract_table
+    from tilescope.io.tables import (
         convert_columns,
         csv_options,
         null_unused_side_arrow,
@@ -238,8 +238,8 @@ def stream_kernel_csv(
         read_header,
         typed_column_types,
     )
-    from analyzer.metrics import add_derived_metrics_arrow
-    from analyzer.profile import DeviceInfo
+    from tilescope.metrics import add_derived_metrics_arrow
+    from tilescope.profile import DeviceInfo
 
     device = device or DeviceInfo()
     group_bytes = group_bytes or GROUP_BYTES

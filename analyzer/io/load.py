@@ -13,7 +13,7 @@ Accepted (reported in `profile.source.format`):
   bundle           manifest.json + profile/ (+ ir/); several metric-group runs under profile/ merge
 A parent dir of several of the above (e.g. one `*_ascend_pt` per rank) gives one Profile each; one
 that cannot be read is left out and reported in `LoadedProfiles.failures` (detection:
-`analyzer.io.detect`).
+`tilescope.io.detect`).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyzer.columns import metric_groups_of
-from analyzer.errors import NoProfileFoundError, ProfileFormatError, TilescopeError, UsageError
-from analyzer.gcpause import gc_paused
-from analyzer.io.detect import MSPROF_OUT, TORCH_OUT, Detected, detect
-from analyzer.io.parts import (
+from tilescope.columns import metric_groups_of
+from tilescope.errors import NoProfileFoundError, ProfileFormatError, TilescopeError, UsageError
+from tilescope.gcpause import gc_paused
+from tilescope.io.detect import MSPROF_OUT, TORCH_OUT, Detected, detect
+from tilescope.io.parts import (
     Parts,
     add_basic_info,
     clock_from_launches,
@@ -43,8 +43,8 @@ from analyzer.io.parts import (
     read_basic_info,
     read_kernel_csv,
 )
-from analyzer.report.escape import terminal_text
-from analyzer.report.words import count_text
+from tilescope.text.escape import terminal_text
+from tilescope.text.words import count_text
 
 # The readers, pandas and the profile model are imported inside the functions that use them:
 # `load_profiles` first starts reading the timeline on a second thread (DuckDB needs neither),
@@ -53,8 +53,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from analyzer.chips import ChipSpec
-    from analyzer.profile import DeviceInfo, Profile, Timeline
+    from tilescope.chips import ChipSpec
+    from tilescope.profile import DeviceInfo, Profile, Timeline
 
 __all__ = [
     "Detected",
@@ -80,7 +80,7 @@ def _read_timeline(path: Path, parts: Parts) -> Timeline | None:
         parts.files.append(path)
         return prefetched.result()
     try:
-        from analyzer.io.timeline import read_timeline
+        from tilescope.io.timeline import read_timeline
     except ImportError:
         parts.warnings.append(f"{path.name}: timeline reader not available; timeline skipped")
         return None
@@ -95,7 +95,7 @@ def _start_timeline(path: Path, before_build: Callable[[], object] | None = None
     if prefetched is not None:
         return prefetched
     try:
-        from analyzer.io.timeline import read_timeline
+        from tilescope.io.timeline import read_timeline
     except ImportError:
         return None
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tilescope-timeline")
@@ -123,10 +123,10 @@ def _prefetch_timeline(p: Path, imported: threading.Event) -> None:
 
 def _import_readers() -> None:
     """What loading imports anyway, at once: the prefetch thread builds frames only after this."""
-    import analyzer.io.kernel_csv
-    import analyzer.io.timeline_links
-    import analyzer.metrics
-    import analyzer.profile  # noqa: F401
+    import tilescope.io.kernel_csv
+    import tilescope.io.timeline_links
+    import tilescope.metrics
+    import tilescope.profile  # noqa: F401
 
 
 def _finish_timeline(path: Path, future: Future[Timeline] | None, parts: Parts) -> Timeline | None:
@@ -147,8 +147,8 @@ def _take_timeline(parts: Parts, path: Path, future: Future[Timeline] | None, de
 
 
 def _load_sqlite(p: Path) -> Parts:
-    from analyzer.io.sqlite import read_sqlite
-    from analyzer.io.tables import null_unused_side
+    from tilescope.io.sqlite import read_sqlite
+    from tilescope.io.tables import null_unused_side
     data = read_sqlite(p)
     parts = Parts(
         null_unused_side(ensure_contract(data.kernels)),
@@ -199,7 +199,7 @@ def _msprof_sources(root: Path) -> _Sources:
 def _load_torch(root: Path, lazy_timeline: bool = False, defer_csv: bool = False) -> Parts:
     import pandas as pd
 
-    from analyzer.io import device as dev
+    from tilescope.io import device as dev
 
     parts = Parts(pd.DataFrame(), "torch_npu")
     src = _torch_sources(root)
@@ -225,7 +225,7 @@ def _load_torch(root: Path, lazy_timeline: bool = False, defer_csv: bool = False
 
 def _add_info_json(root: Path, device: DeviceInfo, files: list[Path]) -> None:
     """The `info.json.N` files below a torch_npu or msprof directory into `device`."""
-    from analyzer.io import device as dev
+    from tilescope.io import device as dev
 
     for info in dev.find_info_json(root):
         files.append(info)
@@ -255,10 +255,10 @@ def _load_msprof(root: Path, defer_csv: bool = False) -> Parts:
 
 
 def _load_msprof_op(root: Path) -> Parts:
-    from analyzer.io.msprof_op import read_msprof_op
+    from tilescope.io.msprof_op import read_msprof_op
 
     if root.is_file():  # one OpBasicInfo file, recognised by its header: one kernel per launch
-        from analyzer.io.tables import read_small_table
+        from tilescope.io.tables import read_small_table
 
         launches = read_small_table(root)
         parts = Parts(ensure_contract(launches.copy()), "msprof_op", [root], launches=launches)
@@ -286,7 +286,7 @@ def _load_folder(det: Detected, lazy_timeline: bool = False) -> Parts:
     timeline), the timeline, the clock from OpBasicInfo; the first note says which gave what."""
     import pandas as pd
 
-    from analyzer.io.detect import FolderSources
+    from tilescope.io.detect import FolderSources
 
     src = det.sources or FolderSources()
     parts = Parts(pd.DataFrame(), None)
@@ -349,8 +349,8 @@ def _load_single(det: Detected, lazy_timeline: bool = False, defer_csv: bool = F
 def _load_bundle(det: Detected) -> Parts:
     import pandas as pd
 
-    from analyzer.io import device as dev
-    from analyzer.io.merge import merge_blocks, merge_kernel_tables
+    from tilescope.io import device as dev
+    from tilescope.io.merge import merge_blocks, merge_kernel_tables
 
     if not det.children:
         empty = ensure_contract(pd.DataFrame(index=pd.RangeIndex(0)))
@@ -418,7 +418,7 @@ def _read_ir(path: Path) -> dict[str, Any]:
     """A bundle's ir.json, held to its schema (analyzer/ir/schema/ir.schema.json): the TS5xx rules
     and the IR view trust its types (a buffer's versions of -1e308 became a 300-digit integer in a
     finding), so a value of the wrong type or range is refused here, naming where it is."""
-    from analyzer.ir.model import ir_schema_error
+    from tilescope.ir.model import ir_schema_error
 
     doc = _read_json_file(path)
     error = ir_schema_error(doc)
@@ -431,7 +431,7 @@ def _read_ir(path: Path) -> dict[str, Any]:
 def _add_launch_lines(ir: dict[str, Any], bundle: Path, manifest: dict[str, Any] | None) -> None:
     """An older ir.json has no grid line (`with T.Kernel(...)`): take it from the bundle's copy of
     the kernel (manifest `kernel.source`, collectors/bundle.py), so grid findings point at it."""
-    from analyzer.ir.locate import add_launch_lines
+    from tilescope.ir.locate import add_launch_lines
 
     kernel = (manifest or {}).get("kernel")
     rel = kernel.get("source") if isinstance(kernel, dict) else None
@@ -448,16 +448,16 @@ def _build(
     lazy_timeline: bool = False,
     kernel_columns: Sequence[str] | None = None,
 ) -> Profile:
-    from analyzer.io import device as dev
-    from analyzer.io.msprof_op import per_core_times
-    from analyzer.metrics import add_derived_metrics
-    from analyzer.profile import Profile, SourceInfo
+    from tilescope.io import device as dev
+    from tilescope.io.msprof_op import per_core_times
+    from tilescope.metrics import add_derived_metrics
+    from tilescope.profile import Profile, SourceInfo
 
     defer = kernel_columns is not None
     parts = _load_bundle(det) if det.format == "bundle" else _load_single(det, lazy_timeline, defer)
     if parts.timeline is not None and parts.device.timeline_max_frequency_mhz is None:
         # a timeline still being read (`pending_timeline`) is not waited for: no value then
-        from analyzer.io.timeline import counter_max
+        from tilescope.io.timeline import counter_max
 
         parts.device.timeline_max_frequency_mhz = counter_max(parts.timeline)
     warnings = list(parts.warnings)
@@ -509,7 +509,7 @@ LOADER_COLUMNS: tuple[str, ...] = ("device_id",)
 def _stream_columns(
     parts: Parts, chip: str | None, warnings: list[str], columns: Sequence[str]
 ) -> tuple[pd.DataFrame, ChipSpec] | None:
-    """The deferred kernel CSV of `parts` streamed (`analyzer.io.kernel_stream`) into a table of
+    """The deferred kernel CSV of `parts` streamed (`tilescope.io.kernel_stream`) into a table of
     only `columns` (those the file has, after the derived metrics), and the chip; None when there
     is none or the stream gives up (a bad value, a chip the first rows guessed wrong, no rows).
 
@@ -521,8 +521,8 @@ def _stream_columns(
     """
     import pyarrow as pa
 
-    from analyzer.io.kernel_stream import StreamFallback, stream_kernel_csv
-    from analyzer.io.tables import to_frame
+    from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
+    from tilescope.io.tables import to_frame
 
     if parts.kernel_csv is None:
         return None
@@ -568,7 +568,7 @@ def _pooled(col: pa.ChunkedArray) -> pa.Array:
 
 def _read_whole_csv(parts: Parts) -> None:
     """The deferred kernel CSV of `parts` read whole, as `read_kernel_csv` reads it."""
-    from analyzer.io.kernel_csv import read_kernel_table
+    from tilescope.io.kernel_csv import read_kernel_table
 
     assert parts.kernel_csv is not None
     kt = read_kernel_table(parts.kernel_csv)
@@ -702,7 +702,7 @@ def split_devices(profile: Profile) -> list[Profile]:
 
 def rank_of_failed(det: Detected) -> int | None:
     """The rank of a profile that failed to load, from what names it (no table is read)."""
-    from analyzer.io import device as dev
+    from tilescope.io import device as dev
 
     if det.rank is not None:
         return det.rank
@@ -712,7 +712,7 @@ def rank_of_failed(det: Detected) -> int | None:
     if det.format in ("folder", "kernel_csv"):
         return dev.rank_from_name(det.path)
     if det.format == "sqlite":
-        from analyzer.io.sqlite import RANK_DB_RE
+        from tilescope.io.sqlite import RANK_DB_RE
 
         m = RANK_DB_RE.match(det.path.name)
         return int(m.group("rank")) if m else None
@@ -747,7 +747,7 @@ def resolve_ranks(
     input names one, ranks follow the position, so a left-out input keeps its number."""
     if len(loaded) + len(failed) <= 1:
         return
-    from analyzer.io.device import rank_from_name
+    from tilescope.io.device import rank_from_name
 
     for _, pr in loaded:  # no profiler_info_N.json: the folder's name may say it (rank_3)
         pr.rank = pr.rank if pr.rank is not None else rank_from_name(path_of(pr))
@@ -820,13 +820,13 @@ def kernel_csv_profile(path: str | Path) -> KernelCsv | None:
     if len(found) != 1 or found[0].format not in ("kernel_csv", "torch_npu", "msprof", "folder"):
         return None
     det = found[0]
-    from analyzer.profile import DeviceInfo
+    from tilescope.profile import DeviceInfo
 
     device = DeviceInfo()
     if det.format == "kernel_csv":
         return KernelCsv(det.path, det.format, device)
     if det.format == "folder":
-        from analyzer.io.detect import FolderSources
+        from tilescope.io.detect import FolderSources
 
         folder = det.sources or FolderSources()
         src = _Sources(folder.kernel_tables, None, folder.timelines)
@@ -847,12 +847,12 @@ def kernel_csv_profile(path: str | Path) -> KernelCsv | None:
 def _add_timeline_clock(device: DeviceInfo, timeline: Path) -> None:
     """The timeline's highest AI Core Freq into `device`, read only when nothing else recorded the
     clock (`device.recorded_clock` prefers those): what `_build` takes from a loaded timeline."""
-    from analyzer.io import device as dev
+    from tilescope.io import device as dev
 
     if dev.recorded_clock(device)[0] is not None:
         return
     try:
-        from analyzer.io.timeline import counter_max, read_timeline
+        from tilescope.io.timeline import counter_max, read_timeline
     except ImportError:  # no timeline reader: the loaders skip the timeline too
         return
     device.timeline_max_frequency_mhz = counter_max(read_timeline(timeline))
@@ -865,12 +865,12 @@ def load_kernels_arrow(csv_path: Path, chip: str | None = None, device: DeviceIn
     The file-output path of `tilescope kernels`: the same columns and values as
     `load_profiles(path)[0].kernels` without building a DataFrame.
     """
-    from analyzer.columns import is_coupled_header
-    from analyzer.io import device as dev
-    from analyzer.io.kernel_csv import read_kernel_arrow
-    from analyzer.io.tables import read_header
-    from analyzer.metrics import add_derived_metrics_arrow
-    from analyzer.profile import DeviceInfo
+    from tilescope.columns import is_coupled_header
+    from tilescope.io import device as dev
+    from tilescope.io.kernel_csv import read_kernel_arrow
+    from tilescope.io.tables import read_header
+    from tilescope.metrics import add_derived_metrics_arrow
+    from tilescope.profile import DeviceInfo
 
     table, _producer, _files = read_kernel_arrow(csv_path)
     selected = dev.choose_chip(chip, device or DeviceInfo(), table, [])

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analyzer.io.msprof_op import BLOCK_KEYS
-from analyzer.report.words import count_text
+from tilescope.io.msprof_op import BLOCK_KEYS
+from tilescope.text.words import count_text
 
 
 def _occurrence_key(k: pd.DataFrame) -> pd.DataFrame:

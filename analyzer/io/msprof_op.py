@@ -31,15 +31,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analyzer.columns import KERNEL_CONTRACT
-from analyzer.errors import ProfileFormatError
-from analyzer.io.msprof_op_layout import (
+from tilescope.columns import KERNEL_CONTRACT
+from tilescope.errors import ProfileFormatError
+from tilescope.io.msprof_op_layout import (
     METRIC_FILES,
     find_launch_dirs,
     metric_files,
 )
-from analyzer.io.tables import read_small_table
-from analyzer.io.validate import csv_row
+from tilescope.io.tables import read_small_table
+from tilescope.io.validate import csv_row
 
 BLOCK_KEYS = ["op_name", "launch", "block_id", "sub_block_id"]
 

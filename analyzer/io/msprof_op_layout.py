@@ -1,8 +1,8 @@
 """Where an `msprof op` output keeps its files: the per-block metric CSVs and OpBasicInfo of each
 launch directory, found by name only (no file is read).
 
-Detection (`analyzer.io.detect`) asks these questions of every folder it sniffs, before any table is
-parsed; they live apart from the reader (`analyzer.io.msprof_op`, which imports pandas) so that
+Detection (`tilescope.io.detect`) asks these questions of every folder it sniffs, before any table is
+parsed; they live apart from the reader (`tilescope.io.msprof_op`, which imports pandas) so that
 detecting a path does not import pandas: `tilescope analyze` detects a path before it starts reading
 its timeline, and the reading overlaps pandas' import (analyzer/io/load.py).
 """

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from analyzer.errors import ProfileFormatError
+from tilescope.errors import ProfileFormatError
 
 # Where an open file can be named by its descriptor (Linux, macOS, the BSDs).
 FD_DIR = Path("/dev/fd")

@@ -1,8 +1,8 @@
 """What one profile root yields before the chip and derived metrics are applied (`Parts`), and the
-helpers the loaders of `analyzer.io.load` share to fill it: the kernel-table contract, a kernel
+helpers the loaders of `tilescope.io.load` share to fill it: the kernel-table contract, a kernel
 table read from a CSV or taken from a timeline, the clock from `msprof op` OpBasicInfo rows.
 
-Kept light at import (pandas and the readers are imported where used): `analyzer.io.load` imports
+Kept light at import (pandas and the readers are imported where used): `tilescope.io.load` imports
 this module before it starts reading a timeline on its second thread.
 """
 
@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzer.columns import KERNEL_CONTRACT
-from analyzer.errors import ProfileFormatError
+from tilescope.columns import KERNEL_CONTRACT
+from tilescope.errors import ProfileFormatError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analyzer.profile import DeviceInfo, Timeline
+    from tilescope.profile import DeviceInfo, Timeline
 
 COUPLED_NOTE = (
     "coupled-chip table (one AI Core with Cube and Vector inside): un-prefixed metrics mapped to aic_/aiv_"
@@ -27,7 +27,7 @@ COUPLED_NOTE = (
 
 
 def _new_device_info() -> DeviceInfo:
-    from analyzer.profile import DeviceInfo
+    from tilescope.profile import DeviceInfo
 
     return DeviceInfo()
 
@@ -65,7 +65,7 @@ def kernels_from_timeline(tl: Timeline, warnings: list[str]) -> pd.DataFrame:
     are left out and named in a note; the timeline's own table keeps every task for display)."""
     import pandas as pd
 
-    from analyzer.io.timeline import kernel_tasks
+    from tilescope.io.timeline import kernel_tasks
 
     src = tl.kernels
     keep, core_type = kernel_tasks(src)
@@ -87,7 +87,7 @@ def kernels_from_timeline(tl: Timeline, warnings: list[str]) -> pd.DataFrame:
 def ensure_contract(k: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
-    from analyzer.columns import dtype_of
+    from tilescope.columns import dtype_of
 
     for col in KERNEL_CONTRACT:
         if col not in k:
@@ -107,9 +107,9 @@ def read_kernel_csv(parts: Parts, paths: Path | list[Path], defer: bool = False)
     raised as before) and left in `parts.kernel_csv` for `load._build` to stream; its metric
     groups are known once it has been read.
     """
-    from analyzer.columns import canonical_header, is_coupled_header
-    from analyzer.io.kernel_csv import check_header, read_kernel_table
-    from analyzer.io.tables import read_header
+    from tilescope.columns import canonical_header, is_coupled_header
+    from tilescope.io.kernel_csv import check_header, read_kernel_table
+    from tilescope.io.tables import read_header
 
     files = paths if isinstance(paths, list) else [paths]
     if defer and len(files) == 1:
@@ -158,7 +158,7 @@ def read_basic_info(files: list[Path], warnings: list[str]) -> tuple[pd.DataFram
     broken one is a note in `warnings`, not a failed load (it is a side source, like info.json)."""
     import pandas as pd
 
-    from analyzer.io.tables import read_small_table
+    from tilescope.io.tables import read_small_table
 
     frames: list[pd.DataFrame] = []
     used: list[Path] = []

@@ -2,7 +2,7 @@
 `file:///nfs/job64`, …): listed by the driver, each staged by the worker that analyses it.
 
 `tilescope analyze URL` lists the URL's sub-folders (one per rank: `*_ascend_pt`, `PROF_*`, …);
-each is one job of `analyzer.rankwork`. The worker copies its rank folder into a temporary local
+each is one job of `tilescope.rankwork`. The worker copies its rank folder into a temporary local
 directory (`stage`), analyses it as a local input, writes the URL back into every path the result
 carries (`relabel`) and removes the copy, so a rank's files never pass through the driver and the
 report names the object store, not a temporary directory. The cache key of a remote rank is the
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import MissingComponentError, NoProfileFoundError, TilescopeError, UsageError
+from tilescope.errors import MissingComponentError, NoProfileFoundError, TilescopeError, UsageError
 
 # Example: "s3://bucket/run", "file:///nfs/run" (a scheme of 2+ letters: not a Windows drive "C:\")
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")

@@ -20,10 +20,10 @@ import numpy as np
 if TYPE_CHECKING:  # pandas is imported by the readers below, not at import
     import pandas as pd
 
-from analyzer.columns import KERNEL_CONTRACT, metric_groups_of, sqlite_pmu_canonical
-from analyzer.errors import ProfileFormatError
-from analyzer.io.detect import SQLITE_MAGIC as _SQLITE_MAGIC
-from analyzer.io.validate import check_frame
+from tilescope.columns import KERNEL_CONTRACT, metric_groups_of, sqlite_pmu_canonical
+from tilescope.errors import ProfileFormatError
+from tilescope.io.detect import SQLITE_MAGIC as _SQLITE_MAGIC
+from tilescope.io.validate import check_frame
 
 REQUIRED_TABLES = ("TASK", "COMPUTE_TASK_INFO", "STRING_IDS")
 # The columns each table must have for the join below (TASK_PMU_INFO only when it is there).

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,11 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from analyzer.columns import SHAPE_LIST_COLUMNS, canonical_header, dtype_of
-from analyzer.errors import ProfileFormatError
-from analyzer.io.detect import first_line
-from analyzer.io.native import native_name
-from analyzer.io.validate import check_columns, csv_data_rows, csv_row
+from tilescope.columns import SHAPE_LIST_COLUMNS, canonical_header, dtype_of
+from tilescope.errors import ProfileFormatError
+from tilescope.io.detect import first_line
+from tilescope.io.native import native_name
+from tilescope.io.validate import check_columns, csv_data_rows, csv_row
+from tilescope.shapes import parse_shape
 
 # pandas is imported where a DataFrame is built: the Arrow-only `tilescope kernels` file output never
 # pays its ~0.2 s import
@@ -124,7 +124,7 @@ def _read_typed(
 ) -> pa.Table:
     options = csv_options(names, types, typed, READ_BLOCK_SIZE, newlines_in_values=newlines)
     # Through the open file, not the path: given a path, pyarrow picks a decompressor by its
-    # extension (a CSV named .gz) and refuses a name that is not UTF-8 (analyzer.io.native).
+    # extension (a CSV named .gz) and refuses a name that is not UTF-8 (tilescope.io.native).
     with open(path, "rb") as fh, pa.memory_map(native_name(path, fh)) as source:
         return pacsv.read_csv(source, **options)
 
@@ -352,22 +352,6 @@ def to_exact_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.
     return pc.if_else(ok, ns, pa.scalar(None, pa.int64()))
 
 
-# 2**40 elements along one axis is 2,000× a 910B's memory at one byte each
-MAX_DIM = 2**40
-
-
-@lru_cache(maxsize=65536)
-def parse_shape(text: str) -> list[list[int]] | None:
-    """`"4096,2,512;;8"` -> [[4096, 2, 512], [], [8]]; None when a dim is not an integer in
-    0 .. MAX_DIM (a negative or astronomically large dim is no shape: its byte count would be
-    negative or overflow, and every bandwidth and speed-of-light figure built on it wrong)."""
-    try:
-        dims = [[int(d) for d in t.split(",") if d.strip()] for t in text.split(";")]
-    except ValueError:
-        return None
-    if any(d < 0 or d > MAX_DIM for tensor in dims for d in tensor):
-        return None
-    return dims
 
 
 def shape_lists(arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
@@ -427,7 +411,7 @@ def convert_columns(
 
 
 def _known_floats() -> frozenset[str]:
-    from analyzer.columns import COLUMNS
+    from tilescope.columns import COLUMNS
 
     return frozenset(s.name for s in COLUMNS if s.dtype == "float64")
 
@@ -532,7 +516,7 @@ def to_frame(
     `categories`, dictionary-encoded text stays encoded, as a pandas Categorical: a kernel table
     repeats a few hundred names, types and shapes over millions of rows (9 text columns of 3 M
     launches: 524 MiB as `str`, ~30 MiB of codes). Its readers take it through
-    `metrics.text_column` / `rules._common.text`, which give the `str` column back.
+    `metrics.text_column` / `tilescope.rules._common.text`, which give the `str` column back.
     """
     import pandas as pd
 

@@ -46,11 +46,11 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from analyzer.errors import MissingComponentError, ProfileFormatError
-from analyzer.interrupt import hold_point
-from analyzer.io.native import native_name
-from analyzer.io.validate import check_frame
-from analyzer.scratch import scratch_dir
+from tilescope.errors import MissingComponentError, ProfileFormatError
+from tilescope.interrupt import hold_point
+from tilescope.io.native import native_name
+from tilescope.io.validate import check_frame
+from tilescope.scratch import scratch_dir
 
 # pandas (and the modules that import it) are imported where the frames are built, after the
 # scan: `load_profiles` starts the scan on a second thread before the main thread imports pandas.
@@ -58,7 +58,7 @@ from analyzer.scratch import scratch_dir
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analyzer.profile import Timeline
+    from tilescope.profile import Timeline
 
 DuckConfig = dict[str, str | bool | int | float | list[str]]
 EXPECTED = "expected a Chrome-trace JSON array of events (trace_view.json / msprof_*.json)"
@@ -535,7 +535,7 @@ def _build(config: DuckConfig, path: Path, parts: dict[str, pa.Table]) -> Timeli
     import pandas as pd
     import pyarrow.compute as pc
 
-    from analyzer.profile import Timeline
+    from tilescope.profile import Timeline
 
     lanes, threads = _lane_names(parts["M"]) if "M" in parts else ({}, pd.DataFrame())
     # pop, not get: each part is dropped as soon as its tables are built (peak RSS, issue #2)
@@ -658,7 +658,7 @@ def _flows(config: DuckConfig, events: pa.Table, kernels: pd.DataFrame, host_ops
     less on the critical path of loading, ~10 ms; counter events are few)."""
     import pandas as pd
 
-    from analyzer.io.timeline_links import innermost_enclosing, lane_codes
+    from tilescope.io.timeline_links import innermost_enclosing, lane_codes
 
     kernel_keys = pa.table({
         "pid": kernels["pid"].to_numpy(), "tid": kernels["tid"].to_numpy(),

@@ -1,4 +1,4 @@
-"""Vectorised interval lookups for the timeline reader (`analyzer.io.timeline`).
+"""Vectorised interval lookups for the timeline reader (`tilescope.io.timeline`).
 
 `innermost_enclosing` finds, for many query timestamps, the host X event on the same lane
 (pid, tid) that encloses each one. Millions of events and flows make the obvious per-flow scan

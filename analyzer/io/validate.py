@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzer.columns import SPECS
-from analyzer.errors import ProfileFormatError
+from tilescope.columns import SPECS
+from tilescope.errors import ProfileFormatError
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -3,7 +3,7 @@
 tilelang-ascend 0.1.4 installs under the import name `tilelang`, like tilelang 0.1.15, and ships
 for aarch64 only, so it runs in an interpreter of its own (a venv on an aarch64 host, an emulated
 arm64 root on x86_64 — see analyzer/ir/foreign.py). tilescope starts this module there as
-`python -m analyzer.ir.ascend_worker`, writes one JSON request on stdin
+`python -m tilescope.ir.ascend_worker`, writes one JSON request on stdin
 
     {"path": "k.py", "names": ["matmul"], "runs": [{"M": 1024, ...}, ...]}
 
@@ -11,7 +11,7 @@ and reads one JSON answer on stdout: `{"tilelang_version", "runs": [{"kernels": 
 ...]} | {"usage_error": "..."}]}`; every run lowers in the same process (the import of tilelang
 costs ~17 s under emulation, a lowering under 1 s). Anything the kernel prints goes to stderr.
 
-Standard library, tilelang-ascend and analyzer.ir.{lowering,published,scopes,walk} only.
+Standard library, tilelang-ascend and tilescope.ir.{lowering,published,scopes,walk} only.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from analyzer.ir.lowering import (
+from tilescope.ir.lowering import (
     NESTED_KEY,
     KernelCapture,
     captured_fd2,
@@ -36,7 +36,7 @@ from analyzer.ir.lowering import (
     nest_fields,
     stage_recorder,
 )
-from analyzer.ir.scopes import TILELANG_ASCEND
+from tilescope.ir.scopes import TILELANG_ASCEND
 
 # tilelang-ascend's passes after which the IR is recorded (stage -> pass name; OptimizeForTarget in
 # tilelang/engine/phase.py). Its software pipeline decides the buffer versions, its memory planning
@@ -139,7 +139,7 @@ def _scopes(mod: Any) -> dict[str, str]:
 
 def _apply_scopes(kc: KernelCapture, scopes: dict[str, str]) -> None:
     """The walked allocations take the scopes tilelang-ascend inferred (names are kept)."""
-    from analyzer.ir.scopes import PIPE_OF_DIRECTION, hardware_for
+    from tilescope.ir.scopes import PIPE_OF_DIRECTION, hardware_for
 
     moved: dict[str, str] = {}
     for a in kc.walked.get("allocations", []):
@@ -212,14 +212,15 @@ def _workspaces(func: Any, impl: Any) -> list[str]:
 
 def _outputs(func: Any, impl: Any) -> list[str]:
     """The GM parameters `@tilelang.jit(out_idx=...)` makes outputs: the compiled kernel allocates
-    and returns them, so `tilescope collect` must not pass them (collectors.spec.derived_declaration)."""
+    and returns them, so `tilescope collect` must not pass them
+    (tilescope.collectors.spec.derived_declaration)."""
     return _param_names(func, getattr(impl, "out_idx", None))
 
 
 def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCapture]:
     import tvm
 
-    from analyzer.ir.walk import ascendc_placements, lowered_allocations, walk_primfunc
+    from tilescope.ir.walk import ascendc_placements, lowered_allocations, walk_primfunc
 
     prim_func = tvm.tir.PrimFunc
     built: list[tuple[str, Any, dict[str, Any], Any]] = []
@@ -267,7 +268,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     with contextlib.redirect_stdout(sys.stderr):
         import tilelang
 
-    from analyzer.ir.published import PublishedFileError, load_module
+    from tilescope.ir.published import PublishedFileError, load_module
 
     result: dict[str, Any] = {
         "tilelang_version": str(getattr(tilelang, "__version__", "unknown")),

@@ -26,22 +26,23 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from analyzer.chips import ChipSpec
-from analyzer.errors import MissingComponentError, UsageError
-from analyzer.ir.dialect import detect as detect_dialect
-from analyzer.ir.lowering import (
+from tilescope.chips import ChipSpec
+from tilescope.errors import MissingComponentError, UsageError
+from tilescope.ir.dialect import detect as detect_dialect
+from tilescope.ir.lowering import (
     CAPACITY_RE,
     STAGE_PASSES,
     KernelCapture,
     captured_fd2,
     classify_failure,
     flatten_primfuncs,
+    stage_file,
     stage_recorder,
 )
 
 __all__ = ["CAPACITY_RE", "STAGE_PASSES", "KernelCapture", "capture_ir", "classify_failure", "write_ir_dir"]
 
-from analyzer.ir.scopes import TILELANG_ASCEND
+from tilescope.ir.scopes import TILELANG_ASCEND
 
 INSTALL_HINT = "install the tilelang extra: pip install torch==2.13.0 && pip install 'tilescope[tilelang]'"
 
@@ -106,9 +107,9 @@ def parse_param(text: str) -> tuple[str, Any]:
 
 
 def _load_module(path: Path, tree: ast.Module) -> ModuleType:
-    """The kernel file's declarative part, as published (analyzer.ir.published): never its
+    """The kernel file's declarative part, as published (tilescope.ir.published): never its
     module-level NPU, argparse or test code."""
-    from analyzer.ir.published import PublishedFileError, load_module
+    from tilescope.ir.published import PublishedFileError, load_module
 
     try:
         return load_module(path, tree)
@@ -555,7 +556,7 @@ def nest_params(
     default being the parameter's own dataclass default or, when that is None (`tiling=None` with
     `tiling = tiling or FwdTiling()` in the body), the class constructed with its defaults
     (`lowering.nest_fields`, which the tilelang-ascend worker runs too)."""
-    from analyzer.ir.lowering import nest_fields
+    from tilescope.ir.lowering import nest_fields
 
     def taker(head: str) -> BuilderSignature:
         s = next((s for s in sigs if head in s.nested), None)
@@ -600,7 +601,7 @@ def with_file_params(
 ) -> dict[str, Any]:
     """The arguments the file itself passes to the builder (`func = matmul(M, N, K, 128, 256, 64)`
     after argparse, the first row of a test loop) as defaults under the user's `-p` values."""
-    from analyzer.ir.published import file_call_params
+    from tilescope.ir.published import file_call_params
 
     merged: dict[str, Any] = {}
     for s in sigs:
@@ -660,8 +661,8 @@ def raise_usage(
 
 def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCapture:
     """Build, lower and record one kernel file's PrimFunc(s); lowering failures are recorded, not raised."""
-    from analyzer.ir.model import assemble_ir_json
-    from analyzer.ir.walk import lowered_allocations, walk_primfunc
+    from tilescope.ir.model import assemble_ir_json
+    from tilescope.ir.walk import lowered_allocations, walk_primfunc
 
     path, names, tree = resolve_kernel(kernel_ref)
     sigs = builder_signatures(tree, names)
@@ -739,7 +740,7 @@ def for_worker(sigs: list[BuilderSignature], params: dict[str, Any]) -> dict[str
     """A run's parameters as the tilelang-ascend worker takes them (JSON): `-p tiling.block_q=64`
     stays dotted, with the class each head takes and its line under `lowering.NESTED_KEY`, for
     the worker's `nest_fields` (it cannot read the file's syntax the way check_params did)."""
-    from analyzer.ir.lowering import NESTED_KEY
+    from tilescope.ir.lowering import NESTED_KEY
 
     nested: dict[str, list[Any]] = {}
     for head in sorted({k.partition(".")[0] for k in params if "." in k}):
@@ -764,11 +765,11 @@ def _capture_tilelang_ascend(
     chip: ChipSpec,
     answer: dict[str, Any] | None = None,
 ) -> list[IRCapture]:
-    """Lower with tilelang-ascend in its own interpreter (analyzer.ir.foreign): one worker for
+    """Lower with tilelang-ascend in its own interpreter (tilescope.ir.foreign): one worker for
     every parameter set, since importing tilelang there costs ~17 s under emulation."""
-    from analyzer.ir.ascend_worker import STAGE_PASSES as ASCEND_STAGES
-    from analyzer.ir.foreign import require_interpreter, run_worker
-    from analyzer.ir.model import assemble_ir_json
+    from tilescope.ir.ascend_worker import STAGE_PASSES as ASCEND_STAGES
+    from tilescope.ir.foreign import require_interpreter, run_worker
+    from tilescope.ir.model import assemble_ir_json
 
     why = f"{path} is written for {detect_dialect(tree).describe()}"
     interp = require_interpreter(why)
@@ -810,20 +811,6 @@ def _capture_tilelang_ascend(
     return out
 
 
-STAGE_FILES = {
-    "tvmscript": "tvmscript.py",
-    "layout_inference": "layout_inference.py",
-    "auto_schedule": "auto_schedule.py",
-    "multi_buffer": "multi_buffer.py",
-    "final": "final.py",
-    "ascendc": "kernel.cpp",
-}
-
-
-def stage_file(kernel_name: str, stage: str, several: bool) -> str:
-    """Path of a stage text inside ir/: plain names for one kernel, `<kernel>/...` for a chain."""
-    base = STAGE_FILES[stage]
-    return f"{kernel_name}/{base}" if several else base
 
 
 def write_ir_dir(capture: IRCapture, directory: str | Path) -> Path:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from analyzer.ir.scopes import ASCEND_0115, CUDA, TILELANG_ASCEND
+from tilescope.ir.scopes import ASCEND_0115, CUDA, TILELANG_ASCEND
 
 # `T.<attr>` of tilelang-ascend's language that neither other dialect has.
 _ASCEND_ATTRS = frozenset(

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzer.chips import ChipSpec
-from analyzer.ir.scopes import (
+from tilescope.chips import ChipSpec
+from tilescope.ir.scopes import (
     HARDWARE,
     c0_elements,
     nbytes,

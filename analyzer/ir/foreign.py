@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import MissingComponentError, UsageError
+from tilescope.errors import MissingComponentError, UsageError
+from tilescope.run_module import command
 
 SETUP_HINT = (
     "bash scripts/setup-tilelang-ascend.sh (x86_64: an emulated arm64 root, about 10 minutes and "
     "6.5 GB; an aarch64 host: a venv with pip install torch==2.13.0 tilelang-ascend==0.1.4)"
 )
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding analyzer/
+WORKER = "tilescope.ir.ascend_worker"  # run through tilescope.run_module: nothing is installed there
 
 
 def ascend_root() -> Path:
@@ -89,10 +90,10 @@ def _inside(path: Path, interp: Interpreter) -> str:
 
 def _command(interp: Interpreter, env: dict[str, str]) -> list[str]:
     if interp.kind != "emulated":
-        return [*interp.argv, "-m", "analyzer.ir.ascend_worker"]
+        return command(interp.argv, WORKER)
     root = shlex.quote(str(interp.root))
     assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-    worker = "/opt/tla/bin/python -m analyzer.ir.ascend_worker"
+    worker = shlex.join(command(["/opt/tla/bin/python"], WORKER, where=lambda p: _inside(Path(p), interp)))
     script = (
         f"mount --rbind / {root}/host && mount -t proc proc {root}/proc && mount --rbind /dev {root}/dev "
         f"&& exec chroot {root} /usr/bin/env -i {assignments} {worker}"
@@ -131,14 +132,13 @@ def run_jobs(
         {"path": _inside(p.resolve(), interp), "names": n, "runs": r} for p, n, r in jobs
     ]
     if interp.kind == "in-process":
-        from analyzer.ir.ascend_worker import answer as lower_here
+        from tilescope.ir.ascend_worker import answer as lower_here
 
         return [lower_here(r) for r in requests]
     emulated = interp.kind == "emulated"
     env = {
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin" if emulated else os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": "/root" if emulated else os.environ.get("HOME", "/tmp"),
-        "PYTHONPATH": _inside(PACKAGE_ROOT, interp),
         "PYTHONDONTWRITEBYTECODE": "1",
         # torch would import torch_npu, which needs CANN's libhccl.so
         "TORCH_DEVICE_BACKEND_AUTOLOAD": "0",

@@ -14,10 +14,10 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from analyzer.findings import Location
-from analyzer.ir.linemap import launch_sites, map_launch
-from analyzer.ir.model import find_kernel
-from analyzer.ir.rulekit import locations
+from tilescope.findings import Location
+from tilescope.ir.linemap import launch_sites, map_launch
+from tilescope.ir.model import find_kernel
+from tilescope.ir.rulekit import locations
 
 TOPICS = ("memory", "vector", "cube", "scalar", "grid", "loop")
 _OPS = ("gemms", "copies", "elementwise", "reduces")

@@ -1,6 +1,6 @@
 """What one lowering of one PrimFunc produced, and how a failure reads — shared by the in-process
 capture (tilelang 0.1.15) and the tilelang-ascend worker, which runs in its own interpreter (an
-emulated arm64 root on x86): standard library and analyzer.ir.scopes only.
+emulated arm64 root on x86): standard library and tilescope.ir.scopes only.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from analyzer.ir.scopes import ASCEND_0115, hardware_for
+from tilescope.ir.scopes import ASCEND_0115, hardware_for
 
 # Passes after which the IR is recorded (stage name -> pass name); "final" is the lowered device module.
 STAGE_PASSES = {
@@ -214,7 +214,7 @@ def stage_recorder(
     them (`.passes`). Both stacks' lowerings use it; TVM is imported here, lazily."""
     import tvm
 
-    from analyzer.ir.walk import buffer_versions
+    from tilescope.ir.walk import buffer_versions
 
     wanted = {v: k for k, v in stage_passes.items()}
 
@@ -292,3 +292,20 @@ def nest_fields(
         except (TypeError, ValueError, AttributeError) as exc:
             raise fail(head, values, exc) from None
     return out
+
+
+# The stage texts' file names inside a bundle's ir/ (written by capture, listed in ir.json).
+STAGE_FILES = {
+    "tvmscript": "tvmscript.py",
+    "layout_inference": "layout_inference.py",
+    "auto_schedule": "auto_schedule.py",
+    "multi_buffer": "multi_buffer.py",
+    "final": "final.py",
+    "ascendc": "kernel.cpp",
+}
+
+
+def stage_file(kernel_name: str, stage: str, several: bool) -> str:
+    """Path of a stage text inside ir/: plain names for one kernel, `<kernel>/...` for a chain."""
+    base = STAGE_FILES[stage]
+    return f"{kernel_name}/{base}" if several else base

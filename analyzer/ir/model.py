@@ -11,14 +11,12 @@ import json
 import re
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from analyzer.chips import ChipSpec
-from analyzer.ir.footprint import annotate_allocations, clamp_total_k, footprints
-from analyzer.ir.linemap import build_line_map, find_kernel_def, map_kernel
-
-if TYPE_CHECKING:
-    from analyzer.ir.capture import KernelCapture
+from tilescope.chips import ChipSpec
+from tilescope.ir.footprint import annotate_allocations, clamp_total_k, footprints
+from tilescope.ir.linemap import build_line_map, find_kernel_def, map_kernel
+from tilescope.ir.lowering import STAGE_PASSES, KernelCapture, stage_file
 
 SCHEMA_VERSION = "1.1"  # 1.1: failure.detail, lowering, chip_reason, explicit_versions, copy regions
 SCHEMA_PATH = Path(__file__).parent / "schema" / "ir.schema.json"
@@ -57,8 +55,6 @@ def assemble_ir_json(
     sha256: str,
     stage_passes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    from analyzer.ir.capture import STAGE_PASSES, stage_file
-
     passes = STAGE_PASSES if stage_passes is None else stage_passes  # the lowering stack's own
 
     several = len(kernels) > 1

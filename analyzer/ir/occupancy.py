@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from analyzer.chips import ChipSpec
-from analyzer.ir.footprint import padding_waste, problem_shape
-from analyzer.ir.scopes import c0_elements, dtype_bytes, nbytes, round_up
+from tilescope.chips import ChipSpec
+from tilescope.ir.footprint import padding_waste, problem_shape
+from tilescope.ir.scopes import c0_elements, dtype_bytes, nbytes, round_up
 
 # The chip figures each score divides by.
 GEMM_FIGURES: tuple[str, ...] = ("aic_count", "clock_mhz", "hbm_bandwidth_gbps")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from analyzer.findings import Location
+from tilescope.findings import Location
 
 
 def _stage_file(kernel: dict[str, Any], stage: str) -> str | None:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from analyzer.ir.regions import IndexModel
-from analyzer.ir.scopes import (
+from tilescope.ir.regions import IndexModel
+from tilescope.ir.scopes import (
     ASCEND_0115,
     CUDA,
     PIPE_OF_DIRECTION,

@@ -5,8 +5,8 @@ Pure functions: they take rows (mappings or a DataFrame) or the report dict and 
 Every label that can come from a trace goes through `plotly_text`, because plotly interprets a
 subset of HTML in labels.
 
-The report accessors below (`report_summary`, `report_kernels`, ...) are the one place that knows
-the key names of the JSON report, so renderers and the dashboard stay in step with its schema.
+The colours are tilescope.report.palette's; the report's keys are read through
+tilescope.report.access.
 """
 
 from __future__ import annotations
@@ -16,110 +16,20 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from analyzer.report.escape import plotly_text
-from analyzer.report.words import num
-
-CUBE = "#1f77b4"
-VECTOR = "#ff7f0e"
-MTE1, MTE2, MTE3 = "#98df8a", "#2ca02c", "#1a6e1a"  # the #2ca02c family, light to dark
-SCALAR = "#9467bd"
-FIXPIPE = "#8c564b"
-IDLE = "#c7c7c7"
-SEVERITY_COLOURS = {"high": "#c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
-CORE_COLOURS = {"AI_CORE": CUBE, "MIX_AIC": CUBE, "AIC": CUBE, "AI_VECTOR_CORE": VECTOR,
-                "MIX_AIV": VECTOR, "AIV": VECTOR}
-
-# (column, label, colour) for the per-kernel pipe bars: Cube-side pipes then Vector-side pipes, each
-# as its share of the launch (analyzer.metrics: the same meaning whatever the profiler)
-PIPE_SERIES: tuple[tuple[str, str, str], ...] = (
-    ("aic_cube_share", "Cube", CUBE),
-    ("aic_mte1_share", "MTE1 (AIC)", MTE1),
-    ("aic_mte2_share", "MTE2 (AIC)", MTE2),
-    ("aic_mte3_share", "MTE3 (AIC)", MTE3),
-    ("aic_fixpipe_share", "FixPipe", FIXPIPE),
-    ("aic_scalar_share", "Scalar (AIC)", SCALAR),
-    ("aiv_vec_share", "Vector", VECTOR),
-    ("aiv_mte2_share", "MTE2 (AIV)", MTE2),
-    ("aiv_mte3_share", "MTE3 (AIV)", MTE3),
-    ("aiv_scalar_share", "Scalar (AIV)", SCALAR),
+from tilescope.report.access import report_chip, report_kernels, report_summary, report_timeline
+from tilescope.report.palette import (
+    CORE_COLOURS,
+    CUBE,
+    IDLE,
+    PIPE_SERIES,
+    SEVERITY_COLOURS,
+    SHARE_SERIES,
+    VECTOR,
 )
-SHARE_SERIES: tuple[tuple[str, str, str], ...] = (
-    ("cube", "Cube", CUBE), ("vector", "Vector", VECTOR), ("mte", "Data movement (MTE)", MTE2),
-    ("scalar", "Scalar", SCALAR),
-)
+from tilescope.text.escape import plotly_text
+from tilescope.text.words import num
 
 Rows = Sequence[Mapping[str, Any]]
-
-
-# ---------------------------------------------------------------- report accessors
-
-def _first(d: Mapping[str, Any], *keys: str, default: Any = None) -> Any:
-    for k in keys:
-        if k in d and d[k] is not None:
-            return d[k]
-    return default
-
-
-def report_summary(report: Mapping[str, Any]) -> dict[str, Any]:
-    """The first profile's summary (analyzer.summary) with the keys renderers read."""
-    s = _first(report, "summary", default={}) or {}
-    shares = {k: num(v) for k, v in (_first(s, "shares", default={}) or {}).items()}
-    # the sentences built from several keys (words.units_text, launches_text, ...) read `raw`
-    return {
-        "total_device_us": num(_first(s, "total_device_us")),
-        "shares": shares,
-        "units_definition": _first(s, "units_definition", default=""),
-        "kernel_count": _first(s, "kernel_count"),
-        "raw": s,
-    }
-
-
-def profile_summaries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every profile's summary (one per rank), for totals over a multi-rank report."""
-    out = [dict(p.get("summary") or {}) for p in report.get("profiles", []) or []]
-    return out or [dict(report.get("summary") or {})]
-
-
-def report_kernels(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per-kernel aggregate rows (top kernels first), whatever key the report stores them under."""
-    rows = _first(report, "top_kernels", "kernels", default=None)
-    if rows is None:
-        rows = _first(report.get("summary", {}) or {}, "top_kernels", default=[])
-    return [dict(r) for r in rows or []]
-
-
-def kernel_time_us(row: Mapping[str, Any]) -> float | None:
-    return num(_first(row, "total_us", "total_duration_us", "duration_us", "time_us"))
-
-
-def report_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [dict(f) for f in report.get("findings", []) or []]
-
-
-def report_chip(report: Mapping[str, Any]) -> dict[str, Any]:
-    inputs = report.get("inputs", {}) or {}
-    chip = _first(inputs, "chip", default=None) or _first(report, "chip", default={}) or {}
-    return dict(chip) if isinstance(chip, Mapping) else {"name": str(chip)}
-
-
-def report_input_path(report: Mapping[str, Any]) -> str | None:
-    inputs = report.get("inputs", {}) or {}
-    if isinstance(inputs, Mapping):
-        p = _first(inputs, "path", "bundle", "source")
-        if isinstance(p, str):
-            return p
-        paths = inputs.get("paths")
-        if isinstance(paths, list) and paths:
-            return str(paths[0])
-    return None
-
-
-def report_timeline(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Launch rows with start_ns and duration_us, when the report carries them."""
-    rows = _first(report, "timeline", "launches", default=[]) or []
-    if isinstance(rows, Mapping):
-        rows = rows.get("kernels", []) or []
-    return [dict(r) for r in rows if "start_ns" in r and "duration_us" in r]
 
 
 def _rows(data: Rows | Any) -> list[Mapping[str, Any]]:

@@ -22,43 +22,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analyzer.analysis import skipped_to_dict
-from analyzer.findings import Finding
-from analyzer.gcpause import gc_paused
-from analyzer.report.meta import SCHEMA_VERSION, TIMELINE_CAP, now_stamp, tool_version
-from analyzer.summary import KERNEL_TIME_COLUMNS, SUMMARY_COLUMNS
+from tilescope.analysis import skipped_to_dict
+from tilescope.findings import Finding
+from tilescope.gcpause import gc_paused
+from tilescope.report.meta import SCHEMA_VERSION, TIMELINE_CAP, now_stamp, tool_version
+from tilescope.summary import FIRST_OF_GROUP, TIMELINE_KEYS, WEIGHTED_RATIOS
 
 # pandas and the profile model are imported by the functions that need them: `tilescope analyze`
 # imports this module before loading, and loading starts the timeline scan before pandas is loaded.
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analyzer.cluster import Cluster
-    from analyzer.engine import AnalysisResult
-    from analyzer.profile import Profile
+    from tilescope.cluster import Cluster
+    from tilescope.engine import AnalysisResult
+    from tilescope.profile import Profile
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
-# Per-launch pipe ratios (of their side's time) and shares (of the launch) averaged per kernel,
-# weighted by launch duration, plus the speed of light (analyzer.metrics).
-WEIGHTED_RATIOS = (
-    "aic_cube_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio", "aic_fixpipe_ratio",
-    "aic_scalar_ratio", "aiv_vec_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio", "aiv_scalar_ratio",
-    "aic_busy_share", "aic_cube_share", "aic_mte1_share", "aic_mte2_share", "aic_mte3_share",
-    "aic_fixpipe_share", "aic_scalar_share", "aiv_busy_share", "aiv_vec_share", "aiv_mte2_share",
-    "aiv_mte3_share", "aiv_scalar_share", "cube_share", "vector_share", "cube_utilization_pct",
-)
-FIRST_OF_GROUP = ("op_type", "core_type", "input_shapes", "input_dtypes")
-TIMELINE_KEYS = ("name", "start_ns", "duration_us", "core_type", "stream_id")
-# Every kernel column the report reads (`kernel_group_stats`, `launch_timeline`, the summary with
-# its findings bounded by each kernel's speed of light): `analyze` loads only these and the rules'.
-REPORT_COLUMNS: tuple[str, ...] = tuple(
-    dict.fromkeys(
-        (*SUMMARY_COLUMNS, *KERNEL_TIME_COLUMNS, *WEIGHTED_RATIOS, *FIRST_OF_GROUP, *TIMELINE_KEYS,
-         "flops", "bytes_moved", "sol_us", "sol_bound")
-    )
-)
-
-
 def _valid_text(text: str) -> str:
     """`text` as valid Unicode: a path that is not UTF-8 (byte 0xff in a directory name) arrives
     as a lone surrogate, which no UTF-8 writer (msgspec, files) can encode; its byte is written as
@@ -96,8 +75,8 @@ def _jsonable(x: Any) -> Any:
 
 
 def _summary(profile: Profile, result: AnalysisResult) -> dict[str, Any]:
-    """analyzer.summary's model of this profile and its (already bounded) findings."""
-    from analyzer.summary import summarize
+    """tilescope.summary's model of this profile and its (already bounded) findings."""
+    from tilescope.summary import summarize
 
     derived = _derived(profile)
     if derived is not profile.kernels:  # a Profile built by hand: the summary reads derived columns
@@ -110,8 +89,8 @@ def _summary(profile: Profile, result: AnalysisResult) -> dict[str, Any]:
 
 
 def _derived(profile: Profile) -> pd.DataFrame:
-    """The kernel table with analyzer.metrics' derived columns (loaded profiles already have them)."""
-    from analyzer.metrics import with_derived_metrics
+    """The kernel table with tilescope.metrics' derived columns (loaded profiles already have them)."""
+    from tilescope.metrics import with_derived_metrics
 
     return with_derived_metrics(profile.kernels, profile.chip)
 
@@ -146,7 +125,7 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
     # and leaves out the launches exactly as it does with the names themselves
     key = np.where(codes >= 0, codes, np.nan)[keep]
 
-    from analyzer.metrics import float_column, text_column
+    from tilescope.metrics import float_column, text_column
 
     def values(col: str) -> np.ndarray:
         return float_column(kernels, col).to_numpy()[keep]
@@ -430,7 +409,7 @@ def build_report(
 
     `timeline` (the first profile's launches, at most `timeline_cap`; 0 leaves it out) feeds the
     HTML timeline chart. `cluster` (a multi-rank run's model and its TS6xx result) adds the
-    `cluster` section (analyzer.report.ranks) and the cross-rank findings, `scope` "cluster".
+    `cluster` section (tilescope.report.ranks) and the cross-rank findings, `scope` "cluster".
     """
     with gc_paused():  # ~60,000 small objects: no collections over the loaded profile meanwhile
         report = _build_report(profiles, result, extra_findings, advisor, generated_at, timeline_cap)
@@ -442,9 +421,9 @@ def build_report(
 def add_cluster(report: dict[str, Any], cluster: Cluster, result: AnalysisResult) -> None:
     """Add a multi-rank run's `cluster` section and its cross-rank (TS6xx) findings, skipped rules
     and errors to `report`, in place, and group the ranks' own findings and skipped rules across
-    ranks (analyzer.report.ranks.group_across_ranks, group_skipped); findings stay ordered by
+    ranks (tilescope.report.ranks.group_across_ranks, group_skipped); findings stay ordered by
     saving."""
-    from analyzer.report.ranks import SCOPE_CLUSTER, cluster_section, group_across_ranks, group_skipped
+    from tilescope.report.ranks import SCOPE_CLUSTER, cluster_section, group_across_ranks, group_skipped
 
     index = {e["rank"]: e["id"] for e in report["profiles"]}
     section = cluster_section(cluster, result)
@@ -470,7 +449,7 @@ def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0
     """What the report takes from one analysed profile, before it is numbered among the others:
     its `profiles` entry (without `id`), its findings, skipped rules and errors (untagged), and
     with `timeline_cap` > 0 its launches for the timeline chart. JSON-safe, so a per-rank worker can
-    hand it back over a process boundary or a cache file (`analyzer.rankwork`) and `assemble_report`
+    hand it back over a process boundary or a cache file (`tilescope.rankwork`) and `assemble_report`
     makes the same report as from the profile itself."""
     entry = _input(profile)
     entry["summary"] = _summary(profile, result)
@@ -539,7 +518,7 @@ def _build_report(
     generated_at: str | None,
     timeline_cap: int,
 ) -> dict[str, Any]:
-    from analyzer.profile import Profile
+    from tilescope.profile import Profile
 
     if isinstance(profiles, Profile):
         assert result is not None, "build_report(profile, result)"

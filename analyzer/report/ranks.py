@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from analyzer.report.words import fmt_us
+from tilescope.text.words import fmt_us
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analyzer.cluster import Cluster
-    from analyzer.engine import AnalysisResult
+    from tilescope.cluster import Cluster
+    from tilescope.engine import AnalysisResult
 
 SCOPE_CLUSTER = "cluster"  # a finding/skipped rule about the ranks together (TS6xx)
 SLOW_RANK_CODE = "TS601"
@@ -28,7 +28,7 @@ def cluster_section(cluster: Cluster, result: AnalysisResult) -> dict[str, Any]:
     median and max, `slow` on the rank TS601 named), the per-step rows (binned past
     cluster.STEP_ROWS_CAP: `steps_bin_width` > 1), the notes of summary files left out, and which
     TS6xx rules ran."""
-    from analyzer.cluster import rank_table, report_steps
+    from tilescope.cluster import rank_table, report_steps
 
     slow = next((f.evidence.get("rank") for f in result.findings if f.code == SLOW_RANK_CODE), None)
     rows = rank_table(cluster, slow)
@@ -111,7 +111,7 @@ def rank_rows(report: Mapping[str, Any], grouped: bool = True) -> list[list[str]
     row (`0-2, 4-7`): a table of 64 or 4,096 rows of the same numbers would hide the one that
     differs. `grouped=False`: one row per rank, in the section's order (the dashboard, whose rows
     each open their rank). Empty for a single-rank report; the JSON keeps one row per rank."""
-    from analyzer.ranksets import rank_set_text
+    from tilescope.ranksets import rank_set_text
 
     if not grouped:
         return _rank_rows(report)
@@ -150,7 +150,7 @@ def group_across_ranks(findings: Sequence[Mapping[str, Any]], ranks_total: int) 
     rank: a 4,096-rank report would otherwise repeat each problem 4,096 times with its listed
     occurrences); the renderers call it again, which changes nothing on a grouped report and
     groups a report written before (schema 1.0)."""
-    from analyzer.ranksets import rank_set_text
+    from tilescope.ranksets import rank_set_text
 
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     order: list[tuple[Any, ...]] = []
@@ -214,7 +214,7 @@ GROUP_KEYS = ("ranks", "rank_text", "ranks_total", "by_rank")
 
 
 def _weight(f: Mapping[str, Any]) -> tuple[int, float]:
-    from analyzer.findings import SEVERITY_RANK
+    from tilescope.findings import SEVERITY_RANK
 
     return SEVERITY_RANK.get(str(f.get("severity", "")).lower(), -1), _saving(f)
 

@@ -21,14 +21,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from analyzer.report.charts import (
-    CUBE,
-    IDLE,
-    MTE2,
-    SCALAR,
-    SEVERITY_COLOURS,
-    VECTOR,
-    figures_from_report,
+from tilescope.report.access import (
     profile_summaries,
     report_chip,
     report_findings,
@@ -36,16 +29,18 @@ from analyzer.report.charts import (
     report_kernels,
     report_summary,
 )
-from analyzer.report.escape import html_text, json_for_script, script_safe
-from analyzer.report.evidence import EvidenceTable, evidence_tables
-from analyzer.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
-from analyzer.report.render_md import (
+from tilescope.report.charts import figures_from_report
+from tilescope.report.evidence import EvidenceTable, evidence_tables
+from tilescope.report.palette import CUBE, IDLE, MTE2, SCALAR, SEVERITY_COLOURS, VECTOR
+from tilescope.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
+from tilescope.report.render_md import (
     Excerpt,
     excerpt_roots,
     finding_excerpts,
     kernels_text,
 )
-from analyzer.report.words import (
+from tilescope.text.escape import html_text, json_for_script, script_safe
+from tilescope.text.words import (
     KERNEL_COLUMNS_NOTE,
     chip_text,
     coverage_text,
@@ -156,7 +151,7 @@ def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], pa
     facts = [f'<span><b>Device time {html_text(fmt_us(s["total_device_us"]))}</b></span>']
     busy = [f'<span class="{key}">{html_text(text)}</span>' for key, text in unit_share_parts(s["raw"])]
     if busy:
-        # the definition travels with the numbers (analyzer.summary.DEFINITIONS["units"]), and the
+        # the definition travels with the numbers (tilescope.summary.DEFINITIONS["units"]), and the
         # coverage qualifier the terminal and Markdown print (words.units_text)
         facts.append(f'<span title="{html_text(s["units_definition"])}">busy (of device time): '
                      + " · ".join(busy) + html_text(coverage_text(s["raw"])) + "</span>")
@@ -280,7 +275,7 @@ def _finding(index: int, f: Mapping[str, Any], roots: Sequence[Path]) -> str:
 
 
 def _evidence_html(table: EvidenceTable) -> str:
-    """One evidence table (analyzer.report.evidence): values with their units, every cell escaped."""
+    """One evidence table (tilescope.report.evidence): values with their units, every cell escaped."""
     title = ""
     if table.title:
         count = f" (first {len(table.rows)} of {len(table.rows) + table.more})" if table.more else ""
@@ -318,7 +313,7 @@ def _rule_docs(findings: Sequence[Mapping[str, Any]]) -> str:
 
 def _rule_info(code: str) -> Any:
     try:
-        from analyzer.engine import get_rule
+        from tilescope.engine import get_rule
 
         return get_rule(code)
     except Exception:  # the rules package is being written or a rule fails to import

@@ -1,7 +1,7 @@
 """GitHub-flavoured Markdown report for pull-request comments and job summaries.
 
 Every value that can come from a trace (kernel names, shapes, paths, evidence, messages) goes
-through `analyzer.report.escape`; the output stays under GitHub's comment limit by dropping the
+through `tilescope.text.escape`; the output stays under GitHub's comment limit by dropping the
 least valuable parts first and saying exactly what was dropped.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import UsageError
-from analyzer.report.charts import (
+from tilescope.errors import UsageError
+from tilescope.report.access import (
     profile_summaries,
     report_chip,
     report_findings,
@@ -23,10 +23,10 @@ from analyzer.report.charts import (
     report_kernels,
     report_summary,
 )
-from analyzer.report.escape import md_code_block, md_code_span, md_html_text, md_text
-from analyzer.report.evidence import evidence_tables
-from analyzer.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
-from analyzer.report.words import (
+from tilescope.report.evidence import evidence_tables
+from tilescope.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
+from tilescope.text.escape import md_code_block, md_code_span, md_html_text, md_text
+from tilescope.text.words import (
     KERNEL_COLUMNS_NOTE,
     chip_text,
     fmt_pct,
@@ -314,7 +314,7 @@ def _finding_block(f: Mapping[str, Any], excerpt_ids: Sequence[str]) -> str:
 
 
 def _evidence_md(evidence: Mapping[str, Any]) -> list[str]:
-    """The evidence as small tables with units (analyzer.report.evidence), every cell escaped."""
+    """The evidence as small tables with units (tilescope.report.evidence), every cell escaped."""
     out: list[str] = []
     for table in evidence_tables(evidence):
         if table.title:

@@ -14,9 +14,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from analyzer.report.charts import num, report_findings, report_input_path
-from analyzer.report.escape import finite, sarif_text
-from analyzer.report.words import saving_phrase
+from tilescope.report.access import report_findings, report_input_path
+from tilescope.text.escape import finite, sarif_text
+from tilescope.text.words import num, saving_phrase
 
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SCHEMA_PATH = Path(__file__).parent / "schema" / "sarif-2.1.0.json"
@@ -64,7 +64,7 @@ def _rule(code: str, findings: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     slug = str(sample.get("slug", code))
     summary, doc = slug, ""
     try:
-        from analyzer.engine import get_rule
+        from tilescope.engine import get_rule
 
         info = get_rule(code)
     except Exception:  # a rule module that fails to import must not lose the SARIF log
@@ -189,8 +189,8 @@ def _fingerprint(f: Mapping[str, Any], multi_rank: bool = False) -> str:
     # rank (as `diff` matches them) — or two slow links would be one alert. A rank's own finding
     # is grouped across the ranks it was found on (`ranks`): one alert for the problem, whichever
     # ranks have it; in a report written ungrouped (schema 1.0) its rank is part of it.
-    from analyzer.diff import finding_identity
-    from analyzer.diff_cluster import cluster_identity, is_cluster_finding
+    from tilescope.diff import finding_identity
+    from tilescope.diff_cluster import cluster_identity, is_cluster_finding
 
     if is_cluster_finding(f):
         code, subject, kernels = cluster_identity(f)

@@ -11,12 +11,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from analyzer.report.charts import profile_summaries
-from analyzer.report.escape import terminal_text
-from analyzer.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
-from analyzer.report.terminal import console as make_console
-from analyzer.report.terminal import squeeze, wrap
-from analyzer.report.words import (
+from tilescope.report.access import profile_summaries
+from tilescope.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
+from tilescope.text.escape import terminal_text
+from tilescope.text.terminal import console as make_console
+from tilescope.text.terminal import squeeze, wrap
+from tilescope.text.words import (
     chip_text,
     fmt_us,
     headline,
@@ -101,7 +101,7 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             say(line, style, "  ", "    ")
     else:
         # one line per group of ranks that read alike, not one per rank (4,096 ranks...)
-        from analyzer.ranksets import ranks_label
+        from tilescope.ranksets import ranks_label
 
         say(f"{_common_root(profiles)}: {len(profiles)} ranks", "bold", "", "  ")
         groups: dict[str, list[int]] = {}
@@ -180,7 +180,7 @@ def _lines_by_rank(profiles: list[dict[str, Any]]) -> dict[tuple[str, str], list
 
 
 def _on_ranks(ranks: list[int], total: int) -> str:
-    from analyzer.ranksets import ranks_label
+    from tilescope.ranksets import ranks_label
 
     if len(ranks) == total:
         return f" (all {total} ranks)"
@@ -212,7 +212,7 @@ def _rank_cell(f: dict[str, Any], total: int) -> str:
         return "all"
     ranks = f.get("ranks")
     if ranks:
-        from analyzer.ranksets import rank_set_text
+        from tilescope.ranksets import rank_set_text
 
         shown = rank_set_text(ranks)
         return shown if len(ranks) == 1 else f"{shown} ({len(ranks)} of {total})"

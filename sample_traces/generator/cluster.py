@@ -204,7 +204,8 @@ def _readme(spec: ClusterSpec) -> str:
     return (
         "# GENERATED multi-rank run (not measured)\n\n"
         "Written by `sample_traces/generate.py --ranks N` (generator/cluster.py). "
-        f"{spec.ranks} ranks, {spec.steps} steps of {spec.layers * len(WORKLOAD)} kernels. Slow rank: {spec.slow_rank} "
+        f"{spec.ranks} ranks, {spec.steps} steps of {spec.layers * len(WORKLOAD)} kernels. "
+        f"Slow rank: {spec.slow_rank} "
         f"({spec.slow_kernel} x{spec.slow_factor}). Slow link: {spec.slow_link} "
         f"({spec.link_gbps * spec.slow_link_factor:g} GB/s vs {spec.link_gbps:g} GB/s).\n"
     )

@@ -1,7 +1,7 @@
 """The Dash dashboard in real headless Chromium, clicked through like a person would.
 
 The unfused-attention sample is wrapped in a run bundle whose ir/ comes from the lint API
-(`analyzer.ir.capture`), so findings carry IR locations. Every test records dialogs, page errors,
+(`tilescope.ir.capture`), so findings carry IR locations. Every test records dialogs, page errors,
 console errors and requests leaving 127.0.0.1 and asserts none happened. Screenshots go to
 test-artifacts/screenshots/; `test_every_view_of_the_tilelang_bundle` takes one per view of
 sample_traces/tilelang_fa_bundle, and with TILESCOPE_UPDATE_SCREENSHOTS=1 also writes those to
@@ -20,15 +20,15 @@ from typing import Any
 import pytest
 from conftest import PageEvents, needs_chromium, record_events, serve_wsgi
 
-from analyzer.analysis import analyze
-from analyzer.chips import get_chip
-from analyzer.errors import TilescopeError
-from analyzer.findings import Finding, Location, Severity
-from analyzer.io.load import load_profile
-from analyzer.report.data import build_report
-from analyzer.report.words import saving_phrase
-from dashboard.app import create_app, store_of
-from dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
+from tilescope.analysis import analyze
+from tilescope.chips import get_chip
+from tilescope.dashboard.app import create_app, store_of
+from tilescope.dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
+from tilescope.errors import TilescopeError
+from tilescope.findings import Finding, Location, Severity
+from tilescope.io.load import load_profile
+from tilescope.report.data import build_report
+from tilescope.text.words import saving_phrase
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
@@ -55,7 +55,7 @@ def build_bundle(tmp: Path) -> tuple[Any, dict[str, Any]]:
     shutil.copytree(src, bundle / "profile" / src.name)
     fallback = False
     try:
-        from analyzer.ir.capture import capture_ir, write_ir_dir
+        from tilescope.ir.capture import capture_ir, write_ir_dir
 
         capture = capture_ir(str(SAMPLES / "kernels" / "attention_unfused.py"), {}, get_chip("910B2"))
         write_ir_dir(capture, bundle / "ir")
@@ -360,7 +360,7 @@ def fa_app() -> Iterator[tuple[str, Any]]:
 
 def _marks_of(app: Any, index: int) -> dict[str, list[int]]:
     """The lines each stage marks for finding `index`, as the server computes them."""
-    from dashboard.ir_view import ir_kernels, kernel_of_locations, load_stages, mark_locations
+    from tilescope.dashboard.ir_view import ir_kernels, kernel_of_locations, load_stages, mark_locations
 
     store = store_of(app)
     entry = store.get("p0")
@@ -471,7 +471,7 @@ def test_every_view_of_the_tilelang_bundle(page: Any, fa_views_app: tuple[str, A
     screenshots are the documentation's (TILESCOPE_UPDATE_SCREENSHOTS=1 writes docs/screenshots/)."""
     from playwright.sync_api import expect
 
-    from dashboard.layout import TABS
+    from tilescope.dashboard.layout import TABS
 
     url, app = fa_views_app
     entry = store_of(app).get("p0")

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from conftest import needs_chromium, record_events, serve_wsgi
 
-from dashboard.app import create_app
-from dashboard.layout import RANKS_TAB, TABS
+from tilescope.dashboard.app import create_app
+from tilescope.dashboard.layout import RANKS_TAB, TABS
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import needs_chromium, record_events, serve_wsgi
 
-from dashboard.app import create_app, store_of
+from tilescope.dashboard.app import create_app, store_of
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACT_SHOTS = ROOT / "test-artifacts" / "screenshots"

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from conftest import needs_chromium, record_events
 from test_report_fixture_data import hostile_report, make_bundle
 
-from analyzer.report import render_html
+from tilescope.report import render_html
 
 HOSTILE_NAMES = ["<img src=x onerror=alert(1)>", "</script><script>alert(2)</script>",
                  "[x](javascript:alert(1)) @org/team a|b `x`", "\" onmouseover=\"alert(3)"]

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzer.interrupt import Interrupted
-from analyzer.io.validate import range_of
-from analyzer.report.escape import terminal_text
+from tilescope.interrupt import Interrupted
+from tilescope.io.validate import range_of
+from tilescope.text.escape import terminal_text
 
 COMMANDS: tuple[tuple[str, ...], ...] = (
     ("info",),
@@ -73,7 +73,7 @@ def _alarm(seconds: int) -> Iterator[None]:
 
 def run_in_process(args: list[str], timeout: int = TIMEOUT_S) -> tuple[int | None, str, str, str]:
     """(exit code, stdout, stderr, traceback) of `tilescope ARGS` in this process; code None: a hang."""
-    from analyzer.cli import main
+    from tilescope.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     try:
@@ -94,7 +94,7 @@ def run_subprocess(args: list[str], cwd: Path, timeout: int = TIMEOUT_S) -> tupl
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
     try:
         p = subprocess.run(
-            [sys.executable, "-m", "analyzer.cli", *args],
+            [sys.executable, "-m", "tilescope.cli", *args],
             capture_output=True,
             text=True,
             cwd=cwd,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from collectors.preflight import probe_torch_npu
+from tilescope.collectors.preflight import probe_torch_npu
 
 _PROBE: dict[str, Any] | None = None
 

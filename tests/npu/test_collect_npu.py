@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from analyzer.cli import main
-from collectors import bundle as bundlemod
+from tilescope.cli import main
+from tilescope.collectors import bundle as bundlemod
 
 REPO = Path(__file__).resolve().parents[2]
 VECTOR_ADD = REPO / "sample_traces" / "kernels" / "collect_vector_add.py"
@@ -62,7 +62,7 @@ def test_torch_npu_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str], n
         assert ENTRY in details[0].read_text(encoding="utf-8")
     assert [r["path"] for r in m["profile"]["runs"]] == [f"profile/{g}" for g in groups]
 
-    from analyzer.io.load import load_profile
+    from tilescope.io.load import load_profile
 
     profile = load_profile(out)
     rows = profile.kernels[profile.kernels["name"].astype(str).str.contains(ENTRY)]
@@ -86,7 +86,7 @@ def test_msprof_op_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str], n
     assert opprof, "msprof op wrote no OPPROF_* directory"
     assert list(opprof[0].rglob("OpBasicInfo*.csv")) and list(opprof[0].rglob("PipeUtilization*.csv"))
 
-    from analyzer.io.load import load_profile
+    from tilescope.io.load import load_profile
 
     profile = load_profile(out)
     assert profile.blocks is not None and len(profile.blocks) > 0

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.ir.foreign import find_interpreter
-from collectors import bundle as bundlemod
+from tilescope.cli import main
+from tilescope.collectors import bundle as bundlemod
+from tilescope.ir.foreign import find_interpreter
 
 REPO = Path(__file__).resolve().parents[2]
 A2 = REPO / "sample_traces" / "kernels" / "a2"
@@ -85,7 +85,7 @@ def test_torch_npu_backend_on_a2_kernels(key: str, tmp_path: Path, capsys: pytes
         details = list((out / "profile" / g).glob("*_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv"))
         assert len(details) == 1 and entry in details[0].read_text(encoding="utf-8")
 
-    from analyzer.io.load import load_profile
+    from tilescope.io.load import load_profile
 
     profile = load_profile(out)
     rows = profile.kernels[profile.kernels["name"].astype(str).str.contains(entry)]
@@ -109,7 +109,7 @@ def test_msprof_op_backend_on_a2_kernels(key: str, tmp_path: Path, capsys: pytes
     opprof = sorted((out / "profile").glob("OPPROF_*"))
     assert opprof and list(opprof[0].rglob("OpBasicInfo*.csv"))
 
-    from analyzer.io.load import load_profile
+    from tilescope.io.load import load_profile
 
     profile = load_profile(out)
     assert profile.blocks is not None and len(profile.blocks) > 0

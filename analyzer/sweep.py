@@ -12,10 +12,10 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
-from analyzer.chips import ChipSpec
-from analyzer.errors import UsageError
-from analyzer.ir.footprint import padding_waste
-from analyzer.ir.occupancy import (
+from tilescope.chips import ChipSpec
+from tilescope.errors import UsageError
+from tilescope.ir.footprint import padding_waste
+from tilescope.ir.occupancy import (
     ATTENTION_FIGURES,
     GEMM_FIGURES,
     attention_score,
@@ -31,7 +31,7 @@ AUTOTUNE = "autotune"
 def parse_sweep(specs: list[str]) -> dict[str, list[Any]]:
     """`--sweep block_M=64,128` (repeatable) -> {"block_M": [64, 128]} (values as Python literals);
     `--sweep autotune` is left out here (the configs come from the kernel: autotune_configs)."""
-    from analyzer.ir.capture import parse_param
+    from tilescope.ir.capture import parse_param
 
     grid: dict[str, list[Any]] = {}
     for spec in specs:
@@ -127,7 +127,7 @@ def sweep_not_checked(rows: list[dict[str, Any]]) -> list[str]:
 def sweep_one(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> dict[str, Any]:
     """Worker: capture one combination and run the static rules (top-level so spawn can pickle it)."""
 
-    from analyzer.ir.capture import capture_ir
+    from tilescope.ir.capture import capture_ir
 
     return _row(capture_ir(kernel_ref, params, chip), params, chip)
 
@@ -136,8 +136,8 @@ def _row(cap: Any, params: dict[str, Any], chip: ChipSpec) -> dict[str, Any]:
     """One captured combination's table row: the static rules' codes, footprints, occupancy."""
     import pandas as pd
 
-    from analyzer.engine import run_rules
-    from analyzer.profile import Profile, SourceInfo
+    from tilescope.engine import run_rules
+    from tilescope.profile import Profile, SourceInfo
 
     prof = Profile(
         source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(), chip=chip, ir=cap.ir
@@ -154,9 +154,9 @@ def _tilelang_ascend_sweep(
 ) -> list[dict[str, Any]] | None:
     """A tilelang-ascend kernel sweeps in one worker of its own interpreter (importing tilelang
     there costs ~17 s under emulation, each lowering under 1 s); None for the other dialects."""
-    from analyzer.ir.capture import capture_many, resolve_kernel
-    from analyzer.ir.dialect import detect
-    from analyzer.ir.scopes import TILELANG_ASCEND
+    from tilescope.ir.capture import capture_many, resolve_kernel
+    from tilescope.ir.dialect import detect
+    from tilescope.ir.scopes import TILELANG_ASCEND
 
     _, _, tree = resolve_kernel(kernel_ref)
     if detect(tree).dialect != TILELANG_ASCEND:
@@ -166,7 +166,7 @@ def _tilelang_ascend_sweep(
 
 
 def _init_worker() -> None:
-    from analyzer.ir.capture import import_tilelang
+    from tilescope.ir.capture import import_tilelang
 
     import_tilelang()
 

@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analyzer.chips import gm_note
-from analyzer.findings import SEVERITIES
+from tilescope.chips import gm_note
+from tilescope.findings import SEVERITIES
 
 UNIT_LABELS = (("cube", "Cube"), ("vector", "Vector"), ("mte", "data movement (MTE)"), ("scalar", "Scalar"))
 # Under every top-kernels table: what its busy and speed-of-light columns mean (plain text, no markup).
@@ -179,7 +179,7 @@ def recoverable(summaries: Sequence[Mapping[str, Any]]) -> tuple[float, float, f
 
 def headline(findings: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[str, Any]]) -> str:
     """`6 findings: 5 high, 1 medium — est. 36.7 µs (84 % of device time) recoverable`, the closing
-    line of every view; savings are the summary's combined, bounded totals (analyzer.summary)."""
+    line of every view; savings are the summary's combined, bounded totals (tilescope.summary)."""
     if not findings:
         return "No findings."
     counts = Counter(str(f.get("severity")) for f in findings)

@@ -1,0 +1,75 @@
+"""The report accessors: the one place that knows the key names of the JSON report
+(report.schema.json), so every renderer, `diff` and the dashboard read it the same way.
+Plain dicts in, plain dicts out; nothing is plotted here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tilescope.text.words import num
+
+
+def _first(d: Mapping[str, Any], *keys: str, default: Any = None) -> Any:
+    for k in keys:
+        if k in d and d[k] is not None:
+            return d[k]
+    return default
+
+
+def report_summary(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The first profile's summary (tilescope.summary) with the keys renderers read."""
+    s = _first(report, "summary", default={}) or {}
+    shares = {k: num(v) for k, v in (_first(s, "shares", default={}) or {}).items()}
+    # the sentences built from several keys (words.units_text, launches_text, ...) read `raw`
+    return {
+        "total_device_us": num(_first(s, "total_device_us")),
+        "shares": shares,
+        "units_definition": _first(s, "units_definition", default=""),
+        "kernel_count": _first(s, "kernel_count"),
+        "raw": s,
+    }
+
+
+def profile_summaries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every profile's summary (one per rank), for totals over a multi-rank report."""
+    out = [dict(p.get("summary") or {}) for p in report.get("profiles", []) or []]
+    return out or [dict(report.get("summary") or {})]
+
+
+def report_kernels(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per-kernel aggregate rows (top kernels first), whatever key the report stores them under."""
+    rows = _first(report, "top_kernels", "kernels", default=None)
+    if rows is None:
+        rows = _first(report.get("summary", {}) or {}, "top_kernels", default=[])
+    return [dict(r) for r in rows or []]
+
+
+def report_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [dict(f) for f in report.get("findings", []) or []]
+
+
+def report_chip(report: Mapping[str, Any]) -> dict[str, Any]:
+    inputs = report.get("inputs", {}) or {}
+    chip = _first(inputs, "chip", default=None) or _first(report, "chip", default={}) or {}
+    return dict(chip) if isinstance(chip, Mapping) else {"name": str(chip)}
+
+
+def report_input_path(report: Mapping[str, Any]) -> str | None:
+    inputs = report.get("inputs", {}) or {}
+    if isinstance(inputs, Mapping):
+        p = _first(inputs, "path", "bundle", "source")
+        if isinstance(p, str):
+            return p
+        paths = inputs.get("paths")
+        if isinstance(paths, list) and paths:
+            return str(paths[0])
+    return None
+
+
+def report_timeline(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Launch rows with start_ns and duration_us, when the report carries them."""
+    rows = _first(report, "timeline", "launches", default=[]) or []
+    if isinstance(rows, Mapping):
+        rows = rows.get("kernels", []) or []
+    return [dict(r) for r in rows if "start_ns" in r and "duration_us" in r]

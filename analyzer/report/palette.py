@@ -1,0 +1,35 @@
+"""The product's colours (docs/product.md), one palette for the HTML report and the dashboard:
+units and pipes, severities, core types, and the order the pipe and unit series are drawn in.
+No plotting library is imported here, so text, Markdown and SARIF never load one."""
+
+from __future__ import annotations
+
+CUBE = "#1f77b4"
+VECTOR = "#ff7f0e"
+MTE1, MTE2, MTE3 = "#98df8a", "#2ca02c", "#1a6e1a"  # the #2ca02c family, light to dark
+SCALAR = "#9467bd"
+FIXPIPE = "#8c564b"
+IDLE = "#c7c7c7"
+HOST = "#9aa5b1"  # host threads are not a core type: slate, apart from idle/other grey
+SEVERITY_COLOURS = {"high": "#c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
+CORE_COLOURS = {"AI_CORE": CUBE, "MIX_AIC": CUBE, "AIC": CUBE, "AI_VECTOR_CORE": VECTOR,
+                "MIX_AIV": VECTOR, "AIV": VECTOR}
+
+# (column, label, colour) for the per-kernel pipe bars: Cube-side pipes then Vector-side pipes, each
+# as its share of the launch (tilescope.metrics: the same meaning whatever the profiler)
+PIPE_SERIES: tuple[tuple[str, str, str], ...] = (
+    ("aic_cube_share", "Cube", CUBE),
+    ("aic_mte1_share", "MTE1 (AIC)", MTE1),
+    ("aic_mte2_share", "MTE2 (AIC)", MTE2),
+    ("aic_mte3_share", "MTE3 (AIC)", MTE3),
+    ("aic_fixpipe_share", "FixPipe", FIXPIPE),
+    ("aic_scalar_share", "Scalar (AIC)", SCALAR),
+    ("aiv_vec_share", "Vector", VECTOR),
+    ("aiv_mte2_share", "MTE2 (AIV)", MTE2),
+    ("aiv_mte3_share", "MTE3 (AIV)", MTE3),
+    ("aiv_scalar_share", "Scalar (AIV)", SCALAR),
+)
+SHARE_SERIES: tuple[tuple[str, str, str], ...] = (
+    ("cube", "Cube", CUBE), ("vector", "Vector", VECTOR), ("mte", "Data movement (MTE)", MTE2),
+    ("scalar", "Scalar", SCALAR),
+)
