@@ -208,7 +208,7 @@ def test_a_pr_whose_findings_already_existed_passes_and_posts_everything(tmp_pat
     for step in ("Install tilescope", "Analyse (Markdown, HTML, SARIF, JSON)",
                  "Diff against the base (gates evaluated at the end)", "Gates"):
         assert job.ran(step) == "Success", step
-    assert job.pip.strip() == f"-m pip install {PINNED}"
+    assert job.pip.strip() == f"-m pip install {PINNED.replace('tilescope @', 'tilescope[html] @')}"
     assert job.summary.rstrip().endswith("### tilescope gates: passed")
     for name in ("report.md", "report.html", "tilescope.sarif", "report.json", "diff.md"):
         assert (job.out / name).is_file(), name
@@ -233,10 +233,11 @@ def test_pip_spec_must_be_pinned_and_never_the_bare_name(tmp_path: Path) -> None
     ("tilescope==0.1.0", None),  # a registry name nobody here owns
     ("tilescope @ git+https://github.com/acme/tilescope", None),  # not pinned
     ("tilescope @ git+ssh://git@github.com/acme/tilescope", None),  # user@host is no ref
-    ("tilescope @ git+https://github.com/acme/tilescope@0123abc", "tilescope @ git+https://github.com/acme/tilescope@0123abc"),
+    ("tilescope @ git+https://github.com/acme/tilescope@0123abc",
+     "tilescope[html] @ git+https://github.com/acme/tilescope@0123abc"),
     ("https://example.invalid/tilescope-0.1.0-py3-none-any.whl",
-     "tilescope @ https://example.invalid/tilescope-0.1.0-py3-none-any.whl"),
-    ("./dist/tilescope-0.1.0-py3-none-any.whl", "./dist/tilescope-0.1.0-py3-none-any.whl"),
+     "tilescope[html] @ https://example.invalid/tilescope-0.1.0-py3-none-any.whl"),
+    ("./dist/tilescope-0.1.0-py3-none-any.whl", "./dist/tilescope-0.1.0-py3-none-any.whl[html]"),
 ])
 def test_what_the_install_step_accepts(tmp_path: Path, spec: str, installs: str | None) -> None:
     job = run_job(tmp_path, None, None, pip_spec=spec)  # no bundles: the analysis fails at once

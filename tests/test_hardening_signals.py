@@ -47,7 +47,15 @@ def _start(args: list[str], tmpdir: Path, hold: str | None = None) -> subprocess
     return subprocess.Popen(
         [sys.executable, "-m", "tilescope.cli", *args],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    """The child starts with SIGINT at its default, as from a terminal: a suite started from a
+    background job (`cmd &`) has SIGINT ignored, the child would inherit that, and tilescope keeps
+    an ignored SIGINT ignored on purpose (test_an_ignored_signal_stays_ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for(proc: subprocess.Popen[str], ready: Any) -> None:
