@@ -10,12 +10,10 @@ from __future__ import annotations
 import copy
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tilescope.config import Config
-from tilescope.findings import Finding
 from tilescope.gcpause import gc_paused
 
 # The engine imports the profile model and with it pandas: imported when the rules run, so that
@@ -106,12 +104,6 @@ def _explain_one(need: str) -> str:
     return _CAPABILITY_HINTS.get(need, need)
 
 
-@dataclass
-class ProfileAnalysis:
-    profile: Profile
-    result: AnalysisResult
-
-
 def pattern_files(config: Config) -> list[str]:
     """`patterns = [...]` from the configuration file, resolved against the file's directory."""
     if config.source is None or not Path(config.source).is_file():
@@ -143,8 +135,7 @@ def kernel_columns_read() -> tuple[str, ...]:
     """Every kernel-table column `analyze` reads: the rules' (their NEEDS and READS) and the
     report's. `tilescope analyze` loads only these (`load_profiles(kernel_columns=...)`): a wide
     table's other columns (pipe times, cycle counts, ids, formats) would only take memory."""
-    from tilescope.engine import discover_rules
-    from tilescope.engine import kernel_columns_read as rule_columns
+    from tilescope.engine import discover_rules, rule_columns
     from tilescope.summary import REPORT_COLUMNS
 
     return tuple(dict.fromkeys((*rule_columns(discover_rules()), *REPORT_COLUMNS)))
@@ -164,16 +155,5 @@ def analyze(
         return run_rules(profile, cfg, kinds)
 
 
-def analyze_all(
-    profiles: Sequence[Profile], config: Config | None = None, kinds: tuple[str, ...] = ("runtime", "static")
-) -> list[ProfileAnalysis]:
-    """One analysis per profile (per rank for multi-rank input)."""
-    return [ProfileAnalysis(p, analyze(p, config, kinds)) for p in profiles]
-
-
 def skipped_to_dict(s: SkippedRule) -> dict[str, Any]:
     return {**s.to_dict(), "needs": list(dict.fromkeys(explain_need(m) for m in s.missing))}
-
-
-def worst_severity_rank(findings: Sequence[Finding]) -> int:
-    return max((f.severity.rank for f in findings), default=-1)

@@ -81,10 +81,6 @@ class Cluster:
         table = getattr(self, name, None) if name in CLUSTER_TABLES else None
         return isinstance(table, pd.DataFrame) and len(table) > 0 and table["rank"].nunique() >= 2
 
-    @property
-    def rank_ids(self) -> list[int]:
-        return [r.rank for r in self.ranks]
-
     def rank_totals(self) -> pd.DataFrame:
         """Per rank, summed over its steps: the split, the step time and where it came from; and
         the step time's spread over those steps (STEP_STATS: min, median, max)."""
@@ -453,9 +449,3 @@ def others_median(table: pd.DataFrame) -> pd.DataFrame:
         m = n - 1
         out[i, ok] = pick(m // 2) if m % 2 else (pick(m // 2 - 1) + pick(m // 2)) / 2
     return pd.DataFrame(out, index=table.index, columns=table.columns)
-
-
-def median_excluding(values: pd.Series, label: Any) -> float:
-    """The median of `values` without the entry `label` (the others' typical value)."""
-    others = values.drop(index=label)
-    return float(np.median(others.to_numpy(dtype=float))) if len(others) else float("nan")

@@ -454,14 +454,6 @@ def dtype_of(name: str) -> str:
     return "float64"
 
 
-def is_aic_column(name: str) -> bool:
-    return name.startswith("aic_")
-
-
-def is_aiv_column(name: str) -> bool:
-    return name.startswith("aiv_")
-
-
 # A column that only one `aic_metrics` group writes identifies the group (formats doc §3.2, §4).
 METRIC_GROUP_MARKERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("PipeUtilization", ("aic_cube_time_us", "aiv_vec_time_us", "aic_mte2_time_us", "aiv_mte2_time_us")),

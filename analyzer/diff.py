@@ -95,7 +95,7 @@ class RunData:
 
 # ---------------------------------------------------------------- loading a run
 
-def analyse_path(path: str | Path, chip: str | None = None, config_path: str | None = None) -> dict[str, Any]:
+def analyze_path(path: str | Path, chip: str | None = None, config_path: str | None = None) -> dict[str, Any]:
     """The report dict for a profile/bundle path (or a saved JSON report, read as is)."""
     p = Path(path)
     if p.is_file() and p.suffix.lower() == ".json":

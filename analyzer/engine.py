@@ -155,7 +155,7 @@ def get_rule(code_or_slug: str) -> RuleInfo | None:
 _CAPABILITIES = frozenset({"kernels", "timeline", "blocks", "launches", "ir"})
 
 
-def kernel_columns_read(rules: list[RuleInfo]) -> tuple[str, ...]:
+def rule_columns(rules: list[RuleInfo]) -> tuple[str, ...]:
     """Every kernel-table column these rules read: the columns among their NEEDS (each
     alternative of "a|b": `Profile.has` looks at all of them) and their READS, in first-seen order.
     """

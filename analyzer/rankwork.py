@@ -259,7 +259,7 @@ class RankRun:
     worker_peak_kib: list[int] = field(default_factory=list)
 
 
-def analyse_inputs(
+def analyze_inputs(
     found: Sequence[Detected | str],
     path: Path | str,
     config: Config,

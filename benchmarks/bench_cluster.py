@@ -13,7 +13,7 @@ then, one after the other in the same round (so that both see the same machine l
   summaries   the same command once more with the stored report removed: per-rank summaries from
               the cache, the model and the cross-rank rules rebuilt on them (what a run with one
               changed rank pays, less that rank's analysis)
-  workers     `analyse_inputs` in a child process with the pool: the largest worker peak RSS and the
+  workers     `analyze_inputs` in a child process with the pool: the largest worker peak RSS and the
               CPU seconds per rank (analyzer/rankwork.py measures both where the work runs)
 Wall times and peak RSS (os.wait4's ru_maxrss of each child, which covers its own children: the
 largest process of the pool) are printed with the load average, as a Markdown table, plus a
@@ -43,11 +43,11 @@ from tilescope.analysis import kernel_columns_read
 from tilescope.config import Config
 from tilescope.io.detect import detect
 from tilescope.rank_cache import input_bytes, input_rows
-from tilescope.rankwork import analyse_inputs, plan_executor
+from tilescope.rankwork import analyze_inputs, plan_executor
 run = Path(sys.argv[1])
 found = detect(run)
 where = plan_executor(None, None, [input_bytes(input_rows(d)) for d in found])
-r = analyse_inputs(found, run, Config(), None, kernel_columns_read(), where, None)
+r = analyze_inputs(found, run, Config(), None, kernel_columns_read(), where, None)
 print(json.dumps({"workers": where.workers, "peak_kib": max(r.worker_peak_kib),
                   "cpu_s": r.cpu_s, "ranks": len(r.parts)}))
 """

@@ -12,8 +12,7 @@ import pytest
 from tilescope.analysis import kernel_columns_read
 from tilescope.commands import analyze as analyze_cmd
 from tilescope.config import Config
-from tilescope.engine import discover_rules
-from tilescope.engine import kernel_columns_read as rule_columns
+from tilescope.engine import discover_rules, rule_columns
 from tilescope.report.render_json import render
 
 REPO = Path(__file__).resolve().parent.parent

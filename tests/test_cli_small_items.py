@@ -85,16 +85,6 @@ def test_static_findings_show_no_time_in_any_view(capsys: pytest.CaptureFixture[
         assert "static: no time estimate" in out, fmt  # TS504 says so
 
 
-def test_the_savings_chart_leaves_static_findings_out() -> None:
-    from tilescope.report.charts import findings_by_saving
-
-    fig = findings_by_saving([
-        {"code": "TS201", "slug": "a", "severity": "high", "est_saving_us": 9.5, "saving_kind": "device"},
-        {"code": "TS504", "slug": "b", "severity": "medium", "est_saving_us": 0.0, "saving_kind": "none"},
-    ])
-    assert [str(y) for y in fig.data[0].y] == ["TS201 a"]
-
-
 def test_diff_lines_of_static_findings_show_no_time() -> None:
     from tilescope.commands.diff_words import finding_line
 

@@ -127,7 +127,7 @@ def test_json_and_md_formats(tmp_path: Path) -> None:
 
 
 def test_diff_of_saved_json_reports(tmp_path: Path) -> None:
-    from tilescope.diff import analyse_path
+    from tilescope.diff import analyze_path
 
     try:
         from tilescope.report import render_json
@@ -135,7 +135,7 @@ def test_diff_of_saved_json_reports(tmp_path: Path) -> None:
         pytest.skip("render_json not installed")
     paths = []
     for name, src in (("base.json", UNFUSED), ("head.json", FUSED)):
-        report = analyse_path(src)
+        report = analyze_path(src)
         if "summary" not in report:
             pytest.skip("build_report not installed")
         paths.append(tmp_path / name)

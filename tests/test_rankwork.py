@@ -23,7 +23,7 @@ from tilescope.errors import MissingComponentError, UsageError
 from tilescope.io.detect import detect
 from tilescope.io.load import load_profiles
 from tilescope.rank_cache import RankCache
-from tilescope.rankwork import Executor_, analyse_inputs, default_workers, plan_executor
+from tilescope.rankwork import Executor_, analyze_inputs, default_workers, plan_executor
 from tilescope.report.data import build_report, validate_report
 
 
@@ -109,7 +109,7 @@ def test_second_analysis_reads_only_the_cached_summaries(run8: Path, tmp_path: P
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     found = detect(run8)
     cache = RankCache(tmp_path / "cache")
-    first = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    first = analyze_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
     assert first.cached == 0
     import tilescope.rankwork as rw
 
@@ -117,7 +117,7 @@ def test_second_analysis_reads_only_the_cached_summaries(run8: Path, tmp_path: P
         raise AssertionError(f"input {job.index} was analysed again")
 
     monkeypatch.setattr(rw, "run_unit", no_work)
-    second = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    second = analyze_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
     assert second.cached == len(found) == 8
     assert second.parts == first.parts
     for name in ("steps", "comm_ops", "links", "kernels"):
@@ -128,28 +128,28 @@ def test_second_analysis_reads_only_the_cached_summaries(run8: Path, tmp_path: P
 def test_a_changed_input_or_setting_is_analysed_again(run8: Path, tmp_path: Path) -> None:
     found = detect(run8)
     cache = RankCache(tmp_path / "cache")
-    analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
-    again = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    analyze_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    again = analyze_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
     assert again.cached == 8
     # another threshold: every input's rules ran with other settings
     cfg = Config(rules={"TS102": {"min_occurrences": 1000}})
-    other = analyse_inputs(found, run8, cfg, None, kernel_columns_read(), Executor_("serial"), cache)
+    other = analyze_inputs(found, run8, cfg, None, kernel_columns_read(), Executor_("serial"), cache)
     assert other.cached == 0
     # one rank's step trace rewritten (same size, later time): that rank only
     step_trace = found[2].path / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv"
     st = step_trace.stat()
     os.utime(step_trace, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-    touched = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    touched = analyze_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
     assert touched.cached == 7
 
 
 def test_a_damaged_cache_entry_is_recomputed(run8: Path, tmp_path: Path) -> None:
     found = detect(run8)
     cache = RankCache(tmp_path / "cache")
-    first = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    first = analyze_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
     for meta in sorted((tmp_path / "cache").rglob("unit.json"))[:3]:
         meta.write_bytes(meta.read_bytes()[:40])  # truncated
-    again = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    again = analyze_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
     assert again.cached == 5
     assert again.parts == first.parts
 
@@ -209,8 +209,8 @@ def test_rank_parts_survive_a_round_trip_unchanged(run8: Path, tmp_path: Path) -
     """What a worker hands back is plain data: equal after the cache's JSON and Parquet."""
     found = detect(run8)[:2]
     cache = RankCache(tmp_path / "c")
-    fresh = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
-    back = analyse_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    fresh = analyze_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
+    back = analyze_inputs(found, run8, Config(), None, kernel_columns_read(), Executor_("serial"), cache)
     assert back.cached == 2
     assert [dataclasses.asdict(r) for r in back.cluster.ranks] == [
         dataclasses.asdict(r) for r in fresh.cluster.ranks
@@ -235,7 +235,7 @@ def test_dask_workers_that_cannot_see_the_ranks_are_named(
     monkeypatch.setattr(rw, "run_jobs", elsewhere)
     said = r"the Dask workers of tcp://h:8786 cannot read it \(8 of the ranks\)"
     with pytest.raises(UsageError, match=said):
-        analyse_inputs(detect(run8), run8, Config(), None, kernel_columns_read(),
+        analyze_inputs(detect(run8), run8, Config(), None, kernel_columns_read(),
                        Executor_("dask", address="tcp://h:8786"), None)
 
 

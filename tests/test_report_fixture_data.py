@@ -147,12 +147,12 @@ def hostile_report(bundle: Path | None = None, name: str = HOSTILE[0]) -> dict[s
 
 def real_report() -> dict[str, Any] | None:
     """A report built by the real pipeline (load, analyse, build_report) from the unfused sample."""
-    from tilescope.diff import analyse_path
+    from tilescope.diff import analyze_path
 
     sample = Path(__file__).resolve().parent.parent / "sample_traces" / "attention_unfused"
     if not sample.exists():
         return None
-    report = analyse_path(sample)
+    report = analyze_path(sample)
     report.pop("_profile")
     return report
 

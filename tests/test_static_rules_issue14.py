@@ -38,7 +38,7 @@ def lint() -> Any:
     return get
 
 
-def analyse(ir: dict[str, Any], chip: ChipSpec = CHIP) -> AnalysisResult:
+def analyze_ir(ir: dict[str, Any], chip: ChipSpec = CHIP) -> AnalysisResult:
     prof = Profile(
         source=SourceInfo(path=Path("k.py"), format="ir"), kernels=pd.DataFrame(), chip=chip, ir=ir
     )
@@ -48,7 +48,7 @@ def analyse(ir: dict[str, Any], chip: ChipSpec = CHIP) -> AnalysisResult:
 
 
 def new_findings(ir: dict[str, Any], chip: ChipSpec = CHIP) -> list[Finding]:
-    return [f for f in analyse(ir, chip).findings if f.code in NEW]
+    return [f for f in analyze_ir(ir, chip).findings if f.code in NEW]
 
 
 def only(findings: list[Finding], code: str) -> Finding:
@@ -153,7 +153,7 @@ def test_ts508_quiet_on_a_full_wave_and_not_checked_without_cores(lint: Any) -> 
     ir = lint("flash_attention_variants.py")  # 3072 // 128 = 24 blocks on 24 cores
     assert new_findings(ir) == []
     no_cores = CHIP.with_overrides(aic_count=None, aiv_count=None)
-    res = analyse(lint("flash_attention_variants.py", seq_q=1024), no_cores)
+    res = analyze_ir(lint("flash_attention_variants.py", seq_q=1024), no_cores)
     assert [(s.code, s.missing) for s in res.skipped if s.code == "TS508"] == [("TS508", ("chip.aic_count",))]
     assert "TS508" not in {f.code for f in res.findings}
 
@@ -284,7 +284,7 @@ def test_real_flash_attention_core(real: Any) -> None:
     ir = real("flash_attention_core.py", "flash_attention_fwd", q_len=1024, kv_len=1024)
     assert ir["lowered"] is True and ir["kernels"][0]["grid"] == [8]
     chip = get_chip("950")
-    res = analyse(ir, chip)
+    res = analyze_ir(ir, chip)
     fs = [f for f in res.findings if f.code in NEW]
     # The kernel reloads Q_shared (L1, 128 x 128 bf16) into qk_a_l0 inside the KV loop (macro qk):
     # 8 KV blocks of 128, 7 redundant MTE1 copies per block; everything else is quiet.
@@ -312,7 +312,7 @@ def test_real_kernels_quiet(real: Any, name: str, builder: str, params: dict[str
     ir = real(name, builder, **params)
     assert ir["lowered"] is True
     chip = get_chip("950")
-    fs = [f for f in analyse(ir, chip).findings if f.code in NEW and f.code != "TS508"]
+    fs = [f for f in analyze_ir(ir, chip).findings if f.code in NEW and f.code != "TS508"]
     assert fs == []
 
 

@@ -206,7 +206,7 @@ def _build_ranks(
     from tilescope.gcpause import gc_paused
     from tilescope.rank_cache import RankCache, default_cache_dir, input_bytes, input_rows
     from tilescope.rank_cache_prune import max_cache_bytes
-    from tilescope.rankwork import analyse_inputs, plan_executor
+    from tilescope.rankwork import analyze_inputs, plan_executor
     from tilescope.report.data import add_cluster, assemble_report
 
     # listed once: the memory estimate and the cache keys
@@ -215,7 +215,7 @@ def _build_ranks(
     limit = 0 if not opts.use_cache else (
         opts.cache_max_bytes if opts.cache_max_bytes is not None else max_cache_bytes())
     cache = RankCache(opts.cache_dir or default_cache_dir()) if limit > 0 else None
-    run = analyse_inputs(found, path, cfg, chip or cfg.chip, kernel_columns_read(), where, cache, rows=rows)
+    run = analyze_inputs(found, path, cfg, chip or cfg.chip, kernel_columns_read(), where, cache, rows=rows)
     if failures is not None:
         failures.extend(run.failures)
     # the advisor's findings are matched against ours: rebuilt as Finding objects only for it

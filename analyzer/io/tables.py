@@ -352,8 +352,6 @@ def to_exact_ns(arr: pa.Array | pa.ChunkedArray, path: Path, column: str) -> pa.
     return pc.if_else(ok, ns, pa.scalar(None, pa.int64()))
 
 
-
-
 def shape_lists(arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """Parse a shape-string column once per unique string (shapes repeat a lot), then gather."""
     if isinstance(arr, pa.ChunkedArray) and pa.types.is_dictionary(arr.type):
@@ -543,10 +541,6 @@ def arrow_type_of(name: str) -> pa.DataType:
 
 def _arrow_type(dtype: str) -> pa.DataType:
     return {"string": pa.string(), "Int64": pa.int64(), "int64_ns": pa.int64()}.get(dtype, pa.float64())
-
-
-def empty_kernels(ensure: Iterable[str]) -> pd.DataFrame:
-    return to_frame({}, 0, ensure)
 
 
 def read_small_table(path: Path) -> pd.DataFrame:

@@ -19,7 +19,6 @@ from tilescope.ir.linemap import launch_sites, map_launch
 from tilescope.ir.model import find_kernel
 from tilescope.ir.rulekit import locations
 
-TOPICS = ("memory", "vector", "cube", "scalar", "grid", "loop")
 _OPS = ("gemms", "copies", "elementwise", "reduces")
 _NOT_SERIAL = ("thread_binding", "parallel", "vectorized")
 

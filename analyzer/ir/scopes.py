@@ -62,10 +62,6 @@ def hardware_for(scope: str, dialect: str) -> str:
     return _MAPS.get(dialect, _ASCEND_0115).get(scope, "?")
 
 
-def is_ascend_buffer(hardware: str) -> bool:
-    return hardware in HARDWARE
-
-
 def dtype_bytes(dtype: str) -> float:
     """Bytes per element ('float16' -> 2, 'int4' -> 0.5, 'bool' -> 1)."""
     if dtype == "bool":
@@ -117,11 +113,6 @@ def nbytes(shape: Sequence[int], dtype: str) -> int:
 def ub_aligned(nb: int) -> int:
     """UB allocations start on 32-byte boundaries."""
     return round_up(nb, 32)
-
-
-def memory_level(hardware: str) -> str:
-    """Level name used for copies: GM, L1, L0A, L0B, L0C, UB, REG."""
-    return hardware if hardware != "?" else "unknown"
 
 
 # Direction of a copy -> the pipe that moves it (product.md words).

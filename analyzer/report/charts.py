@@ -11,7 +11,7 @@ tilescope.report.access.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -22,7 +22,6 @@ from tilescope.report.palette import (
     CUBE,
     IDLE,
     PIPE_SERIES,
-    SEVERITY_COLOURS,
     SHARE_SERIES,
     VECTOR,
 )
@@ -151,19 +150,6 @@ def timeline(launches: Rows | Any, max_rows: int = 5000) -> go.Figure:
                 hovertemplate="%{text}<br>start %{base:.1f} µs, %{x:.2f} µs<extra></extra>")
     return _layout(fig, "Timeline of kernel launches", barmode="overlay",
                    xaxis={"title": "µs since first launch"})
-
-
-def findings_by_saving(findings: Iterable[Mapping[str, Any]], max_findings: int = 20) -> go.Figure:
-    """Horizontal bars of estimated saving per finding, coloured by severity; static findings have
-    no time to draw (a 0 µs bar would read as "nothing to gain")."""
-    timed = [f for f in findings if f.get("saving_kind") != "none"]
-    rows = sorted(timed, key=lambda f: -(num(f.get("est_saving_us")) or 0.0))[:max_findings]
-    labels = _dedupe_labels([plotly_text(f"{f.get('code', '?')} {f.get('slug', '')}", 60) for f in rows])
-    fig = go.Figure(go.Bar(
-        y=labels[::-1], x=[num(f.get("est_saving_us")) or 0.0 for f in rows][::-1], orientation="h",
-        marker_color=[SEVERITY_COLOURS.get(str(f.get("severity")), IDLE) for f in rows][::-1],
-        hovertemplate="%{y}: %{x:.1f} µs<extra></extra>"))
-    return _layout(fig, "Estimated saving per finding", xaxis={"title": "µs"}, showlegend=False)
 
 
 def figures_from_report(report: Mapping[str, Any]) -> dict[str, go.Figure | str]:
