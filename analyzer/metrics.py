@@ -19,12 +19,13 @@ Conventions chosen here (the reports and rules rely on them):
   the Vector unit's); `cube_utilization_pct` keeps the file's value and is filled from the
   calculation only where the file had none.
 - Work: `cube_flops` = measured Cube FLOPs (ArithmeticUtilization `aic_cube_fops`, plus the older
-  `aiv_cube_fops`) when present, else from shapes (MatMul*/BatchMatMul* = 2·batch·M·N·K with K
-  matched in the input dims; FlashAttentionScore = 4·B·S_q·S_kv·H_q, causal masking ignored, the
-  Grad x2.5); `vector_flops` = measured Vector FLOPs (`aiv_vector_fops`, the older
-  `aic_vector_fops`, `msprof op`'s `aiv_vec_fops`); `flops` = their sum.
+  `aiv_cube_fops`) when present, else from shapes (tilescope.flops: MatMul*/BatchMatMul* =
+  2·batch·M·N·K with K matched in the input dims; FlashAttentionScore = 4·B·S_q·S_kv·H_q, causal
+  masking ignored, the Grad x2.5); `vector_flops` = measured Vector FLOPs (`aiv_vector_fops`, the
+  older `aic_vector_fops`, `msprof op`'s `aiv_vec_fops`); `flops` = their sum.
 - `bytes_moved`: measured GM traffic when the Memory group is present (read+write GB/s x that side's
-  time), else the sizes of all input and output tensors (each read or written once: a lower bound).
+  time), else the sizes of all input and output tensors (tilescope.flops; each read or written
+  once: a lower bound).
   `achieved_gbps` = bytes_moved / duration (the launch's bandwidth; never a sum of per-block rates).
 - Speed of light (`sol_us`): the time the launch would take if its busiest resource ran at the
   chip's ceiling for the cores it used (its grid, at most the chip's cores): max(cube_flops / the
@@ -42,7 +43,6 @@ Conventions chosen here (the reports and rules rely on them):
 
 from __future__ import annotations
 
-from math import prod
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tilescope.chips import ChipSpec
-from tilescope.shapes import parse_shape
+from tilescope.flops import shape_metrics
 
 # pandas is imported inside the DataFrame code paths: the Arrow-only file output of `tilescope
 # kernels` computes the same derived metrics without paying its ~0.2 s import
@@ -77,30 +77,6 @@ PIPE_SHARES: dict[str, tuple[str, ...]] = {
 # Columns that carry a coupled-chip table's un-prefixed metrics; their total cycles count the Vector
 # unit too, so no Cube utilisation is computed from them.
 COUPLED_MARKER = "memory_bound"
-DTYPE_BYTES = {
-    "FLOAT16": 2,
-    "FP16": 2,
-    "HALF": 2,
-    "BF16": 2,
-    "BFLOAT16": 2,
-    "INT16": 2,
-    "UINT16": 2,
-    "FLOAT": 4,
-    "FLOAT32": 4,
-    "FP32": 4,
-    "INT32": 4,
-    "UINT32": 4,
-    "INT64": 8,
-    "UINT64": 8,
-    "DOUBLE": 8,
-    "FLOAT64": 8,
-    "INT8": 1,
-    "UINT8": 1,
-    "BOOL": 1,
-    "FP8": 1,
-    "HIFLOAT8": 1,
-}
-_FLOP_KEYS = ("op_type", "input_shapes", "output_shapes", "input_dtypes", "output_dtypes")
 
 
 def float_column(df: pd.DataFrame, name: str) -> pd.Series:
@@ -325,7 +301,7 @@ def derived_metrics(
         new["cube_share"] = _share(cube, safe)
         new["vector_share"] = _share(vec, safe)
 
-        shape_flops, shape_bytes = _shape_metrics(cols)
+        shape_flops, shape_bytes = shape_metrics(cols)
         measured_cube = _positive(_sum_present(cols, "aic_cube_fops", "aiv_cube_fops"))
         cube_flops = _fill(measured_cube, shape_flops)
         # `aiv_vec_fops` is `msprof op`'s name for the Vector FLOPs (ArithmeticUtilization.csv)
@@ -578,150 +554,3 @@ def bound_pipe(k: pd.DataFrame) -> pd.Series:
     out = derived["bound_pipe"].to_pandas().astype("str")  # type: ignore[union-attr]
     out.index = k.index  # positional: the labels were computed row by row
     return out
-
-
-# ---- shapes -> FLOPs and bytes (computed once per unique shape/dtype combination) -----------------
-
-
-def _split_shapes(text: Any) -> list[list[int]] | None:
-    """The shape lists of a shapes cell (`parse_shape`); None for a missing or empty cell."""
-    return parse_shape(text) if isinstance(text, str) and text else None
-
-
-def _matmul_flops(ins: list[list[int]], outs: list[list[int]]) -> float | None:
-    tensors = [s for s in ins if s]
-    if len(tensors) < 2 or not outs or len(outs[0]) < 2:
-        return None
-    a, b, c = tensors[0], tensors[1], outs[0]
-    if len(a) < 2 or len(b) < 2:
-        return None
-    m, n = c[-2], c[-1]
-    batch = prod(c[:-2]) if len(c) > 2 else 1
-    a0, a1 = a[-2], a[-1]
-    b0, b1 = b[-2], b[-1]
-    for k_a, other_a in ((a1, a0), (a0, a1)):  # A = [M, K] or transposed [K, M]
-        if other_a != m:
-            continue
-        if (b0 == k_a and b1 == n) or (b1 == k_a and b0 == n):
-            return 2.0 * batch * m * n * k_a
-    return None
-
-
-def _fa_flops(ins: list[list[int]], outs: list[list[int]], backward: bool) -> float | None:
-    if len(ins) < 2 or not ins[0] or not ins[1]:
-        return None
-    q, kk = ins[0], ins[1]
-    seq: int | None = None
-    for s in ins[2:]:
-        if len(s) == 2 and s[0] in q and s[1] in kk:  # atten_mask [S_q, S_kv]
-            seq = s[0]
-            break
-    if len(q) == 4:  # BNSD (default) or BSND; softmax_max output is [B, N, S_q, 8]
-        sm = outs[0] if outs and len(outs[0]) == 4 else None
-        if sm and q[1] == sm[2] and q[2] == sm[1]:
-            b, sq, h, skv = q[0], q[1], q[2] * q[3], kk[1]
-        else:
-            b, sq, h, skv = q[0], q[2], q[1] * q[3], kk[2]
-    elif len(q) == 3:  # BSH (default) or SBH, told apart by the mask's sequence length
-        if seq is not None and q[0] == seq and q[1] != seq:
-            b, sq, h, skv = q[1], q[0], q[2], kk[0]
-        else:
-            b, sq, h, skv = q[0], q[1], q[2], kk[1]
-    else:
-        return None
-    flops = 4.0 * b * sq * skv * h
-    return flops * 2.5 if backward else flops
-
-
-def _tensor_bytes(shapes: list[list[int]] | None, dtypes: Any) -> float | None:
-    if not shapes or not isinstance(dtypes, str):
-        return None
-    types = dtypes.split(";")
-    total = 0
-    for i, shp in enumerate(shapes):
-        if not shp:
-            continue  # empty slot = optional input not given
-        name = types[i].strip().upper().removeprefix("DT_") if i < len(types) else ""
-        size = DTYPE_BYTES.get(name)
-        if size is None:
-            return None
-        total += prod(shp) * size
-    return float(total)
-
-
-def _one_combo(op_type: Any, ins_s: Any, outs_s: Any, in_dt: Any, out_dt: Any) -> tuple[float, float]:
-    ins, outs = _split_shapes(ins_s), _split_shapes(outs_s)
-    flops: float | None = None
-    t = op_type if isinstance(op_type, str) else ""
-    if ins is not None and outs is not None:
-        if t.startswith(("MatMul", "BatchMatMul")):
-            flops = _matmul_flops(ins, outs)
-        elif t.startswith("FlashAttentionScore"):
-            flops = _fa_flops(ins, outs, backward="Grad" in t)
-    bi, bo = _tensor_bytes(ins, in_dt), _tensor_bytes(outs, out_dt)
-    nbytes = bi + bo if bi is not None and bo is not None else None
-    return (flops if flops is not None else np.nan, nbytes if nbytes is not None else np.nan)
-
-
-def _dense_codes(key: np.ndarray) -> tuple[np.ndarray, int]:
-    """0..m-1 codes for the distinct values of `key`, numbered in order of first appearance (Arrow's
-    hash-based dictionary_encode; no sort), and m."""
-    enc = pc.dictionary_encode(pa.array(key))
-    return enc.indices.to_numpy().astype("int64"), len(enc.dictionary)
-
-
-def _shape_metrics(cols: KernelColumns) -> tuple[np.ndarray, np.ndarray]:
-    n = cols.n
-    if not n or "input_shapes" not in cols:
-        return np.full(n, np.nan), np.full(n, np.nan)
-    # one code per unique combination: a mixed-radix number over the key columns' codes, made dense
-    # by one hash pass (re-densified early in the unlikely case the radix would overflow int64)
-    key = np.zeros(n, dtype="int64")
-    radix = 1
-    keys: list[tuple[np.ndarray, list[Any]] | None] = []
-    for c in _FLOP_KEYS:
-        if c not in cols:
-            keys.append(None)
-            continue
-        col_codes, col_uniques = cols.codes(c)
-        keys.append((col_codes, col_uniques))
-        base = len(col_uniques) + 1
-        if radix * base >= 1 << 62:
-            key, radix = _dense_codes(key)
-        key = key * base + col_codes
-        radix *= base
-    codes, _ = _dense_codes(key)
-    # codes are numbered in order of first appearance: code k first occurs where the running max
-    # of the codes first reaches k
-    running = np.maximum.accumulate(codes)
-    first = np.flatnonzero(np.concatenate(([True], running[1:] > running[:-1])))
-
-    def value(key: tuple[np.ndarray, list[Any]] | None, row: int) -> Any:
-        if key is None:
-            return None
-        v = key[1][key[0][row]]
-        return None if v is None or (isinstance(v, float) and np.isnan(v)) else v
-
-    vals = np.array(
-        [_one_combo(*(value(key, int(r)) for key in keys)) for r in first], dtype="float64"
-    ).reshape(-1, 2)
-    return vals[codes, 0], vals[codes, 1]
-
-
-# ---- profile summary -------------------------------------------------------------------------------
-
-
-def interval_union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merge intervals into disjoint sorted ones (vectorised: sort, running max of ends)."""
-    if len(starts) == 0:
-        return np.array([], dtype="int64"), np.array([], dtype="int64")
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > run_end[:-1]
-    group = np.cumsum(new) - 1
-    u_start = s[new]
-    u_end = np.zeros(len(u_start), dtype=e.dtype)
-    np.maximum.at(u_end, group, e)
-    return u_start, u_end

@@ -1,5 +1,5 @@
 """Tensor shapes as profilers write them (`"4096,2,512;;8"`: tensors by `;`, dims by `,`), parsed
-once for every reader and for the FLOP and byte estimates (tilescope.metrics). Standard library only."""
+once for every reader and for the FLOP and byte estimates (tilescope.flops). Standard library only."""
 
 from __future__ import annotations
 

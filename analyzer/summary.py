@@ -37,6 +37,7 @@ from tilescope.findings import (
     Finding,
     Severity,
 )
+from tilescope.intervals import interval_union
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -106,8 +107,6 @@ def communication_mask(k: pd.DataFrame) -> np.ndarray:
 
 
 def _union_us(start: np.ndarray, end: np.ndarray) -> float:
-    from tilescope.metrics import interval_union
-
     u_start, u_end = interval_union(start, end)
     return float((u_end - u_start).sum()) / 1000.0
 

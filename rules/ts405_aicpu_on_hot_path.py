@@ -9,7 +9,7 @@ import pandas as pd
 
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
-from tilescope.metrics import interval_union
+from tilescope.intervals import interval_union
 from tilescope.profile import Profile
 from tilescope.rules._common import (
     AICORE_TYPES,
