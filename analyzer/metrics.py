@@ -49,7 +49,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tilescope.chips import ChipSpec
+from tilescope.chips import CHIPS, ChipSpec
 from tilescope.flops import shape_metrics
 
 # pandas is imported inside the DataFrame code paths: the Arrow-only file output of `tilescope
@@ -548,8 +548,6 @@ def _bound_pipe_labels(shares: dict[str, np.ndarray | pa.Array], n: int) -> pa.A
 
 def bound_pipe(k: pd.DataFrame) -> pd.Series:
     """The `bound_pipe` label of every launch (derived from the pipe shares)."""
-    from tilescope.chips import CHIPS
-
     derived = derived_metrics(KernelColumns(k), CHIPS["910B2"])  # the labels use no chip figure
     out = derived["bound_pipe"].to_pandas().astype("str")  # type: ignore[union-attr]
     out.index = k.index  # positional: the labels were computed row by row
