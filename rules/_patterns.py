@@ -22,19 +22,16 @@ import numpy as np
 import pandas as pd
 
 from tilescope.errors import UsageError
-from tilescope.rules._common import (
+from tilescope.rules._columns import (
     AICORE_TYPES,
     NON_COMPUTE_TYPES,
-    _tensor_elems,
     core_type_codes,
-    end_ns,
     num,
     op_type_codes,
-    start_ns,
-    stream_key,
-    stream_ordered,
     text_codes,
 )
+from tilescope.rules._intervals import end_ns, start_ns, stream_key, stream_ordered
+from tilescope.rules._shapes import _tensor_elems
 
 # ---------------------------------------------------------------------------------------------
 # fusible-pattern matching (TS102, and TS101 to avoid reporting the same kernels twice)
@@ -316,7 +313,7 @@ def _linked(
     rows: list[int], ins: tuple[np.ndarray, np.ndarray], outs: tuple[np.ndarray, np.ndarray]
 ) -> bool:
     """Each kernel reads a tensor with as many elements as one its predecessor wrote (views allowed).
-    `ins` and `outs` are the shape columns as (codes, labels) (`tilescope.rules._common.text_codes`).
+    `ins` and `outs` are the shape columns as (codes, labels) (`tilescope.rules._columns.text_codes`).
 
     Unknown shapes do not veto a match: TileLang and level-0 tables carry none.
     """

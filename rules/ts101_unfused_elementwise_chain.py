@@ -11,24 +11,20 @@ import pandas as pd
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile
-from tilescope.rules._common import (
+from tilescope.rules._columns import (
     HELPER_COLUMNS,
     VECTOR_TYPES,
-    _tensor_elems,
-    chip_figures,
     core_type_codes,
-    fmt_bytes,
-    fmt_us,
-    locate,
-    make_finding,
     num,
     op_type_codes,
-    r3,
-    shape_bytes,
-    stream_ordered,
     text_codes,
 )
+from tilescope.rules._findings import chip_figures, locate, make_finding
+from tilescope.rules._intervals import stream_ordered
+from tilescope.rules._numbers import fmt_bytes, r3
 from tilescope.rules._patterns import load_patterns, match_patterns
+from tilescope.rules._shapes import _tensor_elems, shape_bytes
+from tilescope.text.words import fmt_us
 
 CODE = "TS101"
 SLUG = "unfused-elementwise-chain"
@@ -69,7 +65,7 @@ def _links(
     """link[i] (in stream order): kernel i reads a tensor kernel i-1 wrote, both Vector-only, same stream.
 
     Tensors are compared by element count so that views (4096x4608 vs 1024x4x4608) still link.
-    `op`, `ins` and `outs` are per-row codes (`tilescope.rules._common.text_codes`): equal codes are equal
+    `op`, `ins` and `outs` are per-row codes (`tilescope.rules._columns.text_codes`): equal codes are equal
     strings, so neighbours are compared by code and shape strings are parsed once per distinct one.
     """
     rows = order["_row"].to_numpy()

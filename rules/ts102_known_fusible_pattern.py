@@ -10,20 +10,10 @@ import pandas as pd
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile, Timeline
-from tilescope.rules._common import (
-    HELPER_COLUMNS,
-    end_ns,
-    fmt_us,
-    locate,
-    make_finding,
-    num,
-    op_types,
-    r3,
-    start_ns,
-    stream_key,
-    strings,
-    text,
-)
+from tilescope.rules._columns import HELPER_COLUMNS, num, op_types, strings, text
+from tilescope.rules._findings import locate, make_finding
+from tilescope.rules._intervals import end_ns, start_ns, stream_key
+from tilescope.rules._numbers import r3
 from tilescope.rules._patterns import (
     Pattern,
     PatternMatch,
@@ -32,6 +22,7 @@ from tilescope.rules._patterns import (
     match_host_patterns,
     match_patterns,
 )
+from tilescope.text.words import fmt_us
 
 CODE = "TS102"
 SLUG = "known-fusible-pattern"

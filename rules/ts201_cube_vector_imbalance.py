@@ -12,20 +12,10 @@ import pandas as pd
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile
-from tilescope.rules._common import (
-    HELPER_COLUMNS,
-    LEAN_COLUMNS,
-    MIX_TYPES,
-    core_types,
-    grouped_findings,
-    lean,
-    num,
-    op_types,
-    pct,
-    r3,
-    refine_library,
-    refine_stages,
-)
+from tilescope.rules._columns import HELPER_COLUMNS, LEAN_COLUMNS, MIX_TYPES, core_types, lean, num, op_types
+from tilescope.rules._findings import grouped_findings
+from tilescope.rules._numbers import pct, r3
+from tilescope.rules._refine import refine_library, refine_stages
 from tilescope.text.words import count_text
 
 CODE = "TS201"

@@ -9,15 +9,11 @@ import pandas as pd
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile
-from tilescope.rules._common import (
-    HELPER_COLUMNS,
-    fmt_bytes,
-    grouped_findings,
-    num,
-    refine_library,
-    shape_bytes,
-    text,
-)
+from tilescope.rules._columns import HELPER_COLUMNS, num, text
+from tilescope.rules._findings import grouped_findings
+from tilescope.rules._numbers import fmt_bytes
+from tilescope.rules._refine import refine_library
+from tilescope.rules._shapes import shape_bytes
 
 CODE = "TS301"
 SLUG = "buffer-spill-reload"

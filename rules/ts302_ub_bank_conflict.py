@@ -9,15 +9,10 @@ import pandas as pd
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile
-from tilescope.rules._common import (
-    HELPER_COLUMNS,
-    LEAN_COLUMNS,
-    grouped_findings,
-    lean,
-    num,
-    pct,
-    refine_library,
-)
+from tilescope.rules._columns import HELPER_COLUMNS, LEAN_COLUMNS, lean, num
+from tilescope.rules._findings import grouped_findings
+from tilescope.rules._numbers import pct
+from tilescope.rules._refine import refine_library
 
 CODE = "TS302"
 SLUG = "ub-bank-conflict"

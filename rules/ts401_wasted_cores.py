@@ -10,18 +10,18 @@ import pandas as pd
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile
-from tilescope.rules._common import (
+from tilescope.rules._columns import (
     CUBE_TYPES,
     HELPER_COLUMNS,
     LEAN_COLUMNS,
     VECTOR_TYPES,
     core_types,
-    grouped_findings,
     num,
-    pct,
-    refine_library,
     text,
 )
+from tilescope.rules._findings import grouped_findings
+from tilescope.rules._numbers import pct
+from tilescope.rules._refine import refine_library
 from tilescope.text.words import count_text
 
 CODE = "TS401"

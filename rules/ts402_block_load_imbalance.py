@@ -10,7 +10,9 @@ import pandas as pd
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile
-from tilescope.rules._common import locate, make_finding, num, r3, text
+from tilescope.rules._columns import num, text
+from tilescope.rules._findings import locate, make_finding
+from tilescope.rules._numbers import r3
 from tilescope.text.words import count_text
 
 CODE = "TS402"

@@ -10,8 +10,11 @@ import pandas as pd
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile
-from tilescope.rules._common import end_ns, fmt_us, make_finding, num, pct, r3, start_ns, text
-from tilescope.text.words import count_text
+from tilescope.rules._columns import num, text
+from tilescope.rules._findings import make_finding
+from tilescope.rules._intervals import end_ns, start_ns
+from tilescope.rules._numbers import pct, r3
+from tilescope.text.words import count_text, fmt_us
 
 CODE = "TS403"
 SLUG = "aicore-frequency-drop"

@@ -9,18 +9,10 @@ import numpy as np
 from tilescope.engine import RuleContext
 from tilescope.findings import SAVING_IDLE, Finding
 from tilescope.profile import Profile
-from tilescope.rules._common import (
-    HELPER_COLUMNS,
-    NON_COMPUTE_TYPES,
-    core_types,
-    fmt_us,
-    make_finding,
-    num,
-    pct,
-    r3,
-    text,
-)
-from tilescope.text.words import count_text
+from tilescope.rules._columns import HELPER_COLUMNS, NON_COMPUTE_TYPES, core_types, num, text
+from tilescope.rules._findings import make_finding
+from tilescope.rules._numbers import pct, r3
+from tilescope.text.words import count_text, fmt_us
 
 CODE = "TS404"
 SLUG = "host-bound-gaps"

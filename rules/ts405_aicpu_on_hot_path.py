@@ -11,20 +11,18 @@ from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.intervals import interval_union
 from tilescope.profile import Profile
-from tilescope.rules._common import (
+from tilescope.rules._columns import (
     AICORE_TYPES,
     HELPER_COLUMNS,
     LEAN_COLUMNS,
     core_type_codes,
-    end_ns,
-    grouped_findings,
     lean,
     num,
     op_type_codes,
-    overlap_with_union,
-    pct,
-    start_ns,
 )
+from tilescope.rules._findings import grouped_findings
+from tilescope.rules._intervals import end_ns, overlap_with_union, start_ns
+from tilescope.rules._numbers import pct
 from tilescope.text.words import count_text
 
 CODE = "TS405"

@@ -8,6 +8,7 @@ from tilescope.engine import RuleContext
 from tilescope.findings import Finding, Severity
 from tilescope.ir.rulekit import alloc, locations
 from tilescope.profile import Profile
+from tilescope.rules._findings import make_finding
 
 CODE = "TS500"
 SLUG = "lowering-failed"
@@ -91,7 +92,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     "alloc_shared = UB, no threads=) — see sample_traces/kernels/matmul.py"
                 )
         out.append(
-            Finding(
+            make_finding(
+                ctx,
                 code=CODE,
                 slug=SLUG,
                 severity=Severity.HIGH,
@@ -99,6 +101,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 message=msg,
                 evidence=ev,
                 recommendation=rec_text,
+                saving_us=0.0,
                 locations=locations(ir, k, rec, "lowering failure"),
             )
         )

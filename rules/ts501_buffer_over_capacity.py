@@ -8,6 +8,7 @@ from tilescope.engine import RuleContext
 from tilescope.findings import Finding, Severity
 from tilescope.ir.rulekit import alloc, fmt_kib, locations, lowered_kernels
 from tilescope.profile import Profile
+from tilescope.rules._findings import make_finding
 
 CODE = "TS501"
 SLUG = "buffer-over-capacity"
@@ -74,7 +75,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 f"; {what}" if what else ""
             )
             out.append(
-                Finding(
+                make_finding(
+                    ctx,
                     code=CODE,
                     slug=SLUG,
                     severity=Severity.HIGH,
@@ -94,6 +96,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     },
                     recommendation=f"reduce the {hw} tiles by at least {used - cap} B "
                     f"(e.g. halve block_N or block_M of {top['name'] if top else 'the largest tile'})",
+                    saving_us=0.0,
                     locations=locations(ir, k, alloc(k, top["name"]) if top else None, f"{hw} allocation"),
                 )
             )

@@ -9,6 +9,7 @@ from tilescope.findings import Finding, Severity
 from tilescope.ir.footprint import padding_waste
 from tilescope.ir.rulekit import locations, lowered_kernels
 from tilescope.profile import Profile
+from tilescope.rules._findings import make_finding
 
 CODE = "TS502"
 SLUG = "fractal-misalignment"
@@ -67,7 +68,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 f"16/{pw['c0']} fractal): {pw['waste_pct']} % of Cube work is padding"
             )
             out.append(
-                Finding(
+                make_finding(
+                    ctx,
                     code=CODE,
                     slug=SLUG,
                     severity=sev,
@@ -86,6 +88,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                         f"use tiles {pw['m_padded']}×{pw['n_padded']}×{pw['k_padded']} (same padded cost, "
                         f"no waste) or round down to multiples of 16/16/{pw['c0']}"
                     ),
+                    saving_us=0.0,
                     locations=locations(ir, k, g, "gemm"),
                 )
             )

@@ -8,6 +8,7 @@ from tilescope.engine import RuleContext
 from tilescope.findings import Finding, Severity
 from tilescope.ir.rulekit import alloc, locations, lowered_kernels
 from tilescope.profile import Profile
+from tilescope.rules._findings import make_finding
 
 CODE = "TS503"
 SLUG = "low-precision-accumulation"
@@ -63,7 +64,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             )
             acc = alloc(k, g["c"])
             out.append(
-                Finding(
+                make_finding(
+                    ctx,
                     code=CODE,
                     slug=SLUG,
                     severity=sev,
@@ -87,6 +89,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     recommendation=(
                         f'allocate {g["c"]} as float32 (T.alloc_l0c(..., "float32")) and cast on store'
                     ),
+                    saving_us=0.0,
                     locations=locations(ir, k, acc, "accumulator") + locations(ir, k, g, "gemm")[:1],
                 )
             )

@@ -8,6 +8,7 @@ from tilescope.engine import RuleContext
 from tilescope.findings import Finding, Severity
 from tilescope.ir.rulekit import alloc, locations, lowered_kernels
 from tilescope.profile import Profile
+from tilescope.rules._findings import make_finding
 
 CODE = "TS504"
 SLUG = "pipeline-not-applied"
@@ -137,7 +138,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     f"({reason}; T.annotate_buffer_versions fixes one)"
                 )
             out.append(
-                Finding(
+                make_finding(
+                    ctx,
                     code=CODE,
                     slug=SLUG,
                     severity=sev,
@@ -161,6 +163,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                         else "keep loop-carried state out of the pipelined buffers, or set num_stages "
                         "to what is applied so the source says what runs"
                     ),
+                    saving_us=0.0,
                     locations=locations(ir, k, lp, "pipelined loop"),
                 )
             )

@@ -8,6 +8,7 @@ from tilescope.engine import RuleContext
 from tilescope.findings import Finding, Severity
 from tilescope.ir.rulekit import locations, lowered_kernels
 from tilescope.profile import Profile
+from tilescope.rules._findings import make_finding
 
 CODE = "TS505"
 SLUG = "intermediate-through-global-memory"
@@ -88,11 +89,12 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             )
             sev = Severity.HIGH if moved >= 64 * 1024 * 1024 else Severity.MEDIUM
             out.append(
-                Finding(
+                make_finding(
+                    ctx,
                     code=CODE,
                     slug=SLUG,
                     severity=sev,
-                    kernels=tuple(dict.fromkeys([k["name"], reader["name"]])),
+                    kernels=[k["name"], reader["name"]],  # one name when k reads its own store back
                     message=msg,
                     evidence={
                         "tensor": name,
@@ -111,6 +113,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                         f"fuse {k['name']} and {reader['name']}: keep {name} on chip "
                         "(L0C -> UB with T.dual_copy, UB -> L1 for the next T.gemm)"
                     ),
+                    saving_us=0.0,
                     locations=locations(ir, k, store, f"store {name}")
                     + locations(ir, reader, load, f"load {name}"),
                 )

@@ -16,6 +16,7 @@ from tilescope.ir.occupancy import (
 )
 from tilescope.ir.rulekit import locations, lowered_kernels
 from tilescope.profile import Profile
+from tilescope.rules._findings import make_finding
 
 CODE = "TS506"
 SLUG = "tile-too-small"
@@ -112,7 +113,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 f"({gain:.1f}×)"
             )
             out.append(
-                Finding(
+                make_finding(
+                    ctx,
                     code=CODE,
                     slug=SLUG,
                     severity=Severity.HIGH if gain >= 3 else Severity.MEDIUM,
@@ -134,6 +136,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     recommendation=(
                         f"use block_M={b['block_M']}, block_N={b['block_N']}, block_K={b['block_K']}"
                     ),
+                    saving_us=0.0,
                     locations=locations(ir, k, g, "gemm"),
                 )
             )

@@ -8,6 +8,7 @@ from tilescope.engine import RuleContext
 from tilescope.findings import Finding, Severity
 from tilescope.ir.rulekit import alloc, fmt_kib, locations, loop_by_id, lowered_kernels, ops_in_loop
 from tilescope.profile import Profile
+from tilescope.rules._findings import make_finding
 
 CODE = "TS507"
 SLUG = "k-loop-not-pipelined"
@@ -101,7 +102,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 f"use T.Pipelined({trips}, num_stages=2)"
             )
             out.append(
-                Finding(
+                make_finding(
+                    ctx,
                     code=CODE,
                     slug=SLUG,
                     severity=Severity.MEDIUM,
@@ -121,6 +123,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                         "min_iterations": min_trips,
                     },
                     recommendation=f"write the loop as T.Pipelined({trips}, num_stages=2)",
+                    saving_us=0.0,
                     locations=locations(ir, k, lp, "serial K loop"),
                 )
             )

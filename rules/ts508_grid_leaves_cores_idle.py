@@ -12,7 +12,8 @@ from tilescope.ir.model import find_kernel
 from tilescope.ir.rulekit import grid_blocks, locations, lowered_kernels
 from tilescope.ir.scopes import CUDA
 from tilescope.profile import Profile
-from tilescope.rules._common import text
+from tilescope.rules._columns import text
+from tilescope.rules._findings import make_finding
 
 CODE = "TS508"
 SLUG = "grid-leaves-cores-idle"
@@ -119,7 +120,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         lower = (waves - 1) * cores
         fits = [n for n in (lower, waves * cores) if n > 0]
         out.append(
-            Finding(
+            make_finding(
+                ctx,
                 code=CODE,
                 slug=SLUG,
                 severity=sev,
@@ -142,6 +144,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     f"launch a multiple of {cores} blocks ({' or '.join(map(str, fits))}): split along "
                     "another axis or use smaller tiles"
                 ),
+                saving_us=0.0,
                 locations=locations(ir, k, grid_record(k), "T.Kernel grid"),
             )
         )

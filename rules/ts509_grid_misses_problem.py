@@ -9,6 +9,7 @@ from tilescope.findings import Finding, Severity
 from tilescope.ir.regions import covered_interval
 from tilescope.ir.rulekit import locations, loop_by_id, lowered_kernels
 from tilescope.profile import Profile
+from tilescope.rules._findings import make_finding
 
 CODE = "TS509"
 SLUG = "grid-misses-problem"
@@ -136,7 +137,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 )
                 first = next(cp for cp, r in acc if r["dims"][d].get("terms"))
                 out.append(
-                    Finding(
+                    make_finding(
+                        ctx,
                         code=CODE,
                         slug=SLUG,
                         severity=Severity.HIGH if written else Severity.MEDIUM,
@@ -162,6 +164,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                             "launch T.ceildiv(n, block) blocks and guard the tail tile, or use a tile that "
                             f"divides {size}"
                         ),
+                        saving_us=0.0,
                         locations=locations(ir, k, first, f"{t['name']} tile copy"),
                     )
                 )

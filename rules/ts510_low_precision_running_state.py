@@ -9,6 +9,7 @@ from tilescope.engine import RuleContext
 from tilescope.findings import Finding, Severity
 from tilescope.ir.rulekit import alloc, locations, loop_by_id, lowered_kernels, ops_in_loop
 from tilescope.profile import Profile
+from tilescope.rules._findings import make_finding
 from tilescope.rules.ts503_low_precision_accumulation import THRESHOLDS as TS503_THRESHOLDS
 
 CODE = "TS510"
@@ -135,7 +136,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     f"a sum of {total} values rounded in {a['dtype']}; keep it in float32"
                 )
                 out.append(
-                    Finding(
+                    make_finding(
+                        ctx,
                         code=CODE,
                         slug=SLUG,
                         severity=sev,
@@ -153,6 +155,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                             "high_reduction_length": hi_len,
                         },
                         recommendation=f'allocate {name} as float32 and cast once when storing the result',
+                        saving_us=0.0,
                         locations=locations(ir, k, a, "running state") + locations(ir, k, e, "update")[:1],
                     )
                 )

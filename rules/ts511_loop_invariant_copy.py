@@ -8,6 +8,7 @@ from tilescope.engine import RuleContext
 from tilescope.findings import Finding, Severity
 from tilescope.ir.rulekit import fmt_kib, locations, loop_by_id, lowered_kernels, ops_in_loop
 from tilescope.profile import Profile
+from tilescope.rules._findings import make_finding
 
 CODE = "TS511"
 SLUG = "loop-invariant-copy"
@@ -103,7 +104,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 f"per block; hoist it above loop {outer['var']}"
             )
             out.append(
-                Finding(
+                make_finding(
+                    ctx,
                     code=CODE,
                     slug=SLUG,
                     severity=Severity.MEDIUM if cp["src_level"] == "GM" else Severity.LOW,
@@ -121,6 +123,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                         "min_iterations": min_trips,
                     },
                     recommendation=f"move T.copy({cp['src']}, {cp['dst']}) above loop {outer['var']}",
+                    saving_us=0.0,
                     locations=(
                         locations(ir, k, cp, "loop-invariant copy") + locations(ir, k, outer, "loop")[:1]
                     ),

@@ -354,7 +354,7 @@ def test_float_columns_are_read_in_place_and_stay_read_only() -> None:
     # the derived metrics, summary, report and rules read float64 columns without a copy, and
     # cannot write through what they read
     from tilescope.metrics import KernelColumns, float_column
-    from tilescope.rules._common import num
+    from tilescope.rules._columns import num
 
     k = load_profile(UNFUSED_PT).kernels
     column = k["duration_us"].to_numpy()
@@ -382,7 +382,7 @@ def test_rule_text_read_once_per_value_keeps_every_name(capsys: pytest.CaptureFi
 
 
 def test_strings_shares_one_object_per_value() -> None:
-    from tilescope.rules._common import strings, text
+    from tilescope.rules._columns import strings, text
 
     k = load_profile(UNFUSED_PT).kernels
     got, want = strings(text(k, "name")), text(k, "name").to_numpy()
@@ -395,7 +395,14 @@ def test_strings_shares_one_object_per_value() -> None:
 
 @pytest.mark.parametrize("categorical", [True, False])
 def test_text_codes_equal_text_is_equal_code(categorical: bool) -> None:
-    from tilescope.rules._common import core_type_codes, core_types, op_type_codes, op_types, text, text_codes
+    from tilescope.rules._columns import (
+        core_type_codes,
+        core_types,
+        op_type_codes,
+        op_types,
+        text,
+        text_codes,
+    )
 
     df = pd.DataFrame(
         {
@@ -514,7 +521,8 @@ def test_summary_reads_only_its_listed_columns(real_traces: Path) -> None:
 
 def _links_by_strings(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) -> np.ndarray:
     """TS101's links as they were found before: per-row strings, split and exploded."""
-    from tilescope.rules._common import op_types, strings, tensor_elems, text
+    from tilescope.rules._columns import op_types, strings, text
+    from tilescope.rules._shapes import tensor_elems
 
     rows = order["_row"].to_numpy()
     prev_ok = np.zeros(len(rows), dtype=bool)
@@ -538,7 +546,8 @@ def _links_by_strings(df: pd.DataFrame, order: pd.DataFrame, vec: np.ndarray) ->
 
 @pytest.mark.parametrize("categorical", [True, False])
 def test_ts101_links_by_codes_as_by_strings(categorical: bool) -> None:
-    from tilescope.rules._common import op_type_codes, stream_ordered, text_codes
+    from tilescope.rules._columns import op_type_codes, text_codes
+    from tilescope.rules._intervals import stream_ordered
     from tilescope.rules.ts101_unfused_elementwise_chain import _links
 
     rng = np.random.default_rng(13)

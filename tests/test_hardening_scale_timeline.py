@@ -27,7 +27,8 @@ from tilescope.io.load import load_profile
 from tilescope.io.timeline import read_timeline
 from tilescope.profile import Profile, SourceInfo, Timeline
 from tilescope.rules import ts102_known_fusible_pattern as ts102
-from tilescope.rules._common import end_ns, num, start_ns, text
+from tilescope.rules._columns import num, text
+from tilescope.rules._intervals import end_ns, start_ns
 from tilescope.rules._patterns import (
     _BASE,
     _HOST_IGNORE,

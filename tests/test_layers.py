@@ -23,7 +23,6 @@ OVERSIZE = {
     "analyzer/ir/capture.py": 829,
     "analyzer/ir/walk.py": 639,
     "dashboard/figures.py": 699,
-    "rules/_common.py": 657,
 }
 
 

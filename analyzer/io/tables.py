@@ -514,7 +514,7 @@ def to_frame(
     `categories`, dictionary-encoded text stays encoded, as a pandas Categorical: a kernel table
     repeats a few hundred names, types and shapes over millions of rows (9 text columns of 3 M
     launches: 524 MiB as `str`, ~30 MiB of codes). Its readers take it through
-    `metrics.text_column` / `tilescope.rules._common.text`, which give the `str` column back.
+    `metrics.text_column` / `tilescope.rules._columns.text`, which give the `str` column back.
     """
     import pandas as pd
 

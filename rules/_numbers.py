@@ -1,0 +1,35 @@
+"""How the rules write numbers: rounded for a finding's evidence (`r3`, `r4`: JSON-safe), and in its
+message (`pct`, `fmt_bytes`). Times in messages are `tilescope.text.words.fmt_us`, as in every view."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilescope.text.words import fmt_pct
+from tilescope.text.words import num as finite
+
+
+def r3(x: Any) -> float | None:
+    """Round for evidence; NaN/None become None so JSON stays valid."""
+    f = finite(x)  # the views' own test for a number: None when missing, not numeric, NaN or inf
+    return None if f is None else round(f, 3)
+
+
+def r4(x: Any) -> float | None:
+    v = r3(x)
+    return None if v is None else round(float(x), 4)
+
+
+def pct(x: float) -> str:
+    """A 0-1 share in a rule's message, rounded as every view rounds shares (tilescope.text.words)."""
+    return fmt_pct(x, 0)
+
+
+def fmt_bytes(n: float) -> str:
+    """Bytes in a rule's message: KiB, MiB to one place, GiB to two. tilescope.text.words has no
+    byte formatter (the cache's `size_text` sits above the rules and prints GiB to one place)."""
+    if n >= 1024**3:
+        return f"{n / 1024**3:.2f} GiB"
+    if n >= 1024**2:
+        return f"{n / 1024**2:.1f} MiB"
+    return f"{n / 1024:.1f} KiB"
