@@ -41,6 +41,16 @@ def _c(name: str, dtype: str, unit: str, doc: str = "", **sources: tuple[str, ..
 
 _KT = ("op_summary", "kernel_details")
 
+# The canonical `core_type` values (design.md §3; torch_npu's `Accelerator Core`, msprof's `Task
+# Type`), named once for every reader, rule and view, and the side of the AI Core each runs on: a
+# mix kernel runs on both, its Cube (MIX_AIC) or Vector (MIX_AIV) side leading.
+AI_CORE, AI_VECTOR_CORE, AI_CPU = "AI_CORE", "AI_VECTOR_CORE", "AI_CPU"
+MIX_AIC, MIX_AIV = "MIX_AIC", "MIX_AIV"
+CUBE_TYPES = frozenset({AI_CORE, MIX_AIC})
+VECTOR_TYPES = frozenset({AI_VECTOR_CORE, MIX_AIV})
+MIX_TYPES = frozenset({MIX_AIC, MIX_AIV})
+AICORE_TYPES = CUBE_TYPES | VECTOR_TYPES
+
 COLUMNS: tuple[ColumnSpec, ...] = (
     # --- identity and launch columns -------------------------------------------------------------
     _c("step_id", "Int64", "", kernel_details=("Step Id", "Step ID")),

@@ -50,6 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tilescope.chips import CHIPS, ChipSpec
+from tilescope.columns import AI_CORE, AI_VECTOR_CORE, MIX_AIC, MIX_AIV
 from tilescope.flops import shape_metrics
 
 # pandas is imported inside the DataFrame code paths: the Arrow-only file output of `tilescope
@@ -347,7 +348,7 @@ def _unit_codes(cols: KernelColumns) -> np.ndarray:
         return np.full(cols.n, -1, dtype="int64")
     # one code per distinct core type (a handful), gathered per row
     type_codes, types = cols.codes("core_type")
-    per_type = {"AI_CORE": 0, "AI_VECTOR_CORE": 1, "MIX_AIC": 2, "MIX_AIV": 3}
+    per_type = {AI_CORE: 0, AI_VECTOR_CORE: 1, MIX_AIC: 2, MIX_AIV: 3}
     code = np.array([per_type.get(str(t), -1) for t in types], dtype="int64")[type_codes]
     if (code == 0).any() and "aiv_total_cycles" in cols:
         vector_only = ~(cols.floats("aic_total_cycles") > 0) & (cols.floats("aiv_total_cycles") > 0)

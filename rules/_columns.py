@@ -16,10 +16,6 @@ import pandas as pd
 
 from tilescope.metrics import float_column
 
-CUBE_TYPES = frozenset({"AI_CORE", "MIX_AIC"})
-VECTOR_TYPES = frozenset({"AI_VECTOR_CORE", "MIX_AIV"})
-MIX_TYPES = frozenset({"MIX_AIC", "MIX_AIV"})
-AICORE_TYPES = CUBE_TYPES | VECTOR_TYPES
 # Tasks that are not AI Core work; they have no PMU metrics and must not break AI Core sequences.
 NON_COMPUTE_TYPES = frozenset(
     {

@@ -21,15 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tilescope.columns import AICORE_TYPES
 from tilescope.errors import UsageError
-from tilescope.rules._columns import (
-    AICORE_TYPES,
-    NON_COMPUTE_TYPES,
-    core_type_codes,
-    num,
-    op_type_codes,
-    text_codes,
-)
+from tilescope.rules._columns import NON_COMPUTE_TYPES, core_type_codes, num, op_type_codes, text_codes
 from tilescope.rules._intervals import end_ns, start_ns, stream_key, stream_ordered
 from tilescope.rules._shapes import _tensor_elems
 

@@ -8,17 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tilescope.columns import VECTOR_TYPES
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile
-from tilescope.rules._columns import (
-    HELPER_COLUMNS,
-    VECTOR_TYPES,
-    core_type_codes,
-    num,
-    op_type_codes,
-    text_codes,
-)
+from tilescope.rules._columns import HELPER_COLUMNS, core_type_codes, num, op_type_codes, text_codes
 from tilescope.rules._findings import chip_figures, locate, make_finding
 from tilescope.rules._intervals import stream_ordered
 from tilescope.rules._numbers import fmt_bytes, r3

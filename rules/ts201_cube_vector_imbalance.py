@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tilescope.columns import MIX_TYPES
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile
-from tilescope.rules._columns import HELPER_COLUMNS, LEAN_COLUMNS, MIX_TYPES, core_types, lean, num, op_types
+from tilescope.rules._columns import HELPER_COLUMNS, LEAN_COLUMNS, core_types, lean, num, op_types
 from tilescope.rules._findings import grouped_findings
 from tilescope.rules._numbers import pct, r3
 from tilescope.rules._refine import refine_library, refine_stages

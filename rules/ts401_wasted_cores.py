@@ -7,18 +7,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tilescope.columns import CUBE_TYPES, VECTOR_TYPES
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile
-from tilescope.rules._columns import (
-    CUBE_TYPES,
-    HELPER_COLUMNS,
-    LEAN_COLUMNS,
-    VECTOR_TYPES,
-    core_types,
-    num,
-    text,
-)
+from tilescope.rules._columns import HELPER_COLUMNS, LEAN_COLUMNS, core_types, num, text
 from tilescope.rules._findings import grouped_findings
 from tilescope.rules._numbers import pct
 from tilescope.rules._refine import refine_library

@@ -7,19 +7,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tilescope.columns import AICORE_TYPES
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.intervals import interval_union
 from tilescope.profile import Profile
-from tilescope.rules._columns import (
-    AICORE_TYPES,
-    HELPER_COLUMNS,
-    LEAN_COLUMNS,
-    core_type_codes,
-    lean,
-    num,
-    op_type_codes,
-)
+from tilescope.rules._columns import HELPER_COLUMNS, LEAN_COLUMNS, core_type_codes, lean, num, op_type_codes
 from tilescope.rules._findings import grouped_findings
 from tilescope.rules._intervals import end_ns, overlap_with_union, start_ns
 from tilescope.rules._numbers import pct

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from tilescope.chips import ChipSpec, family_chip, resolve_chip
+from tilescope.columns import MIX_AIC, MIX_AIV
 from tilescope.profile import DeviceInfo
 
 # Example: "device_0", "device_12"
@@ -188,8 +189,8 @@ class ChipEvidence:
         self.rows += cols.n
         block = cols.floats("block_dim")
         mix = cols.floats("mix_block_dim")
-        mix_aic = cols.text_in("core_type", ["MIX_AIC"])
-        mix_aiv = cols.text_in("core_type", ["MIX_AIV"])
+        mix_aic = cols.text_in("core_type", [MIX_AIC])
+        mix_aiv = cols.text_in("core_type", [MIX_AIV])
         # blocks on each side: a MIX_AIC launch's Vector side runs `Mix Block Dim` sub-blocks, a
         # MIX_AIV launch's Cube side likewise; every other row runs Block Dim on whichever side did
         # the work (older CANN types vector kernels AI_CORE with their cycles in aiv_*)

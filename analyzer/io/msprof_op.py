@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tilescope.columns import KERNEL_CONTRACT
+from tilescope.columns import AI_CORE, AI_VECTOR_CORE, KERNEL_CONTRACT, MIX_AIC
 from tilescope.errors import ProfileFormatError
 from tilescope.io.msprof_op_layout import (
     METRIC_FILES,
@@ -228,9 +228,9 @@ def _kernels_from(launches: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:
         k["aiv_total_cycles"].fillna(0.0) > 0 if "aiv_total_cycles" in k else pd.Series(False, index=k.index)
     )
     labels = np.full(len(k), None, dtype=object)
-    labels[aiv.to_numpy()] = "AI_VECTOR_CORE"
-    labels[aic.to_numpy()] = "AI_CORE"
-    labels[(aic & aiv).to_numpy()] = "MIX_AIC"
+    labels[aiv.to_numpy()] = AI_VECTOR_CORE
+    labels[aic.to_numpy()] = AI_CORE
+    labels[(aic & aiv).to_numpy()] = MIX_AIC
     k["core_type"] = pd.Series(labels, index=k.index, dtype="str")
     for col in KERNEL_CONTRACT:
         if col not in k:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from tilescope.columns import SHAPE_LIST_COLUMNS, canonical_header, dtype_of
+from tilescope.columns import AI_CORE, AI_VECTOR_CORE, SHAPE_LIST_COLUMNS, canonical_header, dtype_of
 from tilescope.errors import ProfileFormatError
 from tilescope.io.detect import first_line
 from tilescope.io.native import native_name
@@ -426,8 +426,8 @@ def null_unused_side(df: pd.DataFrame) -> pd.DataFrame:
     if "core_type" in df and len(df):
         core = df["core_type"]
         masks = {
-            "aiv_": (core == "AI_CORE").fillna(False).to_numpy(dtype=bool),
-            "aic_": (core == "AI_VECTOR_CORE").fillna(False).to_numpy(dtype=bool),
+            "aiv_": (core == AI_CORE).fillna(False).to_numpy(dtype=bool),
+            "aic_": (core == AI_VECTOR_CORE).fillna(False).to_numpy(dtype=bool),
         }
         for name in df.columns:
             mask = masks.get(name[:4])
@@ -447,8 +447,8 @@ def null_unused_side_arrow(cols: dict[str, pa.Array | pa.ChunkedArray]) -> None:
     core = cols.get("core_type")
     if core is not None and len(core):
         masks = {
-            "aiv_": pc.fill_null(pc.equal(core, "AI_CORE"), False),
-            "aic_": pc.fill_null(pc.equal(core, "AI_VECTOR_CORE"), False),
+            "aiv_": pc.fill_null(pc.equal(core, AI_CORE), False),
+            "aic_": pc.fill_null(pc.equal(core, AI_VECTOR_CORE), False),
         }
         for prefix, mask in masks.items():
             if not pc.any(mask).as_py():

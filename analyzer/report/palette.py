@@ -4,6 +4,8 @@ No plotting library is imported here, so text, Markdown and SARIF never load one
 
 from __future__ import annotations
 
+from tilescope.columns import CUBE_TYPES, VECTOR_TYPES
+
 CUBE = "#1f77b4"
 VECTOR = "#ff7f0e"
 MTE1, MTE2, MTE3 = "#98df8a", "#2ca02c", "#1a6e1a"  # the #2ca02c family, light to dark
@@ -12,8 +14,9 @@ FIXPIPE = "#8c564b"
 IDLE = "#c7c7c7"
 HOST = "#9aa5b1"  # host threads are not a core type: slate, apart from idle/other grey
 SEVERITY_COLOURS = {"high": "#c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
-CORE_COLOURS = {"AI_CORE": CUBE, "MIX_AIC": CUBE, "AIC": CUBE, "AI_VECTOR_CORE": VECTOR,
-                "MIX_AIV": VECTOR, "AIV": VECTOR}
+# the side a core type runs on; "AIC" / "AIV" are the block tables' core names
+CORE_COLOURS = {**dict.fromkeys(CUBE_TYPES, CUBE), "AIC": CUBE,
+                **dict.fromkeys(VECTOR_TYPES, VECTOR), "AIV": VECTOR}
 
 # (column, label, colour) for the per-kernel pipe bars: Cube-side pipes then Vector-side pipes, each
 # as its share of the launch (tilescope.metrics: the same meaning whatever the profiler)
