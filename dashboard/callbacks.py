@@ -20,6 +20,8 @@ from tilescope.dashboard import inputs
 from tilescope.dashboard import ranks as R
 from tilescope.dashboard import views as V
 from tilescope.dashboard.data import ClusterEntry, DataStore, ProfileEntry
+from tilescope.dashboard.figures_roofline import roofline_figure
+from tilescope.dashboard.figures_timeline import timeline_figure
 from tilescope.dashboard.ir_view import (
     ir_kernels,
     kernel_of_locations,
@@ -209,7 +211,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
             if chip.assumptions
             else ""
         )
-        return F.roofline_figure(V.roofline_points(entry), chip), note
+        return roofline_figure(V.roofline_points(entry), chip), note
 
     @app.callback(
         Output("timeline", "figure"),
@@ -232,7 +234,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
             return empty, timeline_gap(entry), None
         x0, x1 = _x_window(relayout, last) if ctx.triggered_id == "timeline" else (None, None)
         seg = timeline_window(lanes, x0, x1)
-        fig = F.timeline_figure(
+        fig = timeline_figure(
             seg.lane,
             seg.start,
             seg.end,
