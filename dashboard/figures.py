@@ -1,5 +1,10 @@
 """Pure figure builders: tables in, Plotly figures out (no Dash, no I/O), one colour vocabulary.
 
+This module holds the vocabulary every dashboard figure shares (series colours, `plot_text`, the
+core-type categories, `apply_layout`, `empty_figure`) and the Overview, Kernel detail and Compare
+charts; the larger figures each have their own module on top of it: figures_roofline.py,
+figures_timeline.py and figures_ranks.py (the Ranks tab's heatmap and communication matrix).
+
 Colours follow docs/product.md exactly, so the dashboard and the HTML report read the same. Every
 string that came from a profile passes through `plot_text()` before reaching Plotly, because
 Plotly interprets a subset of HTML in labels and hover text; escaped, a kernel named
@@ -9,7 +14,7 @@ Plotly interprets a subset of HTML in labels and hover text; escaped, a kernel n
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -47,8 +52,6 @@ COLOURS = {
     "Idle": P.IDLE,
 }
 SEVERITY_COLOURS = P.SEVERITY_COLOURS
-# Mix kernels use their side's colour with a different marker, so the palette stays the product's.
-SYMBOLS = {CUBE: "circle", VECTOR: "circle", MIX_CUBE: "diamond", MIX_VECTOR: "diamond", OTHER: "square"}
 _CORE_CATEGORY = {"AI_CORE": CUBE, "AI_VECTOR_CORE": VECTOR, "MIX_AIC": MIX_CUBE, "MIX_AIV": MIX_VECTOR}
 # (label, column, colour key) of the pipe bars; AIC pipes first, then AIV, as MindStudio lists them.
 # Each is the pipe's share of the launch (tilescope.metrics), the same quantity as every other view.
@@ -90,7 +93,8 @@ def core_categories(frame: pd.DataFrame) -> np.ndarray:
     return mapped[codes]  # code -1 (missing) picks the trailing OTHER
 
 
-def _layout(fig: go.Figure, title: str, height: int = 320, **extra: Any) -> go.Figure:
+def apply_layout(fig: go.Figure, title: str, height: int = 320, **extra: Any) -> go.Figure:
+    """The house look of every dashboard figure: title top left, one font, a horizontal legend."""
     fig.update_layout(
         title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)),
         template="plotly_white",
@@ -117,7 +121,7 @@ def empty_figure(message: str, height: int = 150) -> go.Figure:
     )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    return _layout(fig, "", height)
+    return apply_layout(fig, "", height)
 
 
 def format_us(us: float) -> str:
@@ -146,7 +150,7 @@ def busy_by_core_type_figure(busy_us: dict[str, float]) -> go.Figure:
     )
     fig.update_xaxes(title_text="device busy time (µs)")
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, "Device busy time by core type", 240)
+    return apply_layout(fig, "Device busy time by core type", 240)
 
 
 def pipe_share_figure(shares: dict[str, float]) -> go.Figure:
@@ -168,7 +172,7 @@ def pipe_share_figure(shares: dict[str, float]) -> go.Figure:
     )
     fig.update_xaxes(title_text="busy, % of device time (per core, summed over launches)", range=[0, 100])
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, "Cube / Vector / data movement / Scalar busy", 240)
+    return apply_layout(fig, "Cube / Vector / data movement / Scalar busy", 240)
 
 
 def top_kernels_figure(by_name: pd.DataFrame, n: int = 12) -> go.Figure:
@@ -193,7 +197,7 @@ def top_kernels_figure(by_name: pd.DataFrame, n: int = 12) -> go.Figure:
     )
     fig.update_xaxes(title_text="total time (µs)")
     fig.update_yaxes(autorange="reversed", automargin=True)
-    return _layout(fig, f"Top {len(top)} kernels by time", 80 + 26 * len(top))
+    return apply_layout(fig, f"Top {len(top)} kernels by time", 80 + 26 * len(top))
 
 
 def findings_by_severity_figure(
@@ -220,7 +224,7 @@ def findings_by_severity_figure(
     )
     fig.update_yaxes(title_text="findings", rangemode="tozero", tickformat=",d")
     fig.update_xaxes(title_text="severity")
-    return _layout(fig, "Findings by severity (est. saving)", 240)
+    return apply_layout(fig, "Findings by severity (est. saving)", 240)
 
 
 # --- Kernel detail ------------------------------------------------------------------------------
@@ -257,7 +261,7 @@ def pipe_ratio_figure(rows: pd.DataFrame, title: str) -> go.Figure:
     fig.update_yaxes(title_text="pipe busy (% of the launch, per core)", range=[0, 110])
     fig.update_xaxes(title_text="pipe (AIC = Cube core, AIV = Vector core)")
     suffix = f" — mean of {len(rows)} launches, whiskers min–max" if several else ""
-    return _layout(fig, plot_text(title, 60) + suffix, 320)
+    return apply_layout(fig, plot_text(title, 60) + suffix, 320)
 
 
 def cube_vector_split_figure(rows: pd.DataFrame) -> go.Figure:
@@ -292,7 +296,7 @@ def cube_vector_split_figure(rows: pd.DataFrame) -> go.Figure:
     )
     fig.update_xaxes(title_text="busy time (µs, summed over launches)")
     fig.update_layout(showlegend=False)
-    return _layout(fig, "Cube / Vector split", 200)
+    return apply_layout(fig, "Cube / Vector split", 200)
 
 
 def bandwidth_figure(rows: pd.DataFrame, chip: ChipSpec) -> go.Figure:
@@ -322,7 +326,7 @@ def bandwidth_figure(rows: pd.DataFrame, chip: ChipSpec) -> go.Figure:
         )
     fig.update_yaxes(title_text="bandwidth (GB/s)")
     fig.update_xaxes(title_text="counter")
-    return _layout(fig, "GM bandwidth vs the chip's GM bandwidth", 300)
+    return apply_layout(fig, "GM bandwidth vs the chip's GM bandwidth", 300)
 
 
 def _is_gm_counter(column: str) -> bool:
@@ -382,289 +386,7 @@ def block_heatmap_figure(blocks: pd.DataFrame) -> go.Figure:
     title = f"Per-block time — max/mean = {imbalance:.2f}" if math.isfinite(imbalance) else "Per-block time"
     if launches > 1:
         title += f" (mean of {launches} launches)"
-    return _layout(fig, title, 260)
-
-
-# --- Ranks (dashboard/ranks.py builds the grids from the report's cluster section) ------------------
-
-
-def json_grid(values: np.ndarray) -> list[Any]:
-    """A 2-D float array as nested lists with None for NaN (JSON has no NaN: a gap in a heatmap)."""
-    out = values.astype(object)
-    out[np.isnan(values)] = None
-    return list(out.tolist())
-
-
-def rank_step_heatmap_figure(
-    values: np.ndarray, ranks: list[int], labels: list[str], width: int, slow: int | None, name: str
-) -> go.Figure:
-    """Rank x step heatmap (µs): one row per rank id (its y value, so a click says which rank),
-    the slow rank's tick labelled; `width` > 1 says each column is the mean of that many steps."""
-    z = np.round(values, 1)
-    ys = [str(r) for r in ranks]
-    fig = go.Figure(
-        go.Heatmap(
-            z=json_grid(z),
-            x=labels,
-            y=ys,
-            colorscale="Blues",
-            colorbar=dict(title="µs"),
-            hovertemplate="rank %{y}, step %{x}: %{z:,.1f} µs<extra></extra>",
-            hoverongaps=False,
-        )
-    )
-    fig.update_xaxes(title_text="step" + (f" (mean of {width} per column)" if width > 1 else ""),
-                     type="category")
-    fig.update_yaxes(
-        title_text="rank", type="category", autorange="reversed", tickvals=ys,
-        ticktext=[f"{r} (slow)" if r == slow else str(r) for r in ranks],
-    )
-    title = f"{name} per rank and step"
-    finite = z[np.isfinite(z)]
-    if finite.size and finite.min() > 0:
-        # the colours stretch over whatever spread there is: the ratio says whether it matters
-        title += f" — max/min = {finite.max() / finite.min():.2f}"
-    title += f" — slow rank {slow}" if slow is not None else ""
-    return _layout(fig, plot_text(title), max(260, min(900, 80 + 18 * len(ranks))))
-
-
-def link_matrix_figure(
-    grid: np.ndarray,
-    srcs: list[int],
-    dsts: list[int],
-    unit: str,
-    slow: list[tuple[int, int]],
-    low_is_bad: bool,
-) -> go.Figure:
-    """Source rank (`srcs`, rows) x destination rank (`dsts`), one cell per pair (NaN: nothing
-    exchanged); a bandwidth from red (half the median link or less) to green (the median or
-    more), a size or time in blues; the `slow` links
-    outlined and named in the title. Values are written in the cells up to 16 ranks (past that
-    they would not fit)."""
-    scale: dict[str, Any] = {}
-    finite = grid[np.isfinite(grid)]
-    if low_is_bad and finite.size:
-        # red at half the median link or less (TS604's threshold), green at the median or more: a
-        # 5 % spread between healthy links is not painted as red and green
-        median = float(np.median(finite))
-        scale = dict(zmin=0.5 * median, zmax=median) if median > 0 else {}
-    cells: dict[str, Any] = {}
-    if max(len(srcs), len(dsts)) <= 16:
-        cells = dict(text=[[("" if math.isnan(v) else f"{v:,.1f}") for v in row] for row in grid],
-                     texttemplate="%{text}")
-    fig = go.Figure(
-        go.Heatmap(
-            z=json_grid(np.round(grid, 3)),
-            x=[str(r) for r in dsts],
-            y=[str(r) for r in srcs],
-            colorscale="RdYlGn" if low_is_bad else "Blues",
-            **scale,
-            colorbar=dict(title=plot_text(unit.rsplit("(", 1)[-1].rstrip(")"))),
-            hovertemplate="rank %{y} → rank %{x}: %{z:,.3f} " + plot_text(unit) + "<extra></extra>",
-            hoverongaps=False,
-            **cells,
-        )
-    )
-    row, col = {r: i for i, r in enumerate(srcs)}, {r: i for i, r in enumerate(dsts)}
-    for src, dst in slow:
-        if src in row and dst in col:
-            fig.add_shape(type="rect", x0=col[dst] - 0.5, x1=col[dst] + 0.5, y0=row[src] - 0.5,
-                          y1=row[src] + 0.5, line=dict(color=SEVERITY_COLOURS["high"], width=3))
-    fig.update_xaxes(title_text="destination rank", type="category", side="top")
-    fig.update_yaxes(title_text="source rank", type="category", autorange="reversed")
-    title = f"Communication matrix — {unit}, summed over steps and operators"
-    if slow:
-        title += " — slow link " + ", ".join(f"{s}→{d}" for s, d in slow) + " (TS604)"
-    fig = _layout(fig, plot_text(title), max(300, min(900, 160 + 28 * len(srcs))))
-    fig.update_layout(margin=dict(l=60, r=20, t=110, b=20))  # room for the top axis under the title
-    return fig
-
-
-# --- Roofline -----------------------------------------------------------------------------------
-
-
-def assumed(chip: ChipSpec, field_name: str) -> bool:
-    """True when the chip's figure for `field_name` is a configured assumption, not a vendor number."""
-    key = field_name.split("_")[0]
-    return any(field_name in a or (key in a.lower() and "assum" in a.lower()) for a in chip.assumptions)
-
-
-def roofline_figure(points: pd.DataFrame, chip: ChipSpec, max_points: int = 2000) -> go.Figure:
-    """Log-log roofline of per-kernel points (`name, core_type, flops, bytes_moved, total_us`).
-
-    Chip ceilings are drawn from the ChipSpec; those that are assumptions say so in their label.
-    Points carry the kernel name in customdata so a click can open the kernel's detail.
-    """
-    need = {"flops", "bytes_moved", "total_us"}
-    if points.empty or not need <= set(points.columns):
-        return empty_figure("No FLOP / byte counts: collect ArithmeticUtilization and Memory for a roofline")
-    measured = points[(points["flops"] > 0) & (points["bytes_moved"] > 0) & (points["total_us"] > 0)]
-    pts = measured.nlargest(max_points, "total_us")
-    if pts.empty:
-        return empty_figure("No kernel has both FLOPs and bytes moved")
-    ai = pts["flops"] / pts["bytes_moved"]
-    tflops = pts["flops"] / (pts["total_us"] * 1e-6) / 1e12
-    fig = go.Figure()
-    x_lo = max(float(ai.min()) / 4, 1e-3)
-    x_hi = max(float(ai.max()) * 4, (chip.ridge_point() or 1) * 4)
-    xs = np.logspace(math.log10(x_lo), math.log10(x_hi), 64)
-    ceilings = []
-    if chip.peak_flops("float16"):
-        ceilings.append(("Cube FP16/BF16 peak", chip.peak_flops("float16") or 0.0, CUBE, False))
-    if chip.peak_vector_flops():
-        # vector FLOP/cycle is a default of ChipSpec, not a vendor figure
-        ceilings.append(("Vector peak", chip.peak_vector_flops() or 0.0, VECTOR, True))
-    for label, peak, colour, is_assumed in ceilings:
-        fig.add_trace(
-            go.Scatter(
-                x=[x_lo, x_hi],
-                y=[peak / 1e12] * 2,
-                mode="lines",
-                hoverinfo="skip",
-                name=f"{label} {peak / 1e12:,.0f} TFLOP/s" + (" (assumption)" if is_assumed else ""),
-                line=dict(color=COLOURS[colour], width=1.5, dash="dot" if is_assumed else "solid"),
-            )
-        )
-    top = max((p for _, p, _, _ in ceilings), default=float(tflops.max()) * 1e12 * 2)
-    for label, bw, note in (
-        ("GM", chip.hbm_bandwidth_gbps, chip.hbm_note),
-        ("L2", chip.l2_bandwidth_gbps, chip.hbm_note),
-    ):
-        if not bw:
-            continue
-        ys = np.minimum(xs * bw * 1e9, top) / 1e12
-        configured = note == "configured"
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                hoverinfo="skip",
-                name=f"{label} {bw:,.0f} GB/s ({note})",
-                line=dict(color="#555" if label == "GM" else "#999", dash="dash" if configured else "solid"),
-            )
-        )
-    cats = core_categories(pts)
-    for cat in dict.fromkeys(cats):
-        mask = cats == cat
-        sub = pts[mask]
-        fig.add_trace(
-            go.Scattergl(
-                x=ai[mask],
-                y=tflops[mask],
-                mode="markers",
-                name=cat,
-                marker=dict(
-                    color=COLOURS[cat],
-                    symbol=SYMBOLS.get(cat, "circle"),
-                    size=_sizes(sub["total_us"]),
-                    line=dict(color="#222", width=0.5),
-                    opacity=0.85,
-                ),
-                customdata=np.array(sub["name"].astype(str), dtype=object),
-                hovertext=[plot_text(n) for n in sub["name"]],
-                hovertemplate="%{hovertext}<br>%{x:.2f} FLOP/B, %{y:.2f} TFLOP/s<extra>" + cat + "</extra>",
-            )
-        )
-    # Whole decades on both axes, the y range reaching down past the lowest ceiling and point so
-    # that at least two decade labels show.
-    y_lo = min(float(tflops.min()), *(p / 1e12 for _, p, _, _ in ceilings)) / 3
-    y_hi = max(float(tflops.max()), top / 1e12) * 2
-    fig.update_xaxes(
-        type="log",
-        dtick=1,
-        title_text="arithmetic intensity (FLOP/byte)",
-        range=[math.log10(x_lo), math.log10(x_hi)],
-    )
-    fig.update_yaxes(
-        type="log",
-        dtick=1,
-        title_text="achieved TFLOP/s",
-        range=[math.log10(max(y_lo, 1e-6)), math.log10(y_hi)],
-    )
-    title = f"Roofline — {plot_text(chip.name)}"
-    if len(measured) < len(points):
-        title += f" ({len(measured)} of {len(points)} kernels have FLOP and byte counts)"
-    if len(pts) < len(measured):
-        title += f" — top {len(pts)} by time shown"
-    _layout(fig, title, 560, clickmode="event")
-    # six ceilings with their sources: below the plot, where the title cannot be covered
-    fig.update_layout(
-        legend=dict(orientation="h", yanchor="top", y=-0.16, xanchor="left", x=0.0),
-        margin=dict(l=60, r=20, t=44, b=110),
-    )
-    return fig
-
-
-def _sizes(total_us: pd.Series) -> list[float]:
-    """Marker area grows with time so the kernels worth fixing stand out."""
-    t = total_us.to_numpy(dtype=float)
-    top = float(t.max()) if len(t) else 1.0
-    return list(8 + 22 * np.sqrt(t / top if top > 0 else t))
-
-
-# --- Timeline -----------------------------------------------------------------------------------
-
-
-def timeline_figure(
-    lanes: Sequence[str],
-    starts: Sequence[float],
-    ends: Sequence[float],
-    texts: Sequence[str],
-    categories: Sequence[str],
-    lane_order: Iterable[str],
-    merged: bool,
-    x_range: tuple[float, float] | None = None,
-    links: Sequence[tuple[float, str, float, str]] = (),
-) -> go.Figure:
-    """Segments as WebGL lines, one trace per category; NaN breaks keep it one draw call each."""
-    order = list(lane_order)
-    fig = go.Figure()
-    cats = np.asarray(categories, dtype=object)
-    s_all, e_all = np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
-    lane_arr = np.asarray(lanes, dtype=object)
-    text_arr = np.asarray([plot_text(t, 120) for t in texts], dtype=object)
-    for cat in dict.fromkeys(cats.tolist()):
-        m = cats == cat
-        s, e, ln, tx = s_all[m], e_all[m], lane_arr[m], text_arr[m]
-        xs = np.column_stack([s, e, np.full(len(s), np.nan)]).ravel()
-        ys = np.column_stack([ln, ln, np.full(len(s), None, dtype=object)]).ravel()
-        hover = np.column_stack([tx, tx, np.full(len(s), "", dtype=object)]).ravel()
-        fig.add_trace(
-            go.Scattergl(
-                x=xs,
-                y=ys,
-                mode="lines",
-                name=str(cat),
-                hovertext=hover,
-                hovertemplate="%{hovertext}<br>%{x:,.1f} µs<extra></extra>",
-                line=dict(color=COLOURS.get(str(cat), COLOURS[OTHER]), width=12),
-                connectgaps=False,
-            )
-        )
-    if links:
-        # One thin line per launch, host op start → kernel start: who launched what, and how late.
-        xs = np.array([[hs, ks, np.nan] for hs, _, ks, _ in links], dtype=float).ravel()
-        ys = np.array([[hl, kl, None] for _, hl, _, kl in links], dtype=object).ravel()
-        fig.add_trace(
-            go.Scattergl(
-                x=xs,
-                y=ys,
-                mode="lines",
-                name="launch (host → kernel)",
-                hoverinfo="skip",
-                line=dict(color="#7f7f7f", width=1),
-                connectgaps=False,
-            )
-        )
-    fig.update_yaxes(categoryorder="array", categoryarray=order[::-1], type="category", title_text="")
-    fig.update_xaxes(title_text="time since first event (µs)")
-    if x_range:
-        fig.update_xaxes(range=list(x_range))
-    title = "Timeline — streams and host threads"
-    if merged:
-        title += " (zoom in: neighbouring kernels merged to fit the screen)"
-    return _layout(fig, title, max(260, 60 + 34 * len(order)), dragmode="zoom", uirevision="timeline")
+    return apply_layout(fig, title, 260)
 
 
 # --- Compare ------------------------------------------------------------------------------------
@@ -686,7 +408,7 @@ def delta_figure(deltas: pd.DataFrame, n: int = 15) -> go.Figure:
     )
     fig.update_xaxes(title_text="time change, head − base (µs)")
     fig.update_yaxes(autorange="reversed", automargin=True)
-    return _layout(fig, "Largest per-kernel changes", 80 + 26 * len(top))
+    return apply_layout(fig, "Largest per-kernel changes", 80 + 26 * len(top))
 
 
 def _unique(labels: list[str]) -> list[str]:

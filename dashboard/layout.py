@@ -1,7 +1,8 @@
 """The page: a header with the profile picker, then one tab per view. Static structure only.
 
-Ids are the contract with callbacks.py. Every view's content is filled by a callback that runs
-when its tab is shown, so opening the app on a large profile does not compute eight views at once.
+Ids are the contract with the callbacks (callbacks.py and its cb_<tab>.py modules). Every view's
+content is filled by a callback that runs when its tab is shown, so opening the app on a large
+profile does not compute eight views at once.
 """
 
 from __future__ import annotations
@@ -241,7 +242,7 @@ def _compare() -> html.Div:
 
 def _ranks(runs: list[dict[str, str]]) -> html.Div:
     """The Ranks tab: which run (a served path of several ranks), its rank table and cross-rank
-    findings, the rank x step heatmap and the communication matrix (callbacks.on_ranks_*)."""
+    findings, the rank x step heatmap and the communication matrix (cb_ranks.on_ranks, on_rank_*)."""
     return html.Div(
         [
             html.Div(
@@ -329,12 +330,12 @@ def build_layout(
             ),
             html.Div(id="load-error", className="error", role="alert"),
             dcc.Store(id="finding-sel"),
-            dcc.Store(id="tl-window"),  # the timeline's last drawn x window (see callbacks.on_timeline)
-            # the IR panes as data (callbacks.on_ir), outside the tabs so they outlive a tab switch,
+            dcc.Store(id="tl-window"),  # the timeline's last drawn x window (see cb_timeline.on_timeline)
+            # the IR panes as data (cb_ir.on_ir), outside the tabs so they outlive a tab switch,
             # and which profile, finding and kernel they were made for
             dcc.Store(id="ir-data"),
             dcc.Store(id="ir-shown"),
-            # what the findings list was last drawn for (callbacks.on_findings): showing the tab
+            # what the findings list was last drawn for (cb_findings.on_findings): showing the tab
             # again redraws nothing, so a click on an item is never lost to a redraw of the same list
             dcc.Store(id="f-list-shown"),
             dcc.Tabs(

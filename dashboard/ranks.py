@@ -18,6 +18,7 @@ from dash import html
 
 from tilescope.cluster import MAX_STEP_COLUMNS, bin_steps
 from tilescope.dashboard import figures as F
+from tilescope.dashboard import figures_ranks as FR
 from tilescope.dashboard.data import ClusterEntry
 from tilescope.dashboard.views import MESSAGE_LIMIT, evidence_value, names_span, severity_badge, shortened
 from tilescope.report.ranks import RANK_COLUMNS, rank_rows
@@ -157,7 +158,7 @@ def step_heatmap_figure(entry: ClusterEntry, metric: str = DEFAULT_METRIC) -> go
     if not ranks:
         return F.empty_figure("No per-step data: the ranks have no step_trace_time.csv and no kernel table")
     name = STEP_METRICS.get(metric, metric)
-    return F.rank_step_heatmap_figure(values, ranks, labels, width, entry.slow_rank, name)
+    return FR.rank_step_heatmap_figure(values, ranks, labels, width, entry.slow_rank, name)
 
 
 # --- communication matrix ----------------------------------------------------------------------------
@@ -191,8 +192,8 @@ def link_matrix_figure(entry: ClusterEntry, value: str = DEFAULT_LINK_VALUE) -> 
     grid, srcs, dsts = link_grid(entry, value)
     if not srcs:
         return F.empty_figure("No communication matrix: the ranks have no communication_matrix.json")
-    return F.link_matrix_figure(grid, srcs, dsts, LINK_VALUES.get(value, value), slow_links(entry),
-                                low_is_bad=value == "bandwidth_gbps")
+    return FR.link_matrix_figure(grid, srcs, dsts, LINK_VALUES.get(value, value), slow_links(entry),
+                                 low_is_bad=value == "bandwidth_gbps")
 
 
 def clicked_rank(click: dict[str, Any] | None) -> int | None:

@@ -8,6 +8,8 @@ import pytest
 
 from tilescope.chips import get_chip
 from tilescope.dashboard import figures as F
+from tilescope.dashboard.figures_roofline import roofline_figure
+from tilescope.dashboard.figures_timeline import timeline_figure
 from tilescope.dashboard.query import Lane, timeline_window
 from tilescope.dashboard.synthetic import HOSTILE
 
@@ -132,7 +134,7 @@ def test_roofline_ceilings_points_and_assumption_labels() -> None:
             "total_us": [1e4, 1e3],
         }
     )
-    fig = F.roofline_figure(pts, chip).to_dict()
+    fig = roofline_figure(pts, chip).to_dict()
     names = [t["name"] for t in fig["data"]]
     assert names[0] == "Cube FP16/BF16 peak 354 TFLOP/s"
     assert any(n.startswith("Vector peak") and n.endswith("(assumption)") for n in names)
@@ -141,7 +143,7 @@ def test_roofline_ceilings_points_and_assumption_labels() -> None:
     cube = next(t for t in fig["data"] if t["name"] == "Cube")
     assert cube["type"] == "scattergl" and cube["marker"]["color"] == "#1f77b4"
     assert list(cube["customdata"]) == [HOSTILE] and list(cube["hovertext"]) == [SAFE]
-    trace = next(t for t in F.roofline_figure(pts, chip).data if t.name == "Cube")
+    trace = next(t for t in roofline_figure(pts, chip).data if t.name == "Cube")
     assert list(trace.x) == [2000.0] and list(trace.y) == pytest.approx([200.0])
     assert fig["layout"]["xaxis"]["type"] == "log" and fig["layout"]["yaxis"]["type"] == "log"
     assert fig["layout"]["xaxis"]["title"]["text"] == "arithmetic intensity (FLOP/byte)"
@@ -159,7 +161,7 @@ def test_roofline_caps_points_and_says_so() -> None:
             "total_us": np.arange(1, n + 1, dtype=float),
         }
     )
-    fig = F.roofline_figure(pts, get_chip("910B2"), max_points=100).to_dict()
+    fig = roofline_figure(pts, get_chip("910B2"), max_points=100).to_dict()
     cube = next(t for t in fig["data"] if t["name"] == "Cube")
     assert len(cube["customdata"]) == 100 and "k4999" in list(cube["customdata"])
     assert "top 100 by time shown" in fig["layout"]["title"]["text"]
@@ -194,7 +196,7 @@ def test_timeline_window_merges_to_the_budget() -> None:
 
 
 def test_timeline_figure_is_webgl_with_product_colours() -> None:
-    fig = F.timeline_figure(
+    fig = timeline_figure(
         ["stream 1", "host Python"],
         [0.0, 1.0],
         [2.0, 3.0],

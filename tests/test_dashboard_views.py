@@ -160,16 +160,18 @@ def test_large_profile_pages_stay_small(big_entry: Any) -> None:
 
 def test_large_profile_figures_stay_under_a_few_mb(big_entry: Any) -> None:
     from tilescope.dashboard import figures as F
+    from tilescope.dashboard.figures_roofline import roofline_figure
+    from tilescope.dashboard.figures_timeline import timeline_figure
 
     lanes = build_lanes(big_entry, F.core_categories)
     seg = timeline_window(lanes)
     assert seg.merged and seg.total_in_window <= 6000
-    fig = F.timeline_figure(
+    fig = timeline_figure(
         seg.lane, seg.start, seg.end, seg.text, seg.category, [ln.label for ln in lanes], seg.merged
     )
     sizes = {
         "timeline": len(pio.to_json(fig)),
-        "roofline": len(pio.to_json(F.roofline_figure(big_entry.by_name, big_entry.profile.chip))),
+        "roofline": len(pio.to_json(roofline_figure(big_entry.by_name, big_entry.profile.chip))),
         "overview": sum(len(pio.to_json(f)) for f in V.overview_figures(big_entry)),
         "detail": sum(len(pio.to_json(f)) for f in V.detail_figures(big_entry, "kernel_001")),
     }

@@ -1,4 +1,4 @@
-/* The IR view's panes, drawn from the data the server sends (dashboard/callbacks.py on_ir,
+/* The IR view's panes, drawn from the data the server sends (dashboard/cb_ir.py on_ir,
  * dashboard/ir_view.py stage_data).
  *
  * Why not Dash components: the Dash renderer spends seconds on a few thousand of them (one per

@@ -1,0 +1,101 @@
+"""The Timeline tab's callback: the segments in the x window the user zoomed to, re-queried on the
+server (tilescope.dashboard.query.timeline_window) so a zoom shows single kernels again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash
+from dash import Input, Output, State, ctx
+from dash.exceptions import PreventUpdate
+
+from tilescope.dashboard import figures as F
+from tilescope.dashboard import inputs
+from tilescope.dashboard.cb_common import active, entry_of
+from tilescope.dashboard.data import DataStore, ProfileEntry
+from tilescope.dashboard.figures_timeline import timeline_figure
+from tilescope.dashboard.query import build_lanes, timeline_gap, timeline_window
+from tilescope.errors import UsageError
+
+
+def register(app: dash.Dash, store: DataStore) -> None:
+    @app.callback(
+        Output("timeline", "figure"),
+        Output("tl-info", "children"),
+        Output("tl-window", "data"),
+        Input("profile", "value"),
+        Input("tabs", "value"),
+        Input("timeline", "relayoutData"),
+        State("tl-window", "data"),
+    )
+    def on_timeline(
+        key: str | None, tab: str, relayout: dict[str, Any] | None, last: list[float] | None
+    ) -> tuple[Any, str, list[float] | None]:
+        active(tab, "timeline")
+        entry = entry_of(store, key)
+        lanes = lanes_of(entry)
+        if not lanes:
+            # the reason in words above the plot (an annotation does not wrap), a pointer in it
+            empty = F.empty_figure("Nothing to place on a timeline: see the note above")
+            return empty, timeline_gap(entry), None
+        x0, x1 = _x_window(relayout, last) if ctx.triggered_id == "timeline" else (None, None)
+        seg = timeline_window(lanes, x0, x1)
+        fig = timeline_figure(
+            seg.lane,
+            seg.start,
+            seg.end,
+            seg.text,
+            seg.category,
+            [ln.label for ln in lanes],
+            seg.merged,
+            (x0, x1) if x0 is not None and x1 is not None else None,
+            seg.links,
+        )
+        info = (
+            f"{seg.total_in_window:,} segments drawn"
+            + (" (merged to fit; zoom in for single kernels)" if seg.merged else "")
+            + (f", {len(seg.links)} host→kernel launches linked" if seg.links else "")
+            + ". Drag to zoom; double-click to reset."
+        )
+        return fig, info, [x0, x1] if x0 is not None and x1 is not None else None
+
+
+def lanes_of(entry: ProfileEntry) -> list[Any]:
+    """The profile's timeline lanes, built once per entry (callbacks.warm builds them ahead)."""
+    return list(entry.cached("lanes", lambda: build_lanes(entry, F.core_categories)))
+
+
+def _x_window(relayout: Any, last: Any) -> tuple[float | None, float | None]:
+    """The x window a relayout asks for; `last` is the window drawn last (None: the whole run).
+
+    Both come from the browser: anything but finite numbers is a UsageError (a 400).
+    """
+    layout = inputs.mapping(relayout, "timeline relayout")
+    if not layout or layout.get("xaxis.autorange"):
+        return None, None
+    drawn = _pair(last, "timeline window")
+    if "xaxis.range[0]" in layout or "xaxis.range[1]" in layout:
+        # dragging one end of the axis moves only that end: the other is the window drawn last
+        if drawn is None and not ("xaxis.range[0]" in layout and "xaxis.range[1]" in layout):
+            raise PreventUpdate  # the whole run is drawn: plotly zooms it on its own
+        low = layout.get("xaxis.range[0]", drawn[0] if drawn else None)
+        high = layout.get("xaxis.range[1]", drawn[1] if drawn else None)
+        return _pair([low, high], "timeline range") or (None, None)
+    if "xaxis.range" in layout:
+        return _pair(layout["xaxis.range"], "timeline range") or (None, None)
+    if layout.get("autosize"):
+        # plotly laid the graph out anew (shown, resized): redraw the same window. Not a
+        # PreventUpdate: this request can supersede the tab's first one still in flight, whose
+        # answer Dash then drops, and the timeline stayed blank (seen on a loaded machine)
+        return drawn or (None, None)
+    raise PreventUpdate  # y-only zoom or hover: nothing to re-query
+
+
+def _pair(value: Any, what: str) -> tuple[float, float] | None:
+    """`[x0, x1]` as two finite numbers in order; None for None."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 2:
+        raise UsageError(f"{what}: expected two numbers")
+    x0, x1 = inputs.number(value[0], what), inputs.number(value[1], what)
+    return (x0, x1) if x0 <= x1 else (x1, x0)
