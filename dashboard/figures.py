@@ -22,6 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from tilescope.chips import ChipSpec
+from tilescope.columns import AI_CORE, AI_VECTOR_CORE, MIX_AIC, MIX_AIV
 from tilescope.findings import SEVERITIES
 from tilescope.report import palette as P
 from tilescope.text.escape import MAX_INLINE, plotly_text
@@ -52,7 +53,7 @@ COLOURS = {
     "Idle": P.IDLE,
 }
 SEVERITY_COLOURS = P.SEVERITY_COLOURS
-_CORE_CATEGORY = {"AI_CORE": CUBE, "AI_VECTOR_CORE": VECTOR, "MIX_AIC": MIX_CUBE, "MIX_AIV": MIX_VECTOR}
+_CORE_CATEGORY = {AI_CORE: CUBE, AI_VECTOR_CORE: VECTOR, MIX_AIC: MIX_CUBE, MIX_AIV: MIX_VECTOR}
 # (label, column, colour key) of the pipe bars; AIC pipes first, then AIV, as MindStudio lists them.
 # Each is the pipe's share of the launch (tilescope.metrics), the same quantity as every other view.
 PIPES = (

@@ -30,12 +30,6 @@ SYMBOLS = {CUBE: "circle", VECTOR: "circle", MIX_CUBE: "diamond", MIX_VECTOR: "d
 Ceiling = tuple[str, float, str, bool]
 
 
-def assumed(chip: ChipSpec, field_name: str) -> bool:
-    """True when the chip's figure for `field_name` is a configured assumption, not a vendor number."""
-    key = field_name.split("_")[0]
-    return any(field_name in a or (key in a.lower() and "assum" in a.lower()) for a in chip.assumptions)
-
-
 def roofline_figure(points: pd.DataFrame, chip: ChipSpec, max_points: int = 2000) -> go.Figure:
     """Log-log roofline of per-kernel points (`name, core_type, flops, bytes_moved, total_us`).
 

@@ -22,7 +22,6 @@ OVERSIZE = {
     "analyzer/io/timeline.py": 797,
     "analyzer/ir/capture.py": 829,
     "analyzer/ir/walk.py": 639,
-    "dashboard/figures.py": 699,
 }
 
 
