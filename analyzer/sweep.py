@@ -31,7 +31,7 @@ AUTOTUNE = "autotune"
 def parse_sweep(specs: list[str]) -> dict[str, list[Any]]:
     """`--sweep block_M=64,128` (repeatable) -> {"block_M": [64, 128]} (values as Python literals);
     `--sweep autotune` is left out here (the configs come from the kernel: autotune_configs)."""
-    from tilescope.ir.capture import parse_param
+    from tilescope.ir.params import parse_param
 
     grid: dict[str, list[Any]] = {}
     for spec in specs:
@@ -154,8 +154,9 @@ def _tilelang_ascend_sweep(
 ) -> list[dict[str, Any]] | None:
     """A tilelang-ascend kernel sweeps in one worker of its own interpreter (importing tilelang
     there costs ~17 s under emulation, each lowering under 1 s); None for the other dialects."""
-    from tilescope.ir.capture import capture_many, resolve_kernel
+    from tilescope.ir.capture import capture_many
     from tilescope.ir.dialect import detect
+    from tilescope.ir.params import resolve_kernel
     from tilescope.ir.scopes import TILELANG_ASCEND
 
     _, _, tree = resolve_kernel(kernel_ref)

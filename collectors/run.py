@@ -86,7 +86,7 @@ def resolve_function(ref: KernelRef) -> KernelRef:
     """Pick the builder as `tilescope lint` does when KERNEL.py has no :FUNCTION."""
     if ref.function:
         return ref
-    from tilescope.ir.capture import candidates
+    from tilescope.ir.params import candidates
 
     found = candidates(ast.parse(ref.path.read_text(encoding="utf-8"), filename=str(ref.path)))
     if len(found) != 1:
@@ -97,8 +97,8 @@ def resolve_function(ref: KernelRef) -> KernelRef:
 
 def _source_dialect(path: Path) -> Any:
     """The kernel's dialect when it is tilelang-ascend's (tilescope.ir.dialect), else None."""
-    from tilescope.ir.capture import parse_kernel_file
     from tilescope.ir.dialect import detect
+    from tilescope.ir.params import parse_kernel_file
     from tilescope.ir.scopes import TILELANG_ASCEND
 
     found = detect(parse_kernel_file(path))
@@ -243,7 +243,7 @@ def ascend_job_base(ref: KernelRef, ir: dict[str, Any]) -> dict[str, Any]:
     derived = None
     if k.get("gm_tensors"):
         derived = specmod.derived_declaration(k["gm_tensors"], k.get("outputs", []), k.get("workspaces", []))
-    from tilescope.ir.capture import builder_signatures, for_worker, resolve_kernel
+    from tilescope.ir.params import builder_signatures, for_worker, resolve_kernel
 
     # `-p tiling.block_M=32` reaches the worker dotted, with the class `tiling` takes (as lint's)
     _path, names, tree = resolve_kernel(ref.text)

@@ -77,7 +77,7 @@ def test_jit_kernel_without_its_shape_symbols_is_a_usage_error(
 
 
 def test_a_multi_line_failure_keeps_its_cause() -> None:
-    from tilescope.ir.capture import classify_failure
+    from tilescope.ir.lowering import classify_failure
 
     text = (
         "Cannot find value for constexpr variable `M`\n"

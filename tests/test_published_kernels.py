@@ -12,8 +12,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tilescope.errors import UsageError
-from tilescope.ir.capture import builder_signatures, candidates, resolve_kernel, with_file_params
 from tilescope.ir.dialect import detect
+from tilescope.ir.params import builder_signatures, candidates, resolve_kernel, with_file_params
 from tilescope.ir.published import declarative, file_call_params, load_module
 from tilescope.ir.scopes import ASCEND_0115, CUDA, TILELANG_ASCEND
 

@@ -11,7 +11,7 @@ import pytest
 from tilescope.chips import get_chip
 from tilescope.engine import discover_rules, run_rules
 from tilescope.findings import Finding
-from tilescope.ir.capture import CAPACITY_RE, classify_failure
+from tilescope.ir.lowering import CAPACITY_RE, classify_failure
 from tilescope.profile import Profile, SourceInfo
 
 KERNELS = Path(__file__).resolve().parents[1] / "sample_traces" / "kernels"

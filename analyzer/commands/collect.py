@@ -55,7 +55,7 @@ def collect_command(
 ) -> None:
     """Profile a TileLang kernel on an Ascend NPU into a run bundle (manifest.json + profile/ + ir/)."""
     from tilescope.collectors.run import CollectRequest, collect
-    from tilescope.ir.capture import parse_param
+    from tilescope.ir.params import parse_param
 
     params = dict(parse_param(p) for p in param or [])
     request = CollectRequest(

@@ -38,8 +38,9 @@ def _chip(name: str | None, cfg: Any, tilelang: Any = None, dialect: str | None 
 def _stack_chip(kernel: str, name: str | None, cfg: Any) -> Any:
     """The chip, after checking that the kernel's own stack is here (exit 3 naming it if not):
     tilelang-ascend's interpreter for its dialect, tilelang 0.1.15 for the rest."""
-    from tilescope.ir.capture import import_tilelang, resolve_kernel
+    from tilescope.ir.capture import import_tilelang
     from tilescope.ir.dialect import detect
+    from tilescope.ir.params import resolve_kernel
     from tilescope.ir.scopes import TILELANG_ASCEND
 
     path, _, tree = resolve_kernel(kernel)
@@ -282,7 +283,7 @@ def lint(
     Example: tilescope lint sample_traces/kernels/matmul.py:matmul -p block_M=100 -p accum_dtype=float16
     """
     from tilescope.config import load_config
-    from tilescope.ir.capture import parse_param, validate_sweep
+    from tilescope.ir.params import parse_param, validate_sweep
 
     if fmt not in ("text", "json"):
         raise UsageError(f"--format {fmt!r}: expected text or json")
