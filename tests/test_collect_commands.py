@@ -275,7 +275,7 @@ def test_profile_groups_writes_one_dir_per_group(tmp_path: Path) -> None:
                                    ["PipeUtilization", "Memory"], 1, 2, timeout=60, env=dict(os.environ),
                                    python=str(fake))
     assert [r.group for r in records] == ["PipeUtilization", "Memory"]
-    assert records[0].argv == [str(fake), str(Path(tilescope.__file__).parent / "run_module.py"),
+    assert records[0].argv == [str(fake), str(Path(tilescope.__file__).resolve().parent / "run_module.py"),
                                "tilescope.collectors.worker",
                                str(bundle / "collect" / "profile_PipeUtilization.job.json")]
     assert [r["path"] for r in runs] == ["profile/PipeUtilization", "profile/Memory"]

@@ -20,7 +20,6 @@ MAX_LINES = 600
 OVERSIZE = {
     "analyzer/io/load.py": 889,
     "analyzer/io/timeline.py": 797,
-    "analyzer/ir/capture.py": 829,
     "analyzer/ir/walk.py": 639,
 }
 

@@ -77,8 +77,8 @@ def workload_for(ir: dict[str, Any], params: dict[str, Any]) -> FAWorkload:
 def capture(repo: Path, chip_name: str = "910B2") -> Any:
     """Capture the kernel's IR exactly as `tilescope lint` does (needs tilelang; imported lazily)."""
     os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")  # as the collector: no torch_npu autoload
-    from analyzer.chips import get_chip
-    from analyzer.ir.capture import capture_ir
+    from tilescope.chips import get_chip
+    from tilescope.ir.capture import capture_ir
 
     cwd = Path.cwd()
     os.chdir(repo)  # ir.json's kernel_file and the source locations stay repo-relative
@@ -204,7 +204,7 @@ python sample_traces/generate.py --fa-bundle --out DIR  # writes DIR/{BUNDLE}/
 
 def write_fa_bundle(out: Path, repo: Path) -> Path:
     """Write ``out/tilelang_fa_bundle`` (replacing it once the new one is complete); returns its path."""
-    from analyzer.ir.capture import write_ir_dir
+    from tilescope.ir.capture import write_ir_dir
 
     kernel_file = repo / KERNEL_REL
     params = builder_defaults(kernel_file)
