@@ -15,11 +15,11 @@ A parent dir of several of the above (e.g. one `*_ascend_pt` per rank) gives one
 that cannot be read is left out and reported in `LoadedProfiles.failures` (detection:
 `tilescope.io.detect`).
 
-Here: the entry points, a Profile built from what its root yielded (the chip, the derived metrics,
-the kernel CSV streamed to chosen columns) and the numbering of ranks. Beside it in `tilescope.io`:
-`formats` (one detected profile read by its format), `bundle` (run bundles: merged runs,
-manifest.json, ir.json), `prefetch` (the timeline read on a second thread) and `failures` (the
-profiles left out).
+Here: the entry points, a Profile built from what its root yielded (the chip, the derived metrics)
+and the numbering of ranks. Beside it in `tilescope.io`: `formats` (one detected profile read by
+its format), `bundle` (run bundles: merged runs, manifest.json, ir.json), `prefetch` (the timeline
+read on a second thread), `column_stream` (a kernel CSV streamed to the columns a command reads)
+and `failures` (the profiles left out).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tilescope.columns import metric_groups_of
 from tilescope.errors import NoProfileFoundError, ProfileFormatError, UsageError
 from tilescope.gcpause import gc_paused
 from tilescope.io.bundle import attach_bundle, load_bundle
+from tilescope.io.column_stream import read_whole_csv, stream_columns
 from tilescope.io.detect import Detected, detect
 from tilescope.io.failures import LoadFailure, left_out_warnings, rank_of_failed
 from tilescope.io.formats import Sources, add_info_json, load_single, msprof_sources, torch_sources
-from tilescope.io.parts import Parts, clock_from_launches, ensure_contract, read_basic_info
+from tilescope.io.parts import clock_from_launches, ensure_contract, read_basic_info
 from tilescope.io.prefetch import clear_prefetched, import_readers, prefetch_timeline
 from tilescope.text.escape import terminal_text
 
@@ -47,10 +47,8 @@ from tilescope.text.escape import terminal_text
 # `load_profiles` first starts reading the timeline on a second thread (DuckDB needs neither),
 # and only then pays for those imports (~0.15 s, pandas most of it) on the main thread.
 if TYPE_CHECKING:
-    import pandas as pd
     import pyarrow as pa
 
-    from tilescope.chips import ChipSpec
     from tilescope.profile import DeviceInfo, Profile
 
 __all__ = [
@@ -85,12 +83,12 @@ def _build(
 
         parts.device.timeline_max_frequency_mhz = counter_max(parts.timeline)
     warnings = list(parts.warnings)
-    streamed = _stream_columns(parts, chip, warnings, kernel_columns) if kernel_columns is not None else None
+    streamed = stream_columns(parts, chip, warnings, kernel_columns) if kernel_columns is not None else None
     if streamed is not None:
         kernels, selected = streamed
     else:
         if parts.kernel_csv is not None:  # the stream gave up: the whole file, as without columns
-            _read_whole_csv(parts)
+            read_whole_csv(parts)
         selected = dev.choose_chip(chip, parts.device, parts.kernels, warnings)
         # `msprof op` times are per block until the core count is known (io/msprof_op.py)
         per_core = per_core_times(parts.kernels, selected.aic_count, selected.aiv_count)
@@ -115,81 +113,6 @@ def _build(
     if bundle is not None:
         attach_bundle(profile, bundle)
     return profile
-
-
-# Kernel columns the loader itself reads after the table is built, whatever the caller asked for:
-# split_devices makes one rank of each device of an msprof run by `device_id`.
-LOADER_COLUMNS: tuple[str, ...] = ("device_id",)
-
-
-def _stream_columns(
-    parts: Parts, chip: str | None, warnings: list[str], columns: Sequence[str]
-) -> tuple[pd.DataFrame, ChipSpec] | None:
-    """The deferred kernel CSV of `parts` streamed (`tilescope.io.kernel_stream`) into a table of
-    only `columns` (those the file has, after the derived metrics), and the chip; None when there
-    is none or the stream gives up (a bad value, a chip the first rows guessed wrong, no rows).
-
-    The columns are the whole-file table's, value for value, as the file output of `kernels` is
-    (text as a Categorical: `tables.to_frame(categories=True)`);
-    the chip comes from the same device facts and the notes of its inference from all rows, so
-    `warnings` gets what `choose_chip` adds on the whole table. Only a group of rows and the kept
-    columns are in memory at a time (~16 of ~80 columns for `info`).
-    """
-    import pyarrow as pa
-
-    from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
-    from tilescope.io.tables import to_frame
-
-    if parts.kernel_csv is None:
-        return None
-    names: list[str] = []  # the whole table's columns (the metric groups are read from them)
-    kept: list[pa.Table] = []
-
-    def keep(table: pa.Table) -> pa.Table:
-        if not names:
-            names.extend(table.column_names)
-        # each kept column copied into Arrow's pool: the group's derived columns are numpy arrays
-        # in the C heap, and held to the end they left ~0.6 GB of holes there (3 M kernels) once
-        # `to_frame` had converted them; copied, the next group reuses their memory. The derived
-        # labels (`unit`, `sol_bound`: plain strings) are dictionary-encoded as the parsed text is
-        wanted = (*columns, *LOADER_COLUMNS)
-        return pa.table({c: _pooled(table.column(c)) for c in table.column_names if c in wanted})
-
-    notes: list[str] = []
-    try:
-        _rows, selected = stream_kernel_csv(
-            parts.kernel_csv, chip, kept.append, keep, device=parts.device, notes=notes
-        )
-    except StreamFallback:
-        return None
-    table = pa.concat_tables(kept)
-    table_rows = table.num_rows
-    kept.clear()
-    parts.metric_groups = metric_groups_of(names)
-    warnings.extend(notes)
-    cols = {n: table.column(n) for n in table.column_names}
-    del table
-    return to_frame(cols, table_rows, categories=True), selected
-
-
-def _pooled(col: pa.ChunkedArray) -> pa.Array:
-    """`col` as one array in Arrow's memory pool, text dictionary-encoded."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-        return pc.dictionary_encode(col.combine_chunks())
-    return pa.concat_arrays(col.chunks)
-
-
-def _read_whole_csv(parts: Parts) -> None:
-    """The deferred kernel CSV of `parts` read whole, as `read_kernel_csv` reads it."""
-    from tilescope.io.kernel_csv import read_kernel_table
-
-    assert parts.kernel_csv is not None
-    kt = read_kernel_table(parts.kernel_csv)
-    parts.kernels, parts.metric_groups = kt.kernels, kt.metric_groups
-    parts.kernel_csv = None
 
 
 @contextlib.contextmanager
