@@ -17,7 +17,7 @@ from tilescope.config import Config
 from tilescope.gcpause import gc_paused
 
 # The engine imports the profile model and with it pandas: imported when the rules run, so that
-# `tilescope analyze` can start reading a timeline before pandas is loaded (see io/load.py).
+# `tilescope analyze` can start reading a timeline before pandas is loaded (see io/prefetch.py).
 if TYPE_CHECKING:
     from tilescope.engine import AnalysisResult, SkippedRule
     from tilescope.profile import Profile

@@ -38,7 +38,7 @@ from tilescope.io import cluster_files as cf
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tilescope.io.load import LoadFailure
+    from tilescope.io.failures import LoadFailure
     from tilescope.profile import Profile
 
 CLUSTER_TABLES = ("steps", "comm_ops", "links", "kernels")

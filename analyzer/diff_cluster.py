@@ -37,7 +37,7 @@ from tilescope.errors import UsageError
 from tilescope.report.ranks import rank_findings
 
 if TYPE_CHECKING:
-    from tilescope.io.load import LoadFailure
+    from tilescope.io.failures import LoadFailure
 
 SCOPE_CLUSTER = "cluster"
 # Rules about the ranks together: the rank in their evidence is the worst one, which may move

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from tilescope.cluster import RankTables
     from tilescope.config import Config
-    from tilescope.io.load import LoadFailure
+    from tilescope.io.failures import LoadFailure
     from tilescope.rank_cache_prune import PruneResult, Scan
 
 # 2: unit.json records the source fingerprint (`code`), so that a prune knows entries no key reaches
@@ -170,7 +170,7 @@ class RankCache:
                 data = msgspec.json.decode(meta.read_bytes())
             if data.get("format") != CACHE_FORMAT:
                 return None
-            from tilescope.io.load import LoadFailure
+            from tilescope.io.failures import LoadFailure
 
             failures = [LoadFailure(_text_path(f["path"]), CachedLoadError(f["message"]), f["rank"])
                         for f in data["failures"]]
@@ -359,7 +359,7 @@ def _result_to(result: UnitResult, d: Path) -> dict[str, Any]:
 
 
 def _result_from(data: dict[str, Any], d: Path) -> UnitResult:
-    from tilescope.io.load import LoadFailure
+    from tilescope.io.failures import LoadFailure
 
     if data.get("format") != CACHE_FORMAT:
         raise ValueError("another cache format")

@@ -14,7 +14,7 @@ from tilescope.config import Config
 if TYPE_CHECKING:
     from tilescope.cluster import RankTables
     from tilescope.io.detect import Detected
-    from tilescope.io.load import LoadFailure
+    from tilescope.io.failures import LoadFailure
 
 
 @dataclass(frozen=True)

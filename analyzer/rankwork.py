@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from tilescope.cluster import RankTables
     from tilescope.io.detect import Detected
-    from tilescope.io.load import LoadFailure
+    from tilescope.io.failures import LoadFailure
 
 SCHEDULER_ENV = "TILESCOPE_SCHEDULER"
 # A worker's peak memory, estimated from its input's bytes on disk: `analyze` on a 943 MB
@@ -72,7 +72,7 @@ def _run_remote(job: UnitJob) -> UnitResult:
     written back as the URL (tilescope.io.remote), the copy removed."""
     from tilescope.cluster import RankTables
     from tilescope.io.detect import detect
-    from tilescope.io.load import LoadFailure
+    from tilescope.io.failures import LoadFailure
     from tilescope.io.remote import RemoteInputError, relabel, stage
 
     assert job.url is not None
@@ -104,7 +104,8 @@ def _run_unit(job: UnitJob) -> UnitResult:
     from tilescope.analysis import analyze
     from tilescope.cluster import rank_tables
     from tilescope.gcpause import gc_paused
-    from tilescope.io.load import LoadFailure, load_unit, rank_of_failed
+    from tilescope.io.failures import LoadFailure, rank_of_failed
+    from tilescope.io.load import load_unit
     from tilescope.report.data import profile_part
 
     assert job.det is not None
@@ -275,7 +276,8 @@ def analyze_inputs(
     `rows`: each input's files (`rank_cache.input_rows`) when the caller listed them already."""
     from tilescope.cluster import RankInfo, assemble_cluster
     from tilescope.engine import run_cluster_rules
-    from tilescope.io.load import left_out_warnings, manifest_dir_of, resolve_ranks
+    from tilescope.io.failures import left_out_warnings
+    from tilescope.io.load import manifest_dir_of, resolve_ranks
     from tilescope.report.data import TIMELINE_CAP
 
     cap = TIMELINE_CAP if timeline_cap is None else timeline_cap

@@ -5,8 +5,9 @@ It does not import tilescope.rankwork, which imports it (a worker gets that modu
 
 from tilescope.analysis import kernel_columns_read
 from tilescope.cluster import rank_tables  # noqa: F401
-from tilescope.io import load
+from tilescope.io import load  # noqa: F401
+from tilescope.io.prefetch import import_readers
 from tilescope.report.data import profile_part  # noqa: F401
 
-load._import_readers()
+import_readers()
 kernel_columns_read()  # discovers and imports every rule module

@@ -26,7 +26,7 @@ from tilescope.errors import UsageError
 from tilescope.profile import Profile
 
 if TYPE_CHECKING:
-    from tilescope.io.load import LoadFailure
+    from tilescope.io.failures import LoadFailure
 
 # Canonical columns shown in the Kernels grid, in this order when present (design.md §3 plus the
 # derived metrics of analyzer/metrics.py). Anything else stays on the server.

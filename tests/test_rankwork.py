@@ -225,7 +225,7 @@ def test_dask_workers_that_cannot_see_the_ranks_are_named(
     import tilescope.rankwork as rw
     from tilescope.cluster import RankTables
     from tilescope.errors import NoProfileFoundError
-    from tilescope.io.load import LoadFailure
+    from tilescope.io.failures import LoadFailure
 
     def elsewhere(jobs: Any, where: Any) -> list[Any]:
         return [rw.UnitResult(j.index, failure=LoadFailure(j.det.path, NoProfileFoundError(

@@ -24,7 +24,7 @@ from tilescope.findings import SEVERITY_RANK, Finding, Severity
 from tilescope.text.terminal import WIDTH_HELP, output_width, write_stdout
 
 if TYPE_CHECKING:  # tilescope.profile imports pandas: not needed for `analyze --help`
-    from tilescope.io.load import LoadFailure
+    from tilescope.io.failures import LoadFailure
     from tilescope.profile import Profile
 
 FORMATS = ("text", "json", "md", "html", "sarif")
@@ -359,7 +359,7 @@ def register(app: typer.Typer) -> None:
                     f"(first: {hits[0]['code']} {hits[0]['slug']})"
                 )
         if failures:
-            from tilescope.io.load import PartialLoadError
+            from tilescope.io.failures import PartialLoadError
 
             # bad input outranks the gate: the report covers only part of PATH
             if gate is not None:

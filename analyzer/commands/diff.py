@@ -22,7 +22,7 @@ from tilescope.text.words import UNIT_LABELS, fmt_pct, fmt_us
 
 if TYPE_CHECKING:
     from tilescope.diff_cluster import ClusterDiff
-    from tilescope.io.load import LoadFailure
+    from tilescope.io.failures import LoadFailure
 
 SHOWN_KERNELS = 15
 SHARE_LABELS = tuple((k, label) for k, label in UNIT_LABELS if k != "scalar")
@@ -296,7 +296,7 @@ def register(app: typer.Typer) -> None:
                            f"{fail_on_new} new since the base ({codes})")
         gate = GateTrippedError("; ".join(tripped)) if tripped else None
         if failures:
-            from tilescope.io.load import PartialLoadError
+            from tilescope.io.failures import PartialLoadError
 
             # bad input outranks the gate, as in analyze: the diff covers only the ranks that loaded
             if gate is not None:

@@ -122,7 +122,8 @@ def info_command(
 
     Example: tilescope info ./localhost_123_ascend_pt --format json
     """
-    from tilescope.io.load import PartialLoadError, load_profiles
+    from tilescope.io.failures import PartialLoadError
+    from tilescope.io.load import load_profiles
 
     if fmt not in ("text", "json"):
         raise UsageError(f"--format must be text or json, not {fmt!r}")

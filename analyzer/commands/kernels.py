@@ -340,7 +340,8 @@ def kernels_command(
 
     Example: tilescope kernels runs/fa-v1 --format json -o kernels.json
     """
-    from tilescope.io.load import PartialLoadError, kernel_csv_profile, load_kernels_arrow, load_profiles
+    from tilescope.io.failures import PartialLoadError
+    from tilescope.io.load import kernel_csv_profile, load_kernels_arrow, load_profiles
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")

@@ -4,7 +4,7 @@ launch directory, found by name only (no file is read).
 Detection (`tilescope.io.detect`) asks these questions of every folder it sniffs, before any table is
 parsed; they live apart from the reader (`tilescope.io.msprof_op`, which imports pandas) so that
 detecting a path does not import pandas: `tilescope analyze` detects a path before it starts reading
-its timeline, and the reading overlaps pandas' import (analyzer/io/load.py).
+its timeline, and the reading overlaps pandas' import (analyzer/io/prefetch.py).
 """
 
 from __future__ import annotations

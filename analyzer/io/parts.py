@@ -1,5 +1,5 @@
 """What one profile root yields before the chip and derived metrics are applied (`Parts`), and the
-helpers the loaders of `tilescope.io.load` share to fill it: the kernel-table contract, a kernel
+helpers the loaders of `tilescope.io.formats` share to fill it: the kernel-table contract, a kernel
 table read from a CSV or taken from a timeline, the clock from `msprof op` OpBasicInfo rows.
 
 Kept light at import (pandas and the readers are imported where used): `tilescope.io.load` imports

@@ -1,0 +1,133 @@
+"""A run bundle (manifest.json + profile/ + ir/, collectors/bundle.py): its profiler runs under
+profile/ read and merged (`load_bundle`, one per metric group), and its manifest.json and ir.json
+read, held to their types, into the built profile (`attach_bundle`).
+
+Kept light at import, as `tilescope.io.load` is: pandas and the readers are imported inside the
+functions that use them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tilescope.columns import metric_groups_of
+from tilescope.errors import ProfileFormatError
+from tilescope.io.detect import Detected
+from tilescope.io.formats import load_single
+from tilescope.io.parts import Parts, ensure_contract
+
+if TYPE_CHECKING:
+    from tilescope.profile import Profile
+
+
+def load_bundle(det: Detected) -> Parts:
+    import pandas as pd
+
+    from tilescope.io import device as dev
+    from tilescope.io.merge import merge_blocks, merge_kernel_tables
+
+    if not det.children:
+        empty = ensure_contract(pd.DataFrame(index=pd.RangeIndex(0)))
+        return Parts(empty, None, warnings=["bundle has no profiler output: runtime metrics are absent"])
+    loaded = [load_single(c) for c in det.children]
+    parts = loaded[0]
+    if len(loaded) > 1:
+        parts.kernels, notes = merge_kernel_tables([p.kernels for p in loaded])
+        parts.warnings.extend(notes)
+        blocks = [p.blocks for p in loaded if p.blocks is not None]
+        parts.blocks = merge_blocks(blocks) if blocks else None
+        for other in loaded[1:]:
+            parts.files.extend(other.files)
+            parts.warnings.extend(other.warnings)
+            dev.merge_device(parts.device, other.device)
+            parts.timeline = parts.timeline or other.timeline
+            parts.launches = parts.launches if parts.launches is not None else other.launches
+            parts.coupled = parts.coupled or other.coupled
+        parts.metric_groups = metric_groups_of(list(parts.kernels.columns))
+    return parts
+
+
+def _read_json_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ProfileFormatError(path, None, f"expected a JSON object ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ProfileFormatError(path, None, f"expected a JSON object, found a JSON {type(data).__name__}")
+    bad = _beyond_int64(data, ())
+    if bad is not None:  # found by the fuzzer: a source_line of 2**70 printed as a location
+        keys, found = bad
+        raise ProfileFormatError(path, _json_path(keys), f"expected a number within 64 bits, found {found}")
+    return data
+
+
+def _json_path(keys: Iterable[str | int]) -> str | None:
+    """`kernels[0].versions.s_ub` for the keys ("kernels", 0, "versions", "s_ub"); None for the root."""
+    return "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys).lstrip(".") or None
+
+
+def _beyond_int64(x: Any, keys: tuple[str | int, ...]) -> tuple[tuple[str | int, ...], str] | None:
+    """The keys to, and the text of, the first number no reader can take back: an integer beyond
+    int64, or 1e400 (which Python's json reads as inf)."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            found = _beyond_int64(v, (*keys, str(k)))
+            if found:
+                return found
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            found = _beyond_int64(v, (*keys, i))
+            if found:
+                return found
+    elif isinstance(x, bool):
+        return None
+    elif isinstance(x, int) and not -(2**63) <= x < 2**63:
+        return keys, str(x)[:40]
+    elif isinstance(x, float) and not math.isfinite(x):
+        return keys, repr(x)
+    return None
+
+
+def _read_ir(path: Path) -> dict[str, Any]:
+    """A bundle's ir.json, held to its schema (analyzer/ir/schema/ir.schema.json): the TS5xx rules
+    and the IR view trust its types (a buffer's versions of -1e308 became a 300-digit integer in a
+    finding), so a value of the wrong type or range is refused here, naming where it is."""
+    from tilescope.ir.model import ir_schema_error
+
+    doc = _read_json_file(path)
+    error = ir_schema_error(doc)
+    if error is not None:
+        expected = f"{error.message[:160]}; expected ir.json of schema 1.x"
+        raise ProfileFormatError(path, _json_path(error.absolute_path), expected)
+    return doc
+
+
+def _add_launch_lines(ir: dict[str, Any], bundle: Path, manifest: dict[str, Any] | None) -> None:
+    """An older ir.json has no grid line (`with T.Kernel(...)`): take it from the bundle's copy of
+    the kernel (manifest `kernel.source`, collectors/bundle.py), so grid findings point at it."""
+    from tilescope.ir.locate import add_launch_lines
+
+    kernel = (manifest or {}).get("kernel")
+    rel = kernel.get("source") if isinstance(kernel, dict) else None
+    copy = (bundle / rel).resolve() if isinstance(rel, str) else None
+    if copy is not None and not copy.is_relative_to(bundle.resolve()):
+        copy = None  # a manifest naming a file outside its bundle
+    add_launch_lines(ir, bundle / "ir", copy)
+
+
+def attach_bundle(profile: Profile, bundle: Path) -> None:
+    """The bundle's manifest.json and ir/ (its ir.json, with the kernel's launch lines) into
+    `profile`, the files read into its source."""
+    if (bundle / "manifest.json").is_file():
+        profile.manifest = _read_json_file(bundle / "manifest.json")
+        profile.source.files.append(bundle / "manifest.json")
+    if (bundle / "ir").is_dir():
+        profile.ir_dir = bundle / "ir"
+        if (bundle / "ir" / "ir.json").is_file():
+            profile.ir = _read_ir(bundle / "ir" / "ir.json")
+            profile.source.files.append(bundle / "ir" / "ir.json")
+            _add_launch_lines(profile.ir, bundle, profile.manifest)

@@ -1,0 +1,232 @@
+"""One detected profile read into `Parts` by its format (`load_single`, on `Detected.format`): a
+torch_npu or msprof directory (its kernel table, else its database, and its timeline: `Sources`),
+an `msprof op` output, a SQLite export, a plain folder of loose files, one kernel table, one
+timeline. The chip and the derived metrics come after, in `tilescope.io.load`.
+
+Kept light at import, as `tilescope.io.load` is: pandas and the readers are imported inside the
+functions that use them, so that a timeline read on a second thread overlaps their import
+(`tilescope.io.prefetch`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tilescope.errors import NoProfileFoundError
+from tilescope.io.detect import MSPROF_OUT, TORCH_OUT, Detected
+from tilescope.io.parts import (
+    Parts,
+    add_basic_info,
+    clock_from_launches,
+    ensure_contract,
+    file_names,
+    kernels_from_timeline,
+    read_kernel_csv,
+)
+from tilescope.io.prefetch import read_timeline_now, start_timeline, take_timeline
+from tilescope.text.words import count_text
+
+if TYPE_CHECKING:
+    from tilescope.profile import DeviceInfo
+
+
+def _load_sqlite(p: Path) -> Parts:
+    from tilescope.io.sqlite import read_sqlite
+    from tilescope.io.tables import null_unused_side
+    data = read_sqlite(p)
+    parts = Parts(
+        null_unused_side(ensure_contract(data.kernels)),
+        "torch_npu" if "pytorch" in p.name else "msprof",
+        list(data.files),
+        data.metric_groups,
+        rank=data.rank,
+    )
+    parts.device.model_name = data.model_name
+    parts.device.cann_version = data.cann_version
+    return parts
+
+
+@dataclass
+class Sources:
+    """Where a torch_npu or msprof directory keeps its kernel table and timeline: `tables` (one
+    kernel CSV or the slices of one op_summary) and else `database`, for the loaders below and
+    `load.kernel_csv_profile` alike, so that both read a directory the same way."""
+
+    tables: list[Path]
+    database: Path | None
+    timelines: list[Path]
+
+
+def torch_sources(root: Path) -> Sources:
+    """kernel_details.csv, else the profiler database, else the op_summary slices of a PROF_* dir."""
+    out = root / TORCH_OUT if (root / TORCH_OUT).is_dir() else root
+    kd = out / "kernel_details.csv"
+    dbs = sorted(out.glob("ascend_pytorch_profiler*.db"))
+    tv = out / "trace_view.json"
+    timelines = [tv] if tv.is_file() else []
+    if kd.is_file():
+        return Sources([kd], None, timelines)
+    if dbs:
+        return Sources([], dbs[0], timelines)
+    return Sources(sorted(root.glob(f"PROF_*/{MSPROF_OUT}/op_summary_*.csv")), None, timelines)
+
+
+def msprof_sources(root: Path) -> Sources:
+    """The op_summary slices, else the msprof database; the msprof_*.json timelines."""
+    out = root / MSPROF_OUT
+    slices = sorted(out.glob("op_summary_*.csv")) or sorted(root.glob("device_*/summary/op_summary_*.csv"))
+    dbs = sorted(root.glob("msprof_*.db"))
+    timelines = sorted(out.glob("msprof_*.json")) or sorted(root.glob("device_*/timeline/msprof_*.json"))
+    return Sources(slices, None if slices or not dbs else dbs[0], timelines)
+
+
+def _load_torch(root: Path, lazy_timeline: bool = False, defer_csv: bool = False) -> Parts:
+    import pandas as pd
+
+    from tilescope.io import device as dev
+
+    parts = Parts(pd.DataFrame(), "torch_npu")
+    src = torch_sources(root)
+    tv = src.timelines[0] if src.timelines else None
+    timeline = start_timeline(tv) if tv is not None else None
+    if src.tables:
+        read_kernel_csv(parts, src.tables, defer_csv)
+    elif src.database is not None:
+        parts = _load_sqlite(src.database)
+    if tv is not None:  # deferred only when the kernels come from elsewhere
+        take_timeline(parts, tv, timeline, lazy_timeline and parts.has_kernel_table)
+    if not parts.has_kernel_table:
+        if parts.timeline is None:
+            raise NoProfileFoundError(root, "no kernel_details.csv, op_summary, database or trace_view.json")
+        parts.kernels = kernels_from_timeline(parts.timeline, parts.warnings)
+    rank, cann, files = dev.read_profiler_info(root)
+    parts.files.extend(files)
+    parts.rank = parts.rank if parts.rank is not None else rank
+    parts.device.cann_version = parts.device.cann_version or cann
+    add_info_json(root, parts.device, parts.files)
+    return parts
+
+
+def add_info_json(root: Path, device: DeviceInfo, files: list[Path]) -> None:
+    """The `info.json.N` files below a torch_npu or msprof directory into `device`."""
+    from tilescope.io import device as dev
+
+    for info in dev.find_info_json(root):
+        files.append(info)
+        dev.merge_device(device, dev.read_info_json(info))
+
+
+def _load_msprof(root: Path, defer_csv: bool = False) -> Parts:
+    import pandas as pd
+
+    parts = Parts(pd.DataFrame(), "msprof")
+    src = msprof_sources(root)
+    timelines = src.timelines
+    if src.tables:
+        read_kernel_csv(parts, src.tables, defer_csv)
+    elif src.database is not None:
+        parts = _load_sqlite(src.database)
+    if timelines:
+        if len(timelines) > 1:
+            parts.warnings.append(f"{len(timelines)} timeline files; only {timelines[0].name} was read")
+        parts.timeline = read_timeline_now(timelines[0], parts)
+    if not parts.has_kernel_table:
+        if parts.timeline is None:
+            raise NoProfileFoundError(root, "no op_summary_*.csv, msprof_*.db or msprof_*.json")
+        parts.kernels = kernels_from_timeline(parts.timeline, parts.warnings)
+    add_info_json(root, parts.device, parts.files)
+    return parts
+
+
+def _load_msprof_op(root: Path) -> Parts:
+    from tilescope.io.msprof_op import read_msprof_op
+
+    if root.is_file():  # one OpBasicInfo file, recognised by its header: one kernel per launch
+        from tilescope.io.tables import read_small_table
+
+        launches = read_small_table(root)
+        parts = Parts(ensure_contract(launches.copy()), "msprof_op", [root], launches=launches)
+    else:
+        data = read_msprof_op(root)
+        launches = data.launches
+        parts = Parts(
+            data.kernels,
+            "msprof_op",
+            list(data.files),
+            data.metric_groups,
+            blocks=data.blocks,
+            launches=launches,
+        )
+    clock_from_launches(parts.device, launches)
+    return parts
+
+
+def _timeline_producer(path: Path) -> str:
+    return "torch_npu" if path.name == "trace_view.json" else "msprof"
+
+
+def _load_folder(det: Detected, lazy_timeline: bool = False) -> Parts:
+    """A plain folder of loose profiler files: kernels from its kernel table (else from its
+    timeline), the timeline, the clock from OpBasicInfo; the first note says which gave what."""
+    import pandas as pd
+
+    from tilescope.io.detect import FolderSources
+
+    src = det.sources or FolderSources()
+    parts = Parts(pd.DataFrame(), None)
+    said: list[str] = []
+    tl_path = src.timelines[0] if src.timelines else None
+    future = start_timeline(tl_path) if tl_path is not None else None
+    if src.kernel_tables:
+        read_kernel_csv(parts, src.kernel_tables)
+        groups = ", ".join(parts.metric_groups) or "no PMU columns"
+        launches = count_text(len(parts.kernels), "launch", "launches")
+        said.append(f"kernels from {file_names(src.kernel_tables)} ({launches}, {groups})")
+    if tl_path is not None:
+        if len(src.timelines) > 1:
+            parts.warnings.append(f"{len(src.timelines)} timeline files; only {tl_path.name} was read")
+        take_timeline(parts, tl_path, future, lazy_timeline and bool(src.kernel_tables))
+        said.append(f"timeline from {tl_path.name}")
+    if not src.kernel_tables:
+        if tl_path is None or parts.timeline is None:
+            raise NoProfileFoundError(det.path, "no kernel table, and no timeline could be read")
+        parts.producer = _timeline_producer(tl_path)
+        parts.kernels = kernels_from_timeline(parts.timeline, parts.warnings)
+        said.insert(0, f"kernels from {tl_path.name} ({len(parts.kernels)} compute tasks)")
+    if src.basic_info:
+        said.append(add_basic_info(parts, src.basic_info))
+    parts.warnings.insert(0, "; ".join(s for s in said if s))
+    return parts
+
+
+def load_single(det: Detected, lazy_timeline: bool = False, defer_csv: bool = False) -> Parts:
+    """The parts of one detected profile; with `defer_csv` a kernel table that is one CSV file is
+    left for `load._build` to stream (torch_npu, msprof and a kernel CSV itself; a plain folder's note
+    counts its launches, so it reads its table at once)."""
+    import pandas as pd
+
+    if det.format == "torch_npu":
+        return _load_torch(det.path, lazy_timeline, defer_csv)
+    if det.format == "msprof":
+        return _load_msprof(det.path, defer_csv)
+    if det.format in ("msprof_op", "msprof_op_multi"):
+        return _load_msprof_op(det.path)
+    if det.format == "sqlite":
+        return _load_sqlite(det.path)
+    if det.format == "folder":
+        return _load_folder(det, lazy_timeline)
+    if det.format == "kernel_csv":
+        parts = Parts(pd.DataFrame(), None)
+        read_kernel_csv(parts, det.path, defer_csv)
+        return parts
+    if det.format == "timeline_json":
+        parts = Parts(pd.DataFrame(), _timeline_producer(det.path))
+        tl = read_timeline_now(det.path, parts)
+        if tl is None:
+            raise NoProfileFoundError(det.path, "timeline reader not available")
+        parts.timeline = tl
+        parts.kernels = kernels_from_timeline(tl, parts.warnings)
+        return parts
+    raise NoProfileFoundError(det.path, f"unsupported format {det.format}")
