@@ -18,7 +18,6 @@ BIN = Path(sys.executable).parent
 # splits); the number is each one's ceiling today, so the list only shrinks.
 MAX_LINES = 600
 OVERSIZE = {
-    "analyzer/io/load.py": 889,
     "analyzer/io/timeline.py": 797,
     "analyzer/ir/walk.py": 639,
 }
