@@ -326,7 +326,7 @@ def _concat(tables: list[Any]) -> pd.DataFrame:
     """The ranks' rows of one table, `rank` first. Tables read back from the cache are Arrow
     (`tilescope.rank_cache`): when every rank's is, they are joined as Arrow and converted to
     pandas once. One `to_pandas` per rank and table cost ~1 ms of pandas' metadata handling, a
-    third of a cached 64-rank analysis; the frames are the same (tests/test_rankwork.py compares
+    third of a cached 64-rank analysis; the frames are the same (tests/cluster/test_rankwork.py compares
     cached and fresh reports byte for byte)."""
     tables = [(rank, t) for rank, t in tables if len(t)]
     if not tables:

@@ -10,7 +10,7 @@ table never does — and `tilescope.rank_cache` keeps them as Parquet + JSON, so
 the same run reads only the summaries. The driver then numbers the ranks (`load.resolve_ranks`, as
 for inputs loaded in one process), builds the model (`cluster.assemble_cluster`) and runs the
 cross-rank rules on it. The same `run_unit` runs everywhere, so the report does not depend on
-where it ran (tests/test_rankwork.py compares serial, pool, Dask and cached runs byte for byte).
+where it ran (tests/cluster/test_rankwork.py compares serial, pool, Dask and cached runs byte for byte).
 
 Where the work runs (`plan_executor`):
   --scheduler ADDRESS / TILESCOPE_SCHEDULER  a Dask distributed scheduler (`tcp://host:8786`); its

@@ -14,8 +14,7 @@ from types import ModuleType
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-REAL_TRACES = REPO_ROOT.parent / "shared" / "traces" / "real"
+from support import REAL_TRACES, REPO_ROOT
 
 # `analyze` on a multi-rank run caches per-rank summaries (analyzer/rank_cache.py): the tests, and
 # the commands they run in subprocesses, keep theirs in a directory of their own, removed at exit

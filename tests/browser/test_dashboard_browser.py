@@ -23,12 +23,13 @@ from conftest import PageEvents, needs_chromium, record_events, serve_wsgi
 from tilescope.analysis import analyze
 from tilescope.chips import get_chip
 from tilescope.dashboard.app import create_app, store_of
-from tilescope.dashboard.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
 from tilescope.errors import TilescopeError
 from tilescope.findings import Finding, Location, Severity
 from tilescope.io.load import load_profile
 from tilescope.report.data import build_report
 from tilescope.text.words import saving_phrase
+
+from support.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"

@@ -17,9 +17,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from conftest import needs_chromium, record_events
-from test_report_fixture_data import hostile_report, make_bundle
 
 from tilescope.report import render_html
+
+from support.report_data import hostile_report, make_bundle
 
 HOSTILE_NAMES = ["<img src=x onerror=alert(1)>", "</script><script>alert(2)</script>",
                  "[x](javascript:alert(1)) @org/team a|b `x`", "\" onmouseover=\"alert(3)"]

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m tests.fuzz.run --cases 500 --seed 1 [--subprocess] [--json counts.json]
 
-CI runs a small fixed budget in-process (tests/test_fuzz.py); this script is the longer run whose
+CI runs a small fixed budget in-process (tests/e2e/test_fuzz.py); this script is the longer run whose
 counts go into docs/reliability.md. Exit 1 when any case fails the bar (tests/fuzz/oracle.py).
 """
 

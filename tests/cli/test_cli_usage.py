@@ -1,0 +1,54 @@
+"""Usage errors end like every other error (docs/product.md): exit 2, one line, no traceback.
+
+typer 0.29 raises its own (vendored click) exceptions; the entry point once checked the `click`
+package's classes instead, and every usage error ended in a traceback with exit code 1.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from support import REPO_ROOT
+
+REPO = REPO_ROOT
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tilescope.cli", *args], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["kernels", "--bogus"],
+            "tilescope: error: No such option: --bogus (see 'tilescope kernels --help')",
+        ),
+        (["kernels"], "tilescope: error: Missing argument 'path'. (see 'tilescope kernels --help')"),
+        (["nosuch"], "tilescope: error: No such command 'nosuch'. (see 'tilescope --help')"),
+        (["analyze", "x", "--format", "json", "--bogus"], "No such option: --bogus"),
+        (["kernels", "x.csv", "--limit", "abc"], "Invalid value for '--limit'"),
+    ],
+)
+def test_usage_error_is_one_line_exit_2(args: list[str], message: str) -> None:
+    r = run(*args)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tilescope: error: ") and message in lines[0]
+
+
+def test_no_command_prints_the_help() -> None:
+    r = run()
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "Usage:" in r.stdout and "kernels" in r.stdout and "analyze" in r.stdout
+
+
+def test_help_is_success() -> None:
+    r = run("kernels", "--help")
+    assert r.returncode == 0 and "Example: tilescope kernels" in r.stdout
