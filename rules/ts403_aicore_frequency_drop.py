@@ -63,7 +63,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     c = tl.counters[text(tl.counters, "name") == FREQ_COUNTER]
     freq = pd.DataFrame({"start_ns": start_ns(c).to_numpy(), "mhz": num(c, "value").to_numpy()}).dropna()
     freq = freq.sort_values("start_ns")
-    from tilescope.io.timeline import kernel_tasks
+    from tilescope.io.timeline_facts import kernel_tasks
 
     keep, _types = kernel_tasks(tl.kernels)
     k = tl.kernels[keep]  # compute kernels only: runtime tasks (PROFILING_ENABLE, ...) are not kernels
