@@ -9,6 +9,7 @@ import pandas as pd
 
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
+from tilescope.io.timeline_facts import FREQ_COUNTER, kernel_tasks
 from tilescope.profile import Profile
 from tilescope.rules._columns import num, text
 from tilescope.rules._findings import make_finding
@@ -24,7 +25,6 @@ THRESHOLDS: dict[str, Any] = {
     "min_drop": 0.05,  # frequency below rated x (1 - min_drop)
     "min_saving_us": 1.0,
 }
-FREQ_COUNTER = "AI Core Freq"
 
 
 def missing_inputs(profile: Profile) -> tuple[str, ...]:
@@ -66,8 +66,6 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     c = tl.counters[text(tl.counters, "name") == FREQ_COUNTER]
     freq = pd.DataFrame({"start_ns": start_ns(c).to_numpy(), "mhz": num(c, "value").to_numpy()}).dropna()
     freq = freq.sort_values("start_ns")
-    from tilescope.io.timeline import kernel_tasks
-
     keep, _types = kernel_tasks(tl.kernels)
     k = tl.kernels[keep]  # compute kernels only: runtime tasks (PROFILING_ENABLE, ...) are not kernels
     ks = pd.DataFrame(

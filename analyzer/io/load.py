@@ -79,7 +79,7 @@ def _build(
     parts = load_bundle(det) if det.format == "bundle" else load_single(det, lazy_timeline, defer)
     if parts.timeline is not None and parts.device.timeline_max_frequency_mhz is None:
         # a timeline still being read (`pending_timeline`) is not waited for: no value then
-        from tilescope.io.timeline import counter_max
+        from tilescope.io.timeline_facts import counter_max
 
         parts.device.timeline_max_frequency_mhz = counter_max(parts.timeline)
     warnings = list(parts.warnings)
@@ -330,7 +330,8 @@ def _add_timeline_clock(device: DeviceInfo, timeline: Path) -> None:
     if dev.recorded_clock(device)[0] is not None:
         return
     try:
-        from tilescope.io.timeline import counter_max, read_timeline
+        from tilescope.io.timeline import read_timeline
+        from tilescope.io.timeline_facts import counter_max
     except ImportError:  # no timeline reader: the loaders skip the timeline too
         return
     device.timeline_max_frequency_mhz = counter_max(read_timeline(timeline))

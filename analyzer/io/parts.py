@@ -65,7 +65,7 @@ def kernels_from_timeline(tl: Timeline, warnings: list[str]) -> pd.DataFrame:
     are left out and named in a note; the timeline's own table keeps every task for display)."""
     import pandas as pd
 
-    from tilescope.io.timeline import kernel_tasks
+    from tilescope.io.timeline_facts import kernel_tasks
 
     src = tl.kernels
     keep, core_type = kernel_tasks(src)

@@ -20,13 +20,13 @@ Choices worth knowing:
 - SQE lanes are not skipped (msprof-analyze drops a (pid, tid) lane after an `args.name` ending in
   `_SQE`); none of our real samples has one, so they stay in `Timeline.kernels` with their
   `task_type`. That table keeps every hardware task, runtime tasks too; which of them are kernels
-  (for a profile that has no kernel table) is `kernel_tasks`, at the end of this module.
+  (for a profile that has no kernel table) is `kernel_tasks` (tilescope.io.timeline_facts).
 - Only `X`, `s`/`f`, `C` and `M` events are read; `B`/`E`, instant and async events are ignored
   (Ascend profilers do not write them). Unpaired flow ends are dropped.
 - An empty array, or an object without "traceEvents", is a ProfileFormatError, not empty tables.
 - The object form {"traceEvents": [...]} (the msprof op simulator's trace.json, and any other keys
   before or after the list) is streamed like the bare array: DuckDB reads the byte range of the
-  list through a window onto the file (see "the object form" below), same time and memory.
+  list through a window onto the file (tilescope.io.trace_window), same time and memory.
 
 Tables beyond the `Timeline` contract: `flows` also has name, end_ns and the start/end pid/tid;
 `host_ops.lane` is NaN for a pid without process_name metadata. The `Overlap Analysis` lane is
@@ -35,7 +35,6 @@ left out of host_ops and not returned (Timeline has no field for it yet).
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 from collections.abc import Callable
@@ -46,9 +45,11 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from tilescope.errors import MissingComponentError, ProfileFormatError
+from tilescope.errors import ProfileFormatError
 from tilescope.interrupt import hold_point
 from tilescope.io.native import native_name
+from tilescope.io.trace_errors import EXPECTED, malformed_offset
+from tilescope.io.trace_window import WINDOW_URL, events_window, exact_window, window_fs, window_url
 from tilescope.io.validate import check_frame
 from tilescope.scratch import scratch_dir
 
@@ -61,7 +62,6 @@ if TYPE_CHECKING:
     from tilescope.profile import Timeline
 
 DuckConfig = dict[str, str | bool | int | float | list[str]]
-EXPECTED = "expected a Chrome-trace JSON array of events (trace_view.json / msprof_*.json)"
 HARDWARE_LANE = "Ascend Hardware"
 OVERLAP_LANE = "Overlap Analysis"
 BATCH_ROWS = 1 << 19
@@ -88,8 +88,6 @@ FROM (SELECT *, CASE WHEN ph = 'X' THEN json_transform(args, '{_KERNEL_ARGS}') E
 
 # Example: Malformed JSON in file "/t/trace_view.json", at byte 60 in record/value 2: unexpected end of data.
 _MALFORMED = re.compile(r"at byte (\d+) in record/value \d+: ([^\n]*)")
-# Example: JSON is malformed: invalid character (byte 27)
-_MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
 # Example: JSON transform error in file "e.json", in record/value 4: Expected OBJECT, but got UBIGINT: 5
 _TRANSFORM = re.compile(r"in record/value (\d+): ([^\n]*)")
 # Example: Stream 212
@@ -185,245 +183,27 @@ def _array_read(quoted: str) -> str:
             f"maximum_object_size={MAX_OBJECT_BYTES})")
 
 
-# ---- the {"traceEvents": [...]} object form ---------------------------------------------------------
-#
-# DuckDB streams a JSON array but materialises any other top-level value (format='unstructured'
-# allocated the whole object: "failed to allocate" above ~100 MB). So the object form is read as
-# the array form: the byte range of its traceEvents array is found, and DuckDB reads that range
-# through a registered read-only filesystem (`_window_fs`) as if it were a file of its own.
-#
-# Start: the keys before "traceEvents" are parsed from the head of the file (the array is usually
-# the first key; Python's json skips the others). End: the array's `]` is the last `]` of the file
-# that the rest of the file closes as a valid object (`, "k": v, ...}`); those keys are few.
-# When that guess is wrong (a later key holds a `]` followed by valid JSON), the window is not one
-# JSON array and DuckDB's scan fails; the exact window then comes from msgspec's validating pass
-# over the whole file (`_exact_window`), which also places the error of a broken file.
-
-WINDOW_PROTOCOL = "tilescope-window"
-TRACE_EVENTS = "traceEvents"
-_HEAD_BYTES = 1 << 20  # keys before traceEvents parsed from at most this much of the file
-_TAIL_BYTES = 1 << 20  # keys after it: the `]` is looked for in at most this much of the end
-_TAIL_TRIES = 64  # `]` candidates tried from the end
-_JSON_WS = b" \t\r\n"
-# Example: tilescope-window://81-524436561/%2Ftmp%2Fp%2Ftrace.json
-_WINDOW_URL = re.compile(WINDOW_PROTOCOL + r"://(\d+)-(\d+)/([^/'\"\s]+)")
-
-
 def _object_source(path: Path, fh: BinaryIO, size: int, first: int) -> str:
     """read_json of the traceEvents array of an object-form file (`first`: offset of its `{`);
     every read is of the open file `fh`, as for the bare array."""
-    start = _events_start(fh, first)
-    end = _events_end(fh, size, start) if start is not None else None
-    if start is None or end is None:
-        start, end = _exact_window(path, fh)
+    start, end = events_window(path, fh, size, first)
     return _array_read(_sql_str(window_url(path, fh, start, end)))
-
-
-def window_url(path: Path, fh: BinaryIO, start: int, end: int) -> str:
-    """The URL `_window_fs` serves as bytes [start, end) of the open file `fh` (`native_name`: its
-    /dev/fd name, never the path, so that no name is interpreted and a non-UTF-8 one is no error;
-    percent-encoded: no glob characters)."""
-    from urllib.parse import quote
-
-    return f"{WINDOW_PROTOCOL}://{start}-{end}/{quote(native_name(path, fh), safe='')}"
-
-
-def _events_start(fh: BinaryIO, first: int) -> int | None:
-    """Offset of the `[` that opens the top-level "traceEvents" value, from the keys before it;
-    None when they do not parse within the head (a long or broken value: `_exact_window` decides)."""
-    import json
-
-    # latin-1: one character per byte, so string positions are file offsets; the structure
-    # (all ASCII) and the keys we compare with (ASCII) survive any UTF-8 inside the strings
-    head = os.pread(fh.fileno(), _HEAD_BYTES, 0).decode("latin-1")
-    decoder = json.JSONDecoder()
-
-    def skip_ws(i: int) -> int:
-        while i < len(head) and head[i] in " \t\r\n":
-            i += 1
-        return i
-
-    pos = skip_ws(first + 1)
-    try:
-        while pos < len(head) and head[pos] == '"':
-            key, pos = json.decoder.scanstring(head, pos + 1)  # type: ignore[attr-defined]
-            pos = skip_ws(pos)
-            if head[pos : pos + 1] != ":":
-                return None
-            pos = skip_ws(pos + 1)
-            if key == TRACE_EVENTS:
-                return pos if head[pos : pos + 1] == "[" else None
-            _value, pos = decoder.raw_decode(head, pos)
-            pos = skip_ws(pos)
-            if head[pos : pos + 1] != ",":
-                return None
-            pos = skip_ws(pos + 1)
-    except (ValueError, RecursionError):  # a broken or absurdly nested value: msgspec will say
-        return None
-    return None
-
-
-def _events_end(fh: BinaryIO, size: int, start: int) -> int | None:
-    """End (exclusive) of the traceEvents array: the last `]` after which the file closes the
-    top-level object validly; None when none does within the tail."""
-    import msgspec
-
-    at = max(start + 1, size - _TAIL_BYTES)
-    tail = os.pread(fh.fileno(), size - at, at)
-    p = len(tail)
-    for _ in range(_TAIL_TRIES):
-        p = tail.rfind(b"]", 0, p)
-        if p < 0:
-            return None
-        rest = tail[p + 1 :].strip(_JSON_WS)
-        if rest == b"}":
-            return at + p + 1
-        if rest.startswith(b","):
-            try:
-                msgspec.json.decode(b"{" + rest[1:], type=dict[str, msgspec.Raw])
-            except msgspec.DecodeError:
-                continue
-            return at + p + 1
-    return None
-
-
-def _exact_window(path: Path, fh: BinaryIO) -> tuple[int, int]:
-    """[start, end) of the traceEvents array by a validating pass over the whole file (msgspec:
-    values are skipped in place, never decoded); ProfileFormatError naming the byte of a syntax
-    error, a missing "traceEvents" key or a non-list value."""
-    import msgspec
-
-    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        try:
-            top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
-        except (msgspec.DecodeError, RecursionError) as exc:
-            raise _msgspec_error(path, exc, len(data)) from None
-        raw = top.pop(TRACE_EVENTS, None)
-        del top
-        if raw is None:
-            raise ProfileFormatError(path, None, f"{EXPECTED}; found no events (an object without a "
-                                                 f"\"{TRACE_EVENTS}\" list)")
-        # msgspec.Raw is a view into `data`: its address gives the offset
-        view = np.frombuffer(raw, np.uint8)
-        start = int(view.ctypes.data - np.frombuffer(data, np.uint8).ctypes.data)
-        end, opening = start + len(view), bytes(view[:1])
-        del view, raw
-    if opening != b"[":
-        raise ProfileFormatError(path, f"byte {start}", f"{EXPECTED}; \"{TRACE_EVENTS}\" is not a list")
-    return start, end
-
-
-def _msgspec_error(path: Path, exc: Exception, size: int) -> ProfileFormatError:
-    """msgspec's syntax error as one line with its file offset, worded as DuckDB's."""
-    if isinstance(exc, RecursionError):
-        return ProfileFormatError(path, None, f"{EXPECTED}; malformed JSON: values nested too deeply")
-    offset = _msgspec_offset(exc, size)
-    reason = "unexpected end of data" if offset == size else _MSGSPEC_BYTE.sub("", str(exc))
-    reason = reason.replace("JSON is malformed: ", "").strip().rstrip(".")
-    where = f"byte {offset}" if offset is not None else None
-    return ProfileFormatError(path, where, f"{EXPECTED}; malformed JSON: {reason}")
-
-
-class _Window:
-    """Bytes [start, end) of a file as a read-only, seekable binary file."""
-
-    def __init__(self, path: str, start: int, end: int) -> None:
-        self._fh = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by close())
-        self._start, self._size, self._pos = start, end - start, 0
-        self.closed = False
-
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        base = (0, self._pos, self._size)[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def read(self, n: int = -1) -> bytes:
-        left = max(0, self._size - self._pos)
-        n = left if n is None or n < 0 else min(n, left)
-        self._fh.seek(self._start + self._pos)
-        data = self._fh.read(n) if n else b""
-        self._pos += len(data)
-        return data
-
-    def readinto(self, buf: Any) -> int:
-        data = self.read(len(memoryview(buf)))
-        memoryview(buf).cast("B")[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        self._fh.close()
-        self.closed = True
-
-    def __enter__(self) -> _Window:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _window_fs() -> Any:
-    """An fsspec filesystem serving `window_url`s (DuckDB registers fsspec filesystems only)."""
-    from datetime import UTC, datetime
-    from urllib.parse import unquote
-
-    try:
-        from fsspec.spec import AbstractFileSystem
-    except ImportError:
-        raise MissingComponentError(
-            'reading a {"traceEvents": [...]} timeline needs fsspec (pip install fsspec)'
-        ) from None
-
-    class WindowFS(AbstractFileSystem):
-        protocol = WINDOW_PROTOCOL
-
-        @staticmethod
-        def _parse(url: str) -> tuple[str, int, int]:
-            found = _WINDOW_URL.search(url if "://" in url else f"{WINDOW_PROTOCOL}://{url}")
-            if found is None:
-                raise FileNotFoundError(url)
-            return unquote(found[3]), int(found[1]), int(found[2])
-
-        def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> _Window:
-            if mode != "rb":
-                raise PermissionError(f"{path}: read-only")
-            return _Window(*self._parse(path))
-
-        def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
-            _file, start, end = self._parse(path)
-            return {"name": path, "size": end - start, "type": "file"}
-
-        def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
-            return [self.info(path)] if detail else [path]
-
-        def modified(self, path: str) -> datetime:
-            return datetime.fromtimestamp(Path(self._parse(path)[0]).stat().st_mtime, UTC)
-
-    return WindowFS()
 
 
 def _scan_source(
     con: duckdb.DuckDBPyConnection, path: Path, source: str, fh: BinaryIO
 ) -> dict[str, pa.Table]:
     """`_scan`, and for an object-form file the window's filesystem and the check of its end."""
-    found = _WINDOW_URL.search(source)
+    found = WINDOW_URL.search(source)
     if found is None:
         return _scan(con, path, source, fh)
-    con.register_filesystem(_window_fs())
+    con.register_filesystem(window_fs())
     try:
         return _scan(con, path, source, fh)
     except ProfileFormatError:
         # the guessed end may be a `]` inside a later key: the exact window settles it (and raises
         # for a broken file); the same window means the error stands
-        start, end = _exact_window(path, fh)
+        start, end = exact_window(path, fh)
         if (start, end) == (int(found[1]), int(found[2])):
             raise
     return _scan(con, path, _array_read(_sql_str(window_url(path, fh, start, end))), fh)
@@ -432,11 +212,11 @@ def _scan_source(
 def _format_error(path: Path, fh: BinaryIO, exc: Exception) -> ProfileFormatError:
     """Map a DuckDB error to one line: where (byte / event) and a short reason."""
     msg = str(exc).replace(_scan_name(path, fh), "<file>").replace(str(path), "<file>")
-    msg = _WINDOW_URL.sub("<file>", msg)
+    msg = WINDOW_URL.sub("<file>", msg)
     found = _MALFORMED.search(msg)
     if found:
         # DuckDB's "at byte N" counts from the start of the bad record, not of the file.
-        offset = _malformed_offset(fh)
+        offset = malformed_offset(fh)
         where = f"byte {offset}" if offset is not None else f"event {found[1]}"
         return ProfileFormatError(path, where, f"{EXPECTED}; malformed JSON: {found[2].rstrip('. ')}")
     found = _TRANSFORM.search(msg)
@@ -445,34 +225,6 @@ def _format_error(path: Path, fh: BinaryIO, exc: Exception) -> ProfileFormatErro
     first_line = msg.splitlines()[0] if msg else type(exc).__name__
     first_line = re.sub(r"^[A-Za-z ]+Error: ", "", first_line)
     return ProfileFormatError(path, None, f"{EXPECTED}; {first_line[:160]}")
-
-
-def _malformed_offset(fh: BinaryIO) -> int | None:
-    """File offset of the first JSON syntax error (error path only: a second, validating pass
-    over the same open file).
-
-    msgspec validates the whole document into one zero-copy `Raw` view over a memory map, so even
-    a 1 GB file (array or object form) costs no decoded document.
-    """
-    import msgspec
-
-    try:
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            size = len(data)
-            msgspec.json.decode(data, type=msgspec.Raw)
-    except msgspec.DecodeError as exc:
-        return _msgspec_offset(exc, size)
-    except (OSError, ValueError, RecursionError):
-        return None
-    return None
-
-
-def _msgspec_offset(exc: Exception, size: int) -> int | None:
-    """The file offset in a msgspec syntax error (the end of the data when it was truncated)."""
-    if "truncated" in str(exc):
-        return size
-    found = _MSGSPEC_BYTE.search(str(exc))
-    return int(found[1]) if found else None
 
 
 def _encode(table: pa.Table, columns: list[str]) -> pa.Table:
@@ -722,76 +474,3 @@ def _counters(con: duckdb.DuckDBPyConnection, events: pa.Table | None) -> pd.Dat
         "value": table["value"].to_numpy(zero_copy_only=False).astype(np.float64),
     }
     return pd.DataFrame(out)
-
-
-# ---- what the timeline says beyond its tables ------------------------------------------------------
-
-FREQ_COUNTER = "AI Core Freq"
-
-# Which `Ascend Hardware` events are kernels (formats doc §3.4, §7). That lane holds every hardware
-# task, runtime tasks included: TASK_TIMEOUT_SET, PROFILING_ENABLE/DISABLE in msprof timelines
-# (tilelang_sigmoid_app), MEMCPY_ASYNC in torch_npu ones (torch_timeline_3670), EVENT_RECORD,
-# notify waits, ... A kernel is an event whose `Task Type`
-#   - is a kernel-table type, i.e. a value op_summary's `Task Type` / kernel_details' `Accelerator
-#     Core` holds (msprof timelines repeat them), or the runtime's name for one (KERNEL_AICORE, ...);
-#   - or is `Other` or absent (torch_npu labels its compute kernels `Other`) while the event is not
-#     named after a runtime task.
-# Every other type (runtime tasks, SQE tasks, types we have not seen) is not a kernel. The doc's
-# warning that the timeline's Task Type does not classify kernels holds for `Other`: such kernels
-# get no core type here; a kernel table, when there is one, says more.
-KERNEL_TASK_TYPES = frozenset(
-    {"AI_CORE", "AI_VECTOR_CORE", "MIX_AIC", "MIX_AIV", "AI_CPU", "HCCL", "DSA_SQE"}
-)
-_RUNTIME_KERNEL_TYPES = {
-    "KERNEL_AICORE": "AI_CORE",
-    "KERNEL_AIVEC": "AI_VECTOR_CORE",
-    "KERNEL_MIX_AIC": "MIX_AIC",
-    "KERNEL_MIX_AIV": "MIX_AIV",
-    "KERNEL_AICPU": "AI_CPU",
-}
-UNTYPED_TASK = "Other"
-# The CANN runtime's names of its non-kernel tasks (its task-type name table), which are also the
-# names such tasks carry on the timeline.
-RUNTIME_TASK_NAMES = frozenset({
-    "ACTIVE_AICPU_STREAM", "ADC_PROF", "AICPU_INFO_LOAD", "CAPTURE_CONDITION", "CAPTURE_RECORD",
-    "CAPTURE_RECORD_EXTERNAL", "CAPTURE_WAIT", "CAPTURE_WAIT_EXTERNAL", "CCU_LAUNCH", "CMO_TASK",
-    "COMMON_CMD", "CREATE_L2_ADDR", "CREATE_STREAM", "DATADUMP_LOADINFO", "DATA_DUMP", "DEBUG_REGISTER",
-    "DEBUG_REGISTER_FOR_STREAM", "DEBUG_UNREGISTER", "DEBUG_UNREGISTER_FOR_STREAM",
-    "DEVICE_RINGBUFFER_CONTROL", "DIRECT_SEND", "EVENT_RECORD", "EVENT_RESET", "EVENT_WAIT",
-    "GET_DEVICE_MSG", "GET_STARS_VERSION", "HOSTFUNC_CALLBACK", "IPC_EVENT_RECORD", "IPC_EVENT_WAIT",
-    "IPC_INT_NOTICE", "LABEL_GOTO", "LABEL_SET", "LABEL_SWITCH", "MAINTENANCE", "MEMCPY_ASYNC",
-    "MEM_WAIT_VALUE", "MEM_WRITE_VALUE", "MODEL_END_GRAPH", "MODEL_EXECUTE", "MODEL_EXIT_GRAPH",
-    "MODEL_LOAD", "MODEL_MAINTAINCE", "MODEL_TASK_UPDATE", "MODEL_TO_AICPU", "MULTIPLE_TASK", "NOP",
-    "NOTIFY_RECORD", "NOTIFY_WAIT", "NPU_CLEAR_FLOAT_STATUS", "NPU_GET_FLOAT_STATUS", "ONLINE_PROF_DISABLE",
-    "ONLINE_PROF_ENABLE", "OVERFLOW_SWTICH_SET", "PC_TRACE", "PROFILER_DYNAMIC_DISABLE",
-    "PROFILER_DYNAMIC_ENABLE", "PROFILER_TRACE", "PROFILER_TRACE_EX", "PROFILING_DISABLE",
-    "PROFILING_ENABLE", "RDMA_DB_SEND", "RDMA_PI_VALUE_MODIFY", "RDMA_SEND", "REDUCE_ASYNC_V2",
-    "REMOTE_EVENT_WAIT", "SET_STREAM_MODE", "SQE_UPDATE_TASK", "SQ_LOCK_UNLOCK", "STARS_COMMON",
-    "STREAM_ACTIVE", "STREAM_LABEL_GOTO", "STREAM_LABEL_SWITCH_BY_INDEX", "STREAM_SWITCH",
-    "STREAM_SWITCH_N", "STREAM_TAG_SET", "TASK_FLIP", "TASK_TIMEOUT_SET", "UB_DB_SEND", "UPDATE_ADDRESS",
-    "WRITE_VALUE",
-})
-
-
-def kernel_tasks(kernels: pd.DataFrame) -> tuple[np.ndarray, pd.Series]:
-    """Which rows of a timeline's kernel table (its hardware lane) are kernels, by the rule above,
-    and each row's kernel-table core type (null where the timeline does not say)."""
-    import pandas as pd
-
-    if "task_type" not in kernels:
-        named = kernels["name"].isin(RUNTIME_TASK_NAMES).to_numpy(dtype=bool)
-        return ~named, pd.Series(None, index=kernels.index, dtype="str")
-    tt = kernels["task_type"].astype("object")
-    typed = tt.isin(KERNEL_TASK_TYPES | _RUNTIME_KERNEL_TYPES.keys())
-    untyped = tt.isna() | (tt == UNTYPED_TASK)
-    keep = typed | (untyped & ~kernels["name"].isin(RUNTIME_TASK_NAMES))
-    return keep.to_numpy(dtype=bool), tt.replace(_RUNTIME_KERNEL_TYPES).where(typed).astype("str")
-
-
-def counter_max(timeline: Timeline, name: str = FREQ_COUNTER) -> float | None:
-    """The highest value of one counter (e.g. `AI Core Freq` in MHz), None when it is absent."""
-    c = timeline.counters
-    if c is None or not len(c) or "name" not in c:
-        return None
-    peak = c.loc[(c["name"] == name).to_numpy(dtype=bool), "value"].max()
-    return float(peak) if np.isfinite(peak) else None  # NaN: no such counter, or no numeric value

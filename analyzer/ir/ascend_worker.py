@@ -11,7 +11,7 @@ and reads one JSON answer on stdout: `{"tilelang_version", "runs": [{"kernels": 
 ...]} | {"usage_error": "..."}]}`; every run lowers in the same process (the import of tilelang
 costs ~17 s under emulation, a lowering under 1 s). Anything the kernel prints goes to stderr.
 
-Standard library, tilelang-ascend and tilescope.ir.{lowering,published,scopes,walk} only.
+Standard library, tilelang-ascend and tilescope.ir.{ascendc,lowering,published,scopes,walk} only.
 """
 
 from __future__ import annotations
@@ -220,7 +220,8 @@ def _outputs(func: Any, impl: Any) -> list[str]:
 def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCapture]:
     import tvm
 
-    from tilescope.ir.walk import ascendc_placements, lowered_allocations, walk_primfunc
+    from tilescope.ir.ascendc import ascendc_placements
+    from tilescope.ir.walk import lowered_allocations, walk_primfunc
 
     prim_func = tvm.tir.PrimFunc
     built: list[tuple[str, Any, dict[str, Any], Any]] = []

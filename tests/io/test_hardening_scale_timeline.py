@@ -23,6 +23,7 @@ from tilescope.cli import main
 from tilescope.engine import RuleContext
 from tilescope.errors import ProfileFormatError
 from tilescope.io import timeline as timeline_io
+from tilescope.io import trace_window
 from tilescope.io.load import load_profile
 from tilescope.io.timeline import read_timeline
 from tilescope.profile import Profile, SourceInfo, Timeline
@@ -434,15 +435,17 @@ def _same_tables(a: Timeline, b: Timeline) -> None:
 
 @pytest.fixture
 def exact_calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Records each call of the exact (whole-file) window pass."""
+    """Records each call of the exact (whole-file) window pass: the window's own fallback and the
+    reader's, when DuckDB rejects the guessed window."""
     calls: list[Path] = []
-    exact = timeline_io._exact_window
+    exact = trace_window.exact_window
 
     def counted(path: Path, fh: BinaryIO) -> tuple[int, int]:
         calls.append(path)
         return exact(path, fh)
 
-    monkeypatch.setattr(timeline_io, "_exact_window", counted)
+    monkeypatch.setattr(trace_window, "exact_window", counted)
+    monkeypatch.setattr(timeline_io, "exact_window", counted)
     return calls
 
 
@@ -472,8 +475,8 @@ def test_object_form_with_keys_beyond_the_head_or_tail(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exact_calls: list[Path], head: int, tail: int
 ) -> None:
     """Keys before or after the array longer than what is parsed at either end: the exact pass."""
-    monkeypatch.setattr(timeline_io, "_HEAD_BYTES", head)
-    monkeypatch.setattr(timeline_io, "_TAIL_BYTES", tail)
+    monkeypatch.setattr(trace_window, "_HEAD_BYTES", head)
+    monkeypatch.setattr(trace_window, "_TAIL_BYTES", tail)
     events_file = _sample_trace("attention_unfused")
     obj = tmp_path / "trace.json"
     obj.write_bytes(_BEFORE + events_file.read_bytes() + b', "pad": "' + b"x" * 200 + b'"}')
@@ -489,11 +492,11 @@ def test_object_form_window_is_the_array(tmp_path: Path) -> None:
     with open(obj, "rb") as fh:
         source = timeline_io._source_clause(obj, fh)
     assert "format='array'" in source and "unstructured" not in source
-    found = timeline_io._WINDOW_URL.search(source)
+    found = trace_window.WINDOW_URL.search(source)
     assert found is not None
     assert (int(found[1]), int(found[2])) == (len(_BEFORE), len(_BEFORE) + len(events))
     with open(obj, "rb") as fh:
-        assert timeline_io._exact_window(obj, fh) == (len(_BEFORE), len(_BEFORE) + len(events))
+        assert trace_window.exact_window(obj, fh) == (len(_BEFORE), len(_BEFORE) + len(events))
     assert len(read_timeline(obj).kernels) == len(read_timeline(_sample_trace("attention_fused")).kernels)
 
 
@@ -501,7 +504,7 @@ def _format_error(path: Path) -> ProfileFormatError:
     with pytest.raises(ProfileFormatError) as info:
         read_timeline(path)
     assert "\n" not in str(info.value) and info.value.path == str(path)
-    assert "<file>" not in str(info.value) and timeline_io.WINDOW_PROTOCOL not in str(info.value)
+    assert "<file>" not in str(info.value) and trace_window.WINDOW_PROTOCOL not in str(info.value)
     return info.value
 
 
