@@ -118,6 +118,8 @@ def _first_output_bytes(
     return shape_bytes(first_out.reset_index(drop=True), first_dt.reset_index(drop=True)).to_numpy()
 
 
+# long: the rule's steps in order over one set of per-row code arrays: links, chains, their
+# recurrence, then a finding per recurring chain (the docstring above is the rule's documentation).
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does

@@ -31,6 +31,8 @@ THRESHOLDS: dict[str, Any] = {
 READS = HELPER_COLUMNS
 
 
+# long: the rule as its documentation gives it, over the same gap arrays: idle share, stalls, the
+# saving model, then the evidence and the message that quote them.
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does

@@ -45,3 +45,17 @@ def sample_generator() -> ModuleType:
     if folder not in sys.path:
         sys.path.insert(0, folder)
     return importlib.import_module("generate")
+
+
+# The quick loop (`bash scripts/test.sh -m "not slow"`, docs/internals.md "Tests") leaves out what
+# takes seconds per test: a real browser, lowering kernels with TileLang, the end-to-end runs (act,
+# the fuzz budget, regenerating a bundle) and the house checks (mypy over the package, a wheel build).
+SLOW_FOLDERS = frozenset({"browser", "e2e", "house", "npu"})
+SLOW_MARKERS = frozenset({"browser", "tilelang"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = Path(str(item.fspath)).parent.name
+        if folder in SLOW_FOLDERS or any(item.get_closest_marker(m) for m in SLOW_MARKERS):
+            item.add_marker(pytest.mark.slow)

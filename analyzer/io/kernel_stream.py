@@ -202,6 +202,8 @@ def _write_groups(
         stop.set()
 
 
+# long: one pipeline whose reader, parse pool and writer thread share its locals (the queues, the
+# stop event, the chip chosen on the first group); split, they would travel as a state object.
 @gc_paused()  # the stream's Arrow wrappers and the pandas import beside it
 def stream_kernel_csv(
     path: Path,

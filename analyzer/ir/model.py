@@ -44,6 +44,8 @@ def entry_name(prim_func_name: str) -> str:
     return f"{prim_func_name}_kernel"
 
 
+# long: one record per kernel built key by key in the order ir.schema.json documents them: the
+# keys are the file's contract and read best side by side with the schema.
 def assemble_ir_json(
     path: Path,
     function: str,

@@ -95,6 +95,8 @@ def _derived(profile: Profile) -> pd.DataFrame:
     return with_derived_metrics(profile.kernels, profile.chip)
 
 
+# long: each stage's arrays are freed (`del`) before the next stage builds its own, which holds
+# the peak on millions of launches (see the docstring); helpers would keep them alive in frames.
 def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per kernel name (index): launch-time statistics, duration-weighted pipe ratios,
     roofline figures, the speed of light and the first non-null op type, core type, shapes and

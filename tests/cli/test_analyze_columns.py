@@ -63,6 +63,7 @@ def test_analyze_columns_leave_out_what_nothing_reads() -> None:
     assert not {"aic_cube_time_us", "aic_total_cycles", "task_id", "input_formats", "op_state"} & cols
 
 
+@pytest.mark.slow
 def test_report_with_declared_columns_is_the_whole_tables(
     monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:

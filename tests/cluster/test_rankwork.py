@@ -90,6 +90,7 @@ def test_real_two_rank_run_same_everywhere(real_traces: Path, tmp_path: Path) ->
         75422.22, 151303.54, 67860.8)
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_same_report(run8: Path, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     serial, _ = _report(run8, tmp_path, jobs=1, use_cache=False)
@@ -179,6 +180,7 @@ def test_executor_choice(monkeypatch: pytest.MonkeyPatch) -> None:
         plan_executor(0, None, [1, 1])
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_exit_3_with_one_line(
     run8: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

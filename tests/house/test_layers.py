@@ -4,6 +4,7 @@ import cycle between modules, ruff and mypy clean, and no module past its size."
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import subprocess
@@ -138,3 +139,42 @@ def test_ruff_and_mypy_are_clean(view: Path) -> None:
                         "-p", "tilescope"], cwd=REPO, env=env, capture_output=True, text=True,
                        timeout=600, check=False)
     assert r.returncode == 0, r.stdout[-4000:]
+
+
+# A function's own code (its docstring, the rules' documentation, and nested functions left out)
+# fits in 80 lines, or says why not in a `# long: …` comment just above it.
+MAX_FUNCTION_LINES = 80
+
+
+def _own_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if not body:
+        return 0
+    lines = set(range(body[0].lineno, fn.end_lineno + 1))  # type: ignore[operator]
+    for node in ast.walk(fn):
+        if node is not fn and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            lines -= set(range(node.lineno, node.end_lineno + 1))  # type: ignore[operator]
+    return len(lines)
+
+
+def _long_functions() -> list[str]:
+    found = []
+    for d in ("analyzer", "rules", "dashboard", "collectors"):
+        for p in sorted((REPO / d).rglob("*.py")):
+            source = p.read_text(encoding="utf-8")
+            lines = source.splitlines()
+            for fn in ast.walk(ast.parse(source)):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                if _own_lines(fn) <= MAX_FUNCTION_LINES:
+                    continue
+                top = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+                if not any(ln.strip().startswith("# long:") for ln in lines[max(0, top - 4):top - 1]):
+                    found.append(f"{p.relative_to(REPO)}:{fn.lineno} {fn.name} ({_own_lines(fn)} lines)")
+    return found
+
+
+def test_no_long_function_without_its_reason() -> None:
+    assert _long_functions() == []
