@@ -48,6 +48,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
 
+import checkout  # benchmarks/checkout.py: how another checkout's code is run
+
 T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -185,10 +187,10 @@ _PART3_TIMER = (
 
 
 def _part3_child(label: str, trace: Path, out: Path, code_dir: Path) -> tuple[float, float, str] | None:
-    env = dict(os.environ, PYTHONPATH=str(code_dir))
     res = subprocess.run(
-        [sys.executable, "-c", _PART3_CHILD[label] + _PART3_TIMER, str(trace), str(out)],
-        capture_output=True, text=True, env=env, cwd=code_dir, check=False,
+        [sys.executable, "-P", "-c", checkout.source(code_dir, _PART3_CHILD[label]) + _PART3_TIMER,
+         str(trace), str(out)],
+        capture_output=True, text=True, env=checkout.env(code_dir), cwd=code_dir, check=False,
     )
     if res.returncode != 0:
         print(f"part 3: {label} failed: {(res.stderr.strip().splitlines() or ['?'])[-1][:300]}", flush=True)
@@ -255,11 +257,9 @@ def part4(root: Path, rows: int, repeat: int, codes: dict[str, Path], gen: Modul
     loads = [os.getloadavg()[0]]
     for _ in range(repeat):
         for name, code in codes.items():
-            env = {**os.environ, "PYTHONPATH": str(code)}
+            env = checkout.env(code)
             for command in ("analyze", "info"):
-                cmd = [sys.executable, "-m", "tilescope.cli", command, str(d), "-f", "json"]
-                # `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH:
-                # run in the checkout, or every "checkout" measures the one the script runs from
+                cmd = [*checkout.cli(code), command, str(d), "-f", "json"]
                 wall, cpu, rss, _out = _child(cmd, env, cwd=code)
                 runs.setdefault((name, command), []).append((wall, cpu, rss))
         wall, cpu, rss, _out = _child([sys.executable, "-c", _READ_CSV, str(csv)])

@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+import checkout  # benchmarks/checkout.py: how another checkout's code is run
+
 REPO = Path(__file__).resolve().parent.parent
 _WORKERS = """
 import json, sys
@@ -44,6 +46,7 @@ from tilescope.config import Config
 from tilescope.io.detect import detect
 from tilescope.rank_cache import input_bytes, input_rows
 from tilescope.rankwork import analyze_inputs, plan_executor
+
 run = Path(sys.argv[1])
 found = detect(run)
 where = plan_executor(None, None, [input_bytes(input_rows(d)) for d in found])
@@ -84,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--msprof-bin", type=Path, default=Path("/tmp/msa/bin"))
     args = ap.parse_args(argv)
     py = sys.executable
-    ts = [py, "-c", "from tilescope.cli import main; main()"]
+    ts = [py, "-P", "-c", "from tilescope.cli import main; main()"]
     msprof = _msprof(args.msprof_bin)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = checkout.env(REPO)  # this checkout's code, whatever else is installed
     rows = []
     per_rank_cpu: list[float] = []
     for n in [int(x) for x in args.ranks.split(",")]:

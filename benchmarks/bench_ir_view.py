@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import checkout  # benchmarks/checkout.py: how another checkout's code is run
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 # the browser the suite's browser tests launch, with the same flags (one list for both)
@@ -45,6 +47,7 @@ import logging, sys
 from pathlib import Path
 from werkzeug.serving import make_server
 from tilescope.dashboard.app import create_app
+
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 app = create_app([Path(sys.argv[1])])
 server = make_server("127.0.0.1", 0, app.server, threaded=True)
@@ -65,9 +68,9 @@ _OBSERVE = """
 
 @contextmanager
 def serve(code: Path, bundle: Path) -> Iterator[str]:
-    env = dict(os.environ, PYTHONPATH=str(code))
+    env = checkout.env(code)
     proc = subprocess.Popen(
-        [sys.executable, "-c", _SERVE, str(bundle.resolve())],
+        [sys.executable, "-P", "-c", checkout.source(code, _SERVE), str(bundle.resolve())],
         cwd=code,
         env=env,
         stdout=subprocess.PIPE,

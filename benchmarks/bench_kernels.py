@@ -37,6 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
+import checkout  # benchmarks/checkout.py: how another checkout's code is run
+
 REPO = Path(__file__).resolve().parent.parent
 FORMS = ("table", "csv", "parquet")
 
@@ -99,11 +101,10 @@ def _codes(specs: list[str]) -> dict[str, Path]:
 
 
 def _command(code: Path, path: Path, form: str, out_dir: Path) -> tuple[list[str], dict[str, str]]:
-    cmd = [sys.executable, "-m", "tilescope.cli", "kernels", str(path)]
+    cmd = [*checkout.cli(code), "kernels", str(path)]
     if form != "table":
         cmd += ["--format", form, "-o", str(out_dir / f"kernels.{form}")]
-    # the checkout first on the path: its analyzer, not the installed one
-    return cmd, {**os.environ, "PYTHONPATH": str(code)}
+    return cmd, checkout.env(code)
 
 
 def main() -> int:

@@ -34,6 +34,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import checkout  # benchmarks/checkout.py: how another checkout's code is run
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -223,10 +224,9 @@ _TIMER = (
 def _measure(label: str, path: Path, code_dir: Path = ROOT) -> tuple[float, float, str] | None:
     """Time and peak RSS of one reader in its own subprocess; None (and its last error line
     printed) when it fails, e.g. the object form on code from before #13."""
-    code = _CHILD[label] + _TIMER
-    env = dict(os.environ, PYTHONPATH=str(code_dir))
-    res = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env,
-                         cwd=code_dir)
+    code = checkout.source(code_dir, _CHILD[label]) + _TIMER
+    res = subprocess.run([sys.executable, "-P", "-c", code, str(path)], capture_output=True, text=True,
+                         env=checkout.env(code_dir), cwd=code_dir)
     if res.returncode != 0:
         last = (res.stderr.strip().splitlines() or ["(no output)"])[-1]
         print(f"{label:>14}: FAILED: {last[:300]}", flush=True)

@@ -2,8 +2,8 @@
 every real profile (issue #13: a memory change must not change any output).
 
 Each input is analysed in every format (json, text, md, html, sarif) by each checkout in a
-subprocess of its own (`PYTHONPATH` = the checkout, run from it), and the exit code, stdout and
-stderr compared; in the JSON the `generated_at` line is left out (the clock). Inputs are the
+subprocess of its own (benchmarks/checkout.py: either layout, before or after #23), and the exit
+code, stdout and stderr compared; in the JSON the `generated_at` line is left out (the clock). Inputs are the
 profile folders of `sample_traces/`, the folders of `../shared/traces/real/` (each rank folder too)
 and any `--input` given (e.g. a large generated kernel_details folder).
 
@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import checkout  # benchmarks/checkout.py: how another checkout's code is run
 
 REPO = Path(__file__).resolve().parent.parent
 REAL = REPO.parent / "shared" / "traces" / "real"
@@ -38,21 +39,10 @@ def default_inputs() -> list[Path]:
     return [*samples, *real, *ranks]
 
 
-def command(code: Path) -> list[str]:
-    """How to run a checkout's CLI: through its run_module.py (the `tilescope` namespace, issue #23),
-    or as `-m analyzer.cli` with the checkout on PYTHONPATH for a checkout from before it."""
-    boot = code / "analyzer" / "run_module.py"
-    if boot.is_file():
-        return [sys.executable, "-P", str(boot), "tilescope.cli"]
-    return [sys.executable, "-P", "-m", "analyzer.cli"]
-
-
 def run(code: Path, path: Path, fmt: str, cwd: Path) -> tuple[int, str, str]:
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    # -P: the working directory is not put ahead of PYTHONPATH; one working directory for both
-    # checkouts, as SARIF writes the paths under it relative to it
-    cmd = [*command(code), "analyze", str(path), "-f", fmt]
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    # one working directory for both checkouts, as SARIF writes the paths under it relative to it
+    cmd = [*checkout.cli(code), "analyze", str(path), "-f", fmt]
+    proc = subprocess.run(cmd, cwd=cwd, env=checkout.env(code), capture_output=True, text=True, check=False)
     # the clock: the JSON's `generated_at`, also embedded in the HTML and the SARIF
     return proc.returncode, GENERATED_AT.sub("", proc.stdout), proc.stderr
 
