@@ -4,16 +4,19 @@ unit; piped, nothing is wrapped or cut; `--width N` wraps at N."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.cells import cell_len
 
 from tilescope.text.terminal import output_width, squeeze, wrap
 
-from support import REPO_ROOT
+from support import REPO_ROOT, cli
 from support.terminal import on_pty, piped
 
 REPO = REPO_ROOT
@@ -78,16 +81,44 @@ def test_kernels_at_80_columns_names_what_it_left_out() -> None:
     assert "duration" in text and "129.759" in text  # the number the issue saw split as 129.75 / 9
 
 
+@pytest.fixture
+def lint_at(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Callable[..., str]:
+    """`tilescope lint ARGS [--width N]` in this process, stdout captured as by a pipe, the sweep
+    lowered once per set of arguments: these tests check how its table is laid out at each width;
+    lowering is tests/ir's (it took two thirds of a minute per test, twice over, in subprocesses).
+    That stdout on a terminal gets the terminal's width is checked above, on `analyze`."""
+    import tilescope.sweep as sweep
+
+    real = sweep.run_sweep
+    done: dict[str, Any] = {}
+
+    def once(*args: Any, **kwargs: Any) -> Any:
+        key = repr((args, sorted(kwargs.items())))
+        if key not in done:
+            done[key] = real(*args, **kwargs)
+        return copy.deepcopy(done[key])
+
+    monkeypatch.setattr(sweep, "run_sweep", once)
+    monkeypatch.chdir(REPO)
+
+    def run(args: list[str], width: int | None = None) -> str:
+        code, out, err = cli(capsys, *args, *(["--width", str(width)] if width else []))
+        assert code == 0, err
+        return out
+
+    return run
+
+
 @pytest.mark.tilelang
-def test_lint_sweep_fits_80_columns_and_is_whole_when_piped() -> None:
+def test_lint_sweep_fits_80_columns_and_is_whole_when_piped(lint_at: Callable[..., str]) -> None:
     pytest.importorskip("tilelang")
     # on a 910B2 (L0C 128 KiB) the 256 x 256 fp32 point does not fit; on the 950, lint's default
     # since the chip follows the lowering target, every point fits and no reason is printed
     args = ["lint", "sample_traces/kernels/matmul.py:matmul", "-p", "M=1024", "-p", "N=1024", "-p", "K=1024",
             "--sweep", "block_M=128,256", "--sweep", "block_N=128,256", "--chip", "910B2"]
-    whole = piped(args)
+    whole = lint_at(args)
     assert "…" not in whole
-    text = on_pty(args, 80)
+    text = lint_at(args, 80)
     assert_fits(text, whole, 80)
     assert "does not fit: L0C 256 KiB" in text or "does not fit: L0C 262144 B" in text
 
@@ -149,21 +180,21 @@ def gemm(M=512, N=512, K=512, dtype="float16", accumulator_dtype_name="float32",
 
 
 @pytest.mark.tilelang
-def test_a_sweep_of_long_parameter_names_cuts_no_cell(tmp_path: Path) -> None:
+def test_a_sweep_of_long_parameter_names_cuts_no_cell(tmp_path: Path, lint_at: Callable[..., str]) -> None:
     # dataclass fields and long names made 11 columns that rich cut to "tiling.blo…" and "…" at 80
     pytest.importorskip("tilelang")
     kernel = tmp_path / "long_names.py"
     kernel.write_text(LONG_NAMES_KERNEL, encoding="utf-8")
     args = ["lint", str(kernel), "--sweep", "tiling.block_M=128,512", "--sweep", "tiling.block_N=128,256",
             "--sweep", "accumulator_dtype_name=float32"]
-    whole = piped(args)
+    whole = lint_at(args)
     assert "…" not in whole and "tiling.block_M" in whole and "accumulator_dtype_name" in whole
     assert max(cell_len(ln) for ln in whole.splitlines()) > 80  # a pipe gets the table at full width
-    text = on_pty(args, 80)
+    text = lint_at(args, 80)
     assert "…" not in text
     assert_fits(text, whole, 80)
     assert "accumulator_" in text and "dtype_name" in text and "float32" in text
     # narrower still: a line per point, wrapped, rather than cut cells
-    narrow = piped([*args, "--width", "40"])
+    narrow = lint_at(args, 40)
     assert "…" not in narrow and max(cell_len(ln) for ln in narrow.splitlines()) <= 40
     assert "tiling.block_M=512 tiling.block_N=256" in narrow and "L0C 128 KiB" in narrow
