@@ -16,9 +16,12 @@ Standard library only, and nothing of tilescope is imported before the mapping i
 
 from __future__ import annotations
 
+import os
 import sys
 
-if __name__ == "__main__" and sys.path and sys.path[0] == __file__.rpartition("/")[0]:
+if __name__ == "__main__" and sys.path and (
+    os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpath(__file__))
+):
     # A script's folder goes first on sys.path; this one's is the package itself, whose modules
     # (config, errors, profile, io …) would shadow the standard library's and the user's.
     del sys.path[0]
