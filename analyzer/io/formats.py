@@ -1,4 +1,4 @@
-"""One detected profile read into `Parts` by its format (`load_single`, on `Detected.format`): a
+"""One detected profile read into `Parts` by its format's reader (`READERS`, keyed by `Detected.format`): a
 torch_npu or msprof directory (its kernel table, else its database, and its timeline: `Sources`),
 an `msprof op` output, a SQLite export, a plain folder of loose files, one kernel table, one
 timeline. The chip and the derived metrics come after, in `tilescope.io.load`.
@@ -10,6 +10,7 @@ functions that use them, so that a timeline read on a second thread overlaps the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -201,32 +202,74 @@ def _load_folder(det: Detected, lazy_timeline: bool = False) -> Parts:
     return parts
 
 
-def load_single(det: Detected, lazy_timeline: bool = False, defer_csv: bool = False) -> Parts:
-    """The parts of one detected profile; with `defer_csv` a kernel table that is one CSV file is
-    left for `load._build` to stream (torch_npu, msprof and a kernel CSV itself; a plain folder's note
-    counts its launches, so it reads its table at once)."""
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the caller asks of a read: `lazy_timeline`, a torch_npu trace_view.json may still be
+    loading when the parts come back (`Profile.defer_timeline`); `defer_csv`, a kernel table that is
+    one CSV file is left for `load._build` to stream (torch_npu, msprof and a kernel CSV itself; a
+    plain folder's note counts its launches, so it reads its table at once)."""
+
+    lazy_timeline: bool = False
+    defer_csv: bool = False
+
+
+def _read_torch(det: Detected, o: ReadOptions) -> Parts:
+    return _load_torch(det.path, o.lazy_timeline, o.defer_csv)
+
+
+def _read_msprof(det: Detected, o: ReadOptions) -> Parts:
+    return _load_msprof(det.path, o.defer_csv)
+
+
+def _read_msprof_op(det: Detected, o: ReadOptions) -> Parts:
+    return _load_msprof_op(det.path)
+
+
+def _read_sqlite(det: Detected, o: ReadOptions) -> Parts:
+    return _load_sqlite(det.path)
+
+
+def _read_folder(det: Detected, o: ReadOptions) -> Parts:
+    return _load_folder(det, o.lazy_timeline)
+
+
+def _read_kernel_csv(det: Detected, o: ReadOptions) -> Parts:
     import pandas as pd
 
-    if det.format == "torch_npu":
-        return _load_torch(det.path, lazy_timeline, defer_csv)
-    if det.format == "msprof":
-        return _load_msprof(det.path, defer_csv)
-    if det.format in ("msprof_op", "msprof_op_multi"):
-        return _load_msprof_op(det.path)
-    if det.format == "sqlite":
-        return _load_sqlite(det.path)
-    if det.format == "folder":
-        return _load_folder(det, lazy_timeline)
-    if det.format == "kernel_csv":
-        parts = Parts(pd.DataFrame(), None)
-        read_kernel_csv(parts, det.path, defer_csv)
-        return parts
-    if det.format == "timeline_json":
-        parts = Parts(pd.DataFrame(), _timeline_producer(det.path))
-        tl = read_timeline_now(det.path, parts)
-        if tl is None:
-            raise NoProfileFoundError(det.path, "timeline reader not available")
-        parts.timeline = tl
-        parts.kernels = kernels_from_timeline(tl, parts.warnings)
-        return parts
-    raise NoProfileFoundError(det.path, f"unsupported format {det.format}")
+    parts = Parts(pd.DataFrame(), None)
+    read_kernel_csv(parts, det.path, o.defer_csv)
+    return parts
+
+
+def _read_timeline_json(det: Detected, o: ReadOptions) -> Parts:
+    import pandas as pd
+
+    parts = Parts(pd.DataFrame(), _timeline_producer(det.path))
+    tl = read_timeline_now(det.path, parts)
+    if tl is None:
+        raise NoProfileFoundError(det.path, "timeline reader not available")
+    parts.timeline = tl
+    parts.kernels = kernels_from_timeline(tl, parts.warnings)
+    return parts
+
+
+# The reader of each format detection names (`Detected.format`, tilescope.io.detect): one entry a
+# format, looked up once per profile. A bundle is several of these (tilescope.io.bundle).
+READERS: dict[str, Callable[[Detected, ReadOptions], Parts]] = {
+    "torch_npu": _read_torch,
+    "msprof": _read_msprof,
+    "msprof_op": _read_msprof_op,
+    "msprof_op_multi": _read_msprof_op,
+    "sqlite": _read_sqlite,
+    "folder": _read_folder,
+    "kernel_csv": _read_kernel_csv,
+    "timeline_json": _read_timeline_json,
+}
+
+
+def load_single(det: Detected, options: ReadOptions | None = None) -> Parts:
+    """The parts of one detected profile, read by its format's reader (`READERS`)."""
+    reader = READERS.get(det.format)
+    if reader is None:
+        raise NoProfileFoundError(det.path, f"unsupported format {det.format}")
+    return reader(det, options or ReadOptions())

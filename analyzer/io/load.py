@@ -38,7 +38,14 @@ from tilescope.io.bundle import attach_bundle, load_bundle
 from tilescope.io.column_stream import read_whole_csv, stream_columns
 from tilescope.io.detect import Detected, detect
 from tilescope.io.failures import LoadFailure, left_out_warnings, rank_of_failed
-from tilescope.io.formats import Sources, add_info_json, load_single, msprof_sources, torch_sources
+from tilescope.io.formats import (
+    ReadOptions,
+    Sources,
+    add_info_json,
+    load_single,
+    msprof_sources,
+    torch_sources,
+)
 from tilescope.io.parts import clock_from_launches, ensure_contract, read_basic_info
 from tilescope.io.prefetch import clear_prefetched, import_readers, prefetch_timeline
 from tilescope.text.escape import terminal_text
@@ -75,8 +82,8 @@ def _build(
     from tilescope.metrics import add_derived_metrics
     from tilescope.profile import Profile, SourceInfo
 
-    defer = kernel_columns is not None
-    parts = load_bundle(det) if det.format == "bundle" else load_single(det, lazy_timeline, defer)
+    options = ReadOptions(lazy_timeline, defer_csv=kernel_columns is not None)
+    parts = load_bundle(det) if det.format == "bundle" else load_single(det, options)
     if parts.timeline is not None and parts.device.timeline_max_frequency_mhz is None:
         # a timeline still being read (`pending_timeline`) is not waited for: no value then
         from tilescope.io.timeline_facts import counter_max
