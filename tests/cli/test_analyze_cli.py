@@ -10,25 +10,20 @@ from typing import Any
 
 import pytest
 
-from tilescope.cli import main
 from tilescope.engine import discover_rules
 from tilescope.report.data import validate_report
 
-from support import REPO_ROOT
+from support import REPO_ROOT, cli
 
 REAL = REPO_ROOT.parent / "shared" / "traces" / "real"
 GPT, FA = REAL / "gpt_step_arith_591", REAL / "fa_pipeutil_29"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason=f"real traces not found at {REAL}")
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_rules_lists_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "rules")
+    code, out, _ = cli(capsys, "rules")
     assert code == 0
     for info in discover_rules():
         assert info.code in out and info.slug in out
@@ -36,19 +31,19 @@ def test_rules_lists_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_rule_prints_doc_and_thresholds(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "rule", "TS102")
+    code, out, _ = cli(capsys, "rule", "TS102")
     assert code == 0
     assert "## What it does" in out and "## Known limits" in out and "## Default thresholds" in out
     assert "`min_occurrences` = `1`" in out
-    code, out2, _ = run(capsys, "rule", "host-bound-gaps")
+    code, out2, _ = cli(capsys, "rule", "host-bound-gaps")
     assert code == 0 and "TS404" in out2
-    code, _, err = run(capsys, "rule", "TS999")
+    code, _, err = cli(capsys, "rule", "TS999")
     assert code == 2 and "unknown rule" in err
 
 
 @needs_real
 def test_json_report_validates(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "analyze", str(GPT), "--format", "json")
+    code, out, _ = cli(capsys, "analyze", str(GPT), "--format", "json")
     assert code == 0
     report = json.loads(out)
     validate_report(report)
@@ -60,9 +55,9 @@ def test_json_report_validates(capsys: pytest.CaptureFixture[str]) -> None:
 
 @needs_real
 def test_select_and_ignore(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = run(capsys, "analyze", str(GPT), "-f", "json", "--select", "TS102")
+    _, out, _ = cli(capsys, "analyze", str(GPT), "-f", "json", "--select", "TS102")
     assert {f["code"] for f in json.loads(out)["findings"]} == {"TS102"}
-    _, out, _ = run(capsys, "analyze", str(GPT), "-f", "json", "--ignore", "TS4,TS101")
+    _, out, _ = cli(capsys, "analyze", str(GPT), "-f", "json", "--ignore", "TS4,TS101")
     codes = {f["code"] for f in json.loads(out)["findings"]}
     assert codes == {"TS102"}
 
@@ -70,23 +65,23 @@ def test_select_and_ignore(capsys: pytest.CaptureFixture[str]) -> None:
 @needs_real
 def test_fail_on_writes_report_then_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out_file = tmp_path / "r.json"
-    code, _, err = run(capsys, "analyze", str(GPT), "-f", "json", "-o", str(out_file), "--fail-on", "high")
+    code, _, err = cli(capsys, "analyze", str(GPT), "-f", "json", "-o", str(out_file), "--fail-on", "high")
     assert code == 1 and "at or above high" in err
     assert json.loads(out_file.read_text())["findings"]  # written before the gate
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp file left behind
-    code, _, _ = run(capsys, "analyze", str(GPT), "-f", "json", "--select", "TS102", "--fail-on", "medium")
+    code, _, _ = cli(capsys, "analyze", str(GPT), "-f", "json", "--select", "TS102", "--fail-on", "medium")
     assert code == 0  # TS102 findings here are low/info
-    code, _, err = run(capsys, "analyze", str(GPT), "--fail-on", "info")
+    code, _, err = cli(capsys, "analyze", str(GPT), "--fail-on", "info")
     assert code == 2
 
 
 @needs_real
 def test_missing_memory_metrics_are_explained(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = run(capsys, "analyze", str(FA), "-f", "json")
+    _, out, _ = cli(capsys, "analyze", str(FA), "-f", "json")
     skipped = {s["code"]: s for s in json.loads(out)["skipped"]}
     assert skipped["TS301"]["needs"] == ["aic_metrics=Memory or aic_metrics=MemoryAccess"]
     assert skipped["TS302"]["needs"] == ["aic_metrics=ResourceConflictRatio"]
-    _, text, _ = run(capsys, "analyze", str(FA))
+    _, text, _ = cli(capsys, "analyze", str(FA))
     assert "TS301 buffer-spill-reload: needs aic_metrics=Memory" in text
 
 
@@ -98,13 +93,13 @@ def test_format_not_available(capsys: pytest.CaptureFixture[str], monkeypatch: p
         return None if name == "tilescope.report.render_html" else real(name, *a)
 
     monkeypatch.setattr(importlib.util, "find_spec", fake)
-    code, _, err = run(capsys, "analyze", str(GPT), "--format", "html")
+    code, _, err = cli(capsys, "analyze", str(GPT), "--format", "html")
     assert code == 2 and "format html not available yet" in err
 
 
 @needs_real
 def test_markdown_renders_from_the_report(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "analyze", str(GPT), "--format", "md")
+    code, out, _ = cli(capsys, "analyze", str(GPT), "--format", "md")
     assert code == 0 and "TS102" in out
 
 
@@ -118,7 +113,7 @@ def test_crashing_rule_becomes_error_entry(
         raise ZeroDivisionError("planted")
 
     monkeypatch.setattr(ts405, "check", boom)
-    code, out, _ = run(capsys, "analyze", str(GPT), "-f", "json")
+    code, out, _ = cli(capsys, "analyze", str(GPT), "-f", "json")
     assert code == 0
     report = json.loads(out)
     validate_report(report)
@@ -137,7 +132,7 @@ def test_multi_rank_reports_per_rank(
     base = load_profile(GPT)
     ranks = [dataclasses.replace(base, rank=0), dataclasses.replace(base, rank=1)]
     monkeypatch.setattr(cmd, "load_profiles", lambda path, chip: ranks)
-    _, out, _ = run(capsys, "analyze", str(GPT), "-f", "json")
+    _, out, _ = cli(capsys, "analyze", str(GPT), "-f", "json")
     report = json.loads(out)
     validate_report(report)
     assert [p["rank"] for p in report["profiles"]] == [0, 1]
@@ -150,7 +145,7 @@ def test_multi_rank_reports_per_rank(
     assert [f["est_saving_us"] for f in per_rank[0]] == [f["est_saving_us"] for f in per_rank[1]]
     # two identical ranks: no straggler; the step's HCCL tasks never overlap compute (TS605)
     assert [f["code"] for f in report["findings"] if f.get("scope") == "cluster"] == ["TS605"]
-    _, text, _ = run(capsys, "analyze", str(GPT))
+    _, text, _ = cli(capsys, "analyze", str(GPT))
     # two identical ranks read alike: one header line and one rank-table row for both
     assert "\n  ranks 0-1: " in text and "rank 0:" not in text
     assert any(line.startswith("0-1 ") for line in text.splitlines())
@@ -186,7 +181,7 @@ def test_user_patterns_and_thresholds_from_config(capsys: pytest.CaptureFixture[
     (tmp_path / "tilescope.toml").write_text(
         'patterns = ["mine.toml"]\nselect = ["TS102", "TS404"]\n[rules.TS404]\nmin_idle_share = 0.99\n'
     )
-    code, out, _ = run(
+    code, out, _ = cli(
         capsys, "analyze", str(GPT), "-f", "json", "--config", str(tmp_path / "tilescope.toml")
     )
     assert code == 0
@@ -203,7 +198,7 @@ def test_user_patterns_and_thresholds_from_config(capsys: pytest.CaptureFixture[
 
 
 def test_missing_path_is_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = run(capsys, "analyze", str(tmp_path / "nope"))
+    code, _, err = cli(capsys, "analyze", str(tmp_path / "nope"))
     assert code == 2 and "no such file" in err
 
 
@@ -217,7 +212,7 @@ def test_github_summary_appends_the_markdown_report(
     summary.write_text("earlier step\n", encoding="utf-8")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     out_json = tmp_path / "r.json"
-    code, _, _ = run(
+    code, _, _ = cli(
         capsys,
         "analyze",
         str(SAMPLE_UNFUSED),
@@ -236,7 +231,7 @@ def test_github_summary_appends_the_markdown_report(
     assert "MatMulV3" in text  # the op-type column
     validate_report(json.loads(out_json.read_text(encoding="utf-8")))
     # a second run (a second step) appends again, with --format md reusing its own Markdown
-    code, out, _ = run(capsys, "analyze", str(SAMPLE_UNFUSED), "-f", "md", "--github-summary")
+    code, out, _ = cli(capsys, "analyze", str(SAMPLE_UNFUSED), "-f", "md", "--github-summary")
     assert code == 0
     assert summary.read_text(encoding="utf-8") == text + "\n" + out.rstrip("\n") + "\n"
 
@@ -246,7 +241,7 @@ def test_github_summary_without_the_variable_is_a_usage_error(
 ) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     out_md = tmp_path / "r.md"
-    code, _, err = run(
+    code, _, err = cli(
         capsys, "analyze", str(SAMPLE_UNFUSED), "-f", "md", "-o", str(out_md), "--github-summary"
     )
     assert code == 2 and "GITHUB_STEP_SUMMARY is not set" in err
@@ -294,6 +289,6 @@ def test_broken_timeline_is_bad_input_even_when_deferred(
     )
     out = tmp_path / "report.json"
     for extra in ((), ("--select", "TS101")):  # with and without a rule that reads the timeline
-        code, _, err = run(capsys, "analyze", str(root), "--format", "json", "-o", str(out), *extra)
+        code, _, err = cli(capsys, "analyze", str(root), "--format", "json", "-o", str(out), *extra)
         assert code == 2 and "trace_view.json" in err and "byte" in err, err
         assert not out.exists()

@@ -6,27 +6,19 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from support import REPO_ROOT
+from support import REPO_ROOT, cli_process
 
 REPO = REPO_ROOT
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}  # wide enough that rich does not fold kernel names
-    return subprocess.run(
-        [sys.executable, "-m", "tilescope.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        env=env,
-    )
+    # wide enough that rich does not fold kernel names
+    return cli_process(*args, env={**os.environ, "COLUMNS": "200"})
 
 
 def test_kernels_json_exact(real_traces: Path, tmp_path: Path) -> None:

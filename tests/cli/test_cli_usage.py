@@ -6,20 +6,11 @@ package's classes instead, and every usage error ended in a traceback with exit 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from support import REPO_ROOT
+from support import REPO_ROOT, cli_process
 
 REPO = REPO_ROOT
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tilescope.cli", *args], capture_output=True, text=True, cwd=REPO, timeout=120
-    )
 
 
 @pytest.mark.parametrize(
@@ -36,7 +27,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_usage_error_is_one_line_exit_2(args: list[str], message: str) -> None:
-    r = run(*args)
+    r = cli_process(*args)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
     lines = r.stderr.strip().splitlines()
@@ -44,11 +35,11 @@ def test_usage_error_is_one_line_exit_2(args: list[str], message: str) -> None:
 
 
 def test_no_command_prints_the_help() -> None:
-    r = run()
+    r = cli_process()
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "Usage:" in r.stdout and "kernels" in r.stdout and "analyze" in r.stdout
 
 
 def test_help_is_success() -> None:
-    r = run("kernels", "--help")
+    r = cli_process("kernels", "--help")
     assert r.returncode == 0 and "Example: tilescope kernels" in r.stdout

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from tilescope.cli import main
 from tilescope.collectors import bundle as bundlemod
 from tilescope.collectors import preflight
 
-from support import REPO_ROOT
+from support import REPO_ROOT, cli
 
 REPO = REPO_ROOT
 VECTOR_ADD = REPO / "sample_traces" / "kernels" / "collect_vector_add.py"
@@ -20,9 +19,7 @@ LIBHCCL = "ImportError: libhccl.so: cannot open shared object file: No such file
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(["collect", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return cli(capsys, "collect", *args)
 
 
 # --- no NPU ---------------------------------------------------------------------------------------

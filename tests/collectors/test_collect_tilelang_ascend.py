@@ -19,14 +19,13 @@ from typing import Any
 import pytest
 
 from tilescope.chips import tl_ascend_platform_of_device
-from tilescope.cli import main
 from tilescope.collectors import bundle as bundlemod
 from tilescope.collectors import run as runmod
 from tilescope.collectors import spec as specmod
 from tilescope.errors import UsageError
 from tilescope.ir.foreign import find_interpreter
 
-from support import REPO_ROOT
+from support import REPO_ROOT, cli
 
 A2 = REPO_ROOT / "sample_traces" / "kernels" / "a2"
 GEMM = A2 / "gemm.py"
@@ -39,9 +38,7 @@ needs_stack = pytest.mark.skipif(
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = main(["collect", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return cli(capsys, "collect", *args)
 
 
 def no_work(*a: Any, **k: Any) -> Any:

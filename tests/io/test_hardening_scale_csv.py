@@ -20,23 +20,18 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from tilescope.cli import main
 from tilescope.commands import kernels as kernels_cmd
 from tilescope.io import kernel_stream
 from tilescope.io import load as load_mod
 from tilescope.io.load import kernel_csv_profile, load_profile
 from tilescope.text import terminal
 
-from support import REPO_ROOT
+from support import REPO_ROOT, cli
 
 REPO = REPO_ROOT
 UNFUSED_PT = REPO / "sample_traces" / "attention_unfused" / "localhost_12345_20261130000000000_ascend_pt"
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 class _Calls:
@@ -119,18 +114,18 @@ def test_kernels_dir_streams_and_prints_what_the_dataframe_path_prints(
     expected_json = capsys.readouterr().out
 
     calls = _Calls(monkeypatch)
-    code, out, err = _run(capsys, "kernels", str(folder), "--limit", "7")
+    code, out, err = cli(capsys, "kernels", str(folder), "--limit", "7")
     assert (code, err) == (0, "")
     assert out == expected_table
     for fmt in ("parquet", "csv"):
         got = tmp_path / f"got.{fmt}"
-        code, _, err = _run(capsys, "kernels", str(folder), "--format", fmt, "-o", str(got))
+        code, _, err = cli(capsys, "kernels", str(folder), "--format", fmt, "-o", str(got))
         assert (code, err) == (0, "")
     got_pq, expected_pq = tmp_path / "got.parquet", tmp_path / "expected.parquet"
     assert pq.read_table(got_pq).equals(pq.read_table(expected_pq))
     assert pq.read_metadata(got_pq).metadata == pq.read_metadata(expected_pq).metadata
     assert (tmp_path / "got.csv").read_bytes() == (tmp_path / "expected.csv").read_bytes()
-    code, out, err = _run(capsys, "kernels", str(folder), "--format", "json")
+    code, out, err = cli(capsys, "kernels", str(folder), "--format", "json")
     assert (code, err) == (0, "") and out == expected_json
     source = kernel_csv_profile(folder)
     assert source is not None
@@ -145,11 +140,11 @@ def test_kernels_file_and_its_folder_give_the_same_table(
     file = folder / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
     outs = {}
     for label, path in (("dir", folder), ("file", file)):
-        code, out, err = _run(capsys, "kernels", str(path), "--format", "json")
+        code, out, err = cli(capsys, "kernels", str(path), "--format", "json")
         assert (code, err) == (0, "")
         outs[label] = out
         pq_out = tmp_path / f"{label}.pq"
-        code, _, err = _run(capsys, "kernels", str(path), "--format", "parquet", "-o", str(pq_out))
+        code, _, err = cli(capsys, "kernels", str(path), "--format", "parquet", "-o", str(pq_out))
         assert (code, err) == (0, "")
     assert outs["dir"] == outs["file"] and len(json.loads(outs["dir"])) == 8
     assert pq.read_table(tmp_path / "dir.pq").equals(pq.read_table(tmp_path / "file.pq"))
@@ -178,12 +173,12 @@ def test_a_timeline_is_read_only_when_it_gives_the_clock(
     shutil.copytree(UNFUSED_PT, folder)
     tv = folder / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
     tv.write_text('[{"ph":"X", "name": "k", "pid": 1, "tid"', encoding="utf-8")
-    code, out, err = _run(capsys, "kernels", str(folder), "--format", "json", "--limit", "1")
+    code, out, err = cli(capsys, "kernels", str(folder), "--format", "json", "--limit", "1")
     assert (code, err) == (0, "") and len(json.loads(out)) == 1
     # without info.json the timeline is the clock's only source: its error is the command's
     for info in folder.glob("PROF_*/device_*/info.json.*"):
         info.unlink()
-    code, out, err = _run(capsys, "kernels", str(folder), "--format", "json")
+    code, out, err = cli(capsys, "kernels", str(folder), "--format", "json")
     assert code == 2 and out == ""
     assert err.startswith(f"tilescope: error: {tv}: ") and len(err.strip().splitlines()) == 1
 
@@ -202,7 +197,7 @@ def test_a_bad_value_in_a_folders_table_names_the_file_and_row(
     lines[5] = ",".join(cells)
     kd.write_text("".join(lines), encoding="utf-8")
     for args in ([], ["--format", "json"], ["--format", "parquet", "-o", str(tmp_path / "k.pq")]):
-        code, out, err = _run(capsys, "kernels", str(folder), *args)
+        code, out, err = cli(capsys, "kernels", str(folder), *args)
         assert code == 2 and out == ""
         assert err == (
             f"tilescope: error: {kd}: row 5 (line 6): column 'Duration(us)': "
@@ -375,7 +370,7 @@ def test_float_columns_are_read_in_place_and_stay_read_only() -> None:
 def test_rule_text_read_once_per_value_keeps_every_name(capsys: pytest.CaptureFixture[str]) -> None:
     # TS404 now looks up only the names of the gaps it lists; its message and evidence must still
     # name the kernel the longest stall came before (the sample plants one)
-    code, out, _ = _run(capsys, "analyze", str(UNFUSED_PT.parent), "--format", "json")
+    code, out, _ = cli(capsys, "analyze", str(UNFUSED_PT.parent), "--format", "json")
     assert code == 0
     (ts404,) = [f for f in json.loads(out)["findings"] if f["code"] == "TS404"]
     largest = ts404["evidence"]["largest_gaps"]
@@ -473,7 +468,7 @@ def test_info_streams_the_kernel_table_and_says_what_it_said(
 
     monkeypatch.setattr(kernel_stream, "stream_kernel_csv", counting)
     monkeypatch.setattr(kernel_csv, "read_kernel_table", no_whole_read)
-    code, out, err = _run(capsys, "info", str(path), "--format", "json", *(["--chip", chip] if chip else []))
+    code, out, err = cli(capsys, "info", str(path), "--format", "json", *(["--chip", chip] if chip else []))
     assert (code, err) == (0, "")
     assert json.loads(out) == json.loads(json.dumps(expected, ensure_ascii=False))
     assert len(streamed) == 1 and streamed[0].suffix == ".csv"
@@ -481,7 +476,7 @@ def test_info_streams_the_kernel_table_and_says_what_it_said(
 
 def test_info_on_a_sample_folder_with_a_timeline(capsys: pytest.CaptureFixture[str]) -> None:
     expected = _info_without_streaming(UNFUSED_PT.parent, None)
-    code, out, err = _run(capsys, "info", str(UNFUSED_PT.parent), "--format", "json")
+    code, out, err = cli(capsys, "info", str(UNFUSED_PT.parent), "--format", "json")
     assert (code, err) == (0, "")
     got = json.loads(out)
     assert got == json.loads(json.dumps(expected[0], ensure_ascii=False))
@@ -498,7 +493,7 @@ def test_info_with_a_bad_value_names_it_as_before(tmp_path: Path, capsys: pytest
     cells[lines[0].split(",").index("Duration(us)")] = "fast"
     lines[200] = ",".join(cells)
     kd.write_text("".join(lines), encoding="utf-8")
-    code, out, err = _run(capsys, "info", str(folder), "--format", "json")
+    code, out, err = cli(capsys, "info", str(folder), "--format", "json")
     assert code == 2 and out == ""
     assert err == (
         f"tilescope: error: {kd}: row 200 (line 201): "

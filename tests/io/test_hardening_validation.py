@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tilescope.cli import main
 from tilescope.io.validate import MAX_DURATION_US, RATIO_SLACK, range_of
+
+from support import cli
 
 
 def _rows(path: Path) -> list[list[str]]:
@@ -37,10 +38,6 @@ def _mutated(real: Path, tmp: Path, column: str, value: str, row: int = 3) -> Pa
     return _write(tmp / "kernel_details.csv", rows)
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize(
@@ -76,7 +73,7 @@ def test_out_of_range_value_is_exit_2_naming_file_row_column(
     command: list[str],
 ) -> None:
     path = _mutated(real_traces, tmp_path, column, value)
-    code, out, err = _run(capsys, *command, str(path))
+    code, out, err = cli(capsys, *command, str(path))
     assert code == 2, err
     assert out == ""
     lines = err.strip().splitlines()
@@ -92,7 +89,7 @@ def test_streamed_file_output_names_the_same_row_and_writes_nothing(
     path = _mutated(real_traces, tmp_path, "aic_mac_ratio", "5", row=20)
     out_file = tmp_path / "k.csv"
     out_file.write_text("previous\n")
-    code, _, err = _run(capsys, "kernels", str(path), "--format", "csv", "-o", str(out_file))
+    code, _, err = cli(capsys, "kernels", str(path), "--format", "csv", "-o", str(out_file))
     assert code == 2
     assert "row 20 (line 21): column 'aic_mac_ratio'" in err
     assert out_file.read_text() == "previous\n"
@@ -103,7 +100,7 @@ def test_values_inside_the_slack_are_read_as_written(
 ) -> None:
     # msprof rounds ratios to 3 decimals: a 1.005 is a true 1.0, accepted and shown as written
     path = _mutated(real_traces, tmp_path, "aic_mac_ratio", "1.005")
-    code, out, err = _run(capsys, "kernels", str(path), "--format", "json")
+    code, out, err = cli(capsys, "kernels", str(path), "--format", "json")
     assert code == 0, err
     rows = json.loads(out)
     rows = rows["kernels"] if isinstance(rows, dict) else rows
@@ -118,9 +115,9 @@ def test_cr_only_line_endings_read_like_the_original(
     cr = tmp_path / "cr" / "kernel_details.csv"
     cr.parent.mkdir()
     cr.write_bytes(src.replace(b"\r\n", b"\n").replace(b"\n", b"\r"))
-    code, out_cr, err = _run(capsys, "kernels", str(cr), "--format", "json")
+    code, out_cr, err = cli(capsys, "kernels", str(cr), "--format", "json")
     assert code == 0, err
-    code, out_lf, _ = _run(
+    code, out_lf, _ = cli(
         capsys, "kernels", str(real_traces / "fa_pipeutil_29" / "kernel_details.csv"), "--format", "json"
     )
     assert code == 0
@@ -137,7 +134,7 @@ def test_sqlite_negative_duration_names_the_task(
     con.execute("UPDATE TASK SET endNs = startNs - 5000 WHERE globalTaskId = ?", (gid,))
     con.commit()
     con.close()
-    code, out, err = _run(capsys, "analyze", str(db), "--format", "json")
+    code, out, err = cli(capsys, "analyze", str(db), "--format", "json")
     assert code == 2
     assert out == ""
     assert f"{db}: task globalTaskId={gid}: column 'TASK.endNs - TASK.startNs': expected a duration" in err
@@ -152,7 +149,7 @@ def test_timeline_negative_dur_names_the_event(
     target["dur"] = -3.5
     path = tmp_path / "trace_view.json"
     path.write_text(json.dumps(events))
-    code, _, err = _run(capsys, "info", str(path))
+    code, _, err = cli(capsys, "info", str(path))
     assert code == 2
     assert f"{path}: " in err
     assert f"{target['name'][:20]}" in err
@@ -169,7 +166,7 @@ def test_msprof_op_repeated_block_row_is_rejected(
     rows = _rows(pipe)
     rows.insert(3, list(rows[1]))  # block 0's first row once more: its cycles would count twice
     _write(pipe, rows)
-    code, _, err = _run(capsys, "analyze", str(dst), "--format", "json")
+    code, _, err = cli(capsys, "analyze", str(dst), "--format", "json")
     assert code == 2
     assert f"{pipe}: row 3 (line 4): block_id" in err
     assert "repeats an earlier row" in err
@@ -182,7 +179,7 @@ def test_msprof_op_two_folders_for_one_launch_are_rejected(
     shutil.copytree(repo_root / "sample_traces" / "tilelang_fa_msprof_op_multi", dst)
     op = next(dst.rglob("flash_attn_fwd_kernel_mix_aic"))
     shutil.copytree(op / "1", op / "extra")  # a non-numeric launch folder: read as launch 0 before
-    code, out, err = _run(capsys, "analyze", str(dst), "--format", "json")
+    code, out, err = cli(capsys, "analyze", str(dst), "--format", "json")
     assert code == 2
     assert out == ""
     assert "read as launch 0 of flash_attn_fwd_kernel_mix_aic" in err
@@ -199,7 +196,7 @@ def test_op_summary_slices_with_different_columns_are_rejected(
     _write(out / "op_summary_slice_0.csv", rows[:half])
     drop = rows[0].index("aic_mac_ratio")
     _write(out / "op_summary_slice_1.csv", [r[:drop] + r[drop + 1 :] for r in [rows[0], *rows[half:]]])
-    code, _, err = _run(capsys, "analyze", str(out), "--format", "json")
+    code, _, err = cli(capsys, "analyze", str(out), "--format", "json")
     assert code == 2
     assert (
         "op_summary_slice_1.csv: line 1: columns differ from op_summary_slice_0.csv (aic_cube_ratio)" in err
@@ -219,7 +216,7 @@ def test_every_real_profile_passes_the_boundary_check(
         "kernel_details_na_8",
         "torch_timeline_3670",
     ):
-        code, _, err = _run(capsys, "info", str(real_traces / name))
+        code, _, err = cli(capsys, "info", str(real_traces / name))
         assert code == 0, (name, err)
 
 
@@ -237,7 +234,7 @@ def test_impossible_shape_dims_are_no_shape(
 ) -> None:
     # found by the fuzzer: a negative dim made a negative byte count and sol_us = -1.05e13
     path = _mutated(real_traces, tmp_path, "Output Shapes", shape, row=10)
-    code, out, err = _run(capsys, "kernels", str(path), "--format", "json")
+    code, out, err = cli(capsys, "kernels", str(path), "--format", "json")
     assert code == 0, err
     row = json.loads(out)[9]
     assert row["output_shapes"] == shape
@@ -269,7 +266,7 @@ def test_bundle_ir_json_is_held_to_its_schema(
     doc = json.loads(ir.read_text())
     change(doc)  # type: ignore[operator]
     ir.write_text(json.dumps(doc))
-    code, out, err = _run(capsys, "analyze", str(bundle), "--format", "json")
+    code, out, err = cli(capsys, "analyze", str(bundle), "--format", "json")
     assert code == 2
     assert out == ""
     assert f"{ir}: " in err and expected in err, err
@@ -281,7 +278,7 @@ def test_bundle_ir_json_that_is_not_an_object_is_refused(
     bundle = tmp_path / "bundle"
     shutil.copytree(repo_root / "sample_traces" / "tilelang_fa_bundle", bundle)
     (bundle / "ir" / "ir.json").write_text("[1, 2]")
-    code, _, err = _run(capsys, "analyze", str(bundle))
+    code, _, err = cli(capsys, "analyze", str(bundle))
     assert code == 2
     assert "ir.json: expected a JSON object, found a JSON list" in err
 
@@ -314,7 +311,7 @@ def test_bundle_json_numbers_beyond_64_bits_are_refused(
         doc["kernels"][0]["versions"]["s_ub"] = 2**70
         text = json.dumps(doc)
     target.write_text(text)
-    code, out, err = _run(capsys, "analyze", str(bundle), "--format", "json")
+    code, out, err = cli(capsys, "analyze", str(bundle), "--format", "json")
     assert code == 2 and out == ""
     assert expected in err, err
 
@@ -332,6 +329,6 @@ def test_the_line_of_a_bad_value_counts_quoted_newlines_and_blank_lines(
     text = path.read_text(encoding="utf-8")
     lines = text.split("\n")
     path.write_text("\n".join([*lines[:3], "", *lines[3:]]), encoding="utf-8")  # after row 1
-    code, _, err = _run(capsys, "kernels", str(path), "--format", "json")
+    code, _, err = cli(capsys, "kernels", str(path), "--format", "json")
     assert code == 2
     assert f"{path}: row 3 (line 6): column 'aic_mac_ratio'" in err, err
