@@ -11,11 +11,11 @@ import importlib.util
 
 from tilescope.errors import MissingComponentError
 
-# extra -> the modules it provides (import names). Keep in step with [project.optional-dependencies].
+# extra -> the modules a command checks for with `require` (import names); in step with
+# [project.optional-dependencies]. `--scheduler` says its own line when `distributed` fails to import.
 EXTRAS: dict[str, tuple[str, ...]] = {
     "html": ("plotly",),
     "dashboard": ("plotly", "dash", "dash_ag_grid"),
-    "cluster": ("dask", "distributed"),
 }
 
 

@@ -115,18 +115,21 @@ def _version_of(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def _code_fingerprint() -> str:
-    import tilescope
-    import tilescope.rules
     from tilescope.report.meta import tool_version
+    from tilescope.run_module import SUBPACKAGES, package_folders
 
     h = hashlib.sha256(f"{CACHE_FORMAT}:{tool_version()}".encode())
     # the libraries the numbers go through: another pandas or pyarrow may sum or parse otherwise
     h.update(repr([_version_of(name) for name in NUMERIC_LIBRARIES]).encode())
-    # the package's code and the rules' (their own folder in a checkout, a subfolder once installed)
-    for pkg in (tilescope, tilescope.rules):
-        for row in _stat_rows(Path(pkg.__path__[0])):
-            if row[0].endswith((".py", ".json", ".toml")):
-                h.update(repr(row).encode())
+    # the core's code and the rules', the same files whether installed or a checkout: installed,
+    # the rules, the dashboard and the collectors are subfolders of the core's folder
+    folders = package_folders()
+    core = folders["tilescope"]
+    beside = tuple(os.path.join(core, name) + os.sep for name in SUBPACKAGES)
+    rows = [r for r in _stat_rows(Path(core)) if not r[0].startswith(beside)]
+    for row in [*rows, *_stat_rows(Path(folders["tilescope.rules"]))]:
+        if row[0].endswith((".py", ".json", ".toml")):
+            h.update(repr(row).encode())
     return h.hexdigest()
 
 

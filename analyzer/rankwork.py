@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from tilescope.config import Config
 from tilescope.errors import MissingComponentError, NoProfileFoundError, ProfileFormatError, UsageError
+from tilescope.extras import install_line
 from tilescope.rankjobs import RankPart, UnitJob, UnitResult
 
 if TYPE_CHECKING:
@@ -227,7 +228,7 @@ def _run_dask(jobs: Sequence[UnitJob], address: str) -> list[UnitResult]:
     except ImportError:
         raise MissingComponentError(
             f"--scheduler {address}: Dask distributed is not installed "
-            "(pip install 'tilescope[cluster]', or distributed==2026.8.0)"
+            f"({install_line('cluster')}, or distributed==2026.8.0)"
         ) from None
     try:
         client = Client(address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False)

@@ -12,9 +12,9 @@ is rebuilt whole on every call (a few milliseconds), so files added or removed s
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,13 +23,13 @@ SKIP = ("__pycache__",)
 
 
 def _folders() -> dict[str, Path]:
-    # the one place that knows which folder holds which package (stdlib only, so importable here)
-    sys.path.insert(0, str(REPO / "analyzer"))
-    try:
-        from run_module import package_folders  # type: ignore[import-not-found]
-    finally:
-        sys.path.pop(0)
-    return {name: Path(folder) for name, folder in package_folders(REPO / "analyzer").items()}
+    # the one place that knows which folder holds which package (standard library only), loaded by
+    # its path: the package's folder on sys.path would shadow the standard library's `io`, `profile`
+    spec = importlib.util.spec_from_file_location("run_module", REPO / "analyzer" / "run_module.py")
+    assert spec is not None and spec.loader is not None
+    run_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_module)
+    return {name: Path(folder) for name, folder in run_module.package_folders(REPO / "analyzer").items()}
 
 
 def build(view: Path = VIEW) -> Path:

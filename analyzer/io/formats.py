@@ -33,6 +33,17 @@ if TYPE_CHECKING:
     from tilescope.profile import DeviceInfo
 
 
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the caller asks of a read: `lazy_timeline`, a torch_npu trace_view.json may still be
+    loading when the parts come back (`Profile.defer_timeline`); `defer_csv`, a kernel table that is
+    one CSV file is left for `load._build` to stream (torch_npu, msprof and a kernel CSV itself; a
+    plain folder's note counts its launches, so it reads its table at once)."""
+
+    lazy_timeline: bool = False
+    defer_csv: bool = False
+
+
 def _load_sqlite(p: Path) -> Parts:
     from tilescope.io.sqlite import read_sqlite
     from tilescope.io.tables import null_unused_side
@@ -83,21 +94,22 @@ def msprof_sources(root: Path) -> Sources:
     return Sources(slices, None if slices or not dbs else dbs[0], timelines)
 
 
-def _load_torch(root: Path, lazy_timeline: bool = False, defer_csv: bool = False) -> Parts:
+def _read_torch(det: Detected, o: ReadOptions) -> Parts:
     import pandas as pd
 
     from tilescope.io import device as dev
 
+    root = det.path
     parts = Parts(pd.DataFrame(), "torch_npu")
     src = torch_sources(root)
     tv = src.timelines[0] if src.timelines else None
     timeline = start_timeline(tv) if tv is not None else None
     if src.tables:
-        read_kernel_csv(parts, src.tables, defer_csv)
+        read_kernel_csv(parts, src.tables, o.defer_csv)
     elif src.database is not None:
         parts = _load_sqlite(src.database)
     if tv is not None:  # deferred only when the kernels come from elsewhere
-        take_timeline(parts, tv, timeline, lazy_timeline and parts.has_kernel_table)
+        take_timeline(parts, tv, timeline, o.lazy_timeline and parts.has_kernel_table)
     if not parts.has_kernel_table:
         if parts.timeline is None:
             raise NoProfileFoundError(root, "no kernel_details.csv, op_summary, database or trace_view.json")
@@ -119,14 +131,15 @@ def add_info_json(root: Path, device: DeviceInfo, files: list[Path]) -> None:
         dev.merge_device(device, dev.read_info_json(info))
 
 
-def _load_msprof(root: Path, defer_csv: bool = False) -> Parts:
+def _read_msprof(det: Detected, o: ReadOptions) -> Parts:
     import pandas as pd
 
+    root = det.path
     parts = Parts(pd.DataFrame(), "msprof")
     src = msprof_sources(root)
     timelines = src.timelines
     if src.tables:
-        read_kernel_csv(parts, src.tables, defer_csv)
+        read_kernel_csv(parts, src.tables, o.defer_csv)
     elif src.database is not None:
         parts = _load_sqlite(src.database)
     if timelines:
@@ -141,9 +154,10 @@ def _load_msprof(root: Path, defer_csv: bool = False) -> Parts:
     return parts
 
 
-def _load_msprof_op(root: Path) -> Parts:
+def _read_msprof_op(det: Detected, o: ReadOptions) -> Parts:
     from tilescope.io.msprof_op import read_msprof_op
 
+    root = det.path
     if root.is_file():  # one OpBasicInfo file, recognised by its header: one kernel per launch
         from tilescope.io.tables import read_small_table
 
@@ -168,7 +182,7 @@ def _timeline_producer(path: Path) -> str:
     return "torch_npu" if path.name == "trace_view.json" else "msprof"
 
 
-def _load_folder(det: Detected, lazy_timeline: bool = False) -> Parts:
+def _read_folder(det: Detected, o: ReadOptions) -> Parts:
     """A plain folder of loose profiler files: kernels from its kernel table (else from its
     timeline), the timeline, the clock from OpBasicInfo; the first note says which gave what."""
     import pandas as pd
@@ -188,7 +202,7 @@ def _load_folder(det: Detected, lazy_timeline: bool = False) -> Parts:
     if tl_path is not None:
         if len(src.timelines) > 1:
             parts.warnings.append(f"{len(src.timelines)} timeline files; only {tl_path.name} was read")
-        take_timeline(parts, tl_path, future, lazy_timeline and bool(src.kernel_tables))
+        take_timeline(parts, tl_path, future, o.lazy_timeline and bool(src.kernel_tables))
         said.append(f"timeline from {tl_path.name}")
     if not src.kernel_tables:
         if tl_path is None or parts.timeline is None:
@@ -202,35 +216,8 @@ def _load_folder(det: Detected, lazy_timeline: bool = False) -> Parts:
     return parts
 
 
-@dataclass(frozen=True)
-class ReadOptions:
-    """What the caller asks of a read: `lazy_timeline`, a torch_npu trace_view.json may still be
-    loading when the parts come back (`Profile.defer_timeline`); `defer_csv`, a kernel table that is
-    one CSV file is left for `load._build` to stream (torch_npu, msprof and a kernel CSV itself; a
-    plain folder's note counts its launches, so it reads its table at once)."""
-
-    lazy_timeline: bool = False
-    defer_csv: bool = False
-
-
-def _read_torch(det: Detected, o: ReadOptions) -> Parts:
-    return _load_torch(det.path, o.lazy_timeline, o.defer_csv)
-
-
-def _read_msprof(det: Detected, o: ReadOptions) -> Parts:
-    return _load_msprof(det.path, o.defer_csv)
-
-
-def _read_msprof_op(det: Detected, o: ReadOptions) -> Parts:
-    return _load_msprof_op(det.path)
-
-
 def _read_sqlite(det: Detected, o: ReadOptions) -> Parts:
     return _load_sqlite(det.path)
-
-
-def _read_folder(det: Detected, o: ReadOptions) -> Parts:
-    return _load_folder(det, o.lazy_timeline)
 
 
 def _read_kernel_csv(det: Detected, o: ReadOptions) -> Parts:

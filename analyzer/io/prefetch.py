@@ -57,8 +57,8 @@ def start_timeline(path: Path, before_build: Callable[[], object] | None = None)
 def prefetch_timeline(p: Path, imported: threading.Event) -> None:
     """Start reading the trace_view.json of a torch_npu directory before pandas is imported.
 
-    Only the plain layouts `readers._load_torch` reads (the `*_ascend_pt` root or its
-    ASCEND_PROFILER_OUTPUT); `readers._load_torch` takes the future over. The scan runs while the main
+    Only the plain layouts `formats._read_torch` reads (the `*_ascend_pt` root or its
+    ASCEND_PROFILER_OUTPUT); `formats._read_torch` takes the future over. The scan runs while the main
     thread imports pandas and the readers; the frames are built once `imported` is set.
     """
     if not p.is_dir() or (p / "manifest.json").is_file():
