@@ -85,20 +85,39 @@ _CAPABILITY_HINTS = {
 }
 
 
-def explain_need(need: str) -> str:
-    """One human phrase for a missing rule input, e.g. "aic_metrics=Memory" for a Memory column."""
+# The same needs in the words of `msprof op`, a single-operator run: its metric groups are options
+# of that command, and what it never records (a timeline, host waits, shapes) comes from another tool.
+_MSPROF_OP_HINTS = {
+    "timeline": "a timeline (msprof op records none: profile the application with msprof or torch_npu)",
+    "wait_us": "task wait times (a whole-application msprof or torch_npu profile; msprof op times one "
+    "operator)",
+    "input_shapes": "shapes (a tilescope collect bundle records them; msprof op does not)",
+    "output_shapes": "shapes (a tilescope collect bundle records them; msprof op does not)",
+    "blocks": "msprof op per-block data (any msprof op --aic-metrics group)",
+}
+
+
+def explain_need(need: str, producer: str | None = None) -> str:
+    """One human phrase for a missing rule input, e.g. "aic_metrics=Memory" for a Memory column;
+    in the words of the tool that wrote the profile where they differ (`producer` "msprof_op":
+    "msprof op --aic-metrics=Memory")."""
     alternatives = [n.strip() for n in need.split("|")]
-    phrases = list(dict.fromkeys(_explain_one(n) for n in alternatives))
+    phrases = list(dict.fromkeys(_explain_one(n, producer) for n in alternatives))
     return " or ".join(phrases)
 
 
-def _explain_one(need: str) -> str:
+def _explain_one(need: str, producer: str | None) -> str:
     col = need.split(".", 1)[1] if need.startswith("blocks.") else need
     # a derived share of the launch comes from the pipe ratio/time columns of its metric group
     col = {"cube_share": "aic_cube_ratio", "vector_share": "aiv_vec_ratio"}.get(col, col)
     if col.endswith("_share") and col.startswith(("aic_", "aiv_")):
         col = col.removesuffix("_share") + "_ratio"
     group = METRIC_GROUP_OF.get(col) or next((g for p, g in _PREFIX_GROUPS if col.startswith(p)), None)
+    if producer == "msprof_op":
+        if group:
+            return f"msprof op --aic-metrics={group}"
+        if need in _MSPROF_OP_HINTS:
+            return _MSPROF_OP_HINTS[need]
     if group:
         return f"aic_metrics={group}"
     return _CAPABILITY_HINTS.get(need, need)
@@ -155,5 +174,5 @@ def analyze(
         return run_rules(profile, cfg, kinds)
 
 
-def skipped_to_dict(s: SkippedRule) -> dict[str, Any]:
-    return {**s.to_dict(), "needs": list(dict.fromkeys(explain_need(m) for m in s.missing))}
+def skipped_to_dict(s: SkippedRule, producer: str | None = None) -> dict[str, Any]:
+    return {**s.to_dict(), "needs": list(dict.fromkeys(explain_need(m, producer) for m in s.missing))}

@@ -85,6 +85,9 @@ class ChipSpec:
         default_factory=lambda: {"float16": 8192, "bfloat16": 8192, "float32": 4096, "int8": 16384}
     )
     assumptions: tuple[str, ...] = ()
+    # the fields whose value is a default, neither recorded by the profile nor measured from it
+    # ("aic_count", "aiv_count", "clock_mhz"): a finding that rests on one says so and is not high
+    assumed_figures: tuple[str, ...] = ()
     # where the figures came from, one line each ("clock 1800 MHz: vendor rated clock of 910B2")
     provenance: tuple[str, ...] = ()
     # why this chip was chosen, shown beside its name: "--chip", "tilescope.toml", "the lowering
@@ -159,6 +162,14 @@ class ChipSpec:
         """The chip's name and why it was chosen: "950 (the lowering target of tilelang 0.1.15 ...)"."""
         return f"{self.name} ({self.chosen_because})" if self.chosen_because else self.name
 
+    def assumed_value(self, name: str) -> str | None:
+        """"40 Vector cores" when the figure `name` is assumed (`assumed_figures`), else None."""
+        if name not in self.assumed_figures or getattr(self, name, None) is None:
+            return None
+        value = getattr(self, name)
+        unit = {"aic_count": "AI Cores", "aiv_count": "Vector cores", "clock_mhz": "MHz"}.get(name, name)
+        return f"{value:g} {unit}" if isinstance(value, float) else f"{value} {unit}"
+
     def unknown_figures(self, *names: str) -> tuple[str, ...]:
         """Which of the named figures (ChipSpec fields) this chip has no value for."""
         return tuple(n for n in names if getattr(self, n) is None)
@@ -167,6 +178,7 @@ class ChipSpec:
         d = dataclasses.asdict(self)
         d["assumptions"] = list(self.assumptions)
         d["provenance"] = list(self.provenance)
+        d["assumed_figures"] = list(self.assumed_figures)
         d["peak_fp16_tflops"] = (self.peak_flops() or 0) / 1e12 or None
         d["hbm_bandwidth_source"] = self.hbm_bandwidth_source
         return d

@@ -8,6 +8,7 @@ threshold AND the two spreads do not overlap: launch-to-launch noise is not a re
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from collections import Counter
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from tilescope.columns import VECTOR_TYPES
+from tilescope.diff_explain import FACT_COLUMNS, Cause, explain, kernel_facts
 from tilescope.errors import UsageError
 from tilescope.findings import SEVERITY_RANK
 from tilescope.report.access import report_findings, report_kernels, report_summary
@@ -81,6 +84,7 @@ class KernelStats:
     total_us: float
     per_launch: Spread
     ratios: dict[str, float] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)  # tilescope.diff_explain.kernel_facts
 
 
 @dataclass
@@ -91,6 +95,12 @@ class RunData:
     kernels: dict[tuple[str, str, str], KernelStats]
     shares: dict[str, float | None]
     findings: list[dict[str, Any]]
+    # the device's core counts ({"aic": n, "aiv": n}) the grid explanation divides by, and whether
+    # they are the chip's defaults rather than the device's own
+    cores: dict[str, int | None] = field(default_factory=dict)
+    cores_assumed: bool = False
+    profile: Profile | None = None  # the run's profile, when diff loaded one (not a saved report)
+    config_path: str | None = None
 
 
 # ---------------------------------------------------------------- loading a run
@@ -114,6 +124,7 @@ def profile_report(profile: Profile, config_path: str | None = None) -> dict[str
 
     report = build_report(profile, analyze(profile, load_config(config_path)))
     report["_profile"] = profile
+    report["_config_path"] = config_path
     return report
 
 
@@ -131,8 +142,14 @@ def run_from_report(report: Mapping[str, Any], label: str) -> RunData:
     """Per-kernel stats from the profile when the report carries it, else from the report's table."""
     profile = report.get("_profile")
     if profile is not None:
-        return _run_from_kernels(profile.kernels, report_findings(report), label, report_summary(report))
-    return run_from_summary(report, label)
+        run = _run_from_kernels(profile.kernels, report_findings(report), label, report_summary(report))
+        run.profile, run.config_path = profile, report.get("_config_path")
+    else:
+        run = run_from_summary(report, label)
+    chip = (report.get("profiles") or [{}])[0].get("chip") or {}
+    run.cores = {"aic": chip.get("aic_count"), "aiv": chip.get("aiv_count")}
+    run.cores_assumed = bool({"aic_count", "aiv_count"} & set(chip.get("assumed_figures") or ()))
+    return run
 
 
 def _run_from_kernels(
@@ -155,6 +172,7 @@ def _run_from_kernels(
     })
     frame = frame.replace({"op": {"nan": "", "None": ""}, "shapes": {"nan": "", "None": ""}})
     ratio_cols = [c for c, _, _ in PIPE_SERIES if c in k]
+    fact_cols = [c for c in k.columns if c in FACT_COLUMNS]
     for c in ratio_cols:
         frame[c] = k[c].astype("float64")
     kernels: dict[tuple[str, str, str], KernelStats] = {}
@@ -170,7 +188,7 @@ def _run_from_kernels(
             key=(str(key[0]), str(key[1]), str(key[2])), name=str(g["name"].iloc[0]), op_type=str(key[1]),
             shapes=str(key[2]), launches=len(d), total_us=float(d.sum()),
             per_launch=Spread(med, q1, q3, len(d), "launches (IQR)" if len(d) > 1 else "one value"),
-            ratios=ratios)
+            ratios=ratios, facts=kernel_facts(k.loc[g.index, fact_cols]))
     if steps > 1:
         # device time per step, as the summary defines it (the union of the step's compute kernels)
         per_step = np.array(
@@ -224,6 +242,7 @@ class KernelDelta:
     head_per_step_us: float
     verdict: str  # regressed / improved / within noise / within threshold / added / removed
     pipe_changes: dict[str, tuple[float, float]] = field(default_factory=dict)
+    causes: list[Cause] = field(default_factory=list)  # why its time changed, largest first
 
     @property
     def name(self) -> str:
@@ -241,11 +260,19 @@ class KernelDelta:
 
 
 def match_kernels(base: Mapping[tuple[str, str, str], KernelStats],
-                  head: Mapping[tuple[str, str, str], KernelStats]) -> list[tuple[KernelStats | None,
-                                                                                   KernelStats | None, str]]:
-    """Pairs (base, head, how) — exact key first, then looser keys where they are unambiguous."""
+                  head: Mapping[tuple[str, str, str], KernelStats],
+                  explicit: Iterable[tuple[str, str]] = ()) -> list[tuple[KernelStats | None,
+                                                                          KernelStats | None, str]]:
+    """Pairs (base, head, how) — the `explicit` pairs of names first (`--match A=B`: two different
+    kernels, e.g. a TileLang kernel and the vendor's operator on the same shapes; only those are
+    compared), then the exact key, then looser keys where they are unambiguous."""
     left, right = dict(base), dict(head)
     pairs: list[tuple[KernelStats | None, KernelStats | None, str]] = []
+    explicit = list(explicit)
+    if explicit:
+        for a, b in explicit:
+            pairs.append((_named(left, a, "base"), _named(right, b, "head"), "--match"))
+        return pairs
     for key in [k for k in left if k in right]:
         pairs.append((left.pop(key), right.pop(key), "name+op+shapes"))
     for how, width in (("name+op", 2), ("name", 1)):
@@ -257,6 +284,20 @@ def match_kernels(base: Mapping[tuple[str, str, str], KernelStats],
     pairs += [(s, None, "") for s in left.values()]
     pairs += [(None, s, "") for s in right.values()]
     return pairs
+
+
+def _named(kernels: dict[tuple[str, str, str], KernelStats], name: str, side: str) -> KernelStats:
+    """The one kernel of a run that `name` names: its exact name, its normalised name, or a glob
+    (fnmatch) of either; it is taken out of `kernels`. Several or none: a usage error naming them."""
+    hits = [k for k, s in kernels.items() if s.name == name] or \
+        [k for k in kernels if k[0] == normalise_kernel_name(name)] or \
+        [k for k, s in kernels.items() if any(fnmatch.fnmatchcase(n, name) for n in (s.name, k[0]))]
+    if len(hits) != 1:
+        some = ", ".join(sorted({kernels[k].name for k in kernels})[:8])
+        named = ", ".join(kernels[k].name for k in hits[:4])
+        found = "no kernel" if not hits else f"{len(hits)} kernels ({named})"
+        raise UsageError(f"--match: {found} of the {side} run is named {name!r}; expected one of: {some}")
+    return kernels.pop(hits[0])
 
 
 def spread_verdict(b: Spread, h: Spread, threshold_pct: float) -> str:
@@ -294,6 +335,15 @@ class DiffResult:
     # the head's findings that trip it (new since the base, or raised to that severity)
     fail_on_new: str | None = None
     new_over_gate: list[dict[str, Any]] = field(default_factory=list)
+    # the head's findings the base had below a rule's time floor: there before, not new
+    crossed: list[dict[str, Any]] = field(default_factory=list)
+    samples: tuple[int, int] = (1, 1)  # launches (or steps) per kernel, at most, on each side
+    cores_assumed: bool = False
+
+    @property
+    def single_sample(self) -> bool:
+        """One launch per side: no spread to test against, the gate is the threshold alone."""
+        return max(self.samples) <= 1
 
     @property
     def tripped(self) -> bool:
@@ -327,10 +377,14 @@ class DiffResult:
                          "delta_us": round(d.delta_us, 3), "median_delta_pct": _r(d.median_delta_pct),
                          "pipe_changes": {k: [round(a, 4), round(b, 4)]
                                           for k, (a, b) in d.pipe_changes.items()},
+                         "causes": [c.to_dict() for c in d.causes],
                          "base": stats(d.base), "head": stats(d.head)} for d in self.kernels],
-            "findings": {"resolved": self.resolved, "new": self.new, "persisting": self.persisting},
+            "findings": {"resolved": self.resolved, "new": self.new, "persisting": self.persisting,
+                         "crossed_threshold": self.crossed},
             "gate": {"regressions": self.regressions, "fail_on_new": self.fail_on_new,
-                     "new_findings": self.new_over_gate, "tripped": self.tripped},
+                     "new_findings": self.new_over_gate, "tripped": self.tripped,
+                     "samples": {"base": self.samples[0], "head": self.samples[1]},
+                     "single_sample": self.single_sample},
         }
 
 
@@ -353,9 +407,10 @@ def findings_over_gate(base: Iterable[Mapping[str, Any]], head: Iterable[Mapping
 
 
 def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
-                 top: int = TOP_KERNELS, fail_on_new: str | None = None) -> DiffResult:
+                 top: int = TOP_KERNELS, fail_on_new: str | None = None,
+                 match: Iterable[tuple[str, str]] = ()) -> DiffResult:
     deltas: list[KernelDelta] = []
-    for b, h, how in match_kernels(base.kernels, head.kernels):
+    for b, h, how in match_kernels(base.kernels, head.kernels, match):
         b_step = b.total_us / base.steps if b else 0.0
         h_step = h.total_us / head.steps if h else 0.0
         if b is None or h is None:
@@ -367,28 +422,69 @@ def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
                 # spread: report the change, but it cannot be told from noise, so it never gates.
                 verdict = "slower (no spread)" if verdict == "regressed" else "faster (no spread)"
         changes = {}
+        causes: list[Cause] = []
         if b and h:
             for c in set(b.ratios) & set(h.ratios):
                 if abs(h.ratios[c] - b.ratios[c]) >= PIPE_CHANGE_MIN:
                     changes[c] = (b.ratios[c], h.ratios[c])
-        deltas.append(KernelDelta(b, h, how, b_step, h_step, verdict, changes))
+            causes = explain(b.facts, h.facts, b.per_launch.median, h.per_launch.median,
+                             base.cores or head.cores, (b.shapes, h.shapes), (b.ratios, h.ratios),
+                             _cores_label(b, base))
+        deltas.append(KernelDelta(b, h, how, b_step, h_step, verdict, changes, causes))
     deltas.sort(key=lambda d: -max(d.base_per_step_us, d.head_per_step_us))
     total_verdict = spread_verdict(base.total, head.total, threshold_pct)
+    samples = (_samples(base), _samples(head))
     regressions = []
     if total_verdict == "regressed":
+        why = ("; 1 launch per side, so the threshold alone decides" if max(samples) <= 1
+               else " and outside the spread")
         regressions.append(f"device time per step {_pct(base.total.median, head.total.median)} "
-                           f"(beyond the {threshold_pct:g} % threshold and outside the spread)")
+                           f"(beyond the {threshold_pct:g} % threshold{why})")
     regressions += top_kernel_regressions(base, deltas, top)
     base_ids = {finding_identity(f): f for f in base.findings}
     head_ids = {finding_identity(f): f for f in head.findings}
+    new = [f for i, f in head_ids.items() if i not in base_ids]
+    below = below_floor_identities(base, {str(f.get("code", "")) for f in new}) if new else set()
+    crossed = [f for f in new if finding_identity(f) in below]
+    over_gate = [] if fail_on_new is None else findings_over_gate(base.findings, head.findings, fail_on_new)
     return DiffResult(
         base.label, head.label, threshold_pct, base.total, head.total, total_verdict, deltas,
         {k: (base.shares.get(k), head.shares.get(k)) for k in ("cube", "vector", "mte")},
         resolved=[f for i, f in base_ids.items() if i not in head_ids],
-        new=[f for i, f in head_ids.items() if i not in base_ids],
+        new=[f for f in new if finding_identity(f) not in below],
         persisting=len(set(base_ids) & set(head_ids)), regressions=regressions, fail_on_new=fail_on_new,
-        new_over_gate=[] if fail_on_new is None else findings_over_gate(base.findings, head.findings,
-                                                                        fail_on_new))
+        new_over_gate=[f for f in over_gate if finding_identity(f) not in below], crossed=crossed,
+        samples=samples, cores_assumed=base.cores_assumed or head.cores_assumed)
+
+
+def _samples(run: RunData) -> int:
+    """How many values the spreads rest on: steps, else the most launches of any kernel."""
+    return max(run.total.n if run.steps > 1 else 1, *(s.per_launch.n for s in run.kernels.values()), 1)
+
+
+def _cores_label(stats: KernelStats, run: RunData) -> str:
+    vector = stats.facts.get("unit") == "vector" or stats.facts.get("core_type") in VECTOR_TYPES
+    label = " Vector cores" if vector else " AI Cores"
+    return label + (" (assumed)" if run.cores_assumed else "")
+
+
+def below_floor_identities(base: RunData, codes: set[str]) -> set[tuple[str, tuple[str, ...]]]:
+    """The findings (by identity) the base would have had without the rules' time floors: a finding
+    of the head among them crossed a floor, it is not new. Only the rules named in `codes` are
+    run again, on the base's profile (a saved report has none: nothing is known below its floors)."""
+    if base.profile is None or not codes:
+        return set()
+    from tilescope.analysis import analyze
+    from tilescope.config import load_config
+    from tilescope.engine import TIME_FLOORS
+
+    config = load_config(base.config_path)
+    config.select = sorted(codes)
+    config.ignore = []
+    for code in codes:
+        config.rules[code] = {**config.rules.get(code, {}), **dict.fromkeys(TIME_FLOORS, 0.0)}
+    result = analyze(base.profile, config)
+    return {finding_identity(f.to_dict()) for f in result.findings}
 
 
 def top_kernel_regressions(base: RunData, deltas: Iterable[KernelDelta], top: int = TOP_KERNELS) -> list[str]:

@@ -453,7 +453,8 @@ def kind_mismatch(path: str | Path, ranks: int, other: str | Path) -> UsageError
 def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, chip: str | None = None,
                config_path: str | None = None, fail_on_new: str | None = None,
                failures: list[LoadFailure] | None = None,
-               build: BuildReport | None = None) -> DiffResult | ClusterDiff:
+               build: BuildReport | None = None,
+               match: Sequence[tuple[str, str]] = ()) -> DiffResult | ClusterDiff:
     """The diff of two single-rank runs (tilescope.diff), or of two multi-rank runs; a
     multi-rank run against a single-rank one is a usage error (exit 2): comparing one of its ranks
     silently would be the first-rank-only slip. Ranks a folder could not load go to `failures`.
@@ -467,13 +468,15 @@ def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, c
                              "(written by an older tilescope?); "
                              "run tilescope analyze -f json on the run again")
     if all(multi):
+        if match:
+            raise UsageError("--match pairs kernels of two single-rank runs; these are runs of several ranks")
         return compare_clusters(reports[0], reports[1], str(base), str(head), threshold_pct, fail_on_new)
     if any(multi):
         i = multi.index(True)
         paths = (base, head)
         raise kind_mismatch(paths[i], cluster_ranks(reports[i]), paths[1 - i])
     runs = [run_from_report(r, str(p)) for r, p in zip(reports, (base, head), strict=True)]
-    return compare_runs(runs[0], runs[1], threshold_pct, fail_on_new=fail_on_new)
+    return compare_runs(runs[0], runs[1], threshold_pct, fail_on_new=fail_on_new, match=match)
 
 
 def _no_cluster_build(path: Path, *_args: Any) -> dict[str, Any]:

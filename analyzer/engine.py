@@ -31,6 +31,7 @@ from tilescope.config import Config
 from tilescope.errors import TilescopeError
 from tilescope.findings import SAVING_CLUSTER, SAVING_NONE, Finding, Severity, severity_for_share
 from tilescope.profile import Profile
+from tilescope.text.words import fmt_us
 
 if TYPE_CHECKING:
     from tilescope.cluster import Cluster
@@ -113,6 +114,34 @@ class AnalysisResult:
     total_device_us: float
     rules_run: list[str]
     device_time: DeviceTime | None = None  # the summary's reuses it (tilescope.summary)
+    notes: list[str] = field(default_factory=list)  # what the run did that the reader should know
+
+
+# The rules' absolute time floors (20 µs launches, 1 µs savings, ...) keep a whole-model profile's
+# report on what matters in it. In a profile of one or a few kernels — an `msprof op` run, a short
+# micro-benchmark — the kernel is all that matters, even at 3 µs: a default floor never exceeds
+# FLOOR_SHARE of the profile's device time. A floor set in the configuration is used as set.
+TIME_FLOORS = ("min_duration_us", "min_saving_us", "min_block_us", "min_total_us")
+FLOOR_SHARE = 0.01
+FLOOR_DEFAULT_US = 20.0  # the largest default launch floor: below 100x it a floor may be scaled
+
+
+def relative_floors(defaults: dict[str, Any], total_device_us: float) -> dict[str, Any]:
+    """A rule's default thresholds with each time floor capped at FLOOR_SHARE of the device time."""
+    cap = FLOOR_SHARE * total_device_us
+    return {k: min(float(v), cap) if k in TIME_FLOORS and total_device_us > 0 else v
+            for k, v in defaults.items()}
+
+
+def floors_scaled(total_device_us: float) -> bool:
+    return 0 < total_device_us * FLOOR_SHARE < FLOOR_DEFAULT_US
+
+
+def floor_note(total_device_us: float) -> str:
+    """The line the report prints when relative_floors lowered the rules' floors."""
+    return (f"a short profile ({fmt_us(total_device_us)} of device time): the rules' time floors are "
+            f"{FLOOR_SHARE * 100:g} % of it, not the {FLOOR_DEFAULT_US:g} µs per launch a whole-model "
+            "profile uses")
 
 
 def discover_rules() -> list[RuleInfo]:
@@ -259,7 +288,8 @@ def run_rules(
         if missing:
             skipped.append(SkippedRule(info.code, info.slug, missing))
             continue
-        thresholds = {**info.thresholds, **config.thresholds_for(info.code, info.slug)}
+        configured = config.thresholds_for(info.code, info.slug)
+        thresholds = {**relative_floors(info.thresholds, total), **configured}
         ctx = RuleContext(chip=profile.chip, thresholds=thresholds, total_device_us=total,
                           severity_cuts=config.severity)
         ran.append(info.code)
@@ -287,9 +317,9 @@ def run_rules(
     findings.sort(key=lambda f: (-f.est_saving_us, -f.severity.rank, f.code))
     ran.sort(key=order.__getitem__)
     errors.sort(key=lambda f: order[f.code])
+    notes = [floor_note(total)] if ran and floors_scaled(total) else []
     return AnalysisResult(findings=findings, skipped=skipped, errors=errors, total_device_us=total,
-                          device_time=times,
-                          rules_run=ran)
+                          device_time=times, rules_run=ran, notes=notes)
 
 
 def run_cluster_rules(cluster: Cluster, chip: ChipSpec, config: Config | None = None) -> AnalysisResult:

@@ -71,6 +71,13 @@ class Finding:
     source: str = "tilescope"
     occurrences: int = 1  # launches/chains grouped into this finding
     saving_kind: str = SAVING_DEVICE  # SAVING_DEVICE | SAVING_GRID | SAVING_WORK | SAVING_IDLE | SAVING_NONE
+    # the assumed values the finding rests on, one phrase each ("40 Vector cores: 910B4 defaults"):
+    # such a finding is at most medium (`capped_severity`), whatever its saving
+    assumed: tuple[str, ...] = ()
+
+    def capped_severity(self, severity: Severity) -> Severity:
+        """`severity`, at most MEDIUM when the finding rests on an assumed value."""
+        return Severity.MEDIUM if self.assumed and severity is Severity.HIGH else severity
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +94,7 @@ class Finding:
             "source": self.source,
             "occurrences": self.occurrences,
             "saving_kind": self.saving_kind,
+            **({"assumed": list(self.assumed)} if self.assumed else {}),
         }
 
     @staticmethod
@@ -105,6 +113,7 @@ class Finding:
             source=d.get("source", "tilescope"),
             occurrences=int(d.get("occurrences", 1)),
             saving_kind=str(d.get("saving_kind", SAVING_DEVICE)),
+            assumed=tuple(d.get("assumed", ())),
         )
 
 

@@ -376,7 +376,7 @@ def _with_saving(
             "estimated_us": _r3(f.est_saving_us), "capped_us": _r3(saving), "by": bound
         }
     # errors and advisor findings keep their own severity; ours follow the (bounded) share
-    sev = severity(share) if f.source == "tilescope" else f.severity
+    sev = f.capped_severity(severity(share)) if f.source == "tilescope" else f.severity
     return dataclasses.replace(f, est_saving_us=saving, share_of_total=share, severity=sev, evidence=evidence)
 
 

@@ -118,16 +118,18 @@ def make_finding(
     occurrences: int = 1,
     locations: tuple[Location, ...] = (),
     saving_kind: str = SAVING_DEVICE,
+    assumed: Sequence[str] = (),
 ) -> Finding:
     """A finding with its share and severity from the saving (the engine bounds both afterwards:
     tilescope.summary.bound_findings). `saving_kind` "idle" for savings of idle time between kernels.
     A static rule (read from the IR: nothing ran, so nothing to share out) passes saving_us=0 and
     its own `severity`; the engine marks its findings as not estimated (tilescope.engine)."""
     saving = max(0.0, float(saving_us)) if not math.isnan(float(saving_us)) else 0.0
+    sev = ctx.severity(saving) if severity is None else severity
     return Finding(
         code=code,
         slug=slug,
-        severity=ctx.severity(saving) if severity is None else severity,
+        severity=Severity.MEDIUM if assumed and sev is Severity.HIGH else sev,
         kernels=tuple(dict.fromkeys(kernels)),
         message=message,
         evidence=evidence,
@@ -137,6 +139,7 @@ def make_finding(
         locations=locations,
         occurrences=int(occurrences),
         saving_kind=saving_kind,
+        assumed=tuple(assumed),
     )
 
 
@@ -164,6 +167,7 @@ def grouped_findings(
     topic: str,
     chip_fields: Sequence[str] = (),
     extra: Callable[[str, pd.Series], dict[str, Any]] | None = None,
+    assumed: Callable[[str, pd.Series], Sequence[str]] | None = None,
 ) -> list[Finding]:
     """One finding per kernel name over the flagged launches (every row was evaluated), largest
     saving first, at most `max_findings`; the last one says how many kernels were left out."""
@@ -199,6 +203,7 @@ def grouped_findings(
                 saving_us=float(row["saving_us"]),
                 occurrences=int(row["launches"]),
                 locations=locate(profile, str(kernel), topic),
+                assumed=assumed(str(kernel), row) if assumed is not None else (),
             )
         )
     if left_out and findings:

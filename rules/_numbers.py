@@ -1,5 +1,6 @@
 """How the rules write numbers: rounded for a finding's evidence (`r3`, `r4`: JSON-safe), and in its
-message (`pct`, `fmt_bytes`). Times in messages are `tilescope.text.words.fmt_us`, as in every view."""
+message (`pct`). Times and bytes in messages are `tilescope.text.words.fmt_us` and `fmt_bytes`, as
+in every view."""
 
 from __future__ import annotations
 
@@ -25,11 +26,3 @@ def pct(x: float) -> str:
     return fmt_pct(x, 0)
 
 
-def fmt_bytes(n: float) -> str:
-    """Bytes in a rule's message: KiB, MiB to one place, GiB to two. tilescope.text.words has no
-    byte formatter (the cache's `size_text` sits above the rules and prints GiB to one place)."""
-    if n >= 1024**3:
-        return f"{n / 1024**3:.2f} GiB"
-    if n >= 1024**2:
-        return f"{n / 1024**2:.1f} MiB"
-    return f"{n / 1024:.1f} KiB"

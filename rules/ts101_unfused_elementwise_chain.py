@@ -15,10 +15,10 @@ from tilescope.profile import Profile
 from tilescope.rules._columns import HELPER_COLUMNS, core_type_codes, num, op_type_codes, text_codes
 from tilescope.rules._findings import chip_figures, locate, make_finding
 from tilescope.rules._intervals import stream_ordered
-from tilescope.rules._numbers import fmt_bytes, r3
+from tilescope.rules._numbers import r3
 from tilescope.rules._patterns import load_patterns, match_patterns
 from tilescope.rules._shapes import _tensor_elems, shape_bytes
-from tilescope.text.words import fmt_us
+from tilescope.text.words import fmt_bytes, fmt_us
 
 CODE = "TS101"
 SLUG = "unfused-elementwise-chain"

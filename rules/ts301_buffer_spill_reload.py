@@ -11,9 +11,9 @@ from tilescope.findings import Finding
 from tilescope.profile import Profile
 from tilescope.rules._columns import HELPER_COLUMNS, num, text
 from tilescope.rules._findings import grouped_findings
-from tilescope.rules._numbers import fmt_bytes
 from tilescope.rules._refine import refine_library
 from tilescope.rules._shapes import shape_bytes
+from tilescope.text.words import fmt_bytes
 
 CODE = "TS301"
 SLUG = "buffer-spill-reload"

@@ -33,6 +33,16 @@ READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, "aiv_time_us")
 # name the fusion finding that already covers it (tilescope.engine runs `refine` after every rule).
 refine = refine_library
 
+# every column conflict_share() reads (diff's explanations read them too: tilescope.diff_explain)
+CONFLICT_COLUMNS = ("aiv_vec_bank_cflt_ratio", "aiv_vec_bankgroup_cflt_ratio", "aiv_vec_resc_cflt_ratio")
+
+
+def conflict_share(df: pd.DataFrame) -> pd.Series:
+    """The share of Vector cycles lost to UB bank (and bank-group) conflicts, per launch; the
+    resource-conflict ratio where the bank columns are zero or missing."""
+    bank = num(df, "aiv_vec_bank_cflt_ratio").fillna(0) + num(df, "aiv_vec_bankgroup_cflt_ratio").fillna(0)
+    return bank.where(bank > 0, num(df, "aiv_vec_resc_cflt_ratio"))
+
 
 def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     """
@@ -61,8 +71,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     conflict stalls are not hidden behind other pipes.
     """
     df = profile.kernels
-    bank = num(df, "aiv_vec_bank_cflt_ratio").fillna(0) + num(df, "aiv_vec_bankgroup_cflt_ratio").fillna(0)
-    conflict = bank.where(bank > 0, num(df, "aiv_vec_resc_cflt_ratio"))
+    conflict = conflict_share(df)
     dur = num(df, "duration_us")
     vec_time = num(df, "aiv_time_us").fillna(dur)
     flagged = (

@@ -30,14 +30,14 @@ THRESHOLDS: dict[str, Any] = {
 _HITS = ("write_cache_hit", "r0_read_cache_hit", "r1_read_cache_hit")
 _MISSES = ("write_cache_miss_allocate", "r0_read_cache_miss_allocate", "r1_read_cache_miss_allocate")
 
-# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
-READS = (
-    *HELPER_COLUMNS,
-    *LEAN_COLUMNS,
+# every column hit_rate() reads (diff's explanations read them too: tilescope.diff_explain)
+L2_COLUMNS = (
     *(f"{s}_{c}" for s in ("aic", "aiv") for c in (*_HITS, *_MISSES)),
     "aic_total_hit_rate_pct",
     "aiv_total_hit_rate_pct",
 )
+# Kernel columns check() reads besides NEEDS (`analyze` loads only what the rules and the report read)
+READS = (*HELPER_COLUMNS, *LEAN_COLUMNS, *L2_COLUMNS)
 
 
 def hit_rate(df: pd.DataFrame) -> pd.Series:

@@ -67,8 +67,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     device info).
 
     ## Known limits
-    Assumes blocks take equal time and the kernel scales with cores (saving = duration x (1 -
-    efficiency), an upper bound). Per-block imbalance is TS402's.
+    Where the profile does not record the core count and its data does not tell (an `msprof op`
+    run has no info.json), the count is the chip's default: the finding says "if the device has
+    N cores" and is at most medium. Assumes blocks take equal time and the kernel scales with
+    cores (saving = duration x (1 - efficiency), an upper bound). Per-block imbalance is TS402's.
     """
     df = profile.kernels
     ct = core_types(df)
@@ -97,12 +99,25 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     saving = (dur * (1 - eff)).clip(lower=0).fillna(0)
     prof = profile.with_kernels(df.assign(cores=cores, waves=waves, core_efficiency=eff))
 
+    # which side each kernel's count came from, and whether that count is the chip's default
+    on_vector = dict(zip(df["name"].astype("str"), vector.to_numpy(), strict=False))
+
+    def assumed(kernel: str) -> tuple[str, ...]:
+        value = profile.chip.assumed_value("aiv_count" if on_vector.get(kernel) else "aic_count")
+        if not value:
+            return ()
+        return (f"{value}: {profile.chip.base_name}'s default, not recorded in the profile",)
+
     def message(kernel: str, row: pd.Series) -> str:
-        return (
+        said = (
             f"{kernel}: {count_text(row['block_dim'], 'block')} on {count_text(row['cores'], 'core')} "
             f"({count_text(row['waves'], 'wave')}) keeps {pct(1 - row['core_efficiency'])} of the "
             f"core time idle"
         )
+        guess = assumed(kernel)
+        if not guess:
+            return said
+        return f"{said}, if the device has {guess[0].split(':')[0]} (--chip gives the real count)"
 
     return grouped_findings(
         prof,
@@ -116,6 +131,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         topic="grid",
         chip_fields=("aic_count", "aiv_count"),
         extra=lambda k, r: {"saving_model": "duration x (1 - blocks / (waves x cores))"},
+        assumed=lambda k, r: assumed(k),
         recommendation="Make the block count a multiple of the core count (split along another "
         "axis, adjust the "
         "tile size, or loop persistently over tiles inside each block).",

@@ -50,14 +50,42 @@ def _spread_text(d: KernelDelta, side: str) -> str:
 
 def _total_line(r: DiffResult) -> str:
     b, h = r.base_total, r.head_total
-    return (f"{fmt_us(b.median)} → {fmt_us(h.median)}  {signed_us(h.median - b.median)} "
-            f"({signed_pct(r.total_delta_pct)}), {r.total_verdict}; "
-            f"spread base {fmt_us(b.lo)}–{fmt_us(b.hi)}, head {fmt_us(h.lo)}–{fmt_us(h.hi)} over {b.kind}")
+    head = (f"{fmt_us(b.median)} → {fmt_us(h.median)}  {signed_us(h.median - b.median)} "
+            f"({signed_pct(r.total_delta_pct)}), {r.total_verdict}; ")
+    if r.single_sample:
+        return head + "1 launch per side: no spread to tell a change from noise"
+    return head + (f"spread base {fmt_us(b.lo)}–{fmt_us(b.hi)}, head {fmt_us(h.lo)}–{fmt_us(h.hi)} "
+                   f"over {b.kind}")
+
+
+CROSSED = "the base had it below the rule's time floor"
+WHY_HEAD = "what changed with each kernel, the grid first, then by its part of the change"
+WHY_VERDICTS = ("regressed", "improved", "within noise", "slower (no spread)", "faster (no spread)")
+
+
+def why_lines(r: DiffResult) -> list[tuple[str, str]]:
+    """(kernel label, explanation) for each shown kernel whose time changed beyond the threshold:
+    "+192.0 %: Block Dim 4 → 1 (...); time × blocks at once −26 %"."""
+    repeated = _repeated_names(r)
+    out = []
+    for d in r.kernels[:SHOWN_KERNELS]:
+        if d.causes and d.verdict in WHY_VERDICTS:
+            out.append((kernel_label(d, repeated),
+                        f"{signed_pct(d.median_delta_pct)}: " + "; ".join(c.text for c in d.causes)))
+    return out
+
+
+def _samples_text(r: DiffResult) -> str:
+    if r.single_sample:
+        return "threshold only: 1 launch per side"
+    return f"noise-aware: up to {r.samples[0]} vs {r.samples[1]} launches per kernel"
 
 
 def kernel_label(d: KernelDelta, repeated: set[str]) -> str:
     """The kernel's name, plus its input shapes when several rows share the name."""
     s = d.head or d.base
+    if d.matched_by == "--match" and d.base is not None and d.head is not None:
+        return f"{d.base.name} → {d.head.name}"  # two different kernels, paired by the user
     if s is None or d.name not in repeated or not s.shapes:
         return d.name
     return f"{d.name} [{s.shapes}]"
@@ -100,12 +128,21 @@ def render_text(r: DiffResult, width: int | None = None) -> str:
     out += _kernel_lines(r, width)
     if len(r.kernels) > SHOWN_KERNELS:
         say(f"… {len(r.kernels) - SHOWN_KERNELS} more kernels (--format json has all)")
+    why = why_lines(r)
+    if why:
+        out.append("")
+        say(f"why ({WHY_HEAD}):")
+        for label, text in why:
+            say(f"{esc(label)} {text}", "  ", "    ")
     out.append("")
-    say(f"findings: {len(r.resolved)} resolved, {len(r.new)} new, {r.persisting} persisting")
+    crossed = f", {len(r.crossed)} crossed a threshold" if r.crossed else ""
+    say(f"findings: {len(r.resolved)} resolved, {len(r.new)} new{crossed}, {r.persisting} persisting")
     for f in r.resolved:
         say(f"resolved {finding_line(f, esc)}", "  ", "    ")
     for f in r.new:
         say(f"new      {finding_line(f, esc)}", "  ", "    ")
+    for f in r.crossed:
+        say(f"crossed  {finding_line(f, esc)} ({CROSSED})", "  ", "    ")
     out.append("")
     say(_gate_line(r, esc))
     new_gate = _new_gate_line(r, esc)
@@ -169,8 +206,8 @@ def _kernel_lines(r: DiffResult, width: int | None) -> list[str]:
 
 def _gate_line(r: DiffResult, esc: Callable[[object], str] = one_line) -> str:
     if not r.regressions:
-        return f"regression gate ({r.threshold_pct:g} %, noise-aware): passed"
-    return f"regression gate ({r.threshold_pct:g} %, noise-aware): TRIPPED — " + "; ".join(
+        return f"regression gate ({r.threshold_pct:g} %, {_samples_text(r)}): passed"
+    return f"regression gate ({r.threshold_pct:g} %, {_samples_text(r)}): TRIPPED — " + "; ".join(
         esc(x) for x in r.regressions)
 
 
@@ -218,9 +255,16 @@ def render_md(r: DiffResult) -> str:
                    f"{_nowrap(_spread_text(d, 'base'))} | {_nowrap(_spread_text(d, 'head'))} | {pipes} |")
     if len(r.kernels) > SHOWN_KERNELS:
         out.append(f"\n_{len(r.kernels) - SHOWN_KERNELS} more kernels in `--format json`._")
-    out += ["", f"**Findings:** {len(r.resolved)} resolved, {len(r.new)} new, {r.persisting} persisting", ""]
+    why = why_lines(r)
+    if why:
+        out += ["", f"**Why** ({WHY_HEAD}):", ""]
+        out += [f"- {md_code_span(label, 120)} {md_text(text, None)}" for label, text in why]
+    crossed = f", {len(r.crossed)} crossed a threshold" if r.crossed else ""
+    out += ["", f"**Findings:** {len(r.resolved)} resolved, {len(r.new)} new{crossed}, "
+                f"{r.persisting} persisting", ""]
     out += [f"- ✅ resolved {finding_line(f, md_text)}" for f in r.resolved]
     out += [f"- 🆕 new {finding_line(f, md_text)}" for f in r.new]
+    out += [f"- ↗ crossed a threshold {finding_line(f, md_text)} ({CROSSED})" for f in r.crossed]
     out += ["", md_text(_gate_line(r), None)]
     new_gate = _new_gate_line(r)
     if new_gate is not None:
@@ -240,6 +284,16 @@ _GATE_HELP = "Exit 1 when device time or a top kernel's median is PCT % slower, 
 _NEW_HELP = ("Exit 1 when the head has a finding at or above high|medium|low that the base did not "
              "(new since the base, or raised to that severity).")
 _CONFIG_HELP = "tilescope.toml / pyproject.toml with rule settings."
+_MATCH_HELP = ("Compare kernel BASE of the base run with kernel HEAD of the head run (names, normalised "
+               "names or globs), e.g. your TileLang kernel against the vendor's operator on the same shapes; "
+               "repeatable; the two paths may be the same run.")
+
+
+def _match_pair(text: str) -> tuple[str, str]:
+    a, sep, b = text.partition("=")
+    if not sep or not a.strip() or not b.strip():
+        raise UsageError(f"--match {text!r}: expected BASE_KERNEL=HEAD_KERNEL")
+    return a.strip(), b.strip()
 
 
 def register(app: typer.Typer) -> None:
@@ -256,6 +310,8 @@ def register(app: typer.Typer) -> None:
         chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
         config: Annotated[str | None, typer.Option("--config", help=_CONFIG_HELP)] = None,
         width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
+        match: Annotated[list[str] | None, typer.Option(
+            "--match", metavar="BASE=HEAD", help=_MATCH_HELP)] = None,
     ) -> None:
         """Compare two runs: device time, kernels, pipes and findings.
 
@@ -279,7 +335,8 @@ def register(app: typer.Typer) -> None:
         failures: list[LoadFailure] = []
         from tilescope.commands.analyze import build
 
-        result = diff_paths(base, head, threshold, chip, config, fail_on_new, failures, build)
+        pairs = [_match_pair(m) for m in match or ()]
+        result = diff_paths(base, head, threshold, chip, config, fail_on_new, failures, build, pairs)
         for failure in failures:  # a multi-rank folder's unreadable ranks: named, the rest compared
             typer.echo(failure.warning_line(), err=True)
         text = _render(result, fmt, output_width(width) if output is None else width)

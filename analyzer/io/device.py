@@ -173,6 +173,8 @@ class ChipEvidence:
         self.vector_blocks: list[np.ndarray] = []
         self.product: list[np.ndarray] = []  # per row with cube_utilization: MHz x AIC cores
         self.rows = 0
+        # set by infer() when the core count is a lower bound raised to a catalogued variant's
+        self.cores_lower_bound: int | None = None
 
     @classmethod
     def of(cls, kernels: pd.DataFrame | pa.Table) -> ChipEvidence:
@@ -275,6 +277,8 @@ class ChipEvidence:
         cores = bound
         if variant.aic_count and variant.aic_count >= bound:
             cores = variant.aic_count
+        if cores != bound:
+            self.cores_lower_bound = bound
         side = (
             f"a Cube grid of {cube} blocks" if cube * 2 >= vector else f"a Vector grid of {vector} blocks"
         )
@@ -422,6 +426,7 @@ def choose_chip(
     aiv = device.aiv_num
     if clock is not None and clock_source:
         warnings.append(f"clock {clock:g} MHz from {clock_source}")
+    raised = False  # the core count is a lower bound from the grids, raised to a catalogued one
     if exact is None and (cores is None or clock is None):
         evidence = kernels if isinstance(kernels, ChipEvidence) else ChipEvidence.of(kernels)
         inferred, notes = evidence.infer(clock)
@@ -429,7 +434,12 @@ def choose_chip(
         clock = clock or inferred.aic_frequency_mhz
         if cores is None and inferred.ai_core_num:
             cores, aiv = inferred.ai_core_num, aiv or inferred.aiv_num
+            raised = evidence.cores_lower_bound is not None
     chip = resolve_chip(None, cores, aiv, clock, device.model_name if exact else None)
+    figures = [*(("clock_mhz",) if clock is None and chip.clock_mhz else ()),
+               *(("aic_count", "aiv_count") if (cores is None or raised) and chip.aic_count else ())]
+    if figures:
+        chip = chip.with_overrides(assumed_figures=tuple(figures))
     assumed = []
     if clock is None and chip.clock_mhz:
         assumed.append(f"clock {chip.clock_mhz:g} MHz")

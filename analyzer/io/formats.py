@@ -155,14 +155,16 @@ def _read_msprof(det: Detected, o: ReadOptions) -> Parts:
 
 
 def _read_msprof_op(det: Detected, o: ReadOptions) -> Parts:
-    from tilescope.io.msprof_op import read_msprof_op
+    from tilescope.io.msprof_op import read_msprof_op, with_declared_core_types
 
     root = det.path
     if root.is_file():  # one OpBasicInfo file, recognised by its header: one kernel per launch
         from tilescope.io.tables import read_small_table
 
         launches = read_small_table(root)
-        parts = Parts(ensure_contract(launches.copy()), "msprof_op", [root], launches=launches)
+        kernels = ensure_contract(launches.copy())
+        kernels["core_type"] = with_declared_core_types(kernels)
+        parts = Parts(kernels, "msprof_op", [root], launches=launches)
     else:
         data = read_msprof_op(root)
         launches = data.launches

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tilescope.columns import AI_CORE, AI_VECTOR_CORE, KERNEL_CONTRACT, MIX_AIC
+from tilescope.columns import AI_CORE, AI_VECTOR_CORE, KERNEL_CONTRACT, MIX_AIC, MIX_AIV
 from tilescope.errors import ProfileFormatError
 from tilescope.io.msprof_op_layout import (
     METRIC_FILES,
@@ -231,12 +231,34 @@ def _kernels_from(launches: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:
     labels[aiv.to_numpy()] = AI_VECTOR_CORE
     labels[aic.to_numpy()] = AI_CORE
     labels[(aic & aiv).to_numpy()] = MIX_AIC
-    k["core_type"] = pd.Series(labels, index=k.index, dtype="str")
+    # OpBasicInfo's `Op Type` is the launch's own type, and the only one when no metric file was
+    # asked for (`--aic-metrics` left out gives OpBasicInfo alone). It wins over the cycles: a mix
+    # kernel whose Cube side did no work still holds its AIC cores, and its Block Dim counts them.
+    k["core_type"] = with_declared_core_types(k, labels)
     for col in KERNEL_CONTRACT:
         if col not in k:
             k[col] = np.nan
     k["start_ns"] = pd.array([pd.NA] * len(k), dtype="Int64")
     return k
+
+
+# OpBasicInfo `Op Type` -> the task type op_summary gives the same launch (formats doc §6)
+OP_TYPE_CORE = {"vector": AI_VECTOR_CORE, "aiv": AI_VECTOR_CORE, "cube": AI_CORE, "aic": AI_CORE,
+                "mix": MIX_AIC}
+
+
+def with_declared_core_types(k: pd.DataFrame, measured: np.ndarray | None = None) -> pd.Series:
+    """Each launch's core type as OpBasicInfo's `Op Type` declares it, else `measured` (the types
+    the block cycles give). A mix kernel is MIX_AIC (Block Dim counts AIC blocks, Mix Block Dim the
+    AIV ones) unless its name says it is MIX_AIV, as TileLang's and Ascend C's `_mix_aiv` kernels do."""
+    fallback = np.full(len(k), None, dtype=object) if measured is None else measured
+    if "op_type" not in k:
+        return pd.Series(fallback, index=k.index, dtype="str")
+    kind = k["op_type"].astype("str").str.strip().str.lower()
+    declared = kind.map(OP_TYPE_CORE).astype("object")
+    mix_aiv = (kind == "mix") & k["name"].astype("str").str.lower().str.endswith("_mix_aiv")
+    declared = declared.mask(mix_aiv, MIX_AIV)
+    return pd.Series(np.where(declared.notna(), declared, fallback), index=k.index, dtype="str")
 
 
 def read_msprof_op(root: Path) -> MsprofOpData:

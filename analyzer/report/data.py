@@ -454,11 +454,12 @@ def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0
     hand it back over a process boundary or a cache file (`tilescope.rankwork`) and `assemble_report`
     makes the same report as from the profile itself."""
     entry = _input(profile)
+    entry["warnings"] += result.notes
     entry["summary"] = _summary(profile, result)
     part: dict[str, Any] = {
         "entry": entry,
         "findings": [f.to_dict() for f in result.findings],
-        "skipped": [skipped_to_dict(s) for s in result.skipped],
+        "skipped": [skipped_to_dict(s, profile.source.producer) for s in result.skipped],
         "errors": [e.to_dict() for e in result.errors],
         "timeline": None,
     }

@@ -40,6 +40,15 @@ def fmt_us(value: Any) -> str:
     return f"{v / 1000:,.2f} ms" if abs(v) >= 10_000 else f"{v:,.1f} µs"
 
 
+def fmt_bytes(n: float) -> str:
+    """Bytes in a message: KiB, MiB to one place, GiB to two (the rules, diff's explanations)."""
+    if n >= 1024**3:
+        return f"{n / 1024**3:.2f} GiB"
+    if n >= 1024**2:
+        return f"{n / 1024**2:.1f} MiB"
+    return f"{n / 1024:.1f} KiB"
+
+
 def count_text(n: Any, noun: str, plural: str | None = None) -> str:
     """`1 launch`, `2 launches`, `1,024 blocks`: a count with its noun agreeing (plural: noun + s)."""
     v = int(num(n) or 0)

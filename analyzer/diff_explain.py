@@ -1,0 +1,224 @@
+"""Why a kernel's time changed between two runs: the facts that changed with it, largest first.
+
+A launch's time d is the work each core does over the cores that share it. With
+waves = ceil(blocks / cores) and p = blocks / waves (the blocks running at once), d = (d x p) / p:
+a new grid alone moves the time by p_base / p_head at the same work per core, and what is left,
+the core time d x p, is what each block costs — its pipes, bytes, caches. The two factors
+multiply to the whole change, so each gets its share of it in log terms: "Block Dim 4 -> 1" on a
+Vector kernel explains a +300 % (four times fewer cores), and a core time -26 % the rest of a
++192 %. Pipe times (share x launch time), bytes moved and bandwidth, the L2 hit rate, UB bank
+conflicts, shapes, dtypes and the core type follow, each only when it changed enough to matter.
+
+The facts are medians over a kernel's launches (`kernel_facts`), read from the kernel table of a
+profile; a saved JSON report carries fewer of them, and says less.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from tilescope.columns import VECTOR_TYPES
+from tilescope.report.palette import PIPE_SERIES
+from tilescope.rules.ts302_ub_bank_conflict import CONFLICT_COLUMNS, conflict_share
+from tilescope.rules.ts303_low_l2_hit_rate import L2_COLUMNS, hit_rate
+from tilescope.text.words import fmt_bytes, fmt_us
+
+# the numeric facts kept per kernel (medians over launches), beside the pipe shares
+NUMERIC_FACTS = ("block_dim", "mix_block_dim", "bytes_moved", "l2_hit_rate", "bank_conflict_ratio")
+TEXT_FACTS = ("core_type", "unit", "input_dtypes")
+# the kernel-table columns kernel_facts reads
+FACT_COLUMNS = frozenset(
+    {"block_dim", "mix_block_dim", "bytes_moved", *TEXT_FACTS, *L2_COLUMNS, *CONFLICT_COLUMNS}
+)
+PIPE_LABEL = {col: label for col, label, _ in PIPE_SERIES}
+# a fact is named when it moved the launch time by at least this share of the change, or (for rates
+# and ratios that do not convert to time) by this much
+MIN_PART = 0.25
+MAX_PIPES = 3  # pipes named per kernel, largest part first
+MIN_RATE_CHANGE = 0.05  # 5 points of L2 hit rate or bank-conflict ratio
+MIN_BYTES_CHANGE = 0.05  # 5 % more or fewer bytes
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One fact that changed with a kernel's time: `part` is its share of the change (log terms;
+    None where it does not convert to time), `text` says it for a reviewer."""
+
+    fact: str  # grid, core_time, pipe:<column>, bytes, bandwidth, l2_hit_rate, bank_conflicts, ...
+    text: str
+    part: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fact": self.fact,
+            "text": self.text,
+            "part": None if self.part is None else round(self.part, 3),
+        }
+
+
+def kernel_facts(group: pd.DataFrame) -> dict[str, Any]:
+    """The facts of one kernel's launches (rows of a kernel table), medians where numeric."""
+    out: dict[str, Any] = {}
+    for col in ("block_dim", "mix_block_dim", "bytes_moved"):
+        if col in group:
+            v = pd.to_numeric(group[col], errors="coerce").dropna()
+            if len(v):
+                out[col] = float(v.median())
+    if any(c in group for c in L2_COLUMNS):
+        rate = hit_rate(group).dropna()
+        if len(rate):
+            out["l2_hit_rate"] = float(rate.median())
+    if any(c in group for c in CONFLICT_COLUMNS):
+        share = conflict_share(group).dropna()
+        if len(share):
+            out["bank_conflict_ratio"] = float(share.median())
+    for col in TEXT_FACTS:
+        if col in group:
+            vals = group[col].dropna().astype("str")
+            vals = vals[~vals.isin(("", "nan", "None", "<NA>"))]
+            if len(vals):
+                out[col] = str(vals.mode().iloc[0])
+    return out
+
+
+def _parallel(facts: Mapping[str, Any], cores: Mapping[str, int | None]) -> tuple[int, int, int, int] | None:
+    """(blocks, cores of its side, waves, blocks at once) of a kernel, None when unknown."""
+    blocks = facts.get("block_dim")
+    vector = facts.get("unit") == "vector" or facts.get("core_type") in VECTOR_TYPES
+    n = cores.get("aiv" if vector else "aic")
+    if not blocks or not n or blocks <= 0:
+        return None
+    b = round(blocks)
+    waves = math.ceil(b / n)
+    return b, int(n), waves, math.ceil(b / waves)
+
+
+def _log_part(ratio: float, whole: float) -> float | None:
+    """The share of a time ratio `whole` that a factor `ratio` accounts for, in log terms."""
+    if ratio <= 0 or whole <= 0 or abs(math.log(whole)) < 1e-9:
+        return None
+    return math.log(ratio) / math.log(whole)
+
+
+def _signed(x: float) -> str:
+    return f"{x * 100:+.0f} %".replace("-", "−")
+
+
+def explain(
+    base: Mapping[str, Any],
+    head: Mapping[str, Any],
+    base_us: float,
+    head_us: float,
+    cores: Mapping[str, int | None],
+    shapes: tuple[str, str] = ("", ""),
+    ratios: tuple[Mapping[str, float], Mapping[str, float]] = ({}, {}),
+    cores_label: str = "",
+) -> list[Cause]:
+    """The causes of one kernel's change from `base_us` to `head_us` (median per launch), largest
+    first: `base` / `head` are `kernel_facts`, `cores` the device's {"aic": n, "aiv": n},
+    `ratios` the kernels' pipe shares of the launch (tilescope.diff KernelStats.ratios)."""
+    if base_us <= 0 or head_us <= 0:
+        return []
+    whole = head_us / base_us
+    causes: list[Cause] = []
+    grid = _grid_causes(base, head, whole, cores, cores_label)
+    causes += grid
+    causes += _pipe_causes(ratios, base_us, head_us)
+    causes += _data_causes(base, head, base_us, head_us)
+    if shapes[0] != shapes[1] and (shapes[0] or shapes[1]):
+        causes.append(Cause("shapes", f"input shapes {shapes[0] or '?'} → {shapes[1] or '?'}"))
+    for col, label in (("input_dtypes", "input dtypes"), ("core_type", "core type")):
+        if base.get(col) and head.get(col) and base[col] != head[col]:
+            causes.append(Cause(col, f"{label} {base[col]} → {head[col]}"))
+    # grid first (it changes everything after it), then the rest by the size of their part
+    rest = sorted(causes[len(grid) :], key=lambda c: -(abs(c.part) if c.part is not None else 0.0))
+    return [*grid, *rest]
+
+
+def _grid_causes(
+    base: Mapping[str, Any],
+    head: Mapping[str, Any],
+    whole: float,
+    cores: Mapping[str, int | None],
+    cores_label: str,
+) -> list[Cause]:
+    b, h = _parallel(base, cores), _parallel(head, cores)
+    mix_changed = base.get("mix_block_dim") != head.get("mix_block_dim") and base.get("mix_block_dim")
+    if b is None or h is None or (b[0] == h[0] and not mix_changed):
+        return []
+    grid = b[3] / h[3]  # the time ratio at the same work per core
+    on = f" of {b[1]}{cores_label}" if b[1] == h[1] else ""
+    text = (
+        f"Block Dim {b[0]} → {h[0]} (cores used {min(b[0], b[1])} → {min(h[0], h[1])}{on}, "
+        f"waves {b[2]} → {h[2]})"
+    )
+    if mix_changed:
+        text += f", Mix Block Dim {base['mix_block_dim']:g} → {head.get('mix_block_dim', 0):g}"
+    if abs(grid - 1) > 1e-9:
+        text += f": at the same work per core the grid alone gives {_signed(grid - 1)}"
+    causes = [Cause("grid", text, _log_part(grid, whole))]
+    core_time = whole / grid
+    text = f"time × blocks at once (the work of each core) {_signed(core_time - 1)}"
+    causes.append(Cause("core_time", text, _log_part(core_time, whole)))
+    return causes
+
+
+def _pipe_causes(
+    ratios: tuple[Mapping[str, float], Mapping[str, float]], base_us: float, head_us: float
+) -> list[Cause]:
+    """Pipes whose busy time per launch moved by MIN_PART of the change or more; the busiest pipe
+    when it changed. Pipes overlap, so their parts need not add up to the whole."""
+    b, h = ratios
+    delta = head_us - base_us
+    common = [c for c in PIPE_LABEL if c in b and c in h]
+    if not common or abs(delta) < 1e-9:
+        return []
+    out: list[Cause] = []
+    pipes: list[Cause] = []
+    busiest = (max(common, key=lambda c: b[c]), max(common, key=lambda c: h[c]))
+    if busiest[0] != busiest[1]:
+        labels = (PIPE_LABEL[busiest[0]], PIPE_LABEL[busiest[1]])
+        out.append(Cause("busiest_pipe", f"busiest pipe {labels[0]} → {labels[1]}"))
+    for c in common:
+        tb, th = b[c] * base_us, h[c] * head_us
+        part = (th - tb) / delta
+        if abs(part) >= MIN_PART and abs(th - tb) >= 0.01:
+            pipes.append(
+                Cause(
+                    f"pipe:{c}",
+                    f"{PIPE_LABEL[c]} busy {fmt_us(tb)} → {fmt_us(th)} per launch "
+                    f"({b[c] * 100:.0f} → {h[c] * 100:.0f} % of it)",
+                    part,
+                )
+            )
+    pipes.sort(key=lambda c: -abs(c.part or 0.0))
+    return out + pipes[:MAX_PIPES]
+
+
+def _data_causes(
+    base: Mapping[str, Any], head: Mapping[str, Any], base_us: float, head_us: float
+) -> list[Cause]:
+    out: list[Cause] = []
+    bb, hb = base.get("bytes_moved"), head.get("bytes_moved")
+    if bb and hb:
+        if abs(hb / bb - 1) >= MIN_BYTES_CHANGE:
+            out.append(
+                Cause(
+                    "bytes",
+                    f"bytes moved {fmt_bytes(bb)} → {fmt_bytes(hb)} per launch",
+                    _log_part(hb / bb, head_us / base_us),
+                )
+            )
+        gb, gh = bb / base_us / 1e3, hb / head_us / 1e3  # bytes per µs / 1e3 = GB/s
+        if abs(gh / gb - 1) >= MIN_BYTES_CHANGE:
+            out.append(Cause("bandwidth", f"bandwidth {gb:,.0f} → {gh:,.0f} GB/s"))
+    for col, label in (("l2_hit_rate", "L2 hit rate"), ("bank_conflict_ratio", "UB bank conflicts")):
+        vb, vh = base.get(col), head.get(col)
+        if vb is not None and vh is not None and abs(vh - vb) >= MIN_RATE_CHANGE:
+            out.append(Cause(col, f"{label} {vb * 100:.0f} → {vh * 100:.0f} %"))
+    return out
