@@ -78,6 +78,8 @@ def why_lines(r: DiffResult) -> list[tuple[str, str]]:
 def _samples_text(r: DiffResult) -> str:
     if r.single_sample:
         return "threshold only: 1 launch per side"
+    if min(r.samples) <= 1:  # one side's spread is a single value: only the other's noise is known
+        return f"noise-aware on one side only: up to {r.samples[0]} vs {r.samples[1]} launches per kernel"
     return f"noise-aware: up to {r.samples[0]} vs {r.samples[1]} launches per kernel"
 
 

@@ -289,6 +289,11 @@ def _detect_dir(d: Path, depth: int = 0) -> list[Detected]:
     for s in subdirs:
         if _is_torch_root(s) or s.name.startswith(("PROF_", "OPPROF_")):
             found.extend(_detect_dir(s, depth + 1))
+    if len(found) > 1 and all(f.format in ("msprof_op", "msprof_op_multi") for f in found) and \
+            all(f.path.name.startswith("OPPROF_") for f in found):
+        # msprof op run again and again into one --output: launches of one device's operators, not
+        # ranks (msprof op profiles one device; its multi-device layout is inside one OPPROF_*)
+        return [Detected("msprof_op_multi", d)]
     if found:
         return found
     found = _from_files(d, _classify(d))

@@ -155,7 +155,7 @@ def _read_msprof(det: Detected, o: ReadOptions) -> Parts:
 
 
 def _read_msprof_op(det: Detected, o: ReadOptions) -> Parts:
-    from tilescope.io.msprof_op import read_msprof_op, with_declared_core_types
+    from tilescope.io.msprof_op import launch_steps, read_msprof_op, with_declared_core_types
 
     root = det.path
     if root.is_file():  # one OpBasicInfo file, recognised by its header: one kernel per launch
@@ -164,6 +164,7 @@ def _read_msprof_op(det: Detected, o: ReadOptions) -> Parts:
         launches = read_small_table(root)
         kernels = ensure_contract(launches.copy())
         kernels["core_type"] = with_declared_core_types(kernels)
+        kernels["step_id"] = launch_steps(kernels)
         parts = Parts(kernels, "msprof_op", [root], launches=launches)
     else:
         data = read_msprof_op(root)

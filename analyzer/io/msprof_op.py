@@ -235,6 +235,7 @@ def _kernels_from(launches: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:
     # asked for (`--aic-metrics` left out gives OpBasicInfo alone). It wins over the cycles: a mix
     # kernel whose Cube side did no work still holds its AIC cores, and its Block Dim counts them.
     k["core_type"] = with_declared_core_types(k, labels)
+    k["step_id"] = launch_steps(k)
     for col in KERNEL_CONTRACT:
         if col not in k:
             k[col] = np.nan
@@ -259,6 +260,17 @@ def with_declared_core_types(k: pd.DataFrame, measured: np.ndarray | None = None
     mix_aiv = (kind == "mix") & k["name"].astype("str").str.lower().str.endswith("_mix_aiv")
     declared = declared.mask(mix_aiv, MIX_AIV)
     return pd.Series(np.where(declared.notna(), declared, fallback), index=k.index, dtype="str")
+
+
+def launch_steps(k: pd.DataFrame) -> pd.Series:
+    """A step per launch index: `msprof op --launch-count=N` (or N runs into one folder) repeats the
+    application's launches N times, and launch i of every operator is the i-th repetition. diff's
+    device time per step is then per repetition, with a spread over them (tilescope.diff)."""
+    if "launch" in k:
+        index = pd.to_numeric(k["launch"], errors="coerce")
+    else:  # one OpBasicInfo file: its rows are the launches, in order, per operator
+        index = k.groupby(k["name"].astype("str"), sort=False).cumcount()
+    return index.astype("Int64")
 
 
 def read_msprof_op(root: Path) -> MsprofOpData:

@@ -37,9 +37,36 @@ def metric_files(launch_dir: Path) -> dict[str, Path]:
 
 
 def find_launch_dirs(root: Path) -> list[tuple[Path, int | None, str | None, int]]:
-    """(dir, device, op name, launch index) for every directory holding an OpBasicInfo file."""
+    """(dir, device, op name, launch index) for every directory holding an OpBasicInfo file. A
+    folder holding several `OPPROF_*` runs (msprof op run again and again into one --output, oldest
+    first by their timestamped names) is one profile: its runs' launches follow each other."""
     if "OpBasicInfo" in metric_files(root):
         return [(root, None, None, 0)]
+    runs = [] if root.name.startswith("OPPROF_") else opprof_runs(root)
+    if runs:
+        out: list[tuple[Path, int | None, str | None, int]] = []
+        after: dict[tuple[int | None, str | None], int] = {}  # the next launch index per operator
+        for run in runs:
+            found = find_launch_dirs(run)
+            start = dict(after)
+            for launch_dir, device, op, launch in found:
+                index = start.get((device, op), 0) + launch
+                out.append((launch_dir, device, op, index))
+                after[(device, op)] = max(after.get((device, op), 0), index + 1)
+        return out
+    return _launch_dirs_below(root)
+
+
+def opprof_runs(folder: Path) -> list[Path]:
+    """The `OPPROF_*` run folders directly in `folder`, oldest first (their names start with the
+    run's timestamp)."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.name.startswith("OPPROF_") and p.is_dir())
+    except OSError:
+        return []
+
+
+def _launch_dirs_below(root: Path) -> list[tuple[Path, int | None, str | None, int]]:
     out: list[tuple[Path, int | None, str | None, int]] = []
     for basic in sorted(root.rglob("OpBasicInfo*.csv")):
         launch_dir = basic.parent

@@ -188,8 +188,27 @@ def test_my_kernel_against_the_vendors_operator_in_one_run(
     code, _, err = cli(capsys, "diff", str(run), str(run), "--match", "nope=aclnnAdd*")
     assert code == 2
     assert (
-        "--match: no kernel of the base run is named 'nope'; expected one of: aclnnAdd_AddAiCore_Add, main_kernel"
-        in err
+        "--match: no kernel of the base run is named 'nope'; expected one of: "
+        "aclnnAdd_AddAiCore_Add, main_kernel" in err
     )
     code, _, err = cli(capsys, "diff", str(run), str(run), "--match", "main_kernel")
     assert code == 2 and "expected BASE_KERNEL=HEAD_KERNEL" in err
+
+
+def test_runs_into_one_folder_are_launches_not_ranks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """msprof op run three times into one --output: one profile of three launches, a step each."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for i, d in enumerate((2.7, 2.9, 2.8)):
+        run = single_op(tmp_path / f"r{i}", Launch(duration_us=d, block_dim=4))
+        (run / "OPPROF_20261206000000_GENERATEDTESTRUN").rename(folder / f"OPPROF_2026120600000{i}_GENERATED")
+    report = _json(capsys, "analyze", str(folder))
+    assert len(report["profiles"]) == 1 and report["profiles"][0]["rank"] is None
+    assert report["profiles"][0]["summary"]["kernel_count"] == 3
+    head = single_op(tmp_path / "head", ONE_BLOCK)
+    code, out, _ = cli(capsys, "diff", str(folder), str(head), "--width", "250")
+    assert code == 0
+    assert "device time per step: 2.8 µs → 8.0 µs" in out and "over steps (min-max)" in out
+    assert "regression gate (5 %, noise-aware on one side only: up to 3 vs 1 launches per kernel)" in out
