@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 DIFF_SCHEMA_VERSION = "1"
 TOP_KERNELS = 10  # the gate watches the base run's top kernels by device time
+# why a finding new in the head is not new (compare_runs: `crossed`), in every view's words
+CROSSED = "the base had it below the rule's time floor"
 PIPE_CHANGE_MIN = 0.05  # pipe-share changes smaller than 5 points of the launch are not reported
 
 # Example: "flash_attn_fwd_kernel_mix_aic_3f2a9c1b" -> "flash_attn_fwd"; "hcom_allReduce__123_0_1" ->

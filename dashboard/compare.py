@@ -7,7 +7,7 @@ aware verdict); findings are new/resolved by the diff's identity. This module on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -16,7 +16,7 @@ from dash import html
 from tilescope.dashboard import figures as F
 from tilescope.dashboard.data import ProfileEntry
 from tilescope.dashboard.views import finding_item, kpi
-from tilescope.diff import DiffResult, RunData, compare_runs, run_from_report
+from tilescope.diff import CROSSED, DiffResult, RunData, compare_runs, run_from_report
 
 MAX_GRID_ROWS = 2000  # per-kernel rows sent to the client-side grid (largest |delta| first)
 
@@ -31,6 +31,7 @@ class CompareResult:
     deltas: pd.DataFrame  # name, op_type, base_us, head_us, delta_us, delta_pct, verdict, launches
     new_findings: list[dict[str, Any]]
     resolved_findings: list[dict[str, Any]]
+    crossed_findings: list[dict[str, Any]] = field(default_factory=list)  # below a time floor before
 
 
 def compare_entries(base: ProfileEntry, head: ProfileEntry) -> CompareResult:
@@ -61,6 +62,8 @@ def to_compare_result(diff: DiffResult) -> CompareResult:
             "verdict": d.verdict,
             "base_launches": d.base.launches if d.base else 0,
             "head_launches": d.head.launches if d.head else 0,
+            # what changed with it, as `tilescope diff` says it (tilescope.diff_explain)
+            "why": "; ".join(c.text for c in d.causes),
         }
         for d in diff.kernels
     ]
@@ -76,6 +79,7 @@ def to_compare_result(diff: DiffResult) -> CompareResult:
             "verdict",
             "base_launches",
             "head_launches",
+            "why",
         ],
     )
     deltas = deltas.reindex(deltas["delta_us"].abs().sort_values(ascending=False, kind="stable").index)
@@ -88,6 +92,7 @@ def to_compare_result(diff: DiffResult) -> CompareResult:
         deltas.reset_index(drop=True),
         list(diff.new),
         list(diff.resolved),
+        list(diff.crossed),
     )
 
 
@@ -117,6 +122,8 @@ def findings_changes(r: CompareResult) -> list[Any]:
     return [
         *block("New in head", r.new_findings, "c-new"),
         *block("Resolved in head", r.resolved_findings, "c-res"),
+        *(block(f"Crossed a threshold ({CROSSED})", r.crossed_findings, "c-crossed")
+          if r.crossed_findings else []),
     ]
 
 
@@ -145,4 +152,6 @@ def grid_columns() -> list[dict[str, Any]]:
         {"field": "base_launches", "headerName": "Base launches", **num},
         {"field": "head_launches", "headerName": "Head launches", **num},
         {"field": "op_type", "headerName": "Op type", "filter": "agTextColumnFilter"},
+        {"field": "why", "headerName": "Why (what changed with it)", "filter": "agTextColumnFilter",
+         "width": 520, "tooltipField": "why"},
     ]

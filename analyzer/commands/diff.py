@@ -12,7 +12,7 @@ import typer
 from tilescope.atomic import write_text_atomic
 from tilescope.commands import CHIP_HELP
 from tilescope.commands.diff_words import finding_line, signed_pct, signed_us, term_text
-from tilescope.diff import DiffResult, KernelDelta
+from tilescope.diff import CROSSED, DiffResult, KernelDelta
 from tilescope.diff_cluster import diff_paths
 from tilescope.errors import GateTrippedError, UsageError
 from tilescope.report.palette import PIPE_SERIES
@@ -58,7 +58,6 @@ def _total_line(r: DiffResult) -> str:
                    f"over {b.kind}")
 
 
-CROSSED = "the base had it below the rule's time floor"
 WHY_HEAD = "what changed with each kernel, the grid first, then by its part of the change"
 WHY_VERDICTS = ("regressed", "improved", "within noise", "slower (no spread)", "faster (no spread)")
 

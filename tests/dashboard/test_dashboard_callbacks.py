@@ -268,6 +268,10 @@ def test_compare_callback(app: dash.Dash) -> None:
     diff = compare_runs(base_run, head_run)
     assert len(rows) == len(diff.kernels)
     assert {(r["name"], r["verdict"]) for r in rows} == {(d.name, d.verdict) for d in diff.kernels}
+    # each row says why it changed in diff's words (tilescope.diff_explain)
+    why = {d.name: "; ".join(c.text for c in d.causes) for d in diff.kernels}
+    assert {r["name"]: r["why"] for r in rows} == why
+    assert any(r["why"] for r in rows)
     assert abs(rows[0]["delta_us"]) >= abs(rows[-1]["delta_us"])
     assert "New in head" in json.dumps(out["c-findings"]["children"])
     assert size < MAX_CALLBACK_BYTES
