@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from tilescope.columns import VECTOR_TYPES
-from tilescope.diff_explain import FACT_COLUMNS, Cause, explain, kernel_facts
+from tilescope.diff_explain import FACT_COLUMNS, Cause, explain, kernel_facts, lowering_causes, lowering_facts
 from tilescope.errors import UsageError
 from tilescope.findings import SEVERITY_RANK
 from tilescope.report.access import report_findings, report_kernels, report_summary
@@ -103,6 +103,15 @@ class RunData:
     cores_assumed: bool = False
     profile: Profile | None = None  # the run's profile, when diff loaded one (not a saved report)
     config_path: str | None = None
+    lowering: dict[str, dict[str, Any]] = field(default_factory=dict)  # a bundle's, per kernel entry
+
+    def lowering_of(self, name: str) -> dict[str, Any] | None:
+        """The lowering facts of the kernel a profile names `name` ("flash_fwd_kernel_mix_aic" is
+        entry "flash_fwd_kernel"); a bundle of one kernel has only that one."""
+        if len(self.lowering) == 1:
+            return next(iter(self.lowering.values()))
+        norm = normalise_kernel_name(name)
+        return next((v for k, v in self.lowering.items() if normalise_kernel_name(k) == norm), None)
 
 
 # ---------------------------------------------------------------- loading a run
@@ -146,6 +155,7 @@ def run_from_report(report: Mapping[str, Any], label: str) -> RunData:
     if profile is not None:
         run = _run_from_kernels(profile.kernels, report_findings(report), label, report_summary(report))
         run.profile, run.config_path = profile, report.get("_config_path")
+        run.lowering = lowering_facts(profile.ir, profile.ir_dir)
     else:
         run = run_from_summary(report, label)
     chip = (report.get("profiles") or [{}])[0].get("chip") or {}
@@ -432,6 +442,7 @@ def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
             causes = explain(b.facts, h.facts, b.per_launch.median, h.per_launch.median,
                              base.cores or head.cores, (b.shapes, h.shapes), (b.ratios, h.ratios),
                              _cores_label(b, base))
+            causes += lowering_causes(base.lowering_of(b.name), head.lowering_of(h.name))
         deltas.append(KernelDelta(b, h, how, b_step, h_step, verdict, changes, causes))
     deltas.sort(key=lambda d: -max(d.base_per_step_us, d.head_per_step_us))
     total_verdict = spread_verdict(base.total, head.total, threshold_pct)

@@ -10,14 +10,17 @@ Vector kernel explains a +300 % (four times fewer cores), and a core time -26 % 
 conflicts, shapes, dtypes and the core type follow, each only when it changed enough to matter.
 
 The facts are medians over a kernel's launches (`kernel_facts`), read from the kernel table of a
-profile; a saved JSON report carries fewer of them, and says less.
+profile; a saved JSON report carries fewer of them, and says less. Two bundles add what their
+lowering changed (`lowering_facts`): grid, buffer bytes, versions, pipelining stages, syncs.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -221,4 +224,74 @@ def _data_causes(
         vb, vh = base.get(col), head.get(col)
         if vb is not None and vh is not None and abs(vh - vb) >= MIN_RATE_CHANGE:
             out.append(Cause(col, f"{label} {vb * 100:.0f} → {vh * 100:.0f} %"))
+    return out
+
+
+# Ascend C synchronisation calls counted in a bundle's generated kernel: barriers across a core's
+# pipes, set/wait flags between them, cross-core flags (names of the AscendC API and of
+# TileLang's generated intrinsics).
+_SYNC = re.compile(
+    r"\b(PipeBarrier|pipe_barrier|SetFlag|WaitFlag|set_flag|wait_flag|CrossCoreSetFlag|CrossCoreWaitFlag"
+    r"|SyncAll|asc_sync_\w+)\s*[<(]"
+)
+
+
+def lowering_facts(ir: Mapping[str, Any] | None, ir_dir: Path | None) -> dict[str, dict[str, Any]]:
+    """Per kernel of a bundle's IR (by its entry name, e.g. "flash_fwd_kernel"): the grid, each
+    on-chip level's bytes, buffer versions, loops' pipelining stages, and the sync calls counted in
+    the generated Ascend C (one file for the bundle: its counts go to every kernel of it)."""
+    if not ir:
+        return {}
+    syncs: dict[str, int] = {}
+    source = ir_dir / "kernel.cpp" if ir_dir is not None else None
+    if source is not None and source.is_file():
+        for name in _SYNC.findall(source.read_text(encoding="utf-8", errors="replace")):
+            syncs[name] = syncs.get(name, 0) + 1
+    out: dict[str, dict[str, Any]] = {}
+    for k in ir.get("kernels") or []:
+        if not isinstance(k, Mapping) or k.get("failure"):
+            continue
+        footprint = k.get("footprint") or {}
+        out[str(k.get("entry") or k.get("name"))] = {
+            "grid": list(k.get("grid") or []),
+            "bytes": {str(level): int(v.get("bytes") or 0)
+                      for level, v in footprint.items() if isinstance(v, Mapping)},
+            "versions": {str(b): int(n) for b, n in (k.get("versions") or {}).items()},
+            "stages": {f"{loop.get('var')} ({loop.get('id')})": loop.get("num_stages")
+                       for loop in k.get("loops") or [] if loop.get("kind") == "serial"},
+            "syncs": dict(syncs),
+        }
+    return out
+
+
+def lowering_causes(base: Mapping[str, Any] | None, head: Mapping[str, Any] | None) -> list[Cause]:
+    """What the lowering changed between two bundles of a kernel: grid, buffer bytes per level,
+    versions, pipelining stages, sync calls. Not apportioned (nothing measures their part)."""
+    if not base or not head:
+        return []
+    out: list[Cause] = []
+    if base["grid"] != head["grid"]:
+        out.append(Cause("lowering:grid", f"grid {base['grid']} → {head['grid']} in the IR"))
+    levels = [lv for lv in dict.fromkeys((*base["bytes"], *head["bytes"]))
+              if base["bytes"].get(lv, 0) != head["bytes"].get(lv, 0)]
+    if levels:
+        sizes = (f"{lv} {fmt_bytes(base['bytes'].get(lv, 0))} → {fmt_bytes(head['bytes'].get(lv, 0))}"
+                 for lv in levels)
+        out.append(Cause("lowering:bytes", "buffers " + ", ".join(sizes)))
+    versions = [b for b in dict.fromkeys((*base["versions"], *head["versions"]))
+                if base["versions"].get(b, 1) != head["versions"].get(b, 1)]
+    if versions:
+        out.append(Cause("lowering:versions", "buffer versions " + ", ".join(
+            f"{b} {base['versions'].get(b, 1)} → {head['versions'].get(b, 1)}" for b in versions)))
+    stages = [s for s in dict.fromkeys((*base["stages"], *head["stages"]))
+              if base["stages"].get(s) != head["stages"].get(s)]
+    if stages:
+        out.append(Cause("lowering:stages", "num_stages " + ", ".join(
+            f"loop {s} {base['stages'].get(s) or '–'} → {head['stages'].get(s) or '–'}" for s in stages)))
+    b_sync, h_sync = sum(base["syncs"].values()), sum(head["syncs"].values())
+    if base["syncs"] != head["syncs"]:
+        moved = [n for n in dict.fromkeys((*base["syncs"], *head["syncs"]))
+                 if base["syncs"].get(n, 0) != head["syncs"].get(n, 0)]
+        detail = ", ".join(f"{n} {base['syncs'].get(n, 0)} → {head['syncs'].get(n, 0)}" for n in moved[:4])
+        out.append(Cause("lowering:syncs", f"sync calls in the Ascend C {b_sync} → {h_sync} ({detail})"))
     return out

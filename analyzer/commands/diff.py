@@ -68,7 +68,8 @@ def why_lines(r: DiffResult) -> list[tuple[str, str]]:
     repeated = _repeated_names(r)
     out = []
     for d in r.kernels[:SHOWN_KERNELS]:
-        if d.causes and d.verdict in WHY_VERDICTS:
+        # a changed lowering is shown even when the time held: the reviewer asked for the change
+        if d.causes and (d.verdict in WHY_VERDICTS or any(c.fact.startswith("lowering:") for c in d.causes)):
             out.append((kernel_label(d, repeated),
                         f"{signed_pct(d.median_delta_pct)}: " + "; ".join(c.text for c in d.causes)))
     return out

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
 
-from support import REAL_TRACES, cli
+from support import REAL_TRACES, SAMPLES, cli
 from support.single_op import Launch, several_launches, single_op
 
 # a vector kernel on one block of a 40-AIV device, 8 µs: the injected "Block Dim 1" problem
@@ -212,3 +213,27 @@ def test_runs_into_one_folder_are_launches_not_ranks(
     assert code == 0
     assert "device time per step: 2.8 µs → 8.0 µs" in out and "over steps (min-max)" in out
     assert "regression gate (5 %, noise-aware on one side only: up to 3 vs 1 launches per kernel)" in out
+
+
+def test_two_bundles_say_what_the_lowering_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The FA sample bundle against a copy whose IR has one more K-tile version, three stages and
+    two more sync calls in its Ascend C (edited here: a generated sample, not a measurement)."""
+    base = SAMPLES / "tilelang_fa_bundle"
+    head = tmp_path / "head"
+    shutil.copytree(base, head)
+    ir = json.loads((head / "ir" / "ir.json").read_text())
+    kernel = ir["kernels"][0]
+    kernel["versions"]["k_l1"] = 2
+    kernel["footprint"]["L1"]["bytes"] += 32768
+    next(loop for loop in kernel["loops"] if loop["id"] == "L4")["num_stages"] = 3
+    (head / "ir" / "ir.json").write_text(json.dumps(ir))
+    with (head / "ir" / "kernel.cpp").open("a") as f:
+        f.write("\nvoid more() { asc_sync_wait(1); asc_sync_wait(2); }\n")
+    code, out, err = cli(capsys, "diff", str(base), str(head), "--width", "250")
+    assert code == 0, err
+    assert (
+        "flash_fwd_kernel_mix_aic +0.0 %: buffers L1 128.0 KiB → 160.0 KiB; buffer versions k_l1 1 → 2; "
+        "num_stages loop j (L4) 2 → 3; sync calls in the Ascend C 31 → 33 (asc_sync_wait 11 → 13)"
+    ) in out
