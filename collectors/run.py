@@ -56,6 +56,8 @@ class CollectRequest:
     chip: str | None = None
     timeout: float | None = DEFAULT_TIMEOUT_S
     replay_mode: str = "application"
+    # profile the spec's torch `reference` on the same inputs beside the kernel (torch_npu only)
+    with_reference: bool = False
 
 
 def validate_request(req: CollectRequest) -> KernelRef:
@@ -64,6 +66,9 @@ def validate_request(req: CollectRequest) -> KernelRef:
         raise UsageError(f"--backend {req.backend!r}: expected one of {', '.join(BACKENDS)}")
     if req.warmup < 0 or req.repeat < 1:
         raise UsageError("--warmup must be >= 0 and --repeat >= 1")
+    if req.with_reference and (req.backend != "torch_npu" or req.ir_only):
+        raise UsageError("--with-reference needs --backend torch_npu and a device: msprof op profiles only "
+                         "the kernel its --kernel-name names, and --ir-only runs nothing")
     if req.timeout is not None and req.timeout <= 0:
         raise UsageError("--timeout must be positive")
     if len(set(req.metrics)) != len(req.metrics) or not req.metrics:
@@ -378,6 +383,8 @@ def _collect(req: CollectRequest, ref: KernelRef, dialect: Any, device_probe: di
                 raise UsageError(f"{ref.path}: no TILESCOPE_SPEC entry for {answer.get('function')!r}; "
                                  "collect needs it to make the kernel's inputs (docs/collecting.md)")
             job_base["function"] = answer.get("function")
+            job_base["reference"] = req.with_reference
+            manifest["reference"] = req.with_reference
             recs, runs = _profile(req, tmp, job_base, answer.get("kernel_name"), child_env(user_env, "npu"),
                                   say, python)
             commands.extend(recs)

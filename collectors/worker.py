@@ -93,6 +93,19 @@ def check(kernel_fn: Any, func: Any, spec: specmod.KernelSpec, params: dict[str,
     return specmod.CheckResult(status, device, target, None, spec.atol, spec.rtol, spec.seed, rows).to_dict()
 
 
+def profiled_step(kernel_fn: Any, spec: specmod.KernelSpec, inputs: list[Any], reference: bool) -> Any:
+    """One profiled step: the kernel, and with `reference` (collect --with-reference) the spec's
+    torch reference on the same device inputs right after it, so the vendor's operators that
+    compute the same result are in the profile beside the kernel (`diff --match` pairs them)."""
+    if not reference:
+        return lambda: kernel_fn(*inputs)
+    ref = spec.reference
+    if ref is None:
+        raise RuntimeError("--with-reference: the kernel's TILESCOPE_SPEC entry has no 'reference' "
+                           "(torch code computing the same outputs; docs/collecting.md)")
+    return lambda: (kernel_fn(*inputs), ref(*inputs))
+
+
 def launch(kernel_fn: Any, inputs: list[Any], count: int, device: str) -> None:
     """Plain launches (the program msprof op replays): synchronised so each launch is one task."""
     for _ in range(count):
@@ -226,7 +239,7 @@ def _run_mode(job: dict[str, Any], answer: dict[str, Any], kernel_fn: Any, func:
 
         inputs = specmod.make_inputs(spec, params, device)
         launch(kernel_fn, inputs, 1, device)  # first call outside the profiler: JIT load, caches
-        run_profiled(lambda: kernel_fn(*inputs), job["profiler"])
+        run_profiled(profiled_step(kernel_fn, spec, inputs, bool(job.get("reference"))), job["profiler"])
     else:
         raise ValueError(f"unknown mode {mode!r}")
     return answer

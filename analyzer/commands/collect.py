@@ -52,6 +52,9 @@ def collect_command(
         "--force", help="Replace an existing bundle (only once the new one is complete).")] = False,
     chip: Annotated[str | None, typer.Option("--chip", help="Chip name or TOML for the IR checks.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds allowed per child process.")] = 900.0,
+    with_reference: Annotated[bool, typer.Option(
+        "--with-reference", help="Also profile the spec's torch reference on the same inputs (torch_npu): "
+        "the vendor's operators beside the kernel, for diff --match.")] = False,
 ) -> None:
     """Profile a TileLang kernel on an Ascend NPU into a run bundle (manifest.json + profile/ + ir/)."""
     from tilescope.collectors.run import CollectRequest, collect
@@ -61,6 +64,7 @@ def collect_command(
     request = CollectRequest(
         kernel=kernel, out=out, params=params, backend=backend, metrics=parse_metrics(metrics),
         warmup=warmup, repeat=repeat, ir_only=ir_only, force=force, chip=chip, timeout=timeout,
+        with_reference=with_reference,
     )
     path = collect(request)
     typer.echo(str(path))

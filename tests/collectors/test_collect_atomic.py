@@ -137,6 +137,8 @@ def test_force_refuses_a_directory_that_is_not_a_bundle(tmp_path: Path, fast: No
     ({"metrics": ["PipeUtilization", "Bogus"]}, "Bogus"),
     ({"metrics": ["Default"]}, "Default"),  # msprof op only
     ({"repeat": 0}, "--repeat"),
+    ({"with_reference": True, "backend": "msprof-op"}, "--with-reference needs --backend torch_npu"),
+    ({"with_reference": True, "ir_only": True}, "--with-reference needs --backend torch_npu"),
 ])
 def test_usage_errors_before_anything(tmp_path: Path, kw: dict[str, Any], match: str) -> None:
     with pytest.raises(UsageError, match=match):
@@ -210,6 +212,24 @@ def test_torch_npu_flow_layout(tmp_path: Path, fast: None, monkeypatch: pytest.M
         assert (out / "profile" / g / "host_123_20260101_ascend_pt" / "ASCEND_PROFILER_OUTPUT").is_dir()
     assert [c["purpose"] for c in m["commands"]] == [
         "correctness check (npu)", "torch_npu profile (PipeUtilization)", "torch_npu profile (MemoryUB)"]
+    assert m["reference"] is False
+    out = runmod.collect(request(tmp_path / "r", metrics=["PipeUtilization"], with_reference=True),
+                         log=lambda m: None, probe=lambda b: NPU_PROBE)
+    assert bundlemod.read_manifest(out)["reference"] is True  # and the schema accepts it
+
+
+def test_a_profiled_step_runs_the_reference_on_the_same_inputs() -> None:
+    from tilescope.collectors.spec import KernelSpec
+    from tilescope.collectors.worker import profiled_step
+
+    calls: list[tuple[str, tuple[int, ...]]] = []
+    kernel = lambda *xs: calls.append(("kernel", xs))  # noqa: E731
+    spec = KernelSpec(inputs=(), out_idx=(), reference=lambda *xs: calls.append(("reference", xs)))
+    profiled_step(kernel, spec, [1, 2], reference=True)()
+    profiled_step(kernel, spec, [1, 2], reference=False)()
+    assert calls == [("kernel", (1, 2)), ("reference", (1, 2)), ("kernel", (1, 2))]
+    with pytest.raises(RuntimeError, match="has no 'reference'"):
+        profiled_step(kernel, KernelSpec(inputs=(), out_idx=()), [1], reference=True)
 
 
 def test_missing_spec_stops_a_hardware_run(tmp_path: Path, fast: None,

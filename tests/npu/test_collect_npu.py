@@ -72,6 +72,27 @@ def test_torch_npu_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str], n
     analyze_json(out, capsys)
 
 
+def test_with_reference_puts_the_vendor_operator_beside_the_kernel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], npu_device: dict[str, Any], msprof_path: str
+) -> None:
+    """collect --with-reference: the spec's `A + B` runs as torch_npu's Add in every profiled step,
+    and diff --match compares the two kernels pipe by pipe."""
+    out = tmp_path / "vadd_ref"
+    code, err = collect(["--backend", "torch_npu", "--metrics", "PipeUtilization", "--warmup", "1",
+                         "--repeat", "3", "--with-reference", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert bundlemod.read_manifest(out)["reference"] is True
+    from tilescope.io.load import load_profile
+
+    names = load_profile(out).kernels["name"].astype(str)
+    assert names.str.contains(ENTRY).sum() >= 3
+    vendor = sorted({n for n in names if "Add" in n and ENTRY not in n})
+    assert vendor, sorted(set(names))
+    code = main(["diff", str(out), str(out), "--match", f"{ENTRY}*={vendor[0]}", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["kernels"][0]["matched_by"] == "--match"
+
+
 def test_msprof_op_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str], npu_device: dict[str, Any],
                            msprof_path: str) -> None:
     groups = ["PipeUtilization", "Memory", "MemoryUB"]
