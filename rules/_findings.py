@@ -22,9 +22,12 @@ from tilescope.rules._numbers import r3, r4
 
 
 def group_launches(
-    df: pd.DataFrame, saving: pd.Series, metrics: Sequence[str] = (), key: str = "name"
+    df: pd.DataFrame, saving: pd.Series, metrics: Sequence[str] = (), key: str = "name",
+    ranges: Sequence[str] = (),
 ) -> pd.DataFrame:
-    """One row per kernel name: launches, total/median/max duration, summed saving, metric medians.
+    """One row per kernel name: launches, total/median/max duration, summed saving, metric medians,
+    and for each of `ranges` (metrics too) its `_min` and `_max`: launches of one name may differ
+    (two shapes, two grids), and a median may be a value no launch had.
 
     Sorted by saving, largest first. `df` holds only the flagged launches.
     """
@@ -53,6 +56,8 @@ def group_launches(
     )
     for m in metrics:
         out[m] = g[m].median()
+    for m in ranges:
+        out[f"{m}_min"], out[f"{m}_max"] = g[m].min(), g[m].max()
     return out.sort_values("saving_us", ascending=False)
 
 
@@ -168,13 +173,14 @@ def grouped_findings(
     chip_fields: Sequence[str] = (),
     extra: Callable[[str, pd.Series], dict[str, Any]] | None = None,
     assumed: Callable[[str, pd.Series], Sequence[str]] | None = None,
+    ranges: Sequence[str] = (),
 ) -> list[Finding]:
     """One finding per kernel name over the flagged launches (every row was evaluated), largest
     saving first, at most `max_findings`; the last one says how many kernels were left out."""
     # only the columns group_launches reads: a row filter of the whole table copies all ~80
     k = profile.kernels
     df = k.loc[flagged, [c for c in dict.fromkeys(("name", "duration_us", *metrics)) if c in k.columns]]
-    groups = group_launches(df, saving[flagged], metrics)
+    groups = group_launches(df, saving[flagged], metrics, ranges=ranges)
     if groups.empty:
         return []
     groups = groups[groups["saving_us"] >= float(ctx.thresholds.get("min_saving_us", 0.0))]

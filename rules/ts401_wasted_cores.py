@@ -13,7 +13,7 @@ from tilescope.findings import Finding
 from tilescope.profile import Profile
 from tilescope.rules._columns import HELPER_COLUMNS, LEAN_COLUMNS, core_types, num, text
 from tilescope.rules._findings import grouped_findings
-from tilescope.rules._numbers import pct
+from tilescope.rules._numbers import pct, r4
 from tilescope.rules._refine import refine_library
 from tilescope.text.words import count_text
 
@@ -109,11 +109,19 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         return (f"{value}: {profile.chip.base_name}'s default, not recorded in the profile",)
 
     def message(kernel: str, row: pd.Series) -> str:
-        said = (
-            f"{kernel}: {count_text(row['block_dim'], 'block')} on {count_text(row['cores'], 'core')} "
-            f"({count_text(row['waves'], 'wave')}) keeps {pct(1 - row['core_efficiency'])} of the "
-            f"core time idle"
-        )
+        lo, hi = row["block_dim_min"], row["block_dim_max"]
+        if lo == hi:
+            said = (
+                f"{kernel}: {count_text(row['block_dim'], 'block')} on {count_text(row['cores'], 'core')} "
+                f"({count_text(row['waves'], 'wave')}) keeps {pct(1 - row['core_efficiency'])} of the "
+                f"core time idle"
+            )
+        else:  # launches of one name on different grids: no median grid, the idle share over them all
+            said = (
+                f"{kernel}: {lo:g} to {hi:g} blocks on {count_text(row['cores'], 'core')} keep "
+                f"{pct(row['saving_us'] / row['total_us'])} of the core time idle over "
+                f"{count_text(row['launches'], 'launch', 'launches')}"
+            )
         guess = assumed(kernel)
         if not guess:
             return said
@@ -130,8 +138,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         message=message,
         topic="grid",
         chip_fields=("aic_count", "aiv_count"),
-        extra=lambda k, r: {"saving_model": "duration x (1 - blocks / (waves x cores))"},
+        extra=lambda k, r: {"saving_model": "duration x (1 - blocks / (waves x cores))",
+                            "block_dim_range": [r4(r["block_dim_min"]), r4(r["block_dim_max"])]},
         assumed=lambda k, r: assumed(k),
+        ranges=("block_dim",),
         recommendation="Make the block count a multiple of the core count (split along another "
         "axis, adjust the "
         "tile size, or loop persistently over tiles inside each block).",

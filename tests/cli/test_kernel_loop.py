@@ -237,3 +237,20 @@ def test_two_bundles_say_what_the_lowering_changed(
         "flash_fwd_kernel_mix_aic +0.0 %: buffers L1 128.0 KiB → 160.0 KiB; buffer versions k_l1 1 → 2; "
         "num_stages loop j (L4) 2 → 3; sync calls in the Ascend C 31 → 33 (asc_sync_wait 11 → 13)"
     ) in out
+
+
+def test_launches_of_one_name_on_two_grids_are_not_given_a_median_grid(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """vLLM-Ascend's OnesLike runs with Block Dim 8 and 40 (two shapes); the run records no core
+    count (no info.json), so the device's 48 Vector cores are 910B2's default."""
+    real = REAL_TRACES / "vllm_moe_lora_5groups" / "PROF_ArithmeticUtilization"
+    if not real.exists():
+        pytest.skip(f"{real} is not on this machine")
+    report = _json(capsys, "analyze", str(real))
+    (f,) = [f for f in report["findings"] if f["code"] == "TS401" and "OnesLike" in f["kernels"][0]]
+    assert f["message"].startswith(
+        "aclnnInplaceOne_OnesLikeAiCore_OnesLike: 8 to 40 blocks on 48 cores keep 40 % of the core time idle "
+        "over 2 launches, if the device has 48 Vector cores"
+    )
+    assert f["evidence"]["block_dim_range"] == [8, 40] and f["severity"] == "medium"
