@@ -54,6 +54,8 @@ def collect_command(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds allowed per child process.")] = 900.0,
 ) -> None:
     """Profile a TileLang kernel on an Ascend NPU into a run bundle (manifest.json + profile/ + ir/)."""
+    # deferred: collectors.run and ir.params only when this command runs; `tilescope --help` imports every
+    #   command module
     from tilescope.collectors.run import CollectRequest, collect
     from tilescope.ir.params import parse_param
 
