@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from tilescope.config import load_config
 from tilescope.errors import UsageError
 from tilescope.findings import SEVERITY_RANK
 from tilescope.report.access import report_findings, report_kernels, report_summary
@@ -100,6 +101,7 @@ def analyze_path(path: str | Path, chip: str | None = None, config_path: str | N
     p = Path(path)
     if p.is_file() and p.suffix.lower() == ".json":
         return load_report_json(p)
+    # deferred: `tilescope --help` imports this module (through commands.diff); io.load only when used
     from tilescope.io.load import load_profile
 
     return profile_report(load_profile(p, chip=chip), config_path)
@@ -108,8 +110,9 @@ def analyze_path(path: str | Path, chip: str | None = None, config_path: str | N
 def profile_report(profile: Profile, config_path: str | None = None) -> dict[str, Any]:
     """The report dict of one loaded profile, carrying the profile itself (diff prefers its
     per-launch data; keys starting with "_" are stripped before any output)."""
+    # deferred: `tilescope --help` imports this module (through commands.diff); analysis and report.data only
+    #   when used
     from tilescope.analysis import analyze
-    from tilescope.config import load_config
     from tilescope.report.data import build_report
 
     report = build_report(profile, analyze(profile, load_config(config_path)))
