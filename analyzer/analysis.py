@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tilescope.config import Config
+from tilescope.engine import discover_rules, rule_columns, run_rules
 from tilescope.gcpause import gc_paused
 
 # The engine imports the profile model and with it pandas: imported when the rules run, so that
@@ -154,7 +155,7 @@ def kernel_columns_read() -> tuple[str, ...]:
     """Every kernel-table column `analyze` reads: the rules' (their NEEDS and READS) and the
     report's. `tilescope analyze` loads only these (`load_profiles(kernel_columns=...)`): a wide
     table's other columns (pipe times, cycle counts, ids, formats) would only take memory."""
-    from tilescope.engine import discover_rules, rule_columns
+    # deferred: summary (numpy) only where used
     from tilescope.summary import REPORT_COLUMNS
 
     return tuple(dict.fromkeys((*rule_columns(discover_rules()), *REPORT_COLUMNS)))
@@ -167,8 +168,6 @@ def analyze(
     extra_patterns: Sequence[str] = (),
 ) -> AnalysisResult:
     """Run every selected rule whose inputs the profile has."""
-    from tilescope.engine import run_rules
-
     cfg = with_patterns(config or Config(), extra_patterns)
     with gc_paused():
         return run_rules(profile, cfg, kinds)

@@ -25,6 +25,7 @@ def arrow_returns_freed_memory(input_bytes: int | None = None) -> bool:
     """
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         return False  # the user chose Arrow's allocator
+    # deferred: pyarrow (~0.25 s) only where used
     import pyarrow as pa
 
     try:

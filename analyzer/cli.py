@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import importlib
+import logging
 import os
 import sys
 from typing import NoReturn
@@ -24,6 +25,7 @@ import typer
 
 from tilescope import interrupt
 from tilescope.errors import TilescopeError
+from tilescope.scratch import remove_all
 from tilescope.text.escape import terminal_text
 
 COMMAND_MODULES = ("info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "serve", "cache")
@@ -90,10 +92,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _exit_now(code: int) -> NoReturn:
-    import logging
-
-    from tilescope.scratch import remove_all
-
     # os._exit skips the `finally` of threads still running (a timeline read beside a bad kernel
     # table): their scratch directories go here
     remove_all()
@@ -121,6 +119,8 @@ def _run(argv: list[str] | None) -> int:
             if signalled is not None:
                 return signalled
             if broken_pipe(exc):  # the reader went away: exit 0 quietly, as `cat` does under `| head`
+                # deferred: text.terminal (rich) only for terminal output; `tilescope --help` imports every
+                #   command module
                 from tilescope.text.terminal import reader_gone
 
                 reader_gone()

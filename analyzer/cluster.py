@@ -30,14 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from tilescope.errors import ProfileFormatError
 from tilescope.io import analysis_db as adb
 from tilescope.io import cluster_files as cf
+from tilescope.metrics import as_str
+from tilescope.summary import communication_mask, device_time
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from tilescope.io.failures import LoadFailure
     from tilescope.profile import Profile
 
@@ -102,8 +103,6 @@ class Cluster:
 def steps_from_kernels(kernels: pd.DataFrame) -> pd.DataFrame:
     """The step split recomputed from a kernel table (module docstring), one row per step id (a
     table without step ids is one step, `step` <NA>)."""
-    from tilescope.summary import device_time
-
     cols = ["step", *STEP_SPLIT, "overlapped_us", "communication_us", "step_us"]
     if kernels is None or len(kernels) == 0 or "start_ns" not in kernels.columns:
         return pd.DataFrame(columns=cols)
@@ -132,9 +131,6 @@ def steps_from_kernels(kernels: pd.DataFrame) -> pd.DataFrame:
 def kernel_summary(kernels: pd.DataFrame) -> pd.DataFrame:
     """Per kernel name of one rank: launches, total and median duration (µs), first input shapes.
     Communication tasks are left out (their time is the communication files' subject)."""
-    from tilescope.metrics import as_str
-    from tilescope.summary import communication_mask
-
     cols = ["name", "launches", "total_us", "median_us", "input_shapes"]
     if kernels is None or len(kernels) == 0 or "name" not in kernels.columns:
         return pd.DataFrame(columns=cols)
@@ -181,6 +177,7 @@ class RankTables:
 
     def relabel(self, local: str, url: str) -> None:
         """Name `url` wherever the files and notes name `local` (a remote rank's staged copy)."""
+        # deferred: io.remote only when used; `diff` runs without it
         from tilescope.io.remote import relabel
 
         self.files = [relabel(str(f), local, url) for f in self.files]
@@ -331,7 +328,6 @@ def _concat(tables: list[Any]) -> pd.DataFrame:
     tables = [(rank, t) for rank, t in tables if len(t)]
     if not tables:
         return pd.DataFrame(columns=["rank"])
-    import pyarrow as pa
 
     if all(isinstance(t, pa.Table) for _, t in tables):
         joined = pa.concat_tables(
@@ -343,8 +339,6 @@ def _concat(tables: list[Any]) -> pd.DataFrame:
 
 
 def _arrow_with_rank(table: pa.Table, rank: int) -> pa.Table:
-    import pyarrow as pa
-
     return table.add_column(0, "rank", pa.array(np.full(len(table), rank, dtype=np.int64)))
 
 

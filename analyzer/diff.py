@@ -21,7 +21,9 @@ import numpy as np
 import pandas as pd
 
 from tilescope.columns import VECTOR_TYPES
+from tilescope.config import load_config
 from tilescope.diff_explain import FACT_COLUMNS, Cause, explain, kernel_facts, lowering_causes, lowering_facts
+from tilescope.engine import TIME_FLOORS
 from tilescope.errors import UsageError
 from tilescope.findings import SEVERITY_RANK
 from tilescope.report.access import report_findings, report_kernels, report_summary
@@ -121,6 +123,7 @@ def analyze_path(path: str | Path, chip: str | None = None, config_path: str | N
     p = Path(path)
     if p.is_file() and p.suffix.lower() == ".json":
         return load_report_json(p)
+    # deferred: `tilescope --help` imports this module (through commands.diff); io.load only when used
     from tilescope.io.load import load_profile
 
     return profile_report(load_profile(p, chip=chip), config_path)
@@ -129,8 +132,9 @@ def analyze_path(path: str | Path, chip: str | None = None, config_path: str | N
 def profile_report(profile: Profile, config_path: str | None = None) -> dict[str, Any]:
     """The report dict of one loaded profile, carrying the profile itself (diff prefers its
     per-launch data; keys starting with "_" are stripped before any output)."""
+    # deferred: `tilescope --help` imports this module (through commands.diff); analysis and report.data only
+    #   when used
     from tilescope.analysis import analyze
-    from tilescope.config import load_config
     from tilescope.report.data import build_report
 
     report = build_report(profile, analyze(profile, load_config(config_path)))
@@ -487,9 +491,8 @@ def below_floor_identities(base: RunData, codes: set[str]) -> set[tuple[str, tup
     run again, on the base's profile (a saved report has none: nothing is known below its floors)."""
     if base.profile is None or not codes:
         return set()
+    # deferred: `tilescope --help` imports this module (through commands.diff); analysis only when used
     from tilescope.analysis import analyze
-    from tilescope.config import load_config
-    from tilescope.engine import TIME_FLOORS
 
     config = load_config(base.config_path)
     config.select = sorted(codes)

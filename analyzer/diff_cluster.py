@@ -19,7 +19,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tilescope.config import load_config
 from tilescope.diff import (
+    DIFF_SCHEMA_VERSION,
     SEVERITY_RANK,
     DiffResult,
     RunData,
@@ -27,6 +29,7 @@ from tilescope.diff import (
     compare_runs,
     load_report_json,
     normalise_kernel_name,
+    profile_report,
     run_from_report,
     run_from_summary,
     spread_verdict,
@@ -63,6 +66,7 @@ def is_cluster_report(report: Mapping[str, Any]) -> bool:
 
 def _holds_several(path: Path) -> bool:
     """Whether a directory holds several profiles (ranks), from detection alone (no table read)."""
+    # deferred: `tilescope --help` imports this module (through commands.diff); io.detect only when used
     from tilescope.io.detect import detect
 
     try:
@@ -80,7 +84,8 @@ BuildReport = Callable[[Path, Any, str | None, bool, list[Any] | None], dict[str
 def cluster_report(path: Path, chip: str | None, config_path: str | None,
                    failures: list[LoadFailure] | None, build: BuildReport) -> dict[str, Any]:
     """The report `tilescope analyze PATH -f json` writes, as a dict (the same bytes, decoded)."""
-    from tilescope.config import load_config
+    # deferred: `tilescope --help` imports this module (through commands.diff); report.render_json only when
+    #   used
     from tilescope.report.render_json import render
 
     report = build(path, load_config(config_path), chip, False, failures)
@@ -91,7 +96,7 @@ def load_any(path: str | Path, chip: str | None, config_path: str | None,
              failures: list[LoadFailure] | None, build: BuildReport) -> dict[str, Any]:
     """A saved JSON report as is; a multi-rank folder's cluster report; else the one profile's
     report with its per-launch data (tilescope.diff.profile_report)."""
-    from tilescope.diff import profile_report
+    # deferred: `tilescope --help` imports this module (through commands.diff); io.load only when used
     from tilescope.io.load import load_profiles
 
     p = Path(path)
@@ -303,8 +308,6 @@ class ClusterDiff:
         return sorted(set(self.base_ranks) & set(self.head_ranks))
 
     def to_dict(self) -> dict[str, Any]:
-        from tilescope.diff import DIFF_SCHEMA_VERSION
-
         def step(s: RankStep | None) -> dict[str, Any] | None:
             if s is None:
                 return None
@@ -354,6 +357,7 @@ def _r(v: float | None, digits: int = 3) -> float | None:
 
 
 def rank_text(ranks: Sequence[int]) -> str:
+    # deferred: `tilescope --help` imports this module (through commands.diff); ranksets only when used
     from tilescope.ranksets import rank_set_text
 
     return rank_set_text(list(ranks)) if ranks else "none"

@@ -259,6 +259,7 @@ def run_rules(
     kinds: tuple[str, ...] = ("runtime", "static"),
 ) -> AnalysisResult:
     config = config or Config()
+    # deferred: metrics (pyarrow) and summary (numpy) only where used
     from tilescope.metrics import with_derived_metrics
     from tilescope.summary import bound_findings, device_time
 

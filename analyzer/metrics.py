@@ -88,6 +88,7 @@ def float_column(df: pd.DataFrame, name: str) -> pd.Series:
     to ~30 columns (8 bytes per launch each) at a time. Copy-on-write keeps the table safe: writing
     to the Series copies it, and its `to_numpy()` is a read-only view.
     """
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if name not in df:
@@ -103,6 +104,7 @@ def text_column(df: pd.DataFrame, name: str) -> pd.Series:
     (`analyze` and `info` load text so: `io.tables.to_frame(categories=True)`). A grouping or a
     `value_counts` of a Categorical lists every category, seen in the group or not, and its `.str`
     results are not `str`: readers that need the values take the column here."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     col = df[name]
@@ -114,6 +116,7 @@ def text_column(df: pd.DataFrame, name: str) -> pd.Series:
 def as_str(col: pd.Series) -> pd.Series:
     """`col.astype("str")`; a Categorical (a loaded table's text) converts each category once and
     picks by code (-1, a missing value: NaN) — equal, ~20x faster than converting every launch."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if not isinstance(col.dtype, pd.CategoricalDtype):
@@ -196,6 +199,7 @@ class KernelColumns:
                 col = col.cast(col.type.value_type)
             enc = pc.dictionary_encode(col, null_encoding="encode")
             return enc.indices.to_numpy(zero_copy_only=False).astype("int64"), enc.dictionary.to_pylist()
+        # deferred: pandas (~0.3 s) only when this builds a frame
         import pandas as pd
 
         col_codes, uniques = pd.factorize(self.table[name], use_na_sentinel=False)
@@ -467,6 +471,7 @@ def _cube_flop_per_cycle(cols: KernelColumns, chip: ChipSpec) -> np.ndarray:
 
 def add_derived_metrics(kernels: pd.DataFrame, chip: ChipSpec, coupled: bool = False) -> pd.DataFrame:
     """Return a new frame: `kernels` plus the derived columns of the module docstring."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     k = kernels

@@ -50,6 +50,7 @@ def find_advisor() -> list[str] | None:
     if exe:
         return [exe]
     try:
+        # deferred: msprof-analyze is optional (the `msprof` extra)
         import msprof_analyze  # noqa: F401
     except ImportError:
         return None

@@ -38,7 +38,18 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tilescope.errors import TilescopeError
-from tilescope.rank_cache_prune import RUN_FILE, UNIT_FILE
+from tilescope.rank_cache_prune import (
+    RUN_FILE,
+    TMP_PREFIX,
+    UNIT_FILE,
+    clear,
+    ensure_tag,
+    entry_bytes,
+    locked_ledger,
+    prune,
+    prune_if_over,
+    scan_cache,
+)
 from tilescope.rankjobs import RankPart, UnitJob, UnitResult
 
 if TYPE_CHECKING:
@@ -89,6 +100,7 @@ def input_rows(found: Any) -> list[tuple[str, Any, Any]]:
     the objects under a remote rank folder's URL — listed once per analysis: they make the
     input's cache key (`RankCache.key`) and its worker's memory estimate (`input_bytes`)."""
     if isinstance(found, str):
+        # deferred: `tilescope --help` imports this module (through commands.cache); io.remote only when used
         from tilescope.io.remote import fingerprint
 
         return list(fingerprint(found))
@@ -105,6 +117,8 @@ NUMERIC_LIBRARIES = ("numpy", "pandas", "pyarrow", "msgspec")
 
 def _version_of(name: str) -> str:
     """An installed distribution's version, read from its metadata (nothing imported)."""
+    # deferred: `tilescope --help` imports this module (through commands.cache); importlib.metadata only when
+    #   used
     import importlib.metadata
 
     try:
@@ -115,6 +129,8 @@ def _version_of(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def _code_fingerprint() -> str:
+    # deferred: `tilescope --help` imports this module (through commands.cache); report.meta and run_module
+    #   only when used
     from tilescope.report.meta import tool_version
     from tilescope.run_module import SUBPACKAGES, package_folders
 
@@ -156,6 +172,7 @@ class RankCache:
         are in the fingerprint, so the key needs no rule imported (a hit imports no pandas)."""
         inputs = [[d, None] if isinstance(d, str) else [d.format, str(d.path), d.rank] for d in found]
         parts: list[Any] = ["run", str(path), inputs, list(rows), chip, timeline_cap]
+        # deferred: `tilescope --help` imports this module (through commands.cache); io.load only when used
         from tilescope.io.load import manifest_dir_of
 
         return _digest(parts, config, manifest_dir_of(path) if isinstance(path, Path) else None)
@@ -166,6 +183,7 @@ class RankCache:
     def get_run(self, key: str) -> CachedRun | None:
         """A whole run's stored report and left-out inputs, or None (absent or unreadable)."""
         meta = self._dir(key) / RUN_FILE
+        # deferred: `tilescope --help` imports this module (through commands.cache); gcpause only when used
         from tilescope.gcpause import gc_paused
 
         try:
@@ -173,6 +191,8 @@ class RankCache:
                 data = msgspec.json.decode(meta.read_bytes())
             if data.get("format") != CACHE_FORMAT:
                 return None
+            # deferred: `tilescope --help` imports this module (through commands.cache); io.failures only when
+            #   used
             from tilescope.io.failures import LoadFailure
 
             failures = [LoadFailure(_text_path(f["path"]), CachedLoadError(f["message"]), f["rank"])
@@ -215,8 +235,6 @@ class RankCache:
         """Entry `key`: a temporary directory holding `name` (JSON of `content`, or of what
         `content(tmp)` returns after writing its own files there) renamed into place, its bytes
         added to the cache's ledger."""
-        from tilescope.rank_cache_prune import TMP_PREFIX, ensure_tag, entry_bytes, locked_ledger
-
         final = self._dir(key)
         if final.exists():
             return
@@ -244,24 +262,16 @@ class RankCache:
 
     def scan(self) -> Scan:
         """Every entry, temporary and foreign name under the root, without changing anything."""
-        from tilescope.rank_cache_prune import scan_cache
-
         return scan_cache(self.root, CACHE_FORMAT, _code_fingerprint())
 
     def prune_if_over(self, limit: int) -> PruneResult | None:
         """After an analysis: cheap (the ledger) unless the cache is over `limit`."""
-        from tilescope.rank_cache_prune import prune_if_over
-
         return prune_if_over(self.root, limit, CACHE_FORMAT, _code_fingerprint())
 
     def prune(self, limit: int) -> PruneResult:
-        from tilescope.rank_cache_prune import prune
-
         return prune(self.root, limit, CACHE_FORMAT, _code_fingerprint())
 
     def clear(self) -> PruneResult:
-        from tilescope.rank_cache_prune import clear
-
         return clear(self.root, CACHE_FORMAT, _code_fingerprint())
 
 
@@ -278,6 +288,7 @@ def _digest(parts: list[Any], cfg: Config, manifest_dir: Path | None) -> str:
     h = hashlib.sha256(_code_fingerprint().encode())
     parts = [*parts, repr(dataclasses.asdict(cfg))]
     pattern_files = [str(p) for p in (cfg.rules.get("TS102", {}).get("pattern_files") or [])]
+    # deferred: `tilescope --help` imports this module (through commands.cache); analysis only when used
     from tilescope.analysis import pattern_files as configured_patterns
 
     for f in [*configured_patterns(cfg), *pattern_files]:
@@ -294,6 +305,7 @@ def _digest(parts: list[Any], cfg: Config, manifest_dir: Path | None) -> str:
 def _tables_to(tables: RankTables, d: Path, prefix: str) -> dict[str, Any]:
     """Write a rank's non-empty tables as `{prefix}{name}.parquet`; the JSON that finds them again
     (with the files and notes) for `_tables_from`."""
+    # deferred: pyarrow (~0.25 s) only where used
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -308,6 +320,7 @@ def _tables_to(tables: RankTables, d: Path, prefix: str) -> dict[str, Any]:
 
 
 def _tables_from(d: Path, prefix: str, data: dict[str, Any]) -> RankTables:
+    # deferred: cluster (pandas) and pyarrow (~0.25 s) only where used
     import pyarrow.parquet as pq
 
     from tilescope.cluster import RankTables
@@ -331,6 +344,7 @@ def _part_to(rp: RankPart, d: Path, i: int) -> dict[str, Any]:
 def _path_text(p: Path | str) -> str:
     # the path's bytes one code point each: a name that is not UTF-8 survives the JSON round trip;
     # a URL (a remote rank) is kept as text, marked by its scheme
+    # deferred: `tilescope --help` imports this module (through commands.cache); io.remote only when used
     from tilescope.io.remote import is_url
 
     if isinstance(p, str) and is_url(p):
@@ -339,6 +353,7 @@ def _path_text(p: Path | str) -> str:
 
 
 def _text_path(text: str) -> Path | str:
+    # deferred: `tilescope --help` imports this module (through commands.cache); io.remote only when used
     from tilescope.io.remote import is_url
 
     return text if is_url(text) else Path(os.fsdecode(text.encode("latin-1")))
@@ -362,6 +377,7 @@ def _result_to(result: UnitResult, d: Path) -> dict[str, Any]:
 
 
 def _result_from(data: dict[str, Any], d: Path) -> UnitResult:
+    # deferred: `tilescope --help` imports this module (through commands.cache); io.failures only when used
     from tilescope.io.failures import LoadFailure
 
     if data.get("format") != CACHE_FORMAT:

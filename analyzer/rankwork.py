@@ -22,17 +22,31 @@ Where the work runs (`plan_executor`):
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing as mp
 import os
 import resource
+import sys
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tilescope.analysis import analyze
+from tilescope.arrowpool import arrow_returns_freed_memory
+from tilescope.chips import CHIPS, family_chip
 from tilescope.config import Config
+from tilescope.engine import run_cluster_rules
 from tilescope.errors import MissingComponentError, NoProfileFoundError, ProfileFormatError, UsageError
 from tilescope.extras import install_line
+from tilescope.gcpause import gc_paused
+from tilescope.io.detect import detect
+from tilescope.io.failures import LoadFailure, left_out_warnings, rank_of_failed
+from tilescope.io.load import load_unit, manifest_dir_of, resolve_ranks
+from tilescope.io.remote import RemoteInputError, relabel, stage
+from tilescope.rank_cache import RankCache, input_bytes
 from tilescope.rankjobs import RankPart, UnitJob, UnitResult
 
 if TYPE_CHECKING:
@@ -40,7 +54,6 @@ if TYPE_CHECKING:
 
     from tilescope.cluster import RankTables
     from tilescope.io.detect import Detected
-    from tilescope.io.failures import LoadFailure
 
 SCHEDULER_ENV = "TILESCOPE_SCHEDULER"
 # A worker's peak memory, estimated from its input's bytes on disk: `analyze` on a 943 MB
@@ -54,14 +67,10 @@ def run_unit(job: UnitJob) -> UnitResult:
     """Load one input, run the per-profile rules on each of its ranks and reduce each to its
     report part and cross-rank rows. An input that cannot be read (its kernel table, its
     timeline) is a failure naming its file and row; its step and communication files still count."""
-    from tilescope.arrowpool import arrow_returns_freed_memory
-
     arrow_returns_freed_memory(job.input_bytes)
     started = time.process_time()
     result = _run_remote(job) if job.url is not None else _run_unit(job)
     if job.cache_root is not None and job.cache_key is not None:
-        from tilescope.rank_cache import RankCache
-
         RankCache(job.cache_root).put(job.cache_key, result)
     result.cpu_s = time.process_time() - started
     result.worker_peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -71,10 +80,8 @@ def run_unit(job: UnitJob) -> UnitResult:
 def _run_remote(job: UnitJob) -> UnitResult:
     """A rank folder at a URL: copied here, analysed as a local input, every path in the result
     written back as the URL (tilescope.io.remote), the copy removed."""
+    # deferred: cluster (pandas) only where used
     from tilescope.cluster import RankTables
-    from tilescope.io.detect import detect
-    from tilescope.io.failures import LoadFailure
-    from tilescope.io.remote import RemoteInputError, relabel, stage
 
     assert job.url is not None
     with stage(job.url) as local:
@@ -102,11 +109,8 @@ def _run_remote(job: UnitJob) -> UnitResult:
 
 
 def _run_unit(job: UnitJob) -> UnitResult:
-    from tilescope.analysis import analyze
+    # deferred: cluster (pandas) and report.data (numpy) only where used
     from tilescope.cluster import rank_tables
-    from tilescope.gcpause import gc_paused
-    from tilescope.io.failures import LoadFailure, rank_of_failed
-    from tilescope.io.load import load_unit
     from tilescope.report.data import profile_part
 
     assert job.det is not None
@@ -207,13 +211,9 @@ def _process_pool(workers: int) -> Executor:
     run, an API caller; never `analyze` itself) may hold a connection whose copy in a forked child
     joins threads the child does not have when it is collected — a worker crashed so (SIGSEGV in
     duckdb::TaskScheduler::~TaskScheduler, the pool broken). Such a process uses the server too."""
-    import multiprocessing as mp
-    import sys
-    import threading
-    from concurrent.futures import ProcessPoolExecutor
-
     alone = threading.active_count() == 1 and "duckdb" not in sys.modules
     if alone and "fork" in mp.get_all_start_methods():
+        # deferred: pandas, pyarrow and the rules, imported only when workers are forked from here
         import tilescope.rankwork_preload  # noqa: F401  (what the workers inherit)
 
         return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
@@ -224,6 +224,7 @@ def _process_pool(workers: int) -> Executor:
 
 def _run_dask(jobs: Sequence[UnitJob], address: str) -> list[UnitResult]:
     try:
+        # deferred: Dask distributed is the optional `cluster` extra (--scheduler)
         from distributed import Client
     except ImportError:
         raise MissingComponentError(
@@ -275,10 +276,8 @@ def analyze_inputs(
     """Run `run_unit` on every input (cached ones read back), number the ranks, build the
     cross-rank model and run its rules. Raises the first input's error when none could be read.
     `rows`: each input's files (`rank_cache.input_rows`) when the caller listed them already."""
+    # deferred: cluster (pandas) and report.data (numpy) only where used
     from tilescope.cluster import RankInfo, assemble_cluster
-    from tilescope.engine import run_cluster_rules
-    from tilescope.io.failures import left_out_warnings
-    from tilescope.io.load import manifest_dir_of, resolve_ranks
     from tilescope.report.data import TIMELINE_CAP
 
     cap = TIMELINE_CAP if timeline_cap is None else timeline_cap
@@ -287,8 +286,6 @@ def analyze_inputs(
     jobs = [_job(i, d, chip, manifest_dir, config, columns, cap if i == 0 else 0)
             for i, d in enumerate(found)]
     if rows is not None:
-        from tilescope.rank_cache import input_bytes
-
         jobs = [dataclasses.replace(j, input_bytes=input_bytes(rows[j.index])) for j in jobs]
     results: dict[int, UnitResult] = {}
     keys: dict[int, str] = {}
@@ -370,8 +367,6 @@ def _check_workers_see(failed: Sequence[tuple[int, LoadFailure]], where: Executo
 def _chip_of(part: dict[str, Any]) -> Any:
     """The first rank's chip for the cross-rank rules' context, by the name its report part
     records (no TS6xx rule reads a chip figure: they compare the ranks with each other)."""
-    from tilescope.chips import CHIPS, family_chip
-
     name = str((part["entry"].get("chip") or {}).get("name") or "")
     return family_chip(name) or next(iter(CHIPS.values()))
 

@@ -87,12 +87,14 @@ def _r3(x: float | None) -> float | None:
 
 
 def _floats(k: pd.DataFrame, col: str) -> np.ndarray:
+    # deferred: metrics (pyarrow) only where used
     from tilescope.metrics import float_column
 
     return float_column(k, col).to_numpy()
 
 
 def communication_mask(k: pd.DataFrame) -> np.ndarray:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if "core_type" not in k.columns:
@@ -232,6 +234,7 @@ KERNEL_TIME_COLUMNS: tuple[str, ...] = ("name", "duration_us", "sol_us", "sol_de
 
 def kernel_time(kernels: pd.DataFrame) -> dict[str, KernelTime]:
     """Per kernel name: its time and speed of light (KernelTime)."""
+    # deferred: pandas (~0.3 s) and metrics (pyarrow) only where used
     import pandas as pd
 
     from tilescope.metrics import as_str
@@ -264,6 +267,7 @@ def kernel_time(kernels: pd.DataFrame) -> dict[str, KernelTime]:
 
 def top_kernels(kernels: pd.DataFrame, device_us: float, top: int = 10) -> list[dict[str, Any]]:
     """Compute kernels by total time, each with its share of device time (communication apart)."""
+    # deferred: pandas (~0.3 s) and metrics (pyarrow) only where used
     import pandas as pd
 
     from tilescope.metrics import as_str
@@ -464,6 +468,7 @@ def summarize(
 ) -> dict[str, Any]:
     """The JSON-serialisable summary every view shows (see the module docstring); `dt`: the
     profile's `device_time` when the caller has it already (the engine's)."""
+    # deferred: metrics (pyarrow) only where used
     from tilescope.metrics import as_str
 
     k = profile.kernels
@@ -471,6 +476,7 @@ def summarize(
     dur = _floats(k, "duration_us")
     by_core: dict[str, float] = {}
     if "core_type" in k.columns and len(k):
+        # deferred: pandas (~0.3 s) only when this builds a frame
         import pandas as pd
 
         by_core = {

@@ -13,7 +13,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from tilescope.chips import ChipSpec
+from tilescope.engine import run_rules
 from tilescope.errors import UsageError
+from tilescope.ir.capture import capture_ir, capture_many, import_tilelang
+from tilescope.ir.dialect import detect
 from tilescope.ir.footprint import padding_waste
 from tilescope.ir.occupancy import (
     ATTENTION_FIGURES,
@@ -23,6 +26,9 @@ from tilescope.ir.occupancy import (
     is_attention,
     unknown_figures,
 )
+from tilescope.ir.params import parse_param, resolve_kernel
+from tilescope.ir.scopes import TILELANG_ASCEND
+from tilescope.profile import Profile, SourceInfo
 
 # `--sweep autotune`: every config of the kernel's @autotune(configs=...) decorator
 AUTOTUNE = "autotune"
@@ -31,8 +37,6 @@ AUTOTUNE = "autotune"
 def parse_sweep(specs: list[str]) -> dict[str, list[Any]]:
     """`--sweep block_M=64,128` (repeatable) -> {"block_M": [64, 128]} (values as Python literals);
     `--sweep autotune` is left out here (the configs come from the kernel: autotune_configs)."""
-    from tilescope.ir.params import parse_param
-
     grid: dict[str, list[Any]] = {}
     for spec in specs:
         if spec.strip() == AUTOTUNE:
@@ -127,17 +131,13 @@ def sweep_not_checked(rows: list[dict[str, Any]]) -> list[str]:
 def sweep_one(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> dict[str, Any]:
     """Worker: capture one combination and run the static rules (top-level so spawn can pickle it)."""
 
-    from tilescope.ir.capture import capture_ir
-
     return _row(capture_ir(kernel_ref, params, chip), params, chip)
 
 
 def _row(cap: Any, params: dict[str, Any], chip: ChipSpec) -> dict[str, Any]:
     """One captured combination's table row: the static rules' codes, footprints, occupancy."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
-
-    from tilescope.engine import run_rules
-    from tilescope.profile import Profile, SourceInfo
 
     prof = Profile(
         source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(), chip=chip, ir=cap.ir
@@ -154,11 +154,6 @@ def _tilelang_ascend_sweep(
 ) -> list[dict[str, Any]] | None:
     """A tilelang-ascend kernel sweeps in one worker of its own interpreter (importing tilelang
     there costs ~17 s under emulation, each lowering under 1 s); None for the other dialects."""
-    from tilescope.ir.capture import capture_many
-    from tilescope.ir.dialect import detect
-    from tilescope.ir.params import resolve_kernel
-    from tilescope.ir.scopes import TILELANG_ASCEND
-
     _, _, tree = resolve_kernel(kernel_ref)
     if detect(tree).dialect != TILELANG_ASCEND:
         return None
@@ -167,8 +162,6 @@ def _tilelang_ascend_sweep(
 
 
 def _init_worker() -> None:
-    from tilescope.ir.capture import import_tilelang
-
     import_tilelang()
 
 
@@ -183,6 +176,7 @@ def run_sweep(
 ) -> list[dict[str, Any]]:
     """All combinations (times the @autotune `configs`), best first: fitting rows by estimated
     occupancy, then the rest."""
+    # deferred: rich.console, rich.progress only for terminal output
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -19,6 +19,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from tilescope.collectors.spec import file_sha256
+
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("schema") / "manifest.schema.json"
 MANIFEST_NAME = "manifest.json"
@@ -119,6 +121,7 @@ def manifest_schema() -> dict[str, Any]:
 
 def validate_manifest(manifest: dict[str, Any]) -> None:
     """Raise jsonschema.ValidationError when the manifest breaks the schema (a bug, not user input)."""
+    # deferred: jsonschema (~0.1 s) only when validating
     import jsonschema
 
     jsonschema.validate(manifest, manifest_schema())
@@ -161,8 +164,6 @@ def base_manifest(env: dict[str, str] | None = None) -> dict[str, Any]:
 
 def kernel_record(path: Path, function: str | None, entry: str | None = None) -> dict[str, Any]:
     """manifest["kernel"] for a kernel file copied to the bundle's `kernel/<name>`."""
-    from tilescope.collectors.spec import file_sha256
-
     return {"file": str(path), "name": path.name, "sha256": file_sha256(path), "function": function,
             "entry": entry, "source": f"kernel/{path.name}"}
 

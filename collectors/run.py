@@ -18,10 +18,12 @@ import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from tilescope.atomic import atomic_dir
+from tilescope.chips import chosen_chip, tl_ascend_platform_of_device
 from tilescope.collectors import bundle as bundlemod
 from tilescope.collectors import preflight
 from tilescope.collectors import spec as specmod
@@ -29,7 +31,13 @@ from tilescope.collectors.msprof_op_backend import MSPROF_OP_EXTRA_GROUPS, profi
 from tilescope.collectors.proc import WORKER, CommandRecord, run_command, tail
 from tilescope.collectors.spec import KernelRef, parse_kernel_ref
 from tilescope.collectors.torch_npu_backend import AIC_METRICS, profile_groups
-from tilescope.errors import TilescopeError, UsageError
+from tilescope.config import load_config
+from tilescope.errors import MissingComponentError, TilescopeError, UsageError
+from tilescope.ir.capture import capture_ir, write_ir_dir
+from tilescope.ir.dialect import detect
+from tilescope.ir.foreign import require_interpreter
+from tilescope.ir.params import builder_signatures, candidates, for_worker, parse_kernel_file, resolve_kernel
+from tilescope.ir.scopes import TILELANG_ASCEND
 from tilescope.run_module import command
 
 BACKENDS = ("torch_npu", "msprof-op")
@@ -91,7 +99,6 @@ def resolve_function(ref: KernelRef) -> KernelRef:
     """Pick the builder as `tilescope lint` does when KERNEL.py has no :FUNCTION."""
     if ref.function:
         return ref
-    from tilescope.ir.params import candidates
 
     found = candidates(ast.parse(ref.path.read_text(encoding="utf-8"), filename=str(ref.path)))
     if len(found) != 1:
@@ -102,10 +109,6 @@ def resolve_function(ref: KernelRef) -> KernelRef:
 
 def _source_dialect(path: Path) -> Any:
     """The kernel's dialect when it is tilelang-ascend's (tilescope.ir.dialect), else None."""
-    from tilescope.ir.dialect import detect
-    from tilescope.ir.params import parse_kernel_file
-    from tilescope.ir.scopes import TILELANG_ASCEND
-
     found = detect(parse_kernel_file(path))
     return found if found.dialect == TILELANG_ASCEND else None
 
@@ -115,10 +118,6 @@ def resolve_chip_name(
 ) -> Any:
     """--chip, else the configuration's chip, else the lowering target's (tilescope.chips.chosen_chip):
     tilelang-ascend's TL_PLATFORM for its dialect, tilelang 0.1.15's 950 otherwise."""
-    from tilescope.chips import chosen_chip
-    from tilescope.config import load_config
-    from tilescope.ir.scopes import TILELANG_ASCEND
-
     cfg = load_config()
     if dialect == TILELANG_ASCEND:
         return chosen_chip(
@@ -129,8 +128,6 @@ def resolve_chip_name(
 
 def _tilelang_version() -> str | None:
     """The installed TileLang's version, read without importing it (for the chip's reason)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("tilelang")
     except PackageNotFoundError:
@@ -197,8 +194,6 @@ def run_check(bundle: Path, ref: KernelRef, params: dict[str, Any], device: str,
 
 def capture_ir_into(bundle: Path, ref: KernelRef, params: dict[str, Any], chip: Any) -> dict[str, Any]:
     """ir/ exactly as `tilescope lint` writes it (the IR engineer's tilescope.ir.capture)."""
-    from tilescope.ir.capture import capture_ir, write_ir_dir
-
     capture = capture_ir(ref.text, params, chip)
     write_ir_dir(capture, bundle / "ir")
     # A lowering failure (e.g. a buffer over capacity) is a finding in ir.json, not a collect error.
@@ -207,8 +202,6 @@ def capture_ir_into(bundle: Path, ref: KernelRef, params: dict[str, Any], chip: 
 
 def spec_record(path: Path, function: str, params: dict[str, Any]) -> dict[str, Any] | None:
     """The kernel's TILESCOPE_SPEC as run: shapes and dtypes resolved against the parameters."""
-    from tilescope.collectors import spec as specmod
-
     spec = specmod.find_spec(specmod.load_module(path), function, path)
     return None if spec is None else specmod.record(spec, params, specmod.SPEC_ATTR)
 
@@ -225,8 +218,6 @@ def ascend_python(interp: Any, kernel: Path) -> str:
     """The Python that runs a tilelang-ascend kernel on the NPU: this one when tilelang-ascend is
     installed here, the setup script's venv on an aarch64 host; never the emulated root (no device
     reaches it, and it has no CANN) — that is exit 3, before any work."""
-    from tilescope.errors import MissingComponentError
-
     if interp.kind == "in-process":
         return sys.executable
     if interp.kind == "native":
@@ -239,8 +230,6 @@ def ascend_job_base(ref: KernelRef, ir: dict[str, Any]) -> dict[str, Any]:
     ir.json: the builder, the parameters the IR was captured with (the file's own call included, as
     lint takes them), and the inputs derived from the captured signature (used by the worker when
     the file has no TILESCOPE_SPEC)."""
-    from tilescope.ir.scopes import TILELANG_ASCEND
-
     kernels = ir.get("kernels", [])
     if len(kernels) != 1:
         raise UsageError(f"{ref.text} builds {len(kernels)} kernels; collect profiles one at a time")
@@ -248,7 +237,6 @@ def ascend_job_base(ref: KernelRef, ir: dict[str, Any]) -> dict[str, Any]:
     derived = None
     if k.get("gm_tensors"):
         derived = specmod.derived_declaration(k["gm_tensors"], k.get("outputs", []), k.get("workspaces", []))
-    from tilescope.ir.params import builder_signatures, for_worker, resolve_kernel
 
     # `-p tiling.block_M=32` reaches the worker dotted, with the class `tiling` takes (as lint's)
     _path, names, tree = resolve_kernel(ref.text)
@@ -292,7 +280,6 @@ def collect(req: CollectRequest, log: Log | None = None,
     device_probe: dict[str, Any] = {}
     python = sys.executable
     if dialect is not None:  # tilelang-ascend: lowered (and run) by its own stack, in a worker
-        from tilescope.ir.foreign import require_interpreter
 
         interp = require_interpreter(f"{ref.path} is written for {dialect.describe()}")
         if not req.ir_only:
@@ -306,8 +293,6 @@ def collect(req: CollectRequest, log: Log | None = None,
     keep_torch_npu_out_of_this_process()
     pinned = None
     if dialect is not None and not os.environ.get("TL_PLATFORM"):
-        from tilescope.chips import tl_ascend_platform_of_device
-
         pinned = tl_ascend_platform_of_device(device_probe.get("device_name"))
     if pinned is None:
         return _collect(req, ref, dialect, device_probe, python, user_env, say)

@@ -293,6 +293,7 @@ def record(spec: KernelSpec, params: dict[str, Any], source: str) -> dict[str, A
 
 def make_inputs(spec: KernelSpec, params: dict[str, Any], device: str) -> list[Any]:
     """Deterministic inputs (seeded) on `device` ("cpu" or "npu")."""
+    # deferred: torch/torch_npu are the NPU stack (the `npu` extra), seconds to import
     import torch
 
     gen = torch.Generator().manual_seed(spec.seed)
@@ -325,6 +326,7 @@ def compare_outputs(
     actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str], atol: float, rtol: float
 ) -> list[dict[str, Any]]:
     """Per output: max abs/rel error and whether every element is within atol + rtol·|expected|."""
+    # deferred: torch/torch_npu are the NPU stack (the `npu` extra), seconds to import
     import torch
 
     rows = []

@@ -105,10 +105,12 @@ def run_profiled(step_fn: Callable[[], Any], cfg: dict[str, Any], tp: Any = None
     device-side profiling session (and the trace handler writes what was recorded).
     """
     if tp is None:
+        # deferred: torch/torch_npu are the NPU stack (the `npu` extra), seconds to import
         import torch_npu.profiler
 
         tp = torch_npu.profiler
     if torch_mod is None:
+        # deferred: torch/torch_npu are the NPU stack (the `npu` extra), seconds to import
         import torch
 
         torch_mod = torch

@@ -18,6 +18,7 @@ A tilelang-ascend job runs in tilelang-ascend's interpreter (tilescope.ir.foreig
 
 from __future__ import annotations
 
+import ast
 import json
 import signal
 import sys
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tilescope.collectors import spec as specmod
+from tilescope.collectors.bundle import dist_version, jsonable
 from tilescope.errors import UsageError
 from tilescope.ir.scopes import TILELANG_ASCEND
 
@@ -37,6 +39,7 @@ def build_prim_func(kernel: Path, function: str | None, params: dict[str, Any]) 
     Building goes through tilescope.ir.capture.build_primfuncs, the code `tilescope lint` uses, so a
     builder, a `@tilelang.jit` kernel or a bare PrimFunc means the same thing to both commands.
     """
+    # deferred: the tilelang 0.1.15 path only: a tilelang-ascend job's interpreter never loads ir.capture
     from tilescope.ir.capture import build_primfuncs, import_tilelang
 
     import_tilelang()
@@ -52,6 +55,7 @@ def build_prim_func(kernel: Path, function: str | None, params: dict[str, Any]) 
 
 
 def compile_kernel(func: Any, out_idx: list[int], device: str) -> Any:
+    # deferred: tilelang/tvm are the optional `tilelang` extra; this worker runs under other interpreters
     import tilelang
     from tvm.target import Target
 
@@ -60,6 +64,7 @@ def compile_kernel(func: Any, out_idx: list[int], device: str) -> Any:
         with Target("c"):
             return tilelang.compile(func, out_idx=out_idx, target="c", target_host="c",
                                     execution_backend="cython")
+    # deferred: torch_npu exists only in the NPU stack's interpreter, and a CPU check needs none
     import torch_npu  # noqa: F401  (registers the "npu" device with torch)
 
     with Target("ascend"):
@@ -68,6 +73,7 @@ def compile_kernel(func: Any, out_idx: list[int], device: str) -> Any:
 
 def _sync(device: str) -> None:
     if device == "npu":
+        # deferred: torch (~2 s) is imported on a device only: this worker runs under other interpreters
         import torch
 
         torch.npu.synchronize()  # type: ignore[attr-defined]  # added by torch_npu
@@ -126,8 +132,9 @@ def build_ascend_kernel(
     spec's out_idx. The file is imported without its script part (tilescope.ir.published), as lint
     imports it: published examples run NPU tests at module level.
     """
-    import ast
 
+    # deferred: tilelang-ascend and torch_npu exist only in that stack's interpreter; ir.published is this
+    #   path's
     import tilelang
     import torch_npu  # noqa: F401  (the adapter allocates outputs on torch.device("npu"))
 
@@ -141,6 +148,7 @@ def build_ascend_kernel(
     if not callable(obj):
         raise UsageError(f"{kernel}: no function {function!r}")
     impl = getattr(obj, "__jit_impl__", None)
+    # deferred: tilelang-ascend jobs only (the lowering helpers ir.ascend_worker shares)
     from tilescope.ir.ascend_worker import nested_params
     from tilescope.ir.lowering import NESTED_KEY
 
@@ -171,8 +179,6 @@ def build_ascend_kernel(
 def ascend_versions() -> dict[str, str | None]:
     """The versions of the stack that ran the kernel (this interpreter's, which on an aarch64 host
     may be a venv of its own): they replace the collector's in the manifest."""
-    from tilescope.collectors.bundle import dist_version
-
     stack = dist_version("tilelang-ascend")
     return {"torch": dist_version("torch"),
             "torch_npu": dist_version("torch-npu") or dist_version("torch_npu"),
@@ -226,6 +232,7 @@ def _run_mode(job: dict[str, Any], answer: dict[str, Any], kernel_fn: Any, func:
               spec: specmod.KernelSpec, params: dict[str, Any], device: str) -> dict[str, Any]:
     """Check, launch or profile a compiled kernel: the same for both dialects."""
     if device == "npu":
+        # deferred: torch (~2 s) is imported on a device only: this worker runs under other interpreters
         import torch
 
         answer["device_name"] = torch.npu.get_device_name()  # type: ignore[attr-defined]
@@ -235,6 +242,7 @@ def _run_mode(job: dict[str, Any], answer: dict[str, Any], kernel_fn: Any, func:
     elif mode == "launch":
         launch(kernel_fn, specmod.make_inputs(spec, params, device), job["warmup"] + job["repeat"], device)
     elif mode == "profile":
+        # deferred: profile mode only: torch_npu's profiler, which a check or a launch never touches
         from tilescope.collectors.torch_npu_backend import run_profiled
 
         inputs = specmod.make_inputs(spec, params, device)
@@ -246,8 +254,6 @@ def _run_mode(job: dict[str, Any], answer: dict[str, Any], kernel_fn: Any, func:
 
 
 def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
-    from tilescope.collectors.bundle import jsonable
-
     out: dict[str, Any] = jsonable(params)
     return out
 

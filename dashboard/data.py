@@ -21,9 +21,17 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from tilescope.analysis import analyze
+from tilescope.cluster import build_cluster
+from tilescope.config import load_config
 from tilescope.dashboard.paths import PathRejected, RootSet, discover_profiles, discover_runs, is_within
+from tilescope.engine import run_cluster_rules
 from tilescope.errors import UsageError
+from tilescope.io.load import load_profiles, manifest_dir_of
+from tilescope.metrics import with_derived_metrics
 from tilescope.profile import Profile
+from tilescope.report.data import build_report
+from tilescope.report.ranks import SCOPE_CLUSTER, cluster_section
 
 if TYPE_CHECKING:
     from tilescope.io.failures import LoadFailure
@@ -204,11 +212,6 @@ def build_cluster_entry(
     """The cluster model of one path's ranks, its TS6xx rules and the report's `cluster` section
     (the same calls as `tilescope analyze`), and the summary files it read (for the root check).
     `keys[i]` is the picker key of `profiles[i]`."""
-    from tilescope.cluster import build_cluster
-    from tilescope.config import load_config
-    from tilescope.engine import run_cluster_rules
-    from tilescope.report.ranks import SCOPE_CLUSTER, cluster_section
-
     model = build_cluster(profiles, failures)
     result = run_cluster_rules(model, profiles[0].chip, load_config())
     # the rank a profile stands for, as build_cluster numbers it (its position when it has none)
@@ -237,8 +240,6 @@ def prepare_kernels(profile: Profile) -> pd.DataFrame:
     Derived metrics come from `tilescope.metrics` (the one place that defines them); a profile
     missing a column simply lacks it in the views.
     """
-    from tilescope.metrics import with_derived_metrics
-
     # The loader already derives them; a Profile built by hand (tests, API users) may not have.
     kernels = with_derived_metrics(profile.kernels, profile.chip).copy()
     kernels = kernels.reset_index(drop=True)
@@ -256,27 +257,7 @@ def prepare_kernels(profile: Profile) -> pd.DataFrame:
 
 def analyse(profile: Profile) -> dict[str, Any]:
     """The versioned report dict for a profile, built by the analyzer (never by the dashboard)."""
-    from tilescope.config import load_config
-
-    config = load_config()
-    try:
-        from tilescope.analysis import analyze
-    except ImportError:
-        from tilescope.engine import run_rules
-
-        result = run_rules(profile, config)
-    else:
-        result = analyze(profile, config)
-    try:
-        from tilescope.report.data import build_report
-    except ImportError:  # report module not installed yet: the same content, unversioned
-        return {
-            "summary": {"total_device_us": result.total_device_us},
-            "findings": [f.to_dict() for f in result.findings],
-            "skipped": [s.to_dict() for s in result.skipped],
-            "errors": [e.to_dict() for e in result.errors],
-        }
-    return build_report(profile, result)
+    return build_report(profile, analyze(profile, load_config()))
 
 
 def make_entry(key: str, label: str, profile: Profile, report: dict[str, Any] | None = None) -> ProfileEntry:
@@ -290,8 +271,6 @@ def make_entry(key: str, label: str, profile: Profile, report: dict[str, Any] | 
 
 
 def load_path(path: Path, chip: str | None) -> list[Profile]:
-    from tilescope.io.load import load_profiles
-
     return load_profiles(path, chip=chip)
 
 
@@ -505,7 +484,6 @@ class DataStore:
                     if r.get("rank") == rank and r.get("kernels_loaded")), None)
         if row is None or not isinstance(row.get("path"), str):
             return None
-        from tilescope.io.load import manifest_dir_of
 
         own = Path(row["path"])
         if manifest_dir_of(run) is not None or own.resolve() == run.resolve() \

@@ -16,6 +16,8 @@ from dash import dcc, html
 
 from tilescope.dashboard import figures as F
 from tilescope.dashboard.data import ProfileEntry
+from tilescope.engine import get_rule
+from tilescope.report.data import kernel_group_stats
 from tilescope.text.escape import one_line
 from tilescope.text.words import fmt_pct, fmt_us, num, saving_phrase
 
@@ -209,8 +211,6 @@ def filter_findings(
 
 def rule_doc(code: str) -> str | None:
     try:
-        from tilescope.engine import get_rule
-
         info = get_rule(code)
     except Exception:  # a broken rules package must not take the findings view down
         return None
@@ -377,7 +377,6 @@ def detail_kpis(entry: ProfileEntry, name: str | None) -> list[html.Div]:
                 className="muted",
             )
         ]
-    from tilescope.report.data import kernel_group_stats
 
     total = float(rows["duration_us"].sum()) if "duration_us" in rows else 0.0
     device = num(summary_of(entry).get("total_device_us")) or 0.0

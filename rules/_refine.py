@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from tilescope.findings import Finding
+from tilescope.ir.model import find_kernel
 from tilescope.profile import Profile
 from tilescope.rules._columns import text
 
@@ -16,7 +17,6 @@ def ir_kernel_name(profile: Profile, kernel: str) -> str | None:
     """The ir.json kernel (PrimFunc name) a profiler kernel name belongs to; None without IR."""
     if profile.ir is None:
         return None
-    from tilescope.ir.model import find_kernel
 
     k = find_kernel(profile.ir, kernel)
     return str(k["name"]) if k is not None else None

@@ -12,6 +12,8 @@ import pandas as pd
 from tilescope.columns import MIX_TYPES
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
+from tilescope.ir.locate import hot_loop
+from tilescope.ir.model import find_kernel
 from tilescope.profile import Profile
 from tilescope.rules._columns import HELPER_COLUMNS, LEAN_COLUMNS, core_types, lean, num, op_types
 from tilescope.rules._findings import grouped_findings
@@ -40,8 +42,6 @@ def _requested_stages(profile: Profile, kernel: str) -> tuple[str, int] | None:
     """(loop variable, num_stages) the author asked for on the kernel's hot loop, from the IR."""
     if profile.ir is None:
         return None
-    from tilescope.ir.locate import hot_loop
-    from tilescope.ir.model import find_kernel
 
     k = find_kernel(profile.ir, kernel)
     loop = hot_loop(k) if k is not None else None

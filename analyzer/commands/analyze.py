@@ -18,6 +18,7 @@ from tilescope.arrowpool import arrow_returns_freed_memory
 from tilescope.atomic import write_text_atomic
 from tilescope.commands import CHIP_HELP
 from tilescope.config import Config, load_config
+from tilescope.engine import discover_rules, run_cluster_rules
 from tilescope.errors import GateTrippedError, UsageError
 from tilescope.extras import require
 from tilescope.findings import SEVERITY_RANK, Finding, Severity
@@ -36,6 +37,8 @@ def load_profiles(path: Path, chip: str | None) -> list[Profile]:
 
     The result is `tilescope.io.load.LoadedProfiles`: its `failures` name the profiles under PATH
     that could not be read (a plain list from a test means none)."""
+    # deferred: analysis and io.load only when this command runs; `tilescope --help` imports every command
+    #   module
     from tilescope.analysis import kernel_columns_read
     from tilescope.io.load import load_profiles as _load
 
@@ -55,8 +58,6 @@ def check_rule_prefixes(cfg: Config, given: dict[str, list[str]] | None = None) 
     or a rule that does not exist) would otherwise run no rule at all and pass every CI gate.
     `given` holds the prefixes typed on the command line (named as flags in the message); the
     others came from the configuration file."""
-    from tilescope.engine import discover_rules
-
     codes = [r.code for r in discover_rules()]
     for key in ("select", "ignore"):
         for prefix in getattr(cfg, key):
@@ -99,9 +100,11 @@ def inputs_of(path: Path | str) -> list[Any]:
     """What PATH holds, one item per input: the rank folders at a URL (`tilescope.io.remote`; a
     str here is a URL), the detected inputs of a local folder, none for a file (one input)."""
     if isinstance(path, str):
+        # deferred: io.remote only when this command runs; `tilescope --help` imports every command module
         from tilescope.io.remote import list_inputs
 
         return list_inputs(path)
+    # deferred: io.detect only when this command runs; `tilescope --help` imports every command module
     from tilescope.io.detect import detect
 
     return list(detect(path)) if path.is_dir() else []
@@ -119,6 +122,8 @@ def cached_run(
     analysis of 64 ranks from their summaries. Only `generated_at` is new."""
     if not ranks.use_cache or with_advisor:
         return None
+    # deferred: rank_cache and report.meta only when this command runs; `tilescope --help` imports every
+    #   command module
     from tilescope.rank_cache import RankCache, default_cache_dir, input_rows
     from tilescope.report.meta import TIMELINE_CAP, now_stamp
 
@@ -149,6 +154,7 @@ def build(
     a worker (`tilescope.rankwork`); one input, in this process. A URL (`s3://bucket/job`, fsspec)
     is a folder of rank folders, each staged by its worker (`tilescope.io.remote`)."""
     if isinstance(path, str):
+        # deferred: io.remote only when this command runs; `tilescope --help` imports every command module
         from tilescope.io.remote import is_url
 
         if not is_url(path):
@@ -159,6 +165,8 @@ def build(
     found = ranks.found if ranks.found is not None else inputs_of(path)
     if isinstance(path, str) or len(found) > 1:  # a URL may hold one rank: it is staged all the same
         return _build_ranks(path, found, cfg, chip, with_advisor, failures, ranks)
+    # deferred: report.data (numpy) only where used; analysis only when this command runs; `tilescope --help`
+    #   imports every command module
     from tilescope.analysis import analyze
     from tilescope.report.data import build_report
 
@@ -172,8 +180,8 @@ def build(
     cluster = None
     ranks_found = len(profiles) + len(getattr(profiles, "failures", []))
     if ranks_found > 1:  # an msprof run of several devices: the ranks side by side, the TS6xx rules
+        # deferred: cluster (pandas) only where used; `tilescope --help` imports every command module
         from tilescope.cluster import build_cluster
-        from tilescope.engine import run_cluster_rules
 
         model = build_cluster(profiles, getattr(profiles, "failures", []))
         cluster = (model, run_cluster_rules(model, profiles[0].chip, cfg))
@@ -185,6 +193,7 @@ def _advisor(
 ) -> tuple[list[Finding], dict[str, Any] | None]:
     if not with_advisor:
         return [], None
+    # deferred: msprof_advisor only when this command runs; `tilescope --help` imports every command module
     from tilescope.msprof_advisor import run_advisor, to_findings
 
     advisor = run_advisor(path)
@@ -202,6 +211,8 @@ def _build_ranks(
     failures: list[LoadFailure] | None,
     opts: RankOptions,
 ) -> dict[str, Any]:
+    # deferred: report.data (numpy) only where used; analysis, gcpause, rank_cache, rank_cache_prune and
+    #   rankwork only when this command runs; `tilescope --help` imports every command module
     from tilescope.analysis import kernel_columns_read
     from tilescope.gcpause import gc_paused
     from tilescope.rank_cache import RankCache, default_cache_dir, input_bytes, input_rows
@@ -309,6 +320,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(
                 "--github-summary: GITHUB_STEP_SUMMARY is not set (it is set inside GitHub Actions)"
             )
+        # deferred: io.remote only when this command runs; `tilescope --help` imports every command module
         from tilescope.io.remote import is_url
 
         target: Path | str = path if is_url(path) else Path(path)
@@ -320,6 +332,8 @@ def register(app: typer.Typer) -> None:
         if ignore:
             cfg.ignore = [*cfg.ignore, *_codes(ignore)]
         failures: list[LoadFailure] = []
+        # deferred: rank_cache_prune only when this command runs; `tilescope --help` imports every command
+        #   module
         from tilescope.rank_cache_prune import max_cache_bytes
 
         # a bad $TILESCOPE_CACHE_MAX_SIZE is said before the analysis, not after it; 0: no cache
@@ -345,6 +359,8 @@ def register(app: typer.Typer) -> None:
         else:
             write_stdout(text)  # `| head` is no error, and --fail-on below still decides
         if github_summary:
+            # deferred: report.render_md only when this command runs; `tilescope --help` imports every command
+            #   module
             from tilescope.report.render_md import append_github_summary
 
             md = text if fmt == "md" else renderer("md")(report)
@@ -359,6 +375,8 @@ def register(app: typer.Typer) -> None:
                     f"(first: {hits[0]['code']} {hits[0]['slug']})"
                 )
         if failures:
+            # deferred: io.failures only when this command runs; `tilescope --help` imports every command
+            #   module
             from tilescope.io.failures import PartialLoadError
 
             # bad input outranks the gate: the report covers only part of PATH

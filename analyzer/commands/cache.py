@@ -65,6 +65,8 @@ def cache_info(found: Scan, exists: bool) -> dict[str, Any]:
 
 
 def _print_info(info: dict[str, Any]) -> None:
+    # deferred: rich.text (and text.terminal) only for terminal output; `tilescope --help` imports every
+    #   command module
     from rich.text import Text
 
     from tilescope.text.terminal import console

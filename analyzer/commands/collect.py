@@ -57,6 +57,8 @@ def collect_command(
         "the vendor's operators beside the kernel, for diff --match.")] = False,
 ) -> None:
     """Profile a TileLang kernel on an Ascend NPU into a run bundle (manifest.json + profile/ + ir/)."""
+    # deferred: collectors.run and ir.params only when this command runs; `tilescope --help` imports every
+    #   command module
     from tilescope.collectors.run import CollectRequest, collect
     from tilescope.ir.params import parse_param
 

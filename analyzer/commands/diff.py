@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.cells import cell_len
 
 from tilescope.atomic import write_text_atomic
 from tilescope.commands import CHIP_HELP
+from tilescope.commands.analyze import build
 from tilescope.commands.diff_words import finding_line, signed_pct, signed_us, term_text
 from tilescope.diff import CROSSED, DiffResult, KernelDelta
-from tilescope.diff_cluster import diff_paths
+from tilescope.diff_cluster import ClusterDiff, diff_paths
 from tilescope.errors import GateTrippedError, UsageError
 from tilescope.report.palette import PIPE_SERIES
 from tilescope.text.escape import md_code_span, md_text, one_line
@@ -21,7 +24,6 @@ from tilescope.text.terminal import WIDTH_HELP, console, output_width, wrap, wri
 from tilescope.text.words import UNIT_LABELS, fmt_pct, fmt_us
 
 if TYPE_CHECKING:
-    from tilescope.diff_cluster import ClusterDiff
     from tilescope.io.failures import LoadFailure
 
 SHOWN_KERNELS = 15
@@ -161,9 +163,9 @@ KERNEL_FLOOR = 24  # cells a folded kernel name keeps in the table; fewer: one b
 def _kernel_lines(r: DiffResult, width: int | None) -> list[str]:
     """The top kernels: a table (box-less, numbers unwrapped) when it fits `width`, else a block
     per kernel (its name, then the verdict and the medians, wrapped without splitting a number)."""
-    import io
 
-    from rich.cells import cell_len
+    # deferred: rich.table, rich.text only for terminal output; `tilescope --help` imports every command
+    #   module
     from rich.table import Table
     from rich.text import Text
 
@@ -335,7 +337,6 @@ def register(app: typer.Typer) -> None:
             if not p.exists():
                 raise UsageError(f"{p}: no such file or directory")
         failures: list[LoadFailure] = []
-        from tilescope.commands.analyze import build
 
         pairs = [_match_pair(m) for m in match or ()]
         result = diff_paths(base, head, threshold, chip, config, fail_on_new, failures, build, pairs)
@@ -355,6 +356,8 @@ def register(app: typer.Typer) -> None:
                            f"{fail_on_new} new since the base ({codes})")
         gate = GateTrippedError("; ".join(tripped)) if tripped else None
         if failures:
+            # deferred: io.failures only when this command runs; `tilescope --help` imports every command
+            #   module
             from tilescope.io.failures import PartialLoadError
 
             # bad input outranks the gate, as in analyze: the diff covers only the ranks that loaded
@@ -367,9 +370,9 @@ def register(app: typer.Typer) -> None:
 
 def _render(result: DiffResult | ClusterDiff, fmt: str, width: int | None) -> str:
     """The diff in `fmt`, rendered in full before anything is written; `width` for text only."""
-    from tilescope.diff_cluster import ClusterDiff
-
     if isinstance(result, ClusterDiff):
+        # deferred: commands.diff_cluster only when this command runs; `tilescope --help` imports every
+        #   command module
         from tilescope.commands import diff_cluster
 
         if fmt == "text":
@@ -380,8 +383,6 @@ def _render(result: DiffResult | ClusterDiff, fmt: str, width: int | None) -> st
 
 def _loaded_ranks(result: DiffResult | ClusterDiff) -> int:
     """How many profiles (ranks of both runs) loaded, for the partial-input line."""
-    from tilescope.diff_cluster import ClusterDiff
-
     if isinstance(result, ClusterDiff):
         return sum(1 for d in result.ranks for s in (d.base, d.head) if s is not None and s.kernels_loaded)
     return 2

@@ -12,8 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
+
 from tilescope.commands.diff_words import finding_line, signed_pct, signed_us, term_text
-from tilescope.diff import KernelDelta
+from tilescope.diff import KernelDelta, finding_identity
 from tilescope.diff_cluster import (
     SPLIT,
     ClusterDiff,
@@ -24,6 +26,7 @@ from tilescope.diff_cluster import (
     step_value,
 )
 from tilescope.diff_links import FASTER, ONLY_BASE, ONLY_HEAD, SLOWER, LinkDelta, changed
+from tilescope.ranksets import ranks_label
 from tilescope.text.escape import md_code_span, md_text, one_line
 from tilescope.text.terminal import console, wrap
 from tilescope.text.words import fmt_us, saving_phrase
@@ -130,15 +133,11 @@ def _changes(n: int) -> str:
 
 
 def _ranks_text(ranks: list[int], total: int) -> str:
-    from tilescope.ranksets import ranks_label
-
     return ranks_label(ranks) + (f" ({len(ranks)} of {total})" if len(ranks) > 1 else "")
 
 
 def finding_groups(r: ClusterDiff) -> list[tuple[str, dict[str, Any], list[int]]]:
     """Per-rank findings resolved / new on some ranks, grouped by (status, code, kernels)."""
-    from tilescope.diff import finding_identity
-
     out: dict[tuple[str, tuple[str, tuple[str, ...]]], tuple[str, dict[str, Any], list[int]]] = {}
     for rank, result in r.kernels.items():
         for status, found in (("resolved", result.resolved), ("new", result.new)):
@@ -184,7 +183,8 @@ RANK_HEADERS = ("ranks", *(SPLIT_LABELS[a] + " (base → head)" for a in SPLIT),
 
 def _rank_lines(r: ClusterDiff, width: int | None) -> list[str]:
     """The per-rank table (box-less, numbers unwrapped) when it fits `width`, else a block per rank."""
-    from rich.cells import cell_len
+    # deferred: rich.table, rich.text only for terminal output; `tilescope --help` imports every command
+    #   module
     from rich.table import Table
     from rich.text import Text
 

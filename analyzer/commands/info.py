@@ -12,7 +12,8 @@ from tilescope.commands import CHIP_HELP
 from tilescope.errors import UsageError
 from tilescope.profile import Profile
 from tilescope.summary import SUMMARY_COLUMNS, summarize
-from tilescope.text.terminal import WIDTH_HELP, output_width
+from tilescope.text.escape import terminal_text
+from tilescope.text.terminal import WIDTH_HELP, console, output_width, wrap
 from tilescope.text.words import count_text
 
 
@@ -63,10 +64,8 @@ def profile_info(pr: Profile) -> dict[str, Any]:
 
 
 def _print_text(info: dict[str, Any], width: int | None) -> None:
+    # deferred: rich.text only for terminal output; `tilescope --help` imports every command module
     from rich.text import Text
-
-    from tilescope.text.escape import terminal_text
-    from tilescope.text.terminal import console, wrap
 
     c = console(width)
 
@@ -122,6 +121,8 @@ def info_command(
 
     Example: tilescope info ./localhost_123_ascend_pt --format json
     """
+    # deferred: io.failures and io.load only when this command runs; `tilescope --help` imports every command
+    #   module
     from tilescope.io.failures import PartialLoadError
     from tilescope.io.load import load_profiles
 

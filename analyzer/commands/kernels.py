@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.cells import cell_len
 
 from tilescope.atomic import atomic_path
 from tilescope.commands import CHIP_HELP
 from tilescope.errors import UsageError
+from tilescope.text.escape import terminal_text
 from tilescope.text.terminal import WIDTH_HELP, output_width
+from tilescope.text.terminal import console as make_console
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,6 +48,7 @@ DEFAULT_TABLE_ROWS = 50
 
 def kernels_arrow(df: pd.DataFrame) -> pa.Table:
     """DataFrame -> Arrow with NaN as null (from_pandas semantics) and exact int64 start_ns."""
+    # deferred: pyarrow (~0.25 s) only where used; `tilescope --help` imports every command module
     import pyarrow as pa
 
     return pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
@@ -65,16 +69,20 @@ def _write_json(table: pa.Table, fh: Any) -> None:
 
 def write_kernels(table: pa.Table, fmt: str, out: Path | None) -> None:
     """Write the table in a machine format to `out` (atomically) or stdout."""
+    # deferred: pyarrow (~0.25 s) only where used; `tilescope --help` imports every command module
     import pyarrow as pa
 
     if out is not None and fmt in ("parquet", "csv"):
         with atomic_path(out) as tmp:
             _write_whole(table, fmt, tmp)
         return
+    # deferred: io.kernel_sink and io.tables (pyarrow) only where used; `tilescope --help` imports every
+    #   command module
     from tilescope.io.kernel_sink import csv_table
     from tilescope.io.tables import decode_dictionary
 
     if fmt == "csv":
+        # deferred: pyarrow (~0.25 s) only where used; `tilescope --help` imports every command module
         import pyarrow.csv as pacsv
 
         buf = pa.BufferOutputStream()
@@ -90,6 +98,7 @@ def write_kernels(table: pa.Table, fmt: str, out: Path | None) -> None:
 
 
 def _write_whole(table: pa.Table, fmt: str, tmp: Path) -> None:
+    # deferred: io.kernel_sink (pyarrow) only where used; `tilescope --help` imports every command module
     from tilescope.io.kernel_sink import TableSink, csv_table, pandas_metadata
 
     sink = TableSink(fmt, tmp)
@@ -97,12 +106,14 @@ def _write_whole(table: pa.Table, fmt: str, tmp: Path) -> None:
         sink(table)
         sink.close()
     elif fmt == "parquet":  # no rows: the schema alone (a writer opens on the first table)
+        # deferred: pyarrow (~0.25 s) only where used; `tilescope --help` imports every command module
         import pyarrow.parquet as pq
 
         pq.write_table(
             table.replace_schema_metadata({"pandas": pandas_metadata(table.schema)}), tmp, store_schema=False
         )
     else:
+        # deferred: pyarrow (~0.25 s) only where used; `tilescope --help` imports every command module
         import pyarrow.csv as pacsv
 
         pacsv.write_csv(csv_table(table), tmp)
@@ -114,10 +125,10 @@ def _read_progress(name: str) -> Iterator[Callable[[int, int], None] | None]:
     if not sys.stderr.isatty():
         yield None
         return
+    # deferred: rich.console, rich.progress only for terminal output; `tilescope --help` imports every command
+    #   module
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from tilescope.text.escape import terminal_text
 
     # the description is the file's name: printed as text (markup=False), controls made visible
     columns = (
@@ -138,6 +149,8 @@ def stream_kernels(
     """One kernel CSV to a Parquet/CSV file through the overlapping pipeline of
     `tilescope.io.kernel_stream`, or the whole-file way when the pipeline declines the file;
     `device`: the facts recorded beside the file (`tilescope.io.load.KernelCsv`)."""
+    # deferred: io.kernel_sink and io.kernel_stream (pyarrow) only where used; io.load only when this command
+    #   runs; `tilescope --help` imports every command module
     from tilescope.io.kernel_sink import TableSink, large_strings
     from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
     from tilescope.io.load import load_kernels_arrow
@@ -164,6 +177,7 @@ class _TableView:
     confirms on all rows (or falls back, and this rendering is dropped)."""
 
     def __init__(self, rows: int, console: Any, label: str, source_format: str, width: int | None) -> None:
+        # deferred: io.kernel_sink (pyarrow) only where used; `tilescope --help` imports every command module
         from tilescope.io.kernel_sink import HeadSink
 
         self.head = HeadSink(rows)
@@ -181,6 +195,7 @@ class _TableView:
             self.rendered = self._render()
 
     def _render(self) -> str:
+        # deferred: io.tables (pyarrow) only where used; `tilescope --help` imports every command module
         from tilescope.io.tables import to_frame
 
         head = self.head.head()
@@ -198,8 +213,8 @@ def _table_view(source: KernelCsv, chip: str | None, rows: int, label: str, widt
     """Print the first `rows` kernels of one CSV (titled with `label`, the path as given) and the
     kernel count, through the pipeline (no million-row DataFrame for a 50-row view); False
     (nothing printed) when it declines the file."""
+    # deferred: io.kernel_stream (pyarrow) only where used; `tilescope --help` imports every command module
     from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
-    from tilescope.text.terminal import console as make_console
 
     console = make_console(width)
     view = _TableView(rows, console, label, source.format, width)
@@ -222,6 +237,7 @@ def _table_view(source: KernelCsv, chip: str | None, rows: int, label: str, widt
 
 
 def _fmt(value: Any) -> str:
+    # deferred: pandas (~0.3 s) only when this builds a frame; `tilescope --help` imports every command module
     import pandas as pd
 
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
@@ -249,10 +265,10 @@ def kernel_table(shown: pd.DataFrame, title: str, width: int | None = None) -> A
     """The rich Table of the rows of `shown`, `width` cells wide at most (None: as wide as its
     content). Numbers never wrap; the name folds; columns that cannot fit are left out and the
     table's caption names them."""
+    # deferred: rich.table, rich.text only for terminal output; `tilescope --help` imports every command
+    #   module
     from rich.table import Table
     from rich.text import Text
-
-    from tilescope.text.escape import terminal_text
 
     cols = [c for c in TABLE_COLUMNS if c in shown.columns and (c == "name" or shown[c].notna().any())]
     cells = {c: [terminal_text(_fmt(v)) for v in shown[c].tolist()] for c in cols}
@@ -283,8 +299,6 @@ def kernel_table(shown: pd.DataFrame, title: str, width: int | None = None) -> A
 
 def _natural(header: str, cells: list[str]) -> int:
     """Cells a column needs unwrapped: its widest value or its header's widest line."""
-    from rich.cells import cell_len
-
     return max([*(cell_len(line) for line in header.split("\n")), *(cell_len(v) for v in cells)])
 
 
@@ -317,8 +331,6 @@ def _print_count(console: Any, shown: int, total: int) -> None:
 
 def render_table(df: pd.DataFrame, title: str, rows: int, width: int | None = None) -> None:
     """Print the first `rows` rows of `df` and, when that is not all, the count."""
-    from tilescope.text.terminal import console as make_console
-
     console = make_console(width)
     console.print(kernel_table(df.head(rows), title, width), crop=False)
     _print_count(console, min(len(df), rows), len(df))
@@ -340,6 +352,8 @@ def kernels_command(
 
     Example: tilescope kernels runs/fa-v1 --format json -o kernels.json
     """
+    # deferred: io.failures and io.load only when this command runs; `tilescope --help` imports every command
+    #   module
     from tilescope.io.failures import PartialLoadError
     from tilescope.io.load import kernel_csv_profile, load_kernels_arrow, load_profiles
 
@@ -360,11 +374,13 @@ def kernels_command(
         if output is not None and fmt in ("parquet", "csv") and limit is None:
             stream_kernels(source.path, fmt, output, chip, source.device)
             return
+        # deferred: io.kernel_sink (pyarrow) only where used; `tilescope --help` imports every command module
         from tilescope.io.kernel_sink import large_strings
 
         table = load_kernels_arrow(source.path, chip=chip, device=source.device)
         write_kernels(large_strings(table if limit is None else table.slice(0, limit)), fmt, output)
         return
+    # deferred: pandas (~0.3 s) only when this builds a frame; `tilescope --help` imports every command module
     import pandas as pd
 
     profiles = load_profiles(path, chip=chip, progress=True)

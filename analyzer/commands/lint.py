@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 
+from tilescope.atomic import atomic_dir
+from tilescope.chips import chosen_chip
 from tilescope.commands import CHIP_HELP
+from tilescope.commands.analyze import check_rule_prefixes
+from tilescope.config import load_config
+from tilescope.engine import run_rules
 from tilescope.errors import GateTrippedError, UsageError
 from tilescope.findings import Finding, Severity
-from tilescope.text.terminal import WIDTH_HELP, output_width
+from tilescope.profile import Profile, SourceInfo
+from tilescope.text.escape import terminal_text as term
+from tilescope.text.terminal import UNLIMITED, WIDTH_HELP, console, output_width, wrap
 
 _SEV_STYLE = {"high": "bold #c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
 
@@ -25,7 +35,7 @@ def _chip(name: str | None, cfg: Any, tilelang: Any = None, dialect: str | None 
     reported L0C 262144 > 131072 on kernels that fit their target. tilelang-ascend lowers for
     the A2/A3 platform of TL_PLATFORM (its default A3).
     """
-    from tilescope.chips import chosen_chip
+    # deferred: ir.scopes only when this command runs; `tilescope --help` imports every command module
     from tilescope.ir.scopes import TILELANG_ASCEND
 
     if dialect == TILELANG_ASCEND:
@@ -38,6 +48,8 @@ def _chip(name: str | None, cfg: Any, tilelang: Any = None, dialect: str | None 
 def _stack_chip(kernel: str, name: str | None, cfg: Any) -> Any:
     """The chip, after checking that the kernel's own stack is here (exit 3 naming it if not):
     tilelang-ascend's interpreter for its dialect, tilelang 0.1.15 for the rest."""
+    # deferred: ir.capture, ir.dialect, ir.params and ir.scopes only when this command runs;
+    #   `tilescope --help` imports every command module
     from tilescope.ir.capture import import_tilelang
     from tilescope.ir.dialect import detect
     from tilescope.ir.params import resolve_kernel
@@ -46,6 +58,7 @@ def _stack_chip(kernel: str, name: str | None, cfg: Any) -> Any:
     path, _, tree = resolve_kernel(kernel)
     found = detect(tree)
     if found.dialect == TILELANG_ASCEND:
+        # deferred: ir.foreign only when this command runs; `tilescope --help` imports every command module
         from tilescope.ir.foreign import require_interpreter
 
         require_interpreter(f"{path} is written for {found.describe()}")
@@ -54,6 +67,8 @@ def _stack_chip(kernel: str, name: str | None, cfg: Any) -> Any:
 
 
 def _loc_text(f: Finding) -> str:
+    # deferred: report.render_text (rich) only for terminal output; `tilescope --help` imports every command
+    #   module
     from tilescope.report.render_text import where_text
 
     return where_text([loc.to_dict() for loc in f.locations])
@@ -66,11 +81,11 @@ def _print_text(
     skipped: tuple[Any, ...] | list[Any] = (),
     width: int | None = None,
 ) -> None:
+    # deferred: rich.text (and report.render_text) only for terminal output; `tilescope --help` imports every
+    #   command module
     from rich.text import Text
 
     from tilescope.report.render_text import not_checked_lines
-    from tilescope.text.escape import terminal_text as term
-    from tilescope.text.terminal import console, wrap
 
     # Kernel, file and parameter names are the user's and messages quote them: every line is a
     # Text (a markup string would swallow `[x]` and crash on `[/bold]`), controls made visible;
@@ -130,6 +145,7 @@ def _print_sweep(
     """One row per combination: footprints in KiB (red when over capacity), whether it fits, waste,
     occupancy and finding codes; why a point does not fit is said under the table, wrapped to the
     width, since a reason folded into a narrow cell splits its numbers from their units."""
+    # deferred: sweep only when this command runs; `tilescope --help` imports every command module
     from tilescope.sweep import sweep_not_checked
 
     unscored = sweep_not_checked(rows)
@@ -138,10 +154,8 @@ def _print_sweep(
                "not_checked": unscored}
         sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
         return
+    # deferred: rich.text only for terminal output; `tilescope --help` imports every command module
     from rich.text import Text
-
-    from tilescope.text.escape import terminal_text as term
-    from tilescope.text.terminal import console, wrap
 
     con = console(width)
     scopes = [hw for hw in ("UB", "L1", "L0A", "L0B", "L0C") if any(hw in r["footprint"] for r in rows)]
@@ -174,11 +188,10 @@ def _sweep_table(
     rows: list[dict[str, Any]], grid: dict[str, list[Any]], scopes: list[str], fold: bool
 ) -> Any:
     """The sweep table; `fold` puts a long parameter name on several header lines."""
-    from rich import box
+    # deferred: rich.table, rich.text only for terminal output; `tilescope --help` imports every command
+    #   module
     from rich.table import Table
     from rich.text import Text
-
-    from tilescope.text.escape import terminal_text as term
 
     # folded for a narrow terminal: two spaces between columns instead of three, no edge spaces
     t = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
@@ -213,8 +226,6 @@ def _sweep_table(
 def _fold_name(name: str, values: int) -> str:
     """`accumulator_dtype_name` -> `accumulator_` / `dtype_name`: lines broken after `.` or `_`,
     each as long as the longest piece or the column's values."""
-    import re
-
     pieces = re.split(r"(?<=[._])", name)
     limit = max(values, *(len(p) for p in pieces))
     lines = [""]
@@ -227,9 +238,8 @@ def _fold_name(name: str, values: int) -> str:
 
 def _min_width(con: Any, table: Any) -> int:
     """The fewest columns `table` needs without cutting a cell."""
+    # deferred: rich.measure only for terminal output; `tilescope --help` imports every command module
     from rich.measure import Measurement
-
-    from tilescope.text.terminal import UNLIMITED
 
     # measured as if the terminal were unlimited: rich clamps a measurement to the console's width
     return int(Measurement.get(con, con.options.update_width(UNLIMITED), table).minimum)
@@ -282,7 +292,7 @@ def lint(
 
     Example: tilescope lint sample_traces/kernels/matmul.py:matmul -p block_M=100 -p accum_dtype=float16
     """
-    from tilescope.config import load_config
+    # deferred: ir.params only when this command runs; `tilescope --help` imports every command module
     from tilescope.ir.params import parse_param, validate_sweep
 
     if fmt not in ("text", "json"):
@@ -290,13 +300,14 @@ def lint(
     if fail_on is not None and fail_on not in ("high", "medium", "low"):
         raise UsageError(f"--fail-on {fail_on!r}: expected high, medium or low")
     cfg = load_config(config)
-    from tilescope.commands.analyze import check_rule_prefixes
 
     check_rule_prefixes(cfg)  # a select in the config file that matches no rule would lint nothing
     params = dict(parse_param(p) for p in param)
     _chip(chip, cfg)  # an unknown --chip is exit 2 whether or not TileLang is installed
     spec = _stack_chip(kernel, chip, cfg)  # exit 3 with the install hint before anything else
     if sweep:
+        # deferred: ir.capture and sweep only when this command runs; `tilescope --help` imports every command
+        #   module
         from tilescope.ir.capture import autotune_configs
         from tilescope.sweep import AUTOTUNE, config_columns, parse_sweep, run_sweep
 
@@ -318,11 +329,11 @@ def _lint_once(
     kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: str, out: Path | None, force: bool,
     width: int | None = None,
 ) -> list[Finding]:
+    # deferred: pandas (~0.3 s) only when this builds a frame; ir.capture only when this command runs;
+    #   `tilescope --help` imports every command module
     import pandas as pd
 
-    from tilescope.engine import run_rules
     from tilescope.ir.capture import capture_ir
-    from tilescope.profile import Profile, SourceInfo
 
     cap = capture_ir(kernel, params, spec)
     profile = Profile(
@@ -374,9 +385,9 @@ def _write_bundle(cap: Any, out: Path, force: bool, params: dict[str, Any]) -> N
     manifest.json, ir/ (written by the same tilescope.ir.capture code), kernel/ (the source linted),
     profile/ (empty: no runtime metrics).
     """
-    import shutil
 
-    from tilescope.atomic import atomic_dir
+    # deferred: collectors.bundle and ir.capture only when this command runs; `tilescope --help` imports every
+    #   command module
     from tilescope.collectors import bundle
     from tilescope.ir.capture import write_ir_dir
 

@@ -23,6 +23,7 @@ import typer
 from tilescope.commands import CHIP_HELP
 from tilescope.errors import UsageError
 from tilescope.extras import require
+from tilescope.text.escape import terminal_text
 
 EPILOG = (
     "Examples:\n\n"
@@ -39,8 +40,8 @@ def _say_ranks(app: Any) -> None:
     """On stderr, per served path of several ranks: that the Ranks tab shows them, and each rank
     left out with its error (file, row, what was expected), as `analyze` warns about it; per run
     of several ranks under a --root, that the tab lists it (its ranks are read when it is picked)."""
+    # deferred: the Dash app (plotly, dash: the `dashboard` extra) only when `serve` runs
     from tilescope.dashboard.app import store_of
-    from tilescope.text.escape import terminal_text
 
     store = store_of(app)
     for _key, label, count in store.root_runs():
@@ -88,6 +89,7 @@ def serve_command(
         if not p.exists():
             raise UsageError(f"{p}: no such file or directory")
     require("dashboard", "tilescope serve")
+    # deferred: the Dash app (plotly, dash: the `dashboard` extra) only when `serve` runs
     from tilescope.dashboard.app import create_app
 
     if paths:
@@ -97,6 +99,7 @@ def serve_command(
     if host not in LOOPBACK:
         _log(f"warning: binding {host}: anyone who can reach it can read the served profiles")
     if check:
+        # deferred: the Dash app (plotly, dash: the `dashboard` extra) only when `serve` runs
         from tilescope.dashboard.app import store_of
 
         # profiles, not paths: a path of 8 ranks is 8 profiles in the picker
@@ -105,6 +108,8 @@ def serve_command(
         loaded = (f"{count} profile(s) from {len(paths)} path(s) loaded" if paths
                   else "the --root directories can be listed")
         if root:  # listed, not loaded: a root's profiles and runs are read when picked
+            # deferred: dashboard.paths only when this command runs; `tilescope --help` imports every command
+            #   module
             from tilescope.dashboard.paths import discover_profiles
 
             listed, runs = len(discover_profiles(store.roots)), len(store.root_runs())
@@ -115,6 +120,7 @@ def serve_command(
     # werkzeug logs every request at INFO on stderr (its own handler, added on first use);
     # WARNING keeps its errors
     logging.getLogger("werkzeug").setLevel(logging.INFO if verbose else logging.WARNING)
+    # deferred: the Dash app (plotly, dash: the `dashboard` extra) only when `serve` runs
     from tilescope.dashboard.guard import make_http_server
 
     try:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 
 def load_bundle(det: Detected) -> Parts:
+    # deferred: pandas (~0.3 s) (and io.merge) and io.device (pyarrow) only where used
     import pandas as pd
 
     from tilescope.io import device as dev
@@ -96,6 +97,7 @@ def _read_ir(path: Path) -> dict[str, Any]:
     """A bundle's ir.json, held to its schema (analyzer/ir/schema/ir.schema.json): the TS5xx rules
     and the IR view trust its types (a buffer's versions of -1e308 became a 300-digit integer in a
     finding), so a value of the wrong type or range is refused here, naming where it is."""
+    # deferred: ir.model only when used; `info` runs without it
     from tilescope.ir.model import ir_schema_error
 
     doc = _read_json_file(path)
@@ -109,6 +111,7 @@ def _read_ir(path: Path) -> dict[str, Any]:
 def _add_launch_lines(ir: dict[str, Any], bundle: Path, manifest: dict[str, Any] | None) -> None:
     """An older ir.json has no grid line (`with T.Kernel(...)`): take it from the bundle's copy of
     the kernel (manifest `kernel.source`, collectors/bundle.py), so grid findings point at it."""
+    # deferred: ir.locate only when used; `info` runs without it
     from tilescope.ir.locate import add_launch_lines
 
     kernel = (manifest or {}).get("kernel")

@@ -38,6 +38,7 @@ def stream_columns(
     `warnings` gets what `choose_chip` adds on the whole table. Only a group of rows and the kept
     columns are in memory at a time (~16 of ~80 columns for `info`).
     """
+    # deferred: pyarrow (~0.25 s) (and io.kernel_stream, io.tables) only where used
     import pyarrow as pa
 
     from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
@@ -77,6 +78,7 @@ def stream_columns(
 
 def _pooled(col: pa.ChunkedArray) -> pa.Array:
     """`col` as one array in Arrow's memory pool, text dictionary-encoded."""
+    # deferred: pyarrow (~0.25 s) only where used
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -87,6 +89,7 @@ def _pooled(col: pa.ChunkedArray) -> pa.Array:
 
 def read_whole_csv(parts: Parts) -> None:
     """The deferred kernel CSV of `parts` read whole, as `read_kernel_csv` reads it."""
+    # deferred: io.kernel_csv (pyarrow) only where used
     from tilescope.io.kernel_csv import read_kernel_table
 
     assert parts.kernel_csv is not None

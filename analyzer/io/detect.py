@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tilescope.columns import SPECS
 from tilescope.errors import NoProfileFoundError, ProfileFormatError
+from tilescope.io.msprof_op_layout import has_block_metrics, is_msprof_op_dir
 
 TORCH_OUT = "ASCEND_PROFILER_OUTPUT"
 MSPROF_OUT = "mindstudio_profiler_output"
@@ -257,8 +258,6 @@ def _detect_bundle(d: Path) -> list[Detected]:
 
 
 def _detect_msprof_op(d: Path) -> list[Detected]:
-    from tilescope.io.msprof_op_layout import has_block_metrics
-
     if not any(d.glob("OpBasicInfo*.csv")):  # {Op}/{launch}/ layout below an OPPROF_* dir
         return [Detected("msprof_op_multi", d)]
     if not has_block_metrics(d):
@@ -270,8 +269,6 @@ def _detect_msprof_op(d: Path) -> list[Detected]:
 
 
 def _detect_dir(d: Path, depth: int = 0) -> list[Detected]:
-    from tilescope.io.msprof_op_layout import is_msprof_op_dir
-
     if (d / "manifest.json").is_file() and ((d / "profile").is_dir() or (d / "ir").is_dir()):
         return _detect_bundle(d)
     if d.name == TORCH_OUT:

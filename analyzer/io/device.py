@@ -18,7 +18,15 @@ import pyarrow as pa
 if TYPE_CHECKING:
     import pandas as pd
 
-from tilescope.chips import ChipSpec, family_chip, resolve_chip
+from tilescope.chips import (
+    IDLE_CLOCK_MHZ,
+    MAX_CLOCK_MHZ,
+    VARIANTS_BY_CLOCK,
+    ChipSpec,
+    catalogue_match,
+    family_chip,
+    resolve_chip,
+)
 from tilescope.columns import MIX_AIC, MIX_AIV
 from tilescope.profile import DeviceInfo
 
@@ -183,6 +191,7 @@ class ChipEvidence:
         return evidence
 
     def add(self, kernels: pd.DataFrame | pa.Table) -> None:
+        # deferred: metrics (pyarrow) only where used
         from tilescope.metrics import KernelColumns
 
         cols = KernelColumns(kernels)
@@ -262,8 +271,6 @@ class ChipEvidence:
     def _cores_from_grids(self, clock: float, notes: list[str]) -> int | None:
         """The largest Block Dim among rows whose cycles give the clock (their grid fitted on the
         cores), per side; AIC >= AIV / 2. A lower bound, raised to a catalogued variant's count."""
-        from tilescope.chips import catalogue_match
-
         def fitted(mhz: list[np.ndarray], blocks: list[np.ndarray]) -> int:
             m, b = self._cat(mhz), self._cat(blocks)
             ok = np.abs(m - clock) <= CLOCK_SNAP * clock
@@ -309,15 +316,11 @@ def _product_and_tolerance(values: np.ndarray) -> tuple[float | None, float]:
 
 
 def _rated_clocks() -> list[float]:
-    from tilescope.chips import VARIANTS_BY_CLOCK
-
     return sorted(VARIANTS_BY_CLOCK)
 
 
 def _clock_from_rows(mhz: np.ndarray) -> tuple[float | None, str | None]:
     """The rated clock most rows vote for (rows whose grid fitted on the cores give it exactly)."""
-    from tilescope.chips import IDLE_CLOCK_MHZ, MAX_CLOCK_MHZ, VARIANTS_BY_CLOCK
-
     mhz = mhz[np.isfinite(mhz) & (mhz >= IDLE_CLOCK_MHZ) & (mhz <= MAX_CLOCK_MHZ)]
     if not len(mhz):
         return None, None
@@ -392,8 +395,6 @@ def recorded_clock(device: DeviceInfo) -> tuple[float | None, str | None]:
     """The rated clock the profile records, strongest source first: `msprof op` OpBasicInfo's Rated
     Freq, then `aic_frequency_mhz` (info.json's aic_frequency, or OpBasicInfo's Current Freq when
     that is all the profile has), then the highest value of the timeline's AI Core Freq counter."""
-    from tilescope.chips import IDLE_CLOCK_MHZ, MAX_CLOCK_MHZ
-
     for value, source in (
         (device.rated_frequency_mhz, "OpBasicInfo Rated Freq"),
         (device.aic_frequency_mhz, "the profile's device info"),

@@ -55,6 +55,7 @@ class PartialLoadError(TilescopeError):
 
 def rank_of_failed(det: Detected) -> int | None:
     """The rank of a profile that failed to load, from what names it (no table is read)."""
+    # deferred: io.device (pyarrow) only where used
     from tilescope.io import device as dev
 
     if det.rank is not None:
@@ -65,6 +66,7 @@ def rank_of_failed(det: Detected) -> int | None:
     if det.format in ("folder", "kernel_csv"):
         return dev.rank_from_name(det.path)
     if det.format == "sqlite":
+        # deferred: io.sqlite (pyarrow) only where used
         from tilescope.io.sqlite import RANK_DB_RE
 
         m = RANK_DB_RE.match(det.path.name)

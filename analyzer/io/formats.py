@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tilescope.errors import NoProfileFoundError
-from tilescope.io.detect import MSPROF_OUT, TORCH_OUT, Detected
+from tilescope.io.detect import MSPROF_OUT, TORCH_OUT, Detected, FolderSources
 from tilescope.io.parts import (
     Parts,
     add_basic_info,
@@ -45,6 +45,7 @@ class ReadOptions:
 
 
 def _load_sqlite(p: Path) -> Parts:
+    # deferred: io.sqlite and io.tables (pyarrow) only where used
     from tilescope.io.sqlite import read_sqlite
     from tilescope.io.tables import null_unused_side
     data = read_sqlite(p)
@@ -95,6 +96,7 @@ def msprof_sources(root: Path) -> Sources:
 
 
 def _read_torch(det: Detected, o: ReadOptions) -> Parts:
+    # deferred: pandas (~0.3 s) and io.device (pyarrow) only where used
     import pandas as pd
 
     from tilescope.io import device as dev
@@ -124,6 +126,7 @@ def _read_torch(det: Detected, o: ReadOptions) -> Parts:
 
 def add_info_json(root: Path, device: DeviceInfo, files: list[Path]) -> None:
     """The `info.json.N` files below a torch_npu or msprof directory into `device`."""
+    # deferred: io.device (pyarrow) only where used
     from tilescope.io import device as dev
 
     for info in dev.find_info_json(root):
@@ -132,6 +135,7 @@ def add_info_json(root: Path, device: DeviceInfo, files: list[Path]) -> None:
 
 
 def _read_msprof(det: Detected, o: ReadOptions) -> Parts:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     root = det.path
@@ -155,10 +159,12 @@ def _read_msprof(det: Detected, o: ReadOptions) -> Parts:
 
 
 def _read_msprof_op(det: Detected, o: ReadOptions) -> Parts:
+    # deferred: io.msprof_op (pandas) only where used
     from tilescope.io.msprof_op import launch_steps, read_msprof_op, with_declared_core_types
 
     root = det.path
     if root.is_file():  # one OpBasicInfo file, recognised by its header: one kernel per launch
+        # deferred: io.tables (pyarrow) only where used
         from tilescope.io.tables import read_small_table
 
         launches = read_small_table(root)
@@ -188,9 +194,8 @@ def _timeline_producer(path: Path) -> str:
 def _read_folder(det: Detected, o: ReadOptions) -> Parts:
     """A plain folder of loose profiler files: kernels from its kernel table (else from its
     timeline), the timeline, the clock from OpBasicInfo; the first note says which gave what."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
-
-    from tilescope.io.detect import FolderSources
 
     src = det.sources or FolderSources()
     parts = Parts(pd.DataFrame(), None)
@@ -224,6 +229,7 @@ def _read_sqlite(det: Detected, o: ReadOptions) -> Parts:
 
 
 def _read_kernel_csv(det: Detected, o: ReadOptions) -> Parts:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     parts = Parts(pd.DataFrame(), None)
@@ -232,6 +238,7 @@ def _read_kernel_csv(det: Detected, o: ReadOptions) -> Parts:
 
 
 def _read_timeline_json(det: Detected, o: ReadOptions) -> Parts:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     parts = Parts(pd.DataFrame(), _timeline_producer(det.path))

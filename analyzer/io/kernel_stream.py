@@ -42,7 +42,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,9 +52,8 @@ from tilescope.chips import ChipSpec
 from tilescope.columns import canonical_header, is_coupled_header
 from tilescope.errors import ProfileFormatError
 from tilescope.gcpause import gc_paused
-
-if TYPE_CHECKING:
-    from tilescope.profile import DeviceInfo
+from tilescope.io import device as dev
+from tilescope.profile import DeviceInfo
 
 # A group is ~16 MB of the file (~57k kernel_details rows): big enough that per-group overheads
 # stay small, small enough that the last group's work after the parse ends is short.
@@ -230,7 +229,7 @@ def stream_kernel_csv(
     StreamFallback (nothing useful was written; use the whole-file path) or the typed error of a bad
     file (same as the whole-file path for header-level problems).
     """
-    from tilescope.io import device as dev
+    # deferred: io.kernel_csv, io.tables and metrics (pyarrow) only where used
     from tilescope.io.kernel_csv import check_header, contract_table
     from tilescope.io.tables import (
         convert_columns,
@@ -241,7 +240,6 @@ def stream_kernel_csv(
         typed_column_types,
     )
     from tilescope.metrics import add_derived_metrics_arrow
-    from tilescope.profile import DeviceInfo
 
     device = device or DeviceInfo()
     group_bytes = group_bytes or GROUP_BYTES

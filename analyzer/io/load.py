@@ -32,11 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tilescope.columns import is_coupled_header
 from tilescope.errors import NoProfileFoundError, ProfileFormatError, UsageError
 from tilescope.gcpause import gc_paused
 from tilescope.io.bundle import attach_bundle, load_bundle
 from tilescope.io.column_stream import read_whole_csv, stream_columns
-from tilescope.io.detect import Detected, detect
+from tilescope.io.detect import Detected, FolderSources, detect
 from tilescope.io.failures import LoadFailure, left_out_warnings, rank_of_failed
 from tilescope.io.formats import (
     ReadOptions,
@@ -48,15 +49,15 @@ from tilescope.io.formats import (
 )
 from tilescope.io.parts import clock_from_launches, ensure_contract, read_basic_info
 from tilescope.io.prefetch import clear_prefetched, import_readers, prefetch_timeline
+from tilescope.profile import DeviceInfo, Profile, SourceInfo
 from tilescope.text.escape import terminal_text
 
-# The readers, pandas and the profile model are imported inside the functions that use them:
+# The readers and pandas are imported inside the functions that use them:
 # `load_profiles` first starts reading the timeline on a second thread (DuckDB needs neither),
 # and only then pays for those imports (~0.15 s, pandas most of it) on the main thread.
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tilescope.profile import DeviceInfo, Profile
 
 __all__ = [
     "Detected",
@@ -77,15 +78,16 @@ def _build(
     lazy_timeline: bool = False,
     kernel_columns: Sequence[str] | None = None,
 ) -> Profile:
+    # deferred: io.msprof_op (pandas) and io.device and metrics (pyarrow) only where used
     from tilescope.io import device as dev
     from tilescope.io.msprof_op import per_core_times
     from tilescope.metrics import add_derived_metrics
-    from tilescope.profile import Profile, SourceInfo
 
     options = ReadOptions(lazy_timeline, defer_csv=kernel_columns is not None)
     parts = load_bundle(det) if det.format == "bundle" else load_single(det, options)
     if parts.timeline is not None and parts.device.timeline_max_frequency_mhz is None:
         # a timeline still being read (`pending_timeline`) is not waited for: no value then
+        # deferred: io.timeline_facts (numpy) only where used
         from tilescope.io.timeline_facts import counter_max
 
         parts.device.timeline_max_frequency_mhz = counter_max(parts.timeline)
@@ -128,6 +130,7 @@ def _progress(enabled: bool, total: int) -> Iterator[Callable[[str], None]]:
     if not enabled or not sys.stderr.isatty():
         yield lambda _desc: None
         return
+    # deferred: rich.table, rich.text only for terminal output
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import Progress
@@ -237,6 +240,7 @@ def resolve_ranks(
     input names one, ranks follow the position, so a left-out input keeps its number."""
     if len(loaded) + len(failed) <= 1:
         return
+    # deferred: io.device (pyarrow) only where used
     from tilescope.io.device import rank_from_name
 
     for _, pr in loaded:  # no profiler_info_N.json: the folder's name may say it (rank_3)
@@ -305,14 +309,11 @@ def kernel_csv_profile(path: str | Path) -> KernelCsv | None:
     if len(found) != 1 or found[0].format not in ("kernel_csv", "torch_npu", "msprof", "folder"):
         return None
     det = found[0]
-    from tilescope.profile import DeviceInfo
 
     device = DeviceInfo()
     if det.format == "kernel_csv":
         return KernelCsv(det.path, det.format, device)
     if det.format == "folder":
-        from tilescope.io.detect import FolderSources
-
         folder = det.sources or FolderSources()
         src = Sources(folder.kernel_tables, None, folder.timelines)
     else:
@@ -332,11 +333,13 @@ def kernel_csv_profile(path: str | Path) -> KernelCsv | None:
 def _add_timeline_clock(device: DeviceInfo, timeline: Path) -> None:
     """The timeline's highest AI Core Freq into `device`, read only when nothing else recorded the
     clock (`device.recorded_clock` prefers those): what `_build` takes from a loaded timeline."""
+    # deferred: io.device (pyarrow) only where used
     from tilescope.io import device as dev
 
     if dev.recorded_clock(device)[0] is not None:
         return
     try:
+        # deferred: io.timeline (duckdb) and io.timeline_facts (numpy) only where used
         from tilescope.io.timeline import read_timeline
         from tilescope.io.timeline_facts import counter_max
     except ImportError:  # no timeline reader: the loaders skip the timeline too
@@ -351,12 +354,11 @@ def load_kernels_arrow(csv_path: Path, chip: str | None = None, device: DeviceIn
     The file-output path of `tilescope kernels`: the same columns and values as
     `load_profiles(path)[0].kernels` without building a DataFrame.
     """
-    from tilescope.columns import is_coupled_header
+    # deferred: io.device, io.kernel_csv, io.tables and metrics (pyarrow) only where used
     from tilescope.io import device as dev
     from tilescope.io.kernel_csv import read_kernel_arrow
     from tilescope.io.tables import read_header
     from tilescope.metrics import add_derived_metrics_arrow
-    from tilescope.profile import DeviceInfo
 
     table, _producer, _files = read_kernel_arrow(csv_path)
     selected = dev.choose_chip(chip, device or DeviceInfo(), table, [])

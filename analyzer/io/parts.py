@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tilescope.columns import KERNEL_CONTRACT
+from tilescope.columns import KERNEL_CONTRACT, canonical_header, dtype_of, is_coupled_header
 from tilescope.errors import ProfileFormatError
+from tilescope.profile import DeviceInfo
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from tilescope.profile import DeviceInfo, Timeline
+    from tilescope.profile import Timeline
 
 COUPLED_NOTE = (
     "coupled-chip table (one AI Core with Cube and Vector inside): un-prefixed metrics mapped to aic_/aiv_"
@@ -27,8 +28,6 @@ COUPLED_NOTE = (
 
 
 def _new_device_info() -> DeviceInfo:
-    from tilescope.profile import DeviceInfo
-
     return DeviceInfo()
 
 
@@ -63,6 +62,7 @@ class Parts:
 def kernels_from_timeline(tl: Timeline, warnings: list[str]) -> pd.DataFrame:
     """The kernel table of a profile that has only a timeline: its compute tasks (runtime tasks
     are left out and named in a note; the timeline's own table keeps every task for display)."""
+    # deferred: pandas (~0.3 s) and io.timeline_facts (numpy) only where used
     import pandas as pd
 
     from tilescope.io.timeline_facts import kernel_tasks
@@ -85,9 +85,8 @@ def kernels_from_timeline(tl: Timeline, warnings: list[str]) -> pd.DataFrame:
 
 
 def ensure_contract(k: pd.DataFrame) -> pd.DataFrame:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
-
-    from tilescope.columns import dtype_of
 
     for col in KERNEL_CONTRACT:
         if col not in k:
@@ -107,7 +106,7 @@ def read_kernel_csv(parts: Parts, paths: Path | list[Path], defer: bool = False)
     raised as before) and left in `parts.kernel_csv` for `load._build` to stream; its metric
     groups are known once it has been read.
     """
-    from tilescope.columns import canonical_header, is_coupled_header
+    # deferred: io.kernel_csv and io.tables (pyarrow) only where used
     from tilescope.io.kernel_csv import check_header, read_kernel_table
     from tilescope.io.tables import read_header
 
@@ -131,6 +130,7 @@ def read_kernel_csv(parts: Parts, paths: Path | list[Path], defer: bool = False)
 def clock_from_launches(device: DeviceInfo, launches: pd.DataFrame) -> None:
     """OpBasicInfo's clock (its first launch): `Current Freq` is the clock the kernel ran at,
     `Rated Freq` the device's rated one."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if not len(launches):
@@ -156,6 +156,7 @@ def _clock_text(device: DeviceInfo) -> str:
 def read_basic_info(files: list[Path], warnings: list[str]) -> tuple[pd.DataFrame | None, list[Path]]:
     """The launches of the OpBasicInfo files beside other sources and the files that gave them. A
     broken one is a note in `warnings`, not a failed load (it is a side source, like info.json)."""
+    # deferred: pandas (~0.3 s) and io.tables (pyarrow) only where used
     import pandas as pd
 
     from tilescope.io.tables import read_small_table

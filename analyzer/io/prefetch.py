@@ -30,6 +30,7 @@ def read_timeline_now(path: Path, parts: Parts) -> Timeline | None:
         parts.files.append(path)
         return prefetched.result()
     try:
+        # deferred: io.timeline (duckdb) only where used
         from tilescope.io.timeline import read_timeline
     except ImportError:
         parts.warnings.append(f"{path.name}: timeline reader not available; timeline skipped")
@@ -45,6 +46,7 @@ def start_timeline(path: Path, before_build: Callable[[], object] | None = None)
     if prefetched is not None:
         return prefetched
     try:
+        # deferred: io.timeline (duckdb) only where used
         from tilescope.io.timeline import read_timeline
     except ImportError:
         return None
@@ -73,6 +75,8 @@ def prefetch_timeline(p: Path, imported: threading.Event) -> None:
 
 def import_readers() -> None:
     """What loading imports anyway, at once: the prefetch thread builds frames only after this."""
+    # deferred: the point of this function: the readers (pandas, pyarrow) load here while the prefetch thread
+    #   scans
     import tilescope.io.kernel_csv
     import tilescope.io.timeline_links
     import tilescope.metrics

@@ -42,6 +42,7 @@ def is_url(text: str) -> bool:
 
 
 def _fs(url: str) -> tuple[Any, str]:
+    # deferred: fsspec (~0.1 s) only for a remote (URL) input
     import fsspec
 
     try:

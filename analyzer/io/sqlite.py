@@ -157,6 +157,7 @@ IntSources = dict[str, tuple[tuple[str, str], ...]]
 
 
 def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -258,6 +259,7 @@ def _kernel_query(ctcols: list[str], tcols: list[str]) -> tuple[str, IntSources]
 def query_frame(con: sqlite3.Connection, sql: str) -> pd.DataFrame:
     """pd.read_sql_query, raising the sqlite3 error itself (pandas wraps it in its own
     DatabaseError with the whole statement), for read_sqlite to report in one line."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     try:
@@ -274,6 +276,7 @@ def _check_integers(con: sqlite3.Connection, path: Path, k: pd.DataFrame, ints: 
 
     Free when the data is right: an all-integer column comes back as int64, and only a column
     that did not (a NULL, or anything but an integer) costs a scan to find the row."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if k.empty:  # no row read (every column is `object` then); a dropped row is _check_join's
@@ -321,6 +324,7 @@ def describe_value(value: object) -> str:
 
 
 def _add_wait(k: pd.DataFrame, dur_ns: pd.Series) -> pd.DataFrame:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     """wait_us = gap between the previous task's end and this start on the same device and stream.
@@ -339,6 +343,7 @@ def _add_wait(k: pd.DataFrame, dur_ns: pd.Series) -> pd.DataFrame:
 
 
 def _pmu_wide(con: sqlite3.Connection, path: Path) -> pd.DataFrame:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     long = query_frame(

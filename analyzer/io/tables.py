@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from tilescope.columns import AI_CORE, AI_VECTOR_CORE, SHAPE_LIST_COLUMNS, canonical_header, dtype_of
+from tilescope.columns import AI_CORE, AI_VECTOR_CORE, COLUMNS, SHAPE_LIST_COLUMNS, canonical_header, dtype_of
 from tilescope.errors import ProfileFormatError
 from tilescope.io.detect import first_line
 from tilescope.io.native import native_name
@@ -409,8 +409,6 @@ def convert_columns(
 
 
 def _known_floats() -> frozenset[str]:
-    from tilescope.columns import COLUMNS
-
     return frozenset(s.name for s in COLUMNS if s.dtype == "float64")
 
 
@@ -492,6 +490,7 @@ def _null_where(col: pa.Array | pa.ChunkedArray, drop: pa.Array | pa.ChunkedArra
 
 
 def _pandas_type(t: pa.DataType) -> object:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if pa.types.is_integer(t):
@@ -516,6 +515,7 @@ def to_frame(
     launches: 524 MiB as `str`, ~30 MiB of codes). Its readers take it through
     `metrics.text_column` / `tilescope.rules._columns.text`, which give the `str` column back.
     """
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     arrays = cols

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tilescope.errors import ProfileFormatError
 from tilescope.interrupt import hold_point
@@ -51,15 +52,15 @@ from tilescope.io.native import native_name
 from tilescope.io.trace_errors import EXPECTED, malformed_offset
 from tilescope.io.trace_window import WINDOW_URL, events_window, exact_window, window_fs, window_url
 from tilescope.io.validate import check_frame
+from tilescope.profile import Timeline
 from tilescope.scratch import scratch_dir
 
 # pandas (and the modules that import it) are imported where the frames are built, after the
-# scan: `load_profiles` starts the scan on a second thread before the main thread imports pandas.
-# pyarrow.compute (which pandas imports too) waits for the first batch, msgspec for an error.
+# scan: `load_profiles` starts the scan on a second thread before the main thread imports pandas;
+# msgspec waits for an error.
 if TYPE_CHECKING:
     import pandas as pd
 
-    from tilescope.profile import Timeline
 
 DuckConfig = dict[str, str | bool | int | float | list[str]]
 HARDWARE_LANE = "Ascend Hardware"
@@ -229,8 +230,6 @@ def _format_error(path: Path, fh: BinaryIO, exc: Exception) -> ProfileFormatErro
 
 def _encode(table: pa.Table, columns: list[str]) -> pa.Table:
     """Keep `columns`, dictionary-encoding the repeated strings (names, categories, task types)."""
-    import pyarrow.compute as pc
-
     arrays = [pc.dictionary_encode(table[c]) if c in _DICT_COLS else table[c] for c in columns]
     return pa.table(arrays, names=columns)
 
@@ -242,8 +241,6 @@ def _scan(con: duckdb.DuckDBPyConnection, path: Path, source: str, fh: BinaryIO)
     try:
         reader = con.sql(_PROJECTION.replace("__SOURCE__", source)).to_arrow_reader(BATCH_ROWS)
         for batch in reader:
-            import pyarrow.compute as pc  # once the scan has produced its first batch
-
             table = pa.Table.from_batches([batch])
             table = table.append_column("seq", pa.array(np.arange(rows, rows + len(table), dtype=np.int64)))
             rows += len(table)
@@ -284,10 +281,8 @@ def _lane_names(meta: pa.Table) -> tuple[dict[int, str], pd.DataFrame]:
 
 
 def _build(config: DuckConfig, path: Path, parts: dict[str, pa.Table]) -> Timeline:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
-    import pyarrow.compute as pc
-
-    from tilescope.profile import Timeline
 
     lanes, threads = _lane_names(parts["M"]) if "M" in parts else ({}, pd.DataFrame())
     # pop, not get: each part is dropped as soon as its tables are built (peak RSS, issue #2)
@@ -327,14 +322,15 @@ def _empty(columns: list[str]) -> pa.Table:
 
 def _nullable_int(col: pa.ChunkedArray | pa.Array) -> pd.Series:
     """Int64 (nullable) whether or not this file happened to have nulls: a stable dtype."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     return pd.Series(col.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get))
 
 
 def _kernels(k: pa.Table, threads: pd.DataFrame) -> pd.DataFrame:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
-    import pyarrow.compute as pc
 
     stream = pc.coalesce(k["stream_id"], k["physic_stream_id"])
     df = pd.DataFrame({
@@ -359,6 +355,7 @@ def _kernels(k: pa.Table, threads: pd.DataFrame) -> pd.DataFrame:
 
 
 def _thread_streams(threads: pd.DataFrame) -> pd.Series:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if threads.empty:
@@ -369,6 +366,7 @@ def _thread_streams(threads: pd.DataFrame) -> pd.Series:
 
 
 def _host_ops(h: pa.Table, lanes: dict[int, str]) -> pd.DataFrame:
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     pid = h["pid"].to_numpy()
@@ -408,6 +406,7 @@ def _flows(config: DuckConfig, events: pa.Table, kernels: pd.DataFrame, host_ops
 
     Returns the flows and the counters (`_counters`, run on the same connection: one connection
     less on the critical path of loading, ~10 ms; counter events are few)."""
+    # deferred: pandas (~0.3 s) (and io.timeline_links) only when this builds a frame
     import pandas as pd
 
     from tilescope.io.timeline_links import innermost_enclosing, lane_codes
@@ -457,6 +456,7 @@ FROM (SELECT *, unnest(map_entries(json_transform(counter_args::JSON, '"MAP(VARC
 
 def _counters(con: duckdb.DuckDBPyConnection, events: pa.Table | None) -> pd.DataFrame:
     """One row per (counter event, args key); a non-numeric value becomes NaN."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if events is None or len(events) == 0:

@@ -65,6 +65,7 @@ RUNTIME_TASK_NAMES = frozenset({
 def kernel_tasks(kernels: pd.DataFrame) -> tuple[np.ndarray, pd.Series]:
     """Which rows of a timeline's kernel table (its hardware lane) are kernels, by the rule above,
     and each row's kernel-table core type (null where the timeline does not say)."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if "task_type" not in kernels:

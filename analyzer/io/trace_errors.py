@@ -39,6 +39,7 @@ def malformed_offset(fh: BinaryIO) -> int | None:
     msgspec validates the whole document into one zero-copy `Raw` view over a memory map, so even
     a 1 GB file (array or object form) costs no decoded document.
     """
+    # deferred: msgspec only when used; `info` runs without it
     import msgspec
 
     try:

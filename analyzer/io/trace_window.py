@@ -8,11 +8,14 @@ json, msgspec and fsspec are imported where they are used: a bare-array timeline
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import quote, unquote
 
 import numpy as np
 
@@ -56,16 +59,12 @@ def window_url(path: Path, fh: BinaryIO, start: int, end: int) -> str:
     """The URL `window_fs` serves as bytes [start, end) of the open file `fh` (`native_name`: its
     /dev/fd name, never the path, so that no name is interpreted and a non-UTF-8 one is no error;
     percent-encoded: no glob characters)."""
-    from urllib.parse import quote
-
     return f"{WINDOW_PROTOCOL}://{start}-{end}/{quote(native_name(path, fh), safe='')}"
 
 
 def _events_start(fh: BinaryIO, first: int) -> int | None:
     """Offset of the `[` that opens the top-level "traceEvents" value, from the keys before it;
     None when they do not parse within the head (a long or broken value: `exact_window` decides)."""
-    import json
-
     # latin-1: one character per byte, so string positions are file offsets; the structure
     # (all ASCII) and the keys we compare with (ASCII) survive any UTF-8 inside the strings
     head = os.pread(fh.fileno(), _HEAD_BYTES, 0).decode("latin-1")
@@ -99,6 +98,7 @@ def _events_start(fh: BinaryIO, first: int) -> int | None:
 def _events_end(fh: BinaryIO, size: int, start: int) -> int | None:
     """End (exclusive) of the traceEvents array: the last `]` after which the file closes the
     top-level object validly; None when none does within the tail."""
+    # deferred: msgspec only when used; `info` runs without it
     import msgspec
 
     at = max(start + 1, size - _TAIL_BYTES)
@@ -124,6 +124,7 @@ def exact_window(path: Path, fh: BinaryIO) -> tuple[int, int]:
     """[start, end) of the traceEvents array by a validating pass over the whole file (msgspec:
     values are skipped in place, never decoded); ProfileFormatError naming the byte of a syntax
     error, a missing "traceEvents" key or a non-list value."""
+    # deferred: msgspec only when used; `info` runs without it
     import msgspec
 
     with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
@@ -194,10 +195,8 @@ class _Window:
 
 def window_fs() -> Any:
     """An fsspec filesystem serving `window_url`s (DuckDB registers fsspec filesystems only)."""
-    from datetime import UTC, datetime
-    from urllib.parse import unquote
-
     try:
+        # deferred: fsspec (~0.1 s) only for a remote (URL) input
         from fsspec.spec import AbstractFileSystem
     except ImportError:
         raise MissingComponentError(

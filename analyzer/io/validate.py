@@ -199,6 +199,7 @@ def check_frame(
     columns: Mapping[str, str] | None = None,
 ) -> None:
     """`check_columns` for a pandas table (SQLite, timeline): its numeric columns, by position."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     cols: dict[str, pa.Array] = {}

@@ -27,6 +27,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from tilescope.ir.ascendc import ascendc_placements
 from tilescope.ir.lowering import (
     NESTED_KEY,
     KernelCapture,
@@ -36,7 +37,9 @@ from tilescope.ir.lowering import (
     nest_fields,
     stage_recorder,
 )
-from tilescope.ir.scopes import TILELANG_ASCEND
+from tilescope.ir.published import PublishedFileError, load_module
+from tilescope.ir.scopes import PIPE_OF_DIRECTION, TILELANG_ASCEND, hardware_for
+from tilescope.ir.walk import lowered_allocations, walk_primfunc
 
 # tilelang-ascend's passes after which the IR is recorded (stage -> pass name; OptimizeForTarget in
 # tilelang/engine/phase.py). Its software pipeline decides the buffer versions, its memory planning
@@ -122,6 +125,8 @@ SCOPE_PASS = "tl.InferAllocScope"
 
 def _scopes(mod: Any) -> dict[str, str]:
     """Buffer name -> storage scope of every block allocation in a module."""
+    # deferred: tilelang-ascend and its tvm exist only in that stack's interpreter (17 s to import
+    #   under emulation)
     import tvm
 
     found: dict[str, str] = {}
@@ -139,8 +144,6 @@ def _scopes(mod: Any) -> dict[str, str]:
 
 def _apply_scopes(kc: KernelCapture, scopes: dict[str, str]) -> None:
     """The walked allocations take the scopes tilelang-ascend inferred (names are kept)."""
-    from tilescope.ir.scopes import PIPE_OF_DIRECTION, hardware_for
-
     moved: dict[str, str] = {}
     for a in kc.walked.get("allocations", []):
         scope = scopes.get(a["name"])
@@ -158,6 +161,8 @@ def _apply_scopes(kc: KernelCapture, scopes: dict[str, str]) -> None:
 
 
 def _lower(func: Any, kc: KernelCapture, pass_configs: dict[str, Any], impl: Any) -> Any:
+    # deferred: tilelang-ascend and its tvm exist only in that stack's interpreter (17 s to import
+    #   under emulation)
     import tilelang
     import tvm
 
@@ -218,10 +223,9 @@ def _outputs(func: Any, impl: Any) -> list[str]:
 
 
 def _run(mod: Any, names: list[str], params: dict[str, Any]) -> list[KernelCapture]:
+    # deferred: tilelang-ascend and its tvm exist only in that stack's interpreter (17 s to import
+    #   under emulation)
     import tvm
-
-    from tilescope.ir.ascendc import ascendc_placements
-    from tilescope.ir.walk import lowered_allocations, walk_primfunc
 
     prim_func = tvm.tir.PrimFunc
     built: list[tuple[str, Any, dict[str, Any], Any]] = []
@@ -267,9 +271,9 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     """Lower every run of the request with the tilelang imported here (tilelang-ascend)."""
     os.environ.setdefault("TILELANG_DISABLE_CACHE", "1")
     with contextlib.redirect_stdout(sys.stderr):
+        # deferred: tilelang-ascend and its tvm exist only in that stack's interpreter (17 s to import
+        #   under emulation)
         import tilelang
-
-    from tilescope.ir.published import PublishedFileError, load_module
 
     result: dict[str, Any] = {
         "tilelang_version": str(getattr(tilelang, "__version__", "unknown")),

@@ -97,6 +97,7 @@ def import_tilelang() -> ModuleType:
     )
     try:
         with contextlib.redirect_stdout(sys.stderr):
+            # deferred: tilelang/tvm are the optional `tilelang` extra (and seconds to import)
             import tilelang
     except Exception as exc:  # ImportError, or torch missing underneath
         raise MissingComponentError(
@@ -129,6 +130,7 @@ def _accepted(fn: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 def build_primfuncs(mod: ModuleType, names: list[str], params: dict[str, Any]) -> list[tuple[str, Any]]:
     """Call each builder / jit kernel with the parameters it accepts; unknown parameters are an error."""
+    # deferred: tilelang/tvm are the optional `tilelang` extra (and seconds to import)
     from tvm import tirx
 
     built: list[tuple[str, Any]] = []
@@ -218,6 +220,7 @@ def _param_names(fn: Any) -> list[str]:
 
 
 def _lower(func: Any, kc: KernelCapture) -> Any:
+    # deferred: tilelang/tvm are the optional `tilelang` extra (and seconds to import)
     import tilelang
     import tvm
     from tvm.target import Target

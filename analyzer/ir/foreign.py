@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tilescope.errors import MissingComponentError, UsageError
+from tilescope.ir.ascend_worker import answer as lower_here
 from tilescope.run_module import command
 
 SETUP_HINT = (
@@ -49,6 +50,7 @@ class Interpreter:
 
 def installed_here() -> bool:
     """Is the `tilelang` of this interpreter tilelang-ascend (an Atlas host's own environment)?"""
+    # deferred: importlib.metadata (email, zipfile, csv: ~60 ms) only to look a version up
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -132,8 +134,6 @@ def run_jobs(
         {"path": _inside(p.resolve(), interp), "names": n, "runs": r} for p, n, r in jobs
     ]
     if interp.kind == "in-process":
-        from tilescope.ir.ascend_worker import answer as lower_here
-
         return [lower_here(r) for r in requests]
     emulated = interp.kind == "emulated"
     env = {

@@ -6,6 +6,7 @@ emulated arm64 root on x86): standard library and tilescope.ir.scopes only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import linecache
 import os
 import re
@@ -212,6 +213,8 @@ def stage_recorder(
     (stage -> pass name), reads the buffer versions after `versions_stage`, calls `on_pass(name,
     module)` after every pass and keeps the last pass's name (`.last`, for failures) and all of
     them (`.passes`). Both stacks' lowerings use it; TVM is imported here, lazily."""
+    # deferred: tilelang/tvm are the optional `tilelang` extra (and seconds to import); ir.walk only when
+    #   used; `diff` and `analyze` run without it
     import tvm
 
     from tilescope.ir.walk import buffer_versions
@@ -273,8 +276,6 @@ def nest_fields(
     (a default of None with the class constructed in the body). `fail(head, fields, exc)` makes the
     error to raise when the class cannot take those fields. Used by both lowering stacks: the
     950's in this process, tilelang-ascend's in its worker (standard library only)."""
-    import dataclasses
-
     fields: dict[str, dict[str, Any]] = {}
     out: dict[str, Any] = {}
     for k, v in params.items():

@@ -32,6 +32,7 @@ def _jsonable(value: Any) -> Any:
 
 def _tilescope_version() -> str:
     try:
+        # deferred: importlib.metadata (email, zipfile, csv: ~60 ms) only to stamp IR written here
         from importlib.metadata import version
 
         return version("tilescope")
@@ -184,6 +185,7 @@ def load_schema() -> dict[str, Any]:
 
 @cache
 def _ir_validator() -> Any:
+    # deferred: jsonschema (~0.1 s) only when validating
     import jsonschema
 
     return jsonschema.Draft202012Validator(load_schema())
@@ -191,6 +193,7 @@ def _ir_validator() -> Any:
 
 def ir_schema_error(doc: dict[str, Any]) -> Any:
     """The most relevant way `doc` breaks ir.schema.json (a jsonschema.ValidationError), or None."""
+    # deferred: jsonschema (~0.1 s) only when validating
     import jsonschema
 
     return jsonschema.exceptions.best_match(_ir_validator().iter_errors(doc))

@@ -96,6 +96,7 @@ class IndexModel:
         return {"dims": dims, "loops": sorted(depends, key=_loop_order), "opaque": opaque}
 
     def _dim(self, index: Any, extent: Any) -> tuple[dict[str, Any], set[str], bool]:
+        # deferred: tilelang/tvm are the optional `tilelang` extra (and seconds to import)
         import tvm  # imported after tilelang by the walker's caller
 
         tir = self.tir
@@ -134,6 +135,7 @@ class IndexModel:
         return dim, {lp.loop_id for lp in kept}, opaque
 
     def _affine(self, expr: Any, loops: list[_Loop]) -> tuple[int | None, list[list[Any]] | None]:
+        # deferred: tilelang/tvm are the optional `tilelang` extra (and seconds to import)
         import tvm
 
         coeffs = list(tvm.arith.detect_linear_equation(expr, [lp.var for lp in loops]))

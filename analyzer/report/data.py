@@ -25,8 +25,10 @@ import numpy as np
 from tilescope.analysis import skipped_to_dict
 from tilescope.findings import Finding
 from tilescope.gcpause import gc_paused
+from tilescope.profile import Profile
 from tilescope.report.meta import SCHEMA_VERSION, TIMELINE_CAP, now_stamp, tool_version
-from tilescope.summary import FIRST_OF_GROUP, TIMELINE_KEYS, WEIGHTED_RATIOS
+from tilescope.report.ranks import SCOPE_CLUSTER, cluster_section, group_across_ranks, group_skipped
+from tilescope.summary import FIRST_OF_GROUP, TIMELINE_KEYS, WEIGHTED_RATIOS, summarize
 
 # pandas and the profile model are imported by the functions that need them: `tilescope analyze`
 # imports this module before loading, and loading starts the timeline scan before pandas is loaded.
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
 
     from tilescope.cluster import Cluster
     from tilescope.engine import AnalysisResult
-    from tilescope.profile import Profile
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
 def _valid_text(text: str) -> str:
@@ -76,8 +77,6 @@ def _jsonable(x: Any) -> Any:
 
 def _summary(profile: Profile, result: AnalysisResult) -> dict[str, Any]:
     """tilescope.summary's model of this profile and its (already bounded) findings."""
-    from tilescope.summary import summarize
-
     derived = _derived(profile)
     if derived is not profile.kernels:  # a Profile built by hand: the summary reads derived columns
         profile = profile.with_kernels(derived)
@@ -90,6 +89,7 @@ def _summary(profile: Profile, result: AnalysisResult) -> dict[str, Any]:
 
 def _derived(profile: Profile) -> pd.DataFrame:
     """The kernel table with tilescope.metrics' derived columns (loaded profiles already have them)."""
+    # deferred: metrics (pyarrow) only where used
     from tilescope.metrics import with_derived_metrics
 
     return with_derived_metrics(profile.kernels, profile.chip)
@@ -113,6 +113,7 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
     as they are: a launches × 61 frame of terms and an object copy of four text columns held
     ~3 GB on 3 M launches.
     """
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if "name" not in kernels.columns:
@@ -127,6 +128,7 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
     # and leaves out the launches exactly as it does with the names themselves
     key = np.where(codes >= 0, codes, np.nan)[keep]
 
+    # deferred: metrics (pyarrow) only where used
     from tilescope.metrics import float_column, text_column
 
     def values(col: str) -> np.ndarray:
@@ -231,6 +233,7 @@ def _factorized_names(names: pd.Series) -> tuple[np.ndarray, pd.Index]:
     """`pd.factorize` of the names as `str`: a code per launch (-1 without a name) and the
     distinct names in order of first appearance. A Categorical (a loaded table's text) is
     factorised by its codes, without a string per launch (3 M launches: ~150 MB)."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if not isinstance(names.dtype, pd.CategoricalDtype):
@@ -286,6 +289,7 @@ class _GroupSums:
 
     def sums_of(self, block: np.ndarray) -> pd.DataFrame:
         """Σ per group of each row of `block`; columns numbered from 0 (the NaN row's included)."""
+        # deferred: pandas (~0.3 s) only when this builds a frame
         import pandas as pd
 
         # the transposed 2-D block becomes the frame's one block: pandas reads it in place
@@ -311,6 +315,7 @@ _KERNEL_KEYS: dict[str, int | None] = {
 
 def enrich_top_kernels(tops: list[dict[str, Any]], kernels: pd.DataFrame) -> list[dict[str, Any]]:
     """profile_summary's top kernels plus the per-kernel figures the charts and tables show."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if not tops:
@@ -335,6 +340,7 @@ def launch_timeline(
     kernels: pd.DataFrame, cap: int = TIMELINE_CAP
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Kernel launches for the timeline chart, ≤ `cap`: over it, the `cap` longest, in start order."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     need = ("name", "start_ns", "duration_us")
@@ -425,8 +431,6 @@ def add_cluster(report: dict[str, Any], cluster: Cluster, result: AnalysisResult
     and errors to `report`, in place, and group the ranks' own findings and skipped rules across
     ranks (tilescope.report.ranks.group_across_ranks, group_skipped); findings stay ordered by
     saving."""
-    from tilescope.report.ranks import SCOPE_CLUSTER, cluster_section, group_across_ranks, group_skipped
-
     index = {e["rank"]: e["id"] for e in report["profiles"]}
     section = cluster_section(cluster, result)
     # the per-step rows are JSON-ready already (tens of thousands of them)
@@ -521,8 +525,6 @@ def _build_report(
     generated_at: str | None,
     timeline_cap: int,
 ) -> dict[str, Any]:
-    from tilescope.profile import Profile
-
     if isinstance(profiles, Profile):
         assert result is not None, "build_report(profile, result)"
         pairs: list[tuple[Profile, AnalysisResult]] = [(profiles, result)]
@@ -540,6 +542,7 @@ def load_schema() -> dict[str, Any]:
 
 def validate_report(report: dict[str, Any]) -> None:
     """Raise jsonschema.ValidationError when the report does not match the schema."""
+    # deferred: jsonschema (~0.1 s) only when validating
     import jsonschema
 
     jsonschema.validate(report, load_schema())

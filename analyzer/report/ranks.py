@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tilescope.findings import SEVERITY_RANK
 from tilescope.text.words import fmt_us
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ def cluster_section(cluster: Cluster, result: AnalysisResult) -> dict[str, Any]:
     median and max, `slow` on the rank TS601 named), the per-step rows (binned past
     cluster.STEP_ROWS_CAP: `steps_bin_width` > 1), the notes of summary files left out, and which
     TS6xx rules ran."""
+    # deferred: cluster (pandas) only where used
     from tilescope.cluster import rank_table, report_steps
 
     slow = next((f.evidence.get("rank") for f in result.findings if f.code == SLOW_RANK_CODE), None)
@@ -50,6 +52,7 @@ def cluster_section(cluster: Cluster, result: AnalysisResult) -> dict[str, Any]:
 def _step_records(steps: pd.DataFrame) -> list[dict[str, Any]]:
     """One JSON-ready dict per rank and step (NaN and <NA> -> None), built column by column: a
     64-rank run of 1,258 steps has 80,000 of them."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if not len(steps):
@@ -80,6 +83,7 @@ def link_totals(links: Any) -> list[dict[str, Any]]:
     and rows without a transit time are left out. Both ends of a link may report it; each end's
     rows count, as in TS604, so a transfer seen from both sides is summed twice (its bandwidth,
     a ratio, is unchanged when the two views agree)."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     if not isinstance(links, pd.DataFrame) or links.empty or "src_rank" not in links.columns:
@@ -111,6 +115,7 @@ def rank_rows(report: Mapping[str, Any], grouped: bool = True) -> list[list[str]
     row (`0-2, 4-7`): a table of 64 or 4,096 rows of the same numbers would hide the one that
     differs. `grouped=False`: one row per rank, in the section's order (the dashboard, whose rows
     each open their rank). Empty for a single-rank report; the JSON keeps one row per rank."""
+    # deferred: `tilescope --help` imports this module (through commands.diff); ranksets only when used
     from tilescope.ranksets import rank_set_text
 
     if not grouped:
@@ -150,6 +155,7 @@ def group_across_ranks(findings: Sequence[Mapping[str, Any]], ranks_total: int) 
     rank: a 4,096-rank report would otherwise repeat each problem 4,096 times with its listed
     occurrences); the renderers call it again, which changes nothing on a grouped report and
     groups a report written before (schema 1.0)."""
+    # deferred: `tilescope --help` imports this module (through commands.diff); ranksets only when used
     from tilescope.ranksets import rank_set_text
 
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -214,8 +220,6 @@ GROUP_KEYS = ("ranks", "rank_text", "ranks_total", "by_rank")
 
 
 def _weight(f: Mapping[str, Any]) -> tuple[int, float]:
-    from tilescope.findings import SEVERITY_RANK
-
     return SEVERITY_RANK.get(str(f.get("severity", "")).lower(), -1), _saving(f)
 
 

@@ -21,6 +21,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from tilescope.engine import get_rule
 from tilescope.report.access import (
     profile_summaries,
     report_chip,
@@ -313,8 +314,6 @@ def _rule_docs(findings: Sequence[Mapping[str, Any]]) -> str:
 
 def _rule_info(code: str) -> Any:
     try:
-        from tilescope.engine import get_rule
-
         return get_rule(code)
     except Exception:  # the rules package is being written or a rule fails to import
         return None

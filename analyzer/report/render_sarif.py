@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from importlib.metadata import version
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from tilescope.engine import get_rule
 from tilescope.report.access import report_findings, report_input_path
 from tilescope.text.escape import finite, sarif_text
 from tilescope.text.words import num, saving_phrase
@@ -52,8 +54,6 @@ def _tool_version(report: Mapping[str, Any]) -> str:
     if isinstance(tool, Mapping) and tool.get("version"):
         return str(tool["version"])
     try:
-        from importlib.metadata import version
-
         return version("tilescope")
     except Exception:
         return "0"
@@ -64,8 +64,6 @@ def _rule(code: str, findings: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     slug = str(sample.get("slug", code))
     summary, doc = slug, ""
     try:
-        from tilescope.engine import get_rule
-
         info = get_rule(code)
     except Exception:  # a rule module that fails to import must not lose the SARIF log
         info = None
@@ -189,6 +187,7 @@ def _fingerprint(f: Mapping[str, Any], multi_rank: bool = False) -> str:
     # rank (as `diff` matches them) — or two slow links would be one alert. A rank's own finding
     # is grouped across the ranks it was found on (`ranks`): one alert for the problem, whichever
     # ranks have it; in a report written ungrouped (schema 1.0) its rank is part of it.
+    # deferred: diff and diff_cluster (pandas) only where used
     from tilescope.diff import finding_identity
     from tilescope.diff_cluster import cluster_identity, is_cluster_finding
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tilescope.ranksets import rank_set_text, ranks_label
 from tilescope.report.access import profile_summaries
 from tilescope.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
 from tilescope.text.escape import terminal_text
@@ -101,8 +102,6 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             say(line, style, "  ", "    ")
     else:
         # one line per group of ranks that read alike, not one per rank (4,096 ranks...)
-        from tilescope.ranksets import ranks_label
-
         say(f"{_common_root(profiles)}: {len(profiles)} ranks", "bold", "", "  ")
         groups: dict[str, list[int]] = {}
         for i, p in enumerate(profiles):
@@ -180,8 +179,6 @@ def _lines_by_rank(profiles: list[dict[str, Any]]) -> dict[tuple[str, str], list
 
 
 def _on_ranks(ranks: list[int], total: int) -> str:
-    from tilescope.ranksets import ranks_label
-
     if len(ranks) == total:
         return f" (all {total} ranks)"
     return f" ({ranks_label(ranks)})"
@@ -212,8 +209,6 @@ def _rank_cell(f: dict[str, Any], total: int) -> str:
         return "all"
     ranks = f.get("ranks")
     if ranks:
-        from tilescope.ranksets import rank_set_text
-
         shown = rank_set_text(ranks)
         return shown if len(ranks) == 1 else f"{shown} ({len(ranks)} of {total})"
     return str(f.get("rank", ""))

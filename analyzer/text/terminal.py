@@ -9,6 +9,9 @@ number and its unit as one word, and tables keep numeric columns unwrapped.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import re
 import sys
 from typing import IO, Any
@@ -45,6 +48,7 @@ def output_width(requested: int | None, stream: IO[str] | None = None) -> int | 
         tty = False
     if not tty:
         return None
+    # deferred: rich.console only for terminal output
     from rich.console import Console
 
     return max(Console(file=out).width, MIN_WIDTH)  # rich: the terminal's size, or $COLUMNS
@@ -56,6 +60,7 @@ def console(width: int | None, *, file: IO[str] | None = None, color: bool | Non
     gets colours, a pipe none); markup is never read from printed strings' highlights. When the
     reader of stdout goes away (`| head`) it goes quiet instead of exiting 1, so the command ends
     as it would have (its gate included)."""
+    # deferred: rich.console only for terminal output
     from rich.console import Console
 
     class _Console(Console):
@@ -75,9 +80,6 @@ def console(width: int | None, *, file: IO[str] | None = None, color: bool | Non
 def reader_gone() -> None:
     """Point stdout at /dev/null after EPIPE: what is left to print goes nowhere, quietly, and the
     flush at exit cannot fail again (the reader, `head`, has what it wanted)."""
-    import contextlib
-    import os
-
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -86,8 +88,6 @@ def reader_gone() -> None:
 
 def write_stdout(text: str) -> None:
     """Write a whole output to stdout; a reader that left early (`| head`) is not an error."""
-    import errno
-
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
