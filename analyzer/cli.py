@@ -28,7 +28,9 @@ from tilescope.errors import TilescopeError
 from tilescope.scratch import remove_all
 from tilescope.text.escape import terminal_text
 
-COMMAND_MODULES = ("info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "serve", "cache")
+COMMAND_MODULES = (
+    "info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "lines", "serve", "cache",
+)
 # command name -> module, so that one command's run imports only its own module (start-up time:
 # every module pulls in pandas, rich, plotly or duckdb)
 COMMAND_OF = {
@@ -40,6 +42,7 @@ COMMAND_OF = {
     "lint": "lint",
     "collect": "collect",
     "diff": "diff",
+    "lines": "lines",
     "serve": "serve",
     "cache": "cache",
 }

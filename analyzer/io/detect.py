@@ -319,6 +319,12 @@ def detect(path: str | Path) -> list[Detected]:
     except PermissionError as exc:
         raise ProfileFormatError(p, None, "cannot read directory (permission denied)") from exc
     if not found:
+        # deferred: the simulator reader (pandas) only on this error path
+        from tilescope.io.simulator import find_simulator
+
+        if find_simulator(p) is not None:  # per-line data, no per-kernel table: another command reads it
+            raise NoProfileFoundError(p, "an msprof op simulator run holds per-line cycles, no kernel table: "
+                                         f"`tilescope lines {p}` reads it")
         raise NoProfileFoundError(
             p, "no kernel table (kernel_details / op_summary), timeline, OpBasicInfo, OPPROF_* or database"
         )

@@ -1,0 +1,211 @@
+"""`msprof op simulator` output (formats doc §2.4, §5): per-core code and instruction CSVs and
+per-core pipeline traces.
+
+Layout: `OPPROF_*/simulator/core{i}.{veccore|cubecore}{j}/` holding `*_code_exe*.csv`
+(`code,call_count,cycles,running_time(us)`, `code` = `path:line`), `*_instr_exe*.csv`
+(`instr,addr,pipe,call_count,cycles,running_time(us),detail`) and `trace.json` (an object with
+`traceEvents`: `X` events are instructions, `pid` the core, `tid` the pipe, `args.code` the source
+line). Runs of several operators add a timestamp to the CSV names. Every line may end with a comma.
+
+Three tables come out, one row per core and item: `code` (core, file, line, call_count, cycles,
+time_us), `instr` (core, instr, addr, pipe, call_count, cycles, time_us, detail) and `pipes`
+(core, file, line, pipe, busy_us, instructions: the trace's instruction time per source line and
+pipe). A code CSV with only its header means the kernel was built without `-g`: there is no line
+to give, and the reader says so instead of reporting nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from tilescope.errors import ProfileFormatError
+
+# Example: "core3.veccore0", "core0.cubecore0"
+CORE_DIR_RE = re.compile(r"^core\d+\.(?:veccore|cubecore)\d+$")
+CODE_COLUMNS = ("code", "call_count", "cycles", "running_time(us)")
+INSTR_COLUMNS = ("instr", "addr", "pipe", "call_count", "cycles", "running_time(us)", "detail")
+# Example: "/tmp/tilelang/kernel_abc.cpp:88" -> ("/tmp/tilelang/kernel_abc.cpp", 88)
+_CODE_RE = re.compile(r"^(?P<file>.+):(?P<line>\d+)$")
+NO_DEBUG_INFO = (
+    "built without -g: the simulator's code CSVs hold only their header, so there is no "
+    "per-line data (rebuild the kernel with -g, keeping -O2; docs/lines.md)"
+)
+
+
+@dataclass
+class SimulatorData:
+    root: Path
+    code: pd.DataFrame
+    instr: pd.DataFrame
+    pipes: pd.DataFrame
+    cores: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_lines(self) -> bool:
+        return len(self.code) > 0 or len(self.pipes) > 0
+
+
+def find_simulator(path: Path) -> Path | None:
+    """The `simulator/` folder at or below `path` (a bundle, an OPPROF_* folder, the folder
+    itself), or None."""
+    if path.is_dir() and _core_dirs(path):
+        return path
+    for candidate in sorted(path.rglob("simulator")) if path.is_dir() else []:
+        if candidate.is_dir() and _core_dirs(candidate):
+            return candidate
+    return None
+
+
+def _core_dirs(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_dir() and CORE_DIR_RE.match(p.name))
+
+
+def read_simulator(path: Path) -> SimulatorData:
+    """Read every core folder of a simulator output; ProfileFormatError on a malformed file."""
+    root = find_simulator(path)
+    if root is None:
+        raise ProfileFormatError(
+            path,
+            None,
+            "a msprof op simulator folder (simulator/core*.veccore*/ or "
+            "core*.cubecore*/ with *_code_exe.csv / *_instr_exe.csv)",
+        )
+    code, instr, pipes, files = [], [], [], []
+    header_only = 0
+    cores = [d.name for d in _core_dirs(root)]
+    for core_dir in _core_dirs(root):
+        for f in sorted(core_dir.glob("*_code_exe*.csv")):
+            files.append(f)
+            part = _read_code(f, core_dir.name)
+            header_only += part.empty
+            code.append(part)
+        for f in sorted(core_dir.glob("*_instr_exe*.csv")):
+            files.append(f)
+            instr.append(_read_instr(f, core_dir.name))
+        trace = core_dir / "trace.json"
+        if trace.is_file():
+            files.append(trace)
+            pipes.append(_read_trace(trace, core_dir.name))
+    data = SimulatorData(
+        root,
+        _concat(code, ("core", "file", "line", "call_count", "cycles", "time_us")),
+        _concat(instr, ("core", "instr", "addr", "pipe", "call_count", "cycles", "time_us", "detail")),
+        _concat(pipes, ("core", "file", "line", "pipe", "busy_us", "instructions")),
+        cores,
+        files,
+    )
+    if header_only and data.code.empty and data.pipes.empty:
+        data.notes.append(NO_DEBUG_INFO)
+    return data
+
+
+def _concat(parts: list[pd.DataFrame], columns: tuple[str, ...]) -> pd.DataFrame:
+    frames = [p for p in parts if len(p)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(columns))
+
+
+def _read_csv(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, index_col=False)
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+        raise ProfileFormatError(
+            path, None, f"a CSV with the columns {', '.join(required)} ({exc})"
+        ) from None
+    df = df.loc[:, [c for c in df.columns if not str(c).startswith("Unnamed:")]]  # the trailing comma
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise ProfileFormatError(path, "line 1", f"the column(s) {', '.join(missing)}")
+    return df
+
+
+def _numbers(df: pd.DataFrame, path: Path, cols: tuple[str, ...]) -> dict[str, pd.Series]:
+    out = {}
+    for c in cols:
+        values = pd.to_numeric(df[c], errors="coerce")
+        bad = values.isna() | (values < 0)
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            raise ProfileFormatError(
+                path, f"line {row + 2}", f"a number >= 0 in {c!r}, not {df[c].iloc[row]!r}"
+            )
+        out[c] = values.astype("float64")
+    return out
+
+
+def _read_code(path: Path, core: str) -> pd.DataFrame:
+    df = _read_csv(path, CODE_COLUMNS)
+    where = df["code"].str.extract(_CODE_RE)
+    bad = where["line"].isna()
+    if bad.any():
+        row = int(bad.to_numpy().argmax())
+        raise ProfileFormatError(
+            path, f"line {row + 2}", f"'code' as path:line, not {df['code'].iloc[row]!r}"
+        )
+    n = _numbers(df, path, ("call_count", "cycles", "running_time(us)"))
+    return pd.DataFrame(
+        {
+            "core": core,
+            "file": where["file"],
+            "line": where["line"].astype("int64"),
+            "call_count": n["call_count"],
+            "cycles": n["cycles"],
+            "time_us": n["running_time(us)"],
+        }
+    )
+
+
+def _read_instr(path: Path, core: str) -> pd.DataFrame:
+    df = _read_csv(path, INSTR_COLUMNS)
+    n = _numbers(df, path, ("call_count", "cycles", "running_time(us)"))
+    return pd.DataFrame(
+        {
+            "core": core,
+            "instr": df["instr"],
+            "addr": df["addr"],
+            "pipe": df["pipe"].str.upper(),
+            "call_count": n["call_count"],
+            "cycles": n["cycles"],
+            "time_us": n["running_time(us)"],
+            "detail": df["detail"],
+        }
+    )
+
+
+def _read_trace(path: Path, core: str) -> pd.DataFrame:
+    """Instruction time per (source line, pipe) of one core's pipeline trace."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProfileFormatError(path, None, f"a JSON trace ({exc})") from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+    if not isinstance(events, list):
+        raise ProfileFormatError(path, None, "a trace object with a 'traceEvents' list")
+    rows = [
+        (str(e.get("tid", "")).upper(), (e.get("args") or {}).get("code"), e.get("dur"))
+        for e in events
+        if isinstance(e, dict) and e.get("ph") == "X"
+    ]
+    frame = pd.DataFrame(rows, columns=["pipe", "code", "dur"])
+    frame = frame[frame["code"].notna()]
+    where = frame["code"].astype(str).str.extract(_CODE_RE)
+    frame = frame.assign(
+        file=where["file"],
+        line=pd.to_numeric(where["line"], errors="coerce"),
+        dur=pd.to_numeric(frame["dur"], errors="coerce"),
+    )
+    frame = frame.dropna(subset=["file", "line", "dur"])
+    if frame.empty:
+        return pd.DataFrame(columns=["core", "file", "line", "pipe", "busy_us", "instructions"])
+    # Chrome trace format: ts and dur are µs whatever displayTimeUnit says (it only sets the display)
+    g = frame.groupby(["file", "line", "pipe"], sort=False)["dur"]
+    out = pd.DataFrame({"busy_us": g.sum(), "instructions": g.size().astype("float64")}).reset_index()
+    out.insert(0, "core", core)
+    out["line"] = out["line"].astype("int64")
+    return out

@@ -1,0 +1,104 @@
+"""`tilescope lines`: measured cycles per TileLang / Ascend C line from msprof op simulator output
+(issue #25). The simulator folders are generated in the documented layout from the FA sample
+bundle's own Ascend C and line map (tests/support/simulator.py says so); the values asserted are
+the ones written, read back through the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tilescope.io.simulator import NO_DEBUG_INFO, read_simulator
+
+from support import SAMPLES, cli
+from support.simulator import CORES, FA_LINES, HEADER, KERNEL_CPP, core_cycles, write_fa_simulator
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    b = tmp_path / "fa"
+    shutil.copytree(SAMPLES / "tilelang_fa_bundle", b)
+    write_fa_simulator(b / "profile")
+    return b
+
+
+def _cycles(*lines: int) -> int:
+    return sum(core_cycles(core, line) for core in CORES for line in lines)
+
+
+def test_the_reader_reads_every_core_exactly(bundle: Path) -> None:
+    sim = read_simulator(bundle)
+    assert sim.cores == list(CORES)
+    assert (
+        len(sim.code) == sum(1 for c in CORES for line in FA_LINES if core_cycles(c, line)) + 2
+    )  # + header rows
+    row = sim.code[(sim.code["core"] == "core1.cubecore0") & (sim.code["line"] == 101)].iloc[0]
+    assert row["file"] == KERNEL_CPP and row["cycles"] == 28160 and row["call_count"] == 16
+    assert set(sim.instr["pipe"]) == {"SCALAR", "MTE2"} and len(sim.instr) == 3 * len(CORES)
+    pipes = sim.pipes[(sim.pipes["core"] == "core0.veccore0") & (sim.pipes["line"] == 10)].iloc[0]
+    assert pipes["pipe"] == "VECTOR" and pipes["busy_us"] == pytest.approx(5120 / 1800)
+
+
+def test_lines_of_a_bundle_roll_up_to_tilelang_lines(
+    bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = cli(capsys, "lines", str(bundle), "-f", "json")
+    assert code == 0, err
+    r = json.loads(out)
+    total = _cycles(*FA_LINES)
+    assert r["mapped"] and r["kernel_file"] == KERNEL_CPP and r["total_cycles"] == total  # header not added
+    top = r["lines"][0]
+    assert top["source_lines"] == [50] and top["what"] == "s_acc += q_l0 @ k_l0"
+    assert top["cycles"] == _cycles(101) == 53760 and top["share"] == pytest.approx(53760 / total, abs=1e-6)
+    assert (top["core_min_cycles"], top["core_max_cycles"]) == (25600, 28160)
+    assert list(top["pipes_us"]) == ["CUBE"] and top["ascendc"][0]["line"] == 101
+    # lines 5 and 10 sit inside flash_fwd_kernel_simt_vf_0, mapped (definition line 4) from l.41 and l.44
+    vf = next(x for x in r["lines"] if x["source_lines"] == [41, 44])
+    assert vf["cycles"] == _cycles(5, 10) and sorted(c["line"] for c in vf["ascendc"]) == [5, 10]
+    loose = next(x for x in r["lines"] if not x["source_lines"])
+    assert [c["line"] for c in loose["ascendc"]] == [91]  # a sync wait: no TileLang line
+    assert r["other_files"] == [{"file": HEADER, "line": 120, "cycles": 600.0}]
+    assert r["sync"] == {"SET_FLAG": 128.0, "WAIT_FLAG": 128.0}
+    code, out, _ = cli(capsys, "lines", str(bundle), "--top", "2", "--width", "200")
+    assert code == 0
+    assert "48.3 %          53,760 cycles  [25,600–28,160 per core]  l.50  s_acc += q_l0 @ k_l0" in out
+    assert "pipes: CUBE 100 %; Ascend C lines 101" in out and "l.39" not in out  # --top 2
+
+
+def test_a_simulator_folder_alone_gives_ascend_c_lines(
+    bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sim = next((bundle / "profile").glob("OPPROF_*"))
+    code, out, _ = cli(capsys, "lines", str(sim), "-f", "json")
+    r = json.loads(out)
+    assert code == 0 and not r["mapped"] and r["lines"][0]["ascendc"][0]["line"] == 101
+
+
+def test_a_kernel_built_without_g_gets_the_advice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_fa_simulator(tmp_path / "nog", with_lines=False)
+    code, out, _ = cli(capsys, "lines", str(root), "--width", "300")
+    assert code == 0 and NO_DEBUG_INFO in out and "built without -g" in NO_DEBUG_INFO
+
+
+def test_bad_input_is_one_line_naming_file_and_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_fa_simulator(tmp_path / "bad")
+    f = next(root.rglob("core0.cubecore0_code_exe.csv"))
+    lines = f.read_text().splitlines()
+    lines[2] = "kernel.cpp,16,100,0.1,"  # no :line
+    f.write_text("\n".join(lines) + "\n")
+    code, out, err = cli(capsys, "lines", str(root))
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0 and str(f) in err and "line 3" in err and "path:line" in err
+    code, _, err = cli(capsys, "lines", str(tmp_path / "bad" / "GENERATED.txt"))
+    assert code == 2 and "a msprof op simulator folder" in err
+
+
+def test_analyze_of_a_simulator_run_points_at_lines(bundle: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sim = next((bundle / "profile").glob("OPPROF_*"))
+    code, _, err = cli(capsys, "analyze", str(sim))
+    assert code == 2 and f"`tilescope lines {sim}` reads it" in err
