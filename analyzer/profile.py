@@ -80,6 +80,9 @@ class Profile:
     ir_dir: Path | None = None
     manifest: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    # a bundle's `msprof op simulator` output (tilescope.io.simulator.SimulatorData; typed loosely
+    # because io sits above this module): the measured cost per line rules name (docs/lines.md)
+    simulator: Any = None
 
     def has(self, need: str) -> bool:
         """True when the profile can satisfy one rule input.

@@ -18,11 +18,15 @@ from tilescope.engine import RuleContext
 from tilescope.findings import SAVING_DEVICE, Finding, Location, Severity
 from tilescope.profile import Profile
 from tilescope.rules._columns import num, text
+from tilescope.rules._lines import hot_lines, line_locations, measured_phrase
 from tilescope.rules._numbers import r3, r4
 
 
 def group_launches(
-    df: pd.DataFrame, saving: pd.Series, metrics: Sequence[str] = (), key: str = "name",
+    df: pd.DataFrame,
+    saving: pd.Series,
+    metrics: Sequence[str] = (),
+    key: str = "name",
     ranges: Sequence[str] = (),
 ) -> pd.DataFrame:
     """One row per kernel name: launches, total/median/max duration, summed saving, metric medians,
@@ -197,18 +201,25 @@ def grouped_findings(
             ev["chip_figures"] = chip_figures(profile.chip, *chip_fields)
         if extra is not None:
             ev.update(extra(str(kernel), row))
+        said = message(str(kernel), row)
+        places = locate(profile, str(kernel), topic)
+        measured = hot_lines(profile, str(kernel), topic)
+        if measured:
+            ev["measured_lines"] = measured
+            said = f"{said}; {measured_phrase(measured)}"
+            places = (*line_locations(profile, str(kernel), measured), *places)
         findings.append(
             make_finding(
                 ctx,
                 code=code,
                 slug=slug,
                 kernels=[str(kernel)],
-                message=message(str(kernel), row),
+                message=said,
                 evidence=ev,
                 recommendation=recommendation,
                 saving_us=float(row["saving_us"]),
                 occurrences=int(row["launches"]),
-                locations=locate(profile, str(kernel), topic),
+                locations=places,
                 assumed=assumed(str(kernel), row) if assumed is not None else (),
             )
         )

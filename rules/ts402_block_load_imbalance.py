@@ -12,6 +12,7 @@ from tilescope.findings import Finding
 from tilescope.profile import Profile
 from tilescope.rules._columns import num, text
 from tilescope.rules._findings import locate, make_finding
+from tilescope.rules._lines import line_locations, spread_lines, spread_phrase
 from tilescope.rules._numbers import r3
 from tilescope.text.words import count_text
 
@@ -153,6 +154,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             + (f" (slow: block {', '.join(sorted(slow, key=_as_int))})" if slow else "")
             + ("; vector1 sub-cores idle" if idle else "")
         )
+        spread = spread_lines(profile, kernel)
+        if spread:
+            msg = f"{msg}; {spread_phrase(spread)}"
         findings.append(
             make_finding(
                 ctx,
@@ -180,9 +184,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                     "slow_blocks": {bk: sorted(slow[bk]) for bk in sorted(slow, key=_as_int)},
                     "thresholds": dict(ctx.thresholds),
                     "saving_model": "slowest block - mean block",
+                    **({"measured_lines": spread} if spread else {}),
                 },
                 recommendation=_recommendation(slow, subs, idle),
-                locations=locate(profile, kernel, "vector"),
+                locations=(*line_locations(profile, kernel, spread), *locate(profile, kernel, "vector")),
             )
         )
     return findings[: int(ctx.thresholds["max_findings"])]

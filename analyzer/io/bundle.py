@@ -134,3 +134,23 @@ def attach_bundle(profile: Profile, bundle: Path) -> None:
             profile.ir = _read_ir(bundle / "ir" / "ir.json")
             profile.source.files.append(bundle / "ir" / "ir.json")
             _add_launch_lines(profile.ir, bundle, profile.manifest)
+    _attach_simulator(profile, bundle)
+
+
+def _attach_simulator(profile: Profile, bundle: Path) -> None:
+    """A bundle's `msprof op simulator` output, when its profile/ folder holds one. A broken file
+    costs the per-line evidence, not the analysis: it becomes a warning."""
+    if not (bundle / "profile").is_dir():
+        return
+    # deferred: the simulator reader imports pandas; this module stays light at import (above)
+    from tilescope.io.simulator import find_simulator, read_simulator
+
+    found = find_simulator(bundle / "profile")
+    if found is None:
+        return
+    try:
+        profile.simulator = read_simulator(found)
+    except ProfileFormatError as exc:
+        profile.warnings.append(f"simulator output not read, so no finding names a measured line: {exc}")
+        return
+    profile.source.files.extend(profile.simulator.files)

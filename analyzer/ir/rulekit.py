@@ -8,7 +8,7 @@ from typing import Any
 from tilescope.findings import Location
 
 
-def _stage_file(kernel: dict[str, Any], stage: str) -> str | None:
+def stage_path(kernel: dict[str, Any], stage: str) -> str | None:
     for s in kernel.get("stages", []):
         if s["name"] == stage:
             return f"ir/{s['file']}"
@@ -23,10 +23,10 @@ def locations(
     src_line = (rec or {}).get("source_line") or kernel.get("source_def_line")
     out.append(Location(file=ir.get("kernel_file", ""), line=src_line, stage="source", label=label))
     ts = (rec or {}).get("tvmscript_line")
-    ts_file = _stage_file(kernel, "tvmscript")
+    ts_file = stage_path(kernel, "tvmscript")
     if ts and ts_file:
         out.append(Location(file=ts_file, line=ts, stage="tvmscript", label=label))
-    cc_file = _stage_file(kernel, "ascendc")
+    cc_file = stage_path(kernel, "ascendc")
     for line in ((rec or {}).get("ascendc_lines") or [])[:2]:
         if cc_file:
             out.append(Location(file=cc_file, line=line, stage="ascendc", label=label))

@@ -102,3 +102,53 @@ def test_analyze_of_a_simulator_run_points_at_lines(bundle: Path, capsys: pytest
     sim = next((bundle / "profile").glob("OPPROF_*"))
     code, _, err = cli(capsys, "analyze", str(sim))
     assert code == 2 and f"`tilescope lines {sim}` reads it" in err
+
+
+def test_findings_about_the_bundle_kernel_name_its_measured_lines(
+    bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = cli(capsys, "analyze", str(bundle), "-f", "json")
+    assert code == 0, err
+    found = {f["code"]: f for f in json.loads(out)["findings"]}
+    imbalance = found["TS201"]  # Cube/Vector overlap: the hottest Cube line and the hottest Vector line
+    assert [m["source_lines"] for m in imbalance["evidence"]["measured_lines"]] == [[50], [41, 44]]
+    cube = imbalance["evidence"]["measured_lines"][0]
+    assert cube["pipes"] == ["CUBE"] and cube["ascendc_lines"] == [101]
+    assert cube["busy_us"] == pytest.approx(sum(core_cycles(c, 101) for c in CORES) / 1800, abs=1e-3)
+    assert "the simulator puts 100 % of Cube time on l.50 (s_acc += q_l0 @ k_l0)" in imbalance["message"]
+    first = imbalance["locations"][0]
+    assert (first["file"], first["line"], first["stage"]) == (
+        "sample_traces/kernels/flash_attention.py",
+        50,
+        "source",
+    )
+    assert first["label"] == "measured: 100 % of Cube time (simulator)"
+    assert found["TS302"]["evidence"]["measured_lines"][0]["source_lines"] == [41, 44]  # Vector lines
+    # block imbalance: the line whose cycles differ most between the simulated cores
+    spread = found["TS402"]["evidence"]["measured_lines"][0]
+    assert spread["source_lines"] == [50] and (spread["core_min_cycles"], spread["core_max_cycles"]) == (
+        25600,
+        28160,
+    )
+    assert "in the simulator the cores differ most on l.50" in found["TS402"]["message"]
+    # the grid is not a line's cost, and a static finding has no launch to measure
+    assert "measured_lines" not in found["TS401"]["evidence"]
+    assert "measured_lines" not in found["TS504"]["evidence"]
+
+
+def test_without_simulator_output_no_finding_claims_a_measured_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = cli(capsys, "analyze", str(SAMPLES / "tilelang_fa_bundle"), "-f", "json")
+    assert code == 0 and "measured_lines" not in out and "simulator" not in out
+
+
+def test_a_broken_simulator_file_in_a_bundle_costs_the_lines_not_the_analysis(
+    bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = next(bundle.rglob("core0.cubecore0_code_exe.csv"))
+    f.write_text("code,call_count,cycles,running_time(us)\nkernel.cpp,16,100,0.1\n")
+    code, out, _ = cli(capsys, "analyze", str(bundle), "-f", "json")
+    r = json.loads(out)
+    assert code == 0 and "measured_lines" not in out
+    assert any(str(f) in w and "simulator output not read" in w for w in r["profiles"][0]["warnings"])

@@ -1,0 +1,172 @@
+"""Measured lines for findings (issue #25): when a bundle carries `msprof op simulator` output,
+a finding about a kernel of that bundle names the TileLang lines the simulator measured for its
+topic — the lines with the most Scalar time for a scalar-bound kernel, the most MTE2/MTE3 time for
+a memory-bound one — before the lines the static IR points at.
+
+The simulator models one launch of the bundle's kernel, so only findings about a kernel the
+bundle's IR holds get measured lines; a library kernel in the same profile gets none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilescope.findings import Location
+from tilescope.io.simulator import SimulatorData
+from tilescope.ir.model import find_kernel
+from tilescope.ir.rulekit import stage_path
+from tilescope.lines import LineCost, LinesReport, line_costs
+from tilescope.profile import Profile
+
+# A finding's topic (rules/_findings.locate) -> the simulator pipes whose time ranks its lines.
+# "loop" (Cube/Vector overlap) names the hottest Cube line and the hottest Vector line; "grid"
+# (how many blocks) is not a line's cost, so it names none.
+TOPIC_PIPES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "scalar": (("SCALAR",),),
+    "cube": (("CUBE",),),
+    "vector": (("VECTOR",),),
+    "memory": (("MTE2", "MTE3"),),
+    "loop": (("CUBE",), ("VECTOR",)),
+}
+PIPE_WORDS = {
+    ("SCALAR",): "Scalar",
+    ("CUBE",): "Cube",
+    ("VECTOR",): "Vector",
+    ("MTE2", "MTE3"): "GM transfer (MTE2/MTE3)",
+}
+MAX_LINES = 3
+_CACHE = "_measured_lines"
+
+
+def measured_lines(profile: Profile) -> LinesReport | None:
+    """The per-line report of the profile's simulator output, computed once per profile."""
+    if _CACHE in profile.__dict__:
+        cached: LinesReport | None = profile.__dict__[_CACHE]
+        return cached
+    report = None
+    sim = profile.simulator
+    if isinstance(sim, SimulatorData) and len(sim.code):
+        line_map = (profile.ir or {}).get("line_map")
+        cpp = None
+        if profile.ir_dir is not None and (profile.ir_dir / "kernel.cpp").is_file():
+            cpp = (profile.ir_dir / "kernel.cpp").read_text(encoding="utf-8", errors="replace")
+        report = line_costs(sim, line_map if isinstance(line_map, list) else [], cpp)
+    profile.__dict__[_CACHE] = report
+    return report
+
+
+def _ranked(report: LinesReport, pipes: tuple[str, ...]) -> list[tuple[LineCost, float, float]]:
+    """Mapped lines by their time on `pipes`, largest first: (line, µs, share of those pipes' time)."""
+    spent = [(g, sum(g.pipes.get(p, 0.0) for p in pipes)) for g in report.lines if g.source_lines]
+    total = sum(us for _, us in spent)
+    if total <= 0:
+        return []
+    return [(g, us, us / total) for g, us in sorted(spent, key=lambda x: -x[1]) if us > 0]
+
+
+def hot_lines(profile: Profile, kernel: str, topic: str) -> list[dict[str, Any]]:
+    """The measured lines a finding about `kernel` on `topic` names, most time first; [] when the
+    profile has no simulator output, the kernel is not the bundle's or the topic names no line."""
+    groups = TOPIC_PIPES.get(topic)
+    if not groups or profile.ir is None or find_kernel(profile.ir, kernel) is None:
+        return []
+    report = measured_lines(profile)
+    if report is None:
+        return []
+    out: list[dict[str, Any]] = []
+    per_group = MAX_LINES if len(groups) == 1 else 1
+    for pipes in groups:
+        for g, us, share in _ranked(report, pipes)[:per_group]:
+            out.append(
+                {
+                    "source_lines": list(g.source_lines),
+                    "what": g.what,
+                    "pipes": list(pipes),
+                    "busy_us": round(us, 3),
+                    "share_of_pipes": round(share, 4),
+                    "share_of_cycles": round(g.share, 4),
+                    "ascendc_lines": [int(a["line"]) for a in g.ascendc],
+                }
+            )
+    return out
+
+
+def measured_phrase(lines: list[dict[str, Any]]) -> str:
+    """'the simulator puts 61 % of Scalar time on l.47 (K (GM) -> k_l1 (L1))', one clause per pipe
+    group, the first line of each."""
+    clauses = []
+    seen: set[tuple[str, ...]] = set()
+    for item in lines:
+        pipes = tuple(item["pipes"])
+        if pipes in seen:
+            continue
+        seen.add(pipes)
+        where = ", ".join(str(n) for n in item["source_lines"])
+        clauses.append(
+            f"{item['share_of_pipes'] * 100:.0f} % of {PIPE_WORDS.get(pipes, '/'.join(pipes))} time "
+            f"on l.{where} ({item['what']})"
+        )
+    return "the simulator puts " + "; ".join(clauses) if clauses else ""
+
+
+def line_locations(profile: Profile, kernel: str, lines: list[dict[str, Any]]) -> tuple[Location, ...]:
+    """The kernel source and Ascend C locations of measured lines, labelled with their share."""
+    ir = profile.ir or {}
+    k = find_kernel(ir, kernel) if ir else None
+    if k is None:
+        return ()
+    cc_file = stage_path(k, "ascendc")
+    out: list[Location] = []
+    for item in lines:
+        if "pipes" in item:
+            word = PIPE_WORDS.get(tuple(item["pipes"]), "/".join(item["pipes"]))
+            label = f"measured: {item['share_of_pipes'] * 100:.0f} % of {word} time (simulator)"
+        else:
+            label = (
+                f"measured: {item['core_min_cycles']:,.0f}–{item['core_max_cycles']:,.0f} cycles "
+                "per core (simulator)"
+            )
+        for n in item["source_lines"]:
+            out.append(Location(file=ir.get("kernel_file", ""), line=n, stage="source", label=label))
+        if cc_file:
+            out += [
+                Location(file=cc_file, line=a, stage="ascendc", label=label)
+                for a in item["ascendc_lines"][:2]
+            ]
+    return tuple(out)
+
+
+def spread_lines(profile: Profile, kernel: str) -> list[dict[str, Any]]:
+    """The mapped lines whose cycles differ most between the simulated cores (max - min), for a
+    block-imbalance finding: where the extra work of the slow core is spent."""
+    if profile.ir is None or find_kernel(profile.ir, kernel) is None:
+        return []
+    report = measured_lines(profile)
+    if report is None or report.cores < 2:
+        return []
+    ranked = sorted(
+        (g for g in report.lines if g.source_lines and g.core_max > g.core_min),
+        key=lambda g: -(g.core_max - g.core_min),
+    )
+    return [
+        {
+            "source_lines": list(g.source_lines),
+            "what": g.what,
+            "core_min_cycles": round(g.core_min, 3),
+            "core_max_cycles": round(g.core_max, 3),
+            "ascendc_lines": [int(a["line"]) for a in g.ascendc],
+        }
+        for g in ranked[:MAX_LINES]
+    ]
+
+
+def spread_phrase(lines: list[dict[str, Any]]) -> str:
+    """'in the simulator the cores differ most on l.50 (…): 25,600–28,160 cycles per core'."""
+    if not lines:
+        return ""
+    top = lines[0]
+    where = ", ".join(str(n) for n in top["source_lines"])
+    return (
+        f"in the simulator the cores differ most on l.{where} ({top['what']}): "
+        f"{top['core_min_cycles']:,.0f}–{top['core_max_cycles']:,.0f} cycles per core"
+    )
