@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from tilescope.io.simulator import SimulatorData
+from tilescope.profile import Profile
 
 # Example: "__simt_vf__ __launch_bounds__(64) inline void flash_fwd_kernel_simt_vf_3(" starts a function
 _VF_DEF = re.compile(r"__simt_vf__.*\bvoid\s+\w+\s*\(")
@@ -231,3 +232,49 @@ def bundle_line_map(bundle: Path) -> tuple[list[dict[str, Any]], str | None]:
     cpp = cpp_path.read_text(encoding="utf-8", errors="replace") if cpp_path.is_file() else None
     line_map = ir.get("line_map") if isinstance(ir, dict) else None
     return (list(line_map) if isinstance(line_map, list) else []), cpp
+
+
+_CACHE = "_line_costs"
+# lines a report (JSON `lines`, the Markdown / HTML / terminal section) carries; `tilescope lines`
+# gives them all
+REPORT_LINES = 10
+
+
+def profile_lines(profile: Profile) -> LinesReport | None:
+    """The per-line report of a profile's simulator output (a bundle's, `Profile.simulator`),
+    computed once per profile; None without one."""
+    if _CACHE in profile.__dict__:
+        cached: LinesReport | None = profile.__dict__[_CACHE]
+        return cached
+    report = None
+    sim = profile.simulator
+    if isinstance(sim, SimulatorData) and len(sim.code):
+        line_map = (profile.ir or {}).get("line_map")
+        cpp = None
+        if profile.ir_dir is not None and (profile.ir_dir / "kernel.cpp").is_file():
+            cpp = (profile.ir_dir / "kernel.cpp").read_text(encoding="utf-8", errors="replace")
+        report = line_costs(sim, line_map if isinstance(line_map, list) else [], cpp)
+    profile.__dict__[_CACHE] = report
+    return report
+
+
+def lines_section(profile: Profile, top: int = REPORT_LINES) -> dict[str, Any] | None:
+    """The report's `lines` section: the hottest `top` line groups of the profile's simulator
+    output with the Ascend C lines under each (docs/lines.md), or None."""
+    report = profile_lines(profile)
+    if report is None:
+        return None
+    full = report.to_dict()
+    sim = profile.simulator
+    return {
+        "source": "msprof op simulator",
+        "simulator": str(sim.root) if isinstance(sim, SimulatorData) else None,
+        "mapped": bool((profile.ir or {}).get("line_map")),
+        "kernel_file": full["kernel_file"],
+        "total_cycles": full["total_cycles"],
+        "cores": full["cores"],
+        "lines": full["lines"][:top],
+        "more_lines": max(0, len(full["lines"]) - top),
+        "sync": full["sync"],
+        "notes": full["notes"],
+    }

@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from tilescope.findings import Location
-from tilescope.io.simulator import SimulatorData
 from tilescope.ir.model import find_kernel
 from tilescope.ir.rulekit import stage_path
-from tilescope.lines import LineCost, LinesReport, line_costs
+from tilescope.lines import LineCost, LinesReport, profile_lines
 from tilescope.profile import Profile
 
 # A finding's topic (rules/_findings.locate) -> the simulator pipes whose time ranks its lines.
@@ -35,24 +34,6 @@ PIPE_WORDS = {
     ("MTE2", "MTE3"): "GM transfer (MTE2/MTE3)",
 }
 MAX_LINES = 3
-_CACHE = "_measured_lines"
-
-
-def measured_lines(profile: Profile) -> LinesReport | None:
-    """The per-line report of the profile's simulator output, computed once per profile."""
-    if _CACHE in profile.__dict__:
-        cached: LinesReport | None = profile.__dict__[_CACHE]
-        return cached
-    report = None
-    sim = profile.simulator
-    if isinstance(sim, SimulatorData) and len(sim.code):
-        line_map = (profile.ir or {}).get("line_map")
-        cpp = None
-        if profile.ir_dir is not None and (profile.ir_dir / "kernel.cpp").is_file():
-            cpp = (profile.ir_dir / "kernel.cpp").read_text(encoding="utf-8", errors="replace")
-        report = line_costs(sim, line_map if isinstance(line_map, list) else [], cpp)
-    profile.__dict__[_CACHE] = report
-    return report
 
 
 def _ranked(report: LinesReport, pipes: tuple[str, ...]) -> list[tuple[LineCost, float, float]]:
@@ -70,7 +51,7 @@ def hot_lines(profile: Profile, kernel: str, topic: str) -> list[dict[str, Any]]
     groups = TOPIC_PIPES.get(topic)
     if not groups or profile.ir is None or find_kernel(profile.ir, kernel) is None:
         return []
-    report = measured_lines(profile)
+    report = profile_lines(profile)
     if report is None:
         return []
     out: list[dict[str, Any]] = []
@@ -141,7 +122,7 @@ def spread_lines(profile: Profile, kernel: str) -> list[dict[str, Any]]:
     block-imbalance finding: where the extra work of the slow core is spent."""
     if profile.ir is None or find_kernel(profile.ir, kernel) is None:
         return []
-    report = measured_lines(profile)
+    report = profile_lines(profile)
     if report is None or report.cores < 2:
         return []
     ranked = sorted(

@@ -25,6 +25,7 @@ import numpy as np
 from tilescope.analysis import skipped_to_dict
 from tilescope.findings import Finding
 from tilescope.gcpause import gc_paused
+from tilescope.lines import lines_section
 from tilescope.profile import Profile
 from tilescope.report.meta import SCHEMA_VERSION, TIMELINE_CAP, now_stamp, tool_version
 from tilescope.report.ranks import SCOPE_CLUSTER, cluster_section, group_across_ranks, group_skipped
@@ -460,6 +461,9 @@ def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0
     entry = _input(profile)
     entry["warnings"] += result.notes
     entry["summary"] = _summary(profile, result)
+    lines = lines_section(profile)
+    if lines is not None:
+        entry["lines"] = lines
     part: dict[str, Any] = {
         "entry": entry,
         "findings": [f.to_dict() for f in result.findings],
@@ -507,6 +511,8 @@ def assemble_report(
         "skipped": skipped,
         "errors": errors,
     }
+    if "lines" in first:
+        report["lines"] = first["lines"]
     timeline = parts[0].get("timeline")
     if timeline and timeline["launches"]:
         report["timeline"] = timeline["launches"]

@@ -22,6 +22,7 @@ from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from tilescope.engine import get_rule
+from tilescope.report import lines_view
 from tilescope.report.access import (
     profile_summaries,
     report_chip,
@@ -108,6 +109,7 @@ def render(report: Mapping[str, Any], *, ir_root: str | Path | None = None,
         _ranks(report),
         _charts(report),
         _top_kernels(report),
+        _measured_lines(report),
         _findings(findings, roots),
         _rule_docs(findings),
         _skipped_and_errors(report),
@@ -227,6 +229,29 @@ def _top_kernels(report: Mapping[str, Any]) -> str:
             _td(html_text(sol_text(r)), True),
         ]) + "</tr>")
     out.append(f'</tbody></table><p class="note">{KERNEL_COLUMNS_NOTE}</p></section>')
+    return "\n".join(out)
+
+
+def _measured_lines(report: Mapping[str, Any]) -> str:
+    """The hottest measured lines of a bundle with simulator output (docs/lines.md)."""
+    section = lines_view.lines_of(report)
+    if section is None:
+        return ""
+    out = [f'<section id="lines"><h2>{lines_view.TITLE}</h2>',
+           f'<p class="note">{html_text(lines_view.heading(section), 300)}</p>',
+           "<table><thead><tr><th>share</th><th>cycles</th><th>per core</th><th>TileLang line</th>"
+           "<th>pipes</th><th>Ascend C lines</th></tr></thead><tbody>"]
+    for r in lines_view.line_rows(section):
+        line = html_text(r.where) + (f" <code>{html_text(r.what)}</code>" if r.what else "")
+        out.append("<tr>" + "".join([
+            _td(html_text(r.share), True), _td(html_text(r.cycles), True), _td(html_text(r.per_core), True),
+            _td(line), _td(html_text(r.pipes)), _td(html_text(r.ascendc)),
+        ]) + "</tr>")
+    out.append("</tbody></table>")
+    more = lines_view.left_out(section)
+    if more:
+        out.append(f'<p class="note">{more} more line(s): <code>tilescope lines</code> lists them all.</p>')
+    out.append("</section>")
     return "\n".join(out)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tilescope.errors import UsageError
+from tilescope.report import lines_view
 from tilescope.report.access import (
     profile_summaries,
     report_chip,
@@ -274,6 +275,24 @@ def _top_kernels(report: Mapping[str, Any], limit: int) -> str:
     return "\n".join(out) + "\n"
 
 
+def _measured_lines(report: Mapping[str, Any]) -> str:
+    """The hottest measured lines of a bundle with simulator output (docs/lines.md)."""
+    section = lines_view.lines_of(report)
+    if section is None:
+        return ""
+    out = [f"### {lines_view.TITLE}", "", f"_{md_text(lines_view.heading(section), 300)}_", "",
+           "| share | cycles | per core | TileLang line | pipes | Ascend C lines |",
+           "|--:|--:|--:|---|---|---|"]
+    for r in lines_view.line_rows(section):
+        line = md_text(r.where, 40) + (f" {md_code_span(r.what, 80)}" if r.what else "")
+        out.append(f"| {r.share} | {r.cycles} | {r.per_core} | {line} | {md_text(r.pipes, 60)} "
+                   f"| {md_text(r.ascendc, 60)} |")
+    more = lines_view.left_out(section)
+    if more:
+        out.append(f"\n_{more} more line(s): `tilescope lines` lists them all._")
+    return "\n".join(out) + "\n"
+
+
 def finding_summary_line(f: Mapping[str, Any], message_limit: int = 200) -> str:
     """The text of a finding's `<summary>` (already HTML-escaped: summary is raw HTML on GitHub)."""
     sev = str(f.get("severity", "info"))
@@ -418,7 +437,8 @@ def render(report: Mapping[str, Any], *, max_chars: int = DEFAULT_MAX_CHARS,
     tail = _tail(report)
     if len(head) + len(kernels) + len(tail) > max_chars // 2:
         tail = tail[-200:] if len(tail) > 200 else tail
-    body = [head, kernels + "\n" if kernels else ""]
+    measured = _measured_lines(report)
+    body = [head, kernels + "\n" if kernels else "", measured + "\n" if measured else ""]
     if findings:
         body.append("### Findings by estimated saving\n\n")
     used = sum(map(len, body)) + len(tail)

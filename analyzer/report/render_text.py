@@ -12,7 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tilescope.ranksets import rank_set_text, ranks_label
-from tilescope.report.access import profile_summaries
+from tilescope.report import lines_view
+from tilescope.report.access import profile_summaries, report_input_path
 from tilescope.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
 from tilescope.text.escape import terminal_text
 from tilescope.text.terminal import console as make_console
@@ -123,6 +124,7 @@ def render(report: dict[str, Any], **opts: Any) -> str:
                 where = where_text(list(f.get("locations") or []), limit=6)
                 if where:
                     say(f"at {where}", "dim", "      ", "         ")
+    _print_lines(report, say)
     # rules with the same missing input share one line ("TS500-TS506 ... needs a run bundle")
     lines = not_checked_lines([dict(s) for s in unique_skipped(report.get("skipped", []))])
     if lines:
@@ -137,6 +139,27 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             f"{adv.get('duplicates', 0)} already reported by tilescope", "dim", "", "  ")
     say(summary_line(report), "bold")
     return buf.getvalue()
+
+
+def _print_lines(report: dict[str, Any], say: Any) -> None:
+    """The measured lines of a bundle that carries simulator output (docs/lines.md)."""
+    section = lines_view.lines_of(report)
+    if section is None:
+        return
+    say(f"{lines_view.TITLE.lower()}: {lines_view.heading(section)}", "bold", "", "  ")
+    for r in lines_view.line_rows(section):
+        say(
+            f"{r.share:>7}  {r.cycles:>10} cycles [{r.per_core} per core]  {r.where}"
+            + (f"  {r.what}" if r.what else "")
+            + f" — {r.pipes}; Ascend C {r.ascendc}",
+            "",
+            "  ",
+            "             ",
+        )
+    more = lines_view.left_out(section)
+    if more:
+        where = report_input_path(report) or "PATH"
+        say(f"{more} more line(s): tilescope lines {where}", "dim", "  ", "    ")
 
 
 def _profile_lines(p: dict[str, Any]) -> list[tuple[str, str]]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tilescope.io.simulator import NO_DEBUG_INFO, read_simulator
+from tilescope.report.data import validate_report
 
 from support import SAMPLES, cli
 from support.simulator import CORES, FA_LINES, HEADER, KERNEL_CPP, core_cycles, write_fa_simulator
@@ -152,3 +153,31 @@ def test_a_broken_simulator_file_in_a_bundle_costs_the_lines_not_the_analysis(
     r = json.loads(out)
     assert code == 0 and "measured_lines" not in out
     assert any(str(f) in w and "simulator output not read" in w for w in r["profiles"][0]["warnings"])
+
+
+def test_every_report_format_shows_the_hottest_lines(
+    bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = cli(capsys, "analyze", str(bundle), "-f", "json")
+    report = json.loads(out)
+    validate_report(report)
+    section = report["lines"]
+    assert section == report["profiles"][0]["lines"] and section["source"] == "msprof op simulator"
+    assert section["total_cycles"] == _cycles(*FA_LINES) and section["cores"] == len(CORES)
+    assert len(section["lines"]) + section["more_lines"] == 8 and section["lines"][0]["source_lines"] == [50]
+    code, out, _ = cli(capsys, "analyze", str(bundle), "--width", "250")
+    assert code == 0
+    assert "where the time goes inside the kernel: 111,270 cycles over 4 simulated cores" in out
+    assert (
+        "48.3 %      53,760 cycles [25,600–28,160 per core]  l.50  s_acc += q_l0 @ k_l0"
+        " — CUBE 100 %; Ascend C 101"
+        in out
+    )
+    assert f"3 more line(s): tilescope lines {bundle}" in out
+    code, out, _ = cli(capsys, "analyze", str(bundle), "-f", "md")
+    assert "### Where the time goes inside the kernel" in out
+    assert "| 48.3 % | 53,760 | 25,600–28,160 | l\\.50 `s_acc += q_l0 @ k_l0` | CUBE 100 % | 101 |" in out
+    html_out = bundle / "r.html"
+    code, _, _ = cli(capsys, "analyze", str(bundle), "-f", "html", "-o", str(html_out))
+    page = html_out.read_text(encoding="utf-8")
+    assert code == 0 and '<section id="lines">' in page and "<code>s_acc += q_l0 @ k_l0</code>" in page

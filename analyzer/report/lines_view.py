@@ -1,0 +1,84 @@
+"""The report's measured-lines section (`report["lines"]`, tilescope.lines.lines_section) in the
+words every format shows it with: one row per TileLang line group, hottest first, so the terminal,
+Markdown and HTML say the same thing about the same line (docs/lines.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tilescope.text.words import fmt_pct
+
+TITLE = "Where the time goes inside the kernel"
+# The simulator is a model: every view says so beside its numbers, not in a footnote elsewhere.
+SOURCE_NOTE = "msprof op simulator: a model of the chip, not a board measurement"
+SHOWN = 5
+
+
+@dataclass(frozen=True)
+class LineRow:
+    share: str  # "48.3 %"
+    cycles: str  # "53,760"
+    per_core: str  # "25,600–28,160"
+    where: str  # "l.50" / "l.41, 44" / "(no TileLang line)" / "kernel.cpp:101"
+    what: str
+    pipes: str  # "CUBE 100 %"
+    ascendc: str  # "101, 102"
+
+
+def lines_of(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    section = report.get("lines")
+    return section if isinstance(section, Mapping) and section.get("lines") else None
+
+
+def heading(section: Mapping[str, Any]) -> str:
+    """'111,270 cycles over 4 simulated cores (msprof op simulator: …)'."""
+    return (
+        f"{float(section.get('total_cycles') or 0):,.0f} cycles over {int(section.get('cores') or 0)} "
+        f"simulated cores ({SOURCE_NOTE})"
+    )
+
+
+def _pipes(item: Mapping[str, Any]) -> str:
+    pipes = {str(k): float(v) for k, v in (item.get("pipes_us") or {}).items()}
+    busy = sum(pipes.values())
+    if busy <= 0:
+        return "no traced instructions"
+    top = sorted(pipes.items(), key=lambda kv: -kv[1])[:3]
+    return ", ".join(f"{name} {fmt_pct(us / busy, 0)}" for name, us in top)
+
+
+def line_rows(section: Mapping[str, Any], limit: int = SHOWN) -> list[LineRow]:
+    """The first `limit` line groups as display strings (the section is hottest first)."""
+    mapped = bool(section.get("mapped"))
+    rows = []
+    for item in list(section.get("lines") or [])[:limit]:
+        src = [int(n) for n in item.get("source_lines") or []]
+        c_lines = [int(a["line"]) for a in item.get("ascendc") or []]
+        if src:
+            where = "l." + ", ".join(str(n) for n in src)
+        elif mapped:
+            where = str(item.get("what") or "")
+        else:
+            where = "Ascend C " + ", ".join(str(n) for n in c_lines[:3])
+        rows.append(
+            LineRow(
+                share=fmt_pct(item.get("share"), 1),
+                cycles=f"{float(item.get('cycles') or 0):,.0f}",
+                per_core=(
+                    f"{float(item.get('core_min_cycles') or 0):,.0f}–"
+                    f"{float(item.get('core_max_cycles') or 0):,.0f}"
+                ),
+                where=where,
+                what=str(item.get("what") or "") if src else "",
+                pipes=_pipes(item),
+                ascendc=", ".join(str(n) for n in c_lines[:6]) + (" …" if len(c_lines) > 6 else ""),
+            )
+        )
+    return rows
+
+
+def left_out(section: Mapping[str, Any], limit: int = SHOWN) -> int:
+    """Line groups not shown: beyond `limit` here, plus those the report itself left out."""
+    return max(0, len(section.get("lines") or []) - limit) + int(section.get("more_lines") or 0)
