@@ -18,7 +18,8 @@ excluded), except for the CLI, whose wall time and peak RSS are the whole proces
 - `json.loads` baseline: every core's trace read with `json.loads` and summed per (line, pipe) with
   pandas, as the reader did before #25 (the code is below, `_BASELINE`);
 - `read_simulator`: the streamed reader, every CSV and trace of the folder;
-- `tilescope lines DIR -f json`: the whole command.
+- `tilescope lines DIR -f json`: the whole command;
+- `pipeline_lanes`: the in-core pipeline timeline (merged, capped busy intervals per core and pipe).
 """
 
 from __future__ import annotations
@@ -187,11 +188,19 @@ def run(root):
     return (f"{n:,.0f} instructions with a line, {busy:,.3f} µs busy, {len(sim.pipes)} (core, line, pipe) "
             f"groups; {len(sim.code)} code rows")
 """
+_LANES = """
+from pathlib import Path
+from tilescope.pipeline_lanes import pipeline_lanes
+def run(root):
+    df = pipeline_lanes(Path(root))
+    return f"{len(df):,} busy intervals (capped lanes) for {df['instructions'].sum():,} instructions"
+"""
 CHILDREN = {
     "json.loads (before #25)": _BASELINE + _TRACES,
     "streamed (line_busy)": _STREAMED + _TRACES,
     "read_simulator (folder)": _FOLDER,
     "ijson (yajl2_c)": _IJSON + _TRACES,
+    "pipeline_lanes (folder)": _LANES,
 }
 _TIMER = (
     "import resource, sys, time\n"
