@@ -26,7 +26,13 @@ from pathlib import Path
 
 from tilescope.columns import SPECS
 from tilescope.errors import NoProfileFoundError, ProfileFormatError
-from tilescope.io.msprof_op_layout import has_block_metrics, is_msprof_op_dir
+from tilescope.io.msprof_op_layout import (
+    find_simulator,
+    has_block_metrics,
+    is_msprof_op_dir,
+    simulator_core_dirs,
+    simulator_holding,
+)
 
 TORCH_OUT = "ASCEND_PROFILER_OUTPUT"
 MSPROF_OUT = "mindstudio_profiler_output"
@@ -105,7 +111,7 @@ OP_SUMMARY_RE = re.compile(r"^op_summary_(?:(?P<slice>slice_)?(?P<a>\d{1,20})(?:
 
 
 def detect_producer(header: list[str]) -> str | None:
-    """"torch_npu" or "msprof": who wrote a kernel table with this header; None for neither."""
+    """ "torch_npu" or "msprof": who wrote a kernel table with this header; None for neither."""
     names = {h.strip() for h in header}
     if len(names & _TORCH_NPU_MARKERS) >= 2:
         return "torch_npu"
@@ -277,6 +283,10 @@ def _detect_dir(d: Path, depth: int = 0) -> list[Detected]:
         return [Detected("msprof", d.parent)]
     if _is_torch_root(d) or ((d / "kernel_details.csv").is_file() and (d / "trace_view.json").is_file()):
         return [Detected("torch_npu", d)]
+    if simulator_core_dirs(d) or simulator_holding(d):
+        # msprof op simulator output holds no kernel table (`tilescope lines` reads it), and its
+        # summary trace.json, whose pids and tids are core and pipe names, is no kernel timeline
+        return []
     if is_msprof_op_dir(d):
         return _detect_msprof_op(d)
     if _is_msprof_root(d):
@@ -286,8 +296,11 @@ def _detect_dir(d: Path, depth: int = 0) -> list[Detected]:
     for s in subdirs:
         if _is_torch_root(s) or s.name.startswith(("PROF_", "OPPROF_")):
             found.extend(_detect_dir(s, depth + 1))
-    if len(found) > 1 and all(f.format in ("msprof_op", "msprof_op_multi") for f in found) and \
-            all(f.path.name.startswith("OPPROF_") for f in found):
+    if (
+        len(found) > 1
+        and all(f.format in ("msprof_op", "msprof_op_multi") for f in found)
+        and all(f.path.name.startswith("OPPROF_") for f in found)
+    ):
         # msprof op run again and again into one --output: launches of one device's operators, not
         # ranks (msprof op profiles one device; its multi-device layout is inside one OPPROF_*)
         return [Detected("msprof_op_multi", d)]
@@ -309,6 +322,9 @@ def detect(path: str | Path) -> list[Detected]:
     p = Path(path)
     if not p.exists():
         raise NoProfileFoundError(p, "path does not exist")
+    sim = simulator_holding(p) if p.is_file() else None
+    if sim is not None:
+        raise _simulator_hint(p, sim)
     if p.is_file():
         det = _detect_file(p)
         if det is None:
@@ -319,13 +335,16 @@ def detect(path: str | Path) -> list[Detected]:
     except PermissionError as exc:
         raise ProfileFormatError(p, None, "cannot read directory (permission denied)") from exc
     if not found:
-        # deferred: the simulator reader (pandas) only on this error path
-        from tilescope.io.simulator import find_simulator
-
-        if find_simulator(p) is not None:  # per-line data, no per-kernel table: another command reads it
-            raise NoProfileFoundError(p, "an msprof op simulator run holds per-line cycles, no kernel table: "
-                                         f"`tilescope lines {p}` reads it")
+        sim = p if find_simulator(p) is not None else simulator_holding(p)
+        if sim is not None:
+            raise _simulator_hint(p, sim)
         raise NoProfileFoundError(
             p, "no kernel table (kernel_details / op_summary), timeline, OpBasicInfo, OPPROF_* or database"
         )
     return found
+
+
+def _simulator_hint(p: Path, folder: Path) -> NoProfileFoundError:
+    """Per-line data, no per-kernel table: another command reads it (`folder`: what it reads)."""
+    what = "an msprof op simulator run holds per-line cycles, no kernel table"
+    return NoProfileFoundError(p, f"{what}: `tilescope lines {folder}` reads it")

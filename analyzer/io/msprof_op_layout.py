@@ -1,5 +1,6 @@
 """Where an `msprof op` output keeps its files: the per-block metric CSVs and OpBasicInfo of each
-launch directory, found by name only (no file is read).
+launch directory, and the core folders of an `msprof op simulator` run, found by name only (no file
+is read).
 
 Detection (`tilescope.io.detect`) asks these questions of every folder it sniffs, before any table is
 parsed; they live apart from the reader (`tilescope.io.msprof_op`, which imports pandas) so that
@@ -25,6 +26,8 @@ METRIC_FILES = (
 METRIC_FILE_RE = re.compile(r"^(?P<metric>[A-Za-z0-9]+?)(?:_\d{8,20})?\.csv$")
 # Example: "device3" -> 3
 DEVICE_DIR_RE = re.compile(r"^device_?(?P<n>\d{1,3})$")
+# Example: "core3.veccore0", "core0.cubecore0": one simulated core of `msprof op simulator` output
+CORE_DIR_RE = re.compile(r"^core\d+\.(?:veccore|cubecore)\d+$")
 
 
 def metric_files(launch_dir: Path) -> dict[str, Path]:
@@ -95,3 +98,31 @@ def has_block_metrics(path: Path) -> bool:
     them an OpBasicInfo folder is an `msprof op` output; without, OpBasicInfo may sit beside other
     profiler files as a clock source (detection)."""
     return any(metric in METRIC_FILES for metric in metric_files(path))
+
+
+def simulator_core_dirs(folder: Path) -> list[Path]:
+    """The core folders (`core0.veccore0/`, ...) directly in `folder`: it is a simulator/ folder."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_dir() and CORE_DIR_RE.match(p.name))
+    except OSError:
+        return []
+
+
+def find_simulator(path: Path) -> Path | None:
+    """The `simulator/` folder at or below `path` (a bundle, an OPPROF_* folder, the folder
+    itself), or None."""
+    if path.is_dir() and simulator_core_dirs(path):
+        return path
+    for candidate in sorted(path.rglob("simulator")) if path.is_dir() else []:
+        if candidate.is_dir() and simulator_core_dirs(candidate):
+            return candidate
+    return None
+
+
+def simulator_holding(path: Path) -> Path | None:
+    """The simulator/ folder that `path` is part of: one of its core folders, or a file in it or in
+    a core folder (its per-core or summary `trace.json`); None otherwise."""
+    folder = path if path.is_dir() else path.parent
+    if CORE_DIR_RE.match(folder.name):
+        folder = folder.parent
+    return folder if folder != path and simulator_core_dirs(folder) else None

@@ -6,6 +6,8 @@ Layout: `OPPROF_*/simulator/core{i}.{veccore|cubecore}{j}/` holding `*_code_exe*
 (`instr,addr,pipe,call_count,cycles,running_time(us),detail`) and `trace.json` (an object with
 `traceEvents`: `X` events are instructions, `pid` the core, `tid` the pipe, `args.code` the source
 line). Runs of several operators add a timestamp to the CSV names. Every line may end with a comma.
+The traces are streamed and summed as they are read (tilescope.io.simulator_trace): a run of a
+million instructions is hundreds of MB of JSON.
 
 Three tables come out, one row per core and item: `code` (core, file, line, call_count, cycles,
 time_us), `instr` (core, instr, addr, pipe, call_count, cycles, time_us, detail) and `pipes`
@@ -16,7 +18,6 @@ to give, and the reader says so instead of reporting nothing.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +25,9 @@ from pathlib import Path
 import pandas as pd
 
 from tilescope.errors import ProfileFormatError
+from tilescope.io.msprof_op_layout import find_simulator, simulator_core_dirs
+from tilescope.io.simulator_trace import line_busy
 
-# Example: "core3.veccore0", "core0.cubecore0"
-CORE_DIR_RE = re.compile(r"^core\d+\.(?:veccore|cubecore)\d+$")
 CODE_COLUMNS = ("code", "call_count", "cycles", "running_time(us)")
 INSTR_COLUMNS = ("instr", "addr", "pipe", "call_count", "cycles", "running_time(us)", "detail")
 # Example: "/tmp/tilelang/kernel_abc.cpp:88" -> ("/tmp/tilelang/kernel_abc.cpp", 88)
@@ -52,21 +53,6 @@ class SimulatorData:
         return len(self.code) > 0 or len(self.pipes) > 0
 
 
-def find_simulator(path: Path) -> Path | None:
-    """The `simulator/` folder at or below `path` (a bundle, an OPPROF_* folder, the folder
-    itself), or None."""
-    if path.is_dir() and _core_dirs(path):
-        return path
-    for candidate in sorted(path.rglob("simulator")) if path.is_dir() else []:
-        if candidate.is_dir() and _core_dirs(candidate):
-            return candidate
-    return None
-
-
-def _core_dirs(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_dir() and CORE_DIR_RE.match(p.name))
-
-
 def read_simulator(path: Path) -> SimulatorData:
     """Read every core folder of a simulator output; ProfileFormatError on a malformed file."""
     root = find_simulator(path)
@@ -79,8 +65,8 @@ def read_simulator(path: Path) -> SimulatorData:
         )
     code, instr, pipes, files = [], [], [], []
     header_only = 0
-    cores = [d.name for d in _core_dirs(root)]
-    for core_dir in _core_dirs(root):
+    cores = [d.name for d in simulator_core_dirs(root)]
+    for core_dir in simulator_core_dirs(root):
         for f in sorted(core_dir.glob("*_code_exe*.csv")):
             files.append(f)
             part = _read_code(f, core_dir.name)
@@ -92,7 +78,9 @@ def read_simulator(path: Path) -> SimulatorData:
         trace = core_dir / "trace.json"
         if trace.is_file():
             files.append(trace)
-            pipes.append(_read_trace(trace, core_dir.name))
+            busy = line_busy(trace)
+            busy.insert(0, "core", core_dir.name)
+            pipes.append(busy)
     data = SimulatorData(
         root,
         _concat(code, ("core", "file", "line", "call_count", "cycles", "time_us")),
@@ -176,36 +164,3 @@ def _read_instr(path: Path, core: str) -> pd.DataFrame:
             "detail": df["detail"],
         }
     )
-
-
-def _read_trace(path: Path, core: str) -> pd.DataFrame:
-    """Instruction time per (source line, pipe) of one core's pipeline trace."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProfileFormatError(path, None, f"a JSON trace ({exc})") from None
-    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
-    if not isinstance(events, list):
-        raise ProfileFormatError(path, None, "a trace object with a 'traceEvents' list")
-    rows = [
-        (str(e.get("tid", "")).upper(), (e.get("args") or {}).get("code"), e.get("dur"))
-        for e in events
-        if isinstance(e, dict) and e.get("ph") == "X"
-    ]
-    frame = pd.DataFrame(rows, columns=["pipe", "code", "dur"])
-    frame = frame[frame["code"].notna()]
-    where = frame["code"].astype(str).str.extract(_CODE_RE)
-    frame = frame.assign(
-        file=where["file"],
-        line=pd.to_numeric(where["line"], errors="coerce"),
-        dur=pd.to_numeric(frame["dur"], errors="coerce"),
-    )
-    frame = frame.dropna(subset=["file", "line", "dur"])
-    if frame.empty:
-        return pd.DataFrame(columns=["core", "file", "line", "pipe", "busy_us", "instructions"])
-    # Chrome trace format: ts and dur are µs whatever displayTimeUnit says (it only sets the display)
-    g = frame.groupby(["file", "line", "pipe"], sort=False)["dur"]
-    out = pd.DataFrame({"busy_us": g.sum(), "instructions": g.size().astype("float64")}).reset_index()
-    out.insert(0, "core", core)
-    out["line"] = out["line"].astype("int64")
-    return out

@@ -42,8 +42,10 @@ def core_cycles(core: str, line: int) -> int:
 
 
 def write_fa_simulator(root: Path, with_lines: bool = True) -> Path:
-    """OPPROF_*/simulator/ with code and instruction CSVs and a pipeline trace per core."""
+    """OPPROF_*/simulator/ with code and instruction CSVs and a pipeline trace per core, and the
+    summary trace of all cores (string pids and tids: core and pipe names, as the real one)."""
     sim = root / "OPPROF_20261206000000_GENERATEDSIMRUN" / "simulator"
+    every: list[dict] = []
     for core in CORES:
         d = sim / core
         d.mkdir(parents=True)
@@ -67,6 +69,7 @@ def write_fa_simulator(root: Path, with_lines: bool = True) -> Path:
                     }
                 )
                 ts += cycles / 1800
+        every.extend(events)
         if with_lines and "veccore" in core:
             code.append(f"{HEADER}:120,64,300,0.1667,")  # inlined library code: inside line 10 already
         (d / f"{core}_code_exe.csv").write_text("\n".join(code) + "\n")
@@ -82,5 +85,6 @@ def write_fa_simulator(root: Path, with_lines: bool = True) -> Path:
                 {"displayTimeUnit": "ns", "profilingType": "op", "schemaVersion": 1, "traceEvents": events}
             )
         )
+    (sim / "trace.json").write_text(json.dumps({"displayTimeUnit": "ns", "traceEvents": every}))
     (root / "GENERATED.txt").write_text(NOTE)
     return root
