@@ -304,6 +304,20 @@ def _detect_dir(d: Path, depth: int = 0) -> list[Detected]:
     return found
 
 
+def _per_line_hint(p: Path) -> None:
+    """Per-line data, no per-kernel table: point at the command that reads it."""
+    # deferred: the per-line readers (pandas) only on this error path
+    from tilescope.io.line_data import find_visualize_bins
+    from tilescope.io.simulator import find_simulator
+
+    if p.is_dir() and find_simulator(p) is not None:
+        raise NoProfileFoundError(p, "an msprof op simulator run holds per-line cycles, no kernel table: "
+                                     f"`tilescope lines {p}` reads it")
+    if find_visualize_bins(p):
+        raise NoProfileFoundError(p, "a visualize_data.bin holds per-line data, no kernel table: "
+                                     f"`tilescope lines {p}` reads it")
+
+
 def detect(path: str | Path) -> list[Detected]:
     """What profile(s) a path holds; NoProfileFoundError when none."""
     p = Path(path)
@@ -312,6 +326,7 @@ def detect(path: str | Path) -> list[Detected]:
     if p.is_file():
         det = _detect_file(p)
         if det is None:
+            _per_line_hint(p)
             raise NoProfileFoundError(p, "not a kernel table, timeline or profiler database")
         return [det]
     try:
@@ -319,12 +334,7 @@ def detect(path: str | Path) -> list[Detected]:
     except PermissionError as exc:
         raise ProfileFormatError(p, None, "cannot read directory (permission denied)") from exc
     if not found:
-        # deferred: the simulator reader (pandas) only on this error path
-        from tilescope.io.simulator import find_simulator
-
-        if find_simulator(p) is not None:  # per-line data, no per-kernel table: another command reads it
-            raise NoProfileFoundError(p, "an msprof op simulator run holds per-line cycles, no kernel table: "
-                                         f"`tilescope lines {p}` reads it")
+        _per_line_hint(p)
         raise NoProfileFoundError(
             p, "no kernel table (kernel_details / op_summary), timeline, OpBasicInfo, OPPROF_* or database"
         )
