@@ -1,6 +1,10 @@
 """Measured cost per source line: the simulator's cycles per Ascend C line, rolled up to the TileLang
 lines of a bundle's line map (tilescope.ir.linemap), with the pipe split and the spread over cores.
 
+The ranking quantity (`LinesReport.metric`) is cycles where the source measured them (the
+simulator's CSVs or visualize_data.bin) and instructions executed where it did not (a board's Source
+mode counts no cycles); "cycles" below reads as that quantity, and what was not measured is None.
+
 How lines are counted (docs/lines.md):
 - The kernel's own source file is the one with the most cycles among the files that are not headers
   (`.h`, `.hpp`, or under an `include/` folder): TileLang compiles a temporary copy of `ir/kernel.cpp`,
@@ -20,6 +24,7 @@ How lines are counted (docs/lines.md):
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,49 +44,74 @@ SYNC_INSTR = re.compile(r"^(SET_FLAG|WAIT_FLAG|PIPE_BARRIER|BARRIER|SET_CROSS_CO
 
 @dataclass
 class LineCost:
-    """One TileLang line (or group of lines sharing Ascend C code) and the Ascend C lines under it."""
+    """One TileLang line (or group of lines sharing Ascend C code) and the Ascend C lines under it.
+
+    `value` is the quantity lines are ranked by (`LinesReport.metric`): cycles where the source
+    measured them, else instructions executed (a board's Source mode); a quantity the source did not
+    measure is None, never 0."""
 
     source_lines: tuple[int, ...]  # empty: Ascend C lines no TileLang line maps to
     what: str
-    cycles: float
+    value: float
     share: float
     core_min: float
     core_max: float
-    call_count: float
+    call_count: float | None
+    cycles: float | None = None
+    instructions_executed: float | None = None
+    stall_cycles: float | None = None
     pipes: dict[str, float] = field(default_factory=dict)  # pipe -> busy µs (traces)
-    ascendc: list[dict[str, Any]] = field(default_factory=list)  # line, cycles, share
+    # pipe -> the metric, from a visualize_data.bin's instructions (each names its line and pipe)
+    pipes_instr: dict[str, float] = field(default_factory=dict)
+    ascendc: list[dict[str, Any]] = field(default_factory=list)  # line, cycles, share, ...
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, metric: str = "cycles") -> dict[str, Any]:
+        per_core = metric == "cycles"  # a board's one "ALL" core has no spread
         return {
             "source_lines": list(self.source_lines),
             "what": self.what,
-            "cycles": round(self.cycles, 3),
+            "cycles": _round(self.cycles, 3),
             "share": round(self.share, 6),
-            "core_min_cycles": round(self.core_min, 3),
-            "core_max_cycles": round(self.core_max, 3),
-            "call_count": round(self.call_count, 3),
+            "core_min_cycles": round(self.core_min, 3) if per_core else None,
+            "core_max_cycles": round(self.core_max, 3) if per_core else None,
+            "call_count": _round(self.call_count, 3),  # None: the source counts no line executions
+            "instructions_executed": _round(self.instructions_executed, 3),
+            "stall_cycles": _round(self.stall_cycles, 3),
             "pipes_us": {k: round(v, 4) for k, v in self.pipes.items()},
+            "pipes_instr": {k: round(v, 3) for k, v in self.pipes_instr.items()},
             "ascendc": self.ascendc,
         }
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None or math.isnan(value) else round(value, digits)
 
 
 @dataclass
 class LinesReport:
     kernel_file: str | None
-    total_cycles: float
+    total_cycles: float | None
     cores: int
     lines: list[LineCost]
     other_files: list[dict[str, Any]]  # header lines, inclusive in their callers: never added
     instructions: list[dict[str, Any]]  # per (pipe, instr): cycles, count, summed over cores
     sync: dict[str, float]  # sync/barrier instructions executed, by name
     notes: list[str]
+    metric: str = "cycles"  # what lines are ranked by and shares are of
+    measures: tuple[str, ...] = ("cycles",)
+    source_kind: str = ""
+    total_instructions_executed: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "kernel_file": self.kernel_file,
-            "total_cycles": round(self.total_cycles, 3),
+            "total_cycles": _round(self.total_cycles, 3),
+            "total_instructions_executed": _round(self.total_instructions_executed, 3),
+            "metric": self.metric,
+            "measures": list(self.measures),
+            "source_kind": self.source_kind,
             "cores": self.cores,
-            "lines": [x.to_dict() for x in self.lines],
+            "lines": [x.to_dict(self.metric) for x in self.lines],
             "other_files": self.other_files,
             "instructions": self.instructions,
             "sync": self.sync,
@@ -94,11 +124,11 @@ def _is_header(path: str) -> bool:
     return p.endswith((".h", ".hpp")) or "/include/" in p
 
 
-def kernel_file(code: pd.DataFrame) -> str | None:
+def kernel_file(code: pd.DataFrame, metric: str = "cycles") -> str | None:
     files = code.loc[~code["file"].map(_is_header)]
     if files.empty:
         return None
-    return str(files.groupby("file")["cycles"].sum().idxmax())
+    return str(files.groupby("file")[metric].sum().idxmax())
 
 
 def vf_owner_lines(cpp: str) -> dict[int, int]:
@@ -133,85 +163,183 @@ def c_to_source(
     return {c: (tuple(sorted(d)), "; ".join(d[s] for s in sorted(d))) for c, d in direct.items()}
 
 
-def line_costs(
-    sim: SimulatorData, line_map: Sequence[Mapping[str, Any]] = (), cpp: str | None = None
-) -> LinesReport:
-    """The per-line report of a simulator run (module docstring)."""
-    code = sim.code
-    kfile = kernel_file(code) if len(code) else None
-    own = code[code["file"] == kfile] if kfile else code.iloc[0:0]
-    total = float(own["cycles"].sum())
-    per_line = own.groupby("line").agg(cycles=("cycles", "sum"), calls=("call_count", "sum"))
-    per_core = own.groupby(["line", "core"])["cycles"].sum().groupby("line").agg(["min", "max"])
-    pipes = sim.pipes[sim.pipes["file"] == kfile] if kfile else sim.pipes.iloc[0:0]
-    pipe_us: dict[int, dict[str, float]] = {}
-    by_pipe = pipes.groupby(["line", "pipe"])["busy_us"].sum()
-    for line, pipe, us in zip(
+def ranking_metric(sim: SimulatorData) -> str:
+    """Cycles where the source measured them; a board's Source mode counts instructions only."""
+    return "cycles" if "cycles" in sim.measures else "instructions_executed"
+
+
+def _per_line(sim: SimulatorData, own: pd.DataFrame, kfile: str | None, metric: str) -> pd.DataFrame:
+    """One row per Ascend C line of the kernel file, hottest first: the metric summed over cores
+    (`value`), its min and max per core, cycles, call counts, instructions executed, stall cycles,
+    mean L2 hit rate."""
+    g = own.groupby("line")
+    cols = {c: own[c] if c in own else pd.Series(float("nan"), index=own.index) for c in _LINE_SUMS}
+    table = pd.DataFrame({c: cols[c].groupby(own["line"]).sum(min_count=1) for c in _LINE_SUMS})
+    table["value"] = g[metric].sum()
+    spread = own.groupby(["line", "core"])[metric].sum().groupby("line").agg(["min", "max"])
+    table["lo"], table["hi"] = spread["min"], spread["max"]
+    table["l2_hit_rate"] = (
+        own["l2_hit_rate"].groupby(own["line"]).mean() if "l2_hit_rate" in own else float("nan")
+    )
+    stalls = sim.stalls
+    if stalls is not None and kfile is not None and len(stalls):
+        mine = stalls[stalls["file"] == kfile]
+        by_line = mine.groupby(mine["line"].astype("int64"))["stall_cycles"].sum()
+        table["stall_cycles"] = by_line.reindex(table.index)
+    else:
+        table["stall_cycles"] = float("nan")
+    return table.sort_values("value", ascending=False)
+
+
+_LINE_SUMS = ("cycles", "call_count", "instructions_executed")
+
+
+def _by_line_pipe(frame: pd.DataFrame, column: str) -> dict[int, dict[str, float]]:
+    out: dict[int, dict[str, float]] = {}
+    by_pipe = frame.groupby([frame["line"].astype("int64"), "pipe"])[column].sum()
+    for line, pipe, v in zip(
         by_pipe.index.get_level_values(0).tolist(),
         by_pipe.index.get_level_values(1).tolist(),
         by_pipe.tolist(),
         strict=True,
     ):
-        pipe_us.setdefault(int(line), {})[str(pipe)] = float(us)
-    mapping = c_to_source(line_map, cpp)
+        out.setdefault(int(line), {})[str(pipe)] = float(v)
+    return out
+
+
+def _pipe_us(sim: SimulatorData, kfile: str | None) -> dict[int, dict[str, float]]:
+    """Busy µs per line and pipe, from the per-core traces."""
+    return _by_line_pipe(sim.pipes[sim.pipes["file"] == kfile] if kfile else sim.pipes.iloc[0:0], "busy_us")
+
+
+def _instr_pipes(sim: SimulatorData, kfile: str | None, metric: str) -> dict[int, dict[str, float]]:
+    """The metric per line and pipe from a visualize_data.bin's instructions (they name their
+    line): the pipe split where there are no traces."""
+    instr = sim.instr
+    if kfile is None or "file" not in instr or instr.empty:
+        return {}
+    mine = instr[(instr["file"] == kfile) & instr["line"].notna()]
+    return _by_line_pipe(mine, "cycles" if metric == "cycles" else "call_count")
+
+
+def _add(a: float | None, b: float) -> float | None:
+    """Sums over Ascend C lines: a quantity no line measured stays None."""
+    if math.isnan(b):
+        return a
+    return b if a is None else a + b
+
+
+def _groups(
+    table: pd.DataFrame,
+    mapping: dict[int, tuple[tuple[int, ...], str]],
+    pipes: tuple[dict[int, dict[str, float]], dict[int, dict[str, float]]],
+    total: float,
+) -> list[LineCost]:
+    """Ascend C lines grouped under their TileLang lines; each its own group without a line map."""
     groups: dict[tuple[int, ...], LineCost] = {}
-    per_line = per_line.sort_values("cycles", ascending=False)
-    rows = zip(
-        per_line.index.astype("int64").tolist(),
-        per_line["cycles"].tolist(),
-        per_line["calls"].tolist(),
-        per_core["min"].reindex(per_line.index).tolist(),
-        per_core["max"].reindex(per_line.index).tolist(),
-        strict=True,
-    )
-    for c_line, cycles, calls, lo, hi in rows:
+    pipe_us, instr_pipes = pipes
+    for c_line, r in zip(table.index.astype("int64").tolist(), table.to_dict("records"), strict=True):
         src, what = mapping.get(c_line, ((), NO_SOURCE))
-        g = groups.get(src)
+        key = src if mapping else (c_line,)
+        g = groups.get(key)
         if g is None:
-            g = groups[src] = LineCost(src, what, 0.0, 0.0, 0.0, 0.0, 0.0)
-        g.cycles += cycles
-        g.call_count += calls
-        g.core_min += lo
-        g.core_max += hi
-        g.ascendc.append(
-            {"line": c_line, "cycles": cycles, "share": round(cycles / total, 6) if total else 0.0}
-        )
-        for pipe, us in pipe_us.get(c_line, {}).items():
-            g.pipes[pipe] = g.pipes.get(pipe, 0.0) + us
+            g = groups[key] = LineCost(src, what, 0.0, 0.0, 0.0, 0.0, None)
+        g.value += r["value"]
+        g.core_min += r["lo"]
+        g.core_max += r["hi"]
+        g.call_count = _add(g.call_count, r["call_count"])
+        g.cycles = _add(g.cycles, r["cycles"])
+        g.instructions_executed = _add(g.instructions_executed, r["instructions_executed"])
+        g.stall_cycles = _add(g.stall_cycles, r["stall_cycles"])
+        g.ascendc.append(_ascendc_entry(c_line, r, total))
+        for into, split in ((g.pipes, pipe_us), (g.pipes_instr, instr_pipes)):
+            for pipe, v in split.get(c_line, {}).items():
+                into[pipe] = into.get(pipe, 0.0) + v
     for g in groups.values():
-        g.share = g.cycles / total if total else 0.0
-    others = code[code["file"] != kfile] if kfile else code
-    heads = others.groupby(["file", "line"])["cycles"].sum().sort_values(ascending=False).head(20)
-    other_rows = [
-        {"file": str(f), "line": int(n), "cycles": float(c)}
-        for f, n, c in zip(
-            heads.index.get_level_values(0).tolist(),
-            heads.index.get_level_values(1).tolist(),
-            heads.tolist(),
-            strict=True,
-        )
-    ]
+        g.share = g.value / total if total else 0.0
+    return sorted(groups.values(), key=lambda g: -g.value)
+
+
+def _ascendc_entry(c_line: int, r: Mapping[Any, Any], total: float) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "line": c_line,
+        "cycles": _round(r["cycles"], 3),
+        "share": round(r["value"] / total, 6) if total else 0.0,
+    }
+    for key in ("instructions_executed", "stall_cycles", "l2_hit_rate"):
+        value = _round(r[key], 3)
+        if value is not None:  # only what the source measured (the CSVs' entries stay as they were)
+            entry[key] = value
+    return entry
+
+
+def line_costs(
+    sim: SimulatorData, line_map: Sequence[Mapping[str, Any]] = (), cpp: str | None = None
+) -> LinesReport:
+    """The per-line report of a simulator or Source-mode run (module docstring)."""
+    code = sim.code
+    metric = ranking_metric(sim)
+    kfile = kernel_file(code, metric) if len(code) else None
+    own = code[code["file"] == kfile] if kfile else code.iloc[0:0]
+    total = float(own[metric].sum())
+    table = _per_line(sim, own, kfile, metric)
+    pipes = (_pipe_us(sim, kfile), _instr_pipes(sim, kfile, metric))
+    lines = _groups(table, c_to_source(line_map, cpp), pipes, total)
+    measured_cycles = "cycles" in sim.measures
+    counted = "instructions_executed" in sim.measures
+    instr_total = float(own["instructions_executed"].sum()) if counted else None
     return LinesReport(
         kfile,
-        total,
+        total if measured_cycles else None,
         len(sim.cores),
-        sorted(groups.values(), key=lambda g: -g.cycles),
-        other_rows,
-        _instructions(sim.instr),
+        lines,
+        _other_files(code, kfile, metric),
+        _instructions(sim.instr, measured_cycles),
         _sync(sim.instr),
         list(sim.notes),
+        metric,
+        tuple(sorted(sim.measures)),
+        sim.kind,
+        instr_total,
     )
 
 
-def _instructions(instr: pd.DataFrame, top: int = 30) -> list[dict[str, Any]]:
+def _other_files(code: pd.DataFrame, kfile: str | None, metric: str) -> list[dict[str, Any]]:
+    others = code[code["file"] != kfile] if kfile else code
+    heads = others.groupby(["file", "line"])[metric].sum().sort_values(ascending=False).head(20)
+    rows = []
+    for f, n, v in zip(
+        heads.index.get_level_values(0).tolist(),
+        heads.index.get_level_values(1).tolist(),
+        heads.tolist(),
+        strict=True,
+    ):
+        row: dict[str, Any] = {"file": str(f), "line": int(n), "cycles": None}
+        row[metric] = float(v)  # the CSVs' rows stay {file, line, cycles}
+        rows.append(row)
+    return rows
+
+
+def _instructions(instr: pd.DataFrame, measured_cycles: bool = True, top: int = 30) -> list[dict[str, Any]]:
+    """The costliest instructions, summed over cores: by cycles, or by count where no cycles were
+    measured (cycles None then)."""
     if instr.empty:
         return []
-    g = instr.groupby(["pipe", "instr"]).agg(cycles=("cycles", "sum"), count=("call_count", "sum"))
-    out = g.sort_values("cycles", ascending=False).head(top).reset_index()
-    return [
-        {"pipe": str(p), "instr": str(i), "cycles": round(float(c), 3), "count": round(float(n), 3)}
-        for p, i, c, n in zip(out["pipe"], out["instr"], out["cycles"], out["count"], strict=True)
-    ]
+    extra = {"stall_cycles": ("stall_cycles", "sum")} if "stall_cycles" in instr else {}
+    g = instr.groupby(["pipe", "instr"]).agg(cycles=("cycles", "sum"), count=("call_count", "sum"), **extra)
+    out = g.sort_values("cycles" if measured_cycles else "count", ascending=False).head(top).reset_index()
+    rows = []
+    for r in out.to_dict("records"):
+        row = {
+            "pipe": str(r["pipe"]),
+            "instr": str(r["instr"]),
+            "cycles": round(float(r["cycles"]), 3) if measured_cycles else None,
+            "count": round(float(r["count"]), 3),
+        }
+        if extra and instr["stall_cycles"].notna().any():
+            row["stall_cycles"] = round(float(r["stall_cycles"]), 3)
+        rows.append(row)
+    return rows
 
 
 def _sync(instr: pd.DataFrame) -> dict[str, float]:

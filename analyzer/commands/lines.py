@@ -1,5 +1,6 @@
-"""`tilescope lines PATH`: where inside a kernel the measured cycles go, per TileLang line (a bundle)
-or Ascend C line (a simulator folder alone), from `msprof op simulator` output (docs/lines.md)."""
+"""`tilescope lines PATH`: where inside a kernel the measured cost goes, per TileLang line (a bundle)
+or Ascend C line (a simulator folder or visualize_data.bin alone), from `msprof op simulator` output
+or a board's Source mode (docs/internals.md 'Input'; docs/lines.md)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,56 @@ from tilescope.text.words import fmt_pct
 LINES_SCHEMA_VERSION = "1"
 
 
+_QUANTITY = {"cycles": "cycles", "instructions_executed": "instructions executed"}
+
+
+def _headline(report: dict) -> str:
+    """What was read and what it measured, in the words of its source."""
+    kfile = report["kernel_file"]
+    where = terminal_text(kfile) if kfile else "no kernel source line"
+    kind = report.get("source_kind") or ""
+    if report.get("metric") == "instructions_executed":
+        total = report.get("total_instructions_executed") or 0
+        return (
+            f"{terminal_text(report['path'])}: {total:,.0f} instructions executed in {where}, all cores "
+            f"together ({kind}: instruction counts, not cycles)"
+        )
+    what = "a model of the chip, not a board measurement"
+    return (
+        f"{terminal_text(report['path'])}: {report['total_cycles']:,.0f} cycles in {where} over "
+        f"{report['cores']} simulated cores ({kind or 'msprof op simulator'}: {what})"
+    )
+
+
+def _pipe_split(item: dict, metric: str) -> str:
+    """The pipe split of a line: trace time where traced, else the instructions' own metric."""
+    pipes, source = item["pipes_us"], "pipes"
+    if not pipes and item.get("pipes_instr"):
+        by = "instruction cycles" if metric == "cycles" else "instructions executed"
+        pipes, source = item["pipes_instr"], f"pipes (by {by})"
+    busy = sum(pipes.values())
+    if not busy:
+        return "pipes: no trace"
+    split = " · ".join(f"{p} {fmt_pct(v / busy, 0)}" for p, v in sorted(pipes.items(), key=lambda kv: -kv[1]))
+    return f"{source}: {terminal_text(split)}"
+
+
+def _line_text(item: dict, metric: str) -> str:
+    """The measured numbers of one line: the ranking quantity first, under its own name."""
+    if metric == "cycles":
+        text = (
+            f"{fmt_pct(item['share'], 1):>7}  {item['cycles']:>14,.0f} cycles  "
+            f"[{item['core_min_cycles']:,.0f}–{item['core_max_cycles']:,.0f} per core]"
+        )
+    else:
+        text = (
+            f"{fmt_pct(item['share'], 1):>7}  {item['instructions_executed']:>14,.0f} instructions executed"
+        )
+    if item.get("stall_cycles") is not None:
+        text += f"  {item['stall_cycles']:,.0f} stall cycles"
+    return text
+
+
 def render_text(report: dict, top: int, width: int | None) -> str:
     out: list[str] = []
 
@@ -25,28 +76,20 @@ def render_text(report: dict, top: int, width: int | None) -> str:
         out.extend(wrap(text, width, indent, hang))
 
     kfile = report["kernel_file"]
-    say(
-        f"{terminal_text(report['path'])}: {report['total_cycles']:,.0f} cycles in "
-        f"{terminal_text(kfile) if kfile else 'no kernel source line'} over {report['cores']} "
-        "simulated cores (msprof op simulator: a model of the chip, not a board measurement)"
-    )
+    metric = report.get("metric", "cycles")
+    say(_headline(report))
     for note in report["notes"]:
         say(f"note: {terminal_text(note)}", "  ")
     if not report["lines"]:
         return "\n".join(out) + "\n"
     mapped = bool(report["mapped"])
-    say(
-        f"hottest {'TileLang' if mapped else 'Ascend C'} lines (cycles summed over cores; "
-        "min–max per core; pipes from the per-core traces):"
+    how = (
+        "cycles summed over cores; min–max per core"
+        if metric == "cycles"
+        else "instructions executed, all cores together; a board's Source mode counts no cycles"
     )
+    say(f"hottest {'TileLang' if mapped else 'Ascend C'} lines ({how}):")
     for item in report["lines"][:top]:
-        pipes = item["pipes_us"]
-        busy = sum(pipes.values())
-        split = (
-            " · ".join(f"{p} {fmt_pct(v / busy, 0)}" for p, v in sorted(pipes.items(), key=lambda kv: -kv[1]))
-            if busy
-            else "no trace"
-        )
         under = ", ".join(str(c["line"]) for c in item["ascendc"][:8]) + (
             " …" if len(item["ascendc"]) > 8 else ""
         )
@@ -59,23 +102,23 @@ def render_text(report: dict, top: int, width: int | None) -> str:
             label = f"{where}  {terminal_text(item['what'])}" if item["source_lines"] else where
         else:
             label = f"{terminal_text(kfile)}:{under}"
-        say(
-            f"{fmt_pct(item['share'], 1):>7}  {item['cycles']:>14,.0f} cycles  "
-            f"[{item['core_min_cycles']:,.0f}–{item['core_max_cycles']:,.0f} per core]  {label}",
-            "  ",
-            "           ",
-        )
-        say(
-            f"pipes: {split}" + (f"; Ascend C lines {under}" if mapped else ""),
-            "           ",
-            "             ",
-        )
+        say(f"{_line_text(item, metric)}  {label}", "  ", "           ")
+        detail = [_pipe_split(item, metric)]
+        l2 = [
+            f"{c['l2_hit_rate']:.0f} % (Ascend C {c['line']})"
+            for c in item["ascendc"][:8]
+            if "l2_hit_rate" in c
+        ]
+        detail += [f"L2 hit rate {', '.join(l2)}"] if l2 else []
+        detail += [f"Ascend C lines {under}"] if mapped else []
+        if detail:
+            say("; ".join(detail), "           ", "             ")
     if report["sync"]:
         say("sync instructions executed: " + ", ".join(f"{k} {v:,.0f}" for k, v in report["sync"].items()))
     if report["other_files"]:
         say(
-            f"{len(report['other_files'])} header line(s) also listed in --format json (their cycles are "
-            "inside the kernel lines that call them, not added)"
+            f"{len(report['other_files'])} header line(s) also listed in --format json (their "
+            f"{_QUANTITY.get(metric, metric)} are inside the kernel lines that call them, not added)"
         )
     return "\n".join(out) + "\n"
 
@@ -83,7 +126,12 @@ def render_text(report: dict, top: int, width: int | None) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("lines")
     def lines_cmd(
-        path: Annotated[Path, typer.Argument(help="A bundle, an OPPROF_* folder or its simulator/ folder.")],
+        path: Annotated[
+            Path,
+            typer.Argument(
+                help="A bundle, an OPPROF_* folder, its simulator/ folder or a visualize_data.bin."
+            ),
+        ],
         fmt: Annotated[str, typer.Option("--format", "-f", help="text or json.")] = "text",
         top: Annotated[int, typer.Option("--top", min=1, help="Lines shown (text).")] = 15,
         output: Annotated[
@@ -91,7 +139,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
         width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
     ) -> None:
-        """Measured cycles per source line, hottest first, from msprof op simulator output.
+        """Measured cost per source line, hottest first, from msprof op simulator output or a
+        visualize_data.bin (the simulator's cycles, or a board Source run's instructions executed).
 
         A bundle maps them to its TileLang lines (its line map), with the Ascend C lines under each.
 
@@ -101,11 +150,11 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--format {fmt!r}: choose text or json")
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
-        # deferred: pandas (through the simulator reader) only for this command
-        from tilescope.io.simulator import read_simulator
+        # deferred: pandas (through the per-line readers) only for this command
+        from tilescope.io.line_data import read_line_data
         from tilescope.lines import bundle_line_map, line_costs
 
-        sim = read_simulator(path)
+        sim = read_line_data(path)
         line_map, cpp = bundle_line_map(path) if (path / "ir").is_dir() else ([], None)
         report = {
             "lines_schema_version": LINES_SCHEMA_VERSION,

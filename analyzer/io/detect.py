@@ -317,6 +317,17 @@ def _detect_dir(d: Path, depth: int = 0) -> list[Detected]:
     return found
 
 
+def _per_line_hint(p: Path) -> None:
+    """A visualize_data.bin, no per-kernel table: point at the command that reads it (simulator
+    CSV folders are `_simulator_hint`'s)."""
+    # deferred: the per-line readers (pandas) only on this error path
+    from tilescope.io.line_data import find_visualize_bins
+
+    if find_visualize_bins(p):
+        raise NoProfileFoundError(p, "a visualize_data.bin holds per-line data, no kernel table: "
+                                     f"`tilescope lines {p}` reads it")
+
+
 def detect(path: str | Path) -> list[Detected]:
     """What profile(s) a path holds; NoProfileFoundError when none."""
     p = Path(path)
@@ -328,6 +339,7 @@ def detect(path: str | Path) -> list[Detected]:
     if p.is_file():
         det = _detect_file(p)
         if det is None:
+            _per_line_hint(p)
             raise NoProfileFoundError(p, "not a kernel table, timeline or profiler database")
         return [det]
     try:
@@ -338,6 +350,7 @@ def detect(path: str | Path) -> list[Detected]:
         sim = p if find_simulator(p) is not None else simulator_holding(p)
         if sim is not None:
             raise _simulator_hint(p, sim)
+        _per_line_hint(p)
         raise NoProfileFoundError(
             p, "no kernel table (kernel_details / op_summary), timeline, OpBasicInfo, OPPROF_* or database"
         )

@@ -32,6 +32,11 @@ CODE_COLUMNS = ("code", "call_count", "cycles", "running_time(us)")
 INSTR_COLUMNS = ("instr", "addr", "pipe", "call_count", "cycles", "running_time(us)", "detail")
 # Example: "/tmp/tilelang/kernel_abc.cpp:88" -> ("/tmp/tilelang/kernel_abc.cpp", 88)
 _CODE_RE = re.compile(r"^(?P<file>.+):(?P<line>\d+)$")
+SIMULATOR_FOLDER = (
+    "a msprof op simulator folder (simulator/core*.veccore*/ or core*.cubecore*/ with *_code_exe.csv / "
+    "*_instr_exe.csv)"
+)
+CSV_KIND = "msprof op simulator (code/instr CSVs, per-core traces)"
 NO_DEBUG_INFO = (
     "built without -g: the simulator's code CSVs hold only their header, so there is no "
     "per-line data (rebuild the kernel with -g, keeping -O2; docs/lines.md)"
@@ -47,6 +52,13 @@ class SimulatorData:
     cores: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # what the source measured (`lines` names each under its own name): a board's Source mode
+    # counts instructions, the simulator counts cycles (tilescope.io.visualize_bin)
+    measures: frozenset[str] = frozenset({"cycles"})
+    kind: str = CSV_KIND
+    # stall cycles per (core, file, line), from a visualize_data.bin's instructions; None: not read
+    stalls: pd.DataFrame | None = None
+    sources: dict[str, str] = field(default_factory=dict)  # source path -> text, as the file holds it
 
     @property
     def has_lines(self) -> bool:
@@ -57,12 +69,7 @@ def read_simulator(path: Path) -> SimulatorData:
     """Read every core folder of a simulator output; ProfileFormatError on a malformed file."""
     root = find_simulator(path)
     if root is None:
-        raise ProfileFormatError(
-            path,
-            None,
-            "a msprof op simulator folder (simulator/core*.veccore*/ or "
-            "core*.cubecore*/ with *_code_exe.csv / *_instr_exe.csv)",
-        )
+        raise ProfileFormatError(path, None, SIMULATOR_FOLDER)
     code, instr, pipes, files = [], [], [], []
     header_only = 0
     cores = [d.name for d in simulator_core_dirs(root)]
