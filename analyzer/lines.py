@@ -395,11 +395,13 @@ def lines_section(profile: Profile, top: int = REPORT_LINES) -> dict[str, Any] |
     full = report.to_dict()
     sim = profile.simulator
     return {
-        "source": "msprof op simulator",
+        "source": full["source_kind"] or "msprof op simulator",
         "simulator": str(sim.root) if isinstance(sim, SimulatorData) else None,
         "mapped": bool((profile.ir or {}).get("line_map")),
+        "metric": full["metric"],
         "kernel_file": full["kernel_file"],
         "total_cycles": full["total_cycles"],
+        "total_instructions_executed": full["total_instructions_executed"],
         "cores": full["cores"],
         "lines": full["lines"][:top],
         "more_lines": max(0, len(full["lines"]) - top),

@@ -36,40 +36,62 @@ PIPE_WORDS = {
 MAX_LINES = 3
 
 
+def _basis(report: LinesReport) -> tuple[str, str]:
+    """What ranks a line on a pipe: the traced time where the source has traces, else the
+    instructions' own metric per pipe (a visualize_data.bin) — (attribute, unit words)."""
+    if any(g.pipes for g in report.lines):
+        return "pipes", "time"
+    if report.metric == "instructions_executed":
+        return "pipes_instr", "instructions executed"
+    return "pipes_instr", "instruction cycles"
+
+
 def _ranked(report: LinesReport, pipes: tuple[str, ...]) -> list[tuple[LineCost, float, float]]:
-    """Mapped lines by their time on `pipes`, largest first: (line, µs, share of those pipes' time)."""
-    spent = [(g, sum(g.pipes.get(p, 0.0) for p in pipes)) for g in report.lines if g.source_lines]
-    total = sum(us for _, us in spent)
+    """Mapped lines by their amount on `pipes` (`_basis`), largest first: (line, amount, share of
+    those pipes' amount)."""
+    attr, _ = _basis(report)
+    spent = [(g, sum(getattr(g, attr).get(p, 0.0) for p in pipes)) for g in report.lines if g.source_lines]
+    total = sum(v for _, v in spent)
     if total <= 0:
         return []
-    return [(g, us, us / total) for g, us in sorted(spent, key=lambda x: -x[1]) if us > 0]
+    return [(g, v, v / total) for g, v in sorted(spent, key=lambda x: -x[1]) if v > 0]
 
 
 def hot_lines(profile: Profile, kernel: str, topic: str) -> list[dict[str, Any]]:
-    """The measured lines a finding about `kernel` on `topic` names, most time first; [] when the
-    profile has no simulator output, the kernel is not the bundle's or the topic names no line."""
+    """The measured lines a finding about `kernel` on `topic` names, most first; [] when the
+    profile has no per-line data, the kernel is not the bundle's or the topic names no line."""
     groups = TOPIC_PIPES.get(topic)
     if not groups or profile.ir is None or find_kernel(profile.ir, kernel) is None:
         return []
     report = profile_lines(profile)
     if report is None:
         return []
+    attr, unit = _basis(report)
+    source = "the board" if report.metric == "instructions_executed" else "the simulator"
     out: list[dict[str, Any]] = []
     per_group = MAX_LINES if len(groups) == 1 else 1
     for pipes in groups:
-        for g, us, share in _ranked(report, pipes)[:per_group]:
+        for g, amount, share in _ranked(report, pipes)[:per_group]:
             out.append(
                 {
                     "source_lines": list(g.source_lines),
                     "what": g.what,
                     "pipes": list(pipes),
-                    "busy_us": round(us, 3),
+                    "amount": round(amount, 3),
+                    "unit": "µs" if attr == "pipes" else unit,
+                    "measure": unit,
+                    "source": source,
                     "share_of_pipes": round(share, 4),
-                    "share_of_cycles": round(g.share, 4),
+                    "share_of_line_metric": round(g.share, 4),
                     "ascendc_lines": [int(a["line"]) for a in g.ascendc],
                 }
             )
     return out
+
+
+def _pipe_words(item: dict[str, Any]) -> str:
+    pipes = tuple(item["pipes"])
+    return f"{PIPE_WORDS.get(pipes, '/'.join(pipes))} {item['measure']}"
 
 
 def measured_phrase(lines: list[dict[str, Any]]) -> str:
@@ -84,10 +106,9 @@ def measured_phrase(lines: list[dict[str, Any]]) -> str:
         seen.add(pipes)
         where = ", ".join(str(n) for n in item["source_lines"])
         clauses.append(
-            f"{item['share_of_pipes'] * 100:.0f} % of {PIPE_WORDS.get(pipes, '/'.join(pipes))} time "
-            f"on l.{where} ({item['what']})"
+            f"{item['share_of_pipes'] * 100:.0f} % of {_pipe_words(item)} on l.{where} ({item['what']})"
         )
-    return "the simulator puts " + "; ".join(clauses) if clauses else ""
+    return f"{lines[0]['source']} puts " + "; ".join(clauses) if clauses else ""
 
 
 def line_locations(profile: Profile, kernel: str, lines: list[dict[str, Any]]) -> tuple[Location, ...]:
@@ -100,8 +121,8 @@ def line_locations(profile: Profile, kernel: str, lines: list[dict[str, Any]]) -
     out: list[Location] = []
     for item in lines:
         if "pipes" in item:
-            word = PIPE_WORDS.get(tuple(item["pipes"]), "/".join(item["pipes"]))
-            label = f"measured: {item['share_of_pipes'] * 100:.0f} % of {word} time (simulator)"
+            where = "board" if item["source"] == "the board" else "simulator"
+            label = f"measured: {item['share_of_pipes'] * 100:.0f} % of {_pipe_words(item)} ({where})"
         else:
             label = (
                 f"measured: {item['core_min_cycles']:,.0f}–{item['core_max_cycles']:,.0f} cycles "

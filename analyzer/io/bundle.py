@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tilescope.columns import metric_groups_of
-from tilescope.errors import ProfileFormatError
+from tilescope.errors import ProfileFormatError, UsageError
 from tilescope.io.detect import Detected
 from tilescope.io.formats import load_single
 from tilescope.io.parts import Parts, ensure_contract
@@ -138,19 +138,19 @@ def attach_bundle(profile: Profile, bundle: Path) -> None:
 
 
 def _attach_simulator(profile: Profile, bundle: Path) -> None:
-    """A bundle's `msprof op simulator` output, when its profile/ folder holds one. A broken file
-    costs the per-line evidence, not the analysis: it becomes a warning."""
+    """A bundle's per-line data (`msprof op simulator` output or a visualize_data.bin), when its
+    profile/ folder holds some. A broken file costs the per-line evidence, not the analysis: it
+    becomes a warning."""
     if not (bundle / "profile").is_dir():
         return
-    # deferred: the simulator reader imports pandas; this module stays light at import (above)
-    from tilescope.io.simulator import find_simulator, read_simulator
+    # deferred: the per-line readers import pandas; this module stays light at import (above)
+    from tilescope.io.line_data import has_line_data, read_line_data
 
-    found = find_simulator(bundle / "profile")
-    if found is None:
+    if not has_line_data(bundle / "profile"):
         return
     try:
-        profile.simulator = read_simulator(found)
-    except ProfileFormatError as exc:
-        profile.warnings.append(f"simulator output not read, so no finding names a measured line: {exc}")
+        profile.simulator = read_line_data(bundle / "profile")
+    except (ProfileFormatError, UsageError) as exc:
+        profile.warnings.append(f"per-line data not read, so no finding names a measured line: {exc}")
         return
     profile.source.files.extend(profile.simulator.files)

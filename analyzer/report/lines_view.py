@@ -11,6 +11,8 @@ from typing import Any
 from tilescope.text.words import fmt_pct
 
 TITLE = "Where the time goes inside the kernel"
+# a board's Source mode counts instructions, not time: its section says so in its title too
+BOARD_TITLE = "Where the instructions go inside the kernel"
 # The simulator is a model: every view says so beside its numbers, not in a footnote elsewhere.
 SOURCE_NOTE = "msprof op simulator: a model of the chip, not a board measurement"
 SHOWN = 5
@@ -19,8 +21,8 @@ SHOWN = 5
 @dataclass(frozen=True)
 class LineRow:
     share: str  # "48.3 %"
-    cycles: str  # "53,760"
-    per_core: str  # "25,600–28,160"
+    cycles: str  # "53,760": the section's metric (cycles, or a board's instructions executed)
+    per_core: str  # "25,600–28,160"; "" where the source has no per-core values (a board)
     where: str  # "l.50" / "l.41, 44" / "(no TileLang line)" / "kernel.cpp:101"
     what: str
     pipes: str  # "CUBE 100 %"
@@ -32,16 +34,37 @@ def lines_of(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return section if isinstance(section, Mapping) and section.get("lines") else None
 
 
+def board(section: Mapping[str, Any]) -> bool:
+    """A board's Source mode: instructions executed, all cores together, no cycles per line."""
+    return section.get("metric") == "instructions_executed"
+
+
 def heading(section: Mapping[str, Any]) -> str:
-    """'111,270 cycles over 4 simulated cores (msprof op simulator: …)'."""
+    """'111,270 cycles over 4 simulated cores (msprof op simulator: …)', or a board run's
+    instruction count under its own name."""
+    if board(section):
+        return (
+            f"{float(section.get('total_instructions_executed') or 0):,.0f} instructions executed, all "
+            f"cores together ({section.get('source')}: instruction counts, not cycles)"
+        )
     return (
         f"{float(section.get('total_cycles') or 0):,.0f} cycles over {int(section.get('cores') or 0)} "
         f"simulated cores ({SOURCE_NOTE})"
     )
 
 
+def title(section: Mapping[str, Any]) -> str:
+    return BOARD_TITLE if board(section) else TITLE
+
+
+def quantity(section: Mapping[str, Any]) -> str:
+    """The column the rows' `cycles` field holds: 'cycles' or 'instructions'."""
+    return "instructions" if board(section) else "cycles"
+
+
 def _pipes(item: Mapping[str, Any]) -> str:
-    pipes = {str(k): float(v) for k, v in (item.get("pipes_us") or {}).items()}
+    # trace time where traced, else the metric of a visualize_data.bin's instructions per pipe
+    pipes = {str(k): float(v) for k, v in (item.get("pipes_us") or item.get("pipes_instr") or {}).items()}
     busy = sum(pipes.values())
     if busy <= 0:
         return "no traced instructions"
@@ -52,6 +75,7 @@ def _pipes(item: Mapping[str, Any]) -> str:
 def line_rows(section: Mapping[str, Any], limit: int = SHOWN) -> list[LineRow]:
     """The first `limit` line groups as display strings (the section is hottest first)."""
     mapped = bool(section.get("mapped"))
+    value = "instructions_executed" if board(section) else "cycles"
     rows = []
     for item in list(section.get("lines") or [])[:limit]:
         src = [int(n) for n in item.get("source_lines") or []]
@@ -65,10 +89,12 @@ def line_rows(section: Mapping[str, Any], limit: int = SHOWN) -> list[LineRow]:
         rows.append(
             LineRow(
                 share=fmt_pct(item.get("share"), 1),
-                cycles=f"{float(item.get('cycles') or 0):,.0f}",
+                cycles=f"{float(item.get(value) or 0):,.0f}",
                 per_core=(
                     f"{float(item.get('core_min_cycles') or 0):,.0f}–"
                     f"{float(item.get('core_max_cycles') or 0):,.0f}"
+                    if item.get("core_min_cycles") is not None
+                    else ""
                 ),
                 where=where,
                 what=str(item.get("what") or "") if src else "",

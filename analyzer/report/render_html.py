@@ -237,10 +237,10 @@ def _measured_lines(report: Mapping[str, Any]) -> str:
     section = lines_view.lines_of(report)
     if section is None:
         return ""
-    out = [f'<section id="lines"><h2>{lines_view.TITLE}</h2>',
+    out = [f'<section id="lines"><h2>{lines_view.title(section)}</h2>',
            f'<p class="note">{html_text(lines_view.heading(section), 300)}</p>',
-           "<table><thead><tr><th>share</th><th>cycles</th><th>per core</th><th>TileLang line</th>"
-           "<th>pipes</th><th>Ascend C lines</th></tr></thead><tbody>"]
+           f"<table><thead><tr><th>share</th><th>{lines_view.quantity(section)}</th><th>per core</th>"
+           "<th>TileLang line</th><th>pipes</th><th>Ascend C lines</th></tr></thead><tbody>"]
     for r in lines_view.line_rows(section):
         line = html_text(r.where) + (f" <code>{html_text(r.what)}</code>" if r.what else "")
         out.append("<tr>" + "".join([

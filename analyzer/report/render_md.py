@@ -280,8 +280,8 @@ def _measured_lines(report: Mapping[str, Any]) -> str:
     section = lines_view.lines_of(report)
     if section is None:
         return ""
-    out = [f"### {lines_view.TITLE}", "", f"_{md_text(lines_view.heading(section), 300)}_", "",
-           "| share | cycles | per core | TileLang line | pipes | Ascend C lines |",
+    out = [f"### {lines_view.title(section)}", "", f"_{md_text(lines_view.heading(section), 300)}_", "",
+           f"| share | {lines_view.quantity(section)} | per core | TileLang line | pipes | Ascend C lines |",
            "|--:|--:|--:|---|---|---|"]
     for r in lines_view.line_rows(section):
         line = md_text(r.where, 40) + (f" {md_code_span(r.what, 80)}" if r.what else "")

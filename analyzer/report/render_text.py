@@ -146,10 +146,12 @@ def _print_lines(report: dict[str, Any], say: Any) -> None:
     section = lines_view.lines_of(report)
     if section is None:
         return
-    say(f"{lines_view.TITLE.lower()}: {lines_view.heading(section)}", "bold", "", "  ")
+    say(f"{lines_view.title(section).lower()}: {lines_view.heading(section)}", "bold", "", "  ")
     for r in lines_view.line_rows(section):
         say(
-            f"{r.share:>7}  {r.cycles:>10} cycles [{r.per_core} per core]  {r.where}"
+            f"{r.share:>7}  {r.cycles:>10} {lines_view.quantity(section)}"
+            + (f" [{r.per_core} per core]" if r.per_core else "")
+            + f"  {r.where}"
             + (f"  {r.what}" if r.what else "")
             + f" — {r.pipes}; Ascend C {r.ascendc}",
             "",

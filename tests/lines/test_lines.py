@@ -16,6 +16,7 @@ from tilescope.report.data import validate_report
 
 from support import SAMPLES, cli
 from support.simulator import CORES, FA_LINES, HEADER, KERNEL_CPP, core_cycles, write_fa_simulator
+from support.visualize_bin import BOARD_LINES, write_visualize_bin
 
 
 @pytest.fixture
@@ -115,7 +116,9 @@ def test_findings_about_the_bundle_kernel_name_its_measured_lines(
     assert [m["source_lines"] for m in imbalance["evidence"]["measured_lines"]] == [[50], [41, 44]]
     cube = imbalance["evidence"]["measured_lines"][0]
     assert cube["pipes"] == ["CUBE"] and cube["ascendc_lines"] == [101]
-    assert cube["busy_us"] == pytest.approx(sum(core_cycles(c, 101) for c in CORES) / 1800, abs=1e-3)
+    assert cube["unit"] == "µs" and cube["amount"] == pytest.approx(
+        sum(core_cycles(c, 101) for c in CORES) / 1800, abs=1e-3
+    )
     assert "the simulator puts 100 % of Cube time on l.50 (s_acc += q_l0 @ k_l0)" in imbalance["message"]
     first = imbalance["locations"][0]
     assert (first["file"], first["line"], first["stage"]) == (
@@ -152,7 +155,7 @@ def test_a_broken_simulator_file_in_a_bundle_costs_the_lines_not_the_analysis(
     code, out, _ = cli(capsys, "analyze", str(bundle), "-f", "json")
     r = json.loads(out)
     assert code == 0 and "measured_lines" not in out
-    assert any(str(f) in w and "simulator output not read" in w for w in r["profiles"][0]["warnings"])
+    assert any(str(f) in w and "per-line data not read" in w for w in r["profiles"][0]["warnings"])
 
 
 def test_every_report_format_shows_the_hottest_lines(
@@ -162,7 +165,10 @@ def test_every_report_format_shows_the_hottest_lines(
     report = json.loads(out)
     validate_report(report)
     section = report["lines"]
-    assert section == report["profiles"][0]["lines"] and section["source"] == "msprof op simulator"
+    assert (
+        section == report["profiles"][0]["lines"]
+        and section["source"] == "msprof op simulator (code/instr CSVs, per-core traces)"
+    )
     assert section["total_cycles"] == _cycles(*FA_LINES) and section["cores"] == len(CORES)
     assert len(section["lines"]) + section["more_lines"] == 8 and section["lines"][0]["source_lines"] == [50]
     code, out, _ = cli(capsys, "analyze", str(bundle), "--width", "250")
@@ -170,8 +176,7 @@ def test_every_report_format_shows_the_hottest_lines(
     assert "where the time goes inside the kernel: 111,270 cycles over 4 simulated cores" in out
     assert (
         "48.3 %      53,760 cycles [25,600–28,160 per core]  l.50  s_acc += q_l0 @ k_l0"
-        " — CUBE 100 %; Ascend C 101"
-        in out
+        " — CUBE 100 %; Ascend C 101" in out
     )
     assert f"3 more line(s): tilescope lines {bundle}" in out
     code, out, _ = cli(capsys, "analyze", str(bundle), "-f", "md")
@@ -181,3 +186,30 @@ def test_every_report_format_shows_the_hottest_lines(
     code, _, _ = cli(capsys, "analyze", str(bundle), "-f", "html", "-o", str(html_out))
     page = html_out.read_text(encoding="utf-8")
     assert code == 0 and '<section id="lines">' in page and "<code>s_acc += q_l0 @ k_l0</code>" in page
+
+
+def test_a_bundle_with_a_board_source_run_counts_instructions_never_cycles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b = tmp_path / "fa"
+    shutil.copytree(SAMPLES / "tilelang_fa_bundle", b)
+    write_visualize_bin(b / "profile" / "OPPROF_20261206000001_BOARDSOURCE", "board")
+    code, out, err = cli(capsys, "analyze", str(b), "-f", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    validate_report(report)
+    section = report["lines"]
+    assert section["metric"] == "instructions_executed" and section["total_cycles"] is None
+    assert section["source"] == "board Source mode (msprof op --aic-metrics=Source)"
+    top = section["lines"][0]
+    assert top["source_lines"] == [41, 44] and top["cycles"] is None and top["core_min_cycles"] is None
+    assert top["instructions_executed"] == sum(BOARD_LINES[n][0] for n in (5, 10))
+    found = {f["code"]: f for f in report["findings"]}
+    vec = found["TS302"]["evidence"]["measured_lines"][0]
+    assert (vec["unit"], vec["source"]) == ("instructions executed", "the board")
+    assert "the board puts 100 % of Vector instructions executed on l.41, 44" in found["TS302"]["message"]
+    code, out, _ = cli(capsys, "analyze", str(b), "--width", "250")
+    assert (
+        "where the instructions go inside the kernel: 12,400 instructions executed, all cores together" in out
+    )
+    assert "cycles [" not in out.split("where the instructions go")[1]
