@@ -11,8 +11,10 @@ from __future__ import annotations
 import _thread
 import json
 import os
+import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,19 +40,50 @@ def fake_ir(bundle: Path, ref: Any, params: dict[str, Any], chip: Any) -> dict[s
 
 
 def fake_check(device: str) -> Any:
-    def check(bundle: Path, ref: Any, params: dict[str, Any], dev: str, timeout: float | None,
-              env: dict[str, str], python: str = "") -> tuple[CommandRecord, dict[str, Any]]:
-        rec = CommandRecord(["python", "-m", "tilescope.collectors.worker", "job.json"],
-                            f"correctness check ({dev})",
-                            returncode=0, duration_s=0.1)
-        answer = {"function": "vector_add", "kernel_name": "vector_add_kernel_kernel", "spec": True,
-                  "params": {"N": 4096}, "device_name": "Ascend910B2" if dev == "npu" else None,
-                  "correctness": {"status": "pass", "device": dev, "target": "c", "reason": None,
-                                  "outputs": [{"name": "C", "passed": True, "max_abs_err": 0.0,
-                                               "max_rel_err": 0.0, "mismatched": 0, "numel": 4096}],
-                                  "tolerance": {"atol": 1e-5, "rtol": 1e-5}, "seed": 0,
-                                  "max_abs_err": 0.0, "max_rel_err": 0.0}}
+    def check(
+        bundle: Path,
+        ref: Any,
+        params: dict[str, Any],
+        dev: str,
+        timeout: float | None,
+        env: dict[str, str],
+        python: str = "",
+    ) -> tuple[CommandRecord, dict[str, Any]]:
+        rec = CommandRecord(
+            ["python", "-m", "tilescope.collectors.worker", "job.json"],
+            f"correctness check ({dev})",
+            returncode=0,
+            duration_s=0.1,
+        )
+        answer = {
+            "function": "vector_add",
+            "kernel_name": "vector_add_kernel_kernel",
+            "spec": True,
+            "params": {"N": 4096},
+            "device_name": "Ascend910B2" if dev == "npu" else None,
+            "correctness": {
+                "status": "pass",
+                "device": dev,
+                "target": "c",
+                "reason": None,
+                "outputs": [
+                    {
+                        "name": "C",
+                        "passed": True,
+                        "max_abs_err": 0.0,
+                        "max_rel_err": 0.0,
+                        "mismatched": 0,
+                        "numel": 4096,
+                    }
+                ],
+                "tolerance": {"atol": 1e-5, "rtol": 1e-5},
+                "seed": 0,
+                "max_abs_err": 0.0,
+                "max_rel_err": 0.0,
+            },
+        }
         return rec, answer
+
     return check
 
 
@@ -81,8 +114,9 @@ def test_ir_only_with_fakes_writes_a_valid_bundle(tmp_path: Path, fast: None) ->
 
 
 @pytest.mark.parametrize("exc", [RuntimeError("boom"), KeyboardInterrupt()])
-def test_failure_mid_collect_leaves_nothing(tmp_path: Path, fast: None, monkeypatch: pytest.MonkeyPatch,
-                                            exc: BaseException) -> None:
+def test_failure_mid_collect_leaves_nothing(
+    tmp_path: Path, fast: None, monkeypatch: pytest.MonkeyPatch, exc: BaseException
+) -> None:
     seen: list[Path] = []
 
     def failing(bundle: Path, *a: Any, **k: Any) -> Any:
@@ -132,14 +166,17 @@ def test_force_refuses_a_directory_that_is_not_a_bundle(tmp_path: Path, fast: No
     assert (tmp_path / "src" / "precious.txt").is_file()
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"backend": "nsys"}, "--backend"),
-    ({"metrics": ["PipeUtilization", "Bogus"]}, "Bogus"),
-    ({"metrics": ["Default"]}, "Default"),  # msprof op only
-    ({"repeat": 0}, "--repeat"),
-    ({"with_reference": True, "backend": "msprof-op"}, "--with-reference needs --backend torch_npu"),
-    ({"with_reference": True, "ir_only": True}, "--with-reference needs --backend torch_npu"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"backend": "nsys"}, "--backend"),
+        ({"metrics": ["PipeUtilization", "Bogus"]}, "Bogus"),
+        ({"metrics": ["Default"]}, "Default"),  # msprof op only
+        ({"repeat": 0}, "--repeat"),
+        ({"with_reference": True, "backend": "msprof-op"}, "--with-reference needs --backend torch_npu"),
+        ({"with_reference": True, "ir_only": True}, "--with-reference needs --backend torch_npu"),
+    ],
+)
 def test_usage_errors_before_anything(tmp_path: Path, kw: dict[str, Any], match: str) -> None:
     with pytest.raises(UsageError, match=match):
         runmod.collect(request(tmp_path / "b", **kw), log=lambda m: None, probe=lambda b: NPU_PROBE)
@@ -167,22 +204,38 @@ def test_msprof_op_flow(tmp_path: Path, fast: None, monkeypatch: pytest.MonkeyPa
     (bindir / "msprof").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(runmod, "run_check", fake_check("npu"))
-    out = runmod.collect(request(tmp_path / "b", backend="msprof-op", metrics=["PipeUtilization", "Memory"],
-                                 warmup=2, repeat=3), log=lambda m: None, probe=lambda b: NPU_PROBE)
+    out = runmod.collect(
+        request(
+            tmp_path / "b", backend="msprof-op", metrics=["PipeUtilization", "Memory"], warmup=2, repeat=3
+        ),
+        log=lambda m: None,
+        probe=lambda b: NPU_PROBE,
+    )
     m = bundlemod.read_manifest(out)
     bundlemod.validate_manifest(m)
     assert m["backend"] == "msprof-op" and m["metric_groups"] == ["PipeUtilization", "Memory"]
     assert m["profile"]["layout"] == "msprof_op"
-    assert m["profile"]["runs"] == [{"groups": ["PipeUtilization", "Memory"],
-                                     "path": "profile/OPPROF_20260605170804_UKAXQCBEDBJAUNQY",
-                                     "outputs": ["OPPROF_20260605170804_UKAXQCBEDBJAUNQY"]}]
+    assert m["profile"]["runs"] == [
+        {
+            "groups": ["PipeUtilization", "Memory"],
+            "path": "profile/OPPROF_20260605170804_UKAXQCBEDBJAUNQY",
+            "outputs": ["OPPROF_20260605170804_UKAXQCBEDBJAUNQY"],
+        }
+    ]
     assert (out / "profile" / "OPPROF_20260605170804_UKAXQCBEDBJAUNQY" / "OpBasicInfo.csv").is_file()
     argv = m["commands"][-1]["argv"]
     build = m["build_dir"]
-    assert argv == [str(bindir / "msprof"), "op", f"--output={build}/collect/msprof_op_out",
-                    f"--application={build}/collect/launch_kernel.py", "--aic-metrics=PipeUtilization,Memory",
-                    "--kernel-name=vector_add_kernel_kernel*", "--launch-count=3", "--warm-up=2",
-                    "--replay-mode=application"]
+    assert argv == [
+        str(bindir / "msprof"),
+        "op",
+        f"--output={build}/collect/msprof_op_out",
+        f"--application={build}/collect/launch_kernel.py",
+        "--aic-metrics=PipeUtilization,Memory",
+        "--kernel-name=vector_add_kernel_kernel*",
+        "--launch-count=3",
+        "--warm-up=2",
+        "--replay-mode=application",
+    ]
     assert os.access(out / "collect" / "launch_kernel.py", os.X_OK)
     job = json.loads((out / "collect" / "launch_job.json").read_text())
     assert job["mode"] == "launch" and job["warmup"] == 2 and job["repeat"] == 3
@@ -202,8 +255,11 @@ def test_torch_npu_flow_layout(tmp_path: Path, fast: None, monkeypatch: pytest.M
 
     monkeypatch.setattr(runmod, "profile_groups", with_fake_python)
     monkeypatch.setattr(runmod, "run_check", fake_check("npu"))
-    out = runmod.collect(request(tmp_path / "b", metrics=["PipeUtilization", "MemoryUB"]),
-                         log=lambda m: None, probe=lambda b: NPU_PROBE)
+    out = runmod.collect(
+        request(tmp_path / "b", metrics=["PipeUtilization", "MemoryUB"]),
+        log=lambda m: None,
+        probe=lambda b: NPU_PROBE,
+    )
     m = bundlemod.read_manifest(out)
     bundlemod.validate_manifest(m)
     assert m["profile"]["layout"] == "torch_npu"
@@ -211,10 +267,16 @@ def test_torch_npu_flow_layout(tmp_path: Path, fast: None, monkeypatch: pytest.M
     for g in ("PipeUtilization", "MemoryUB"):
         assert (out / "profile" / g / "host_123_20260101_ascend_pt" / "ASCEND_PROFILER_OUTPUT").is_dir()
     assert [c["purpose"] for c in m["commands"]] == [
-        "correctness check (npu)", "torch_npu profile (PipeUtilization)", "torch_npu profile (MemoryUB)"]
+        "correctness check (npu)",
+        "torch_npu profile (PipeUtilization)",
+        "torch_npu profile (MemoryUB)",
+    ]
     assert m["reference"] is False
-    out = runmod.collect(request(tmp_path / "r", metrics=["PipeUtilization"], with_reference=True),
-                         log=lambda m: None, probe=lambda b: NPU_PROBE)
+    out = runmod.collect(
+        request(tmp_path / "r", metrics=["PipeUtilization"], with_reference=True),
+        log=lambda m: None,
+        probe=lambda b: NPU_PROBE,
+    )
     assert bundlemod.read_manifest(out)["reference"] is True  # and the schema accepts it
 
 
@@ -232,8 +294,9 @@ def test_a_profiled_step_runs_the_reference_on_the_same_inputs() -> None:
         profiled_step(kernel, KernelSpec(inputs=(), out_idx=()), [1], reference=True)
 
 
-def test_missing_spec_stops_a_hardware_run(tmp_path: Path, fast: None,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_spec_stops_a_hardware_run(
+    tmp_path: Path, fast: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def no_spec(*a: Any, **k: Any) -> Any:
         rec, answer = fake_check("npu")(*a, **k)
         answer.update(spec=False, correctness={"status": "not_run", "reason": "no spec"})
@@ -246,6 +309,7 @@ def test_missing_spec_stops_a_hardware_run(tmp_path: Path, fast: None,
 
 
 # --- child processes -----------------------------------------------------------------------------
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -260,6 +324,20 @@ def _spawn_tree_argv(pidfile: Path) -> list[str]:
     return ["/bin/sh", "-c", f"sleep 300 & echo $! > {pidfile}; wait"]
 
 
+@pytest.fixture
+def sigint_handled() -> Iterator[None]:
+    """SIGINT handled in this process for the test, as from a terminal: a suite started from a
+    background job (`cmd &`) has it ignored, so Ctrl-C (`_thread.interrupt_main`) would do nothing
+    and the children would inherit the ignored SIGINT that run_command's kill sends first (each
+    waited KILL_GRACE_S for nothing). A Python handler is reset to the default in a child on exec."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.usefixtures("sigint_handled")
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     rec = CommandRecord(_spawn_tree_argv(pidfile), "sleeper")
@@ -272,6 +350,7 @@ def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     assert not _alive(grandchild)
 
 
+@pytest.mark.usefixtures("sigint_handled")
 def test_ctrl_c_kills_the_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     rec = CommandRecord(_spawn_tree_argv(pidfile), "sleeper")
