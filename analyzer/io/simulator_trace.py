@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from tilescope.errors import ProfileFormatError
 from tilescope.io.native import native_name
-from tilescope.io.trace_errors import EXPECTED, malformed_offset
+from tilescope.io.trace_errors import EXPECTED, duckdb_json_error
 from tilescope.io.trace_window import WINDOW_URL, events_window, exact_window, window_fs, window_url
 from tilescope.scratch import scratch_dir
 
@@ -79,10 +79,6 @@ LINE_COLUMNS = ("file", "line", "pipe", "busy_us", "instructions")
 CODE_RE = re.compile(r"^(?P<file>.+):(?P<line>\d+)$")
 # The pipes the simulator names (formats doc §5, and FIXP for the fix pipe).
 _PIPE_NAME = re.compile(r"^(?:CUBE|VECTOR|SCALAR|MTE[123]|FIXP(?:IPE)?)$", re.IGNORECASE)
-# Example: Malformed JSON in file "/dev/fd/5", at byte 60 in record/value 2: unexpected end of data.
-_MALFORMED = re.compile(r"at byte (\d+) in record/value \d+: ([^\n]*)")
-# Example: JSON transform error in file "/dev/fd/5", in record/value 4: Expected OBJECT, but got UBIGINT: 5
-_TRANSFORM = re.compile(r"in record/value (\d+): ([^\n]*)")
 # DuckDB's glob syntax, escaped where a file is named by its path (no /dev/fd)
 _GLOB_CHARS = re.compile(r"([*?\[])")
 
@@ -231,14 +227,5 @@ def _format_error(path: Path, fh: BinaryIO, exc: Exception) -> ProfileFormatErro
     """A DuckDB error as one line: where (byte or event) and a short reason, no file names."""
     msg = WINDOW_URL.sub("<file>", str(exc).replace(str(path), "<file>"))
     msg = re.sub(r"/dev/fd/\d+", "<file>", msg)
-    found = _MALFORMED.search(msg)
-    if found:
-        # DuckDB's "at byte N" counts from the start of the bad record, not of the file
-        offset = malformed_offset(fh)
-        where = f"byte {offset}" if offset is not None else f"event {found[1]}"
-        return ProfileFormatError(path, where, f"{SIM_EXPECTED}; malformed JSON: {found[2].rstrip('. ')}")
-    found = _TRANSFORM.search(msg)
-    if found:
-        return ProfileFormatError(path, f"event {found[1]}", f"{SIM_EXPECTED}; {found[2][:160]}")
     first_line = (msg.splitlines() or [type(exc).__name__])[0]
-    return ProfileFormatError(path, None, f"{SIM_EXPECTED}; {first_line[:160]}")
+    return duckdb_json_error(path, fh, msg, SIM_EXPECTED, first_line)

@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 from tilescope.errors import ProfileFormatError
 from tilescope.interrupt import hold_point
 from tilescope.io.native import native_name
-from tilescope.io.trace_errors import EXPECTED, malformed_offset
+from tilescope.io.trace_errors import EXPECTED, duckdb_json_error
 from tilescope.io.trace_window import WINDOW_URL, events_window, exact_window, window_fs, window_url
 from tilescope.io.validate import check_frame
 from tilescope.profile import Timeline
@@ -87,10 +87,6 @@ SELECT ph, name, cat, pid, tid, CAST(ts * 1000 AS BIGINT) AS ts_ns, dur, id,
 FROM (SELECT *, CASE WHEN ph = 'X' THEN json_transform(args, '{_KERNEL_ARGS}') END AS k FROM __SOURCE__)
 """
 
-# Example: Malformed JSON in file "/t/trace_view.json", at byte 60 in record/value 2: unexpected end of data.
-_MALFORMED = re.compile(r"at byte (\d+) in record/value \d+: ([^\n]*)")
-# Example: JSON transform error in file "e.json", in record/value 4: Expected OBJECT, but got UBIGINT: 5
-_TRANSFORM = re.compile(r"in record/value (\d+): ([^\n]*)")
 # Example: Stream 212
 _STREAM_THREAD = r"^Stream (?P<stream>\d+)$"
 
@@ -214,18 +210,9 @@ def _format_error(path: Path, fh: BinaryIO, exc: Exception) -> ProfileFormatErro
     """Map a DuckDB error to one line: where (byte / event) and a short reason."""
     msg = str(exc).replace(_scan_name(path, fh), "<file>").replace(str(path), "<file>")
     msg = WINDOW_URL.sub("<file>", msg)
-    found = _MALFORMED.search(msg)
-    if found:
-        # DuckDB's "at byte N" counts from the start of the bad record, not of the file.
-        offset = malformed_offset(fh)
-        where = f"byte {offset}" if offset is not None else f"event {found[1]}"
-        return ProfileFormatError(path, where, f"{EXPECTED}; malformed JSON: {found[2].rstrip('. ')}")
-    found = _TRANSFORM.search(msg)
-    if found:
-        return ProfileFormatError(path, f"event {found[1]}", f"{EXPECTED}; {found[2][:160]}")
     first_line = msg.splitlines()[0] if msg else type(exc).__name__
     first_line = re.sub(r"^[A-Za-z ]+Error: ", "", first_line)
-    return ProfileFormatError(path, None, f"{EXPECTED}; {first_line[:160]}")
+    return duckdb_json_error(path, fh, msg, EXPECTED, first_line)
 
 
 def _encode(table: pa.Table, columns: list[str]) -> pa.Table:

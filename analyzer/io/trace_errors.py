@@ -1,8 +1,9 @@
 """What the timeline reader's two modules (`tilescope.io.timeline`, `tilescope.io.trace_window`)
 say alike of a file that is not a Chrome-trace timeline: `EXPECTED`, which every such
-ProfileFormatError starts with, and the file offset of a JSON syntax error from msgspec's
-validating pass over the whole file (`malformed_offset` on the error path of both forms,
-`msgspec_error` for the object form's exact window).
+ProfileFormatError starts with, DuckDB's read_json errors in words (`duckdb_json_error`, which the
+simulator's trace reader shares with its own `expected`), and the file offset of a JSON syntax
+error from msgspec's validating pass over the whole file (`malformed_offset` on the error path
+of both forms, `msgspec_error` for the object form's exact window).
 
 msgspec is imported where it is used, on those error paths only.
 """
@@ -17,6 +18,10 @@ from typing import BinaryIO
 from tilescope.errors import ProfileFormatError
 
 EXPECTED = "expected a Chrome-trace JSON array of events (trace_view.json / msprof_*.json)"
+# Example: Malformed JSON in file "<file>", at byte 1 in record/value 2: unexpected character.
+_MALFORMED = re.compile(r"at byte (\d+) in record/value \d+: ([^\n]*)")
+# Example: JSON transform error in file "<file>", in record/value 4: Expected OBJECT, but got UBIGINT: 5
+_TRANSFORM = re.compile(r"in record/value (\d+): ([^\n]*)")
 # Example: JSON is malformed: invalid character (byte 27)
 _MSGSPEC_BYTE = re.compile(r"\(byte (\d+)\)")
 
@@ -30,6 +35,22 @@ def msgspec_error(path: Path, exc: Exception, size: int) -> ProfileFormatError:
     reason = reason.replace("JSON is malformed: ", "").strip().rstrip(".")
     where = f"byte {offset}" if offset is not None else None
     return ProfileFormatError(path, where, f"{EXPECTED}; malformed JSON: {reason}")
+
+
+def duckdb_json_error(path: Path, fh: BinaryIO, msg: str, expected: str, other: str) -> ProfileFormatError:
+    """DuckDB's read_json error `msg` (file names already hidden by the caller, which knows what
+    it opened) as one line: a syntax error at its file offset, a value of the wrong type at its
+    event, else `other` (the caller's short reason)."""
+    found = _MALFORMED.search(msg)
+    if found:
+        # DuckDB's "at byte N" counts from the start of the bad record, not of the file
+        offset = malformed_offset(fh)
+        where = f"byte {offset}" if offset is not None else f"event {found[1]}"
+        return ProfileFormatError(path, where, f"{expected}; malformed JSON: {found[2].rstrip('. ')}")
+    found = _TRANSFORM.search(msg)
+    if found:
+        return ProfileFormatError(path, f"event {found[1]}", f"{expected}; {found[2][:160]}")
+    return ProfileFormatError(path, None, f"{expected}; {other[:160]}")
 
 
 def malformed_offset(fh: BinaryIO) -> int | None:
