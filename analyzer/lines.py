@@ -356,10 +356,14 @@ def bundle_line_map(bundle: Path) -> tuple[list[dict[str, Any]], str | None]:
         ir = json.loads((bundle / "ir" / "ir.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         ir = {}
-    cpp_path = bundle / "ir" / "kernel.cpp"
-    cpp = cpp_path.read_text(encoding="utf-8", errors="replace") if cpp_path.is_file() else None
     line_map = ir.get("line_map") if isinstance(ir, dict) else None
-    return (list(line_map) if isinstance(line_map, list) else []), cpp
+    return (list(line_map) if isinstance(line_map, list) else []), kernel_cpp(bundle / "ir")
+
+
+def kernel_cpp(ir_dir: Path | None) -> str | None:
+    """A bundle's generated Ascend C (ir/kernel.cpp), None when absent."""
+    path = ir_dir / "kernel.cpp" if ir_dir is not None else None
+    return path.read_text(encoding="utf-8", errors="replace") if path is not None and path.is_file() else None
 
 
 _CACHE = "_line_costs"
@@ -378,10 +382,7 @@ def profile_lines(profile: Profile) -> LinesReport | None:
     sim = profile.simulator
     if isinstance(sim, SimulatorData) and len(sim.code):
         line_map = (profile.ir or {}).get("line_map")
-        cpp = None
-        if profile.ir_dir is not None and (profile.ir_dir / "kernel.cpp").is_file():
-            cpp = (profile.ir_dir / "kernel.cpp").read_text(encoding="utf-8", errors="replace")
-        report = line_costs(sim, line_map if isinstance(line_map, list) else [], cpp)
+        report = line_costs(sim, line_map if isinstance(line_map, list) else [], kernel_cpp(profile.ir_dir))
     profile.__dict__[_CACHE] = report
     return report
 

@@ -46,10 +46,9 @@ def _basis(report: LinesReport) -> tuple[str, str]:
     return "pipes_instr", "instruction cycles"
 
 
-def _ranked(report: LinesReport, pipes: tuple[str, ...]) -> list[tuple[LineCost, float, float]]:
-    """Mapped lines by their amount on `pipes` (`_basis`), largest first: (line, amount, share of
-    those pipes' amount)."""
-    attr, _ = _basis(report)
+def _ranked(report: LinesReport, pipes: tuple[str, ...], attr: str) -> list[tuple[LineCost, float, float]]:
+    """Mapped lines by their amount on `pipes` (LineCost.`attr`, `_basis`), largest first: (line,
+    amount, share of those pipes' amount)."""
     spent = [(g, sum(getattr(g, attr).get(p, 0.0) for p in pipes)) for g in report.lines if g.source_lines]
     total = sum(v for _, v in spent)
     if total <= 0:
@@ -71,7 +70,7 @@ def hot_lines(profile: Profile, kernel: str, topic: str) -> list[dict[str, Any]]
     out: list[dict[str, Any]] = []
     per_group = MAX_LINES if len(groups) == 1 else 1
     for pipes in groups:
-        for g, amount, share in _ranked(report, pipes)[:per_group]:
+        for g, amount, share in _ranked(report, pipes, attr)[:per_group]:
             out.append(
                 {
                     "source_lines": list(g.source_lines),

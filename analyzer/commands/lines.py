@@ -12,6 +12,7 @@ import typer
 
 from tilescope.atomic import write_text_atomic
 from tilescope.errors import UsageError
+from tilescope.report.lines_view import pipe_shares
 from tilescope.text.escape import terminal_text
 from tilescope.text.terminal import WIDTH_HELP, output_width, wrap, write_stdout
 from tilescope.text.words import fmt_pct
@@ -42,14 +43,13 @@ def _headline(report: dict) -> str:
 
 def _pipe_split(item: dict, metric: str) -> str:
     """The pipe split of a line: trace time where traced, else the instructions' own metric."""
-    pipes, source = item["pipes_us"], "pipes"
-    if not pipes and item.get("pipes_instr"):
-        by = "instruction cycles" if metric == "cycles" else "instructions executed"
-        pipes, source = item["pipes_instr"], f"pipes (by {by})"
-    busy = sum(pipes.values())
-    if not busy:
+    shares, from_instr = pipe_shares(item)
+    if not shares:
         return "pipes: no trace"
-    split = " · ".join(f"{p} {fmt_pct(v / busy, 0)}" for p, v in sorted(pipes.items(), key=lambda kv: -kv[1]))
+    source = "pipes"
+    if from_instr:
+        source = f"pipes (by {'instruction cycles' if metric == 'cycles' else 'instructions executed'})"
+    split = " · ".join(f"{p} {fmt_pct(share, 0)}" for p, share in shares)
     return f"{source}: {terminal_text(split)}"
 
 

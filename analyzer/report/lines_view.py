@@ -62,14 +62,22 @@ def quantity(section: Mapping[str, Any]) -> str:
     return "instructions" if board(section) else "cycles"
 
 
-def _pipes(item: Mapping[str, Any]) -> str:
-    # trace time where traced, else the metric of a visualize_data.bin's instructions per pipe
-    pipes = {str(k): float(v) for k, v in (item.get("pipes_us") or item.get("pipes_instr") or {}).items()}
+def pipe_shares(item: Mapping[str, Any]) -> tuple[list[tuple[str, float]], bool]:
+    """A line's pipes with their share of its pipe amount, largest first, and whether they come
+    from a visualize_data.bin's instructions (its own metric per pipe) rather than trace time."""
+    traced = {str(k): float(v) for k, v in (item.get("pipes_us") or {}).items()}
+    pipes = traced or {str(k): float(v) for k, v in (item.get("pipes_instr") or {}).items()}
     busy = sum(pipes.values())
     if busy <= 0:
+        return [], False
+    return [(name, v / busy) for name, v in sorted(pipes.items(), key=lambda kv: -kv[1])], not traced
+
+
+def _pipes(item: Mapping[str, Any]) -> str:
+    shares, _ = pipe_shares(item)
+    if not shares:
         return "no traced instructions"
-    top = sorted(pipes.items(), key=lambda kv: -kv[1])[:3]
-    return ", ".join(f"{name} {fmt_pct(us / busy, 0)}" for name, us in top)
+    return ", ".join(f"{name} {fmt_pct(share, 0)}" for name, share in shares[:3])
 
 
 def line_rows(section: Mapping[str, Any], limit: int = SHOWN) -> list[LineRow]:
