@@ -13,6 +13,7 @@ from tilescope.dashboard import inputs
 from tilescope.dashboard import views as V
 from tilescope.dashboard.cb_common import active, entry_of, finding_of
 from tilescope.dashboard.data import DataStore
+from tilescope.dashboard.ir_heat import apply_heat
 from tilescope.dashboard.ir_view import (
     ir_kernels,
     kernel_of_locations,
@@ -78,11 +79,14 @@ def register(app: dash.Dash, store: DataStore) -> None:
         finding = finding_of(entry, sel)
         line_map = profile.ir.get("line_map") if isinstance(profile.ir, dict) else None
         mark_locations(stages, (finding or {}).get("locations", []), line_map, name)
+        measured = apply_heat(stages, profile, name)
         info = (
             f"Marked: {V.finding_label(finding)}"
             if finding
             else "Pick a finding (or use “Show in IR” on one) to mark the lines it points at."
         )
+        if measured:
+            info += " " + measured
         panes = [stage_data(s, f"ir-{s.stage}") for s in stages]
         return {"for": wanted, "info": info, "panes": panes}, wanted
 

@@ -54,6 +54,8 @@ class Stage:
     lexer: str
     truncated: bool = False
     marked: set[int] = field(default_factory=set)
+    # line -> (share of the kernel's measured total, its label): dashboard.ir_heat, per-line data
+    heat: dict[int, tuple[float, str]] = field(default_factory=dict)
 
 
 def ir_kernels(ir: dict[str, Any] | None) -> list[str]:
@@ -315,7 +317,8 @@ def stage_data(stage: Stage, pane_id: str) -> dict[str, Any]:
     """One pane as the page draws it (dashboard/assets/ir_view.js): its title, file, a summary of
     its marks, and the window of highlighted lines starting at line `first`."""
     total = len(_split(stage.text))
-    first, last = line_window(total, stage.marked)
+    hottest = {max(stage.heat, key=lambda n: stage.heat[n][0])} if stage.heat else set()
+    first, last = line_window(total, stage.marked or hottest)
     notes = []
     if first > 1 or last < total:
         notes.append(f"lines {first}–{last} of {total} shown")
@@ -323,6 +326,8 @@ def stage_data(stage: Stage, pane_id: str) -> dict[str, Any]:
         notes.append(f"file cut at {MAX_BYTES:,} bytes")
     marked = sorted(stage.marked)
     summary = f"lines {marked[0]}–{marked[-1]} marked" if marked else "no line marked"
+    if stage.heat:
+        summary += f" · {len(stage.heat)} line{'s' if len(stage.heat) != 1 else ''} measured"
     if notes:
         summary += " · " + "; ".join(notes)
     return {
@@ -334,4 +339,6 @@ def stage_data(stage: Stage, pane_id: str) -> dict[str, Any]:
         "first": first,
         "lines": _highlighted(stage.text, stage.lexer, first, last) if total else (),
         "marked": [n for n in marked if first <= n <= last],
+        # [line, share, label] of the measured lines shown (ir_view.js draws the bars)
+        "heat": [[n, round(v[0], 6), v[1]] for n, v in sorted(stage.heat.items()) if first <= n <= last],
     }

@@ -33,6 +33,8 @@
     var code = el("pre", "ir-code");
     code.id = p.id;
     var marked = new Set(p.marked);
+    var heat = new Map((p.heat || []).map(function (h) { return [h[0], h]; }));
+    var hottest = Math.max.apply(null, [0].concat((p.heat || []).map(function (h) { return h[1]; })));
     var rows = document.createDocumentFragment();
     p.lines.forEach(function (runs, i) {
       var n = p.first + i;
@@ -42,6 +44,19 @@
       for (var j = 0; j + 1 < runs.length; j += 2) {
         row.appendChild(runs[j] ? el("span", runs[j], runs[j + 1]) : document.createTextNode(runs[j + 1]));
       }
+      var h = heat.get(n);
+      if (heat.size) {
+        // a gutter with the line's share, and a bar behind the line as long as its share against
+        // the pane's hottest line; the full label (share, amount, group) on hover
+        row.insertBefore(el("span", "heat-val", h ? (100 * Number(h[1])).toFixed(1) + " %" : ""), row.firstChild);
+      }
+      if (h) {
+        var width = hottest > 0 ? Math.max(2, Math.round((100 * Number(h[1])) / hottest)) : 0;
+        row.classList.add("heat");
+        row.style.setProperty("--heat", width + "%");
+        row.dataset.share = String(h[1]);
+        row.title = String(h[2]);
+      }
       rows.appendChild(row);
     });
     code.appendChild(rows);
@@ -49,9 +64,20 @@
     return box;
   }
 
+  function hottestLine(code) {
+    var best = null;
+    code.querySelectorAll(".ir-line.heat").forEach(function (row) {
+      if (!best || Number(row.dataset.share) > Number(best.dataset.share)) {
+        best = row;
+      }
+    });
+    return best;
+  }
+
   function scrollToMarks(root) {
     root.querySelectorAll(".ir-code").forEach(function (code) {
-      var hit = code.querySelector(".ir-line.hl");
+      // the marked lines, else the hottest measured line
+      var hit = code.querySelector(".ir-line.hl") || hottestLine(code);
       code.scrollTop = hit ? Math.max(hit.offsetTop - code.clientHeight / 3, 0) : 0;
     });
   }
