@@ -23,6 +23,7 @@ import pandas as pd
 from tilescope.columns import VECTOR_TYPES
 from tilescope.config import load_config
 from tilescope.diff_explain import FACT_COLUMNS, Cause, explain, kernel_facts, lowering_causes, lowering_facts
+from tilescope.diff_lines import line_causes, line_facts
 from tilescope.engine import TIME_FLOORS
 from tilescope.errors import UsageError
 from tilescope.findings import SEVERITY_RANK
@@ -106,6 +107,7 @@ class RunData:
     profile: Profile | None = None  # the run's profile, when diff loaded one (not a saved report)
     config_path: str | None = None
     lowering: dict[str, dict[str, Any]] = field(default_factory=dict)  # a bundle's, per kernel entry
+    lines: dict[str, Any] | None = None  # a bundle's measured cost per line (tilescope.diff_lines)
 
     def lowering_of(self, name: str) -> dict[str, Any] | None:
         """The lowering facts of the kernel a profile names `name` ("flash_fwd_kernel_mix_aic" is
@@ -160,6 +162,7 @@ def run_from_report(report: Mapping[str, Any], label: str) -> RunData:
         run = _run_from_kernels(profile.kernels, report_findings(report), label, report_summary(report))
         run.profile, run.config_path = profile, report.get("_config_path")
         run.lowering = lowering_facts(profile.ir, profile.ir_dir)
+        run.lines = line_facts(profile)
     else:
         run = run_from_summary(report, label)
     chip = (report.get("profiles") or [{}])[0].get("chip") or {}
@@ -447,6 +450,8 @@ def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
                              base.cores or head.cores, (b.shapes, h.shapes), (b.ratios, h.ratios),
                              _cores_label(b, base))
             causes += lowering_causes(base.lowering_of(b.name), head.lowering_of(h.name))
+            if base.lowering_of(b.name) is not None and head.lowering_of(h.name) is not None:
+                causes += line_causes(base.lines, head.lines)  # the bundles' measured kernel
         deltas.append(KernelDelta(b, h, how, b_step, h_step, verdict, changes, causes))
     deltas.sort(key=lambda d: -max(d.base_per_step_us, d.head_per_step_us))
     total_verdict = spread_verdict(base.total, head.total, threshold_pct)

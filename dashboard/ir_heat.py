@@ -47,8 +47,8 @@ def apply_heat(stages: Sequence[Stage], profile: Profile, kernel: str | None) ->
             stage.heat = by_stage.get(stage.stage, {})
     top = report.lines[0]
     where = _group_name(top) if top.source_lines else f"Ascend C line {top.ascendc[0]['line']}"
-    source = _source_name(report)
-    return f"Measured per line by {source}: the hottest is {where}, {_pct(top.share)} of {unit}."
+    by = _source_name(report)
+    return f"Measured per line by {by}: the hottest is {where}, {_pct(top.share)} of {unit}."
 
 
 def _source_name(report: LinesReport) -> str:

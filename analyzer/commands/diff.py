@@ -61,6 +61,7 @@ def _total_line(r: DiffResult) -> str:
 
 
 WHY_HEAD = "what changed with each kernel, the grid first, then by its part of the change"
+_SHOWN = ("lowering:", "lines:")
 WHY_VERDICTS = ("regressed", "improved", "within noise", "slower (no spread)", "faster (no spread)")
 
 
@@ -70,8 +71,9 @@ def why_lines(r: DiffResult) -> list[tuple[str, str]]:
     repeated = _repeated_names(r)
     out = []
     for d in r.kernels[:SHOWN_KERNELS]:
-        # a changed lowering is shown even when the time held: the reviewer asked for the change
-        if d.causes and (d.verdict in WHY_VERDICTS or any(c.fact.startswith("lowering:") for c in d.causes)):
+        # a changed lowering, or measured lines that moved, are shown even when the time held: the
+        # reviewer asked for the change
+        if d.causes and (d.verdict in WHY_VERDICTS or any(c.fact.startswith(_SHOWN) for c in d.causes)):
             out.append((kernel_label(d, repeated),
                         f"{signed_pct(d.median_delta_pct)}: " + "; ".join(c.text for c in d.causes)))
     return out

@@ -41,9 +41,10 @@ def core_cycles(core: str, line: int) -> int:
     return int(cycles * (1.1 if core.startswith("core1") else 1.0))
 
 
-def write_fa_simulator(root: Path, with_lines: bool = True) -> Path:
+def write_fa_simulator(root: Path, with_lines: bool = True, scale: dict[int, float] | None = None) -> Path:
     """OPPROF_*/simulator/ with code and instruction CSVs and a pipeline trace per core, and the
-    summary trace of all cores (string pids and tids: core and pipe names, as the real one)."""
+    summary trace of all cores (string pids and tids: core and pipe names, as the real one).
+    `scale`: Ascend C line -> factor on its cycles (a second version of the kernel)."""
     sim = root / "OPPROF_20261206000000_GENERATEDSIMRUN" / "simulator"
     every: list[dict] = []
     for core in CORES:
@@ -53,7 +54,7 @@ def write_fa_simulator(root: Path, with_lines: bool = True) -> Path:
         events = []
         ts = 0.0
         for line in sorted(FA_LINES) if with_lines else []:
-            cycles = core_cycles(core, line)
+            cycles = int(core_cycles(core, line) * (scale or {}).get(line, 1.0))
             if cycles:
                 code.append(f"{KERNEL_CPP}:{line},16,{cycles},{cycles / 1800:.4f},")
                 pipe = FA_LINES[line][0]
