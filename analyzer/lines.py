@@ -101,6 +101,8 @@ class LinesReport:
     measures: tuple[str, ...] = ("cycles",)
     source_kind: str = ""
     total_instructions_executed: float | None = None
+    sync_cycles: dict[str, float] = field(default_factory=dict)  # the same instructions' cycles
+    instruction_cycles: float | None = None  # every instruction's cycles, summed over cores
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +117,8 @@ class LinesReport:
             "other_files": self.other_files,
             "instructions": self.instructions,
             "sync": self.sync,
+            "sync_cycles": {k: round(v, 3) for k, v in self.sync_cycles.items()},
+            "instruction_cycles": _round(self.instruction_cycles, 3),
             "notes": self.notes,
         }
 
@@ -301,6 +305,8 @@ def line_costs(
         tuple(sorted(sim.measures)),
         sim.kind,
         instr_total,
+        _sync(sim.instr, "cycles") if measured_cycles else {},
+        _instr_cycles(sim.instr, measured_cycles),
     )
 
 
@@ -342,12 +348,20 @@ def _instructions(instr: pd.DataFrame, measured_cycles: bool = True, top: int = 
     return rows
 
 
-def _sync(instr: pd.DataFrame) -> dict[str, float]:
-    if instr.empty:
+def _sync(instr: pd.DataFrame, column: str = "call_count") -> dict[str, float]:
+    """Sync/barrier instructions by name: executions (`call_count`) or their `cycles`."""
+    if instr.empty or column not in instr:
         return {}
     names = instr["instr"].astype(str).str.extract(SYNC_INSTR, expand=False).str.upper()
-    counts = instr["call_count"].groupby(names).sum()
+    counts = instr[column].groupby(names).sum()
     return {str(k): float(v) for k, v in counts.items()}
+
+
+def _instr_cycles(instr: pd.DataFrame, measured_cycles: bool) -> float | None:
+    """All instructions' cycles summed over cores (what the sync cycles are a share of)."""
+    if not measured_cycles or instr.empty or "cycles" not in instr:
+        return None
+    return float(instr["cycles"].sum())
 
 
 def bundle_line_map(bundle: Path) -> tuple[list[dict[str, Any]], str | None]:

@@ -5,6 +5,7 @@ or a board's Source mode (docs/internals.md 'Input'; docs/lines.md)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -35,9 +36,13 @@ def _headline(report: dict) -> str:
             f"together ({kind}: instruction counts, not cycles)"
         )
     what = "a model of the chip, not a board measurement"
+    cores = f"{report['cores']} simulated core{'s' if report['cores'] != 1 else ''}"
+    if not report["lines"]:
+        path = terminal_text(report["path"])
+        return f"{path}: {cores}, no per-line data ({kind or 'msprof op simulator'}: {what})"
     return (
         f"{terminal_text(report['path'])}: {report['total_cycles']:,.0f} cycles in {where} over "
-        f"{report['cores']} simulated cores ({kind or 'msprof op simulator'}: {what})"
+        f"{cores} ({kind or 'msprof op simulator'}: {what})"
     )
 
 
@@ -75,13 +80,24 @@ def render_text(report: dict, top: int, width: int | None) -> str:
     def say(text: str, indent: str = "", hang: str = "    ") -> None:
         out.extend(wrap(text, width, indent, hang))
 
-    kfile = report["kernel_file"]
     metric = report.get("metric", "cycles")
     say(_headline(report))
     for note in report["notes"]:
         say(f"note: {terminal_text(note)}", "  ")
-    if not report["lines"]:
-        return "\n".join(out) + "\n"
+    if report["lines"]:
+        _render_lines(report, top, say)
+    _render_instructions(report, say)
+    if report["other_files"]:
+        say(
+            f"{len(report['other_files'])} header line(s) also listed in --format json (their "
+            f"{_QUANTITY.get(metric, metric)} are inside the kernel lines that call them, not added)"
+        )
+    return "\n".join(out) + "\n"
+
+
+def _render_lines(report: dict, top: int, say: Callable[..., None]) -> None:
+    kfile = report["kernel_file"]
+    metric = report.get("metric", "cycles")
     mapped = bool(report["mapped"])
     how = (
         "cycles summed over cores; min–max per core"
@@ -113,14 +129,32 @@ def render_text(report: dict, top: int, width: int | None) -> str:
         detail += [f"Ascend C lines {under}"] if mapped else []
         if detail:
             say("; ".join(detail), "           ", "             ")
+
+
+TOP_INSTRUCTIONS = 5
+
+
+def _render_instructions(report: dict, say: Callable[..., None]) -> None:
+    """The costliest instructions and the sync ones, whole kernel: what is left when a build has no
+    line information, and where flags and barriers show up either way."""
+    rows = report["instructions"][:TOP_INSTRUCTIONS]
+    if rows:
+        by_cycles = rows[0]["cycles"] is not None
+        items = [
+            f"{terminal_text(r['instr'])} ({terminal_text(r['pipe'])}) "
+            + (f"{r['cycles']:,.0f} cycles, " if by_cycles else "")
+            + f"{r['count']:,.0f}×"
+            for r in rows
+        ]
+        how = "cycles summed over cores" if by_cycles else "by instructions executed"
+        say(f"costliest instructions ({how}): " + "; ".join(items))
     if report["sync"]:
-        say("sync instructions executed: " + ", ".join(f"{k} {v:,.0f}" for k, v in report["sync"].items()))
-    if report["other_files"]:
-        say(
-            f"{len(report['other_files'])} header line(s) also listed in --format json (their "
-            f"{_QUANTITY.get(metric, metric)} are inside the kernel lines that call them, not added)"
-        )
-    return "\n".join(out) + "\n"
+        text = "sync instructions executed: " + ", ".join(f"{k} {v:,.0f}" for k, v in report["sync"].items())
+        spent, every = sum(report.get("sync_cycles", {}).values()), report.get("instruction_cycles")
+        if spent and every:
+            share = fmt_pct(spent / every, 1)
+            text += f"; their cycles {spent:,.0f} of {every:,.0f} instruction cycles ({share})"
+        say(text)
 
 
 def register(app: typer.Typer) -> None:

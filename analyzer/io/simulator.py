@@ -36,6 +36,11 @@ SIMULATOR_FOLDER = (
     "a msprof op simulator folder (simulator/core*.veccore*/ or core*.cubecore*/ with *_code_exe.csv / "
     "*_instr_exe.csv)"
 )
+NO_LINE_DATA = (
+    "no per-line data: no code CSV, and no per-core trace names a source line (a kernel built "
+    "without -g, or an output trimmed of them); what is left is per instruction, for the whole "
+    "kernel (docs/lines.md)"
+)
 CSV_KIND = "msprof op simulator (code/instr CSVs, per-core traces)"
 NO_DEBUG_INFO = (
     "built without -g: the simulator's code CSVs hold only their header, so there is no "
@@ -98,6 +103,8 @@ def read_simulator(path: Path) -> SimulatorData:
     )
     if header_only and data.code.empty and data.pipes.empty:
         data.notes.append(NO_DEBUG_INFO)
+    elif data.code.empty and (data.pipes.empty or data.pipes["line"].isna().all()):
+        data.notes.append(NO_LINE_DATA)
     return data
 
 
