@@ -14,6 +14,7 @@ from tilescope.dashboard import inputs
 from tilescope.dashboard.cb_common import active, entry_of
 from tilescope.dashboard.data import DataStore, ProfileEntry
 from tilescope.dashboard.figures_timeline import timeline_figure
+from tilescope.dashboard.pipeline_view import pipeline_of, pipeline_view
 from tilescope.dashboard.query import build_lanes, timeline_gap, timeline_window
 from tilescope.errors import UsageError
 
@@ -35,6 +36,14 @@ def register(app: dash.Dash, store: DataStore) -> None:
         entry = entry_of(store, key)
         lanes = lanes_of(entry)
         if not lanes:
+            inside = pipeline_of(entry)  # a bundle's simulator run: the kernel's own pipeline
+            if isinstance(inside, str):
+                return F.empty_figure("Nothing to place on a timeline: see the note above"), inside, None
+            if inside is not None and len(inside):
+                # answered again on the graph's own relayout (its first, `autosize`, supersedes the
+                # tab's request in the renderer); uirevision keeps the user's zoom
+                fig, info = pipeline_view(entry, inside)
+                return fig, info, None
             # the reason in words above the plot (an annotation does not wrap), a pointer in it
             empty = F.empty_figure("Nothing to place on a timeline: see the note above")
             return empty, timeline_gap(entry), None

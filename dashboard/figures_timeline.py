@@ -23,6 +23,7 @@ def timeline_figure(
     merged: bool,
     x_range: tuple[float, float] | None = None,
     links: Sequence[tuple[float, str, float, str]] = (),
+    title: str = "Timeline — streams and host threads",
 ) -> go.Figure:
     """Segments as WebGL lines, one trace per category; NaN breaks keep it one draw call each."""
     order = list(lane_order)
@@ -68,7 +69,6 @@ def timeline_figure(
     fig.update_xaxes(title_text="time since first event (µs)")
     if x_range:
         fig.update_xaxes(range=list(x_range))
-    title = "Timeline — streams and host threads"
     if merged:
         title += " (zoom in: neighbouring kernels merged to fit the screen)"
     return apply_layout(fig, title, max(260, 60 + 34 * len(order)), dragmode="zoom", uirevision="timeline")

@@ -27,6 +27,8 @@ from conftest import needs_chromium, record_events, serve_wsgi
 from tilescope.dashboard.app import create_app
 from tilescope.dashboard.layout import RANKS_TAB, TABS
 
+from support.simulator import simulated_fa_bundle
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
 REAL = ROOT.parent / "shared" / "traces" / "real"
@@ -69,8 +71,9 @@ def inputs() -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def every_input() -> Iterator[tuple[str, list[dict[str, str]]]]:
-    app = create_app(inputs())
+def every_input(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[dict[str, str]]]]:
+    # and a bundle with (generated) per-line data: the IR heat map and the in-core pipeline timeline
+    app = create_app([*inputs(), simulated_fa_bundle(tmp_path_factory.mktemp("sim") / "fa_simulated")])
     options = app.server.config["TILESCOPE_STORE"].options()
     with serve_wsgi(app.server) as url:
         yield url, options
@@ -154,14 +157,15 @@ def test_every_view_opens_on_every_input(browser: Any, every_input: tuple[str, l
     from playwright.sync_api import expect
 
     url, options = every_input
-    assert len(options) >= len(inputs())  # a folder of two ranks is two profiles
+    assert len(options) >= len(inputs()) + 1  # a folder of two ranks is two profiles
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     context.set_default_timeout(TIMEOUT_S * 1000)
     page = context.new_page()
     events = record_events(page, url)
     calls = Callbacks(page)
     page.goto(url + "/")
-    expect(page.locator("#ov-kpis .kpi")).to_have_count(6)
+    # the first view waits for the first profile's analysis: on a loaded machine more than expect's 5 s
+    expect(page.locator("#ov-kpis .kpi")).to_have_count(6, timeout=TIMEOUT_S * 1000)
     problems: list[str] = []
     assert len({o["label"] for o in options}) == len(options), "two profiles the picker cannot tell apart"
     tabs = [TABS[0], RANKS_TAB, *TABS[1:]]  # the Ranks tab when the page has one
@@ -170,11 +174,11 @@ def test_every_view_opens_on_every_input(browser: Any, every_input: tuple[str, l
         page.locator("#profile").click()
         page.get_by_role("option").nth(index).click()
         page.keyboard.press("Escape")
-        expect(page.locator("#profile")).to_contain_text(option["label"])
+        expect(page.locator("#profile")).to_contain_text(option["label"], timeout=TIMEOUT_S * 1000)
         calls.settle(page)
         for value, label in tabs:
             page.locator(".tab").get_by_text(label, exact=True).click()
-            expect(page.locator(".tab--selected")).to_have_text(label)
+            expect(page.locator(".tab--selected")).to_have_text(label, timeout=TIMEOUT_S * 1000)
             calls.settle(page)
             where = f"{option['label']} / {label}"
             problems += [f"{where}: {b}" for b in calls.bad]

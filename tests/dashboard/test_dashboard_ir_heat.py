@@ -5,7 +5,7 @@ The bundle is the FA sample with GENERATED simulator output written into its pro
 
 from __future__ import annotations
 
-import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +15,7 @@ from tilescope.dashboard.ir_view import Stage, stage_data
 
 from support import REPO_ROOT
 from support.dash_calls import post_callback
-from support.simulator import CORES, FA_LINES, core_cycles, write_fa_simulator
+from support.simulator import CORES, FA_LINES, core_cycles, simulated_fa_bundle
 
 SAMPLES = REPO_ROOT / "sample_traces"
 
@@ -26,10 +26,7 @@ def _cycles(*lines: int) -> int:
 
 @pytest.fixture(scope="module")
 def panes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    bundle = tmp_path_factory.mktemp("heat") / "fa"
-    shutil.copytree(SAMPLES / "tilelang_fa_bundle", bundle)
-    write_fa_simulator(bundle / "profile")
-    app = create_app([bundle])
+    app = create_app([simulated_fa_bundle(tmp_path_factory.mktemp("heat") / "fa")])
     key = app.server.config["TILESCOPE_STORE"].options()[0]["value"]
     values = {"profile.value": key, "tabs.value": "ir", "ir-finding.value": None, "ir-kernel.value": None}
     response, _ = post_callback(app, "ir-data.data", values)
@@ -82,3 +79,28 @@ def test_the_window_of_a_big_file_opens_on_its_hottest_line() -> None:
     assert pane["first"] <= 4_000 < pane["first"] + len(pane["lines"])
     assert pane["heat"] == [[4_000, 0.5, "50.0 % of cycles"]]
     assert pane["summary"].startswith("no line marked · 1 line measured")
+
+
+def test_the_timeline_of_a_simulated_bundle_is_its_in_core_pipeline(tmp_path: Path) -> None:
+    """msprof op has no timeline between launches; the bundle's simulator run has one inside the
+    kernel: one lane per core and pipe, each bar named by its Ascend C and TileLang line."""
+    app = create_app([simulated_fa_bundle(tmp_path / "fa")])
+    key = app.server.config["TILESCOPE_STORE"].options()[0]["value"]
+    values = {"profile.value": key, "tabs.value": "timeline"}
+    got = post_callback(app, "timeline.figure", values)[0]
+    fig, info = got["timeline"]["figure"], got["tl-info"]["children"]
+    lanes = {y for t in fig["data"] for y in t["y"] if y}
+    # each core runs only the lines of its side (support.simulator.core_cycles): 2 cube cores x 5
+    # pipes (MTE2, MTE1, CUBE, FIXP, SCALAR) and 2 vector cores x VECTOR
+    assert lanes == {
+        f"{c} · {p}"
+        for c in ("core0.cubecore0", "core1.cubecore0")
+        for p in ("MTE2", "MTE1", "CUBE", "FIXP", "SCALAR")
+    } | {"core0.veccore0 · VECTOR", "core0.veccore1 · VECTOR"}
+    cube = next(t for t in fig["data"] if t["name"] == "Cube")
+    assert (
+        "CUBE: Ascend C l.101 · TileLang l.50 s_acc += q_l0 @ k_l0 · 1 instr, busy 14.222 µs"
+        in cube["hovertext"]
+    )
+    assert info.startswith("The kernel inside, as the simulator ran it: 4 cores, 12 pipe lanes, ")
+    assert fig["layout"]["title"]["text"].startswith("In-core pipeline (msprof op simulator)")

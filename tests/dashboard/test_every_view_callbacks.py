@@ -21,6 +21,7 @@ from tilescope.dashboard.layout import RANKS_TAB, TABS
 
 from support import REAL_TRACES, REPO_ROOT
 from support.dash_session import DashSession, blank_figure
+from support.simulator import simulated_fa_bundle
 
 pytestmark = pytest.mark.slow  # 23 profiles loaded, ~30 s: not in the quick loop
 
@@ -43,8 +44,10 @@ def inputs() -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def page() -> DashSession:
-    return DashSession(create_app(inputs()))
+def page(tmp_path_factory: pytest.TempPathFactory) -> DashSession:
+    # and a bundle with (generated) per-line data: the IR heat map and the in-core pipeline timeline
+    simulated = simulated_fa_bundle(tmp_path_factory.mktemp("sim") / "fa_simulated")
+    return DashSession(create_app([*inputs(), simulated]))
 
 
 def view_problems(page: DashSession, tab: str) -> list[str]:
@@ -73,7 +76,7 @@ def view_problems(page: DashSession, tab: str) -> list[str]:
 def test_every_view_answers_on_every_input(page: DashSession) -> None:
     store = page.app.server.config["TILESCOPE_STORE"]
     options = store.options()
-    assert len(options) >= len(inputs())  # a folder of two ranks is two profiles
+    assert len(options) >= len(inputs()) + 1  # a folder of two ranks is two profiles
     assert len({o["label"] for o in options}) == len(options), "two profiles the picker cannot tell apart"
     tabs = [v for v, _ in TABS]
     if page.types.get("r-table"):  # the Ranks tab: the real runs of several ranks

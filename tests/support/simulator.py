@@ -89,3 +89,15 @@ def write_fa_simulator(root: Path, with_lines: bool = True, scale: dict[int, flo
     (sim / "trace.json").write_text(json.dumps({"displayTimeUnit": "ns", "traceEvents": every}))
     (root / "GENERATED.txt").write_text(NOTE)
     return root
+
+
+def simulated_fa_bundle(root: Path) -> Path:
+    """A copy of the FA sample bundle whose profile/ also holds this module's GENERATED simulator
+    run: the per-line views (IR heat map, in-core pipeline, the report's lines) have data."""
+    import shutil
+
+    from support import SAMPLES
+
+    shutil.copytree(SAMPLES / "tilelang_fa_bundle", root)
+    write_fa_simulator(root / "profile")
+    return root
