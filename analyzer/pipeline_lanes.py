@@ -1,8 +1,9 @@
 """The in-core pipeline timeline of a simulator run (issue #25): per core and pipe, when the pipe
 was busy and on which source line, compressed for a lane chart (one lane per pipe per core).
 
-From each core's `trace.json` (streamed through tilescope.io.simulator_trace: DuckDB reads and
-reduces the events, Python gets the compressed intervals only):
+From each core's `trace.json`, or the summary trace of all cores when no core has one (streamed
+through tilescope.io.simulator_trace: DuckDB reads and reduces the events, Python gets the
+compressed intervals only):
 1. **Merge.** In each lane, in time order, an instruction joins the interval before it when it is
    of the same source line and starts no later than `MERGE_GAP_US` after the end of everything
    before it in the lane (touching or overlapping). An interval's `busy_us` is the sum of its
@@ -72,8 +73,9 @@ SELECT 'M', pid, tid, NULL, kind, meta, NULL, NULL, NULL, NULL, 0 FROM ev WHERE 
 """
 
 
-def trace_lanes(path: Path, core: str, max_per_lane: int = MAX_PER_LANE) -> pd.DataFrame:
-    """The compressed busy intervals of one core's trace (module docstring)."""
+def trace_lanes(path: Path, core: str | None, max_per_lane: int = MAX_PER_LANE) -> pd.DataFrame:
+    """The compressed busy intervals of one core's trace (module docstring); `core` None: a trace
+    of several cores (the simulator's summary trace), each core named by its process."""
     if max_per_lane < 1:
         raise ValueError("max_per_lane must be at least 1")
     sql = _LANES_SQL.replace("__CAP__", str(int(max_per_lane))).replace("__GAP__", repr(MERGE_GAP_US))
@@ -86,7 +88,7 @@ def trace_lanes(path: Path, core: str, max_per_lane: int = MAX_PER_LANE) -> pd.D
     where = x["code"].str.extract(CODE_RE)
     out = pd.DataFrame(
         {
-            "core": core,
+            "core": core if core is not None else _core_names(x, got[got["ph"] == "M"]),
             "pipe": lane_pipes(x, got[got["ph"] == "M"]),
             "start_us": x["start_us"].astype("float64"),
             "end_us": x["end_us"].astype("float64"),
@@ -111,9 +113,22 @@ def pipeline_lanes(path: Path, max_per_lane: int = MAX_PER_LANE) -> pd.DataFrame
         if (d / "trace.json").is_file()
     ]
     parts = [p for p in parts if len(p)]
+    if not parts and (root / "trace.json").is_file():
+        # no per-core trace (an output trimmed of them): the summary trace holds every core's events
+        every = trace_lanes(root / "trace.json", None, max_per_lane)
+        order = ["core", "pipe", "start_us", "end_us"]
+        parts = [every.sort_values(order, kind="stable").reset_index(drop=True)] if len(every) else []
     if not parts:
         return _empty()
     return pd.concat(parts, ignore_index=True)
+
+
+def _core_names(x: pd.DataFrame, meta: pd.DataFrame) -> pd.Series:
+    """Each row's core in a trace of several: its process's name (a process_name event), else
+    its pid as written (the simulator's summary trace writes the core's name there)."""
+    names = {p: n for k, p, n in zip(meta["kind"], meta["pid"], meta["meta"], strict=True)
+             if k == "process_name" and isinstance(n, str)}
+    return pd.Series([names.get(p, str(p)) for p in x["pid"]], index=x.index)
 
 
 def _empty() -> pd.DataFrame:

@@ -112,3 +112,15 @@ def test_a_bad_trace_is_the_readers_one_line(tmp_path: Path) -> None:
 def test_a_trace_without_instructions_has_no_rows(tmp_path: Path) -> None:
     lanes = trace_lanes(_write(tmp_path, []), "core0.cubecore0")
     assert lanes.empty and tuple(lanes.columns) == LANE_COLUMNS
+
+
+def test_without_per_core_traces_the_summary_trace_gives_the_same_lanes(tmp_path: Path) -> None:
+    """A simulator output trimmed of its per-core traces (as a real one published for tests is):
+    the summary trace holds every core's events, each core named by its pid."""
+    root = write_fa_simulator(tmp_path / "sim")
+    per_core = pipeline_lanes(root)
+    for trace in (root / "OPPROF_20261206000000_GENERATEDSIMRUN" / "simulator").glob("core*/trace.json"):
+        trace.unlink()
+    summary = pipeline_lanes(root)
+    assert len(summary) == len(per_core) == 18
+    pd.testing.assert_frame_equal(summary, per_core)
