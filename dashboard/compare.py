@@ -34,12 +34,21 @@ class CompareResult:
     crossed_findings: list[dict[str, Any]] = field(default_factory=list)  # below a time floor before
 
 
-def compare_entries(base: ProfileEntry, head: ProfileEntry) -> CompareResult:
-    """The diff of two loaded entries (cached on the base entry per head)."""
+def compare_entries(
+    base: ProfileEntry, head: ProfileEntry, match: tuple[tuple[str, str], ...] = ()
+) -> CompareResult:
+    """The diff of two loaded entries (cached on the base entry per head and pairing); `match`:
+    the kernel pairs of `diff --match`, compared with each other and alone."""
     result: CompareResult = base.cached(
-        f"compare:{head.key}", lambda: to_compare_result(compare_runs(run_data(base), run_data(head)))
+        f"compare:{head.key}:{match!r}",
+        lambda: to_compare_result(compare_runs(run_data(base), run_data(head), match=match)),
     )
     return result
+
+
+def kernel_names(entry: ProfileEntry) -> list[str]:
+    """The kernels of a run as diff pairs them (one per name, op type and shapes), by name."""
+    return sorted({s.name for s in run_data(entry).kernels.values()})
 
 
 def run_data(entry: ProfileEntry) -> RunData:
@@ -53,7 +62,10 @@ def run_data(entry: ProfileEntry) -> RunData:
 def to_compare_result(diff: DiffResult) -> CompareResult:
     rows = [
         {
-            "name": d.name,
+            # a pair of two kernels (--match) under both names, as `diff` labels it
+            "name": f"{d.base.name} → {d.head.name}"
+            if d.matched_by == "--match" and d.base and d.head and d.base.name != d.head.name
+            else d.name,
             "op_type": stats.op_type if (stats := d.head or d.base) is not None else "",
             "base_us": round(d.base_per_step_us, 3),
             "head_us": round(d.head_per_step_us, 3),

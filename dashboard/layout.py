@@ -221,6 +221,20 @@ def _compare() -> html.Div:
                 ],
                 className="toolbar",
             ),
+            # `diff --match`: two different kernels compared with each other (a TileLang kernel and
+            # the vendor's operator on the same shapes); only that pair is compared then
+            html.Div(
+                [
+                    html.Label("Pair", htmlFor="c-match-base"),
+                    dcc.Dropdown(id="c-match-base", placeholder="a base kernel", className="dd wide"),
+                    html.Span("with", className="muted"),
+                    dcc.Dropdown(id="c-match-head", placeholder="a head kernel", className="dd wide"),
+                    html.Span(
+                        "(both set: only this pair is compared, as diff --match)", className="muted small"
+                    ),
+                ],
+                className="toolbar",
+            ),
             html.Div(id="c-kpis", className="kpis"),
             html.Div(
                 [html.Div(graph("c-delta"), className="col"), html.Div(id="c-findings", className="col")],
