@@ -61,6 +61,27 @@ def build_msprof_op_argv(
     ]
 
 
+def build_simulator_argv(
+    output: Path, application: Path, kernel_name: str, msprof: str = "msprof"
+) -> list[str]:
+    """The `msprof op simulator` command line (docs/lines.md "How to collect it"): one launch of the
+    kernel, simulated instruction by instruction, written under `output` as OPPROF_*/simulator/.
+
+    No `--aic-metrics` (the simulator records everything it models), and `--kernel-name` without a
+    `*`: the simulator's documented form is `[A-Za-z0-9_]+`, matched as a prefix, which also takes
+    the runtime's suffixes of the entry symbol."""
+    name = kernel_name.rstrip("*")
+    if not name or not all(c.isascii() and (c.isalnum() or c == "_") for c in name):
+        raise TilescopeError(f"msprof op simulator --kernel-name: {kernel_name!r} is not [A-Za-z0-9_]+")
+    return [
+        msprof, "op", "simulator",
+        f"--output={output}",
+        f"--application={application}",
+        f"--kernel-name={name}",
+        "--launch-count=1",
+    ]
+
+
 def write_launcher(path: Path, job_path: Path, python: str = sys.executable) -> Path:
     """An executable script msprof op can start by path: it runs tilescope.collectors.worker on `job_path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,3 +151,40 @@ def profile_msprof_op(
         )
     runs = [{"groups": list(groups), "path": f"profile/{n}", "outputs": [n]} for n in names]
     return [rec], runs
+
+
+def profile_msprof_op_simulator(
+    work: Path,
+    bundle: Path,
+    job_base: dict[str, Any],
+    kernel_name: str,
+    timeout: float | None,
+    env: dict[str, str] | None = None,
+    python: str = sys.executable,
+) -> tuple[list[CommandRecord], list[dict[str, Any]]]:
+    """The kernel under `msprof op simulator`: one launch after no warm-up (a simulated launch takes
+    minutes; its cycles do not depend on caches warmed by earlier launches the way a board's do).
+    The simulator runs on device 0 only, which the launcher's job pins."""
+    msprof = shutil.which("msprof") or "msprof"
+    job = dict(job_base, mode="launch", device="npu", warmup=0, repeat=1,
+               result=str(work / "simulate.result.json"))
+    job_path = bundle / "collect" / "simulate_job.json"
+    job_path.parent.mkdir(parents=True, exist_ok=True)
+    job_path.write_text(json.dumps(job, indent=2), encoding="utf-8")
+    launcher = write_launcher(bundle / "collect" / "simulate_kernel.py", job_path, python)
+    staging = work / "msprof_op_simulator_out"
+    staging.mkdir(parents=True, exist_ok=True)
+    argv = build_simulator_argv(staging, launcher, kernel_name, msprof)
+    log = bundle / "collect" / "msprof_op_simulator.log"
+    rec = CommandRecord(argv, "msprof op simulator", group="simulator", log=f"collect/{log.name}")
+    child_env = dict(env or os.environ, ASCEND_RT_VISIBLE_DEVICES="0")  # the simulator models device 0
+    run_command(rec, timeout, log, env=child_env)
+    if rec.returncode != 0:
+        raise TilescopeError(f"msprof op simulator failed (exit {rec.returncode}); log: {log}\n{tail(log)}")
+    names = move_outputs(staging, bundle / "profile")
+    if not names:
+        raise TilescopeError(
+            f"msprof op simulator wrote no OPPROF_* directory (did --kernel-name={kernel_name} match?); "
+            f"log: {log}\n{tail(log)}"
+        )
+    return [rec], [{"groups": ["simulator"], "path": f"profile/{n}", "outputs": [n]} for n in names]

@@ -94,7 +94,7 @@ def check_backend(backend: str, probe: dict[str, Any] | None = None,
     shells out to when it parses the raw data into kernel_details.csv.
     """
     msprof_path = which_msprof() if msprof is False else msprof
-    if backend == "msprof-op" and not msprof_path:
+    if backend in ("msprof-op", "msprof-op-simulator") and not msprof_path:
         raise MissingComponentError(
             f"no NPU toolchain: msprof not on PATH (the CANN toolkit provides it); {SEE_DOCS}"
         )

@@ -27,7 +27,11 @@ from tilescope.chips import chosen_chip, tl_ascend_platform_of_device
 from tilescope.collectors import bundle as bundlemod
 from tilescope.collectors import preflight
 from tilescope.collectors import spec as specmod
-from tilescope.collectors.msprof_op_backend import MSPROF_OP_EXTRA_GROUPS, profile_msprof_op
+from tilescope.collectors.msprof_op_backend import (
+    MSPROF_OP_EXTRA_GROUPS,
+    profile_msprof_op,
+    profile_msprof_op_simulator,
+)
 from tilescope.collectors.proc import WORKER, CommandRecord, run_command, tail
 from tilescope.collectors.spec import KernelRef, parse_kernel_ref
 from tilescope.collectors.torch_npu_backend import AIC_METRICS, profile_groups
@@ -40,7 +44,7 @@ from tilescope.ir.params import builder_signatures, candidates, for_worker, pars
 from tilescope.ir.scopes import TILELANG_ASCEND
 from tilescope.run_module import command
 
-BACKENDS = ("torch_npu", "msprof-op")
+BACKENDS = ("torch_npu", "msprof-op", "msprof-op-simulator")
 DEFAULT_METRICS = ("PipeUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio",
                    "L2Cache", "ArithmeticUtilization")
 DEFAULT_WARMUP = 5
@@ -79,6 +83,17 @@ def validate_request(req: CollectRequest) -> KernelRef:
                          "the kernel its --kernel-name names, and --ir-only runs nothing")
     if req.timeout is not None and req.timeout <= 0:
         raise UsageError("--timeout must be positive")
+    if req.backend != "msprof-op-simulator":  # the simulator records what it models: no groups
+        _check_metrics(req)
+    if req.out.exists() and not req.force:
+        raise UsageError(f"{req.out}: already exists (use --force to replace it)")
+    if req.out.exists() and not (req.out / bundlemod.MANIFEST_NAME).is_file() and any(req.out.iterdir()):
+        # --force replaces bundles, not arbitrary directories someone pointed --out at by mistake.
+        raise UsageError(f"{req.out}: exists and is not a tilescope bundle; refusing to replace it")
+    return ref
+
+
+def _check_metrics(req: CollectRequest) -> None:
     if len(set(req.metrics)) != len(req.metrics) or not req.metrics:
         raise UsageError("--metrics: give each metric group once, at least one")
     allowed = (set(AIC_METRICS) if req.backend == "torch_npu"
@@ -87,12 +102,6 @@ def validate_request(req: CollectRequest) -> KernelRef:
     if unknown:
         raise UsageError(f"--metrics: {', '.join(unknown)} not supported by {req.backend} "
                          f"(known: {', '.join(sorted(allowed))})")
-    if req.out.exists() and not req.force:
-        raise UsageError(f"{req.out}: already exists (use --force to replace it)")
-    if req.out.exists() and not (req.out / bundlemod.MANIFEST_NAME).is_file() and any(req.out.iterdir()):
-        # --force replaces bundles, not arbitrary directories someone pointed --out at by mistake.
-        raise UsageError(f"{req.out}: exists and is not a tilescope bundle; refusing to replace it")
-    return ref
 
 
 def resolve_function(ref: KernelRef) -> KernelRef:
@@ -313,7 +322,8 @@ def _collect(req: CollectRequest, ref: KernelRef, dialect: Any, device_probe: di
     manifest = bundlemod.base_manifest(env=user_env)
     manifest.update(
         ir_only=req.ir_only, parameters=bundlemod.jsonable(req.params),
-        backend=None if req.ir_only else req.backend, metric_groups=[] if req.ir_only else list(req.metrics),
+        backend=None if req.ir_only else req.backend,
+        metric_groups=[] if req.ir_only or req.backend == "msprof-op-simulator" else list(req.metrics),
         warmup=req.warmup, repeat=req.repeat, timeout_s=req.timeout, chip=chip.name,
         device_name=device_probe.get("device_name"),
     )
@@ -401,6 +411,10 @@ def _profile(req: CollectRequest, tmp: Path, job_base: dict[str, Any], kernel_na
                               req.timeout, env=env, python=python)
     if not kernel_name:
         raise TilescopeError("cannot tell the kernel's entry symbol for msprof op --kernel-name")
+    if req.backend == "msprof-op-simulator":
+        say("simulating one launch with msprof op simulator (minutes; per-line data needs a -g build)")
+        return profile_msprof_op_simulator(tmp / "collect", tmp, job_base, kernel_name, req.timeout,
+                                           env=env, python=python)
     say(f"profiling with msprof op ({','.join(req.metrics)})")
     return profile_msprof_op(tmp / "collect", tmp, job_base, list(req.metrics), kernel_name, req.warmup,
                              req.repeat, req.timeout, req.replay_mode, env=env, python=python)

@@ -40,7 +40,10 @@ def collect_command(
     param: Annotated[list[str] | None, typer.Option(
         "--param", "-p", metavar="NAME=VALUE", help="Builder parameter (Python literal); repeatable.",
     )] = None,
-    backend: Annotated[str, typer.Option("--backend", help="torch_npu or msprof-op.")] = "torch_npu",
+    backend: Annotated[str, typer.Option(
+        "--backend", help="torch_npu, msprof-op, or msprof-op-simulator (one simulated launch: per-line "
+        "cycles and the in-core pipeline; docs/lines.md).",
+    )] = "torch_npu",
     metrics: Annotated[str, typer.Option(
         "--metrics", help="aic-metrics groups, comma-separated (torch_npu: one run per group).",
     )] = DEFAULT_METRICS,

@@ -369,3 +369,64 @@ def test_ctrl_c_kills_the_process_group(tmp_path: Path) -> None:
     while _alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(grandchild)
+
+
+# --- collect --backend msprof-op-simulator (#25) ---------------------------------------------------
+
+FAKE_SIMULATOR = """#!/bin/sh
+# Stands in for CANN's msprof: `msprof op simulator --output=DIR ...` writes OPPROF_*/simulator/.
+[ "$1" = "op" ] && [ "$2" = "simulator" ] || exit 9
+for a in "$@"; do case "$a" in --output=*) out="${a#--output=}";; esac; done
+d="$out/OPPROF_20261206120000_SIMULATEDRUNABCD/simulator/core0.veccore0"
+mkdir -p "$d"
+printf 'code,call_count,cycles,running_time(us)\\n/tmp/k/kernel.cpp:12,4,900,0.5\\n' \\
+  > "$d/core0.veccore0_code_exe.csv"
+printf 'instr,addr,pipe,call_count,cycles,running_time(us),detail\\nVADD,1,VECTOR,4,900,0.5,""\\n' \\
+  > "$d/core0.veccore0_instr_exe.csv"
+echo "ASCEND_RT_VISIBLE_DEVICES=$ASCEND_RT_VISIBLE_DEVICES" > "$out/../env.txt"
+"""
+
+
+def test_a_simulated_collect_is_a_bundle_lines_reads(
+    tmp_path: Path, fast: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "msprof").write_text(FAKE_SIMULATOR)
+    (bindir / "msprof").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(runmod, "run_check", fake_check("npu"))
+    # metric groups are not read for the simulator (it records what it models)
+    req = request(tmp_path / "b", backend="msprof-op-simulator", metrics=["NotAGroup"])
+    out = runmod.collect(req, log=lambda m: None, probe=lambda b: NPU_PROBE)
+    m = bundlemod.read_manifest(out)
+    bundlemod.validate_manifest(m)
+    assert m["backend"] == "msprof-op-simulator" and m["metric_groups"] == []
+    assert m["profile"]["runs"] == [
+        {
+            "groups": ["simulator"],
+            "path": "profile/OPPROF_20261206120000_SIMULATEDRUNABCD",
+            "outputs": ["OPPROF_20261206120000_SIMULATEDRUNABCD"],
+        }
+    ]
+    build = m["build_dir"]
+    assert m["commands"][-1]["argv"] == [
+        str(bindir / "msprof"),
+        "op",
+        "simulator",
+        f"--output={build}/collect/msprof_op_simulator_out",
+        f"--application={build}/collect/simulate_kernel.py",
+        "--kernel-name=vector_add_kernel_kernel",
+        "--launch-count=1",
+    ]
+    job = json.loads((out / "collect" / "simulate_job.json").read_text())
+    assert (job["mode"], job["warmup"], job["repeat"]) == ("launch", 0, 1)
+    # the simulator models device 0 only: the launcher's environment says so
+    assert (out / "collect" / "env.txt").read_text().strip() == "ASCEND_RT_VISIBLE_DEVICES=0"
+    assert leftovers(tmp_path) == []
+    from support import cli
+
+    code, text, err = cli(capsys, "lines", str(out), "-f", "json")
+    assert code == 0, err
+    report = json.loads(text)
+    assert report["total_cycles"] == 900 and report["lines"][0]["ascendc"][0]["line"] == 12

@@ -18,7 +18,12 @@ from typing import Any
 import pytest
 
 import tilescope
-from tilescope.collectors.msprof_op_backend import build_msprof_op_argv, move_outputs, write_launcher
+from tilescope.collectors.msprof_op_backend import (
+    build_msprof_op_argv,
+    build_simulator_argv,
+    move_outputs,
+    write_launcher,
+)
 from tilescope.collectors.torch_npu_backend import (
     AIC_METRICS,
     build_profiler_config,
@@ -269,3 +274,16 @@ def test_profile_groups_writes_one_dir_per_group(tmp_path: Path) -> None:
         job = json.loads((bundle / "collect" / f"profile_{group}.job.json").read_text())
         assert job["mode"] == "profile" and job["device"] == "npu"
         assert job["profiler"]["experimental_config"]["aic_metrics"] == group
+
+
+def test_the_simulator_command_is_exact() -> None:
+    argv = build_simulator_argv(Path("/b/w/out"), Path("/b/collect/simulate_kernel.py"), "vector_add_kernel*")
+    assert argv == [
+        "msprof", "op", "simulator",
+        "--output=/b/w/out",
+        "--application=/b/collect/simulate_kernel.py",
+        "--kernel-name=vector_add_kernel",  # documented as [A-Za-z0-9_]+, matched as a prefix
+        "--launch-count=1",
+    ]
+    with pytest.raises(TilescopeError, match=r"is not \[A-Za-z0-9_\]\+"):
+        build_simulator_argv(Path("o"), Path("a"), "main kernel;rm")

@@ -122,3 +122,18 @@ def test_existing_bundle_kept_on_hardware(tmp_path: Path, capsys: pytest.Capture
     code, err = collect(["--metrics", "PipeUtilization", "--out", str(out)], capsys)
     assert code == 2 and "--force" in err
     assert (out / "manifest.json").read_text() == "{}"
+
+
+def test_msprof_op_simulator_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     npu_device: dict[str, Any], msprof_path: str) -> None:
+    """One simulated launch: the bundle's profile/ holds OPPROF_*/simulator/, which `tilescope lines`
+    reads (per-line cycles only with a -g build; the instruction table either way)."""
+    out = tmp_path / "vadd_simulated"
+    code, err = collect(["--backend", "msprof-op-simulator", "--out", str(out)], capsys)
+    assert code == 0, err
+    m = bundlemod.read_manifest(out)
+    assert m["backend"] == "msprof-op-simulator" and m["metric_groups"] == []
+    assert list((out / "profile").glob("OPPROF_*/simulator"))
+    code = main(["lines", str(out), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["instructions"], report["notes"]
