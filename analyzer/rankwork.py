@@ -46,7 +46,7 @@ from tilescope.io.detect import detect
 from tilescope.io.failures import LoadFailure, left_out_warnings, rank_of_failed
 from tilescope.io.load import load_unit, manifest_dir_of, resolve_ranks
 from tilescope.io.remote import RemoteInputError, relabel, stage
-from tilescope.rank_cache import RankCache, input_bytes
+from tilescope.rank_cache import RankCache, input_bytes, input_rows
 from tilescope.rankjobs import RankPart, UnitJob, UnitResult
 
 if TYPE_CHECKING:
@@ -271,7 +271,7 @@ def analyze_inputs(
     where: Executor_,
     cache: Any = None,  # tilescope.rank_cache.RankCache or None
     timeline_cap: int | None = None,
-    rows: Sequence[list[tuple[str, Any, Any]]] | None = None,
+    rows: Sequence[list[tuple[Any, ...]]] | None = None,
 ) -> RankRun:
     """Run `run_unit` on every input (cached ones read back), number the ranks, build the
     cross-rank model and run its rules. Raises the first input's error when none could be read.
@@ -289,10 +289,14 @@ def analyze_inputs(
         jobs = [dataclasses.replace(j, input_bytes=input_bytes(rows[j.index])) for j in jobs]
     results: dict[int, UnitResult] = {}
     keys: dict[int, str] = {}
+    if cache is not None and not cache.usable():  # another user's or writable by others: warned
+        cache = None
     if cache is not None:
         for job in jobs:
-            keys[job.index] = cache.key(job, rows[job.index] if rows is not None else None)
-            hit = cache.get(keys[job.index])
+            listed = rows[job.index] if rows is not None else input_rows(job.det or str(job.url))
+            keys[job.index] = cache.key(job, listed)
+            # what the input's files could produce bounds what its entry may hold
+            hit = cache.get(keys[job.index], input_bytes(listed))
             if hit is not None:
                 hit.index = job.index
                 results[job.index] = hit
