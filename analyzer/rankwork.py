@@ -39,7 +39,13 @@ from tilescope.arrowpool import arrow_returns_freed_memory
 from tilescope.chips import CHIPS, family_chip
 from tilescope.config import Config
 from tilescope.engine import run_cluster_rules
-from tilescope.errors import MissingComponentError, NoProfileFoundError, ProfileFormatError, UsageError
+from tilescope.errors import (
+    MissingComponentError,
+    NoProfileFoundError,
+    ProfileFormatError,
+    TilescopeError,
+    UsageError,
+)
 from tilescope.extras import install_line
 from tilescope.gcpause import gc_paused
 from tilescope.io.detect import detect
@@ -79,33 +85,43 @@ def run_unit(job: UnitJob) -> UnitResult:
 
 def _run_remote(job: UnitJob) -> UnitResult:
     """A rank folder at a URL: copied here, analysed as a local input, every path in the result
-    written back as the URL (tilescope.io.remote), the copy removed."""
+    written back as the URL (tilescope.io.remote), the copy removed. A copy that fails (stage's
+    one line) leaves this rank out, as an unreadable local rank is."""
+    assert job.url is not None
+    try:
+        with stage(job.url) as local:
+            return _analyze_staged(job, local, job.url)
+    except RemoteInputError as exc:
+        return _left_out(job, job.url, exc)
+
+
+def _left_out(job: UnitJob, url: str, error: TilescopeError) -> UnitResult:
     # deferred: cluster (pandas) only where used
     from tilescope.cluster import RankTables
 
-    assert job.url is not None
-    with stage(job.url) as local:
-        try:
-            found = detect(local)
-            if len(found) != 1:
-                raise NoProfileFoundError(job.url, f"{len(found)} inputs in one rank folder; one expected")
-        except (ProfileFormatError, NoProfileFoundError) as exc:
-            said = RemoteInputError(relabel(exc.one_line(), str(local), job.url))
-            failure = LoadFailure(job.url, said, None)
-            return UnitResult(job.index, failure=failure, failure_tables=RankTables.empty())
-        result = _run_unit(dataclasses.replace(job, det=found[0], url=None))
-        here, there = str(local), job.url
-        for rp in result.parts:
-            rp.part = relabel(rp.part, here, there)
-            rp.path = there
-            rp.tables.relabel(here, there)
-        if result.failure is not None:
-            f = result.failure
-            said = RemoteInputError(relabel(f.error.one_line(), here, there))
-            result.failure = LoadFailure(there, said, f.rank)
-            if result.failure_tables is not None:
-                result.failure_tables.relabel(here, there)
-        return result
+    return UnitResult(job.index, failure=LoadFailure(url, error, None), failure_tables=RankTables.empty())
+
+
+def _analyze_staged(job: UnitJob, local: Path, url: str) -> UnitResult:
+    try:
+        found = detect(local)
+        if len(found) != 1:
+            raise NoProfileFoundError(url, f"{len(found)} inputs in one rank folder; one expected")
+    except (ProfileFormatError, NoProfileFoundError) as exc:
+        return _left_out(job, url, RemoteInputError(relabel(exc.one_line(), str(local), url)))
+    result = _run_unit(dataclasses.replace(job, det=found[0], url=None))
+    here = str(local)
+    for rp in result.parts:
+        rp.part = relabel(rp.part, here, url)
+        rp.path = url
+        rp.tables.relabel(here, url)
+    if result.failure is not None:
+        f = result.failure
+        said = RemoteInputError(relabel(f.error.one_line(), here, url))
+        result.failure = LoadFailure(url, said, f.rank)
+        if result.failure_tables is not None:
+            result.failure_tables.relabel(here, url)
+    return result
 
 
 def _run_unit(job: UnitJob) -> UnitResult:
