@@ -60,8 +60,9 @@ def me() -> int:
 def _not_trusted(st: os.stat_result, what: str) -> str | None:
     if st.st_uid != me():
         return f"{what} is owned by user id {st.st_uid}, not by you ({me()})"
-    if st.st_mode & OTHERS_WRITE:
-        return f"{what} is writable by other users (mode {stat.S_IMODE(st.st_mode):04o})"
+    if st.st_mode & OTHERS_WRITE:  # yours, made with a umask of 002 by an older tilescope perhaps
+        mode = stat.S_IMODE(st.st_mode)
+        return f"{what} is writable by other users (mode {mode:04o}; chmod go-w to use it)"
     return None
 
 
