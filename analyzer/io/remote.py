@@ -129,7 +129,7 @@ def stage(url: str) -> Iterator[Path]:
     try:
         local = tmp / Path(root.rstrip("/")).name
         try:
-            _only_files(url, fs, root)
+            _check_before_copy(url, fs, root, tmp)
             fs.get(root.rstrip("/") + "/", str(local) + "/", recursive=True)
         except Exception as exc:
             raise RemoteInputError(fs_error(url, "copy", exc).one_line()) from None
@@ -138,14 +138,39 @@ def stage(url: str) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _only_files(url: str, fs: Any, root: str) -> None:
-    """Refuse, before copying, anything under `root` that is neither a file nor a folder: a FIFO
-    would block the copy for ever and a link to /dev/zero would fill the disk."""
+# Every format tilescope reads is one of these (kernel tables, timelines and summaries, exports):
+# a folder without any is no rank, whatever its files' contents
+PROFILE_SUFFIXES = (".csv", ".json", ".db")
+
+
+def _free_bytes(folder: Path) -> int:
+    return shutil.disk_usage(folder).free
+
+
+def _check_before_copy(url: str, fs: Any, root: str, into: Path) -> None:
+    """From one listing of the rank folder, before a byte is copied: refuse anything that is
+    neither a file nor a folder (a FIFO blocked the copy for ever, a link to /dev/zero filled the
+    disk), a folder with no file tilescope could read (`file:///usr/share` copied 716 MB before
+    saying so), and more bytes than the staging folder's disk has free."""
+    files = 0
+    total = 0
+    readable = False
     for name, info in fs.find(root, detail=True, withdirs=True).items():
-        if info.get("type") not in ("file", "directory"):
-            kind = info.get("type")
+        kind = info.get("type")
+        if kind == "directory":
+            continue
+        if kind != "file":
             what = "a FIFO, device or socket" if kind == "other" else repr(kind)
             raise UsageError(f"{url}: {name}: expected files and folders, found {what} (not copied)")
+        files += 1
+        total += int(info.get("size") or 0)
+        readable = readable or str(name).lower().endswith(PROFILE_SUFFIXES)
+    if not readable:
+        raise NoProfileFoundError(url, f"{files} file(s), none .csv, .json or .db; nothing copied")
+    free = _free_bytes(into)
+    if total > free:
+        raise UsageError(f"{url}: {total:,} bytes to copy, more than the {free:,} free where ranks are "
+                         f"staged ({into.parent}, TMPDIR); nothing copied")
 
 
 def relabel(value: Any, local: str, url: str) -> Any:

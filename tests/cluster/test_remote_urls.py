@@ -95,3 +95,52 @@ def test_a_rank_folder_with_a_special_file_is_left_out_not_copied(
     warnings = [line for line in captured.err.splitlines() if line.startswith("tilescope: warning:")]
     assert len(warnings) == 1, captured.err
     assert f"{odd}: expected files and folders, found a FIFO, device or socket (not copied)" in warnings[0]
+
+
+def test_a_folder_without_profile_files_is_left_out_before_any_copy(
+    run2: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from tilescope.io import remote
+
+    run = tmp_path / "run"
+    shutil.copytree(run2, run)
+    junk = run / "zz_docs"  # a sibling of the ranks with nothing tilescope reads (as /usr/share/*)
+    junk.mkdir()
+    (junk / "README.txt").write_text("not a profile\n")
+    copied: list[str] = []
+    real_check = remote._check_before_copy
+
+    def watched(url: str, fs: Any, root: str, into: Path) -> None:
+        real_check(url, fs, root, into)
+        copied.append(url)  # reached only when the copy goes ahead
+
+    monkeypatch.setattr(remote, "_check_before_copy", watched)
+    url = f"file://{run}"
+    assert main(["analyze", url, "--no-cache", "-j", "1", "-f", "json"]) == 2
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)["cluster"]["ranks"]) == 3
+    assert captured.err.strip().splitlines() == [
+        f"tilescope: warning: {url}/zz_docs: no Ascend profile found (1 file(s), none .csv, .json or .db; "
+        "nothing copied) — zz_docs left out",
+        f"tilescope: error: partial input: 1 of 3 profiles could not be read ({url}/zz_docs); "
+        "the output covers the other 2",
+    ]
+    assert sorted(u.rsplit("/", 1)[-1] for u in copied) == sorted(
+        p.name for p in run2.iterdir() if p.is_dir()
+    )
+
+
+def test_a_rank_larger_than_the_free_disk_is_not_copied(
+    run2: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tilescope.io import remote
+
+    monkeypatch.setattr(remote, "_free_bytes", lambda folder: 1000)
+    url = f"file://{run2}"
+    assert main(["analyze", url, "--no-cache", "-j", "1", "-f", "json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"tilescope: error: {url}/"), err
+    assert "bytes to copy, more than the 1,000 free where ranks are staged" in err[0]
+    assert err[0].endswith("TMPDIR); nothing copied")
