@@ -6,9 +6,9 @@ small Parquet tables per rank (steps, communication operators, links, per-kernel
 of its profiler files. The cross-rank model and rules then run on those summaries as on fresh ones.
 
 An entry is found by a key over everything its content depends on:
-  - the input: its detected format, path and rank, and the path, size and modification time of
-    every file under it (a rewritten or touched file is a different input), and of the
-    manifest.json / ir/ beside a sample folder's profiler output;
+  - the input: its detected format, path and rank, and the path, size, modification time, inode
+    and change time of every file under it, links followed (a rewritten, replaced or touched file
+    is a different input), and of the manifest.json / ir/ beside a sample folder's profiler output;
   - the analysis: the configuration (thresholds, selected rules, pattern files with their times),
     `--chip`, the columns loaded, the timeline cap;
   - tilescope itself: its version and the size and time of each of its source files, so that a
@@ -16,8 +16,10 @@ An entry is found by a key over everything its content depends on:
     libraries (NUMERIC_LIBRARIES), so that an upgraded pandas does not either.
 Entries are written atomically (a temporary directory renamed into place) and never modified
 (but for unit.json's time, which a read sets: the entry's last use); nothing outside the cache
-directory is written. Default directory: $TILESCOPE_CACHE_DIR, else
-$XDG_CACHE_HOME/tilescope/ranks, else ~/.cache/tilescope/ranks; `--cache-dir` and `--no-cache`.
+directory is written. Who the cache trusts and what is checked before an entry is used (owner and
+mode, no links, checksums, shapes, sizes): analyzer/rank_cache_trust.py. Default directory:
+$TILESCOPE_CACHE_DIR, else $XDG_CACHE_HOME/tilescope/ranks, else ~/.cache/tilescope/ranks;
+`--cache-dir` and `--no-cache`.
 The size limit, least recently used entries out first: analyzer/rank_cache_prune.py.
 """
 
@@ -50,6 +52,24 @@ from tilescope.rank_cache_prune import (
     prune_if_over,
     scan_cache,
 )
+from tilescope.rank_cache_trust import (
+    Limits,
+    RunMeta,
+    TablesMeta,
+    UnitMeta,
+    UntrustedEntry,
+    check_root,
+    check_shard,
+    discard,
+    open_entry,
+    read_file,
+    read_table,
+    seal,
+    sha256,
+    touch,
+    unseal,
+    warn_untrusted,
+)
 from tilescope.rankjobs import RankPart, UnitJob, UnitResult
 
 if TYPE_CHECKING:
@@ -61,7 +81,8 @@ if TYPE_CHECKING:
     from tilescope.rank_cache_prune import PruneResult, Scan
 
 # 2: unit.json records the source fingerprint (`code`), so that a prune knows entries no key reaches
-CACHE_FORMAT = 2
+# 3: entries sealed with a checksum and their tables' sha256 (tilescope.rank_cache_trust)
+CACHE_FORMAT = 3
 CACHE_ENV = "TILESCOPE_CACHE_DIR"
 TABLES = ("steps", "comm_ops", "links", "kernels")
 
@@ -77,25 +98,40 @@ def default_cache_dir() -> Path:
     return Path(base) / "tilescope" / "ranks"
 
 
-def _stat_rows(root: Path) -> list[tuple[str, int, int]]:
-    """(path, size, mtime_ns) of `root` (a file) or of every file under it, sorted."""
+def _stat_rows(root: Path) -> list[tuple[str, int, int, int, int]]:
+    """(path, size, mtime_ns, inode, ctime_ns) of `root` (a file) or of every file under it, sorted.
+    Links are followed, as the loaders follow them (a rank whose ASCEND_PROFILER_OUTPUT/ is a link
+    is read through it), each directory once (a link loop ends). The inode and change time see a
+    file replaced or rewritten with its size and modification time restored (`touch -r`)."""
     if root.is_file():
-        st = root.stat()
-        return [(str(root), st.st_size, st.st_mtime_ns)]
+        return [_stat_row(str(root), root.stat())]
     rows = []
-    for dirpath, _dirs, files in os.walk(root):
+    seen: set[tuple[int, int]] = set()
+    for dirpath, dirs, files in os.walk(root, followlinks=True):
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirs[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:  # reached again through a link: walked already
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
         for name in files:
             p = os.path.join(dirpath, name)
             try:
-                st = os.stat(p)
+                rows.append(_stat_row(p, os.stat(p)))
             except OSError:
                 continue
-            rows.append((p, st.st_size, st.st_mtime_ns))
     rows.sort()
     return rows
 
 
-def input_rows(found: Any) -> list[tuple[str, Any, Any]]:
+def _stat_row(path: str, st: os.stat_result) -> tuple[str, int, int, int, int]:
+    return (path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+
+def input_rows(found: Any) -> list[tuple[Any, ...]]:
     """(name, size, time) of every file of one input — a detected local input (or its path), or
     the objects under a remote rank folder's URL — listed once per analysis: they make the
     input's cache key (`RankCache.key`) and its worker's memory estimate (`input_bytes`)."""
@@ -107,9 +143,9 @@ def input_rows(found: Any) -> list[tuple[str, Any, Any]]:
     return list(_stat_rows(found.path if hasattr(found, "path") else Path(found)))
 
 
-def input_bytes(rows: list[tuple[str, Any, Any]]) -> int:
+def input_bytes(rows: list[tuple[Any, ...]]) -> int:
     """Bytes of one input's files (`input_rows`)."""
-    return sum(int(size or 0) for _name, size, _time in rows)
+    return sum(int(row[1] or 0) for row in rows)
 
 
 NUMERIC_LIBRARIES = ("numpy", "pandas", "pyarrow", "msgspec")
@@ -150,12 +186,24 @@ def _code_fingerprint() -> str:
 
 
 class RankCache:
-    """Summaries under `root` (created on first write)."""
+    """Summaries under `root` (created 0700 on first use; who and what it trusts:
+    tilescope.rank_cache_trust)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._usable: bool | None = None
 
-    def key(self, job: UnitJob, rows: list[tuple[str, Any, Any]] | None = None) -> str:
+    def usable(self) -> bool:
+        """The root created if missing, and it and its shard folders the user's alone; else one
+        warning (once per process) and every read and write of this cache is skipped."""
+        if self._usable is None:
+            reason = check_root(self.root)
+            if reason is not None:
+                warn_untrusted(self.root, reason)
+            self._usable = reason is None
+        return self._usable
+
+    def key(self, job: UnitJob, rows: list[tuple[Any, ...]] | None = None) -> str:
         """The entry of `job`'s input; `rows`: its `input_rows`, when the caller has them already."""
         if job.det is not None:
             files = rows if rows is not None else input_rows(job.det)
@@ -165,7 +213,7 @@ class RankCache:
         parts: list[Any] = [*source, job.chip, job.kernel_columns, job.timeline_cap]
         return _digest(parts, job.config, job.manifest_dir)
 
-    def run_key(self, path: Path | str, found: Sequence[Any], rows: Sequence[list[tuple[str, Any, Any]]],
+    def run_key(self, path: Path | str, found: Sequence[Any], rows: Sequence[list[tuple[Any, ...]]],
                 config: Config, chip: str | None, timeline_cap: int) -> str:
         """The whole run's entry: every input as its own key has it (`key`), in order, under the
         same analysis. The kernel columns are left out: they follow from the rules, whose sources
@@ -180,29 +228,30 @@ class RankCache:
     def _dir(self, key: str) -> Path:
         return self.root / key[:2] / key
 
-    def get_run(self, key: str) -> CachedRun | None:
-        """A whole run's stored report and left-out inputs, or None (absent or unreadable)."""
-        meta = self._dir(key) / RUN_FILE
-        # deferred: `tilescope --help` imports this module (through commands.cache); gcpause only when used
+    def get_run(self, key: str, input_bytes: int = 0) -> CachedRun | None:
+        """A whole run's stored report and left-out inputs, or None (absent, or failing a check:
+        then removed, and the run analysed and stored again). `input_bytes`: the run's files."""
+        if not self.usable():
+            return None
+        # deferred: `tilescope --help` imports this module (through commands.cache); gcpause and io.failures
+        #   only when used
         from tilescope.gcpause import gc_paused
+        from tilescope.io.failures import LoadFailure
 
         try:
-            with gc_paused():  # a report of 64 ranks is ~10^6 objects: no collection while they arrive
-                data = msgspec.json.decode(meta.read_bytes())
-            if data.get("format") != CACHE_FORMAT:
-                return None
-            # deferred: `tilescope --help` imports this module (through commands.cache); io.failures only when
-            #   used
-            from tilescope.io.failures import LoadFailure
-
-            failures = [LoadFailure(_text_path(f["path"]), CachedLoadError(f["message"]), f["rank"])
-                        for f in data["failures"]]
-            run = CachedRun(data["report"], failures)
-        except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError, AttributeError):
+            with open_entry(self.root, key) as fd:
+                if fd is None:
+                    return None
+                raw = read_file(fd, RUN_FILE, Limits(input_bytes).json_bytes)
+                with gc_paused():  # a report of 64 ranks is ~10^6 objects: no collection while they arrive
+                    data = _decode(unseal(raw), RunMeta)
+                failures = [LoadFailure(_text_path(f.path), CachedLoadError(f.message), f.rank)
+                            for f in data.failures]
+                touch(fd, RUN_FILE)  # used now, as `get` marks a unit entry
+                return CachedRun(data.report, failures)
+        except UntrustedEntry:
+            discard(self.root, key)
             return None
-        with contextlib.suppress(OSError):  # used now, as `get` marks a unit entry
-            os.utime(meta)
-        return run
 
     def put_run(self, key: str, report: dict[str, Any], failures: Sequence[LoadFailure]) -> None:
         """Store a run's report (atomically, as `put`); skipped when the cache cannot be written."""
@@ -210,22 +259,26 @@ class RankCache:
                   for f in failures]
         self._write(key, RUN_FILE, {**_entry_head(), "report": report, "failures": failed})
 
-    def get(self, key: str) -> UnitResult | None:
-        """The stored result, or None (absent, or unreadable: then it is recomputed)."""
-        d = self._dir(key)
-        meta = d / UNIT_FILE
-        if not meta.is_file():
+    def get(self, key: str, input_bytes: int = 0) -> UnitResult | None:
+        """The stored result, or None (absent, or failing a check of rank_cache_trust: then
+        removed, recomputed and written again). `input_bytes`: the input's files (`input_rows`),
+        which bound what its entry may hold."""
+        if not self.usable():
             return None
+        limits = Limits(input_bytes)
         try:
-            data = msgspec.json.decode(meta.read_bytes())
-            result = _result_from(data, d)
-        except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError):
+            with open_entry(self.root, key) as fd:
+                if fd is None:
+                    return None
+                meta = _decode(unseal(read_file(fd, UNIT_FILE, limits.json_bytes)), UnitMeta)
+                result = _result_from(meta, fd, limits)
+                # used now: the least recently used entries are pruned first (one utime, no lock);
+                # an entry another process removed meanwhile has been read whole already
+                touch(fd, UNIT_FILE)
+                return result
+        except UntrustedEntry:
+            discard(self.root, key)
             return None
-        # used now: the least recently used entries are pruned first (one utime, no lock); an entry
-        # another process removed meanwhile has been read whole already
-        with contextlib.suppress(OSError):
-            os.utime(meta)
-        return result
 
     def put(self, key: str, result: UnitResult) -> None:
         """Store `result` atomically; a cache that cannot be written is skipped, not an error."""
@@ -236,17 +289,20 @@ class RankCache:
         `content(tmp)` returns after writing its own files there) renamed into place, its bytes
         added to the cache's ledger."""
         final = self._dir(key)
-        if final.exists():
+        if not self.usable() or os.path.lexists(final):
             return
         try:
-            final.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(final.parent, 0o700)
+            if check_shard(final.parent) is not None:  # made a link or another's since the root's check
+                return
             tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=final.parent))
         except OSError:
             return
         ensure_tag(self.root)
         try:
             data = content(tmp) if callable(content) else content
-            (tmp / name).write_bytes(msgspec.json.encode(data))
+            (tmp / name).write_bytes(seal(msgspec.json.encode(data)))
             size = entry_bytes(tmp)
             # renamed and counted under the ledger's lock: a prune counting the entries meanwhile
             # sees this one either in its count or in the ledger, never in both
@@ -266,6 +322,8 @@ class RankCache:
 
     def prune_if_over(self, limit: int) -> PruneResult | None:
         """After an analysis: cheap (the ledger) unless the cache is over `limit`."""
+        if not self.usable():
+            return None
         return prune_if_over(self.root, limit, CACHE_FORMAT, _code_fingerprint())
 
     def prune(self, limit: int) -> PruneResult:
@@ -304,35 +362,38 @@ def _digest(parts: list[Any], cfg: Config, manifest_dir: Path | None) -> str:
 
 def _tables_to(tables: RankTables, d: Path, prefix: str) -> dict[str, Any]:
     """Write a rank's non-empty tables as `{prefix}{name}.parquet`; the JSON that finds them again
-    (with the files and notes) for `_tables_from`."""
+    (with their checksums, the files and notes) for `_tables_from`."""
     # deferred: pyarrow (~0.25 s) only where used
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    written = []
+    written, sums = [], {}
     for name in TABLES:
         frame: pd.DataFrame = getattr(tables, name)
         if len(frame) == 0 or len(frame.columns) == 0:
             continue
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), d / f"{prefix}{name}.parquet")
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), sink)
+        data = sink.getvalue().to_pybytes()
+        (d / f"{prefix}{name}.parquet").write_bytes(data)
         written.append(name)
-    return {"tables": written, "files": [_path_text(f) for f in tables.files], "notes": tables.notes}
+        sums[name] = sha256(data)
+    return {"tables": written, "sha256": sums, "files": [_path_text(f) for f in tables.files],
+            "notes": tables.notes}
 
 
-def _tables_from(d: Path, prefix: str, data: dict[str, Any]) -> RankTables:
-    # deferred: cluster (pandas) and pyarrow (~0.25 s) only where used
-    import pyarrow.parquet as pq
-
+def _tables_from(fd: int, prefix: str, meta: TablesMeta, limits: Limits) -> RankTables:
+    """A rank's tables as `_tables_to` wrote them, each checked (rank_cache_trust.read_table).
+    Left as Arrow: the ranks' tables become one pandas frame each when assembled (cluster._concat)."""
+    # deferred: cluster (pandas) only where used
     from tilescope.cluster import RankTables
 
     out = RankTables.empty()
-    for name in data["tables"]:
-        # ParquetFile.read, not read_table: no dataset discovery and no thread pool for a table of a
-        # few hundred rows (~0.3 ms instead of ~1.8 ms; a 64-rank run reads 256 of them). Left as
-        # Arrow: the ranks' tables become one pandas frame each when assembled (cluster._concat)
-        setattr(out, name, pq.ParquetFile(d / f"{prefix}{name}.parquet").read(use_threads=False))
-    out.files = [_text_path(f) for f in data["files"]]
-    out.notes = list(data["notes"])
+    for name in meta.tables:
+        data = read_file(fd, f"{prefix}{name}.parquet", limits.parquet_bytes)
+        setattr(out, name, read_table(data, name, meta.sha256.get(name), limits))
+    out.files = [_text_path(f) for f in meta.files]
+    out.notes = list(meta.notes)
     return out
 
 
@@ -376,19 +437,28 @@ def _result_to(result: UnitResult, d: Path) -> dict[str, Any]:
     return out
 
 
-def _result_from(data: dict[str, Any], d: Path) -> UnitResult:
+def _decode(data: bytes, kind: type[Any]) -> Any:
+    """An entry's JSON as `kind` (rank_cache_trust's typed shapes), of this cache format."""
+    try:
+        out = msgspec.json.decode(data, type=kind)
+    except msgspec.DecodeError as exc:
+        raise UntrustedEntry(f"not an entry of this shape ({exc})") from exc
+    if out.format != CACHE_FORMAT:
+        raise UntrustedEntry("another cache format")
+    return out
+
+
+def _result_from(meta: UnitMeta, fd: int, limits: Limits) -> UnitResult:
     # deferred: `tilescope --help` imports this module (through commands.cache); io.failures only when used
     from tilescope.io.failures import LoadFailure
 
-    if data.get("format") != CACHE_FORMAT:
-        raise ValueError("another cache format")
     parts = [
-        RankPart(p["part"], p["rank"], _text_path(p["path"]), _tables_from(d, f"{i}-", p))
-        for i, p in enumerate(data["parts"])
+        RankPart(p.part, p.rank, _text_path(p.path), _tables_from(fd, f"{i}-", p, limits))
+        for i, p in enumerate(meta.parts)
     ]
     res = UnitResult(-1, parts)
-    if "failure" in data:
-        f = data["failure"]
-        res.failure = LoadFailure(_text_path(f["path"]), CachedLoadError(f["message"]), f["rank"])
-        res.failure_tables = _tables_from(d, "failed-", f)
+    if meta.failure is not None:
+        f = meta.failure
+        res.failure = LoadFailure(_text_path(f.path), CachedLoadError(f.message), f.rank)
+        res.failure_tables = _tables_from(fd, "failed-", f, limits)
     return res

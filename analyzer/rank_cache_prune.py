@@ -112,10 +112,11 @@ def entry_bytes(d: Path) -> int:
 
 def ensure_tag(root: Path) -> None:
     """Write CACHEDIR.TAG once (a writer calls this; failing to is no error)."""
-    tag = root / TAG
-    if not tag.exists():
-        with contextlib.suppress(OSError):
-            tag.write_text(TAG_TEXT)
+    # created, never opened through a link nor rewritten: a link planted there is not followed
+    with contextlib.suppress(OSError):
+        fd = os.open(root / TAG, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write(TAG_TEXT)
 
 
 # the file an entry is known by: an input's summaries, or a whole run's report

@@ -39,14 +39,20 @@ from tilescope.arrowpool import arrow_returns_freed_memory
 from tilescope.chips import CHIPS, family_chip
 from tilescope.config import Config
 from tilescope.engine import run_cluster_rules
-from tilescope.errors import MissingComponentError, NoProfileFoundError, ProfileFormatError, UsageError
+from tilescope.errors import (
+    MissingComponentError,
+    NoProfileFoundError,
+    ProfileFormatError,
+    TilescopeError,
+    UsageError,
+)
 from tilescope.extras import install_line
 from tilescope.gcpause import gc_paused
 from tilescope.io.detect import detect
 from tilescope.io.failures import LoadFailure, left_out_warnings, rank_of_failed
 from tilescope.io.load import load_unit, manifest_dir_of, resolve_ranks
 from tilescope.io.remote import RemoteInputError, relabel, stage
-from tilescope.rank_cache import RankCache, input_bytes
+from tilescope.rank_cache import RankCache, input_bytes, input_rows
 from tilescope.rankjobs import RankPart, UnitJob, UnitResult
 
 if TYPE_CHECKING:
@@ -79,33 +85,43 @@ def run_unit(job: UnitJob) -> UnitResult:
 
 def _run_remote(job: UnitJob) -> UnitResult:
     """A rank folder at a URL: copied here, analysed as a local input, every path in the result
-    written back as the URL (tilescope.io.remote), the copy removed."""
+    written back as the URL (tilescope.io.remote), the copy removed. A copy that fails (stage's
+    one line) leaves this rank out, as an unreadable local rank is."""
+    assert job.url is not None
+    try:
+        with stage(job.url) as local:
+            return _analyze_staged(job, local, job.url)
+    except RemoteInputError as exc:
+        return _left_out(job, job.url, exc)
+
+
+def _left_out(job: UnitJob, url: str, error: TilescopeError) -> UnitResult:
     # deferred: cluster (pandas) only where used
     from tilescope.cluster import RankTables
 
-    assert job.url is not None
-    with stage(job.url) as local:
-        try:
-            found = detect(local)
-            if len(found) != 1:
-                raise NoProfileFoundError(job.url, f"{len(found)} inputs in one rank folder; one expected")
-        except (ProfileFormatError, NoProfileFoundError) as exc:
-            said = RemoteInputError(relabel(exc.one_line(), str(local), job.url))
-            failure = LoadFailure(job.url, said, None)
-            return UnitResult(job.index, failure=failure, failure_tables=RankTables.empty())
-        result = _run_unit(dataclasses.replace(job, det=found[0], url=None))
-        here, there = str(local), job.url
-        for rp in result.parts:
-            rp.part = relabel(rp.part, here, there)
-            rp.path = there
-            rp.tables.relabel(here, there)
-        if result.failure is not None:
-            f = result.failure
-            said = RemoteInputError(relabel(f.error.one_line(), here, there))
-            result.failure = LoadFailure(there, said, f.rank)
-            if result.failure_tables is not None:
-                result.failure_tables.relabel(here, there)
-        return result
+    return UnitResult(job.index, failure=LoadFailure(url, error, None), failure_tables=RankTables.empty())
+
+
+def _analyze_staged(job: UnitJob, local: Path, url: str) -> UnitResult:
+    try:
+        found = detect(local)
+        if len(found) != 1:
+            raise NoProfileFoundError(url, f"{len(found)} inputs in one rank folder; one expected")
+    except (ProfileFormatError, NoProfileFoundError) as exc:
+        return _left_out(job, url, RemoteInputError(relabel(exc.one_line(), str(local), url)))
+    result = _run_unit(dataclasses.replace(job, det=found[0], url=None))
+    here = str(local)
+    for rp in result.parts:
+        rp.part = relabel(rp.part, here, url)
+        rp.path = url
+        rp.tables.relabel(here, url)
+    if result.failure is not None:
+        f = result.failure
+        said = RemoteInputError(relabel(f.error.one_line(), here, url))
+        result.failure = LoadFailure(url, said, f.rank)
+        if result.failure_tables is not None:
+            result.failure_tables.relabel(here, url)
+    return result
 
 
 def _run_unit(job: UnitJob) -> UnitResult:
@@ -271,7 +287,7 @@ def analyze_inputs(
     where: Executor_,
     cache: Any = None,  # tilescope.rank_cache.RankCache or None
     timeline_cap: int | None = None,
-    rows: Sequence[list[tuple[str, Any, Any]]] | None = None,
+    rows: Sequence[list[tuple[Any, ...]]] | None = None,
 ) -> RankRun:
     """Run `run_unit` on every input (cached ones read back), number the ranks, build the
     cross-rank model and run its rules. Raises the first input's error when none could be read.
@@ -289,10 +305,14 @@ def analyze_inputs(
         jobs = [dataclasses.replace(j, input_bytes=input_bytes(rows[j.index])) for j in jobs]
     results: dict[int, UnitResult] = {}
     keys: dict[int, str] = {}
+    if cache is not None and not cache.usable():  # another user's or writable by others: warned
+        cache = None
     if cache is not None:
         for job in jobs:
-            keys[job.index] = cache.key(job, rows[job.index] if rows is not None else None)
-            hit = cache.get(keys[job.index])
+            listed = rows[job.index] if rows is not None else input_rows(job.det or str(job.url))
+            keys[job.index] = cache.key(job, listed)
+            # what the input's files could produce bounds what its entry may hold
+            hit = cache.get(keys[job.index], input_bytes(listed))
             if hit is not None:
                 hit.index = job.index
                 results[job.index] = hit

@@ -14,16 +14,23 @@ rejected request is answered, and what the server says about itself.
   profile that cannot be read) becomes a 400 with its one line: no traceback, nothing logged but
   the server's access line.
 - Version. The `Server` header names no software version.
+- Depth. JSON parsers (the standard library's, msgspec) recurse once per nesting level: a 50 KB
+  body of `[` raised RecursionError, a 500. Every request body is measured first (`json_depth`) and
+  one nested deeper than `MAX_JSON_DEPTH` is a 400, as is a pattern id in `changedPropIds`.
+- Time. Every connection has a read timeout (`READ_TIMEOUT_S`): a client that connects and sends
+  nothing, or stops in the middle of its headers or body, is dropped instead of holding a thread.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import dash
+import numpy as np
 from flask import Response, request
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
@@ -34,6 +41,28 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 # limit is not from the page.
 MAX_REQUEST_BYTES = 1024 * 1024
 SERVER_NAME = "tilescope"
+# The page's deepest body (a grid request with its filter model, a pattern-matching input list) is
+# ~8 levels; Python's parsers fail near 1,000 less the server's own stack
+MAX_JSON_DEPTH = 64
+# Seconds a connection may stay silent while the server waits for its request line, headers or
+# body (and for it to take the response). The page sends a request at once; 30 s also covers a
+# loaded machine. A keep-alive connection idle that long is closed; the browser opens another.
+READ_TIMEOUT_S = 30.0
+# Example: b'"a \\" [ b"' (a JSON string: its brackets are text, not nesting)
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def json_depth(data: bytes) -> int:
+    """How deeply `data` (JSON text, well-formed or not) nests arrays and objects, measured
+    without parsing it: its strings removed, +1 per opening and -1 per closing bracket, the
+    highest running total (numpy: one pass over at most the 1 MiB a body may be)."""
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    codes = np.frombuffer(brackets, dtype=np.uint8)
+    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1)
+    return int(np.cumsum(steps).max())
 
 
 def host_name(header: str) -> str | None:
@@ -126,6 +155,8 @@ def _is_prop_id(value: Any) -> bool:
     component = value.rsplit(".", 1)[0]
     if not component.startswith("{"):
         return True
+    if json_depth(component.encode("utf-8", "surrogatepass")) > MAX_JSON_DEPTH:
+        return False
     try:
         return isinstance(json.loads(component), dict)
     except ValueError:
@@ -152,6 +183,11 @@ def install(app: dash.Dash, hosts: Iterable[str] = ()) -> None:
         origin = request.headers.get("Origin")
         if origin is not None and not _same_origin(origin, host):
             return "cross-origin request refused", 403
+        # a body is read here once (cached for Dash) under the read timeout; one cut short by it
+        # is werkzeug's 400 (ClientDisconnected)
+        has_body = request.method not in ("GET", "HEAD", "OPTIONS")
+        if has_body and json_depth(request.get_data(cache=True)) > MAX_JSON_DEPTH:
+            return f"request body nested deeper than {MAX_JSON_DEPTH} levels", 400
         if request.method == "POST" and request.path == update_path:
             check_callback_request(request.get_json(silent=True), app.callback_map)
         return None
@@ -165,10 +201,20 @@ def install(app: dash.Dash, hosts: Iterable[str] = ()) -> None:
 
 
 class QuietRequestHandler(WSGIRequestHandler):
-    """Werkzeug's handler without the `Server: Werkzeug/x.y Python/3.z` version banner."""
+    """Werkzeug's handler without the `Server: Werkzeug/x.y Python/3.z` version banner, with a
+    read timeout on its connection (socketserver.StreamRequestHandler applies `timeout`)."""
+
+    timeout = READ_TIMEOUT_S
 
     def version_string(self) -> str:
         return SERVER_NAME
+
+    def log_error(self, format: str, *args: Any) -> None:
+        # a connection dropped at its timeout is the defence working, not a server error
+        if format.startswith("Request timed out"):
+            self.log("info", format, *args)
+        else:
+            super().log_error(format, *args)
 
 
 def make_http_server(app: dash.Dash, host: str, port: int) -> BaseWSGIServer:

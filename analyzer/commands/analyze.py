@@ -92,7 +92,7 @@ class RankOptions:
     # set by `cached_run`, so that `build` lists nothing twice: the inputs under PATH (`inputs_of`);
     # when it found no stored report for several, their files and the key the report goes under
     found: list[Any] | None = None
-    rows: list[list[tuple[str, Any, Any]]] | None = None
+    rows: list[list[tuple[Any, ...]]] | None = None
     run_key: str | None = None
 
 
@@ -124,7 +124,7 @@ def cached_run(
         return None
     # deferred: rank_cache and report.meta only when this command runs; `tilescope --help` imports every
     #   command module
-    from tilescope.rank_cache import RankCache, default_cache_dir, input_rows
+    from tilescope.rank_cache import RankCache, default_cache_dir, input_bytes, input_rows
     from tilescope.report.meta import TIMELINE_CAP, now_stamp
 
     found = ranks.found = inputs_of(path)
@@ -133,7 +133,7 @@ def cached_run(
     rows = [input_rows(d) for d in found]
     cache = RankCache(ranks.cache_dir or default_cache_dir())
     key = cache.run_key(path, found, rows, cfg, chip or cfg.chip, TIMELINE_CAP)
-    hit = cache.get_run(key)
+    hit = cache.get_run(key, sum(input_bytes(r) for r in rows))
     if hit is None:
         ranks.rows, ranks.run_key = rows, key
         return None

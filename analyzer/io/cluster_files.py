@@ -90,7 +90,7 @@ def read_step_trace(path: Path) -> pd.DataFrame:
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             rows = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:  # csv.Error: a field past MAX_TEXT_BYTES
         raise ProfileFormatError(path, None, f"cannot read ({exc})") from exc
     if not rows:
         raise ProfileFormatError(path, "line 1", "expected a header (Step,Computing,...)")

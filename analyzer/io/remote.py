@@ -27,6 +27,14 @@ from tilescope.errors import MissingComponentError, NoProfileFoundError, Tilesco
 
 # Example: "s3://bucket/run", "file:///nfs/run" (a scheme of 2+ letters: not a Windows drive "C:\")
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+# Example: "zip://a.csv::file:///tmp/x.zip" -> "zip", "file" (fsspec chains URLs with "::")
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# What users of shared storage need, and nothing else: other fsspec protocols read archives
+# (zip, tar), send requests to any host named (github, gist, jupyter, webhdfs, http), wait on a
+# silent host (ftp) or read inline data (data), none of which holds a run of ranks. fsspec's own
+# aliases of these are included (s3a, gcs, abfss).
+ALLOWED_PROTOCOLS = ("file", "s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "hdfs")
+ALLOWED_TEXT = "file:///path, s3://, gs://, az:// or abfs://, hdfs://"
 
 
 class RemoteInputError(TilescopeError):
@@ -41,16 +49,42 @@ def is_url(text: str) -> bool:
     return bool(_URL_RE.match(text))
 
 
+def check_url(url: str) -> None:
+    """UsageError unless every protocol of `url` is in ALLOWED_PROTOCOLS, and a file:// URL names
+    an absolute path (`file://` alone would be the current directory)."""
+    for part in url.split("::"):
+        m = _SCHEME_RE.match(part)
+        protocol = m.group(1).lower() if m else None
+        if protocol not in ALLOWED_PROTOCOLS:
+            shown = f"protocol {protocol!r}" if protocol else f"{part!r}"
+            raise UsageError(f"{url}: {shown} is not read; a run of ranks is read from {ALLOWED_TEXT} URLs")
+        if protocol == "file" and not part[len("file://") :].startswith("/"):
+            raise UsageError(f"{url}: expected file:///absolute/path (three slashes)")
+
+
 def _fs(url: str) -> tuple[Any, str]:
+    check_url(url)
     # deferred: fsspec (~0.1 s) only for a remote (URL) input
     import fsspec
 
     try:
         return fsspec.core.url_to_fs(url)
-    except ImportError as exc:  # the protocol's package (s3fs, gcsfs, ...) is not installed
-        raise MissingComponentError(f"{url}: {exc}") from None
-    except ValueError as exc:  # an unknown protocol
-        raise UsageError(f"{url}: {exc}") from None
+    except Exception as exc:  # fsspec and its filesystems raise anything: one line, never a traceback
+        raise fs_error(url, "open", exc) from None
+
+
+def fs_error(url: str, doing: str, exc: Exception) -> TilescopeError:
+    """One line for whatever a filesystem raised while `doing` `url`: a missing package is a
+    component to install (exit 3), a missing path no profile, anything else bad input (exit 2)."""
+    if isinstance(exc, TilescopeError):
+        return exc
+    if isinstance(exc, ImportError):  # the protocol's package (s3fs, gcsfs, ...) is not installed
+        return MissingComponentError(f"{url}: {exc}")
+    if isinstance(exc, FileNotFoundError):
+        return NoProfileFoundError(url, "path does not exist")
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return UsageError(f"{url}: cannot {doing} it ({detail})")
 
 
 def list_inputs(url: str) -> list[str]:
@@ -58,10 +92,8 @@ def list_inputs(url: str) -> list[str]:
     fs, root = _fs(url)
     try:
         entries = fs.ls(root, detail=True)
-    except FileNotFoundError:
-        raise NoProfileFoundError(url, "path does not exist") from None
-    except OSError as exc:
-        raise UsageError(f"{url}: cannot list it ({exc})") from None
+    except Exception as exc:
+        raise fs_error(url, "list", exc) from None
     names = {str(e["name"]).rstrip("/").rsplit("/", 1)[-1] for e in entries}
     if names & RANK_FOLDER_MARKS or any(n.startswith("profiler_info") for n in names):
         return [url]  # the URL is one rank's folder itself
@@ -78,7 +110,10 @@ def _unstrip(fs: Any, path: str) -> str:
 def fingerprint(url: str) -> list[tuple[str, Any, Any]]:
     """(name, size, modification time or ETag) of every object under `url`, sorted (a cache key)."""
     fs, root = _fs(url)
-    found = fs.find(root, detail=True)
+    try:
+        found = fs.find(root, detail=True)
+    except Exception as exc:
+        raise fs_error(url, "list", exc) from None
     rows = []
     for name, info in found.items():
         stamp = info.get("mtime") or info.get("LastModified") or info.get("ETag") or info.get("etag")
@@ -93,10 +128,49 @@ def stage(url: str) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix="tilescope-rank-"))
     try:
         local = tmp / Path(root.rstrip("/")).name
-        fs.get(root.rstrip("/") + "/", str(local) + "/", recursive=True)
+        try:
+            _check_before_copy(url, fs, root, tmp)
+            fs.get(root.rstrip("/") + "/", str(local) + "/", recursive=True)
+        except Exception as exc:
+            raise RemoteInputError(fs_error(url, "copy", exc).one_line()) from None
         yield local
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# Every format tilescope reads is one of these (kernel tables, timelines and summaries, exports):
+# a folder without any is no rank, whatever its files' contents
+PROFILE_SUFFIXES = (".csv", ".json", ".db")
+
+
+def _free_bytes(folder: Path) -> int:
+    return shutil.disk_usage(folder).free
+
+
+def _check_before_copy(url: str, fs: Any, root: str, into: Path) -> None:
+    """From one listing of the rank folder, before a byte is copied: refuse anything that is
+    neither a file nor a folder (a FIFO blocked the copy for ever, a link to /dev/zero filled the
+    disk), a folder with no file tilescope could read (`file:///usr/share` copied 716 MB before
+    saying so), and more bytes than the staging folder's disk has free."""
+    files = 0
+    total = 0
+    readable = False
+    for name, info in fs.find(root, detail=True, withdirs=True).items():
+        kind = info.get("type")
+        if kind == "directory":
+            continue
+        if kind != "file":
+            what = "a FIFO, device or socket" if kind == "other" else repr(kind)
+            raise UsageError(f"{url}: {name}: expected files and folders, found {what} (not copied)")
+        files += 1
+        total += int(info.get("size") or 0)
+        readable = readable or str(name).lower().endswith(PROFILE_SUFFIXES)
+    if not readable:
+        raise NoProfileFoundError(url, f"{files} file(s), none .csv, .json or .db; nothing copied")
+    free = _free_bytes(into)
+    if total > free:
+        raise UsageError(f"{url}: {total:,} bytes to copy, more than the {free:,} free where ranks are "
+                         f"staged ({into.parent}, TMPDIR); nothing copied")
 
 
 def relabel(value: Any, local: str, url: str) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +22,7 @@ from tilescope.columns import AI_CORE, AI_VECTOR_CORE, COLUMNS, SHAPE_LIST_COLUM
 from tilescope.errors import ProfileFormatError
 from tilescope.io.detect import first_line
 from tilescope.io.native import native_name
-from tilescope.io.validate import check_columns, csv_data_rows, csv_row
+from tilescope.io.validate import MAX_TEXT_BYTES, TEXT_EXPECTED, check_columns, csv_data_rows, csv_row
 from tilescope.shapes import parse_shape
 
 # pandas is imported where a DataFrame is built: the Arrow-only `tilescope kernels` file output never
@@ -45,11 +45,19 @@ _NUMBER_RE = r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$"
 _DECIMAL_US_RE = r"^(?P<i>-?\d+)(?:\.(?P<f>\d*))?$"
 
 
+# A header is one line of a few KB (the widest real one, op_summary with every metric group, has
+# ~130 columns); it is read whole up to MAX_HEADER_BYTES, never cut, and may name at most
+# MAX_COLUMNS columns (each a column Arrow allocates per block: 150,000 took 1.3 GB for 8 rows)
+MAX_HEADER_BYTES = 16 << 20
+MAX_COLUMNS = 10_000
+
+
 def read_header(path: Path) -> list[str]:
-    """The first CSV record of a text file; typed errors for binary, empty or unreadable files."""
+    """The first CSV record of a text file, whole; typed errors for binary, empty or unreadable
+    files and for a header past MAX_HEADER_BYTES, MAX_COLUMNS or a field past MAX_TEXT_BYTES."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(1 << 20)
+            head = _first_line_bytes(fh)
     except PermissionError as exc:
         raise ProfileFormatError(path, None, "cannot read file (permission denied)") from exc
     except IsADirectoryError as exc:
@@ -62,11 +70,40 @@ def read_header(path: Path) -> list[str]:
         nul = head.index(b"\x00")
         raise ProfileFormatError(path, f"byte {nul}", "binary data; expected CSV text")
     line = first_line(head)
+    if len(line) > MAX_HEADER_BYTES:
+        raise ProfileFormatError(path, "line 1", f"expected a CSV header of at most {MAX_HEADER_BYTES >> 20} "
+                                                 f"MiB, found a line of more than {MAX_HEADER_BYTES:,} bytes")
     try:
         text = line.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ProfileFormatError(path, "line 1", "not UTF-8 text; expected a CSV header row") from exc
-    return next(csv.reader([text]), [])
+    try:
+        header = next(csv.reader([text]), [])
+    except csv.Error as exc:  # a field past csv.field_size_limit (MAX_TEXT_BYTES characters)
+        raise ProfileFormatError(path, "line 1", f"header: expected {TEXT_EXPECTED} per field ({exc})") \
+            from exc
+    if len(header) > MAX_COLUMNS:
+        raise ProfileFormatError(path, "line 1", f"expected a header of at most {MAX_COLUMNS:,} columns, "
+                                                 f"found {len(header):,}")
+    longest = max((len(h.encode("utf-8", "surrogatepass")) for h in header), default=0)
+    if longest > MAX_TEXT_BYTES:
+        raise ProfileFormatError(path, "line 1", f"header: expected {TEXT_EXPECTED} per field, found "
+                                                 f"{longest:,} bytes")
+    return header
+
+
+def _first_line_bytes(fh: BinaryIO) -> bytes:
+    """The file's start up to and past its first line end, read in 1 MiB steps; at most one step
+    past MAX_HEADER_BYTES when no line ends sooner."""
+    chunks = [fh.read(1 << 20)]
+    total = len(chunks[0])
+    while total <= MAX_HEADER_BYTES and not (b"\n" in chunks[-1] or b"\r" in chunks[-1]):
+        more = fh.read(1 << 20)
+        if not more:
+            break
+        chunks.append(more)
+        total += len(more)
+    return b"".join(chunks)
 
 
 def csv_options(

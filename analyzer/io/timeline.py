@@ -285,7 +285,10 @@ def _build(config: DuckConfig, path: Path, parts: dict[str, pa.Table]) -> Timeli
     flows, counters = _flows(config, parts.pop("flow", None) or _empty(_FLOW_COLS), kernels, host_ops,
                              parts.get("C"))
     for table, what in ((kernels, "device task"), (host_ops, "host event")):
-        check_frame(table[["start_ns", "duration_us"]], path, where=_event_at(table, what),
+        # its times against their ranges, its names against MAX_TEXT_BYTES (DuckDB's own cap is
+        # per event, 16 MiB)
+        checked = [c for c in ("start_ns", "duration_us", "name") if c in table.columns]
+        check_frame(table[checked], path, where=_event_at(table, what),
                     columns={"start_ns": "ts", "duration_us": "dur"})
     return Timeline(kernels=kernels, host_ops=host_ops, counters=counters, flows=flows, lanes=lanes,
                     source_file=path)

@@ -18,8 +18,13 @@ broken or hostile file and every total computed from it would be wrong. Columns 
 know are held to the range their name's unit implies (`*_ratio`, `*_us`, `*_gbps`, ...) and are
 otherwise shown as written.
 
-The common case costs two Arrow reductions per column (min/max and a NaN test); the row is looked
-up only when a column fails.
+Text columns (names, op types, shapes, dtypes, unknown text) are held to one cap, MAX_TEXT_BYTES
+per value, the same for every reader (docs/reliability.md §2): the CSV family here and in its
+header (`tables.read_header`, and Python's csv module through `csv.field_size_limit`), SQLite
+strings in SQL before any is read (`sqlite._check_text_sizes`), timeline names here.
+
+The common case costs two Arrow reductions per column (min/max and a NaN test, or the longest
+text: over a dictionary's values only); the row is looked up only when a column fails.
 """
 
 from __future__ import annotations
@@ -48,6 +53,14 @@ MAX_DURATION_US = 86_400e6
 RATIO_SLACK = 0.01
 INT64_MAX = 2**63 - 1
 _MAX_START_NS = INT64_MAX - int(MAX_DURATION_US * 1000)
+# One cap on any one text value read from a profile: a kernel name, op type, shape, dtype list,
+# header field or SQLite string. Real ones are a few hundred bytes (the longest shape list read:
+# ~2 KB; generated kernel names ~5,000 characters); past 1 MiB a value is no name, and every copy
+# of it (terminal, JSON, HTML, dashboard) multiplies it. Python's csv module holds fields to the
+# same number (it counts characters: the byte check below is the one the error names).
+MAX_TEXT_BYTES = 1 << 20
+TEXT_EXPECTED = "at most 1 MiB of text (MAX_TEXT_BYTES)"
+csv.field_size_limit(MAX_TEXT_BYTES)
 
 
 @dataclass(frozen=True)
@@ -176,8 +189,18 @@ def check_columns(
     the row and line of the CSV file `path`).
     """
     for name, arr in cols.items():
+        if len(arr) == 0:
+            continue
+        if is_text(arr.type):
+            long = first_long_text(arr)
+            if long is not None:
+                column = (source_names or {}).get(name, name)
+                at = where(long[0]) if where is not None else csv_row(path, long[0])
+                raise ProfileFormatError(path, at, f"column {column!r}: expected {TEXT_EXPECTED}, "
+                                                   f"found {long[1]:,} bytes")
+            continue
         floating = pa.types.is_floating(arr.type)
-        if not (floating or pa.types.is_integer(arr.type)) or len(arr) == 0:
+        if not (floating or pa.types.is_integer(arr.type)):
             continue
         rng = range_of(name)
         if rng is None:
@@ -191,6 +214,33 @@ def check_columns(
         raise ProfileFormatError(path, at, f"column {column!r}: expected {rng.expected}, found {found}")
 
 
+def is_text(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def first_long_text(arr: pa.Array | pa.ChunkedArray) -> tuple[int, int] | None:
+    """(row, bytes) of the first value longer than MAX_TEXT_BYTES, or None. A dictionary chunk is
+    measured on its values (its distinct texts) and its rows only when one is too long."""
+    offset = 0
+    for chunk in arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]:
+        if pa.types.is_dictionary(chunk.type):
+            lengths = pc.binary_length(chunk.dictionary)
+            longest = pc.max(lengths).as_py() if len(lengths) else None
+            too_long = longest is not None and longest > MAX_TEXT_BYTES
+            per_row = pc.take(lengths, chunk.indices) if too_long else None
+        else:
+            per_row = pc.binary_length(chunk)
+        if per_row is not None:
+            longest = pc.max(per_row).as_py()
+            if longest is not None and longest > MAX_TEXT_BYTES:
+                row = pc.index(pc.fill_null(pc.greater(per_row, MAX_TEXT_BYTES), False), True).as_py()
+                return offset + int(row), int(per_row[row].as_py())
+        offset += len(chunk)
+    return None
+
+
 def check_frame(
     df: pd.DataFrame,
     path: str | Path,
@@ -198,13 +248,23 @@ def check_frame(
     where: Callable[[int], str],
     columns: Mapping[str, str] | None = None,
 ) -> None:
-    """`check_columns` for a pandas table (SQLite, timeline): its numeric columns, by position."""
+    """`check_columns` for a pandas table (SQLite, timeline): its numeric and text columns, by
+    position (text as Arrow: pandas' str columns are Arrow already, categoricals dictionaries)."""
     # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
     cols: dict[str, pa.Array] = {}
     for name in df.columns:
         s = df[name]
-        if isinstance(name, str) and pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        if not isinstance(name, str):
+            continue
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
             cols[name] = pa.array(s, from_pandas=True)
+        elif isinstance(s.dtype, pd.CategoricalDtype | pd.StringDtype) or s.dtype == object:
+            try:
+                arr = pa.array(s, from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed values: not a text column
+                continue
+            if is_text(arr.type):
+                cols[name] = arr
     check_columns(cols, path, source_names=columns, where=where)

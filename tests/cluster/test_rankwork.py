@@ -266,7 +266,10 @@ def test_a_url_of_rank_folders_gives_the_local_report(run8: Path, tmp_path: Path
 
 def test_url_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["analyze", "foo://bucket/run"]) == 2
-    assert capsys.readouterr().err.strip() == "tilescope: error: foo://bucket/run: Protocol not known: foo"
+    assert capsys.readouterr().err.strip() == (
+        "tilescope: error: foo://bucket/run: protocol 'foo' is not read; a run of ranks is read from "
+        "file:///path, s3://, gs://, az:// or abfs://, hdfs:// URLs"
+    )
     assert main(["analyze", f"file://{tmp_path}/missing"]) == 2
     assert "no Ascend profile found (path does not exist)" in capsys.readouterr().err
     try:

@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,13 @@ import pytest
 
 from tilescope.dashboard import views as V
 from tilescope.dashboard.app import create_app, store_of
-from tilescope.dashboard.guard import host_name, make_http_server
+from tilescope.dashboard.guard import (
+    MAX_JSON_DEPTH,
+    QuietRequestHandler,
+    host_name,
+    json_depth,
+    make_http_server,
+)
 from tilescope.dashboard.ir_view import load_stages
 from tilescope.dashboard.paths import MAX_TREE_ENTRIES, PathRejected, RootSet
 from tilescope.io.load import load_profile
@@ -459,6 +466,25 @@ def test_oversized_requests_are_refused(app: dash.Dash) -> None:
     assert _raw(app, body) == 413
 
 
+def test_deeply_nested_bodies_are_a_quiet_400(app: dash.Dash, caplog: pytest.LogCaptureFixture) -> None:
+    good = callback_body(app, "f-rule.options", {"profile.value": "p0"})
+    pattern = callback_body(app, "finding-sel.data", {}, None)
+    nested = json.loads("[" * 99 + "]" * 99)
+    deep_id = '{"index":' + "[" * 5_000 + "1" + "]" * 5_000 + ',"type":"f-item"}.n_clicks'
+    bodies: list[str | dict[str, Any]] = [
+        "[" * 50_000,  # 50 KB of `[`: a RecursionError, answered 500, before
+        '{"a":' * 20_000,
+        {**good, "inputs": [{"id": "profile", "property": "value", "value": nested}]},
+        {**pattern, "changedPropIds": [deep_id]},  # nesting inside a string Dash parses again
+    ]
+    with caplog.at_level(logging.INFO):
+        statuses = [_raw(app, b) for b in bodies]
+    assert statuses == [400, 400, 400, 400]
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert json_depth(json.dumps(good).encode()) < MAX_JSON_DEPTH
+    assert _raw(app, good) == 200
+
+
 def test_wellformed_edge_values_still_work(app: dash.Dash) -> None:
     """What the grid and plotly really send is not caught by the checks."""
     # an out-of-range finding index after switching profiles: nothing selected, not an error
@@ -571,3 +597,56 @@ def test_the_server_header_names_no_version(served: int) -> None:
         head = sock.recv(4096).decode("latin-1")
     assert head.startswith("HTTP/1.1 400") and "Server: tilescope\r\n" in head
     assert "Werkzeug" not in head and "Python" not in head
+
+
+@pytest.fixture()
+def served_briefly(app: dash.Dash, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """The server with a 0.5 s read timeout instead of READ_TIMEOUT_S."""
+    monkeypatch.setattr(QuietRequestHandler, "timeout", 0.5)
+    server = make_http_server(app, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_port
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def _drained(sock: socket.socket) -> bytes:
+    """What the server sends until it closes the connection (a timeout here: it never did)."""
+    out = b""
+    while chunk := sock.recv(4096):
+        out += chunk
+    return out
+
+
+def test_silent_and_half_sent_connections_are_dropped(
+    served_briefly: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = served_briefly
+    before = threading.active_count()
+    head = (f"POST /_dash-update-component HTTP/1.1\r\nHost: localhost:{port}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n[1,").encode()
+    with caplog.at_level(logging.INFO):
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(5)]
+        half_line = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+        half_body = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+        for s in half_line:
+            s.sendall(b"GET / HT")
+        for s in half_body:
+            s.sendall(head)
+        try:
+            assert all(_drained(s) == b"" for s in silent + half_line)  # closed, nothing said
+            for s in half_body:
+                assert _drained(s).startswith(b"HTTP/1.1 400 ")  # the body never came: a 4xx, closed
+        finally:
+            for s in silent + half_line + half_body:
+                s.close()
+    deadline = time.monotonic() + 5
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() <= before  # no thread left holding a connection
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert _get(port, f"localhost:{port}").status == 200

@@ -346,6 +346,35 @@ MUTATORS: dict[str, tuple[Mutator, ...]] = {
 }
 
 
+# A text value just past the one cap every reader holds text to (analyzer/io/validate.py)
+LONG_TEXT = "L" * ((1 << 20) + 1)
+# One case in this many also gets a long text, drawn from a stream of its own so that the other
+# mutations, and the cases FOUND replays, are those of the runs before it was added (the salt:
+# none of FOUND is touched, and CI's 42 cases include a CSV, a timeline and a SQLite one)
+LONG_TEXT_ONE_IN = 20
+LONG_TEXT_SALT = "text-cap-6"
+
+
+def _long_text(rng: random.Random, path: Path, kind: str) -> str:
+    """A cell, header field, event name or interned string 1 MiB + 1 byte long."""
+    if kind in ("csv", "msprof_op"):
+        rows = _csv_rows(path)
+        r, c = rng.randrange(len(rows)), rng.randrange(len(rows[0]))
+        if c < len(rows[r]):
+            rows[r][c] = LONG_TEXT
+        _write_rows(path, rows)
+        return f"long text at row {r} col {c}"
+    if kind == "json":
+        events = json.loads(path.read_text())
+        items = events["traceEvents"] if isinstance(events, dict) else events
+        events_x = [e for e in items if isinstance(e, dict) and e.get("ph") == "X"] or items
+        rng.choice(events_x)["name"] = LONG_TEXT
+        path.write_text(json.dumps(events))
+        return "long text as an event name"
+    sql = 'UPDATE "STRING_IDS" SET "value" = ? WHERE rowid IN (SELECT rowid FROM "STRING_IDS" LIMIT 2)'
+    return _sqlite_edit(path, sql, (LONG_TEXT,), "long text in STRING_IDS.value")
+
+
 def make_case(seed: Seed, index: int, base_seed: int, work: Path) -> Case:
     """Case `index` of a run: a mutated copy of `seed` under `work`; reproducible from (base_seed, index)."""
     rng = random.Random(f"{base_seed}:{index}:{seed.name}")
@@ -362,6 +391,12 @@ def make_case(seed: Seed, index: int, base_seed: int, work: Path) -> Case:
         target = folder / rng.choice(["ir/ir.json", "ir/ir.json", "manifest.json"])
     mutator = rng.choice(MUTATORS[seed.kind])
     what = mutator(rng, target)
+    extra = random.Random(f"{base_seed}:{index}:{seed.name}:{LONG_TEXT_SALT}")
+    if seed.kind in ("csv", "msprof_op", "json", "sqlite") and extra.randrange(LONG_TEXT_ONE_IN) == 0:
+        try:
+            what += "; " + _long_text(extra, target, seed.kind)
+        except (ValueError, UnicodeDecodeError, csv.Error, IndexError, KeyError, TypeError, AttributeError):
+            what += "; long text skipped (the mutated file no longer parses)"
     twin = None
     if odd:  # the same bytes under a plain name: the odd name must read exactly these
         twin = work / f"case{index:05d}" / "plain"
