@@ -183,11 +183,14 @@ class AgentServer:
             await ctx.session.report_progress(done, total, message)
 
         result = await self._run(params.name, args, progress)
+        pid = self.worker.pid  # the process that computed it (a cancelled call ends its process)
         self.last[params.name] = Path(result["saved_path"])
         result["resource_uri"] = f"tilescope://last/{params.name}"
         text = json.dumps(result, ensure_ascii=False)
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], structured_content=result
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=result,
+            _meta={"tilescope/worker_pid": pid},
         )
 
     async def _run(self, tool: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:

@@ -142,6 +142,39 @@ def _page(items: list[Any], offset: int, limit: int) -> tuple[list[Any], dict[st
     return items[offset : offset + limit], {"offset": offset, "limit": limit, "total": len(items)}
 
 
+# The last reports analyze made, so that paging through findings does not analyse again: key ->
+# (report, files, notes, each file's (mtime_ns, size) when it was read)
+_REPORTS: dict[
+    tuple[Any, ...], tuple[dict[str, Any], list[str], list[str], list[tuple[int, int] | None]]
+] = {}
+KEPT_REPORTS = 4
+
+
+def _signature(files: list[str]) -> list[tuple[int, int] | None]:
+    out: list[tuple[int, int] | None] = []
+    for f in files:
+        try:
+            st = Path(f).stat()
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_mtime_ns, st.st_size))
+    return out
+
+
+def _kept_report(key: tuple[Any, ...]) -> tuple[dict[str, Any], list[str], list[str]] | None:
+    kept = _REPORTS.get(key)
+    if kept is None or not kept[1] or _signature(kept[1]) != kept[3]:
+        return None
+    return kept[0], kept[1], kept[2]
+
+
+def _keep_report(key: tuple[Any, ...], report: dict[str, Any], files: list[str], notes: list[str]) -> None:
+    _REPORTS[key] = (report, files, notes, _signature(files))
+    while len(_REPORTS) > KEPT_REPORTS:
+        del _REPORTS[next(iter(_REPORTS))]
+
+
 def analyze(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     from tilescope.commands.analyze import RankOptions, build, check_rule_prefixes
     from tilescope.config import load_config
@@ -152,14 +185,22 @@ def analyze(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str,
     cfg.select = [c.upper() for c in args.get("select") or []] or cfg.select
     cfg.ignore = [*cfg.ignore, *(c.upper() for c in args.get("ignore") or [])]
     check_rule_prefixes(cfg, {"select": cfg.select, "ignore": cfg.ignore})
-    progress(1, 3, f"loading and analysing {path.name}")
-    failures: list[Any] = []
-    # the rank cache lives in the scratch folder (TILESCOPE_CACHE_DIR, set by the worker)
-    report = build(path, cfg, args.get("chip"), False, failures, RankOptions(jobs=1))
+    key = (str(path), args.get("chip"), tuple(cfg.select), tuple(cfg.ignore))
+    kept = _kept_report(key)
+    if kept is None:
+        progress(1, 3, f"loading and analysing {path.name}")
+        failures: list[Any] = []
+        # the rank cache lives in the scratch folder (TILESCOPE_CACHE_DIR, set by the worker)
+        report = build(path, cfg, args.get("chip"), False, failures, RankOptions(jobs=1))
+        files, assumed, notes = _report_facts(report)
+        notes += [f.warning_line() for f in failures]
+        _keep_report(key, report, files, notes)
+    else:
+        report, files, notes = kept
+        assumed = _report_facts(report)[1]
+        progress(1, 3, f"the report of {path.name} made by the previous call (its files are unchanged)")
     progress(2, 3, "paging the report")
     detail = args.get("detail", "standard")
-    files, assumed, notes = _report_facts(report)
-    notes += [f.warning_line() for f in failures]
     paged = dict(report)
     paged["findings"], findings_page = _page(
         report["findings"], args.get("findings_offset", 0), args.get("findings_limit", PAGE_DEFAULT)
@@ -170,8 +211,8 @@ def analyze(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str,
         args.get("kernels_limit", PAGE_DEFAULT),
     )
     if detail != "full":
-        for key in ("timeline", "timeline_info"):
-            paged.pop(key, None)
+        for name in ("timeline", "timeline_info"):
+            paged.pop(name, None)
     if detail == "brief":
         # the finding's headline, saving and fix; its evidence is one call away (detail "standard")
         paged["findings"] = [{**f, "evidence": {}} for f in paged["findings"]]

@@ -97,7 +97,8 @@ def test_a_command_whose_extra_is_missing_exits_3_with_the_install_line(installe
     r = _run(installed, "mcp", "--root", str(SAMPLE))
     assert r.returncode == 3
     assert r.stderr.strip().splitlines() == [
-        "tilescope: error: tilescope mcp needs the agent extra (mcp not installed): pip install 'tilescope[agent]'"
+        "tilescope: error: tilescope mcp needs the agent extra (mcp not installed): "
+        "pip install 'tilescope[agent]'"
     ]
 
 
