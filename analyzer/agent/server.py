@@ -70,10 +70,15 @@ class Worker:
             args += ["--root", str(root)]
         tmp = self.scratch / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
+        # every place the work writes is in the scratch folder: temporary files, the rank cache,
+        # TileLang's kernel cache (~/.tilelang otherwise), other caches; and no .pyc beside the code
         env = {
             **os.environ,
             "TMPDIR": str(tmp),
             "TILESCOPE_CACHE_DIR": str(self.scratch / "cache"),
+            "TILELANG_CACHE_DIR": str(self.scratch / "tilelang-cache"),
+            "XDG_CACHE_HOME": str(self.scratch / "xdg-cache"),
+            "PYTHONDONTWRITEBYTECODE": "1",
             "OPENBLAS_NUM_THREADS": "1",
         }
         self.proc = await anyio.open_process(

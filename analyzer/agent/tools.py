@@ -43,6 +43,8 @@ class Scope:
         before anything is resolved, as in a dashboard key."""
         if not isinstance(text, str) or not text.strip():
             raise UsageError(f"{what}: a path is required")
+        if "\x00" in text:
+            raise PathRejected(f"{what}: path contains a forbidden character")
         given = Path(text).expanduser()
         if any(part == ".." for part in given.parts):
             raise PathRejected(f"{text}: '..' is not accepted")

@@ -39,8 +39,8 @@ OUTSIDE = "leads outside the directories being served"
 class Session:
     """The module's one client session, called from the (synchronous) tests through a portal."""
 
-    def __init__(self, portal: BlockingPortal, session: ClientSession, root: Path, errlog: Path) -> None:
-        self.portal, self.session, self.root, self.errlog = portal, session, root, errlog
+    def __init__(self, portal: BlockingPortal, session: ClientSession, root: Path, scratch: Path) -> None:
+        self.portal, self.session, self.root, self.scratch = portal, session, root, scratch
         self.progress: list[tuple[float, float | None, str | None]] = []
 
     def call(self, tool: str, **args: Any) -> types.CallToolResult:
@@ -102,7 +102,7 @@ def mcp_session(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         portal.wrap_async_context_manager(ClientSession(read, write)) as session,
     ):
         portal.call(session.initialize)
-        yield Session(portal, session, root, errlog)
+        yield Session(portal, session, root, scratch)
 
 
 def test_the_tools_and_their_published_schemas(mcp_session: Session) -> None:
@@ -163,6 +163,8 @@ def test_lint_of_a_kernel_variant(mcp_session: Session) -> None:
     assert doc["lowered"] is True and doc["chip"] == "910B2"
     assert doc["params"]["block_M"] == 256 and doc["findings"][0]["code"] == "TS501"
     assert r["rests_on"] == [str(MATMUL)] and r["generated"] is None
+    # TileLang's kernel cache went to the scratch folder, not ~/.tilelang
+    assert (mcp_session.scratch / "tilelang-cache").is_dir()
 
 
 def test_diff_of_two_runs_and_of_two_saved_reports(
@@ -254,6 +256,7 @@ def test_paths_outside_the_roots_are_refused(mcp_session: Session) -> None:
         f"{root}/../{root.name}/fa_sim": f"tilescope: error: {root}/../{root.name}/fa_sim: '..' is not "
         "accepted",
     }
+    cases["x\x00y"] = "tilescope: error: path: path contains a forbidden character"
     for path, line in cases.items():
         e = mcp_session.error("info", path=path)
         assert (e.code, e.message, e.data) == (types.INVALID_PARAMS, line, {"exit_code": 2}), path
