@@ -10,9 +10,9 @@ followed and judged by where they lead, and a folder's whole tree must stay insi
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,15 +184,18 @@ def analyze(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str,
 
     path = scope.path(args["path"], "path")
     cfg = load_config(None, cwd=path if path.is_dir() else path.parent)
-    cfg.select = [c.upper() for c in args.get("select") or []] or cfg.select
-    cfg.ignore = [*cfg.ignore, *(c.upper() for c in args.get("ignore") or [])]
-    check_rule_prefixes(cfg, {"select": cfg.select, "ignore": cfg.ignore})
+    given = {key: [c.upper() for c in args.get(key) or []] for key in ("select", "ignore")}
+    cfg.select = given["select"] or cfg.select
+    cfg.ignore = [*cfg.ignore, *given["ignore"]]
+    check_rule_prefixes(cfg, given)
     key = (str(path), args.get("chip"), tuple(cfg.select), tuple(cfg.ignore))
     kept = _kept_report(key)
     if kept is None:
         progress(1, 3, f"loading and analysing {path.name}")
         failures: list[Any] = []
-        # the rank cache lives in the scratch folder (TILESCOPE_CACHE_DIR, set by the worker)
+        # the ranks of a multi-rank run in this process (jobs=1): a cancelled call kills this
+        # process, which would leave a pool's workers running; the rank cache lives in the scratch
+        # folder (TILESCOPE_CACHE_DIR, set by the server)
         report = build(path, cfg, args.get("chip"), False, failures, RankOptions(jobs=1))
         files, assumed, notes = _report_facts(report)
         notes += [f.warning_line() for f in failures]
@@ -245,6 +248,13 @@ def _json_value(v: Any) -> Any:
     return str(v)
 
 
+def _glob_regex(pattern: str) -> str:
+    """A glob (`*`, `?`) as an anchored regular expression both Python's `re` and RE2 (pandas'
+    Arrow strings) read; fnmatch.translate writes atomic groups RE2 refuses."""
+    parts = [".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern]
+    return "^" + "".join(parts) + "$"
+
+
 def kernels(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     import pandas as pd
 
@@ -262,8 +272,11 @@ def kernels(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str,
         ("op_type", args.get("op_type")),
         ("core_type", args.get("core_type")),
     ):
-        if pattern and column in table.columns:
-            mask &= table[column].astype(str).map(lambda v, p=pattern: fnmatch.fnmatchcase(v, p))
+        if not pattern:
+            continue
+        if column not in table.columns:  # a filter that cannot apply would match every row
+            raise UsageError(f"{column}: this profile has no {column} column")
+        mask &= table[column].astype(str).str.match(_glob_regex(pattern)).fillna(False).astype(bool)
     table = table[mask]
     sort = args.get("sort", "duration_us")
     if sort not in table.columns:

@@ -5,6 +5,7 @@ confinement, malformed calls, errors worded as the CLI's, and cancellation."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -207,6 +208,11 @@ def test_kernels_filter_sort_and_top_on_a_real_profile(mcp_session: Session, rea
         "kernels", path=str(path), columns=["name", "block_dim"], sort="block_dim", descending=False, top=1
     )
     assert list(cols["kernels"][0]) == ["name", "block_dim"]
+    # a name glob, counted against the file itself
+    with open(path, newline="", encoding="utf-8") as fh:
+        gelu = sum(1 for row in csv.DictReader(fh) if "Gelu" in row["Name"])
+    g = mcp_session.result("kernels", path=str(path), name="*Gelu*", top=1000)
+    assert g["rows_matched"] == gelu > 0 and all("Gelu" in k["name"] for k in g["kernels"])
 
 
 def test_info_and_analyze_of_a_real_folder(mcp_session: Session, real_traces: Path) -> None:
