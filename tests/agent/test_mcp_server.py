@@ -90,7 +90,6 @@ def mcp_session(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     scratch = tmp_path_factory.mktemp("agent-scratch")
     errlog = scratch.parent / "server-stderr.txt"
     args = ["-m", "tilescope", "mcp", "--root", str(SAMPLES), "--root", str(root), "--scratch", str(scratch)]
-    args += ["--root", str(MATMUL.parent)]
     if REAL_TRACES.is_dir():
         args += ["--root", str(REAL_TRACES)]
     params = StdioServerParameters(
@@ -323,3 +322,14 @@ def test_a_cancelled_call_ends_its_work(mcp_session: Session, real_traces: Path)
     assert after.meta["tilescope/worker_pid"] != before  # type: ignore[index]
     with pytest.raises(ProcessLookupError):
         os.kill(before, 0)
+
+
+def test_the_registration_snippets_of_the_docs_start_this_server() -> None:
+    text = (REPO_ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```json\n")[1:]]
+    # the host configurations (the example session's results are trimmed with "…", not JSON)
+    hosts = [json.loads(b) for b in blocks if '"mcpServers"' in b or '"servers"' in b]
+    assert len(hosts) == 2
+    for b in hosts:
+        server = (b.get("mcpServers") or b["servers"])["tilescope"]
+        assert server["command"].endswith("tilescope") and server["args"][:2] == ["mcp", "--root"]
