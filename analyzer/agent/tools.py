@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tilescope.agent.schemas import INPUTS
-from tilescope.dashboard.paths import PathRejected, RootSet, relative_name
+from tilescope.dashboard.paths import PathRejected, RootSet, is_within, relative_name
 from tilescope.errors import UsageError
 
 Progress = Callable[[float, float, str], None]
@@ -79,21 +79,40 @@ def envelope(
     }
 
 
-def _generated(paths: list[Path]) -> bool | None:
-    """True when a bundle's manifest says its profile came from a generator (not measured), False
-    when it names measured runs, None when nothing under the paths says."""
+def _manifest_says(doc: object) -> bool | None:
+    """What a manifest.json says of its profile: a run bundle's `profile.runs[].generated`, a
+    sample's top-level `generated` / `hardware_measurement`; None when it says nothing."""
+    if not isinstance(doc, dict):
+        return None
+    runs = [r for r in (doc.get("profile") or {}).get("runs") or [] if isinstance(r, dict)]
+    if runs and any("generated" in r for r in runs):
+        return any(bool(r.get("generated")) for r in runs)
+    if isinstance(doc.get("generated"), bool):
+        return bool(doc["generated"])
+    if isinstance(doc.get("hardware_measurement"), bool):
+        return not doc["hardware_measurement"]
+    return None
+
+
+def _generated(scope: Scope, paths: list[Path]) -> bool | None:
+    """True when a manifest.json at or above an input (inside the roots: nothing outside them is
+    read) says its profile came from a generator's model, False when it says it was measured,
+    None when none says."""
     verdicts: list[bool] = []
     for p in paths:
-        manifest = (p if p.is_dir() else p.parent) / "manifest.json"
-        try:
-            doc = json.loads(manifest.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        runs = ((doc.get("profile") or {}).get("runs") or []) if isinstance(doc, dict) else []
-        verdicts += [bool(r.get("generated")) for r in runs if isinstance(r, dict)]
-    if not verdicts:
-        return None
-    return any(verdicts)
+        folder = p if p.is_dir() else p.parent
+        while any(is_within(folder, root) for root in scope.roots.allowed):
+            try:
+                said = _manifest_says(json.loads((folder / "manifest.json").read_text(encoding="utf-8")))
+            except (OSError, ValueError):
+                said = None
+            if said is not None:
+                verdicts.append(said)
+                break
+            if folder.parent == folder:
+                break
+            folder = folder.parent
+    return any(verdicts) if verdicts else None
 
 
 def _report_facts(report: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
@@ -133,7 +152,7 @@ def info(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, An
     assumed = [a for i in infos for a in i["chip"]["assumptions"]]
     notes = [w for i in infos for w in i["warnings"]] + failures
     return envelope(
-        "info", {"profiles": infos, "left_out": failures}, files, assumed, notes, _generated([path])
+        "info", {"profiles": infos, "left_out": failures}, files, assumed, notes, _generated(scope, [path])
     )
 
 
@@ -229,7 +248,7 @@ def analyze(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str,
         files,
         assumed,
         notes,
-        _generated([path]),
+        _generated(scope, [path]),
     )
     result["full_report"] = report  # saved whole in the scratch folder by the worker, not returned
     return result
@@ -309,7 +328,7 @@ def kernels(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str,
         [str(f) for f in profile.source.files],
         list(chip.assumptions),
         list(profile.warnings),
-        _generated([path]),
+        _generated(scope, [path]),
     )
 
 
@@ -375,7 +394,7 @@ def diff(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, An
         notes += n
     why = [{"kernel": k, "why": w} for k, w in why_lines(result)] if isinstance(result, DiffResult) else []
     return envelope(
-        "diff", {"diff": result.to_dict(), "why": why}, files, assumed, notes, _generated([base, head])
+        "diff", {"diff": result.to_dict(), "why": why}, files, assumed, notes, _generated(scope, [base, head])
     )
 
 
@@ -441,7 +460,7 @@ def lines(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, A
     notes = [str(n) for n in report.get("notes") or []]
     if report.get("metric") == "cycles":
         notes.append("cycles from msprof op simulator: a model of the chip, not a board measurement")
-    return envelope("lines", payload, [str(sim.root)], [], notes, _generated([path]))
+    return envelope("lines", payload, [str(sim.root)], [], notes, _generated(scope, [path]))
 
 
 TOOLS: dict[str, Callable[[Scope, dict[str, Any], Progress], dict[str, Any]]] = {

@@ -181,7 +181,7 @@ def test_diff_of_two_runs_and_of_two_saved_reports(
     assert any(p.startswith(f"{base}/") for p in r["rests_on"]) and any(
         p.startswith(f"{head}/") for p in r["rests_on"]
     )
-    assert r["generated"] is None  # torch_npu folders: nothing in them says (their README does)
+    assert r["generated"] is True  # their manifest.json: "generated": true, "hardware_measurement": false
     # two saved reports instead of two folders (analyze saves each whole): the command's own JSON
     saved = [
         mcp_session.result("analyze", path=str(p))["saved_path"]
