@@ -60,6 +60,21 @@ class Scope:
         return real
 
 
+def _config(scope: Scope, start: Path) -> Any:
+    """The rule settings for an input: tilescope.toml or pyproject.toml's [tool.tilescope] in the
+    input's folder or the nearest folder above it inside the roots (the CLI reads the current
+    directory's; the worker's is the scratch folder, so the input's project stands in for it)."""
+    from tilescope.config import Config, load_config
+
+    folder = start if start.is_dir() else start.parent
+    while any(is_within(folder, root) for root in scope.roots.roots):
+        cfg = load_config(None, cwd=folder)
+        if cfg.source is not None or folder.parent == folder:
+            return cfg
+        folder = folder.parent
+    return Config()
+
+
 def envelope(
     tool: str,
     payload: dict[str, Any],
@@ -198,11 +213,10 @@ def _keep_report(key: tuple[Any, ...], report: dict[str, Any], files: list[str],
 
 def analyze(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     from tilescope.commands.analyze import RankOptions, build, check_rule_prefixes
-    from tilescope.config import load_config
     from tilescope.report.data import validate_report
 
     path = scope.path(args["path"], "path")
-    cfg = load_config(None, cwd=path if path.is_dir() else path.parent)
+    cfg = _config(scope, path)
     given = {key: [c.upper() for c in args.get(key) or []] for key in ("select", "ignore")}
     cfg.select = given["select"] or cfg.select
     cfg.ignore = [*cfg.ignore, *given["ignore"]]
@@ -338,7 +352,6 @@ def kernels(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str,
 def lint(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     from tilescope.commands.analyze import check_rule_prefixes
     from tilescope.commands.lint import _chip, _stack_chip, lint_report
-    from tilescope.config import load_config
     from tilescope.ir.params import parse_param
 
     file_text, sep, function = str(args["kernel"]).partition(":")
@@ -346,7 +359,7 @@ def lint(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, An
     if not kernel_file.is_file():
         raise UsageError(f"{file_text}: not a kernel file (KERNEL.py[:FUNCTION])")
     kernel = f"{kernel_file}{sep}{function}"
-    cfg = load_config(None, cwd=kernel_file.parent)
+    cfg = _config(scope, kernel_file)
     check_rule_prefixes(cfg)
     # the values as the CLI's -p NAME=VALUE reads them (a Python literal; NAME.FIELD for a field)
     params = dict(parse_param(f"{name}={value!r}") for name, value in (args.get("params") or {}).items())
@@ -379,7 +392,8 @@ def diff(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, An
     reports = []
     for i, side in enumerate((base, head)):
         progress(i + 1, 4, f"loading and analysing {side.name}")
-        reports.append(load_any(side, args.get("chip"), None, failures, build))
+        source = _config(scope, side).source  # each side's own project settings, as analyze reads them
+        reports.append(load_any(side, args.get("chip"), source and str(source), failures, build))
     progress(3, 4, "comparing")
     result = diff_reports(
         reports[0], reports[1], args["base"], args["head"], threshold, args.get("fail_on_new"), pairs

@@ -79,6 +79,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(BUNDLE, top / "fa_sim")
     write_fa_simulator(top / "fa_sim" / "profile")
     (top / "empty").mkdir()
+    # the project's settings, found above the input as the CLI finds them in its directory
+    (top / "tilescope.toml").write_text('ignore = ["TS401"]\n', encoding="utf-8")
     (top / "etc_link").symlink_to("/etc")
     (top / "holds_link").mkdir()  # a folder inside the root holding a link out of it
     (top / "holds_link" / "passwd").symlink_to("/etc/passwd")
@@ -248,6 +250,14 @@ def test_lines_of_a_bundle_with_simulator_output(mcp_session: Session) -> None:
     # tests/lines/test_lines.py: l.50 (mmad, Ascend C line 101) is the hottest
     assert top["source_lines"] == [50] and top["cycles"] == sum(core_cycles(c, 101) for c in CORES)
     assert any("not a board measurement" in n for n in r["notes"])
+
+
+def test_analyze_reads_the_settings_above_the_input(mcp_session: Session) -> None:
+    r = mcp_session.result("analyze", path=str(mcp_session.root / "fa_sim"), findings_limit=50)
+    validate_report(r["report"])
+    codes = {f["code"] for f in r["report"]["findings"]}
+    assert "TS401" not in codes and "TS203" in codes and r["findings_page"]["total"] == 6
+    assert r["report"]["lines"]["mapped"] is True  # the bundle's simulator output, in the report too
 
 
 def test_paths_outside_the_roots_are_refused(mcp_session: Session) -> None:
