@@ -474,7 +474,13 @@ def lines(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, A
     notes = [str(n) for n in report.get("notes") or []]
     if report.get("metric") == "cycles":
         notes.append("cycles from msprof op simulator: a model of the chip, not a board measurement")
-    return envelope("lines", payload, [str(sim.root)], [], notes, _generated(scope, [path]))
+    # the simulator folder (or visualize_data.bin) read, and the bundle's line map and Ascend C
+    read = [str(sim.root)]
+    if line_map:
+        read.append(str(path / "ir" / "ir.json"))
+    if cpp is not None:
+        read.append(str(path / "ir" / "kernel.cpp"))
+    return envelope("lines", payload, read, [], notes, _generated(scope, [path]))
 
 
 TOOLS: dict[str, Callable[[Scope, dict[str, Any], Progress], dict[str, Any]]] = {

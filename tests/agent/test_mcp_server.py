@@ -250,6 +250,11 @@ def test_lines_of_a_bundle_with_simulator_output(mcp_session: Session) -> None:
     # tests/lines/test_lines.py: l.50 (mmad, Ascend C line 101) is the hottest
     assert top["source_lines"] == [50] and top["cycles"] == sum(core_cycles(c, 101) for c in CORES)
     assert any("not a board measurement" in n for n in r["notes"])
+    bundle = mcp_session.root / "fa_sim"
+    assert r["rests_on"] == sorted(
+        [lines["simulator"], str(bundle / "ir" / "ir.json"), str(bundle / "ir" / "kernel.cpp")]
+    )
+    assert r["generated"] is True  # the bundle's manifest: a generated profile
 
 
 def test_analyze_reads_the_settings_above_the_input(mcp_session: Session) -> None:
