@@ -30,6 +30,7 @@ from tilescope.text.escape import terminal_text
 
 COMMAND_MODULES = (
     "info", "kernels", "analyze", "rules_cmd", "lint", "collect", "diff", "lines", "serve", "cache",
+    "tilescope.agent.command",
 )
 # command name -> module, so that one command's run imports only its own module (start-up time:
 # every module pulls in pandas, rich, plotly or duckdb)
@@ -45,6 +46,7 @@ COMMAND_OF = {
     "lines": "lines",
     "serve": "serve",
     "cache": "cache",
+    "mcp": "tilescope.agent.command",  # above the commands: the agent's tools call them (docs/internals.md)
 }
 _registered: set[str] = set()
 
@@ -73,10 +75,11 @@ def _register_commands(args: list[str]) -> None:
     for name in wanted:
         if name in _registered:
             continue
-        spec = importlib.util.find_spec(f"tilescope.commands.{name}")
+        module = name if "." in name else f"tilescope.commands.{name}"
+        spec = importlib.util.find_spec(module)
         if spec is None:  # a command still being built; the rest of the CLI works
             continue
-        importlib.import_module(f"tilescope.commands.{name}").register(app)
+        importlib.import_module(module).register(app)
         _registered.add(name)
 
 

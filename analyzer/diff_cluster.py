@@ -465,6 +465,15 @@ def diff_paths(base: str | Path, head: str | Path, threshold_pct: float = 5.0, c
     `build` makes a multi-rank folder's report (`tilescope analyze`'s; without it, folders of
     several ranks cannot be read, only their saved JSON reports)."""
     reports = [load_any(p, chip, config_path, failures, build or _no_cluster_build) for p in (base, head)]
+    return diff_reports(reports[0], reports[1], base, head, threshold_pct, fail_on_new, match)
+
+
+def diff_reports(base_report: dict[str, Any], head_report: dict[str, Any], base: str | Path,
+                 head: str | Path, threshold_pct: float = 5.0, fail_on_new: str | None = None,
+                 match: Sequence[tuple[str, str]] = ()) -> DiffResult | ClusterDiff:
+    """`diff_paths` on two reports already loaded by `load_any` (the agent keeps them: they name
+    the files each side rests on); `base` and `head` label them."""
+    reports = [base_report, head_report]
     multi = [is_cluster_report(r) for r in reports]
     for p, r, m in zip((base, head), reports, multi, strict=True):
         if m and not isinstance(r.get("cluster"), Mapping):

@@ -16,6 +16,7 @@ from tilescope.errors import MissingComponentError
 EXTRAS: dict[str, tuple[str, ...]] = {
     "html": ("plotly",),
     "dashboard": ("plotly", "dash", "dash_ag_grid"),
+    "agent": ("mcp",),
 }
 
 

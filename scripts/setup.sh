@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything tilescope needs on a fresh Debian/Ubuntu machine: a virtualenv in .venv with
-# the package with the dashboard, cluster and TileLang extras (CPU torch first, so pip does not
+# the package with the dashboard, cluster, agent and TileLang extras (CPU torch first, so pip does not
 # pull a multi-GB CUDA torch) and the test tools, at the versions of constraints.txt; with --browser
 # also Debian's chromium + chromium-driver for the browser tests.
 # Idempotent: a stamp records what was installed, so a second run takes a second.
@@ -53,6 +53,6 @@ fi
 # the suite ran on). torch first: tilelang declares an unpinned torch and would otherwise resolve a
 # CUDA build.
 .venv/bin/python -m pip install -q -c constraints.txt "torch==2.13.0"
-.venv/bin/python -m pip install -q -c constraints.txt -e ".[test,tilelang,dashboard,cluster]"
+.venv/bin/python -m pip install -q -c constraints.txt -e ".[test,tilelang,dashboard,cluster,agent]"
 echo "$want" > "$stamp"
 compile_packages

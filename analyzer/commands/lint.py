@@ -329,6 +329,22 @@ def _lint_once(
     kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: str, out: Path | None, force: bool,
     width: int | None = None,
 ) -> list[Finding]:
+    cap, result, findings, doc = lint_report(kernel, params, spec, cfg)
+    if out is not None:
+        _write_bundle(cap, out, force, params)
+    if fmt == "json":
+        sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
+    else:
+        _print_text(cap.ir, findings, spec.label, result.skipped, width)
+    return findings
+
+
+def lint_report(
+    kernel: str, params: dict[str, Any], spec: Any, cfg: Any
+) -> tuple[Any, Any, list[Finding], dict[str, Any]]:
+    """Lower `kernel` with `params` for `spec` and run the static rules: the capture, the engine's
+    result, the findings (most severe first) and the `--format json` document (also what the
+    agent's `lint` tool returns)."""
     # deferred: pandas (~0.3 s) only when this builds a frame; ir.capture only when this command runs;
     #   `tilescope --help` imports every command module
     import pandas as pd
@@ -341,34 +357,28 @@ def _lint_once(
     )
     result = run_rules(profile, cfg, kinds=("static",))
     findings = sorted(result.findings + result.errors, key=lambda f: (-f.severity.rank, f.code))
-    if out is not None:
-        _write_bundle(cap, out, force, params)
-    if fmt == "json":
-        doc = {
-            "schema_version": "1.0",
-            "kernel_file": str(cap.kernel_file),
-            "function": cap.function,
-            "params": cap.ir["params"],
-            "chip": spec.name,
-            "chip_reason": spec.chosen_because,
-            "lowered": cap.ok,
-            "kernels": [
-                {
-                    "name": k["name"],
-                    "entry": k["entry"],
-                    "footprint": k.get("footprint", {}),
-                    "failure": k.get("failure"),
-                }
-                for k in cap.ir["kernels"]
-            ],
-            "findings": [f.to_dict() for f in findings],
-            "skipped": [s.to_dict() for s in result.skipped],
-            "timings": cap.ir.get("timings", {}),
-        }
-        sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
-    else:
-        _print_text(cap.ir, findings, spec.label, result.skipped, width)
-    return findings
+    doc = {
+        "schema_version": "1.0",
+        "kernel_file": str(cap.kernel_file),
+        "function": cap.function,
+        "params": cap.ir["params"],
+        "chip": spec.name,
+        "chip_reason": spec.chosen_because,
+        "lowered": cap.ok,
+        "kernels": [
+            {
+                "name": k["name"],
+                "entry": k["entry"],
+                "footprint": k.get("footprint", {}),
+                "failure": k.get("failure"),
+            }
+            for k in cap.ir["kernels"]
+        ],
+        "findings": [f.to_dict() for f in findings],
+        "skipped": [s.to_dict() for s in result.skipped],
+        "timings": cap.ir.get("timings", {}),
+    }
+    return cap, result, findings, doc
 
 
 LINT_CORRECTNESS = {

@@ -18,7 +18,7 @@ FOLDERS = {"analyzer": "tilescope", "rules": "tilescope/rules", "dashboard": "ti
            "collectors": "tilescope/collectors"}
 SAMPLE = REPO / "sample_traces" / "tilelang_fa_bundle"
 # Importing any of these fails in the child: the extras are not installed there.
-NO_EXTRAS = ("plotly", "dash", "dash_ag_grid", "dask", "distributed")
+NO_EXTRAS = ("plotly", "dash", "dash_ag_grid", "dask", "distributed", "mcp")
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +94,12 @@ def test_a_command_whose_extra_is_missing_exits_3_with_the_install_line(installe
     assert r.returncode == 3
     assert "needs the dashboard extra (plotly, dash, dash_ag_grid not installed): " \
            "pip install 'tilescope[dashboard]'" in r.stderr
+    r = _run(installed, "mcp", "--root", str(SAMPLE))
+    assert r.returncode == 3
+    assert r.stderr.strip().splitlines() == [
+        "tilescope: error: tilescope mcp needs the agent extra (mcp not installed): "
+        "pip install 'tilescope[agent]'"
+    ]
 
 
 def test_python_m_tilescope_is_the_cli(installed: Path) -> None:
