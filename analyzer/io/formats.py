@@ -125,13 +125,24 @@ def _read_torch(det: Detected, o: ReadOptions) -> Parts:
 
 
 def add_info_json(root: Path, device: DeviceInfo, files: list[Path]) -> None:
-    """The `info.json.N` files below a torch_npu or msprof directory into `device`."""
+    """The `info.json.N` files below a torch_npu or msprof directory into `device`; an msprof
+    `PROF_*` run without one takes its sibling runs' (`device.sibling_info_json`), which the chip
+    choice keeps only where the run's own data agrees."""
     # deferred: io.device (pyarrow) only where used
     from tilescope.io import device as dev
 
-    for info in dev.find_info_json(root):
+    found = dev.find_info_json(root)
+    for info in found:
         files.append(info)
         dev.merge_device(device, dev.read_info_json(info))
+    if found or device.ai_core_num is not None:
+        return
+    sibling = dev.sibling_info_json(root)
+    if sibling is not None:
+        borrowed, used = sibling
+        files.extend(used)
+        dev.merge_device(device, borrowed)
+        device.borrowed_from = borrowed.borrowed_from
 
 
 def _read_msprof(det: Detected, o: ReadOptions) -> Parts:
