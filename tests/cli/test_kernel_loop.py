@@ -39,7 +39,9 @@ def test_a_3us_kernel_on_one_core_is_named_and_the_assumed_count_is_said(
     assert f["evidence"]["measured"]["cores"] == 40  # OpBasicInfo `Op Type` vector: the AIV count
     assert f["severity"] == "medium"  # 97.5 % of the device time, but on an assumed core count
     assert "if the device has 40 Vector cores" in f["message"]
-    assert f["assumed"] == ["40 Vector cores: 910B4's default, not recorded in the profile"]
+    assert f["assumed"] == [
+        "40 Vector cores: assumed for 910B4, not recorded in the profile (see the chip note)"
+    ]
     assert any("time floors are 1 % of it" in w for w in kernels["warnings"])
 
     # the user states the chip: the count is known, the finding is high and says nothing of it
