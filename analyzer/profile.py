@@ -47,7 +47,7 @@ class DeviceInfo:
     model_name: str | None = None
     cann_version: str | None = None
     # set when the core counts and clock are another run's record, not this run's: which file
-    # (an msprof run without info.json takes its sibling runs', `io.device.sibling_info_json`)
+    # (an msprof run without info.json takes its sibling runs', `io.formats.sibling_info_json`)
     borrowed_from: str | None = None
 
 

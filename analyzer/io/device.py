@@ -451,38 +451,6 @@ def timeline_clock(device: DeviceInfo) -> float | None:
     return float(value) if value and IDLE_CLOCK_MHZ <= value <= MAX_CLOCK_MHZ else None
 
 
-def sibling_info_json(run: Path) -> tuple[DeviceInfo, list[Path]] | None:
-    """Device facts for an msprof `PROF_*` run that has no info.json of its own, from the runs
-    beside it in the same parent folder (`PARENT/PROF_*/device_*/info.json.*`, one level, nothing
-    else read): msprof writes one PROF_* folder per collection into one output folder, so those
-    ran on the same machine. Only when every such file names the same core counts and clock (else
-    which one is this run's device?); None when there is none or they differ."""
-    if not run.name.startswith("PROF_"):
-        return None
-    try:
-        files = sorted(
-            p
-            for p in run.parent.glob("PROF_*/device_*/info.json.*")
-            if p.parent.parent != run and INFO_JSON_RE.match(p.name) and DEVICE_DIR_RE.match(p.parent.name)
-        )
-    except OSError:
-        return None
-    infos = [read_info_json(p) for p in files[:64]]
-    facts = {(i.ai_core_num, i.aiv_num, i.aic_frequency_mhz) for i in infos}
-    if len(facts) != 1 or None in next(iter(facts)):
-        return None
-    cores, aiv, clock = next(iter(facts))
-    first = files[0]
-    where = f"{first.parent.parent.name}/{first.parent.name}/{first.name}"
-    more = f" and {len(files) - 1} more" if len(files) > 1 else ""
-    return DeviceInfo(
-        ai_core_num=cores,
-        aiv_num=aiv,
-        aic_frequency_mhz=clock,
-        borrowed_from=f"the info.json of the run beside it ({where}{more}, same parent folder)",
-    ), files[:64]
-
-
 def _checked_borrowed(
     device: DeviceInfo, evidence: ChipEvidence, warnings: list[str], coupled: bool
 ) -> DeviceInfo:
