@@ -121,3 +121,27 @@ def test_info_and_analyze_say_the_same_clock_note(real: Path, capsys: pytest.Cap
 
     assert clock_notes(info_out) == clock_notes(analyze_out)
     assert clock_notes(info_out) and "inferred from the data" in clock_notes(info_out)[0]
+
+
+def test_the_timeline_counter_is_the_clock_when_the_cycles_give_none(
+    real: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # kernel_details_na_8 has no cycle counts: the timeline's AI Core Freq counter is the only clock.
+    # `analyze` reads the timeline beside the rules; it must read it before choosing here, and say
+    # what `info` says.
+    folder = tmp_path / "x_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    folder.mkdir(parents=True)
+    src = real / "kernel_details_na_8" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    (folder / "kernel_details.csv").write_bytes(src.read_bytes())
+    (folder / "trace_view.json").write_text(
+        '[{"name":"AI Core Freq","ph":"C","pid":1,"ts":"1","args":{"MHz":1650}}]', encoding="utf-8"
+    )
+    outs = []
+    for command in ("info", "analyze"):
+        code, out, _ = cli(capsys, command, str(folder.parent), "--width", "400")
+        assert code in (0, 1)
+        outs.append(sorted(line.split("note", 1)[1].lstrip(": ") for line in out.splitlines()
+                           if line.lstrip().startswith("note") and "MHz" in line))
+    assert outs[0] == outs[1]
+    assert outs[0] == ["clock 1650 MHz from the highest AI Core Freq counter value of the timeline "
+                       "(the kernels' cycles give none)"]
