@@ -98,22 +98,29 @@ _MSPROF_OP_HINTS = {
 }
 
 
-def explain_need(need: str, producer: str | None = None) -> str:
+def explain_need(need: str, producer: str | None = None, loaded: Sequence[str] = ()) -> str:
     """One human phrase for a missing rule input, e.g. "aic_metrics=Memory" for a Memory column;
     in the words of the tool that wrote the profile where they differ (`producer` "msprof_op":
-    "msprof op --aic-metrics=Memory")."""
+    "msprof op --aic-metrics=Memory"). A column whose metric group is among the `loaded` ones was
+    collected and is still absent: the kernels have no such side, which asking for the group again
+    would not change, and the phrase says so."""
     alternatives = [n.strip() for n in need.split("|")]
-    phrases = list(dict.fromkeys(_explain_one(n, producer) for n in alternatives))
+    phrases = list(dict.fromkeys(_explain_one(n, producer, loaded) for n in alternatives))
     return " or ".join(phrases)
 
 
-def _explain_one(need: str, producer: str | None) -> str:
+def _explain_one(need: str, producer: str | None, loaded: Sequence[str] = ()) -> str:
     col = need.split(".", 1)[1] if need.startswith("blocks.") else need
     # a derived share of the launch comes from the pipe ratio/time columns of its metric group
     col = {"cube_share": "aic_cube_ratio", "vector_share": "aiv_vec_ratio"}.get(col, col)
     if col.endswith("_share") and col.startswith(("aic_", "aiv_")):
         col = col.removesuffix("_share") + "_ratio"
     group = METRIC_GROUP_OF.get(col) or next((g for p, g in _PREFIX_GROUPS if col.startswith(p)), None)
+    if group and group in loaded:
+        side = {"aic_": "Cube", "aiv_": "Vector"}.get(col[:4])
+        if side:
+            return f"{side}-side {group} data ({col}): {group} was collected, no kernel ran on the {side}"
+        return f"{col}: {group} was collected without it"
     if producer == "msprof_op":
         if group:
             return f"msprof op --aic-metrics={group}"
@@ -173,5 +180,10 @@ def analyze(
         return run_rules(profile, cfg, kinds)
 
 
-def skipped_to_dict(s: SkippedRule, producer: str | None = None) -> dict[str, Any]:
-    return {**s.to_dict(), "needs": list(dict.fromkeys(explain_need(m, producer) for m in s.missing))}
+def skipped_to_dict(
+    s: SkippedRule, producer: str | None = None, loaded: Sequence[str] = ()
+) -> dict[str, Any]:
+    """A skipped rule and what it needs, in words (`explain_need`; `loaded`: the metric groups the
+    profile holds)."""
+    needs = dict.fromkeys(explain_need(m, producer, loaded) for m in s.missing)
+    return {**s.to_dict(), "needs": list(needs)}

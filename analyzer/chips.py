@@ -463,8 +463,10 @@ def resolve_chip(
     aiv_num: int | None = None,
     freq_mhz: float | None = None,
     model_name: str | None = None,
+    coupled: bool = False,
 ) -> ChipSpec:
-    """Pick the chip: --chip (name or TOML) wins, then the device's model name, then clock and cores.
+    """Pick the chip: --chip (name or TOML) wins, then the device's model name, then clock and cores
+    (a coupled table's chip is the catalogue's coupled one, 310P, never a split 910B).
 
     Core count and frequency measured from the profile always override the table's defaults,
     because utilisation formulas divide by the device's own figures.
@@ -472,7 +474,9 @@ def resolve_chip(
     if requested:
         chip = requested_chip(requested)
     else:
-        chip = (family_chip(model_name) if model_name else None) or catalogue_match(ai_core_num, freq_mhz)
+        chip = (family_chip(model_name) if model_name else None) or (
+            CHIPS["310P"] if coupled else catalogue_match(ai_core_num, freq_mhz)
+        )
     overrides: dict[str, Any] = {}
     if ai_core_num and ai_core_num != chip.aic_count:
         overrides["aic_count"] = int(ai_core_num)
@@ -495,6 +499,21 @@ def resolve_chip(
     if overrides and not requested:  # figures differ from the catalogued chip's
         return chip.with_overrides(name=f"{chip.name}-class", **overrides)
     return chip.with_overrides(**overrides) if overrides else chip
+
+
+def fewest_cores_at_least(bound: int, freq_mhz: float | None, coupled: bool = False) -> ChipSpec | None:
+    """The catalogued chip with the fewest AI Cores not below `bound` (a count the data proves the
+    device has at least), among those rated at `freq_mhz` (any when None), coupled or split as
+    the table is; None when no catalogued chip has that many."""
+    names = ("310P",) if coupled else ("910B2", "910B3", "910B1", "910B4")
+
+    def rated_at(chip: ChipSpec) -> bool:
+        return freq_mhz is None or (
+            chip.clock_mhz is not None and abs(chip.clock_mhz - freq_mhz) <= 0.01 * freq_mhz
+        )
+
+    fits = [CHIPS[n] for n in names if (CHIPS[n].aic_count or 0) >= bound and rated_at(CHIPS[n])]
+    return min(fits, key=lambda c: c.aic_count or 0) if fits else None
 
 
 def catalogue_match(ai_core_num: int | None, freq_mhz: float | None) -> ChipSpec:

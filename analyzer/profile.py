@@ -46,6 +46,9 @@ class DeviceInfo:
     timeline_max_frequency_mhz: float | None = None
     model_name: str | None = None
     cann_version: str | None = None
+    # set when the core counts and clock are another run's record, not this run's: which file
+    # (an msprof run without info.json takes its sibling runs', `io.formats.sibling_info_json`)
+    borrowed_from: str | None = None
 
 
 @dataclass

@@ -68,8 +68,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
 
     ## Known limits
     Where the profile does not record the core count and its data does not tell (an `msprof op`
-    run has no info.json), the count is the chip's default: the finding says "if the device has
-    N cores" and is at most medium. Assumes blocks take equal time and the kernel scales with
+    run has no info.json), the count is assumed — the fewest cores of a catalogued chip that the
+    one-wave grids allow, else the chip's default: the finding says "if the device has N cores"
+    and is at most medium. Assumes blocks take equal time and the kernel scales with
     cores (saving = duration x (1 - efficiency), an upper bound). Per-block imbalance is TS402's.
     """
     df = profile.kernels
@@ -106,7 +107,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         value = profile.chip.assumed_value("aiv_count" if on_vector.get(kernel) else "aic_count")
         if not value:
             return ()
-        return (f"{value}: {profile.chip.base_name}'s default, not recorded in the profile",)
+        # the chip default, or the fewest cores of a catalogued chip at or above what the grids
+        # prove (tilescope.io.device): the loader's note says which
+        chip = profile.chip.base_name
+        return (f"{value}: assumed for {chip}, not recorded in the profile (see the chip note)",)
 
     def message(kernel: str, row: pd.Series) -> str:
         lo, hi = row["block_dim_min"], row["block_dim_max"]

@@ -36,6 +36,7 @@ def profile_info(pr: Profile) -> dict[str, Any]:
             "rated_frequency_mhz": d.rated_frequency_mhz,
             "timeline_max_frequency_mhz": d.timeline_max_frequency_mhz,
             "cann_version": d.cann_version,
+            "borrowed_from": d.borrowed_from,
         },
         "chip": {
             "name": pr.chip.name,
@@ -46,6 +47,7 @@ def profile_info(pr: Profile) -> dict[str, Any]:
             "hbm_bandwidth_gbps": pr.chip.hbm_bandwidth_gbps,
             "hbm_bandwidth_source": pr.chip.hbm_bandwidth_source,
             "assumptions": list(pr.chip.assumptions),
+            "assumed_figures": list(pr.chip.assumed_figures),
         },
         "rows": {
             "kernels": len(pr.kernels),
@@ -80,10 +82,15 @@ def _print_text(info: dict[str, Any], width: int | None) -> None:
     line(f"  format        {info['format']}  (producer: {info['producer'] or 'unknown'})")
     line(f"  metric groups {', '.join(info['metric_groups']) or 'none (no PMU columns)'}")
     d = info["device"]
-    dev = ", ".join(f"{k}={v}" for k, v in d.items() if v is not None) or "not recorded"
+    dev = ", ".join(f"{k}={v}" for k, v in d.items() if v is not None and k != "borrowed_from")
+    if d.get("borrowed_from"):
+        dev += " (another run's record, see the notes)"
+    dev = dev or "not recorded"
     line(f"  device        {dev}")
     ch = info["chip"]
     cores = f"{ch['aic_count']} AIC / {ch['aiv_count']} AIV @ {ch['clock_mhz']} MHz"
+    if ch["assumed_figures"]:
+        cores += f" (assumed: {', '.join(ch['assumed_figures'])}; see the notes)"
     line(f"  chip          {ch['name']}: {cores}")
     line(f"                {ch['hbm_bandwidth_source']}")
     for a in ch["assumptions"]:

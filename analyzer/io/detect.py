@@ -11,7 +11,8 @@ A plain folder uses every source it holds (format "folder"): one kernel table (o
 one op_summary) for the kernels, a timeline, and OpBasicInfo for the clock. A folder with
 OpBasicInfo and the per-block metric CSVs of `msprof op` is an `msprof op` directory; OpBasicInfo
 beside a kernel table or a timeline is a clock source for them. A plain folder with nothing of its
-own is searched one level down (e.g. the parent of a `trace_data/` folder).
+own is searched further down: its loose files one level down (e.g. the parent of a `trace_data/`
+folder), profile folders up to three levels down (`PLAIN_DEPTH`), by their layout only.
 
 Only what detection needs is imported here at module level: `tilescope kernels FILE.csv` detects
 before anything imports pandas.
@@ -236,6 +237,13 @@ def _from_files(d: Path, src: FolderSources) -> list[Detected]:
 
 # ---- directories -------------------------------------------------------------------------------------
 
+# Plain folders (no profiler layout of their own) are looked through this deep below the path given:
+# a profile folder (`PROF_*`, `OPPROF_*`, `*_ascend_pt`, a bundle) is found up to one level further,
+# three below the path (`runs/kernel_a/v1/OPPROF_*`). Loose profiler files are sniffed only in the
+# path itself and one level down.
+PLAIN_DEPTH = 2
+PLAIN_FOLDERS = 64
+
 
 def _is_torch_root(d: Path) -> bool:
     return d.name.endswith("_ascend_pt") or (d / TORCH_OUT).is_dir()
@@ -306,10 +314,16 @@ def _detect_dir(d: Path, depth: int = 0) -> list[Detected]:
         return [Detected("msprof_op_multi", d)]
     if found:
         return found
-    found = _from_files(d, _classify(d))
-    if found or depth:
+    if depth <= 1:  # loose files are sniffed here and one level down (the parent of `trace_data/`)
+        found = _from_files(d, _classify(d))
+        if found:
+            return found
+    if depth >= PLAIN_DEPTH:
         return found
-    for s in subdirs:  # a plain folder one level down (e.g. the parent of `trace_data/`)
+    # plain folders further down (`runs/kernel_a/v1/OPPROF_*`), recognised by their layout only:
+    # below the first level no file is read, hidden folders are skipped, and at most
+    # PLAIN_FOLDERS sub-folders of one folder are looked into
+    for s in [s for s in subdirs if not s.name.startswith(".")][:PLAIN_FOLDERS]:
         try:
             found.extend(_detect_dir(s, depth + 1))
         except NoProfileFoundError:

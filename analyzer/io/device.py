@@ -7,6 +7,7 @@ resort inference from the kernel table itself (formats doc §10.1/§10.2), recor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -23,8 +24,8 @@ from tilescope.chips import (
     MAX_CLOCK_MHZ,
     VARIANTS_BY_CLOCK,
     ChipSpec,
-    catalogue_match,
     family_chip,
+    fewest_cores_at_least,
     resolve_chip,
 )
 from tilescope.columns import MIX_AIC, MIX_AIV
@@ -183,6 +184,8 @@ class ChipEvidence:
         self.rows = 0
         # set by infer() when the core count is a lower bound raised to a catalogued variant's
         self.cores_lower_bound: int | None = None
+        # set by infer(): the fewest AI Cores the device can have, from grids that ran in one wave
+        self.grid_bound: int | None = None
 
     @classmethod
     def of(cls, kernels: pd.DataFrame | pa.Table) -> ChipEvidence:
@@ -234,7 +237,7 @@ class ChipEvidence:
     def _cat(self, parts: list[np.ndarray]) -> np.ndarray:
         return np.concatenate(parts) if parts else np.empty(0)
 
-    def infer(self, clock_mhz: float | None = None) -> tuple[DeviceInfo, list[str]]:
+    def infer(self, clock_mhz: float | None = None, coupled: bool = False) -> tuple[DeviceInfo, list[str]]:
         """Core count and clock, with the arithmetic as notes; `clock_mhz` when the profile records it.
 
         Clock, first that applies: `clock_mhz`; the rated clock of a catalogued chip that rows
@@ -244,17 +247,20 @@ class ChipEvidence:
         Cores: clock x cores / clock when the profiler's utilisation gives it; else the largest
         grid that fitted on the cores (a lower bound) raised to the catalogued variant at that clock.
         Never a clock outside [idle clock, 2000 MHz] nor a core count outside 1..64.
+        `coupled`: a coupled chip's table (one AI Core with Cube and Vector inside), whose rated
+        clocks are not catalogued: the clock is the one its fitted rows agree on, whatever it is.
         """
         info = DeviceInfo()
         notes: list[str] = []
+        self.cores_lower_bound = self.grid_bound = None
         product, fit = _product_and_tolerance(self._cat(self.product))
         mhz = np.concatenate([self._cat(self.cube_mhz), self._cat(self.vector_mhz)])
         clock = clock_mhz
         if clock is None:
-            clock, note = _clock_from_rows(mhz)
+            clock, note = _clock_of_coupled_rows(mhz) if coupled else _clock_from_rows(mhz)
             if note:
                 notes.append(note)
-        if clock is None and product is not None:
+        if clock is None and product is not None and not coupled:
             clock, note = _clock_from_product(product, fit)
             if note:
                 notes.append(note)
@@ -262,38 +268,52 @@ class ChipEvidence:
             info.aic_frequency_mhz = float(clock)
         cores = _cores_from_product(product, clock, notes) if clock else None
         if cores is None and clock is not None:
-            cores = self._cores_from_grids(clock, notes)
+            cores = self._cores_from_grids(clock, notes, coupled)
         if cores is not None:
             info.ai_core_num = cores
-            info.aiv_num = 2 * cores
+            info.aiv_num = None if coupled else 2 * cores
         return info, notes
 
-    def _cores_from_grids(self, clock: float, notes: list[str]) -> int | None:
+    def _cores_from_grids(self, clock: float, notes: list[str], coupled: bool = False) -> int | None:
         """The largest Block Dim among rows whose cycles give the clock (their grid fitted on the
-        cores), per side; AIC >= AIV / 2. A lower bound, raised to a catalogued variant's count."""
+        cores), per side; AIC >= AIV / 2. A lower bound, raised to the fewest AI Cores a catalogued
+        chip rated at that clock has at or above it: the smallest count the data allows, so a grid
+        the data shows fitting is never called short of cores on a guess."""
+
         def fitted(mhz: list[np.ndarray], blocks: list[np.ndarray]) -> int:
             m, b = self._cat(mhz), self._cat(blocks)
             ok = np.abs(m - clock) <= CLOCK_SNAP * clock
             return int(b[ok].max()) if ok.any() else 0
 
         cube, vector = fitted(self.cube_mhz, self.cube_blocks), fitted(self.vector_mhz, self.vector_blocks)
-        bound = max(cube, (vector + 1) // 2)
+        bound = cube if coupled else max(cube, (vector + 1) // 2)
         if bound <= 0 or bound > 64:  # no grid bounds it, or the grid ran in waves after all
             return None
-        variant = catalogue_match(None, clock)
-        cores = bound
-        if variant.aic_count and variant.aic_count >= bound:
-            cores = variant.aic_count
-        if cores != bound:
+        self.grid_bound = bound
+        variant = fewest_cores_at_least(bound, None if coupled else clock, coupled)
+        cores = variant.aic_count if variant is not None and variant.aic_count else bound
+        # more cores than the bound stay possible (a catalogued chip at the clock has more, or a
+        # coupled chip, whose catalogue is thin): the count is assumed, and findings say "if"
+        bigger = fewest_cores_at_least(cores + 1, clock, coupled) if not coupled else variant
+        if coupled or bigger is not None:
             self.cores_lower_bound = bound
         side = (
-            f"a Cube grid of {cube} blocks" if cube * 2 >= vector else f"a Vector grid of {vector} blocks"
+            f"a Cube grid of {cube} blocks"
+            if coupled or cube * 2 >= vector
+            else f"a Vector grid of {vector} blocks"
         )
-        notes.append(
-            f"{cores} AI Cores ({2 * cores} Vector cores) assumed: {side} ran in one wave at {clock:g} MHz, "
-            f"so the device has at least {bound} AI Cores"
-            + (f"; {variant.name} (rated {clock:g} MHz) has {cores}" if cores != bound else "")
-        )
+        counted = f"{cores} AI Cores" + ("" if coupled else f" ({2 * cores} Vector cores)")
+        said = f"{side} ran in one wave at {clock:g} MHz, so the device has at least {bound} AI Cores"
+        if self.cores_lower_bound is None:
+            notes.append(
+                f"{counted} inferred from the data: {said}, the most of any catalogued chip rated "
+                f"{clock:g} MHz"
+            )
+            return cores
+        if variant is not None and cores != bound:
+            rated = "" if coupled else f" rated {clock:g} MHz"
+            said += f"; {variant.name} has {cores}, the fewest of the catalogued chips{rated}"
+        notes.append(f"{counted} assumed: {said}")
         return cores
 
 
@@ -334,6 +354,24 @@ def _clock_from_rows(mhz: np.ndarray) -> tuple[float | None, str | None]:
         f"(blocks x side time) gives it within {100 * CLOCK_SNAP:g} % on {votes[best]} of the {len(mhz)} "
         f"kernel sides (Cube and Vector counted apart) that imply a clock between "
         f"{IDLE_CLOCK_MHZ:g} and {MAX_CLOCK_MHZ:g} MHz"
+    )
+
+
+def _clock_of_coupled_rows(mhz: np.ndarray) -> tuple[float | None, str | None]:
+    """A coupled chip's clock from its own cycles: no catalogued rated clock to vote for, so the
+    highest value the rows agree on (rows whose grid fitted on the cores give the clock; rows that
+    ran in waves give a fraction of it), when at least two rows, or the only one, give it."""
+    mhz = mhz[np.isfinite(mhz) & (mhz >= IDLE_CLOCK_MHZ) & (mhz <= MAX_CLOCK_MHZ)]
+    if not len(mhz):
+        return None, None
+    top = mhz[mhz >= float(mhz.max()) * (1 - CLOCK_SNAP)]
+    if len(top) < min(2, len(mhz)):
+        return None, None
+    clock = float(np.round(np.median(top)))
+    return clock, (
+        f"clock {clock:g} MHz inferred from the coupled table's own cycles: total_cycles / (blocks x "
+        f"aicore_time) gives it within {100 * CLOCK_SNAP:g} % on {len(top)} of the {len(mhz)} kernels "
+        "(no rated clock of a coupled chip is catalogued to compare with)"
     )
 
 
@@ -392,17 +430,57 @@ def infer_from_kernels(
 
 
 def recorded_clock(device: DeviceInfo) -> tuple[float | None, str | None]:
-    """The rated clock the profile records, strongest source first: `msprof op` OpBasicInfo's Rated
-    Freq, then `aic_frequency_mhz` (info.json's aic_frequency, or OpBasicInfo's Current Freq when
-    that is all the profile has), then the highest value of the timeline's AI Core Freq counter."""
+    """The rated clock the profile records: `msprof op` OpBasicInfo's Rated Freq, then
+    `aic_frequency_mhz` (info.json's aic_frequency, a sibling run's when this run has none, or
+    OpBasicInfo's Current Freq when that is all the profile has). The timeline's AI Core Freq
+    counter is `timeline_clock`'s: used only where the kernels' own cycles do not give a clock, so
+    the choice does not depend on whether the timeline was read before the chip was chosen (`info`
+    reads it first, `analyze` reads it beside the rules)."""
     for value, source in (
         (device.rated_frequency_mhz, "OpBasicInfo Rated Freq"),
-        (device.aic_frequency_mhz, "the profile's device info"),
-        (device.timeline_max_frequency_mhz, "the highest AI Core Freq counter value of the timeline"),
+        (device.aic_frequency_mhz, device.borrowed_from or "the profile's device info"),
     ):
         if value and IDLE_CLOCK_MHZ <= value <= MAX_CLOCK_MHZ:
             return float(value), source
     return None, None
+
+
+def timeline_clock(device: DeviceInfo) -> float | None:
+    """The highest value of the timeline's AI Core Freq counter, when it is a plausible clock."""
+    value = device.timeline_max_frequency_mhz
+    return float(value) if value and IDLE_CLOCK_MHZ <= value <= MAX_CLOCK_MHZ else None
+
+
+def _checked_borrowed(
+    device: DeviceInfo, evidence: ChipEvidence, warnings: list[str], coupled: bool
+) -> DeviceInfo:
+    """Facts borrowed from a sibling run (`sibling_info_json`), kept only where this run's own data
+    agrees: the clock its cycles give (if any) and the fewest cores its grids prove. Said either way."""
+    if not device.borrowed_from:
+        return device
+    probe, _ = evidence.infer(None, coupled)
+    clock, cores = device.aic_frequency_mhz, device.ai_core_num
+    said = f"{cores} AI Cores / {device.aiv_num} Vector cores @ {clock:g} MHz from {device.borrowed_from}"
+    data_clock, bound = probe.aic_frequency_mhz, evidence.grid_bound
+    if (data_clock is not None and clock and abs(data_clock - clock) > CLOCK_SNAP * clock) or (
+        bound is not None and cores is not None and bound > cores
+    ):
+        warnings.append(
+            f"{said} not used: this run's own data disagrees ("
+            + (f"its cycles give {data_clock:g} MHz" if data_clock is not None else "")
+            + (f", a grid of {bound} blocks ran in one wave" if bound is not None else "")
+            + ")"
+        )
+        return dataclasses.replace(
+            device, ai_core_num=None, aiv_num=None, aic_frequency_mhz=None, borrowed_from=None
+        )
+    checks = [
+        f"its cycles give {data_clock:g} MHz too" if data_clock is not None else None,
+        f"its grids prove at least {bound} AI Cores" if bound is not None else None,
+    ]
+    agreed = "; ".join(c for c in checks if c) or "its data neither confirms nor contradicts it"
+    warnings.append(f"{said}: this run records none ({agreed})")
+    return device
 
 
 def choose_chip(
@@ -410,35 +488,65 @@ def choose_chip(
     device: DeviceInfo,
     kernels: pd.DataFrame | pa.Table | ChipEvidence,
     warnings: list[str],
+    coupled: bool = False,
 ) -> ChipSpec:
     """The chip for a profile: --chip, else the device facts, else inference from the data
-    (`kernels`: the kernel table, or the evidence gathered from it group by group).
+    (`kernels`: the kernel table, or the evidence gathered from it group by group). The one place
+    that decides a profile's chip, core counts and clock, and which of them are assumed.
 
     An explicit --chip wins over inferred figures (inference is a guess) but not over measured ones
     from info.json / OpBasicInfo, which describe the device the profile really ran on. What the
-    profile does not record (often the core count, sometimes the clock) is inferred from the data;
-    every figure that was neither recorded nor inferred is the chip default, and a note says so.
+    profile does not record (often the core count, sometimes the clock) is inferred from the data
+    (the kernels' cycles first, then the timeline's AI Core Freq counter for the clock); every
+    figure that was neither recorded nor inferred is the chip default, marked in
+    `ChipSpec.assumed_figures`, and a note says so. A coupled table (`coupled`: one AI Core with
+    Cube and Vector inside) gets a coupled chip, never a split 910B's figures.
     """
+    evidence: ChipEvidence | None = kernels if isinstance(kernels, ChipEvidence) else None
+
+    def gathered() -> ChipEvidence:
+        nonlocal evidence
+        if evidence is None:
+            evidence = ChipEvidence.of(kernels)
+        return evidence
+
+    if device.borrowed_from and not requested:
+        device = _checked_borrowed(device, gathered(), warnings, coupled)
     clock, clock_source = recorded_clock(device)
     exact = family_chip(device.model_name) if device.model_name else None
+    if exact is not None and coupled != (not exact.split):
+        exact = None  # the table's layout outweighs a family name
     if requested:
         return resolve_chip(requested, device.ai_core_num, device.aiv_num, clock, None)
     cores = device.ai_core_num
     aiv = device.aiv_num
-    if clock is not None and clock_source:
+    if clock is not None and clock_source and not device.borrowed_from:
         warnings.append(f"clock {clock:g} MHz from {clock_source}")
     raised = False  # the core count is a lower bound from the grids, raised to a catalogued one
     if exact is None and (cores is None or clock is None):
-        evidence = kernels if isinstance(kernels, ChipEvidence) else ChipEvidence.of(kernels)
-        inferred, notes = evidence.infer(clock)
+        ev = gathered()
+        counter = timeline_clock(device) if clock is None else None
+        if counter is not None and ev.infer(None, coupled)[0].aic_frequency_mhz is None:
+            clock = counter  # the kernels' cycles do not tell
+            warnings.append(
+                f"clock {counter:g} MHz from the highest AI Core Freq counter value "
+                "of the timeline (the kernels' cycles give none)"
+            )
+        inferred, notes = ev.infer(clock, coupled)
         warnings.extend(notes)
         clock = clock or inferred.aic_frequency_mhz
         if cores is None and inferred.ai_core_num:
             cores, aiv = inferred.ai_core_num, aiv or inferred.aiv_num
-            raised = evidence.cores_lower_bound is not None
-    chip = resolve_chip(None, cores, aiv, clock, device.model_name if exact else None)
-    figures = [*(("clock_mhz",) if clock is None and chip.clock_mhz else ()),
-               *(("aic_count", "aiv_count") if (cores is None or raised) and chip.aic_count else ())]
+            raised = ev.cores_lower_bound is not None
+    chip = resolve_chip(None, cores, aiv, clock, device.model_name if exact else None, coupled=coupled)
+    if coupled:
+        warnings.append(
+            f"{chip.name}: the catalogue's coupled chip (a 910A is coupled too), not a split 910B"
+        )
+    figures = [
+        *(("clock_mhz",) if clock is None and chip.clock_mhz else ()),
+        *(("aic_count", "aiv_count") if (cores is None or raised) and chip.aic_count else ()),
+    ]
     if figures:
         chip = chip.with_overrides(assumed_figures=tuple(figures))
     assumed = []

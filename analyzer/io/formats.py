@@ -125,13 +125,62 @@ def _read_torch(det: Detected, o: ReadOptions) -> Parts:
 
 
 def add_info_json(root: Path, device: DeviceInfo, files: list[Path]) -> None:
-    """The `info.json.N` files below a torch_npu or msprof directory into `device`."""
+    """The `info.json.N` files below a torch_npu or msprof directory into `device`; an msprof
+    `PROF_*` run without one takes its sibling runs' (`sibling_info_json`), which the chip
+    choice keeps only where the run's own data agrees."""
     # deferred: io.device (pyarrow) only where used
     from tilescope.io import device as dev
 
-    for info in dev.find_info_json(root):
+    found = dev.find_info_json(root)
+    for info in found:
         files.append(info)
         dev.merge_device(device, dev.read_info_json(info))
+    if found or device.ai_core_num is not None:
+        return
+    sibling = sibling_info_json(root)
+    if sibling is not None:
+        borrowed, used = sibling
+        files.extend(used)
+        dev.merge_device(device, borrowed)
+        device.borrowed_from = borrowed.borrowed_from
+
+
+def sibling_info_json(run: Path) -> tuple[DeviceInfo, list[Path]] | None:
+    """Device facts for an msprof `PROF_*` run that has no info.json of its own, from the runs
+    beside it in the same parent folder (`PARENT/PROF_*/device_*/info.json.*`, one level, nothing
+    else read): msprof writes one PROF_* folder per collection into one output folder, so those
+    ran on the same machine. Only when every such file names the same core counts and clock (else
+    which one is this run's device?); None when there is none or they differ."""
+    # deferred: io.device (pyarrow) and the profile model only where used
+    from tilescope.io import device as dev
+    from tilescope.profile import DeviceInfo
+
+    if not run.name.startswith("PROF_"):
+        return None
+    try:
+        files = sorted(
+            p
+            for p in run.parent.glob("PROF_*/device_*/info.json.*")
+            if p.parent.parent != run
+            and dev.INFO_JSON_RE.match(p.name)
+            and dev.DEVICE_DIR_RE.match(p.parent.name)
+        )
+    except OSError:
+        return None
+    infos = [dev.read_info_json(p) for p in files[:64]]
+    facts = {(i.ai_core_num, i.aiv_num, i.aic_frequency_mhz) for i in infos}
+    if len(facts) != 1 or None in next(iter(facts)):
+        return None
+    cores, aiv, clock = next(iter(facts))
+    first = files[0]
+    where = f"{first.parent.parent.name}/{first.parent.name}/{first.name}"
+    more = f" and {len(files) - 1} more" if len(files) > 1 else ""
+    return DeviceInfo(
+        ai_core_num=cores,
+        aiv_num=aiv,
+        aic_frequency_mhz=clock,
+        borrowed_from=f"the info.json of the run beside it ({where}{more}, same parent folder)",
+    ), files[:64]
 
 
 def _read_msprof(det: Detected, o: ReadOptions) -> Parts:

@@ -301,7 +301,7 @@ def stream_kernel_csv(
             if chip is None:
                 evidence.add(table)
             if spec is None:
-                spec = dev.choose_chip(chip, device, evidence, [])
+                spec = dev.choose_chip(chip, device, evidence, [], coupled)
                 if on_chip is not None:
                     on_chip(spec)
             table = conform(add_derived_metrics_arrow(table, spec, coupled=coupled))
@@ -320,7 +320,7 @@ def stream_kernel_csv(
             raise StreamFallback("no rows: the whole-file path writes the empty table")
         if chip is None:
             said: list[str] = []
-            final = dev.choose_chip(None, device, evidence, said)
+            final = dev.choose_chip(None, device, evidence, said, coupled)
             if notes is not None:
                 notes.extend(said)
             if final != spec:

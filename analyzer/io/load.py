@@ -58,6 +58,9 @@ from tilescope.text.escape import terminal_text
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from tilescope.chips import ChipSpec
+    from tilescope.io.parts import Parts
+
 
 __all__ = [
     "Detected",
@@ -93,12 +96,19 @@ def _build(
         parts.device.timeline_max_frequency_mhz = counter_max(parts.timeline)
     warnings = list(parts.warnings)
     streamed = stream_columns(parts, chip, warnings, kernel_columns) if kernel_columns is not None else None
+    if streamed is not None and _needs_timeline_clock(parts, chip, streamed[1]):
+        warnings, streamed = list(parts.warnings), None  # chosen again below, with the counter
     if streamed is not None:
         kernels, selected = streamed
     else:
         if parts.kernel_csv is not None:  # the stream gave up: the whole file, as without columns
             read_whole_csv(parts)
-        selected = dev.choose_chip(chip, parts.device, parts.kernels, warnings)
+        said: list[str] = []
+        selected = dev.choose_chip(chip, parts.device, parts.kernels, said, parts.coupled)
+        if _needs_timeline_clock(parts, chip, selected):
+            said = []
+            selected = dev.choose_chip(chip, parts.device, parts.kernels, said, parts.coupled)
+        warnings.extend(said)
         # `msprof op` times are per block until the core count is known (io/msprof_op.py)
         per_core = per_core_times(parts.kernels, selected.aic_count, selected.aiv_count)
         kernels = add_derived_metrics(ensure_contract(per_core), selected, coupled=parts.coupled)
@@ -122,6 +132,23 @@ def _build(
     if bundle is not None:
         attach_bundle(profile, bundle)
     return profile
+
+
+def _needs_timeline_clock(parts: Parts, chip: str | None, selected: ChipSpec) -> bool:
+    """The chip's clock is a default while a timeline still being read may record it: read the
+    timeline now (its AI Core Freq counter is `choose_chip`'s last source for the clock), so
+    `analyze`, which reads the timeline beside the rules, chooses what `info` chooses. True when
+    the counter was read and gives a clock (choose again), False otherwise."""
+    if chip or "clock_mhz" not in selected.assumed_figures or parts.pending_timeline is None:
+        return False
+    # deferred: io.timeline_facts (numpy) only where used
+    from tilescope.io.timeline_facts import counter_max
+
+    parts.timeline, parts.pending_timeline = parts.pending_timeline(), None
+    if parts.timeline is None:
+        return False
+    parts.device.timeline_max_frequency_mhz = counter_max(parts.timeline)
+    return parts.device.timeline_max_frequency_mhz is not None
 
 
 @contextlib.contextmanager
@@ -361,8 +388,9 @@ def load_kernels_arrow(csv_path: Path, chip: str | None = None, device: DeviceIn
     from tilescope.metrics import add_derived_metrics_arrow
 
     table, _producer, _files = read_kernel_arrow(csv_path)
-    selected = dev.choose_chip(chip, device or DeviceInfo(), table, [])
-    return add_derived_metrics_arrow(table, selected, coupled=is_coupled_header(read_header(csv_path)))
+    coupled = is_coupled_header(read_header(csv_path))
+    selected = dev.choose_chip(chip, device or DeviceInfo(), table, [], coupled)
+    return add_derived_metrics_arrow(table, selected, coupled=coupled)
 
 
 def load_profile(path: str | Path, chip: str | None = None, progress: bool = False) -> Profile:

@@ -467,7 +467,9 @@ def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0
     part: dict[str, Any] = {
         "entry": entry,
         "findings": [f.to_dict() for f in result.findings],
-        "skipped": [skipped_to_dict(s, profile.source.producer) for s in result.skipped],
+        "skipped": [
+            skipped_to_dict(s, profile.source.producer, profile.source.metric_groups) for s in result.skipped
+        ],
         "errors": [e.to_dict() for e in result.errors],
         "timeline": None,
     }

@@ -39,7 +39,9 @@ def test_a_3us_kernel_on_one_core_is_named_and_the_assumed_count_is_said(
     assert f["evidence"]["measured"]["cores"] == 40  # OpBasicInfo `Op Type` vector: the AIV count
     assert f["severity"] == "medium"  # 97.5 % of the device time, but on an assumed core count
     assert "if the device has 40 Vector cores" in f["message"]
-    assert f["assumed"] == ["40 Vector cores: 910B4's default, not recorded in the profile"]
+    assert f["assumed"] == [
+        "40 Vector cores: assumed for 910B4, not recorded in the profile (see the chip note)"
+    ]
     assert any("time floors are 1 % of it" in w for w in kernels["warnings"])
 
     # the user states the chip: the count is known, the finding is high and says nothing of it
@@ -243,14 +245,20 @@ def test_launches_of_one_name_on_two_grids_are_not_given_a_median_grid(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """vLLM-Ascend's OnesLike runs with Block Dim 8 and 40 (two shapes); the run records no core
-    count (no info.json), so the device's 48 Vector cores are 910B2's default."""
+    count (no info.json) and its grids prove 40 Vector cores at least: on a device of 48 (--chip
+    910B2) both launches leave cores idle, on two grids."""
     real = REAL_TRACES / "vllm_moe_lora_5groups" / "PROF_ArithmeticUtilization"
     if not real.exists():
         pytest.skip(f"{real} is not on this machine")
+    report = _json(capsys, "analyze", str(real), "--chip", "910B2")
+    (f,) = [f for f in report["findings"] if f["code"] == "TS401" and "OnesLike" in f["kernels"][0]]
+    assert f["message"] == (
+        "aclnnInplaceOne_OnesLikeAiCore_OnesLike: 8 to 40 blocks on 48 cores keep 40 % of the core time idle "
+        "over 2 launches"
+    )
+    assert f["evidence"]["block_dim_range"] == [8, 40] and "assumed" not in f
+    # without --chip: the fewest Vector cores the grids prove (40), said to be assumed
     report = _json(capsys, "analyze", str(real))
     (f,) = [f for f in report["findings"] if f["code"] == "TS401" and "OnesLike" in f["kernels"][0]]
-    assert f["message"].startswith(
-        "aclnnInplaceOne_OnesLikeAiCore_OnesLike: 8 to 40 blocks on 48 cores keep 40 % of the core time idle "
-        "over 2 launches, if the device has 48 Vector cores"
-    )
-    assert f["evidence"]["block_dim_range"] == [8, 40] and f["severity"] == "medium"
+    assert f["message"].endswith("if the device has 40 Vector cores (--chip gives the real count)")
+    assert f["severity"] == "medium"

@@ -151,8 +151,10 @@ def test_kernels_file_and_its_folder_give_the_same_table(
 
 
 def test_the_device_facts_beside_the_file_choose_the_chip(real_traces: Path, tmp_path: Path) -> None:
-    # the timeline's AI Core Freq (1650 MHz) is the only clock this folder records: the streamed
-    # table uses it, as the DataFrame path does, and the file alone (1800 MHz inferred) does not
+    # the timeline's AI Core Freq (1650 MHz) is the only clock this folder records, but the
+    # kernels' cycles give 1800 MHz: the counter is the last source (#26: `info`, which reads the
+    # timeline first, and `analyze`, which reads it beside the rules, must choose alike), so the
+    # streamed table, the DataFrame path and the file alone all use 1800 MHz
     folder = _folders(real_traces, tmp_path)["torch_npu whose clock is the timeline's counter"]
     source = kernel_csv_profile(folder)
     assert source is not None and source.format == "torch_npu"
@@ -160,9 +162,8 @@ def test_the_device_facts_beside_the_file_choose_the_chip(real_traces: Path, tmp
     streamed = load_mod.load_kernels_arrow(source.path, device=source.device).to_pydict()
     alone = load_mod.load_kernels_arrow(source.path).to_pydict()
     frame = kernels_cmd.kernels_arrow(load_profile(folder).kernels).to_pydict()
-    assert streamed["sol_us"] == frame["sol_us"]
-    assert streamed["sol_us"] != alone["sol_us"]
-    assert load_profile(folder).chip.clock_mhz == 1650.0
+    assert streamed["sol_us"] == frame["sol_us"] == alone["sol_us"]
+    assert load_profile(folder).chip.clock_mhz == 1800.0
 
 
 def test_a_timeline_is_read_only_when_it_gives_the_clock(
