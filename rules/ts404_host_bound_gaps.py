@@ -42,8 +42,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     Adds up the device idle time between kernels (`wait_us`: the gap after the previous task
     ended; communication tasks excluded), ignoring gaps longer than `max_gap_us` (host syncs,
     data loading). The part of a gap during which a communication task (an HCCL row) ran is
-    communication, not idle, and is left out (evidence `gaps_under_communication_us`). When idle time is at least `min_idle_share` of busy + idle time and most
-    kernels are short, the host cannot launch fast enough: the run is host-bound.
+    communication, not idle, and is left out (evidence `gaps_under_communication_us`). When idle
+    time is at least `min_idle_share` of busy + idle time and most kernels are short, the host
+    cannot launch fast enough: the run is host-bound.
 
     ## Why is this bad?
     Every µs the device waits for the next launch is lost. With 2-µs kernels and 80-µs gaps, the

@@ -372,3 +372,73 @@ def test_sarif_points_each_finding_at_its_rank(
         assert where(r).endswith("node0_1000_20260101000000000_ascend_pt")  # rank 0's folder
     prints = [r["partialFingerprints"]["tilescopeFinding/v1"] for r in results]
     assert len(set(prints)) == len(prints)
+
+
+# ---- the communication matrix: each collective once (#26 item 3) ---------------------------------
+
+
+def _matrix_aggregate(real: Path, export: str) -> dict[tuple[int, int], tuple[float, float]]:
+    """(MB, µs) per link of rank 0's own aggregate entry (`allreduce-total@…`), read here from
+    communication_matrix.json or analysis.db's CommAnalyzerMatrix."""
+    import sqlite3
+
+    out = real / export / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    if export.endswith("_text"):
+        data = json.loads((out / "communication_matrix.json").read_text())
+        ((_key, links),) = [(k, v) for k, v in data["step50"]["collective"].items() if "-total@" in k]
+        return {tuple(map(int, link.split("-"))): (info["Transit Size(MB)"], 1000 * info["Transit Time(ms)"])
+                for link, info in links.items()}  # type: ignore[misc]
+    con = sqlite3.connect(f"file:{out / 'analysis.db'}?mode=ro", uri=True)
+    rows = con.execute("SELECT src_rank, dst_rank, transit_size, transit_time FROM CommAnalyzerMatrix "
+                       "WHERE hccl_op_name LIKE '%-total'").fetchall()
+    con.close()
+    return {(int(s), int(d)): (mb, 1000 * ms) for s, d, mb, ms in rows}
+
+
+@pytest.mark.parametrize("export", ["torch_2rank_pipeutil_text", "torch_2rank_pipeutil_db"])
+def test_real_links_read_each_collective_once(real_traces: Path, export: str) -> None:
+    """The matrix of torch_2rank_pipeutil holds the four all-reduces under summary keys (top1,
+    middle, bottom1-3: two name the same collective) and their aggregate (`allreduce-total`):
+    each link sums the four collectives once, which is the aggregate's own figure (rank 0 -> 1 of
+    the text export: 61.21 MB in 3,884 µs). Before, every key was summed: 124.9 MB, 6 transfers."""
+    from tilescope.cluster import rank_tables
+    from tilescope.report.ranks import link_totals
+
+    if not (real_traces / export).is_dir():
+        pytest.skip(f"{export} not available")
+    links = {(r["src_rank"], r["dst_rank"]): r
+             for r in link_totals(rank_tables(real_traces / export / "rank0_ascend_pt", None).links)}
+    aggregate = {k: v for k, v in _matrix_aggregate(real_traces, export).items() if k[0] != k[1]}
+    assert set(links) == set(aggregate) and len(links) == 7
+    for pair, (mb, us) in aggregate.items():
+        assert links[pair]["collectives"] == 4 and not links[pair]["unlisted"]
+        assert links[pair]["size_mb"] == pytest.approx(mb, abs=1e-5)
+        assert links[pair]["transit_us"] == pytest.approx(us, rel=1e-3)
+    if export.endswith("_text"):
+        expected = (pytest.approx(61.210624), pytest.approx(3883.938))
+        assert (links[0, 1]["size_mb"], links[0, 1]["transit_us"]) == expected
+
+
+def test_an_aggregate_over_unlisted_collectives_keeps_their_part(tmp_path: Path) -> None:
+    """Past five collectives the summary keys name a few of them; the aggregate's remainder is
+    counted once (and said: `unlisted`), the named ones once each."""
+    from tilescope.cluster import rank_tables
+    from tilescope.report.ranks import link_totals
+
+    def entry(mb: float, ms: float, op: str | None) -> dict[str, object]:
+        e: dict[str, object] = {"Transport Type": "HCCS", "Transit Size(MB)": mb, "Transit Time(ms)": ms,
+                                "Bandwidth(GB/s)": mb / ms}
+        return e if op is None else {**e, "Op Name": op}
+
+    keys = {"allreduce-top1@g": entry(8.0, 0.4, "hcom_allReduce__1_5_1"),
+            "allreduce-middle@g": entry(2.0, 0.1, "hcom_allReduce__1_2_1"),
+            "allreduce-bottom1@g": entry(1.0, 0.05, "hcom_allReduce__1_0_1"),
+            "allreduce-bottom2@g": entry(2.0, 0.1, "hcom_allReduce__1_2_1"),  # the middle one again
+            "allreduce-total@g": entry(20.0, 1.0, None)}
+    out = tmp_path / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    matrix = {"step1": {"collective": {k: {"0-1": v} for k, v in keys.items()}}}
+    (out / "communication_matrix.json").write_text(json.dumps(matrix))
+    (link,) = link_totals(rank_tables(out.parent, None).links)
+    assert link["collectives"] == 3 and link["unlisted"]
+    assert (link["size_mb"], link["transit_us"]) == (pytest.approx(20.0), pytest.approx(1000.0))
