@@ -79,11 +79,12 @@ def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
     ranks = rank_set_text(list(hit.index))
     lo, hi = f"{float(hit.min()):.0%}", f"{float(hit.max()):.0%}"
     worst = int(hit.idxmax())  # type: ignore[call-overload]
-    wait, transit = float(waits.at[worst, "wait_us"]), float(waits.at[worst, "transit_us"])
+    row = waits.loc[worst].astype(float)
+    wait, transit = float(row["wait_us"]), float(row["transit_us"])
     elapsed = ""
-    if "elapse_us" in waits.columns and float(waits.at[worst, "elapse_us"]) > 0:
+    if "elapse_us" in row.index and float(row["elapse_us"]) > 0:
         evidence["elapse_us_by_rank"] = {str(r): round(float(v), 3) for r, v in waits["elapse_us"].items()}
-        elapsed = f"; the collectives' elapsed time is {fmt_us(float(waits.at[worst, 'elapse_us']))}"
+        elapsed = f"; the collectives' elapsed time is {fmt_us(float(row['elapse_us']))}"
     # the share is of wait + transit, not of the collectives' elapsed time (which also holds
     # torch_npu's idle time): "62 % of collective time" read 5.9 ms of 106 ms as 62 %
     head = (
