@@ -45,7 +45,8 @@ def communication_rows(con: sqlite3.Connection, path: Path, tables: set[str]) ->
     `op_type`, `core_type` ("HCCL"), `start_ns`, `duration_ns`, `device_id`, `stream_id`; empty
     when the export holds no communication. A collective whose start or end is not an integer is a
     ProfileFormatError naming the table and row."""
-    # deferred: pandas (~0.3 s) only when this builds a frame
+    # deferred: pandas (~0.3 s) only when this builds a frame; tilescope.io.sqlite imports this
+    # module (a cycle at import time)
     import pandas as pd
 
     from tilescope.io.sqlite import query_frame
@@ -74,6 +75,7 @@ def _columns(con: sqlite3.Connection, table: str) -> list[str]:
 
 def _check_times(con: sqlite3.Connection, path: Path) -> None:
     """A COMMUNICATION_OP row whose startNs or endNs is not an integer: one clear line."""
+    # deferred: tilescope.io.sqlite imports this module (a cycle at import time)
     from tilescope.io.sqlite import describe_value
 
     for column in ("startNs", "endNs"):
