@@ -109,7 +109,6 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         "median_kernel_us": r3(np.nanmedian(dur)),
         "long_gaps": {"count": len(long_gaps), "total_us": r3(long_gaps.sum())},
         "stalls": {"count": int(stall.sum()), "total_us": r3(wait[stall].sum())},
-        "gaps_under_communication_us": r3(communicating.sum()),
         "largest_gaps": [
             {"before": str(name), "gap_us": r3(wait[i])}
             for name, i in zip(names, order, strict=True)
@@ -134,6 +133,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             "the device "
             f"waited {r3(wait[worst])} µs before {names[0]} ({r3(dur[worst])} µs) — a host sync or stall"
         )
+    if communication_mask(df).any():  # only where there was communication to overlap
+        evidence["gaps_under_communication_us"] = r3(communicating.sum())
     if communicating.sum() > 0:
         msg += (
             f"; {fmt_us(float(communicating.sum()))} of the gaps ran under communication (an HCCL "
