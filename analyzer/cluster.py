@@ -8,8 +8,9 @@ failed) and reads, per rank:
             says which
   comm_ops  per communication operator: elapse, transit and wait time, bandwidth (communication.json,
             else analysis.db's CommAnalyzerTime and CommAnalyzerBandwidth)
-  links     per operator and link: transport, size, bandwidth (communication_matrix.json, else
-            analysis.db's CommAnalyzerMatrix)
+  links     per collective and link: transport, size, bandwidth (communication_matrix.json, else
+            analysis.db's CommAnalyzerMatrix), each collective once (`collective_links`); every
+            sum over links is `link_sums`
   kernels   per kernel name: launches, total and median duration, first input shapes
 A rank whose kernel table could not be read still contributes its step and communication files;
 it has no kernel rows. A broken summary file of one rank becomes a note; the rank keeps the rest.
@@ -23,6 +24,7 @@ before the first and after the last task: the recomputed Free is a lower bound.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,7 +206,7 @@ def rank_tables(root: Path, kernels: pd.DataFrame | None) -> RankTables:
     if ops is not None and len(ops):
         out.comm_ops = ops
     if matrix is not None and len(matrix):
-        out.links = matrix
+        out.links = collective_links(matrix)
     if kernels is not None:
         out.kernels = kernel_summary(kernels)
     return out
@@ -340,6 +342,75 @@ def _concat(tables: list[Any]) -> pd.DataFrame:
 
 def _arrow_with_rank(table: pa.Table, rank: int) -> pa.Table:
     return table.add_column(0, "rank", pa.array(np.full(len(table), rank, dtype=np.int64)))
+
+
+# ---- links: each collective once ------------------------------------------------------------------
+
+# Example: "allreduce-top1@17522688603477080586" -> family "allreduce", group "1752…"; the summary
+# keys torch_npu writes beside (or instead of) one key per collective: top/middle/bottom name one
+# collective each (two of them may name the same one), "total" sums every collective of the family
+_SUMMARY_KEY_RE = re.compile(r"^(?P<family>.+)-(?:top\d*|middle\d*|bottom\d*|total)$", re.IGNORECASE)
+_LINK = ["step", "kind", "family", "group", "src_rank", "dst_rank", "transport"]
+# An aggregate larger than the collectives listed under it by more than this share holds
+# collectives the file does not list one by one (the summary keys name five at most)
+AGGREGATE_SLACK = 1e-3
+
+
+def collective_links(matrix: pd.DataFrame) -> pd.DataFrame:
+    """One rank's communication-matrix rows with each collective read once per link (#26):
+    rows naming the same collective (`collective`, cluster_files) on the same link and step are
+    one; an aggregate (`allreduce-total@group`, collective None) is a check, not an addend: it is
+    dropped when the collectives listed under it (same family, group, step and link) add up to
+    it, and only the part they do not cover stays (a row with collective None) when it holds
+    collectives the file does not list. torch_2rank_pipeutil_text rank 0 -> 1: 4 collectives,
+    61.21 MB in 3,884 µs (the aggregate's own figures), not the 124.9 MB of every key summed."""
+    if matrix.empty or "collective" not in matrix.columns:
+        return matrix
+    m = matrix.copy()
+    parts = m["op"].astype(str).str.split("@", n=1, expand=True).reindex(columns=[0, 1])
+    m["group"] = parts[1].fillna("")
+    m["family"] = parts[0].str.extract(_SUMMARY_KEY_RE, expand=False).fillna(parts[0])
+    key = [c for c in _LINK if c in m.columns]
+    named = m[m["collective"].notna()].drop_duplicates([*key, "collective"], keep="first")
+    totals = m[m["collective"].isna()]
+    if not totals.empty:
+        listed = named.groupby(key, dropna=False, sort=False).agg(
+            size_mb_listed=("size_mb", "sum"), transit_us_listed=("transit_us", "sum"))
+        agg = totals.groupby(key, dropna=False, sort=False).agg(
+            size_mb=("size_mb", "sum"), transit_us=("transit_us", "sum"), op=("op", "first"))
+        agg = agg.join(listed).fillna({"size_mb_listed": 0.0, "transit_us_listed": 0.0})
+        rest_mb = agg["size_mb"] - agg["size_mb_listed"]
+        rest_us = agg["transit_us"] - agg["transit_us_listed"]
+        unlisted = (rest_mb > AGGREGATE_SLACK * agg["size_mb"]) | (
+            rest_us > AGGREGATE_SLACK * agg["transit_us"])
+        rest = agg.loc[unlisted, ["op"]].assign(
+            size_mb=rest_mb[unlisted].clip(lower=0.0), transit_us=rest_us[unlisted].clip(lower=0.0))
+        rest["bandwidth_gbps"] = (rest["size_mb"] / rest["transit_us"].where(rest["transit_us"] > 0)) * 1000.0
+        rest["collective"] = None
+        named = pd.concat([named, rest.reset_index()], ignore_index=True)
+    return named.drop(columns=["family", "group"]).reset_index(drop=True)[list(matrix.columns)]
+
+
+def link_sums(links: pd.DataFrame, by: Sequence[str] = ("src_rank", "dst_rank"),
+              min_size_mb: float = 0.0) -> pd.DataFrame:
+    """THE sum over `cluster.links` (the report's link table, TS604, the Ranks tab through the
+    report): per `by`, `size_mb` and `transit_us` summed over steps, collectives, transports and
+    reporting ranks, `collectives` (rows naming one: each once per rank, `collective_links`),
+    `unlisted` (an aggregate held collectives the file does not list), `transports`. LOCAL copies
+    (a rank to itself), rows without a transit time and rows under `min_size_mb` are left out."""
+    cols = [*by, "size_mb", "transit_us", "collectives", "unlisted", "transports"]
+    if links.empty or "src_rank" not in links.columns:
+        return pd.DataFrame(columns=cols).set_index(list(by))
+    keep = (links["transport"].astype("string") != "LOCAL") & (links["src_rank"] != links["dst_rank"])
+    keep &= (pd.to_numeric(links["transit_us"], errors="coerce") > 0) & (links["size_mb"] >= min_size_mb)
+    rows = links.loc[keep.fillna(False)]
+    named = rows["collective"].notna() if "collective" in rows.columns else pd.Series(True, index=rows.index)
+    g = rows.assign(named=named, unnamed=~named).groupby(list(by), sort=True)
+    out = g[["size_mb", "transit_us"]].sum()
+    out["collectives"] = g["named"].sum().astype("int64")
+    out["unlisted"] = g["unnamed"].any()
+    out["transports"] = g["transport"].agg(lambda t: sorted({str(x) for x in t}))  # once per group
+    return out
 
 
 # ---- steps, binned -------------------------------------------------------------------------------

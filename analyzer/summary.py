@@ -487,9 +487,13 @@ def summarize(
             .items()
         }
     units = unit_busy(k, dt.device_us)
+    # launches are the compute kernels device time is over: an HCCL task is no launch of a
+    # kernel ("over 191 launches" counted the 4 all-reduces of torch_2rank_pipeutil_text)
+    comm = communication_mask(k)
     out: dict[str, Any] = {
-        "kernel_count": len(k),
-        "distinct_kernels": int(k["name"].nunique()) if "name" in k.columns else 0,
+        "kernel_count": int((~comm).sum()),
+        "distinct_kernels": int(k.loc[~comm, "name"].nunique()) if "name" in k.columns else 0,
+        "communication_tasks": int(comm.sum()),
         "total_device_us": round(dt.device_us, 3),
         "device_time": dt.to_dict(),
         "time_by_core_type_us": by_core,

@@ -98,7 +98,7 @@ def link_matrix_figure(
                           y1=row[src] + 0.5, line=dict(color=SEVERITY_COLOURS["high"], width=3))
     fig.update_xaxes(title_text="destination rank", type="category", side="top")
     fig.update_yaxes(title_text="source rank", type="category", autorange="reversed")
-    title = f"Communication matrix — {unit}, summed over steps and operators"
+    title = f"Communication matrix — {unit}, summed over steps and collectives (each once)"
     if slow:
         title += " — slow link " + ", ".join(f"{s}→{d}" for s, d in slow) + " (TS604)"
     fig = apply_layout(fig, plot_text(title), max(300, min(900, 160 + 28 * len(srcs))))

@@ -24,13 +24,16 @@ def rank_totals(cluster: Cluster) -> pd.DataFrame:
 
 
 def collective_waits(cluster: Cluster) -> pd.DataFrame:
-    """Per rank (index): wait_us and transit_us summed over the collectives of every step
-    (point-to-point operators wait for their peer by design and are left out)."""
+    """Per rank (index): wait_us, transit_us and elapse_us summed over the collectives of every
+    step (point-to-point operators wait for their peer by design and are left out). A rank
+    without communication.json (or analysis.db's CommAnalyzerTime) has no row: its wait is not
+    known, which is not a wait of 0."""
     ops = cluster.comm_ops
+    columns = ["wait_us", "transit_us", "elapse_us"]
     if ops.empty or "kind" not in ops.columns:
-        return pd.DataFrame(columns=["wait_us", "transit_us"])
+        return pd.DataFrame(columns=columns)
     coll = ops[ops["kind"] == "collective"]
-    return coll.groupby("rank", sort=True)[["wait_us", "transit_us"]].sum()
+    return coll.groupby("rank", sort=True)[[c for c in columns if c in coll.columns]].sum()
 
 
 def cluster_finding(

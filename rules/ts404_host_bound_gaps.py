@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from tilescope.engine import RuleContext
 from tilescope.findings import SAVING_IDLE, Finding
+from tilescope.intervals import covered_by_union, interval_union
 from tilescope.profile import Profile
 from tilescope.rules._columns import HELPER_COLUMNS, NON_COMPUTE_TYPES, core_types, num, text
 from tilescope.rules._findings import make_finding
 from tilescope.rules._numbers import pct, r3
+from tilescope.summary import communication_mask
 from tilescope.text.words import count_text, fmt_us
 
 CODE = "TS404"
@@ -38,8 +41,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     ## What it does
     Adds up the device idle time between kernels (`wait_us`: the gap after the previous task
     ended; communication tasks excluded), ignoring gaps longer than `max_gap_us` (host syncs,
-    data loading). When idle time is at least `min_idle_share` of busy + idle time and most
-    kernels are short, the host cannot launch fast enough: the run is host-bound.
+    data loading). The part of a gap during which a communication task (an HCCL row) ran is
+    communication, not idle, and is left out (evidence `gaps_under_communication_us`). When idle
+    time is at least `min_idle_share` of busy + idle time and most kernels are short, the host
+    cannot launch fast enough: the run is host-bound.
 
     ## Why is this bad?
     Every µs the device waits for the next launch is lost. With 2-µs kernels and 80-µs gaps, the
@@ -62,14 +67,18 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     ## Known limits
     The saving (every gap minus `launch_floor_us`) assumes a graph launch removes the gaps
     entirely. Gaps before the first kernel of a stream and across streams are taken from
-    `wait_us` as the profiler wrote it.
+    `wait_us` as the profiler wrote it. A gap on one stream while a kernel of another stream
+    runs still counts (the device was busy): the saving is capped at the idle time of the wall.
     """
     df = profile.kernels
     keep = ~core_types(df).isin(NON_COMPUTE_TYPES).to_numpy()
     dur = num(df, "duration_us").to_numpy()[keep]
-    wait = num(df, "wait_us").fillna(0).to_numpy()[keep]
     if len(dur) == 0:
         return []
+    # a gap while a collective ran is communication time, not idle: only the rest of it counts
+    gap = num(df, "wait_us").fillna(0).clip(lower=0).to_numpy()
+    communicating = under_communication(df, gap)[keep]
+    wait = gap[keep] - communicating
     max_gap = float(ctx.thresholds["max_gap_us"])
     launch_gaps = wait[(wait > 0) & (wait <= max_gap)]
     long_gaps = wait[wait > max_gap]
@@ -124,6 +133,13 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             "the device "
             f"waited {r3(wait[worst])} µs before {names[0]} ({r3(dur[worst])} µs) — a host sync or stall"
         )
+    if communication_mask(df).any():  # only where there was communication to overlap
+        evidence["gaps_under_communication_us"] = r3(communicating.sum())
+    if communicating.sum() > 0:
+        msg += (
+            f"; {fmt_us(float(communicating.sum()))} of the gaps ran under communication (an HCCL "
+            "task), not idle, not counted"
+        )
     if len(long_gaps):
         msg += (
             f"; {len(long_gaps)} gap{'s' if len(long_gaps) > 1 else ''} over {fmt_us(max_gap)} "
@@ -145,3 +161,18 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             "remove host syncs (.item(), .cpu(), nonzero) from the step and fuse small kernels.",
         )
     ]
+
+
+def under_communication(df: pd.DataFrame, gap_us: np.ndarray) -> np.ndarray:
+    """Per launch, how much of the gap before it (`gap_us`, ending at its start) a communication
+    task (an HCCL row of the same table) was running: 0 without start times or collectives."""
+    comm = communication_mask(df)
+    if not comm.any() or "start_ns" not in df.columns:
+        return np.zeros(len(df))
+    start = df["start_ns"].astype("Int64").to_numpy(dtype="int64", na_value=-1)
+    ends = start + np.round(num(df, "duration_us").fillna(0).clip(lower=0).to_numpy() * 1000).astype("int64")
+    placed = start >= 0
+    u_start, u_end = interval_union(start[comm & placed], ends[comm & placed])
+    lo = start - np.round(gap_us * 1000).astype("int64")
+    covered = covered_by_union(u_start, u_end, lo, start) / 1000.0
+    return np.where(placed, np.minimum(covered, gap_us), 0.0)

@@ -27,9 +27,10 @@ def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
     ## What it does
     Sums each rank's Computing time over the profiled steps (step_trace_time.csv, else recomputed
     from its kernels) and compares the rank with the most against the median of the others. When
-    the gap crosses both thresholds it names the rank, the kernels whose summed time differs most
-    between it and the others' median (when its kernel table is readable), and how much longer
-    the other ranks wait in collectives than the slow rank does (communication.json).
+    the gap crosses both thresholds it names the rank, how much of the gap its kernel table
+    explains (per kernel name, its summed time minus the others' median, added up) and the
+    kernels that differ most (when its kernel table is readable), and how much longer the other
+    ranks wait in collectives than the slow rank does (communication.json).
 
     ## Why is this bad?
     In data-parallel and tensor-parallel training every collective waits for the last rank: the
@@ -77,8 +78,9 @@ def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
         "min_gap_ratio": t["min_gap_ratio"],
         "min_gap_us": t["min_gap_us"],
     }
-    kernels, kernel_text = _kernels_that_differ(cluster, slow, int(t["top_kernels"]))
+    kernels, explained, kernel_text = _kernels_that_differ(cluster, slow, int(t["top_kernels"]), gap)
     evidence["kernel_gap_us"] = kernels
+    evidence["kernels_explain_us"] = None if explained is None else round(explained, 3)
     waits = collective_waits(cluster)
     wait_text = ""
     if slow in waits.index and len(waits) > 1:
@@ -101,19 +103,28 @@ def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
                             recommendation=rec, saving_us=gap)]
 
 
-def _kernels_that_differ(cluster: Cluster, slow: int, top: int) -> tuple[dict[str, float], str]:
-    """The kernels whose total time on `slow` exceeds the others' median total most."""
+def _kernels_that_differ(
+    cluster: Cluster, slow: int, top: int, gap: float
+) -> tuple[dict[str, float], float | None, str]:
+    """The kernels whose total time on `slow` exceeds the others' median total most, how much
+    the kernel tables explain of `gap` (Σ over kernel names of the slow rank's total minus the
+    others' median total; None without them), and the words for both: "most of it in" would
+    claim more than 1 ms of kernels can say about a 37.7 ms difference."""
     k = cluster.kernels
     if k.empty or slow not in set(k["rank"]):
-        return {}, f" (rank {slow}'s kernel table is not available)"
+        return {}, None, f" (rank {slow}'s kernel table is not available)"
     if k["rank"].nunique() < 2:
-        return {}, ""
+        return {}, None, ""
     table = k.pivot_table(index="name", columns="rank", values="total_us", aggfunc="sum", fill_value=0.0)
     others = table.drop(columns=[slow]).median(axis=1)
     diff = (table[slow] - others).sort_values(ascending=False)
+    explained = float(diff.sum())
     diff = diff[diff > 0].head(top)
-    if diff.empty:
-        return {}, ""
     named = {str(n): round(float(v), 3) for n, v in diff.items()}
+    if explained <= 0:
+        return named, explained, (f"; its kernels' summed times are not longer than the others' "
+                                  f"({fmt_us(explained)}): the kernel tables do not explain it")
+    share = f"{min(explained / gap, 9.99):.0%}" if gap > 0 else "–"
     shown = ", ".join(f"{n} +{fmt_us(v)}" for n, v in named.items())
-    return named, f"; most of it in {shown}"
+    return named, explained, (f"; the kernel tables explain {fmt_us(explained)} of it ({share}: per kernel, "
+                              f"its summed time minus the others' median), the largest {shown}")

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from tilescope.cluster import Cluster
+from tilescope.cluster import Cluster, link_sums
 from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.rules._cluster import cluster_finding, fmt_us
@@ -27,9 +27,10 @@ def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
     """
     ## What it does
     Aggregates communication_matrix.json per link (source rank, destination rank, transport) over
-    every operator and step with transfers of at least `min_size_mb`: bandwidth = Σ size / Σ
-    transit time. A link whose bandwidth is under `max_bandwidth_ratio` of the median of the
-    links of the same transport (HCCS, RDMA, PCIE, SIO) is reported with both figures.
+    every collective (each once: the file's aggregates are a check, not an addend) and step with
+    transfers of at least `min_size_mb`: bandwidth = Σ size / Σ transit time. A link whose
+    bandwidth is under `max_bandwidth_ratio` of the median of the links of the same transport
+    (HCCS, RDMA, PCIE, SIO) is reported with both figures.
 
     ## Why is this bad?
     A ring or tree collective moves at the pace of its slowest link: one degraded HCCS lane or
@@ -51,12 +52,9 @@ def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
     The saving is the transit time above what the transport's median bandwidth would take.
     """
     t = ctx.thresholds
-    links = cluster.links
-    big = links[(links["transport"] != "LOCAL") & (links["size_mb"] >= float(t["min_size_mb"]))
-                & (links["transit_us"] > 0)]
-    if big.empty:
+    per = link_sums(cluster.links, ("transport", "src_rank", "dst_rank"), float(t["min_size_mb"]))
+    if per.empty:
         return []
-    per = big.groupby(["transport", "src_rank", "dst_rank"], sort=True)[["size_mb", "transit_us"]].sum()
     per["gbps"] = per["size_mb"] / per["transit_us"]  # MB/µs = TB/s; x1000 below
     per["gbps"] *= 1000.0
     found: list[tuple[float, Finding]] = []

@@ -51,7 +51,8 @@ def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
     ## Known limits
     Overlap needs independent compute: a collective whose result the next kernel needs cannot be
     hidden. The hideable time is an upper bound; without communication.json the wait is not
-    subtracted and the bound is looser (said in the evidence).
+    known, not subtracted, and the bound is looser (the message says so; `wait_subtracted` in the
+    evidence).
     """
     t = ctx.thresholds
     steps = cluster.steps
@@ -59,7 +60,9 @@ def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
         return []
     g = steps.groupby("rank", sort=True)[["overlapped_us", "communication_us"]].sum(min_count=1)
     totals = rank_totals(cluster).join(g)
-    waits = collective_waits(cluster)["wait_us"].reindex(totals.index).fillna(0.0)
+    known = collective_waits(cluster)["wait_us"]
+    # a rank without communication.json has no known wait: nothing is subtracted, and said so
+    waits = known.reindex(totals.index).fillna(0.0)
     comm = totals["communication_us"]
     ratio = (totals["overlapped_us"] / comm.where(comm > 0)).fillna(1.0)
     exposed = (totals["communication_not_overlapped_us"] - waits).clip(lower=0.0)
@@ -75,16 +78,18 @@ def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
         "ranks": [int(r) for r in hit],
         "overlap_ratio_by_rank": {str(r): round(float(ratio[r]), 4) for r in hit},
         "hideable_us_by_rank": {str(r): round(float(hideable[r]), 3) for r in hit},
-        "collective_wait_us_by_rank": {str(r): round(float(waits[r]), 3) for r in hit},
-        "wait_subtracted": not collective_waits(cluster).empty,
+        "collective_wait_us_by_rank": {str(r): round(float(known[r]), 3) for r in hit if r in known.index},
+        "wait_subtracted": worst in known.index,
         "max_overlap_ratio": t["max_overlap_ratio"],
         "min_hideable_share": t["min_hideable_share"],
     }
+    wait_text = ("collective wait excluded" if worst in known.index else
+                 f"rank {worst}'s collective wait is not known without communication.json: part of it may be")
     message = (
         f"communication barely overlaps compute on rank{'s' if len(hit) > 1 else ''} "
         f"{rank_set_text(list(hit))} "
         f"({float(ratio[worst]):.0%} overlapped on rank {worst}); up to {fmt_us(float(hideable[worst]))} of "
-        "exposed communication (wait excluded) could run under compute"
+        f"exposed communication could run under compute ({wait_text})"
     )
     rec = ("Overlap communication with independent compute: DDP gradient buckets, FSDP/ZeRO prefetch, "
            "Megatron --overlap-grad-reduce / --overlap-param-gather, collectives on their own stream.")

@@ -103,7 +103,8 @@ def _print_text(info: dict[str, Any], width: int | None) -> None:
     line(f"  device time   {dt['device_us']:,.3f} µs over {launches}")
     line(f"                ({dt['definitions']['device_us']})")
     if dt["communication_us"]:
-        line(f"                {dt['with_communication_us']:,.3f} µs with communication")
+        tasks = count_text(s.get("communication_tasks") or 0, "communication task", "communication tasks")
+        line(f"                {dt['with_communication_us']:,.3f} µs with communication ({tasks})")
     if dt["wall_us"] is not None:
         span = f"{dt['wall_us']:,.3f} µs from first start to last end, {dt['idle_us']:,.3f} µs idle"
         line(f"                {span}")

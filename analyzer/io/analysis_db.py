@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from tilescope.errors import ProfileFormatError
-from tilescope.io.cluster_files import STEP_COLUMNS
+from tilescope.io.cluster_files import AGGREGATE_KEY_RE, STEP_COLUMNS
 from tilescope.io.sqlite import connect_readonly, describe_value, query_frame
 
 ANALYSIS_DB = "analysis.db"
@@ -155,7 +155,11 @@ def read_db_communication_matrix(con: sqlite3.Connection, path: Path) -> pd.Data
     for c in numbers:
         _check(con, path, MATRIX_TABLE, c, _NUMBER, "a number")
     _check_finite(con, path, MATRIX_TABLE, list(numbers))
-    m = _read(con, path, MATRIX_TABLE, [*_OP_KEY, "src_rank", "dst_rank", "transport_type", *numbers],
+    named = "op_name" in _columns(con, path, MATRIX_TABLE)  # the collective a summary entry names
+    if named:
+        _check(con, path, MATRIX_TABLE, "op_name", (*_TEXT, "null"), "text")
+    m = _read(con, path, MATRIX_TABLE,
+              [*_OP_KEY, "src_rank", "dst_rank", "transport_type", *numbers, *(["op_name"] if named else [])],
               where="type != ''", casts={"src_rank": "INTEGER", "dst_rank": "INTEGER"})
     return pd.DataFrame({
         "step": _steps(m["step"]),
@@ -165,7 +169,18 @@ def read_db_communication_matrix(con: sqlite3.Connection, path: Path) -> pd.Data
         "size_mb": m["transit_size"].astype(np.float64),
         "transit_us": 1000.0 * m["transit_time"].astype(np.float64),
         "bandwidth_gbps": m["bandwidth"].astype(np.float64),
+        "collective": pd.Series([_collective(op, name) for op, name in zip(
+            m["hccl_op_name"].tolist(), m["op_name"].tolist() if named else [None] * len(m), strict=True)
+        ], dtype=object),
     })
+
+
+def _collective(op: str, named: object) -> str | None:
+    """As cluster_files reads a JSON entry: `op_name` where given, None for an aggregate
+    (`allreduce-total`, op_name empty), else the operator's own name."""
+    if isinstance(named, str) and named.strip():
+        return named.strip()
+    return None if AGGREGATE_KEY_RE.match(op) else op
 
 
 # ---- helpers -----------------------------------------------------------------------------------

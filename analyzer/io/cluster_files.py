@@ -241,8 +241,12 @@ def read_communication(path: Path) -> pd.DataFrame:
 
 def read_communication_matrix(path: Path) -> pd.DataFrame:
     """One row per (step, operator, link): source and destination rank, transport type, size (MB),
-    transit time (µs) and bandwidth (GB/s). LOCAL "links" (a rank's copy to itself) are kept with
-    their transport type; the rules leave them out."""
+    transit time (µs), bandwidth (GB/s) and `collective`, the collective the entry is about: its
+    "Op Name" where the file gives one (a summary key such as `allreduce-top1@group` names the
+    collective it stands for), else the operator key's name (older files key each collective).
+    An aggregate (`allreduce-total@group`: no Op Name) has `collective` None. LOCAL "links" (a
+    rank's copy to itself) are kept with their transport type; the rules leave them out. Every
+    row as written: tilescope.cluster.collective_links reads each collective once."""
     data = _load_json(path)
     rows: list[tuple[int | None, str, str, int, int, dict[str, Any]]] = []
     wheres: list[str] = []
@@ -268,8 +272,24 @@ def read_communication_matrix(path: Path) -> pd.DataFrame:
         "size_mb": col("Transit Size(MB)", "Transit Size(MB)"),
         "transit_us": 1000.0 * col("Transit Time(ms)", "Transit Time"),
         "bandwidth_gbps": col("Bandwidth(GB/s)", "Bandwidth(GB/s)"),
+        "collective": pd.Series([_collective(r[2], i) for r, i in zip(rows, infos, strict=True)],
+                                dtype=object),
     })
     return table
+
+
+# Example: "allreduce-total@17522688603477080586" (the sum over every all-reduce of the group)
+AGGREGATE_KEY_RE = re.compile(r"^[^@]*-total(@|$)", re.IGNORECASE)
+
+
+def _collective(op: str, info: dict[str, Any]) -> str | None:
+    """The collective a matrix entry is about (read_communication_matrix), None for an aggregate."""
+    named = info.get("Op Name")
+    if isinstance(named, str) and named.strip():
+        return named.strip()
+    if AGGREGATE_KEY_RE.match(op):
+        return None
+    return op.split("@", 1)[0]
 
 
 def output_dir(root: Path) -> Path:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pandas is imported by the readers below, not at import
 from tilescope.columns import KERNEL_CONTRACT, metric_groups_of, sqlite_pmu_canonical
 from tilescope.errors import ProfileFormatError
 from tilescope.io.detect import SQLITE_MAGIC as _SQLITE_MAGIC
+from tilescope.io.sqlite_comm import communication_rows
 from tilescope.io.validate import MAX_TEXT_BYTES, TEXT_EXPECTED, check_frame
 
 REQUIRED_TABLES = ("TASK", "COMPUTE_TASK_INFO", "STRING_IDS")
@@ -178,6 +179,7 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
     k = query_frame(con, sql)
     _check_integers(con, path, k, ints)
     _check_join(con, path, len(k))
+    k = _with_communication(k, communication_rows(con, path, tables))
     dur_ns = pd.to_numeric(k.pop("duration_ns"), errors="coerce").astype("Int64")
     k["duration_us"] = dur_ns.astype("float64") / 1000.0
     for col in ints:
@@ -208,8 +210,31 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
         rank = int(r) if r is not None and r.lstrip("-").isdigit() and int(r) >= 0 else None
     k = k.reset_index(drop=True)
     # the boundary check every reader ends with (analyzer/io/validate.py), naming the task
-    check_frame(k, path, where=lambda i: f"task globalTaskId={k['global_task_id'].iloc[i]}", columns=_SOURCES)
+    check_frame(k, path, where=lambda i: _row_name(k, i), columns=_SOURCES)
     return SqliteData(k, model, cann, rank, [path], metric_groups_of(list(k.columns)))
+
+
+def _with_communication(k: pd.DataFrame, comm: pd.DataFrame) -> pd.DataFrame:
+    """The compute tasks and the collectives (tilescope.io.sqlite_comm) in start order, as the
+    text export's kernel table holds both; a collective has no globalTaskId (<NA>)."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
+    import pandas as pd
+
+    if comm.empty:
+        return k
+    both = pd.concat([k, comm], ignore_index=True)
+    both["global_task_id"] = both["global_task_id"].astype("Int64")
+    both["start_ns"] = both["start_ns"].astype("int64")
+    return both.sort_values("start_ns", kind="stable", ignore_index=True)
+
+
+def _row_name(k: pd.DataFrame, i: int) -> str:
+    """How the boundary check names row `i`: its task id, or the collective's name."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
+    import pandas as pd
+
+    task = k["global_task_id"].iloc[i]
+    return f"collective {k['name'].iloc[i]!r}" if pd.isna(task) else f"task globalTaskId={task}"
 
 
 # How the columns checked by the boundary check are spelled in the database, for the error line

@@ -70,33 +70,26 @@ def _step_records(steps: pd.DataFrame) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
-LOCAL_TRANSPORT = "LOCAL"
-
-
 def link_totals(links: Any) -> list[dict[str, Any]]:
-    """Per link (source rank -> destination rank) of `cluster.links`, summed over every step,
-    operator, transport and reporting rank: `size_mb`, `transit_us`, `bandwidth_gbps` = Σ size / Σ
-    transit time (as TS604 computes it), `transports` and `transfers` (rows summed).
+    """Per link (source rank -> destination rank) of `cluster.links`, as `cluster.link_sums`
+    sums them (each collective once, over every step, transport and reporting rank):
+    `size_mb`, `transit_us`, `bandwidth_gbps` = Σ size / Σ transit time (as TS604 computes it),
+    `transports`, `collectives` (how many were read) and `unlisted` (an aggregate of the file held
+    collectives it does not list one by one; their part is in the sums).
 
     Why one row per rank pair: the communication matrix has one cell per pair, and a pair can move
     data over two transports (HCCS and RDMA on the real gpt3 run). LOCAL copies (a rank to itself)
     and rows without a transit time are left out. Both ends of a link may report it; each end's
     rows count, as in TS604, so a transfer seen from both sides is summed twice (its bandwidth,
     a ratio, is unchanged when the two views agree)."""
-    # deferred: pandas (~0.3 s) only when this builds a frame
+    # deferred: pandas (~0.3 s) and the cluster model only when there are links
     import pandas as pd
+
+    from tilescope.cluster import link_sums
 
     if not isinstance(links, pd.DataFrame) or links.empty or "src_rank" not in links.columns:
         return []
-    keep = (links["transport"].astype("string") != LOCAL_TRANSPORT) & (links["src_rank"] != links["dst_rank"])
-    keep &= pd.to_numeric(links["transit_us"], errors="coerce") > 0
-    rows = links.loc[keep.fillna(False)]
-    if rows.empty:
-        return []
-    g = rows.groupby(["src_rank", "dst_rank"], sort=True)
-    pairs = g[["size_mb", "transit_us"]].sum()
-    pairs["transfers"] = g.size()
-    pairs["transports"] = g["transport"].agg(lambda t: sorted({str(x) for x in t}))  # once per pair
+    pairs = link_sums(links)
     out = []
     for rec in pairs.reset_index().to_dict("records"):  # one per rank pair, not per transfer
         size, transit = float(rec["size_mb"]), float(rec["transit_us"])
@@ -105,7 +98,7 @@ def link_totals(links: Any) -> list[dict[str, Any]]:
             "transports": list(rec["transports"]),
             "size_mb": round(size, 6), "transit_us": round(transit, 3),
             "bandwidth_gbps": round(size / transit * 1000.0, 3),  # MB/µs is TB/s
-            "transfers": int(rec["transfers"]),
+            "collectives": int(rec["collectives"]), "unlisted": bool(rec["unlisted"]),
         })
     return out
 

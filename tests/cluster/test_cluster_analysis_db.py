@@ -269,8 +269,10 @@ SYNTHETIC: Rows = {
         ("hcom_allReduce__1_0", "g1", "RDMA", 0.5, 0.01, 50.0, 1.0, 0, 0, 0, "step3", "collective"),
     ],
     "CommAnalyzerMatrix": [
-        ("hcom_allReduce__1_0", "g1", "0", "1", "HCCS", 2.0, 0.01, 200.0, "step3", "collective", "x"),
-        ("hcom_send__1_1", "g2", "0", "8", "RDMA", 1.0, 0.02, 50.0, "step3", "p2p", "y"),
+        # op_name: the collective the row is about (a per-operator key names itself)
+        ("hcom_allReduce__1_0", "g1", "0", "1", "HCCS", 2.0, 0.01, 200.0, "step3", "collective",
+         "hcom_allReduce__1_0"),
+        ("hcom_send__1_1", "g2", "0", "8", "RDMA", 1.0, 0.02, 50.0, "step3", "p2p", "hcom_send__1_1"),
     ],
 }
 
@@ -294,7 +296,8 @@ def test_synthetic_tables_in_the_text_readers_units(tmp_path: Path) -> None:
     assert second["transport"] is None and second["size_mb"] == 0.0 and pd.isna(second["bandwidth_gbps"])
     links = t.links.to_dict("records")
     assert links[1] == {"step": 3, "kind": "p2p", "op": "hcom_send__1_1@g2", "src_rank": 0, "dst_rank": 8,
-                        "transport": "RDMA", "size_mb": 1.0, "transit_us": 20.0, "bandwidth_gbps": 50.0}
+                        "transport": "RDMA", "size_mb": 1.0, "transit_us": 20.0, "bandwidth_gbps": 50.0,
+                        "collective": "hcom_send__1_1"}
 
 
 def test_synthetic_tables_have_the_text_readers_columns(tmp_path: Path) -> None:

@@ -133,3 +133,92 @@ def test_sqlite_not_a_database(tmp_path: Path) -> None:
     p.write_bytes(b"this is not sqlite at all" * 10)
     with pytest.raises(ProfileFormatError, match="not an SQLite database"):
         read_sqlite(p)
+
+
+# ---- communication (issue #26 item 2): the collectives of a database export count ----------------
+
+DB_EXPORT = "torch_2rank_pipeutil_db"
+
+
+def _db_of_rank(real_traces: Path, rank: int) -> tuple[Path, Path]:
+    out = real_traces / DB_EXPORT / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    return out / f"ascend_pytorch_profiler_{rank}.db", out / "analysis.db"
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_database_export_counts_its_collectives(real_traces: Path, rank: int) -> None:
+    """Communication and idle time of a torch_npu database export are the ones its own
+    analysis.db gives (StepTraceTime Communication and Free), as a text export's are: rank 0
+    102,108.1 µs and 25,258.144 µs. Before, the collectives were not read: 0 µs and 123,330 µs."""
+    from tilescope.summary import communication_mask, device_time
+
+    db, analysis = _db_of_rank(real_traces, rank)
+    con = sqlite3.connect(f"file:{analysis}?mode=ro", uri=True)
+    computing, communication, free = con.execute(
+        "SELECT computing, communication, free FROM StepTraceTime").fetchone()
+    con.close()
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    ops = con.execute("SELECT count(*) FROM COMMUNICATION_OP").fetchone()[0]
+    con.close()
+    k = read_sqlite(db).kernels
+    hccl = k.loc[communication_mask(k)]
+    assert len(hccl) == ops == 4
+    assert hccl["name"].str.startswith("hcom_allReduce__").all()
+    assert (hccl["op_type"] == "hcom_allReduce_").all()  # the text export's Type
+    dt = device_time(k)
+    assert dt.device_us == pytest.approx(computing, abs=1e-3)
+    assert dt.communication_us == pytest.approx(communication, abs=1e-3)
+    assert dt.idle_us == pytest.approx(free, abs=1e-3)
+    if rank == 0:
+        assert (dt.communication_us, dt.idle_us) == (pytest.approx(102108.1), pytest.approx(25258.144))
+
+
+def test_collectives_without_an_operator_row_come_from_their_tasks(real_traces: Path) -> None:
+    """msprof's 2023 export lists HCCL tasks and no COMMUNICATION_OP row: the collective is the
+    span of its tasks that TASK places (first start to last end)."""
+    from tilescope.summary import communication_mask, device_time
+
+    db = real_traces / "msprof_db_2023" / "msprof_0.db"
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    first, last = con.execute(
+        "SELECT min(t.startNs), max(t.endNs) FROM COMMUNICATION_TASK_INFO AS c "
+        "JOIN TASK AS t ON t.globalTaskId = c.globalTaskId").fetchone()
+    assert con.execute("SELECT count(*) FROM COMMUNICATION_OP").fetchone()[0] == 0
+    con.close()
+    k = read_sqlite(db).kernels
+    hccl = k.loc[communication_mask(k)]
+    assert list(hccl["name"]) == ["hcom_allGather__305_879_1"]
+    assert int(hccl["start_ns"].iloc[0]) == first
+    assert device_time(k).communication_us == pytest.approx((last - first) / 1000.0)
+    assert device_time(k).device_us == pytest.approx(663.872)  # the compute tasks are unchanged
+
+
+def test_a_collective_with_a_text_time_is_refused_in_one_line(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "msprof_3.db", True)
+    con = sqlite3.connect(db)
+    con.executescript("""
+    CREATE TABLE COMMUNICATION_OP (opName INTEGER, startNs INTEGER, endNs INTEGER, opId INTEGER);
+    INSERT INTO STRING_IDS VALUES (30, 'hcom_allReduce__1_0_1');
+    INSERT INTO COMMUNICATION_OP VALUES (30, 'soon', 1736413971559300000, 1);
+    """)
+    con.commit()
+    con.close()
+    refused = r"table COMMUNICATION_OP, rowid 1.*startNs holds the text 'soon'"
+    with pytest.raises(ProfileFormatError, match=refused):
+        read_sqlite(db)
+
+
+def test_diff_of_the_text_and_database_exports_removes_no_collective(real_traces: Path) -> None:
+    """The same kind of run in both exports: `diff` matches kernels by their normalised name,
+    and the all-reduce is in both tables (before, the database's had none: "removed")."""
+    from tilescope.diff import normalise_kernel_name
+    from tilescope.summary import communication_mask
+
+    text = real_traces / "torch_2rank_pipeutil_text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    base = load_profile(text / "kernel_details.csv").kernels
+    head = read_sqlite(_db_of_rank(real_traces, 0)[0]).kernels
+
+    def collectives(k: pd.DataFrame) -> list[str]:
+        return sorted(normalise_kernel_name(str(n)) for n in k.loc[communication_mask(k), "name"])
+
+    assert collectives(head) == collectives(base) == ["hcom_allReduce"] * 4

@@ -151,3 +151,17 @@ def test_no_share_exceeds_what_it_is_a_share_of(every_report: list[tuple[str, di
             if f["saving_kind"] in ("device", "grid", "work"):
                 device = report["profiles"][f["input"]]["summary"]["total_device_us"]
                 assert f["est_saving_us"] <= device + 1e-6, (label, f["code"])
+
+
+def test_launches_are_the_compute_kernels_device_time_is_over(real_traces: Path) -> None:
+    """torch_2rank_pipeutil_text rank 0's kernel table has 191 rows, 4 of them HCCL all-reduces:
+    device time is over 187 launches, and the 4 are communication tasks (#26: "over 191
+    launches" counted the all-reduces)."""
+    path = real_traces / "torch_2rank_pipeutil_text" / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    with open(path / "kernel_details.csv", newline="", encoding="utf-8-sig") as fh:
+        cores = [row["Accelerator Core"] for row in csv.DictReader(fh)]
+    prof = load_profiles(path / "kernel_details.csv")[0]
+    s = summarize(prof)
+    assert (len(cores), cores.count("HCCL")) == (191, 4)
+    assert (s["kernel_count"], s["communication_tasks"]) == (len(cores) - 4, 4) == (187, 4)
+    assert s["distinct_kernels"] == prof.kernels.loc[prof.kernels["core_type"] != "HCCL", "name"].nunique()
