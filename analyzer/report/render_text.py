@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 from typing import Any
 
 from rich.cells import cell_len
@@ -13,8 +12,16 @@ from rich.text import Text
 
 from tilescope.ranksets import rank_set_text, ranks_label
 from tilescope.report import lines_view
-from tilescope.report.access import profile_summaries, report_input_path
-from tilescope.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
+from tilescope.report.access import profile_summaries, report_input_path, where_text
+from tilescope.report.ranks import (
+    RANK_COLUMNS,
+    SCOPE_CLUSTER,
+    group_across_ranks,
+    rank_rows,
+    ranks_total,
+    unique_skipped,
+)
+from tilescope.report.run import common_root, ranks_phrase, run_lines, run_of
 from tilescope.text.escape import terminal_text
 from tilescope.text.terminal import console as make_console
 from tilescope.text.terminal import squeeze, wrap
@@ -29,25 +36,6 @@ from tilescope.text.words import (
 )
 
 SEVERITY_STYLE = {"high": "bold #c0392b", "medium": "bold #e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
-
-
-def where_text(locations: list[dict[str, Any]], limit: int | None = None) -> str:
-    """`flash_attention.py:41 ir/tvmscript.py:46 ir/kernel.cpp:130`: the lines a finding points at.
-
-    Kernel source files are shown by name (their recorded path is repo-relative), IR files as
-    stored in the bundle; repeats are dropped, and past `limit` entries a `+N more` says so.
-    """
-    parts: list[str] = []
-    for loc in locations:
-        if loc.get("line") is None:
-            continue
-        file = str(loc.get("file", ""))
-        short = file.replace("\\", "/").rsplit("/", 1)[-1] if loc.get("stage") == "source" else file
-        parts.append(f"{short}:{loc['line']}")
-    unique = list(dict.fromkeys(parts))
-    if limit is not None and len(unique) > limit:
-        return " ".join(unique[:limit]) + f" +{len(unique) - limit} more"
-    return " ".join(unique)
 
 
 def _kernels(names: list[str], limit: int = 3) -> str:
@@ -94,36 +82,36 @@ def render(report: dict[str, Any], **opts: Any) -> str:
         for line in wrap(terminal_text(text), width, indent, hang):
             console.print(Text(line, style=style), no_wrap=True, crop=False)
 
-    profiles = report.get("profiles", [])
-    if len(profiles) == 1:
-        p = profiles[0]
-        rank = f" rank {p['rank']}" if p.get("rank") is not None else ""
-        say(f"{p.get('path')}{rank}: {_profile_facts(p)}", "bold", "", "  ")
-        for line, style in _profile_lines(p):
-            say(line, style, "  ", "    ")
-    else:
-        # one line per group of ranks that read alike, not one per rank (4,096 ranks...)
-        say(f"{_common_root(profiles)}: {len(profiles)} ranks", "bold", "", "  ")
-        groups: dict[str, list[int]] = {}
-        for i, p in enumerate(profiles):
-            rank_id = int(p["rank"]) if p.get("rank") is not None else i
-            groups.setdefault(_profile_facts(p), []).append(rank_id)
-        for facts, ranks in groups.items():
-            say(f"{ranks_label(ranks)}: {facts}", "bold", "  ", "    ")
-        # what the ranks share is said once, with the ranks it holds for ("on 7 of 8 ranks")
-        for (line, style), ranks in _lines_by_rank(profiles).items():
-            say(f"{line}{_on_ranks(ranks, len(profiles))}", style, "  ", "    ")
-    _print_ranks(console, report, say)
+    run = run_of(report)
     total_ranks = ranks_total(report)
     findings = group_across_ranks(report.get("findings", []), total_ranks)
-    if findings:
-        _print_findings(console, findings, total_ranks > 1, width)
-        if opts.get("recommendations", True):
-            for f in findings[: int(opts.get("max_recommendations", 5))]:
-                say(f"{f.get('code')} → {f.get('recommendation')}", "dim", "  ", "    ")
-                where = where_text(list(f.get("locations") or []), limit=6)
-                if where:
-                    say(f"at {where}", "dim", "      ", "         ")
+    if run is not None:  # the run first: its ranks, the slow rank, the spread, cross-rank findings
+        say(f"{run['path']}: {ranks_phrase(run)}", "bold", "", "  ")
+        for line in run_lines(run):
+            say(line, "", "  ", "    ")
+        _print_ranks(console, report, say)
+        across = [f for f in findings if f.get("scope") == SCOPE_CLUSTER]
+        if across:
+            say("across ranks:", "bold")
+            _print_findings(console, across, True, width)
+        say("per rank:", "bold")
+        _print_profiles(report, say, "  ")
+        findings = across + [f for f in findings if f.get("scope") != SCOPE_CLUSTER]
+        if len(findings) > len(across):
+            say("on the ranks:", "bold")
+            _print_findings(console, findings[len(across):], True, width)
+    else:
+        _print_profiles(report, say, "")
+        _print_ranks(console, report, say)
+        if findings:
+            _print_findings(console, findings, total_ranks > 1, width)
+    if findings and opts.get("recommendations", True):
+        # the fixes are what to read: full weight, not dim
+        for f in findings[: int(opts.get("max_recommendations", 5))]:
+            say(f"{f.get('code')} → {f.get('recommendation')}", "", "  ", "    ")
+            where = where_text(list(f.get("locations") or []), limit=6)
+            if where:
+                say(f"at {where}", "dim", "      ", "         ")
     _print_lines(report, say)
     # rules with the same missing input share one line ("TS500-TS506 ... needs a run bundle")
     lines = not_checked_lines([dict(s) for s in unique_skipped(report.get("skipped", []))])
@@ -139,6 +127,30 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             f"{adv.get('duplicates', 0)} already reported by tilescope", "dim", "", "  ")
     say(summary_line(report), "bold")
     return buf.getvalue()
+
+
+def _print_profiles(report: dict[str, Any], say: Any, indent: str) -> None:
+    """Each profile's facts and lines; several ranks as one line per group of ranks that read
+    alike, not one per rank (4,096 ranks...), what they share said once with its ranks."""
+    profiles = report.get("profiles", [])
+    if len(profiles) == 1:
+        p = profiles[0]
+        rank = f" rank {p['rank']}" if p.get("rank") is not None else ""
+        say(f"{p.get('path')}{rank}: {_profile_facts(p)}", "bold", indent, indent + "  ")
+        for line, style in _profile_lines(p):
+            say(line, style, indent + "  ", indent + "    ")
+        return
+    if not indent:  # several profiles without a run section (a report written before it)
+        root = common_root([str(p.get("path") or "") for p in profiles])
+        say(f"{root}: {len(profiles)} ranks", "bold", "", "  ")
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(profiles):
+        rank_id = int(p["rank"]) if p.get("rank") is not None else i
+        groups.setdefault(_profile_facts(p), []).append(rank_id)
+    for facts, ranks in groups.items():
+        say(f"{ranks_label(ranks)}: {facts}", "bold", "  ", "    ")
+    for (line, style), ranks in _lines_by_rank(profiles).items():
+        say(f"{line}{_on_ranks(ranks, len(profiles))}", style, "  ", "    ")
 
 
 def _print_lines(report: dict[str, Any], say: Any) -> None:
@@ -181,17 +193,6 @@ def _profile_facts(p: dict[str, Any]) -> str:
     chip = p.get("chip") or {}
     return (f"{launches_text(s)}, device time {fmt_us(s.get('total_device_us'))}, chip {chip.get('name')} "
             f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})")
-
-
-def _common_root(profiles: list[dict[str, Any]]) -> str:
-    paths = [str(p.get("path") or "") for p in profiles]
-    scheme = paths[0].partition("://")[0] + "://" if "://" in paths[0] else ""
-    if scheme and all(p.startswith(scheme) for p in paths):  # ranks at a URL: keep its "//"
-        return scheme + _common_root([{"path": p[len(scheme):]} for p in paths])
-    try:
-        return os.path.commonpath(paths) or paths[0]
-    except ValueError:  # absolute and relative paths mixed
-        return paths[0]
 
 
 def _lines_by_rank(profiles: list[dict[str, Any]]) -> dict[tuple[str, str], list[int]]:

@@ -16,6 +16,8 @@ from support import REPO_ROOT
 from support.report_data import HOSTILE, hostile_report, make_bundle, sample_report
 
 MD = MarkdownIt("commonmark", {"html": True}).enable("table")
+# a finding's own <details>: its summary opens with the severity (the evidence and code ones do not)
+FINDING_SUMMARY = re.compile(r"<summary>\S* ?<b>(?:HIGH|MEDIUM|LOW|INFO)</b>")
 
 
 
@@ -29,10 +31,11 @@ def test_headline_shares_top_kernels_and_findings_in_saving_order(bundle: Path) 
     assert "**Device time 5,000.00 µs**" in head or "**Device time 5,000.0 µs**" in head
     assert "Cube 28 %" in head and "Vector 70 %" in head and "data movement (MTE) 12 %" in head
     assert "4 findings: 1 high, 1 medium, 1 low, 1 info" in head.replace("\\", "")
-    assert "`BatchMatMul_1`" in out and "42.0 %" in out
+    assert "`BatchMatMul_1`" in out and "42.0\xa0%" in out  # a table cell: never wrapped from its unit
     codes = re.findall(r"<summary>.*?<code>(TS\d+)</code>", out)
     assert codes == ["TS101", "TS201", "TS402", "TS402"]
-    assert out.count("<details>") == out.count("</details>") == 4
+    assert out.count("<details>") == out.count("</details>")
+    assert len(FINDING_SUMMARY.findall(out)) == 4  # the evidence and the code are <details> inside
     assert "**What to do:** Fuse QK^T" in out.replace("\\", "")
     assert "l2\\-cache\\-thrash" in out or "l2-cache-thrash" in out  # skipped rule listed
     assert "TS999" in out  # rule error listed
@@ -81,7 +84,8 @@ def test_hostile_names_are_inert_when_rendered(bundle: Path, hostile: str) -> No
         for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.DOTALL):
             assert len(re.findall(r"<td[ >]", row)) == header_cols, row
     # every <details> is closed by us, not by the hostile text
-    assert rendered.count("<details>") == rendered.count("</details>") == 4
+    assert rendered.count("<details>") == rendered.count("</details>")
+    assert len(FINDING_SUMMARY.findall(rendered)) == 4
 
 
 def test_stays_under_the_github_comment_limit_and_says_what_was_dropped(bundle: Path) -> None:
@@ -101,7 +105,7 @@ def test_stays_under_the_github_comment_limit_and_says_what_was_dropped(bundle: 
                      r"400 findings, (\d+) shown as one line, without evidence and code; "
                      r"(\d+) omitted \(", out)
     assert note, out[-1500:]
-    full_blocks = out.count("<details>")
+    full_blocks = len(FINDING_SUMMARY.findall(out))
     assert full_blocks + int(note.group(1)) + int(note.group(2)) == 400
     assert "TS100 ×" in out.split("**Truncated**")[1]
 
@@ -148,8 +152,8 @@ def test_each_excerpt_line_is_shown_once_with_the_findings_that_point_at_it(
     fa_markdown: tuple[dict, str],
 ) -> None:
     _, out = fa_markdown
-    blocks = re.findall(r"\*\*(E\d+)\*\* · (\w+) · `([^`]+)` lines? (\d+)(?:–(\d+))? · ([^\n]*)\n\n"
-                        r"```\w*\n(.*?)```", out, re.DOTALL)
+    blocks = re.findall(r"<summary><b>(E\d+)</b> · (\w+) · <code>([^<]+)</code> lines? (\d+)(?:–(\d+))? · "
+                        r"([^\n]*)</summary>\n\n```\w*\n(.*?)```\n\n</details>", out, re.DOTALL)
     assert len(blocks) >= 4
     seen: set[tuple[str, int]] = set()
     for _eid, _stage, file, _first, _last, by, body in blocks:
@@ -168,7 +172,7 @@ def test_each_excerpt_line_is_shown_once_with_the_findings_that_point_at_it(
 
 def test_evidence_is_tables_with_units_not_cut_json(fa_markdown: tuple[dict, str]) -> None:
     _, out = fa_markdown
-    plain = out.replace("\\", "")
+    plain = out.replace("\\", "").replace("\xa0", " ")  # numbers keep their unit with a no-break space
     assert "| measured.core_efficiency | 33.3 % |" in plain
     assert "| total_us | 43.739 µs |" in plain
     assert "| needed_bytes.L0A | 131,072 B (128 KiB) |" in plain
@@ -181,7 +185,7 @@ def test_occurrences_show_offsets_not_epoch_nanoseconds() -> None:
     from tilescope.config import Config
 
     unfused = BUNDLE.parent / "attention_unfused"
-    out = render_md.render(build(unfused, Config(), None, False), max_chars=60_000)
+    out = render_md.render(build(unfused, Config(), None, False), max_chars=60_000).replace("\xa0", " ")
     assert "| 2 | \\+0 µs |" in out and "\\+18\\.823 ms" in out  # start (from the first)
     assert not re.search(r"^\|.*\d{16,}", out, re.MULTILINE)  # no epoch-ns start times in a table
 
