@@ -312,8 +312,7 @@ def _finding(index: int, f: Mapping[str, Any], roots: Sequence[Path]) -> str:
         f'<summary><span class="sev sev-{sev_cls}">{html_text(sev.upper(), 10)}</span> '
         f'<code>{code}</code> <span class="slug">{html_text(f.get("slug", ""), 80)}</span>'
         + (f' · <span class="ranks">{html_text(f["rank_text"], 80)}</span>' if f.get("rank_text") else "")
-        + ' · est. '
-        f'{html_text(saving_phrase(f))} — '
+        + f' · {html_text(saving_phrase(f))} — '
         f'<span class="message">{html_text(f.get("message", ""))}</span></summary>',
     ]
     names, more = kernels_text(f.get("kernels", []) or [], shown=20)
