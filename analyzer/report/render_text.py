@@ -13,6 +13,7 @@ from rich.text import Text
 from tilescope.ranksets import rank_set_text, ranks_label
 from tilescope.report import lines_view
 from tilescope.report.access import profile_summaries, report_input_path, where_text
+from tilescope.report.palette import severity_style
 from tilescope.report.ranks import (
     RANK_COLUMNS,
     SCOPE_CLUSTER,
@@ -34,8 +35,6 @@ from tilescope.text.words import (
     speed_of_light_text,
     units_text,
 )
-
-SEVERITY_STYLE = {"high": "bold #c0392b", "medium": "bold #e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
 
 
 def _kernels(names: list[str], limit: int = 3) -> str:
@@ -222,7 +221,7 @@ def _print_ranks(console: Console, report: dict[str, Any], say: Any) -> None:
     for i, col in enumerate(RANK_COLUMNS):
         table.add_column(col, justify="right" if 0 < i < 5 else "left", no_wrap=True)
     for row in rows:  # alike ranks share a row (`0-2, 4-7`)
-        style = "bold #c0392b" if "slow rank" in row[-1] else ""
+        style = severity_style("high", console.color_system) if "slow rank" in row[-1] else ""
         table.add_row(*(Text(terminal_text(c), style=style) for c in row))
     console.print(table, crop=False)
     for note in section.get("notes") or []:
@@ -270,7 +269,7 @@ def _print_findings(console: Console, findings: list[dict[str, Any]], multi: boo
         for r in rows:
             facts = f"{r['code']} {r['rule']}" + (f" rank {r['rank']}" if multi else "")
             head = wrap(f"{facts} · {r['kernel']} · {r['saving']}", width, f"{r['sev']:<7}", " " * 7)
-            style = SEVERITY_STYLE.get(r["sev"], "")
+            style = severity_style(r["sev"], console.color_system)
             for i, line in enumerate(head):
                 text = Text(line)
                 if i == 0:
@@ -285,5 +284,6 @@ def _print_findings(console: Console, findings: list[dict[str, Any]], multi: boo
     for r in rows:
         message = r["finding"] if room is None else "\n".join(wrap(r["finding"], room))
         table.add_row(*(Text(message if c == "finding" else r[c],
-                             style=SEVERITY_STYLE.get(r["sev"], "") if c == "sev" else "") for c in columns))
+                             style=severity_style(r["sev"], console.color_system) if c == "sev" else "")
+                        for c in columns))
     console.print(table, crop=False)
