@@ -247,7 +247,8 @@ def _finding_cells(f: dict[str, Any], multi: bool, width: int | None) -> dict[st
         "rule": str(f.get("slug")),
         # cut to KERNEL_MAX cells on a terminal; whole in a pipe
         "kernel": _kernels(list(f.get("kernels") or [])),
-        "finding": str(f.get("message")) + (f" [x{occ}]" if occ > 1 else ""),
+        # how many times the rule matched it (`occurrences`), said in words: "[x565]" was a riddle
+        "finding": str(f.get("message")) + (f" ({occ:,} occurrences)" if occ > 1 else ""),
         "saving": saving_text(f),
     }
     if multi:

@@ -1,8 +1,8 @@
 """How numbers and the shared sentences read, in every view (terminal, Markdown, HTML, SARIF,
 dashboard, diff): one formatter per quantity, so one value prints the same everywhere.
 
-docs/product.md 'Words and units': µs in tables, ms from 10 ms up; shares as % in prose. Rounding
-is fixed per kind of number: times to 0.1 µs (0.01 ms), unit busy shares and headline shares to
+docs/product.md 'Words and units': µs in tables, ms from 10 ms up (s from 10 s); shares as % in prose.
+Rounding is fixed per kind of number: times to 0.1 µs (0.01 ms), unit busy shares and headline shares to
 whole per cent, a finding's or kernel's share to 0.1 %.
 """
 
@@ -33,10 +33,13 @@ def num(value: Any) -> float | None:
 
 
 def fmt_us(value: Any) -> str:
-    """43.7 µs, 1,234.5 µs, 12.35 ms; "–" when unknown."""
+    """43.7 µs, 1,234.5 µs, 12.35 ms, 102.40 s; "–" when unknown. Seconds from 10 s on: a wall
+    time of "102,401.47 ms" was never read as the 102 s it is."""
     v = num(value)
     if v is None:
         return "–"
+    if abs(v) >= 10_000_000:
+        return f"{v / 1e6:,.2f} s"
     return f"{v / 1000:,.2f} ms" if abs(v) >= 10_000 else f"{v:,.1f} µs"
 
 
