@@ -59,6 +59,9 @@ MAX_TOP_KERNELS = 15
 MAX_LISTED = 30  # skipped rules / rule errors listed before "and N more"
 EXCERPT_CONTEXT = 3
 EXCERPT_MAX_LINES = 40
+# characters of a message in a finding's one-line form (past the budget for full blocks): short
+# enough that the first findings keep their blocks beside the first screen's fixes
+SHORT_MESSAGE = 100
 WHERE_SHOWN = 6  # locations listed in a finding's "Where" before "and N more"
 STAGE_ORDER = {"source": 0, "tvmscript": 1, "ascendc": 2}  # the author's code first
 _LEXER_BY_SUFFIX = {".py": "python", ".cpp": "cpp", ".cc": "cpp", ".h": "cpp", ".hpp": "cpp",
@@ -293,7 +296,8 @@ def _ranks(report: Mapping[str, Any]) -> str:
            "kernel table; times summed over the profiled steps)", "",
            "| " + " | ".join(RANK_COLUMNS[:-1]) + " | note |", "|--:|--:|--:|--:|--:|---|---|"]
     for row in rows:
-        cells = [md_text(c, 60) for c in row]
+        # the times (columns 1-4) keep their units on one line in GitHub's narrow columns
+        cells = [md_nowrap(md_text(c, 60)) if 0 < i < 5 else md_text(c, 60) for i, c in enumerate(row)]
         if "slow rank" in row[-1]:
             cells[0] = f"**{cells[0]}**"
         out.append("| " + " | ".join(cells) + " |")
@@ -489,9 +493,10 @@ def render(report: Mapping[str, Any], *, max_chars: int = DEFAULT_MAX_CHARS,
     for number, shared in enumerate(excerpts, 1):
         for i in shared.findings:
             ids_of.setdefault(i, []).append(f"E{number}")
-    head = _headline(report, findings) + "\n" + _top_fixes(findings) + _ranks(report)
+    lead, ranks = _headline(report, findings) + "\n", _ranks(report)
+    head = lead + _top_fixes(findings) + ranks
     kernels = _per_rank(report) if multi else _top_kernels(report, MAX_TOP_KERNELS)
-    if len(head) + len(kernels) > max_chars // 3 and not multi:  # very long hostile names: keep the headline
+    if len(lead + ranks) + len(kernels) > max_chars // 3 and not multi:  # very long hostile names
         kernels = _top_kernels(report, 3)
     tail = _tail(report)
     if len(head) + len(kernels) + len(tail) > max_chars // 2:
@@ -509,7 +514,7 @@ def render(report: Mapping[str, Any], *, max_chars: int = DEFAULT_MAX_CHARS,
     dropped: list[Mapping[str, Any]] = []
     # every finding gets at least its line; full blocks (evidence, advice, where) go to the first
     # ones, by saving, while the lines of the rest still fit
-    shorts = [f"- {finding_summary_line(f, message_limit=120)}\n" for f in findings]
+    shorts = [f"- {finding_summary_line(f, message_limit=SHORT_MESSAGE)}\n" for f in findings]
     still_short = sum(map(len, shorts))
     full_blocks = used + still_short + reserve <= max_chars
     for i, f in enumerate(findings):

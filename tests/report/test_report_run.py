@@ -80,6 +80,8 @@ def test_markdown_is_titled_with_the_run_and_keeps_rank_0_out_of_the_headline(ei
     assert "### Top kernels" not in out  # no one rank's kernels as the run's
     assert headings[1:4] == ["What to do first", "Ranks (8 of 8 with a readable kernel table; times summed "
                              "over the profiled steps)", "Per rank"]
+    slow_row = next(line for line in out.splitlines() if line.startswith("| **3** |"))
+    assert "| 2,520\\.0\xa0µs |" in slow_row  # a time keeps its unit in a narrow column
     per_rank = out.split("### Per rank")[1].split("###")[0]
     html = MD.render(per_rank)
     rows = re.findall(r"<tr>\s*<td>([^<]*)</td>\s*<td[^>]*>([^<]*)</td>", html)
