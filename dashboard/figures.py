@@ -26,7 +26,7 @@ from tilescope.columns import AI_CORE, AI_VECTOR_CORE, MIX_AIC, MIX_AIV
 from tilescope.findings import SEVERITIES
 from tilescope.report import palette as P
 from tilescope.text.escape import MAX_INLINE, plotly_text
-from tilescope.text.words import fmt_pct, fmt_us
+from tilescope.text.words import NO_ESTIMATE, fmt_pct, fmt_us, recoverable_text
 
 CUBE, VECTOR, MIX_CUBE, MIX_VECTOR, OTHER, HOST = (
     "Cube",
@@ -211,13 +211,16 @@ def findings_by_severity_figure(
         sev = str(f.get("severity", "info"))
         counts[sev] = counts.get(sev, 0) + 1
     by_sev = (totals or {}).get("saving_by_severity") or {}
-    saving = {s: float((by_sev.get(s) or {}).get("device_us") or 0.0) for s in SEVERITIES}
+    # each kind of saving in its own unit (an idle-gap finding's is idle time, not 0.0 µs of kernels)
+    buckets = {s: by_sev.get(s) or {} for s in SEVERITIES}
+    saving = {s: recoverable_text(b.get("device_us"), b.get("idle_us")) for s, b in buckets.items()}
     fig = go.Figure(
         go.Bar(
             x=list(SEVERITIES),
             y=[counts[s] for s in SEVERITIES],
             marker_color=[SEVERITY_COLOURS[s] for s in SEVERITIES],
-            text=[f"{counts[s]} · est. {format_us(saving[s])}" if counts[s] else "" for s in SEVERITIES],
+            text=[(f"{counts[s]} · est. {saving[s]}" if saving[s] else f"{counts[s]} · {NO_ESTIMATE}")
+                  if counts[s] else "" for s in SEVERITIES],
             textposition="auto",
             textangle=0,
             hovertemplate="%{x}: %{y} finding(s)<extra></extra>",

@@ -19,7 +19,7 @@ from tilescope.dashboard.data import ProfileEntry
 from tilescope.engine import get_rule
 from tilescope.report.data import kernel_group_stats
 from tilescope.text.escape import one_line
-from tilescope.text.words import fmt_pct, fmt_us, num, saving_phrase
+from tilescope.text.words import NO_ESTIMATE, fmt_pct, fmt_us, num, recoverable_text, saving_phrase
 
 # the summary's unit keys (tilescope.summary) and the label each bar gets
 SHARE_LABELS = (
@@ -142,14 +142,15 @@ def overview_kpis(entry: ProfileEntry) -> list[html.Div]:
     # The report's own combined, bounded totals (tilescope.summary), as every other view shows them
     raw_totals = s.get("findings")
     totals: dict[str, Any] = raw_totals if isinstance(raw_totals, dict) else {}
-    saving = num(totals.get("est_recoverable_us")) or 0.0
-    share = num(totals.get("est_recoverable_share")) or 0.0
+    # kernel time and idle gaps each in its own unit, as the headlines say them (words.recoverable_text)
+    saving = recoverable_text(totals.get("est_recoverable_us"), totals.get("est_idle_recoverable_us"),
+                              device_total=busy, wall_us=(s.get("device_time") or {}).get("wall_us"))
     return [
         kpi("device time", fmt_us(busy)),
         kpi("kernel launches", f"{len(entry.kernels):,}"),
         kpi("distinct kernels", f"{len(entry.by_name):,}"),
         kpi("findings", f"{len(findings)} ({high} high)", "warn" if high else ""),
-        kpi("est. recoverable", f"{fmt_us(saving)} ({fmt_pct(share, 0)})", "good" if saving else ""),
+        kpi("est. recoverable", saving or NO_ESTIMATE, "good" if saving else ""),
         kpi("chip", entry.profile.chip.name),
     ]
 

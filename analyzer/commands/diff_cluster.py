@@ -298,7 +298,7 @@ def link_numbers(d: LinkDelta) -> str:
 # ---------------------------------------------------------------- Markdown
 
 def _md_cell(d: RankDelta, attr: str) -> str:
-    return _arrow(d, attr).replace(" ", "\u00a0")  # a number cell stays on one line (see diff._nowrap)
+    return _arrow(d, attr).replace(" ", "\u00a0")  # a number cell stays on one line (escape.md_nowrap)
 
 
 def render_md(r: ClusterDiff) -> str:
@@ -308,7 +308,12 @@ def render_md(r: ClusterDiff) -> str:
     out += [f"> {md_text(n, None)}" for n in r.notes]
     if r.notes:
         out.append("")
-    out += [f"{icon} **{md_text(slowest_line(r), None)}**", "", md_text(straggler_line(r), None), "",
+    # the gates' verdict first: what a reviewer of the pull request reads before anything else
+    out += [f"{icon} **{md_text(gate_line(r), None)}**", ""]
+    new_gate = new_gate_line(r)
+    if new_gate is not None:
+        out += [f"{'❌' if r.new_over_gate else '✅'} **{md_text(new_gate, None)}**", ""]
+    out += [f"**{md_text(slowest_line(r), None)}**", "", md_text(straggler_line(r), None), "",
             "Step time per rank: mean per profiled step (the split adds up to it); "
             "verdict on the step time; ranks that read the same share a row.", "",
             "| ranks | " + " | ".join(f"{SPLIT_LABELS[a]} base → head" for a in SPLIT) + " | verdict |",
@@ -344,10 +349,6 @@ def render_md(r: ClusterDiff) -> str:
         out += ["", "**Per-rank findings:**", ""]
         out += [f"- {'✅' if s == 'resolved' else '🆕'} {s} {finding_line(f, md_text)} on "
                 f"{_ranks_text(ranks, total)}" for s, f, ranks in found]
-    out += ["", md_text(gate_line(r), None)]
-    new_gate = new_gate_line(r)
-    if new_gate is not None:
-        out += ["", md_text(new_gate, None)]
     return "\n".join(out) + "\n"
 
 

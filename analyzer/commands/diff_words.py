@@ -21,8 +21,10 @@ def signed_pct(v: float | None) -> str:
 def finding_line(f: Mapping[str, Any], esc: Callable[[object], str]) -> str:
     kernels = [str(k) for k in f.get("kernels", []) or []]
     shown = " → ".join(kernels[:6]) + (f" (+{len(kernels) - 6})" if len(kernels) > 6 else "")
-    return (f"{esc(f.get('severity', ''))} {esc(f.get('code', '?'))} {esc(f.get('slug', ''))}: "
-            f"{esc(shown)} — {saving_phrase(f)}")
+    # a finding on no kernel (TS404's idle gaps, the cross-rank ones) names none, not an empty one
+    on = f": {esc(shown)}" if shown else ""
+    rule = f"{esc(f.get('severity', ''))} {esc(f.get('code', '?'))} {esc(f.get('slug', ''))}"
+    return f"{rule}{on} — {saving_phrase(f)}"
 
 
 def term_text(text: object, limit: int | None = MAX_INLINE) -> str:

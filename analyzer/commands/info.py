@@ -52,6 +52,9 @@ def profile_info(pr: Profile) -> dict[str, Any]:
         "rows": {
             "kernels": len(pr.kernels),
             "blocks": None if pr.blocks is None else len(pr.blocks),
+            # the distinct blocks of those rows (one row per block and sub-core: 8 blocks x 3)
+            "block_ids": None if pr.blocks is None or "block_id" not in pr.blocks
+            else int(pr.blocks["block_id"].nunique()),
             "launches": None if pr.launches is None else len(pr.launches),
             "timeline_kernels": None if tl is None else len(tl.kernels),
             "timeline_host_ops": None if tl is None else len(tl.host_ops),
@@ -95,8 +98,7 @@ def _print_text(info: dict[str, Any], width: int | None) -> None:
     line(f"                {ch['hbm_bandwidth_source']}")
     for a in ch["assumptions"]:
         line(f"                assumption: {a}")
-    rows = ", ".join(f"{k} {v}" for k, v in info["rows"].items() if v is not None)
-    line(f"  rows          {rows}")
+    line(f"  rows          {_rows_text(info['rows'])}")
     s = info["summary"]
     dt = s["device_time"]
     launches = count_text(s["kernel_count"], "launch", "launches")
@@ -149,6 +151,26 @@ def info_command(
             _print_text(info, output_width(width))
     if failures:
         raise PartialLoadError(failures, len(profiles))
+
+
+# what each row count of `info` counts: "blocks 24" read as 24 blocks beside analyze's 8 (it
+# counted the per-block table's rows, one per block and sub-core)
+_ROW_LABELS = {"kernels": "kernel table", "blocks": "per-block table", "launches": "launches",
+               "timeline_kernels": "timeline kernels", "timeline_host_ops": "timeline host ops",
+               "timeline_flows": "timeline flows"}
+
+
+def _rows_text(rows: dict[str, Any]) -> str:
+    """`kernel table 1, per-block table 24 (8 blocks, a row per sub-core), launches 1`."""
+    parts = []
+    for key, value in rows.items():
+        if value is None or key == "block_ids":
+            continue
+        text = f"{_ROW_LABELS.get(key, key)} {value:,}"
+        if key == "blocks" and rows.get("block_ids") and rows["block_ids"] != value:
+            text += f" ({count_text(rows['block_ids'], 'block')}, a row per sub-core)"
+        parts.append(text)
+    return ", ".join(parts)
 
 
 def register(app: typer.Typer) -> None:

@@ -25,8 +25,6 @@ from tilescope.profile import Profile, SourceInfo
 from tilescope.text.escape import terminal_text as term
 from tilescope.text.terminal import UNLIMITED, WIDTH_HELP, console, output_width, wrap
 
-_SEV_STYLE = {"high": "bold #c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
-
 
 def _chip(name: str | None, cfg: Any, tilelang: Any = None, dialect: str | None = None) -> Any:
     """--chip, else the configuration's chip, else the chip the kernel's stack lowers for.
@@ -85,6 +83,7 @@ def _print_text(
     #   command module
     from rich.text import Text
 
+    from tilescope.report.palette import severity_style
     from tilescope.report.render_text import not_checked_lines
 
     # Kernel, file and parameter names are the user's and messages quote them: every line is a
@@ -112,7 +111,7 @@ def _print_text(
         # Linter-style: one line per finding, then where it points (wide tables fold badly in CI logs).
         sev = f"{f.severity.value:<6}"
         say(sev + term(f" {f.code} {f.slug} [{', '.join(f.kernels)}] {f.message}"), " " * 7,
-            _SEV_STYLE[f.severity.value], len(sev))
+            severity_style(f.severity.value, con.color_system), len(sev))
         where = _loc_text(f)
         if where:
             say(term(f"       at {where}"), " " * 10)

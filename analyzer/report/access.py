@@ -73,3 +73,22 @@ def report_timeline(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     if isinstance(rows, Mapping):
         rows = rows.get("kernels", []) or []
     return [dict(r) for r in rows if "start_ns" in r and "duration_us" in r]
+
+
+def where_text(locations: list[dict[str, Any]], limit: int | None = None) -> str:
+    """`flash_attention.py:41 ir/tvmscript.py:46 ir/kernel.cpp:130`: the lines a finding points at.
+
+    Kernel source files are shown by name (their recorded path is repo-relative), IR files as
+    stored in the bundle; repeats are dropped, and past `limit` entries a `+N more` says so.
+    """
+    parts: list[str] = []
+    for loc in locations:
+        if loc.get("line") is None:
+            continue
+        file = str(loc.get("file", ""))
+        short = file.replace("\\", "/").rsplit("/", 1)[-1] if loc.get("stage") == "source" else file
+        parts.append(f"{short}:{loc['line']}")
+    unique = list(dict.fromkeys(parts))
+    if limit is not None and len(unique) > limit:
+        return " ".join(unique[:limit]) + f" +{len(unique) - limit} more"
+    return " ".join(unique)

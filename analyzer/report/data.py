@@ -29,6 +29,7 @@ from tilescope.lines import lines_section
 from tilescope.profile import Profile
 from tilescope.report.meta import SCHEMA_VERSION, TIMELINE_CAP, now_stamp, tool_version
 from tilescope.report.ranks import SCOPE_CLUSTER, cluster_section, group_across_ranks, group_skipped
+from tilescope.report.run import run_section
 from tilescope.summary import FIRST_OF_GROUP, TIMELINE_KEYS, WEIGHTED_RATIOS, summarize
 
 # pandas and the profile model are imported by the functions that need them: `tilescope analyze`
@@ -450,6 +451,15 @@ def add_cluster(report: dict[str, Any], cluster: Cluster, result: AnalysisResult
     report["findings"] = group_across_ranks(report["findings"], total)
     report["findings"].sort(key=lambda f: (-f["est_saving_us"], f["code"]))
     report["skipped"] = group_skipped(report["skipped"], total)
+    # the run before any rank's own numbers (`inputs`, `summary` are the first rank's): right
+    # after the report's own header, as every renderer leads with it
+    run = run_section(report)
+    items = list(report.items())
+    report.clear()
+    for key, value in items:
+        report[key] = value
+        if key == "generated_at":
+            report["run"] = run
 
 
 def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0) -> dict[str, Any]:

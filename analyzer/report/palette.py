@@ -36,3 +36,24 @@ SHARE_SERIES: tuple[tuple[str, str, str], ...] = (
     ("cube", "Cube", CUBE), ("vector", "Vector", VECTOR), ("mte", "Data movement (MTE)", MTE2),
     ("scalar", "Scalar", SCALAR),
 )
+
+# The severities on a terminal, per colour system rich picks from TERM / COLORTERM. The hex colours
+# downgraded by rich read wrong: on 16 colours high came out yellow and medium red, on 256 both the
+# same orange. So each system gets its own: on 16, red / yellow (the palette's darker, orange-ish
+# one) / bright yellow / grey; on 256, the cube's red 160, orange 208, gold 220 and grey 245; with
+# 24-bit colour the product's own.
+TERMINAL_SEVERITY = {
+    # no bold but on high: many terminals draw bold yellow as the bright one, low's
+    "standard": {"high": "bold red", "medium": "yellow", "low": "bright_yellow", "info": "bright_black"},
+    "256": {"high": "bold color(160)", "medium": "bold color(208)", "low": "color(220)",
+            "info": "color(245)"},
+    "truecolor": {"high": f"bold {SEVERITY_COLOURS['high']}", "medium": f"bold {SEVERITY_COLOURS['medium']}",
+                  "low": SEVERITY_COLOURS["low"], "info": SEVERITY_COLOURS["info"]},
+}
+
+
+def severity_style(severity: str, color_system: str | None) -> str:
+    """The rich style of a severity on a console of `color_system` (`Console.color_system`:
+    "standard", "256", "truecolor", "windows", or None without colour)."""
+    system = color_system if color_system in TERMINAL_SEVERITY else "standard"
+    return TERMINAL_SEVERITY[system].get(severity, "")

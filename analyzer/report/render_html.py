@@ -34,13 +34,21 @@ from tilescope.report.access import (
 from tilescope.report.charts import figures_from_report
 from tilescope.report.evidence import EvidenceTable, evidence_tables
 from tilescope.report.palette import CUBE, IDLE, MTE2, SCALAR, SEVERITY_COLOURS, VECTOR
-from tilescope.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
+from tilescope.report.ranks import (
+    RANK_COLUMNS,
+    SCOPE_CLUSTER,
+    group_across_ranks,
+    rank_rows,
+    ranks_total,
+    unique_skipped,
+)
 from tilescope.report.render_md import (
     Excerpt,
     excerpt_roots,
     finding_excerpts,
     kernels_text,
 )
+from tilescope.report.run import PER_RANK_COLUMNS, per_rank_rows, ranks_phrase, run_lines, run_of
 from tilescope.text.escape import html_text, json_for_script, script_safe
 from tilescope.text.words import (
     KERNEL_COLUMNS_NOTE,
@@ -96,8 +104,12 @@ details.finding > summary {{ cursor: pointer; }}
 def render(report: Mapping[str, Any], *, ir_root: str | Path | None = None,
            source_root: str | Path | None = None, title: str | None = None, **_opts: Any) -> str:
     findings = group_across_ranks(report_findings(report), ranks_total(report))
+    run = run_of(report)
+    if run is not None:  # the run's own findings first, then the ranks', each by saving
+        findings = ([f for f in findings if f.get("scope") == SCOPE_CLUSTER]
+                    + [f for f in findings if f.get("scope") != SCOPE_CLUSTER])
     roots = excerpt_roots(report, ir_root, source_root)
-    src = report_input_path(report)
+    src = run["path"] if run is not None else report_input_path(report)
     page_title = title or ("tilescope report — " + (src or "profile"))
     parts = [
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -107,8 +119,9 @@ def render(report: Mapping[str, Any], *, ir_root: str | Path | None = None,
         f"<style>{CSS}{_pygments_css()}</style></head><body>",
         _header(report, findings, page_title),
         _ranks(report),
-        _charts(report),
-        _top_kernels(report),
+        _per_rank(report) if run is not None else "",
+        _charts(report, run),
+        "" if run is not None else _top_kernels(report),
         _measured_lines(report),
         _findings(findings, roots),
         _rule_docs(findings),
@@ -149,6 +162,14 @@ def _pygments_css() -> str:
 
 
 def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], page_title: str) -> str:
+    run = run_of(report)
+    closing = headline(findings, profile_summaries(report))
+    if run is not None:  # several ranks: the run, never its first rank, leads (issue #28)
+        lead = "".join(f"<li>{html_text(line)}</li>" for line in run_lines(run))
+        return (f"<header><h1>{html_text(page_title, 200)}</h1>"
+                f'<p class="facts"><span><b>{html_text(ranks_phrase(run))}</b></span></p>'
+                f'<ul id="run">{lead}</ul>'
+                f'<p id="headline"><b>{html_text(closing)}</b></p></header>')
     s = report_summary(report)
     chip = report_chip(report).get("name")
     facts = [f'<span><b>Device time {html_text(fmt_us(s["total_device_us"]))}</b></span>']
@@ -165,15 +186,17 @@ def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], pa
         facts.append(f"<span>chip {html_text(chip_text(report_chip(report)), 200)}</span>")
     if s["kernel_count"] is not None:
         facts.append(f"<span>{html_text(launches_text(s['raw']), 60)}</span>")
-    closing = headline(findings, profile_summaries(report))
     return (f"<header><h1>{html_text(page_title, 200)}</h1>"
             f'<p class="facts">{"".join(facts)}</p>'
             f'<p id="headline"><b>{html_text(closing)}</b></p>'
             "</header>")
 
 
-def _charts(report: Mapping[str, Any]) -> str:
-    out = ['<section id="charts"><h2>Where the time goes</h2><script type="application/json" '
+def _charts(report: Mapping[str, Any], run: Mapping[str, Any] | None = None) -> str:
+    # the charts draw the report's first profile: named as such when there are several ranks
+    first = (report.get("profiles") or [{}])[0].get("rank")
+    heading = "Where the time goes" + (f" — rank {first}" if run is not None else "")
+    out = [f'<section id="charts"><h2>{html_text(heading)}</h2><script type="application/json" '
            f'id="tilescope-plot-config">{json_for_script(PLOT_CONFIG)}</script>']
     for key, fig in figures_from_report(report).items():
         if isinstance(fig, str):
@@ -207,6 +230,20 @@ def _ranks(report: Mapping[str, Any]) -> str:
     out.append("</tbody></table>")
     out += [f'<p class="note">{html_text(n)}</p>' for n in section.get("notes") or []]
     out.append("</section>")
+    return "\n".join(out)
+
+
+def _per_rank(report: Mapping[str, Any]) -> str:
+    """A multi-rank report's per-rank summaries (tilescope.report.run.per_rank_rows)."""
+    head = "".join(f"<th>{html_text(c)}</th>" for c in PER_RANK_COLUMNS)
+    out = [f'<section id="per-rank"><h2>Per rank</h2><table><thead><tr>{head}</tr></thead><tbody>']
+    for ranks, device, launches, busy, sol, name, share in per_rank_rows(report):
+        top = f'<code class="kernel-name">{html_text(name)}</code> {html_text(share)}' if name else "–"
+        out.append("<tr>" + "".join([
+            _td(html_text(ranks)), _td(html_text(device), True), _td(html_text(launches)),
+            _td(html_text(busy)), _td(html_text(sol), True), _td(top),
+        ]) + "</tr>")
+    out.append("</tbody></table></section>")
     return "\n".join(out)
 
 
@@ -275,8 +312,7 @@ def _finding(index: int, f: Mapping[str, Any], roots: Sequence[Path]) -> str:
         f'<summary><span class="sev sev-{sev_cls}">{html_text(sev.upper(), 10)}</span> '
         f'<code>{code}</code> <span class="slug">{html_text(f.get("slug", ""), 80)}</span>'
         + (f' · <span class="ranks">{html_text(f["rank_text"], 80)}</span>' if f.get("rank_text") else "")
-        + ' · est. '
-        f'{html_text(saving_phrase(f))} — '
+        + f' · {html_text(saving_phrase(f))} — '
         f'<span class="message">{html_text(f.get("message", ""))}</span></summary>',
     ]
     names, more = kernels_text(f.get("kernels", []) or [], shown=20)

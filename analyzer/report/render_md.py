@@ -23,10 +23,19 @@ from tilescope.report.access import (
     report_input_path,
     report_kernels,
     report_summary,
+    where_text,
 )
 from tilescope.report.evidence import evidence_tables
-from tilescope.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
-from tilescope.text.escape import md_code_block, md_code_span, md_html_text, md_text
+from tilescope.report.ranks import (
+    RANK_COLUMNS,
+    SCOPE_CLUSTER,
+    group_across_ranks,
+    rank_rows,
+    ranks_total,
+    unique_skipped,
+)
+from tilescope.report.run import PER_RANK_COLUMNS, per_rank_rows, ranks_phrase, run_lines, run_of
+from tilescope.text.escape import md_code_block, md_code_span, md_html_text, md_nowrap, md_text
 from tilescope.text.words import (
     KERNEL_COLUMNS_NOTE,
     chip_text,
@@ -50,6 +59,9 @@ MAX_TOP_KERNELS = 15
 MAX_LISTED = 30  # skipped rules / rule errors listed before "and N more"
 EXCERPT_CONTEXT = 3
 EXCERPT_MAX_LINES = 40
+# characters of a message in a finding's one-line form (past the budget for full blocks): short
+# enough that the first findings keep their blocks beside the first screen's fixes
+SHORT_MESSAGE = 100
 WHERE_SHOWN = 6  # locations listed in a finding's "Where" before "and N more"
 STAGE_ORDER = {"source": 0, "tvmscript": 1, "ascendc": 2}  # the author's code first
 _LEXER_BY_SUFFIX = {".py": "python", ".cpp": "cpp", ".cc": "cpp", ".h": "cpp", ".hpp": "cpp",
@@ -154,8 +166,9 @@ def shared_excerpts(findings: Sequence[Mapping[str, Any]], roots: Sequence[Path]
                     context: int = EXCERPT_CONTEXT) -> list[SharedExcerpt]:
     """Every file line the findings point at, as windows of `context` lines around them; windows
     that touch are merged (up to EXCERPT_MAX_LINES), so a line several findings share is shown
-    once. The author's source first, then TVMScript, then Ascend C; within a stage, the windows of
-    the finding with the larger saving first."""
+    once. By finding (the larger saving first), and within one finding the author's source, then
+    TVMScript, then Ascend C: what a length limit leaves out is the least valuable finding's code,
+    not every Ascend C excerpt."""
     files: dict[Path, dict[str, Any]] = {}
     for i, f in enumerate(findings):
         for loc in f.get("locations", []) or []:
@@ -184,7 +197,7 @@ def shared_excerpts(findings: Sequence[Mapping[str, Any]], roots: Sequence[Path]
             ex = Excerpt(path=path, display=entry["display"], stage=entry["stage"], first_line=first,
                          lines=tuple(text[first - 1:last]), marked=frozenset(inside))
             out.append(SharedExcerpt(ex, tuple(sorted(set().union(*(marks[n] for n in inside))))))
-    out.sort(key=lambda e: (STAGE_ORDER.get(e.excerpt.stage, 3), e.findings[0], e.excerpt.display,
+    out.sort(key=lambda e: (e.findings[0], STAGE_ORDER.get(e.excerpt.stage, 3), e.excerpt.display,
                             e.excerpt.first_line))
     return out
 
@@ -215,6 +228,12 @@ def kernels_text(kernels: Sequence[Any], shown: int = 5) -> tuple[list[str], int
 
 def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) -> str:
     s = report_summary(report)
+    run = run_of(report)
+    closing = f"**{md_text(headline(findings, profile_summaries(report)), None)}**"
+    if run is not None:  # several ranks: the run, never its first rank, leads (issue #28)
+        title = f"## tilescope performance report — {md_code_span(run['path'], 120)} · {ranks_phrase(run)}"
+        lead = [f"- {md_text(line, None)}" for line in run_lines(run)]
+        return "\n".join([title, "", *lead, "", closing]) + "\n"
     src = report_input_path(report)
     chip = report_chip(report).get("name")
     out = ["## tilescope performance report" + (f" — {md_code_span(src, 120)}" if src else ""), ""]
@@ -229,8 +248,41 @@ def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) 
         facts.append(f"chip {md_text(chip_text(report_chip(report)), 160)}")
     if s["kernel_count"] is not None:
         facts.append(md_text(launches_text(s["raw"])))
-    closing = headline(findings, profile_summaries(report))
-    out += [" · ".join(facts), "", f"**{md_text(closing, None)}**"]
+    out += [" · ".join(facts), "", closing]
+    return "\n".join(out) + "\n"
+
+
+TOP_FIXES = 3  # findings whose fix the first screen shows
+
+
+def _top_fixes(findings: Sequence[Mapping[str, Any]]) -> str:
+    """The first screen's advice: the largest savings' fixes, one numbered item each, where to
+    change the code under it; the evidence stays in the findings below."""
+    shown = [f for f in findings if f.get("recommendation")][:TOP_FIXES]
+    if not shown:
+        return ""
+    out = ["### What to do first", ""]
+    for i, f in enumerate(shown, 1):
+        sev = str(f.get("severity", "info"))
+        out.append(f"{i}. {SEVERITY_ICON.get(sev, '')} **{md_text(f.get('code', '?'), 12)}** "
+                   f"{md_text(f.get('slug', ''), 60)} · {md_text(saving_phrase(f), 80)} — "
+                   f"{md_text(f['recommendation'], 600)}")
+        where = where_text([dict(loc) for loc in f.get("locations") or [] if isinstance(loc, Mapping)], 3)
+        if where:
+            out.append(f"   at {md_code_span(where, 200)}")
+    return "\n".join(out) + "\n\n"
+
+
+def _per_rank(report: Mapping[str, Any]) -> str:
+    """A multi-rank report's per-rank summaries (tilescope.report.run.per_rank_rows)."""
+    rows = per_rank_rows(report)
+    if not rows:
+        return ""
+    out = ["### Per rank", "", "| " + " | ".join(PER_RANK_COLUMNS) + " |", "|---|--:|---|---|--:|---|"]
+    for ranks, device, launches, busy, sol, name, share in rows:
+        top = f"{md_code_span(name, 60)} {md_nowrap(share)}" if name else "–"
+        out.append(f"| {md_text(ranks, 60)} | {md_nowrap(device)} | {md_text(launches, 60)} | "
+                   f"{md_text(busy, 120)} | {md_nowrap(md_text(sol, 20))} | {top} |")
     return "\n".join(out) + "\n"
 
 
@@ -244,7 +296,8 @@ def _ranks(report: Mapping[str, Any]) -> str:
            "kernel table; times summed over the profiled steps)", "",
            "| " + " | ".join(RANK_COLUMNS[:-1]) + " | note |", "|--:|--:|--:|--:|--:|---|---|"]
     for row in rows:
-        cells = [md_text(c, 60) for c in row]
+        # the times (columns 1-4) keep their units on one line in GitHub's narrow columns
+        cells = [md_nowrap(md_text(c, 60)) if 0 < i < 5 else md_text(c, 60) for i, c in enumerate(row)]
         if "slow rank" in row[-1]:
             cells[0] = f"**{cells[0]}**"
         out.append("| " + " | ".join(cells) + " |")
@@ -264,10 +317,9 @@ def _top_kernels(report: Mapping[str, Any], limit: int) -> str:
         out.append("| " + " | ".join([
             str(i), md_code_span(r.get("name", "?"), 80), md_text(r.get("op_type", ""), 40),
             md_text(r.get("core_type", ""), 20), md_text(r.get("launches", r.get("count", "")), 12),
-            fmt_us(r.get("total_us", r.get("duration_us"))), fmt_pct(r.get("share")),
-            fmt_pct(r.get("cube_share")),
-            fmt_pct(r.get("vector_share")),
-            sol_text(r),
+            *(md_nowrap(c) for c in (fmt_us(r.get("total_us", r.get("duration_us"))), fmt_pct(r.get("share")),
+                                      fmt_pct(r.get("cube_share")), fmt_pct(r.get("vector_share")),
+                                      sol_text(r))),
         ]) + " |")
     if len(rows) > limit:
         out.append(f"\n_{len(rows) - limit} more kernels in the full report._")
@@ -304,18 +356,9 @@ def finding_summary_line(f: Mapping[str, Any], message_limit: int = 200) -> str:
 
 
 def _finding_block(f: Mapping[str, Any], excerpt_ids: Sequence[str]) -> str:
+    """A finding as `<details>`: its fix and where first, then its kernels; the evidence, a table
+    of measured values and thresholds, behind a `<details>` of its own."""
     out = ["<details>", f"<summary>{finding_summary_line(f)}</summary>", ""]
-    names, more = kernels_text(f.get("kernels", []) or [])
-    if names:
-        out.append("**Kernels:** " + ", ".join(md_code_span(n, 100) for n in names)
-                   + (f" and {more} more" if more else ""))
-        out.append("")
-    occ = f.get("occurrences")
-    if isinstance(occ, int) and occ > 1:
-        out += [f"**Occurrences:** {occ}", ""]
-    evidence = f.get("evidence") or {}
-    if isinstance(evidence, Mapping) and evidence:
-        out += _evidence_md(evidence)
     if f.get("recommendation"):
         out += [f"**What to do:** {md_text(f['recommendation'], 1000)}", ""]
     locs = [loc for loc in f.get("locations", []) or [] if isinstance(loc, Mapping)]
@@ -328,6 +371,20 @@ def _finding_block(f: Mapping[str, Any], excerpt_ids: Sequence[str]) -> str:
         out.append("")
     if excerpt_ids:
         out += [f"**Code:** {', '.join(excerpt_ids)} under *Code the findings point at*", ""]
+    names, more = kernels_text(f.get("kernels", []) or [])
+    if names:
+        out.append("**Kernels:** " + ", ".join(md_code_span(n, 100) for n in names)
+                   + (f" and {more} more" if more else ""))
+        out.append("")
+    occ = f.get("occurrences")
+    if isinstance(occ, int) and occ > 1:
+        out += [f"**Occurrences:** {occ}", ""]
+    evidence = f.get("evidence") or {}
+    if isinstance(evidence, Mapping) and evidence:
+        tables = _evidence_md(evidence)
+        values = sum(1 for line in tables if line.startswith("| ") and not line.startswith("| evidence |"))
+        out += ["<details>", f"<summary>Evidence: {values} measured values and thresholds</summary>", "",
+                *tables, "</details>", ""]
     out.append("</details>")
     return "\n".join(out) + "\n"
 
@@ -341,7 +398,7 @@ def _evidence_md(evidence: Mapping[str, Any]) -> list[str]:
             out += [f"*{md_text(table.title, 60)}*{count}:", ""]
         out.append("| " + " | ".join(md_text(c, 60) for c in table.columns) + " |")
         out.append("|" + "|".join("---" for _ in table.columns) + "|")
-        out += ["| " + " | ".join(md_text(c, 120) for c in row) + " |" for row in table.rows]
+        out += ["| " + " | ".join(md_nowrap(md_text(c, 120)) for c in row) + " |" for row in table.rows]
         out.append("")
     return out
 
@@ -349,11 +406,13 @@ def _evidence_md(evidence: Mapping[str, Any]) -> list[str]:
 def _excerpt_block(number: int, shared: SharedExcerpt, findings: Sequence[Mapping[str, Any]]) -> str:
     ex = shared.excerpt
     codes = Counter(str(findings[i].get("code", "?")) for i in shared.findings)
-    by = ", ".join(md_text(c, 12) + (f" ×{n}" if n > 1 else "") for c, n in codes.items())
+    by = ", ".join(c + (f" ×{n}" if n > 1 else "") for c, n in codes.items())
     last = ex.first_line + len(ex.lines) - 1
     span = f"line {last}" if last == ex.first_line else f"lines {ex.first_line}–{last}"
-    return (f"**E{number}** · {md_text(ex.stage or 'source', 20)} · {md_code_span(ex.display, 120)} {span}"
-            f" · {by}\n\n{md_code_block(_numbered(ex), ex.language)}\n\n")
+    # collapsed: a reviewer opens the excerpt a finding names (raw HTML: escaped as such)
+    return (f"<details>\n<summary><b>E{number}</b> · {md_html_text(ex.stage or 'source', 20)} · "
+            f"<code>{md_html_text(ex.display, 120)}</code> {span} · {md_html_text(by, 200)}</summary>\n\n"
+            f"{md_code_block(_numbered(ex), ex.language)}\n\n</details>\n\n")
 
 
 def _numbered(ex: Excerpt) -> str:
@@ -424,15 +483,20 @@ def render(report: Mapping[str, Any], *, max_chars: int = DEFAULT_MAX_CHARS,
     point at follows them, each excerpt once; past `max_chars` findings lose their evidence, then
     their block, and excerpts are left out, each time said in a note."""
     findings = group_across_ranks(report_findings(report), ranks_total(report))
+    multi = run_of(report) is not None
+    if multi:  # the run's own findings first, then the ranks', each by saving
+        findings = ([f for f in findings if f.get("scope") == SCOPE_CLUSTER]
+                    + [f for f in findings if f.get("scope") != SCOPE_CLUSTER])
     roots = excerpt_roots(report, ir_root, source_root)
     excerpts = shared_excerpts(findings, roots)
     ids_of: dict[int, list[str]] = {}
     for number, shared in enumerate(excerpts, 1):
         for i in shared.findings:
             ids_of.setdefault(i, []).append(f"E{number}")
-    head = _headline(report, findings) + "\n" + _ranks(report)
-    kernels = _top_kernels(report, MAX_TOP_KERNELS)
-    if len(head) + len(kernels) > max_chars // 3:  # very long hostile names: keep the headline
+    lead, ranks = _headline(report, findings) + "\n", _ranks(report)
+    head = lead + _top_fixes(findings) + ranks
+    kernels = _per_rank(report) if multi else _top_kernels(report, MAX_TOP_KERNELS)
+    if len(lead + ranks) + len(kernels) > max_chars // 3 and not multi:  # very long hostile names
         kernels = _top_kernels(report, 3)
     tail = _tail(report)
     if len(head) + len(kernels) + len(tail) > max_chars // 2:
@@ -440,7 +504,8 @@ def render(report: Mapping[str, Any], *, max_chars: int = DEFAULT_MAX_CHARS,
     measured = _measured_lines(report)
     body = [head, kernels + "\n" if kernels else "", measured + "\n" if measured else ""]
     if findings:
-        body.append("### Findings by estimated saving\n\n")
+        body.append("### Findings across ranks, then on the ranks, by estimated saving\n\n" if multi
+                    else "### Findings by estimated saving\n\n")
     used = sum(map(len, body)) + len(tail)
     reserve = len(_truncation_note(len(findings), findings, findings, max_chars)) + 64
     if excerpts:
@@ -449,7 +514,7 @@ def render(report: Mapping[str, Any], *, max_chars: int = DEFAULT_MAX_CHARS,
     dropped: list[Mapping[str, Any]] = []
     # every finding gets at least its line; full blocks (evidence, advice, where) go to the first
     # ones, by saving, while the lines of the rest still fit
-    shorts = [f"- {finding_summary_line(f, message_limit=120)}\n" for f in findings]
+    shorts = [f"- {finding_summary_line(f, message_limit=SHORT_MESSAGE)}\n" for f in findings]
     still_short = sum(map(len, shorts))
     full_blocks = used + still_short + reserve <= max_chars
     for i, f in enumerate(findings):

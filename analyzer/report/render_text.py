@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 from typing import Any
 
 from rich.cells import cell_len
@@ -13,8 +12,17 @@ from rich.text import Text
 
 from tilescope.ranksets import rank_set_text, ranks_label
 from tilescope.report import lines_view
-from tilescope.report.access import profile_summaries, report_input_path
-from tilescope.report.ranks import RANK_COLUMNS, group_across_ranks, rank_rows, ranks_total, unique_skipped
+from tilescope.report.access import profile_summaries, report_input_path, where_text
+from tilescope.report.palette import severity_style
+from tilescope.report.ranks import (
+    RANK_COLUMNS,
+    SCOPE_CLUSTER,
+    group_across_ranks,
+    rank_rows,
+    ranks_total,
+    unique_skipped,
+)
+from tilescope.report.run import common_root, ranks_phrase, run_lines, run_of
 from tilescope.text.escape import terminal_text
 from tilescope.text.terminal import console as make_console
 from tilescope.text.terminal import squeeze, wrap
@@ -27,27 +35,6 @@ from tilescope.text.words import (
     speed_of_light_text,
     units_text,
 )
-
-SEVERITY_STYLE = {"high": "bold #c0392b", "medium": "bold #e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
-
-
-def where_text(locations: list[dict[str, Any]], limit: int | None = None) -> str:
-    """`flash_attention.py:41 ir/tvmscript.py:46 ir/kernel.cpp:130`: the lines a finding points at.
-
-    Kernel source files are shown by name (their recorded path is repo-relative), IR files as
-    stored in the bundle; repeats are dropped, and past `limit` entries a `+N more` says so.
-    """
-    parts: list[str] = []
-    for loc in locations:
-        if loc.get("line") is None:
-            continue
-        file = str(loc.get("file", ""))
-        short = file.replace("\\", "/").rsplit("/", 1)[-1] if loc.get("stage") == "source" else file
-        parts.append(f"{short}:{loc['line']}")
-    unique = list(dict.fromkeys(parts))
-    if limit is not None and len(unique) > limit:
-        return " ".join(unique[:limit]) + f" +{len(unique) - limit} more"
-    return " ".join(unique)
 
 
 def _kernels(names: list[str], limit: int = 3) -> str:
@@ -94,36 +81,36 @@ def render(report: dict[str, Any], **opts: Any) -> str:
         for line in wrap(terminal_text(text), width, indent, hang):
             console.print(Text(line, style=style), no_wrap=True, crop=False)
 
-    profiles = report.get("profiles", [])
-    if len(profiles) == 1:
-        p = profiles[0]
-        rank = f" rank {p['rank']}" if p.get("rank") is not None else ""
-        say(f"{p.get('path')}{rank}: {_profile_facts(p)}", "bold", "", "  ")
-        for line, style in _profile_lines(p):
-            say(line, style, "  ", "    ")
-    else:
-        # one line per group of ranks that read alike, not one per rank (4,096 ranks...)
-        say(f"{_common_root(profiles)}: {len(profiles)} ranks", "bold", "", "  ")
-        groups: dict[str, list[int]] = {}
-        for i, p in enumerate(profiles):
-            rank_id = int(p["rank"]) if p.get("rank") is not None else i
-            groups.setdefault(_profile_facts(p), []).append(rank_id)
-        for facts, ranks in groups.items():
-            say(f"{ranks_label(ranks)}: {facts}", "bold", "  ", "    ")
-        # what the ranks share is said once, with the ranks it holds for ("on 7 of 8 ranks")
-        for (line, style), ranks in _lines_by_rank(profiles).items():
-            say(f"{line}{_on_ranks(ranks, len(profiles))}", style, "  ", "    ")
-    _print_ranks(console, report, say)
+    run = run_of(report)
     total_ranks = ranks_total(report)
     findings = group_across_ranks(report.get("findings", []), total_ranks)
-    if findings:
-        _print_findings(console, findings, total_ranks > 1, width)
-        if opts.get("recommendations", True):
-            for f in findings[: int(opts.get("max_recommendations", 5))]:
-                say(f"{f.get('code')} → {f.get('recommendation')}", "dim", "  ", "    ")
-                where = where_text(list(f.get("locations") or []), limit=6)
-                if where:
-                    say(f"at {where}", "dim", "      ", "         ")
+    if run is not None:  # the run first: its ranks, the slow rank, the spread, cross-rank findings
+        say(f"{run['path']}: {ranks_phrase(run)}", "bold", "", "  ")
+        for line in run_lines(run):
+            say(line, "", "  ", "    ")
+        _print_ranks(console, report, say)
+        across = [f for f in findings if f.get("scope") == SCOPE_CLUSTER]
+        if across:
+            say("across ranks:", "bold")
+            _print_findings(console, across, True, width)
+        say("per rank:", "bold")
+        _print_profiles(report, say, "  ")
+        findings = across + [f for f in findings if f.get("scope") != SCOPE_CLUSTER]
+        if len(findings) > len(across):
+            say("on the ranks:", "bold")
+            _print_findings(console, findings[len(across):], True, width)
+    else:
+        _print_profiles(report, say, "")
+        _print_ranks(console, report, say)
+        if findings:
+            _print_findings(console, findings, total_ranks > 1, width)
+    if findings and opts.get("recommendations", True):
+        # the fixes are what to read: full weight, not dim
+        for f in findings[: int(opts.get("max_recommendations", 5))]:
+            say(f"{f.get('code')} → {f.get('recommendation')}", "", "  ", "    ")
+            where = where_text(list(f.get("locations") or []), limit=6)
+            if where:
+                say(f"at {where}", "dim", "      ", "         ")
     _print_lines(report, say)
     # rules with the same missing input share one line ("TS500-TS506 ... needs a run bundle")
     lines = not_checked_lines([dict(s) for s in unique_skipped(report.get("skipped", []))])
@@ -139,6 +126,30 @@ def render(report: dict[str, Any], **opts: Any) -> str:
             f"{adv.get('duplicates', 0)} already reported by tilescope", "dim", "", "  ")
     say(summary_line(report), "bold")
     return buf.getvalue()
+
+
+def _print_profiles(report: dict[str, Any], say: Any, indent: str) -> None:
+    """Each profile's facts and lines; several ranks as one line per group of ranks that read
+    alike, not one per rank (4,096 ranks...), what they share said once with its ranks."""
+    profiles = report.get("profiles", [])
+    if len(profiles) == 1:
+        p = profiles[0]
+        rank = f" rank {p['rank']}" if p.get("rank") is not None else ""
+        say(f"{p.get('path')}{rank}: {_profile_facts(p)}", "bold", indent, indent + "  ")
+        for line, style in _profile_lines(p):
+            say(line, style, indent + "  ", indent + "    ")
+        return
+    if not indent:  # several profiles without a run section (a report written before it)
+        root = common_root([str(p.get("path") or "") for p in profiles])
+        say(f"{root}: {len(profiles)} ranks", "bold", "", "  ")
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(profiles):
+        rank_id = int(p["rank"]) if p.get("rank") is not None else i
+        groups.setdefault(_profile_facts(p), []).append(rank_id)
+    for facts, ranks in groups.items():
+        say(f"{ranks_label(ranks)}: {facts}", "bold", "  ", "    ")
+    for (line, style), ranks in _lines_by_rank(profiles).items():
+        say(f"{line}{_on_ranks(ranks, len(profiles))}", style, "  ", "    ")
 
 
 def _print_lines(report: dict[str, Any], say: Any) -> None:
@@ -183,17 +194,6 @@ def _profile_facts(p: dict[str, Any]) -> str:
             f"({', '.join(p.get('metric_groups') or []) or 'no PMU metrics'})")
 
 
-def _common_root(profiles: list[dict[str, Any]]) -> str:
-    paths = [str(p.get("path") or "") for p in profiles]
-    scheme = paths[0].partition("://")[0] + "://" if "://" in paths[0] else ""
-    if scheme and all(p.startswith(scheme) for p in paths):  # ranks at a URL: keep its "//"
-        return scheme + _common_root([{"path": p[len(scheme):]} for p in paths])
-    try:
-        return os.path.commonpath(paths) or paths[0]
-    except ValueError:  # absolute and relative paths mixed
-        return paths[0]
-
-
 def _lines_by_rank(profiles: list[dict[str, Any]]) -> dict[tuple[str, str], list[int]]:
     out: dict[tuple[str, str], list[int]] = {}
     for i, p in enumerate(profiles):
@@ -221,7 +221,7 @@ def _print_ranks(console: Console, report: dict[str, Any], say: Any) -> None:
     for i, col in enumerate(RANK_COLUMNS):
         table.add_column(col, justify="right" if 0 < i < 5 else "left", no_wrap=True)
     for row in rows:  # alike ranks share a row (`0-2, 4-7`)
-        style = "bold #c0392b" if "slow rank" in row[-1] else ""
+        style = severity_style("high", console.color_system) if "slow rank" in row[-1] else ""
         table.add_row(*(Text(terminal_text(c), style=style) for c in row))
     console.print(table, crop=False)
     for note in section.get("notes") or []:
@@ -247,7 +247,8 @@ def _finding_cells(f: dict[str, Any], multi: bool, width: int | None) -> dict[st
         "rule": str(f.get("slug")),
         # cut to KERNEL_MAX cells on a terminal; whole in a pipe
         "kernel": _kernels(list(f.get("kernels") or [])),
-        "finding": str(f.get("message")) + (f" [x{occ}]" if occ > 1 else ""),
+        # how many times the rule matched it (`occurrences`), said in words: "[x565]" was a riddle
+        "finding": str(f.get("message")) + (f" ({occ:,} occurrences)" if occ > 1 else ""),
         "saving": saving_text(f),
     }
     if multi:
@@ -269,7 +270,7 @@ def _print_findings(console: Console, findings: list[dict[str, Any]], multi: boo
         for r in rows:
             facts = f"{r['code']} {r['rule']}" + (f" rank {r['rank']}" if multi else "")
             head = wrap(f"{facts} · {r['kernel']} · {r['saving']}", width, f"{r['sev']:<7}", " " * 7)
-            style = SEVERITY_STYLE.get(r["sev"], "")
+            style = severity_style(r["sev"], console.color_system)
             for i, line in enumerate(head):
                 text = Text(line)
                 if i == 0:
@@ -284,5 +285,6 @@ def _print_findings(console: Console, findings: list[dict[str, Any]], multi: boo
     for r in rows:
         message = r["finding"] if room is None else "\n".join(wrap(r["finding"], room))
         table.add_row(*(Text(message if c == "finding" else r[c],
-                             style=SEVERITY_STYLE.get(r["sev"], "") if c == "sev" else "") for c in columns))
+                             style=severity_style(r["sev"], console.color_system) if c == "sev" else "")
+                        for c in columns))
     console.print(table, crop=False)

@@ -1,8 +1,8 @@
 """How numbers and the shared sentences read, in every view (terminal, Markdown, HTML, SARIF,
 dashboard, diff): one formatter per quantity, so one value prints the same everywhere.
 
-docs/product.md 'Words and units': µs in tables, ms from 10 ms up; shares as % in prose. Rounding
-is fixed per kind of number: times to 0.1 µs (0.01 ms), unit busy shares and headline shares to
+docs/product.md 'Words and units': µs in tables, ms from 10 ms up (s from 10 s); shares as % in prose.
+Rounding is fixed per kind of number: times to 0.1 µs (0.01 ms), unit busy shares and headline shares to
 whole per cent, a finding's or kernel's share to 0.1 %.
 """
 
@@ -33,10 +33,13 @@ def num(value: Any) -> float | None:
 
 
 def fmt_us(value: Any) -> str:
-    """43.7 µs, 1,234.5 µs, 12.35 ms; "–" when unknown."""
+    """43.7 µs, 1,234.5 µs, 12.35 ms, 102.40 s; "–" when unknown. Seconds from 10 s on: a wall
+    time of "102,401.47 ms" was never read as the 102 s it is."""
     v = num(value)
     if v is None:
         return "–"
+    if abs(v) >= 10_000_000:
+        return f"{v / 1e6:,.2f} s"
     return f"{v / 1000:,.2f} ms" if abs(v) >= 10_000 else f"{v:,.1f} µs"
 
 
@@ -186,25 +189,60 @@ def recoverable(summaries: Sequence[Mapping[str, Any]]) -> tuple[float, float, f
     return device, total, idle, wall
 
 
+def share_text(part: float, whole: float | None) -> str:
+    """`87 %` of a headline; `< 1 %` for a share that rounds to 0 but is not (1.9 ms of a 100 s
+    wall), so a zero only ever means nothing."""
+    if not whole or whole <= 0:
+        return ""
+    ratio = part / whole
+    return "< 1 %" if 0 < ratio < 0.005 else fmt_pct(ratio, 0)
+
+
+def recoverable_text(
+    device_us: float | None,
+    idle_us: float | None = None,
+    *,
+    device_total: float | None = None,
+    wall_us: float | None = None,
+    across: tuple[float, float | None] | None = None,
+) -> str:
+    """What findings could recover, each kind of saving in its own unit and only the kinds there
+    are: `38.3 µs (87 % of device time)` of kernel time, `116.02 ms of idle gaps (22 % of wall
+    time)`, `8,400.0 µs of step time across ranks (21 %)` (`across`: saving and share), joined by
+    ` + `; "" when none is above zero. Never `0.0 µs` standing for "the saving is of another kind":
+    the headlines, the dashboard's KPI and its severity chart all word it here."""
+    parts = []
+    device, idle = num(device_us) or 0.0, num(idle_us) or 0.0
+    if device > 0:
+        share = share_text(device, device_total)
+        parts.append(fmt_us(device) + (f" ({share} of device time)" if share else ""))
+    if idle > 0:
+        share = share_text(idle, wall_us)
+        parts.append(f"{fmt_us(idle)} of idle gaps" + (f" ({share} of wall time)" if share else ""))
+    if across is not None and (num(across[0]) or 0.0) > 0:
+        share = fmt_pct(across[1], 0) if num(across[1]) is not None else ""
+        parts.append(f"{fmt_us(across[0])} of step time across ranks" + (f" ({share})" if share else ""))
+    return " + ".join(parts)
+
+
+NO_ESTIMATE = "no time saving estimated"
+
+
 def headline(findings: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[str, Any]]) -> str:
     """`6 findings: 5 high, 1 medium — est. 36.7 µs (84 % of device time) recoverable`, the closing
-    line of every view; savings are the summary's combined, bounded totals (tilescope.summary)."""
+    line of every view; savings are the summary's combined, bounded totals (tilescope.summary),
+    each kind in its own unit (`recoverable_text`)."""
     if not findings:
         return "No findings."
     counts = Counter(str(f.get("severity")) for f in findings)
     parts = ", ".join(f"{counts[s]} {s}" for s in SEVERITIES if counts[s])
     device, total, idle, wall = recoverable(summaries)
     noun = "finding" if len(findings) == 1 else "findings"
-    text = f"{len(findings)} {noun}: {parts} — est. {fmt_us(device)}"
-    if total > 0:
-        text += f" ({fmt_pct(device / total, 0)} of device time)"
-    if idle > 0:
-        of_wall = f" ({fmt_pct(idle / wall, 0)} of wall time)" if wall else ""
-        text += f" + {fmt_us(idle)} of idle gaps{of_wall}"
     across = [f for f in findings
               if f.get("saving_kind") == "cluster" and (num(f.get("est_saving_us")) or 0) > 0]
-    if across:  # cross-rank savings overlap (a straggler and the wait it causes): the largest one
-        best = max(across, key=lambda f: num(f.get("est_saving_us")) or 0.0)
-        text += (f" + {fmt_us(num(best.get('est_saving_us')))} of step time across ranks "
-                 f"({fmt_pct(best.get('share_of_total'), 0)})")
-    return text + " recoverable"
+    # cross-rank savings overlap (a straggler and the wait it causes): the largest one
+    best = max(across, key=lambda f: num(f.get("est_saving_us")) or 0.0) if across else None
+    saving = recoverable_text(
+        device, idle, device_total=total, wall_us=wall,
+        across=(num(best.get("est_saving_us")) or 0.0, num(best.get("share_of_total"))) if best else None)
+    return f"{len(findings)} {noun}: {parts} — " + (f"est. {saving} recoverable" if saving else NO_ESTIMATE)

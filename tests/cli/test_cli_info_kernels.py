@@ -180,3 +180,20 @@ def test_debug_shows_traceback(tmp_path: Path) -> None:
     p.write_bytes(b"")
     r = run("--debug", "kernels", str(p), "--format", "json")
     assert r.returncode != 0 and "Traceback" in r.stderr
+
+
+def test_info_counts_blocks_as_analyze_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #28 item 12: `info` said "blocks 24" (the per-block table's rows, one per block and
+    sub-core) where `analyze` says 8 blocks."""
+    from support import cli
+
+    bundle = REPO / "sample_traces" / "tilelang_fa_bundle"
+    code, out, _ = cli(capsys, "analyze", str(bundle), "-f", "json")
+    assert code == 0
+    (wasted,) = [f for f in json.loads(out)["findings"] if f["code"] == "TS401"]
+    blocks = int(wasted["evidence"]["measured"]["block_dim"])
+    code, out, _ = cli(capsys, "info", str(bundle), "-f", "json")
+    rows = json.loads(out)["rows"]
+    assert rows["block_ids"] == blocks == 8 and rows["blocks"] == 24
+    code, out, _ = cli(capsys, "info", str(bundle))
+    assert f"per-block table 24 ({blocks} blocks, a row per sub-core)" in out and "blocks 24" not in out

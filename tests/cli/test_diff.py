@@ -3,8 +3,10 @@ bundled attention samples (unfused -> fused passes and shows the drop; swapped f
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,8 +127,54 @@ def test_json_and_md_formats(tmp_path: Path) -> None:
     md = tmp_path / "d.md"
     assert main(["diff", str(UNFUSED), str(FUSED), "-f", "md", "-o", str(md)]) == 0
     text = md.read_text()
-    assert text.startswith("## tilescope diff") and "✅ **Device time per step" in text
+    assert text.startswith("## tilescope diff") and "\n\n✅ **regression gate" in text.split("| Cube |")[0]
+    assert "**Device time per step" in text
     assert "| Cube |" in text and "- ✅ resolved" in text
+    _check_rendered_md(text, d)
+
+
+def _parse_md_tables(text: str) -> tuple[list[Any], list[list[list[str]]]]:
+    """The tokens of GitHub-flavoured Markdown and its tables as rows of cell texts."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark", {"html": True}).enable("table").parse(text)
+    tables: list[list[list[str]]] = []
+    for prev, t in itertools.pairwise(tokens):
+        if t.type == "table_open":
+            tables.append([])
+        elif t.type == "tr_open":
+            tables[-1].append([])
+        elif t.type == "inline" and prev.type in ("th_open", "td_open"):  # a cell's text
+            tables[-1][-1].append("".join(c.content for c in t.children or []))
+    return tokens, tables
+
+
+def _abs_us(cell: str) -> float:
+    """`−8,270.7\u00a0µs` or `+44.88\u00a0ms` as its size in µs."""
+    value, unit = cell.split("\u00a0")
+    v = abs(float(value.replace(",", "").replace("−", "").replace("+", "").replace("±", "")))
+    return v * 1000 if unit == "ms" else v
+
+
+def _check_rendered_md(text: str, d: dict[str, Any]) -> None:
+    """Issue #28 item 9, on the rendered Markdown: the gate's verdict is the first paragraph; the
+    kernel table keeps the Δ columns in view (no column no row fills), biggest changes first; no
+    finding names an empty kernel."""
+    tokens, tables = _parse_md_tables(text)
+    paragraphs = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "paragraph_open"]
+    assert paragraphs[0].startswith("✅ **regression gate") and paragraphs[0].endswith("passed**")
+    kernels = next(t for t in tables if t[0][0] == "kernel")
+    header, rows = kernels[0], kernels[1:]
+    assert header[:4] == ["kernel", "verdict", "Δ per step", "Δ median"] and "pipe changes" not in header
+    assert all(any(row[i].strip() for row in rows) for i in range(len(header)))  # no empty column
+    # beyond the threshold first, then within it; each by the size of its change
+    deltas = [(row[1].startswith("within"), -_abs_us(row[2])) for row in rows]
+    assert deltas == sorted(deltas) and not deltas[0][0]
+    biggest = max((k for k in d["kernels"] if not k["verdict"].startswith("within")),
+                  key=lambda k: abs(k["delta_us"]))
+    assert rows[0][0].startswith((biggest["head"] or biggest["base"])["name"])
+    assert _abs_us(rows[0][2]) == pytest.approx(abs(biggest["delta_us"]), abs=0.05)
+    assert ": —" not in text  # a finding on no kernel (TS404) names none
 
 
 def test_diff_of_saved_json_reports(tmp_path: Path) -> None:
@@ -183,7 +231,11 @@ def test_fail_on_new_on_the_fa_samples(tmp_path: Path, capsys: pytest.CaptureFix
     # the bundle against itself: its 4 high findings are old, the gate passes
     md = tmp_path / "same.md"
     assert main(["diff", str(fa), str(fa), "--fail-on-new", "high", "-f", "md", "-o", str(md)]) == 0
-    assert md.read_text().rstrip().endswith("new since the base\\)\\: passed")  # Markdown-escaped
+    # the gates' verdicts lead the comment, each on its own line (Markdown-escaped)
+    gates = md.read_text().split("**Device time per step")[0]
+    new_gate = "✅ **new-findings gate \\(high and above, new since the base\\)\\: passed**"
+    assert gates.rstrip().endswith(new_gate)
+    assert "✅ **regression gate" in gates
     # against the msprof-op profile (no IR, fewer rules ran): the bundle's high findings are new
     out = tmp_path / "new.json"
     assert main(["diff", str(SAMPLES / "tilelang_fa_msprof_op"), str(fa), "--fail-on-new", "high",
@@ -212,6 +264,6 @@ def test_markdown_spread_cells_do_not_wrap() -> None:
     r = compare_runs(_run([_k("k1")]), _run([_k("k1", med=300, lo=290, hi=310)]), 5)
     rows = [ln for ln in render_md(r).splitlines() if ln.startswith("| `k1`")]
     assert rows
-    cells = rows[0].strip("|").split(" | ")
+    cells = [c.strip() for c in rows[0].strip("|").split(" | ")]
     spreads = [c for c in cells if "(n=" in c]
     assert len(spreads) == 2 and all(" " not in c and "\u00a0µs" in c for c in spreads), spreads

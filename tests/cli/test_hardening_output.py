@@ -187,7 +187,7 @@ def test_analyze_text_prints_names_and_the_tools_own_brackets_as_text(hostile: P
     for shown in ("x[/bold]y", "a\\x1b[2Jb", "name\\x07bell", "evil\\r\\nname", "\\u202eevil\\u202c"):
         assert shown in out
     assert "[link=https://evil.exampl" in out  # folded in its column, but there
-    assert re.search(r"\[x\d+\]", out)  # the occurrence suffix of grouped findings
+    assert re.search(r"\(\d+ occurrences\)", out)  # the occurrence suffix of grouped findings
 
 
 def test_analyze_json_and_markdown(hostile: Path) -> None:

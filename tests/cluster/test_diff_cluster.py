@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from statistics import median
 from types import ModuleType
@@ -285,6 +286,9 @@ def test_markdown_and_hostile_kernel_names(
     assert "| ranks | step time base → head |" in source
     rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(source)
     assert "<img" not in rendered
+    # the gate's verdict is the first paragraph (issue #28 item 9)
+    first = re.search(r"<p>(.*?)</p>", rendered, re.DOTALL)
+    assert first and first.group(1).startswith("✅ <strong>regression gate") and "passed" in first.group(1)
 
 
 def test_bundled_sample_manifest_matches_analyze(capsys: pytest.CaptureFixture[str]) -> None:

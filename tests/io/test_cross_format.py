@@ -25,6 +25,7 @@ from tilescope.text.words import (
     fmt_us,
     headline,
     launches_text,
+    recoverable_text,
     saving_text,
     speed_of_light_text,
     units_text,
@@ -114,15 +115,49 @@ def test_headline_and_savings_are_one_value(rendered: dict[str, Any]) -> None:
     closing = headline(report["findings"], [p["summary"] for p in report["profiles"]])
     for fmt in ("text", "md", "html"):
         assert closing in rendered[fmt], fmt
-    totals = report["summary"]["findings"]
-    kpi = f"{fmt_us(totals['est_recoverable_us'])} ({fmt_pct(totals['est_recoverable_share'], 0)})"
-    assert kpi in rendered["dashboard"]
+    totals, summary = report["summary"]["findings"], report["summary"]
+    kpi = recoverable_text(totals["est_recoverable_us"], totals["est_idle_recoverable_us"],
+                           device_total=summary["total_device_us"], wall_us=summary["device_time"]["wall_us"])
+    assert kpi and kpi in rendered["dashboard"] and kpi in closing
     sarif = json.loads(rendered["sarif"])["runs"][0]["results"]
     for f in report["findings"]:
         text = saving_text(f)
         for fmt in ("text", "md", "html"):
             assert text in rendered[fmt], (fmt, f["code"], text)
         assert any(text in r["message"]["text"] for r in sarif), (f["code"], text)
+
+
+def test_each_kind_of_saving_is_shown_in_its_own_unit(real_traces: Path) -> None:
+    """Issue #28 item 3. gpt_step_arith_591 (real): its HIGH finding is an idle gap (TS404, 116 ms
+    of wall time) and the kernels' findings save 2,450 µs; the dashboard's severity chart and its
+    KPI once said `est. 0.0 µs` and `2,450.1 µs` for them. msprof_db_2023's one finding is idle
+    time only: its headline said `est. 0.0 µs (0 % of device time) + 2,408.7 µs of idle gaps`."""
+    from tilescope.dashboard import figures as F
+    from tilescope.dashboard.data import make_entry
+    from tilescope.dashboard.views import overview_kpis
+
+    profile = load_profile(real_traces / "gpt_step_arith_591")
+    report = build_report(profile, analyze(profile))
+    totals, summary = report["summary"]["findings"], report["summary"]
+    high = [f for f in report["findings"] if f["severity"] == "high"]
+    assert [(f["code"], f["saving_kind"]) for f in high] == [("TS404", "idle")]
+    idle = fmt_us(totals["saving_by_severity"]["high"]["idle_us"])
+    assert idle == fmt_us(high[0]["est_saving_us"]) and idle.endswith(" ms")
+    bar = F.findings_by_severity_figure(report["findings"], totals).to_dict()["data"][0]
+    assert bar["text"][0] == f"1 · est. {idle} of idle gaps"
+    assert not any("0.0 µs" in t for t in bar["text"])
+    kpis = json.dumps([k.to_plotly_json() for k in overview_kpis(make_entry("p0", "s", profile, report))],
+                      default=str, ensure_ascii=False)
+    share = fmt_pct(totals["est_recoverable_share"], 0)
+    device = f"{fmt_us(totals['est_recoverable_us'])} ({share} of device time)"
+    both = f"{device} + {fmt_us(totals['est_idle_recoverable_us'])} of idle gaps"
+    assert both in kpis and both in headline(report["findings"], [summary])
+    only_idle = load_profile(real_traces / "msprof_db_2023")
+    idle_report = build_report(only_idle, analyze(only_idle))
+    line = render_text.render(idle_report).splitlines()[-1]
+    gaps = fmt_us(idle_report["summary"]["findings"]["est_idle_recoverable_us"])
+    assert line == f"1 finding: 1 low — est. {gaps} of idle gaps (2 % of wall time) recoverable"
+    assert "0.0 µs" not in line
 
 
 def test_partial_pmu_coverage_is_said_in_every_format(real_traces: Path) -> None:

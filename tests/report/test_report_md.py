@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -11,11 +12,15 @@ from markdown_it import MarkdownIt
 
 from tilescope.errors import UsageError
 from tilescope.report import render_md
+from tilescope.text.escape import md_text
+from tilescope.text.words import fmt_us
 
 from support import REPO_ROOT
 from support.report_data import HOSTILE, hostile_report, make_bundle, sample_report
 
 MD = MarkdownIt("commonmark", {"html": True}).enable("table")
+# a finding's own <details>: its summary opens with the severity (the evidence and code ones do not)
+FINDING_SUMMARY = re.compile(r"<summary>\S* ?<b>(?:HIGH|MEDIUM|LOW|INFO)</b>")
 
 
 
@@ -29,10 +34,11 @@ def test_headline_shares_top_kernels_and_findings_in_saving_order(bundle: Path) 
     assert "**Device time 5,000.00 µs**" in head or "**Device time 5,000.0 µs**" in head
     assert "Cube 28 %" in head and "Vector 70 %" in head and "data movement (MTE) 12 %" in head
     assert "4 findings: 1 high, 1 medium, 1 low, 1 info" in head.replace("\\", "")
-    assert "`BatchMatMul_1`" in out and "42.0 %" in out
+    assert "`BatchMatMul_1`" in out and "42.0\xa0%" in out  # a table cell: never wrapped from its unit
     codes = re.findall(r"<summary>.*?<code>(TS\d+)</code>", out)
     assert codes == ["TS101", "TS201", "TS402", "TS402"]
-    assert out.count("<details>") == out.count("</details>") == 4
+    assert out.count("<details>") == out.count("</details>")
+    assert len(FINDING_SUMMARY.findall(out)) == 4  # the evidence and the code are <details> inside
     assert "**What to do:** Fuse QK^T" in out.replace("\\", "")
     assert "l2\\-cache\\-thrash" in out or "l2-cache-thrash" in out  # skipped rule listed
     assert "TS999" in out  # rule error listed
@@ -81,7 +87,8 @@ def test_hostile_names_are_inert_when_rendered(bundle: Path, hostile: str) -> No
         for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.DOTALL):
             assert len(re.findall(r"<td[ >]", row)) == header_cols, row
     # every <details> is closed by us, not by the hostile text
-    assert rendered.count("<details>") == rendered.count("</details>") == 4
+    assert rendered.count("<details>") == rendered.count("</details>")
+    assert len(FINDING_SUMMARY.findall(rendered)) == 4
 
 
 def test_stays_under_the_github_comment_limit_and_says_what_was_dropped(bundle: Path) -> None:
@@ -101,7 +108,7 @@ def test_stays_under_the_github_comment_limit_and_says_what_was_dropped(bundle: 
                      r"400 findings, (\d+) shown as one line, without evidence and code; "
                      r"(\d+) omitted \(", out)
     assert note, out[-1500:]
-    full_blocks = out.count("<details>")
+    full_blocks = len(FINDING_SUMMARY.findall(out))
     assert full_blocks + int(note.group(1)) + int(note.group(2)) == 400
     assert "TS100 ×" in out.split("**Truncated**")[1]
 
@@ -148,8 +155,8 @@ def test_each_excerpt_line_is_shown_once_with_the_findings_that_point_at_it(
     fa_markdown: tuple[dict, str],
 ) -> None:
     _, out = fa_markdown
-    blocks = re.findall(r"\*\*(E\d+)\*\* · (\w+) · `([^`]+)` lines? (\d+)(?:–(\d+))? · ([^\n]*)\n\n"
-                        r"```\w*\n(.*?)```", out, re.DOTALL)
+    blocks = re.findall(r"<summary><b>(E\d+)</b> · (\w+) · <code>([^<]+)</code> lines? (\d+)(?:–(\d+))? · "
+                        r"([^\n]*)</summary>\n\n```\w*\n(.*?)```\n\n</details>", out, re.DOTALL)
     assert len(blocks) >= 4
     seen: set[tuple[str, int]] = set()
     for _eid, _stage, file, _first, _last, by, body in blocks:
@@ -168,7 +175,7 @@ def test_each_excerpt_line_is_shown_once_with_the_findings_that_point_at_it(
 
 def test_evidence_is_tables_with_units_not_cut_json(fa_markdown: tuple[dict, str]) -> None:
     _, out = fa_markdown
-    plain = out.replace("\\", "")
+    plain = out.replace("\\", "").replace("\xa0", " ")  # numbers keep their unit with a no-break space
     assert "| measured.core_efficiency | 33.3 % |" in plain
     assert "| total_us | 43.739 µs |" in plain
     assert "| needed_bytes.L0A | 131,072 B (128 KiB) |" in plain
@@ -181,7 +188,7 @@ def test_occurrences_show_offsets_not_epoch_nanoseconds() -> None:
     from tilescope.config import Config
 
     unfused = BUNDLE.parent / "attention_unfused"
-    out = render_md.render(build(unfused, Config(), None, False), max_chars=60_000)
+    out = render_md.render(build(unfused, Config(), None, False), max_chars=60_000).replace("\xa0", " ")
     assert "| 2 | \\+0 µs |" in out and "\\+18\\.823 ms" in out  # start (from the first)
     assert not re.search(r"^\|.*\d{16,}", out, re.MULTILINE)  # no epoch-ns start times in a table
 
@@ -208,3 +215,90 @@ def test_the_html_report_shows_the_authors_source_and_evidence_tables(fa_markdow
     assert 'data-stage="source"' in page and "T.Pipelined" in page
     assert "<td>measured.core_efficiency</td><td>33.3 %</td>" in page
     assert "<th>side</th><th>max_us</th>" in page  # TS402's per-side records as their own table
+
+
+class _Nesting(HTMLParser):
+    """Rendered Markdown walked as HTML: for every <table> and <pre>, the <summary> texts of the
+    <details> it sits in (innermost last)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []  # one entry per open <details>: its summary's text
+        self.in_summary = False
+        self.found: list[tuple[str, list[str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "details":
+            self.stack.append("")
+        elif tag == "summary":
+            self.in_summary = True
+        elif tag in ("table", "pre"):
+            self.found.append((tag, list(self.stack)))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "details":
+            self.stack.pop()
+        elif tag == "summary":
+            self.in_summary = False
+
+    def handle_data(self, data: str) -> None:
+        if self.in_summary and self.stack:
+            self.stack[-1] += data
+
+
+def test_the_first_screen_is_the_verdict_and_the_top_fixes(fa_markdown: tuple[dict, str]) -> None:
+    """Issue #28 item 10: 'What to do' sat under evidence tables of 15-35 rows; a reviewer reads
+    the verdict and the largest fixes before any table."""
+    report, out = fa_markdown
+    tokens = MD.parse(out)
+    first_table = next(i for i, t in enumerate(tokens) if t.type == "table_open")
+    before = tokens[:first_table]
+    texts = [t.content for t in before if t.type == "inline"]
+    assert texts[2].startswith("**7 findings\\: 4 high, 2 medium, 1 low — est\\. 38\\.3 µs")
+    assert texts[3] == "What to do first"
+    items = [t.content for t in before if t.type == "inline"][4:-1]  # the list, then "Top kernels"
+    assert texts[-1] == "Top kernels"
+    fixes = [f for f in report["findings"] if f.get("recommendation")][:3]
+    assert len(items) == 3 and len(out[: out.index("### Top kernels")].splitlines()) <= 20
+    for item, f in zip(items, fixes, strict=True):
+        assert item.startswith(f"{render_md.SEVERITY_ICON[f['severity']]} **{f['code']}**")
+        assert md_text(f["recommendation"], 600) in item and "\nat `" in item
+
+
+def test_evidence_and_code_are_behind_details(fa_markdown: tuple[dict, str]) -> None:
+    report, out = fa_markdown
+    walk = _Nesting()
+    walk.feed(MD.render(out))
+    body = out.split("### Findings by estimated saving")[1]
+    tables = [stack for tag, stack in walk.found if tag == "table"][1:]  # after the top kernels
+    assert len(tables) >= len(report["findings"])
+    assert all(len(s) == 2 and s[1].startswith("Evidence: ") for s in tables), tables
+    pres = [stack for tag, stack in walk.found if tag == "pre"]
+    assert pres and all(len(s) == 1 and re.match(r"E\d+ · ", s[0]) for s in pres), pres
+    # in each finding its fix comes before its evidence
+    for block in body.split("</summary>")[1:]:
+        if "**What to do:**" in block and "Evidence: " in block:
+            assert block.index("**What to do:**") < block.index("Evidence: ")
+
+
+def test_each_findings_code_stays_together_and_ascend_c_is_shown(fa_markdown: tuple[dict, str]) -> None:
+    """The excerpts were ordered source, then TVMScript, then Ascend C over all findings, so the
+    length limit always dropped the Ascend C ones; now each finding's three stages come
+    together, by saving, and what is left out is the least valuable finding's code."""
+    _, out = fa_markdown
+    shown = re.findall(r"<summary><b>E(\d+)</b> · (\w+) · ", out)
+    stages = [stage for _, stage in shown]
+    assert stages[:3] == ["source", "tvmscript", "ascendc"] and "ascendc" in stages
+    first_code = re.search(r"\*\*Code:\*\* ((?:E\d+, )*E\d+)", out)
+    assert first_code and first_code.group(1) == ", ".join(f"E{n}" for n, _ in shown[:3])
+    left = re.search(r"(\d+) code excerpts? left out for length \(E(\d+) ", out)
+    if left:
+        assert int(left.group(2)) == len(shown) + 1
+
+
+def test_number_cells_keep_their_units(fa_markdown: tuple[dict, str]) -> None:
+    """`43.7 µs` wrapped as `43.7 / µs` in GitHub's narrow columns: a no-break space holds them."""
+    report, out = fa_markdown
+    row = next(line for line in out.splitlines() if line.startswith("| 1 | `flash_fwd_kernel_mix_aic`"))
+    total = report["top_kernels"][0]["total_us"]
+    assert f"| {fmt_us(total).replace(' ', chr(0xA0))} |" in row and " µs" not in row

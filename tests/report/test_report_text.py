@@ -72,3 +72,18 @@ def test_a_grouped_saving_says_it_is_one_ranks_and_the_spread() -> None:
     assert saving_text(same[0]) == "40.0 µs (2.0 %) per rank"
     alone = group_across_ranks([on(3, 40.0)], 4)  # found on one rank only: nothing to add
     assert saving_text(alone[0]) == "40.0 µs (2.0 %)"
+
+
+def test_words_say_what_counts_and_large_times_in_seconds(real_traces: Any) -> None:
+    """Issue #28 item 12: "[x565]" after a message was never explained, and a wall time printed
+    as "102,401.47 ms". gpt_step_arith_591 (real): a finding that matched many times says how
+    many in words; times from 10 s on are seconds."""
+    from tilescope.text.words import fmt_us
+
+    assert [fmt_us(v) for v in (102_401_470.0, 9_999_990.0, 43.7)] == ["102.40 s", "9,999.99 ms", "43.7 µs"]
+    profile = load_profile(real_traces / "gpt_step_arith_591")
+    report = build_report([(profile, analyze(profile))])
+    text = render(report, width=None)
+    many = max(report["findings"], key=lambda f: f.get("occurrences") or 1)
+    assert many["occurrences"] > 1 and f"({many['occurrences']:,} occurrences)" in text
+    assert "[x" not in text
