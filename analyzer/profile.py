@@ -80,6 +80,8 @@ class Profile:
     ir_dir: Path | None = None
     manifest: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    # the kernel table's unreadable rows, skipped: {"count", "first", "note"} (tilescope.io.bad_rows)
+    rows_skipped: dict[str, Any] | None = None
     # a bundle's `msprof op simulator` output (tilescope.io.simulator.SimulatorData; typed loosely
     # because io sits above this module): the measured cost per line rules name (docs/lines.md)
     simulator: Any = None

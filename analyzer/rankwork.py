@@ -42,6 +42,7 @@ from tilescope.engine import run_cluster_rules
 from tilescope.errors import MissingComponentError, NoProfileFoundError, ProfileFormatError, UsageError
 from tilescope.extras import install_line
 from tilescope.gcpause import gc_paused
+from tilescope.io.bad_rows import strict_rows
 from tilescope.io.detect import detect
 from tilescope.io.failures import LoadFailure, left_out_warnings, rank_of_failed
 from tilescope.io.load import load_unit, manifest_dir_of, resolve_ranks
@@ -69,7 +70,8 @@ def run_unit(job: UnitJob) -> UnitResult:
     timeline) is a failure naming its file and row; its step and communication files still count."""
     arrow_returns_freed_memory(job.input_bytes)
     started = time.process_time()
-    result = _run_remote(job) if job.url is not None else _run_unit(job)
+    with strict_rows(job.strict):
+        result = _run_remote(job) if job.url is not None else _run_unit(job)
     if job.cache_root is not None and job.cache_key is not None:
         RankCache(job.cache_root).put(job.cache_key, result)
     result.cpu_s = time.process_time() - started

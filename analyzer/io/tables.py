@@ -9,9 +9,9 @@ error paths (locating a bad row to name it) may be slow because they run once.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +20,7 @@ import pyarrow.csv as pacsv
 
 from tilescope.columns import AI_CORE, AI_VECTOR_CORE, COLUMNS, SHAPE_LIST_COLUMNS, canonical_header, dtype_of
 from tilescope.errors import ProfileFormatError
+from tilescope.io.bad_rows import RowSkipper, with_skipped
 from tilescope.io.detect import first_line
 from tilescope.io.native import native_name
 from tilescope.io.validate import check_columns, csv_data_rows, csv_row
@@ -77,6 +78,7 @@ def csv_options(
     skip_rows: int = 1,
     use_threads: bool = True,
     newlines_in_values: bool = False,
+    invalid_row_handler: Callable[[Any], str] | None = None,
 ) -> dict[str, object]:
     """Keyword arguments for pyarrow's read_csv / open_csv, shared by the whole-file and the
     streaming reader so both parse a file identically (the streaming reader parses byte ranges
@@ -87,7 +89,9 @@ def csv_options(
     quote-aware scan, a serial pass the clean files do not need. Without it a block boundary
     inside such a value stops the read with an error (Arrow checks that each block parsed to its
     end: "CSV parser got out of sync with chunker"), never a wrong table, and `read_csv_strings`
-    then reads the file again with it."""
+    then reads the file again with it. `invalid_row_handler`: called for each row whose field
+    count differs from the header's (tilescope.io.bad_rows.RowSkipper), else such a row is an
+    error."""
     convert = pacsv.ConvertOptions(
         column_types=types,
         # typed columns parse N/A / NA / empty straight to null in the C++ reader; in the all-string
@@ -100,7 +104,9 @@ def csv_options(
         "read_options": pacsv.ReadOptions(
             column_names=names, skip_rows=skip_rows, block_size=block_size, use_threads=use_threads
         ),
-        "parse_options": pacsv.ParseOptions(newlines_in_values=newlines_in_values),
+        "parse_options": pacsv.ParseOptions(
+            newlines_in_values=newlines_in_values, invalid_row_handler=invalid_row_handler
+        ),
         "convert_options": convert,
     }
 
@@ -120,9 +126,16 @@ READ_BLOCK_SIZE = 8 << 20
 
 
 def _read_typed(
-    path: Path, names: list[str], types: dict[str, pa.DataType], typed: bool, newlines: bool = False
+    path: Path,
+    names: list[str],
+    types: dict[str, pa.DataType],
+    typed: bool,
+    newlines: bool = False,
+    skipper: RowSkipper | None = None,
 ) -> pa.Table:
-    options = csv_options(names, types, typed, READ_BLOCK_SIZE, newlines_in_values=newlines)
+    options = csv_options(
+        names, types, typed, READ_BLOCK_SIZE, newlines_in_values=newlines, invalid_row_handler=skipper
+    )
     # Through the open file, not the path: given a path, pyarrow picks a decompressor by its
     # extension (a CSV named .gz) and refuses a name that is not UTF-8 (tilescope.io.native).
     with open(path, "rb") as fh, pa.memory_map(native_name(path, fh)) as source:
@@ -130,7 +143,10 @@ def _read_typed(
 
 
 def read_csv_strings(
-    path: Path, header: list[str] | None = None, numeric: dict[int, pa.DataType] | None = None
+    path: Path,
+    header: list[str] | None = None,
+    numeric: dict[int, pa.DataType] | None = None,
+    skip_bad_rows: bool = False,
 ) -> tuple[list[str], pa.Table]:
     """Read a CSV; returns the raw header and the data table.
 
@@ -146,18 +162,24 @@ def read_csv_strings(
         header = read_header(path)
     names = [f"c{i}" for i in range(len(header))]
     strings = {n: pa.string() for n in names}
+
+    def read(types: dict[str, pa.DataType], typed: bool, newlines: bool = False) -> pa.Table:
+        skipper = RowSkipper() if skip_bad_rows else None  # counts afresh on each attempt
+        table = _read_typed(path, names, types, typed, newlines, skipper)
+        return table if skipper is None else with_skipped(table, skipper, path, len(header))
+
     try:
         if numeric:
             try:
-                return header, _read_typed(path, names, typed_column_types(names, numeric), True)
+                return header, read(typed_column_types(names, numeric), True)
             except pa.ArrowInvalid:
                 pass  # not clean enough for the fast path; the string path cleans or names the row
         try:
-            return header, _read_typed(path, names, strings, False)
+            return header, read(strings, False)
         except pa.ArrowInvalid:
             # a quoted newline across a block boundary (see csv_options); a truly broken file
             # fails this read too and its row is named below
-            return header, _read_typed(path, names, strings, False, newlines=True)
+            return header, read(strings, False, newlines=True)
     except pa.ArrowInvalid as exc:
         raise _locate_csv_error(path, len(header), str(exc)) from exc
     except PermissionError as exc:

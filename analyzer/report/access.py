@@ -37,6 +37,19 @@ def profile_summaries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out or [dict(report.get("summary") or {})]
 
 
+def data_warnings(report: Mapping[str, Any]) -> list[str]:
+    """What the numbers of this report leave out, that every format says (text prints it among a
+    profile's notes): each profile's unreadable rows skipped, with its rank in a multi-rank report."""
+    profiles = [p for p in report.get("profiles", []) or [] if isinstance(p, Mapping)]
+    out = []
+    for p in profiles:
+        skipped = p.get("rows_skipped")
+        if isinstance(skipped, Mapping) and skipped.get("note"):
+            rank = f"rank {p['rank']}: " if len(profiles) > 1 and p.get("rank") is not None else ""
+            out.append(f"{rank}{skipped['note']}")
+    return out
+
+
 def report_kernels(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per-kernel aggregate rows (top kernels first), whatever key the report stores them under."""
     rows = _first(report, "top_kernels", "kernels", default=None)

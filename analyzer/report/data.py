@@ -383,6 +383,7 @@ def _input(profile: Profile) -> dict[str, Any]:
         "has_blocks": profile.blocks is not None,
         "has_ir": profile.ir is not None,
         "warnings": list(profile.warnings),
+        "rows_skipped": profile.rows_skipped,
     }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from tilescope.errors import UsageError
 from tilescope.report import lines_view
 from tilescope.report.access import (
+    data_warnings,
     profile_summaries,
     report_chip,
     report_findings,
@@ -230,7 +231,9 @@ def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) 
     if s["kernel_count"] is not None:
         facts.append(md_text(launches_text(s["raw"])))
     closing = headline(findings, profile_summaries(report))
-    out += [" · ".join(facts), "", f"**{md_text(closing, None)}**"]
+    out += [" · ".join(facts), ""]
+    out += [f"> **Warning:** {md_text(w, 400)}\n" for w in data_warnings(report)]
+    out += [f"**{md_text(closing, None)}**"]
     return "\n".join(out) + "\n"
 
 
