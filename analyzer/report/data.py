@@ -462,6 +462,9 @@ def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0
     entry = _input(profile)
     entry["warnings"] += result.notes
     entry["summary"] = _summary(profile, result)
+    over = (entry["summary"].get("speed_of_light") or {}).get("over_ceiling")
+    if over:  # every format says it: text among the notes, Markdown and HTML under the headline
+        entry["warnings"].append(over["note"])
     lines = lines_section(profile)
     if lines is not None:
         entry["lines"] = lines
