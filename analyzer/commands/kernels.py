@@ -151,7 +151,7 @@ def stream_kernels(
     `device`: the facts recorded beside the file (`tilescope.io.load.KernelCsv`)."""
     # deferred: io.kernel_sink and io.kernel_stream (pyarrow) only where used; io.load only when this command
     #   runs; `tilescope --help` imports every command module
-    from tilescope.io.bad_rows import skipped_rows
+    from tilescope.io.bad_rows import table_notes
     from tilescope.io.kernel_sink import TableSink, large_strings
     from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
     from tilescope.io.load import load_kernels_arrow
@@ -168,14 +168,20 @@ def stream_kernels(
         except StreamFallback:
             sink.close()  # half a file: overwritten below
         table = load_kernels_arrow(csv_path, chip=chip, device=device)
-        _say_skipped(skipped_rows(table))
+        _say_notes(table_notes(table))
         _write_whole(large_strings(table), fmt, tmp)
 
 
 def _say_skipped(skipped: dict[str, Any] | None) -> None:
-    """The note on a kernel table's skipped rows, on stderr: a file output has no place for it."""
+    """The note on a kernel table's skipped rows or values, on stderr: a file output has no place
+    for it."""
     if skipped is not None:
-        typer.echo(f"tilescope: warning: {skipped['note']}", err=True)
+        _say_notes([skipped["note"]])
+
+
+def _say_notes(notes: list[str]) -> None:
+    for note in notes:
+        typer.echo(f"tilescope: warning: {note}", err=True)
 
 
 class _TableView:
@@ -364,7 +370,7 @@ def kernels_command(
     """
     # deferred: io.failures and io.load only when this command runs; `tilescope --help` imports every command
     #   module
-    from tilescope.io.bad_rows import skipped_rows
+    from tilescope.io.bad_rows import table_notes
     from tilescope.io.failures import PartialLoadError
     from tilescope.io.load import kernel_csv_profile, load_kernels_arrow, load_profiles
 
@@ -389,7 +395,7 @@ def kernels_command(
         from tilescope.io.kernel_sink import large_strings
 
         table = load_kernels_arrow(source.path, chip=chip, device=source.device)
-        _say_skipped(skipped_rows(table))
+        _say_notes(table_notes(table))
         write_kernels(large_strings(table if limit is None else table.slice(0, limit)), fmt, output)
         return
     # deferred: pandas (~0.3 s) only when this builds a frame; `tilescope --help` imports every command module
@@ -401,6 +407,7 @@ def kernels_command(
         typer.echo(failure.warning_line(), err=True)
     for pr in profiles:
         _say_skipped(pr.rows_skipped)
+        _say_skipped(pr.values_out_of_range)
     frames = []
     for pr in profiles:
         k = pr.kernels

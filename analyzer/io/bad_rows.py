@@ -32,6 +32,8 @@ STRICT_ENV = "TILESCOPE_STRICT"
 # the Arrow table metadata key that carries what a read skipped up to the reader that builds the
 # profile (the table passes through several helpers that need not know)
 METADATA_KEY = b"tilescope.rows_skipped"
+# the same for values outside their range made null (io.validate.check_columns)
+OUT_OF_RANGE_KEY = b"tilescope.values_out_of_range"
 
 
 def strict() -> bool:
@@ -133,12 +135,20 @@ def with_skipped(table: pa.Table, skipper: RowSkipper, path: Path, n_fields: int
     return with_skip_metadata(table, skipped.to_dict())
 
 
-def with_skip_metadata(table: pa.Table, skipped: dict[str, Any] | None) -> pa.Table:
-    """`table` carrying `skipped` ({"count", "first", "note"}) in its schema metadata."""
+def with_skip_metadata(
+    table: pa.Table, skipped: dict[str, Any] | None, key: bytes = METADATA_KEY
+) -> pa.Table:
+    """`table` carrying `skipped` ({"count", "first", "note"}) in its schema metadata under `key`."""
     if skipped is None:
         return table
-    meta = {**(table.schema.metadata or {}), METADATA_KEY: json.dumps(skipped).encode()}
+    meta = {**(table.schema.metadata or {}), key: json.dumps(skipped).encode()}
     return table.replace_schema_metadata(meta)
+
+
+def table_notes(table: pa.Table) -> list[str]:
+    """The notes a kernel table's metadata carries: unreadable rows skipped, values left out."""
+    meta = table.schema.metadata or {}
+    return [json.loads(meta[k])["note"] for k in (METADATA_KEY, OUT_OF_RANGE_KEY) if k in meta]
 
 
 def skipped_rows(table: pa.Table) -> dict[str, Any] | None:

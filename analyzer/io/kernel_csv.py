@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 from tilescope.columns import KERNEL_CONTRACT, canonical_header, is_coupled_header, metric_groups_of
 from tilescope.errors import ProfileFormatError
-from tilescope.io.bad_rows import skipped_rows, with_skip_metadata
+from tilescope.io.bad_rows import OUT_OF_RANGE_KEY, skipped_rows, strict, with_skip_metadata
 from tilescope.io.detect import OP_SUMMARY_RE, detect_producer
 from tilescope.io.tables import (
     arrow_type_of,
@@ -28,6 +28,7 @@ from tilescope.io.tables import (
     read_header,
     to_frame,
 )
+from tilescope.io.validate import FLAG_COLUMN
 
 REQUIRED = ("name", "start_ns", "duration_us")
 
@@ -42,6 +43,8 @@ class KernelTable:
     coupled: bool = False
     # unreadable rows skipped (tilescope.io.bad_rows): {"count", "first", "note"}, None when none
     rows_skipped: dict[str, Any] | None = None
+    # values outside their documented range, made null and flagged (io.validate.check_columns)
+    values_out_of_range: dict[str, Any] | None = None
 
 
 def slice_order(paths: list[Path]) -> list[Path]:
@@ -80,7 +83,7 @@ def check_header(path: Path, header: list[str], canonical: list[str]) -> str:
 
 
 def _read_arrow(
-    path: Path, skipped: list[dict[str, Any]]
+    path: Path, skipped: list[dict[str, Any]], flagged: list[dict[str, Any]]
 ) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int, str, bool]:
     header = read_header(path)
     canonical = canonical_header(header)
@@ -88,30 +91,32 @@ def _read_arrow(
     header, raw = read_csv_strings(path, header, numeric_columns(canonical), skip_bad_rows=True)
     if (said := skipped_rows(raw)) is not None:
         skipped.append(said)
-    cols = convert_columns(path, header, raw, canonical=canonical)
+    # a value outside its range is flagged and left out, or under --strict refused
+    cols = convert_columns(path, header, raw, canonical=canonical, flagged=None if strict() else flagged)
     return cols, raw.num_rows, producer, is_coupled_header(header)
 
 
-def merged_skips(skipped: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The unreadable rows of several files (slices) as one entry: their count, the first file's first."""
+def merged_skips(skipped: list[dict[str, Any]], what: str = "unreadable rows") -> dict[str, Any] | None:
+    """The entries of several files (slices) as one: their count, the first file's first."""
     if not skipped:
         return None
     count = sum(int(s["count"]) for s in skipped)
     first = skipped[0]
     note = first["note"]
     if len(skipped) > 1:
-        note = f"{count:,} unreadable rows in {len(skipped)} files; {note}"
+        note = f"{count:,} {what} in {len(skipped)} files; {note}"
     return {"count": count, "first": first["first"], "note": note}
 
 
 def _read_columns(
-    paths: Path | list[Path], skipped: list[dict[str, Any]]
+    paths: Path | list[Path], skipped: list[dict[str, Any]], flagged: list[dict[str, Any]]
 ) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int, str, list[Path], bool]:
     """Cleaned, typed Arrow columns of one kernel table or its slices (unused-side zeros nulled);
-    what each file's read skipped is appended to `skipped`."""
+    what each file's read skipped is appended to `skipped`, its values out of range to `flagged`."""
     files = slice_order(list(paths)) if isinstance(paths, list) else [paths]
-    parts = [_read_arrow(p, skipped) for p in files]
-    _check_same_columns(files, [list(p[0]) for p in parts])
+    parts = [_read_arrow(p, skipped, flagged) for p in files]
+    # the flag column exists where a value was out of range: not a difference between slices
+    _check_same_columns(files, [[c for c in p[0] if c != FLAG_COLUMN] for p in parts])
     producers = {p[2] for p in parts}
     if len(parts) == 1:
         cols, n, producer, coupled = parts[0]
@@ -145,10 +150,12 @@ def _check_same_columns(files: list[Path], columns: list[list[str]]) -> None:
 def read_kernel_table(paths: Path | list[Path]) -> KernelTable:
     """Read one kernel table, or several slices of one (concatenated in slice order)."""
     skipped: list[dict[str, Any]] = []
-    cols, n, producer, files, coupled = _read_columns(paths, skipped)
+    flagged: list[dict[str, Any]] = []
+    cols, n, producer, files, coupled = _read_columns(paths, skipped, flagged)
     df = to_frame(cols, n, ensure=KERNEL_CONTRACT)
     groups = metric_groups_of(list(df.columns))
-    return KernelTable(df, producer, files, groups, coupled, merged_skips(skipped))
+    out_of_range = merged_skips(flagged, "values out of range")
+    return KernelTable(df, producer, files, groups, coupled, merged_skips(skipped), out_of_range)
 
 
 def read_kernel_arrow(paths: Path | list[Path]) -> tuple[pa.Table, str, list[Path]]:
@@ -159,9 +166,11 @@ def read_kernel_arrow(paths: Path | list[Path]) -> tuple[pa.Table, str, list[Pat
     table's metadata (`tilescope.io.bad_rows.skipped_rows`).
     """
     skipped: list[dict[str, Any]] = []
-    cols, n, producer, files, _ = _read_columns(paths, skipped)
-    table = contract_table(cols, n)
-    return (table if not skipped else with_skip_metadata(table, merged_skips(skipped))), producer, files
+    flagged: list[dict[str, Any]] = []
+    cols, n, producer, files, _ = _read_columns(paths, skipped, flagged)
+    table = with_skip_metadata(contract_table(cols, n), merged_skips(skipped))
+    out_of_range = merged_skips(flagged, "values out of range")
+    return with_skip_metadata(table, out_of_range, OUT_OF_RANGE_KEY), producer, files
 
 
 def contract_table(cols: dict[str, pa.Array | pa.ChunkedArray], n_rows: int) -> pa.Table:

@@ -102,8 +102,10 @@ def _build(
         # `msprof op` times are per block until the core count is known (io/msprof_op.py)
         per_core = per_core_times(parts.kernels, selected.aic_count, selected.aiv_count)
         kernels = add_derived_metrics(ensure_contract(per_core), selected, coupled=parts.coupled)
-    if parts.rows_skipped is not None:  # one note, first: it says what the table lacks
-        warnings.insert(0, parts.rows_skipped["note"])
+    # one note each, first: they say what the table lacks
+    for said in (parts.values_out_of_range, parts.rows_skipped):
+        if said is not None:
+            warnings.insert(0, said["note"])
     source = SourceInfo(
         det.path, det.format, parts.producer, parts.files, parts.metric_groups, coupled=parts.coupled
     )
@@ -118,6 +120,7 @@ def _build(
         rank=parts.rank if det.rank is None else det.rank,
         warnings=warnings,
         rows_skipped=parts.rows_skipped,
+        values_out_of_range=parts.values_out_of_range,
     )
     if parts.pending_timeline is not None:
         profile.defer_timeline(parts.pending_timeline)
@@ -359,16 +362,15 @@ def load_kernels_arrow(csv_path: Path, chip: str | None = None, device: DeviceIn
     """
     # deferred: io.device, io.kernel_csv, io.tables and metrics (pyarrow) only where used
     from tilescope.io import device as dev
-    from tilescope.io.bad_rows import skipped_rows, with_skip_metadata
     from tilescope.io.kernel_csv import read_kernel_arrow
     from tilescope.io.tables import read_header
     from tilescope.metrics import add_derived_metrics_arrow
 
     table, _producer, _files = read_kernel_arrow(csv_path)
-    skipped = skipped_rows(table)  # kept in the result's metadata: the command says it on stderr
+    said = table.schema.metadata  # kept in the result's metadata: the command says it on stderr
     selected = dev.choose_chip(chip, device or DeviceInfo(), table, [])
     out = add_derived_metrics_arrow(table, selected, coupled=is_coupled_header(read_header(csv_path)))
-    return with_skip_metadata(out, skipped)
+    return out.replace_schema_metadata({**(out.schema.metadata or {}), **(said or {})})
 
 
 def load_profile(path: str | Path, chip: str | None = None, progress: bool = False) -> Profile:

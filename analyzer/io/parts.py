@@ -54,6 +54,8 @@ class Parts:
     kernel_csv: Path | None = None
     # the kernel table's unreadable rows, skipped (tilescope.io.bad_rows): {"count", "first", "note"}
     rows_skipped: dict[str, Any] | None = None
+    # values outside their documented range, made null and flagged: {"count", "first", "note"}
+    values_out_of_range: dict[str, Any] | None = None
 
     @property
     def has_kernel_table(self) -> bool:
@@ -123,7 +125,7 @@ def read_kernel_csv(parts: Parts, paths: Path | list[Path], defer: bool = False)
         kt = read_kernel_table(paths)
         parts.files.extend(kt.files)
         parts.kernels, parts.producer, parts.metric_groups = kt.kernels, kt.producer, kt.metric_groups
-        parts.rows_skipped = kt.rows_skipped
+        parts.rows_skipped, parts.values_out_of_range = kt.rows_skipped, kt.values_out_of_range
         coupled = kt.coupled
     parts.coupled = coupled
     if coupled:

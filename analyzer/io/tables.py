@@ -392,12 +392,18 @@ def _parse_shapes(uniques: list[str | None]) -> pa.Array:
 
 
 def convert_columns(
-    path: Path, header: list[str], raw: pa.Table, *, canonical: list[str] | None = None
+    path: Path,
+    header: list[str],
+    raw: pa.Table,
+    *,
+    canonical: list[str] | None = None,
+    flagged: list[dict[str, Any]] | None = None,
 ) -> dict[str, pa.Array | pa.ChunkedArray]:
     """Clean every raw string column and cast it to its declared canonical dtype.
 
     Unknown metric columns are cast to float64 when every value is numeric, else kept as strings.
-    The empty trailing column of `msprof op` files is dropped.
+    The empty trailing column of `msprof op` files is dropped. Values outside their range are
+    refused, or with `flagged` made null and flagged (`validate.check_columns`).
     """
     names = canonical if canonical is not None else canonical_header(header)
     out: dict[str, pa.Array | pa.ChunkedArray] = {}
@@ -426,7 +432,7 @@ def convert_columns(
                 out[name] = col  # a text column we do not know: keep it as text, never drop it
         if name in SHAPE_LIST_COLUMNS:
             out[SHAPE_LIST_COLUMNS[name]] = shape_lists(out[name])
-    check_columns(out, path, source_names=dict(zip(names, header, strict=True)))
+    check_columns(out, path, source_names=dict(zip(names, header, strict=True)), flagged=flagged)
     return out
 
 

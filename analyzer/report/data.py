@@ -384,6 +384,7 @@ def _input(profile: Profile) -> dict[str, Any]:
         "has_ir": profile.ir is not None,
         "warnings": list(profile.warnings),
         "rows_skipped": profile.rows_skipped,
+        "values_out_of_range": profile.values_out_of_range,
     }
 
 
