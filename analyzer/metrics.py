@@ -316,12 +316,13 @@ def derived_metrics(
         vector_flops = _positive(_sum_present(cols, *vector_names))
         has_vector = any(c in cols for c in vector_names)
         flops = _add_fill0(cube_flops, vector_flops) if has_vector else cube_flops
-        moved = _fill(_measured_bytes(cols), shape_bytes)
+        moved, source = moved_bytes(cols, shape_bytes)
         new["cube_flops"] = cube_flops
         new["vector_flops"] = vector_flops
         new["flops"] = flops
         new["achieved_tflops"] = flops / safe / 1e6  # FLOP / µs = 1e6 FLOP/s; / 1e12 -> TFLOP/s
         new["bytes_moved"] = moved
+        new["bytes_source"] = source
         new["achieved_gbps"] = moved / safe / 1e3  # bytes / µs = 1e6 B/s; / 1e9 -> GB/s
         new["arithmetic_intensity"] = flops / _positive(moved)
         sol, bound, device_sol = _speed_of_light(cols, chip, unit, cube_flops, vector_flops, moved)
@@ -537,6 +538,31 @@ def _measured_bytes(cols: KernelColumns) -> np.ndarray:
         part = gbps * cols.floats(f"{side}_time_us") * 1e3  # GB/s × µs = 1e3 bytes
         total = _add_fill0(total, part)
     return total
+
+
+# `bytes_source` labels, most direct first (docs/metrics.md §3.4)
+BYTES_SOURCES = ("data volume", "rate x time", "tensor shapes", "tensor shapes (above the measured)")
+# `msprof op` Memory.csv's data-volume columns (KiB), summed over blocks (io.msprof_op)
+VOLUME_COLUMNS = ("read_main_memory_datas_kb", "write_main_memory_datas_kb")
+
+
+def moved_bytes(cols: KernelColumns, shape_bytes: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+    """`bytes_moved` per launch from the most direct source, and which (`bytes_source`): the
+    file's data-volume columns (`msprof op`), else the Memory group's rates x side times, else the
+    tensor shapes; the shapes are a floor where both exist — every input read and output written
+    at least once: GM counters of data the L2 served read lower (a GroupedMatmul whose tensors hold
+    2,637,888 bytes measured at 7,077)."""
+    volume = np.full(cols.n, np.nan)
+    if any(c in cols for c in VOLUME_COLUMNS):
+        volume = _add_fill0(cols.floats(VOLUME_COLUMNS[0]), cols.floats(VOLUME_COLUMNS[1])) * 1024.0
+    rated = _measured_bytes(cols)
+    measured = _fill(volume, rated)
+    code = np.where(~np.isnan(volume), 0, np.where(~np.isnan(rated), 1, 2))
+    floor = ~np.isnan(measured) & (shape_bytes > measured)
+    code = np.where(floor, 3, code)
+    moved = np.where(floor, shape_bytes, _fill(measured, shape_bytes))
+    known = ~np.isnan(moved)
+    return moved, pc.take(pa.array(BYTES_SOURCES), pa.array(code.astype("int64"), mask=~known))
 
 
 def _bound_pipe_labels(shares: dict[str, np.ndarray | pa.Array], n: int) -> pa.Array:

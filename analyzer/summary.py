@@ -529,6 +529,6 @@ TIMELINE_KEYS = ("name", "start_ns", "duration_us", "core_type", "stream_id")
 REPORT_COLUMNS: tuple[str, ...] = tuple(
     dict.fromkeys(
         (*SUMMARY_COLUMNS, *KERNEL_TIME_COLUMNS, *WEIGHTED_RATIOS, *FIRST_OF_GROUP, *TIMELINE_KEYS,
-         "flops", "bytes_moved", "sol_us", "sol_bound")
+         "flops", "bytes_moved", "bytes_source", "sol_us", "sol_bound")
     )
 )
