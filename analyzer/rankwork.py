@@ -329,7 +329,8 @@ def analyze_inputs(
     for _, rp in loaded:
         entry = rp.part["entry"]
         entry["rank"] = rp.rank
-        entry["warnings"] = [*entry["warnings"], *warnings]
+        at = int(rp.part.get("load_warnings", len(entry["warnings"])))
+        entry["warnings"] = [*entry["warnings"][:at], *warnings, *entry["warnings"][at:]]
         parts.append(rp.part)
     infos: list[tuple[RankInfo, RankTables]] = [
         (RankInfo(_rank_or(rp.rank, pos), rp.path, True), rp.tables) for pos, (_, rp) in enumerate(loaded)

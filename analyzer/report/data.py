@@ -476,6 +476,9 @@ def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0
         "skipped": [skipped_to_dict(s, profile.source.producer) for s in result.skipped],
         "errors": [e.to_dict() for e in result.errors],
         "timeline": None,
+        # where the loader's notes end and the analysis' begin: a per-rank worker adds the notes on
+        # ranks left out there, where loading every rank in one process puts them (rankwork)
+        "load_warnings": len(profile.warnings),
     }
     if timeline_cap > 0:
         launches, info = launch_timeline(profile.kernels, timeline_cap)
