@@ -332,15 +332,22 @@ def _concat(tables: list[Any]) -> pd.DataFrame:
         return pd.DataFrame(columns=["rank"])
 
     if all(isinstance(t, pa.Table) for _, t in tables):
+        # a rank whose kernel table was streamed keeps its text dictionary-encoded, one read whole
+        # (a file with a skipped row falls back to that) as plain text: Arrow merges no such pair
+        decode = len({t.schema for _, t in tables}) > 1
         joined = pa.concat_tables(
-            [_arrow_with_rank(t, rank) for rank, t in tables], promote_options="default"
+            [_arrow_with_rank(t, rank, decode) for rank, t in tables], promote_options="permissive"
         )
         return joined.to_pandas()
     frames = [_with_rank(t.to_pandas() if isinstance(t, pa.Table) else t, rank) for rank, t in tables]
     return pd.concat(frames, ignore_index=True)
 
 
-def _arrow_with_rank(table: pa.Table, rank: int) -> pa.Table:
+def _arrow_with_rank(table: pa.Table, rank: int, decode: bool = False) -> pa.Table:
+    """`table` with its `rank` column first; with `decode`, dictionary text as plain text."""
+    for i, f in enumerate(table.schema):
+        if decode and pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(pa.large_string()))
     return table.add_column(0, "rank", pa.array(np.full(len(table), rank, dtype=np.int64)))
 
 

@@ -29,13 +29,22 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from tilescope.chips import ChipSpec
 from tilescope.config import Config
 from tilescope.errors import TilescopeError
-from tilescope.findings import SAVING_CLUSTER, SAVING_NONE, Finding, Severity, severity_for_share
+from tilescope.findings import (
+    SAVING_CLUSTER,
+    SAVING_DEVICE,
+    SAVING_NONE,
+    Finding,
+    Severity,
+    severity_for_share,
+)
 from tilescope.profile import Profile
 from tilescope.text.words import fmt_us
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from tilescope.cluster import Cluster
-    from tilescope.summary import DeviceTime
+    from tilescope.summary import DeviceTime, KernelTime
 
 RULES_PACKAGE = "tilescope.rules"  # one rule per module (docs/internals.md)
 CLUSTER_KIND = "cluster"  # cross-rank rules: check(cluster, ctx), run by run_cluster_rules
@@ -70,6 +79,29 @@ class RuleContext:
     severity_cuts: dict[str, float] = field(
         default_factory=lambda: {"high": 0.05, "medium": 0.03, "low": 0.005}
     )
+    # the rule's SAVING_KIND: what bounds its savings (tilescope.summary.KernelTime.cap)
+    saving_kind: str = SAVING_DEVICE
+    # one run's values every rule's context shares: the per-kernel times that bound savings,
+    # computed once; kernels each rule found at their speed of light (`at_speed_of_light`)
+    shared: dict[str, Any] = field(default_factory=dict)
+
+    def kernel_times(self, kernels: pd.DataFrame) -> dict[str, KernelTime]:
+        """`summary.kernel_time` of the run's whole kernel table (the engine's, with its speed of
+        light; a rule's lean working frame lacks those columns), computed on first use; `kernels`
+        is used only outside an engine run (a context built by hand)."""
+        if "kernel_time" not in self.shared:
+            # deferred: summary (numpy) only where used
+            from tilescope.summary import kernel_time
+
+            self.shared["kernel_time"] = kernel_time(self.shared.get("kernels", kernels))
+        times: dict[str, KernelTime] = self.shared["kernel_time"]
+        return times
+
+    def at_speed_of_light(self, code: str, kernels: list[str]) -> None:
+        """Record kernels a rule flagged whose saving the speed of light bounds to zero: they are
+        not findings (nothing to recover); the run says how many in one note (`at_sol_notes`)."""
+        if kernels:
+            self.shared.setdefault("at_sol", {}).setdefault(code, []).extend(kernels)
 
     def share(self, saving_us: float) -> float:
         return saving_us / self.total_device_us if self.total_device_us > 0 else 0.0
@@ -275,6 +307,8 @@ def run_rules(
     ran: list[str] = []
     rules = discover_rules()
     order = {info.code: i for i, info in enumerate(rules)}
+    # the run's values every rule's context shares (RuleContext.shared)
+    shared: dict[str, Any] = {"kernels": profile.kernels}
     if profile.timeline_pending:
         # the timeline is still being read: rules that look at it go last, so the others overlap
         # with the read instead of waiting for it (stable sort: code order otherwise)
@@ -292,7 +326,8 @@ def run_rules(
         configured = config.thresholds_for(info.code, info.slug)
         thresholds = {**relative_floors(info.thresholds, total), **configured}
         ctx = RuleContext(chip=profile.chip, thresholds=thresholds, total_device_us=total,
-                          severity_cuts=config.severity)
+                          severity_cuts=config.severity,
+                          saving_kind=getattr(info.module, "SAVING_KIND", SAVING_DEVICE), shared=shared)
         ran.append(info.code)
         try:
             found = cast(RuleModule, info.module).check(profile, ctx)
@@ -319,8 +354,22 @@ def run_rules(
     ran.sort(key=order.__getitem__)
     errors.sort(key=lambda f: order[f.code])
     notes = [floor_note(total)] if ran and floors_scaled(total) else []
+    notes += at_sol_notes(shared.get("at_sol", {}))
     return AnalysisResult(findings=findings, skipped=skipped, errors=errors, total_device_us=total,
                           device_time=times, rules_run=ran, notes=notes)
+
+
+def at_sol_notes(at_sol: dict[str, list[str]]) -> list[str]:
+    """One note per rule that flagged kernels already at their speed of light (nothing to recover,
+    so no finding): how many and the first few, so that the rule's silence on them is explained."""
+    out = []
+    for code, names in sorted(at_sol.items()):
+        shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+        n = len(names)
+        which = f"{n} kernels" if n != 1 else "1 kernel"
+        out.append(f"{code}: {which} flagged but already at {'their' if n != 1 else 'its'} speed of "
+                   f"light ({shown}): no time to recover, not listed")
+    return out
 
 
 def run_cluster_rules(cluster: Cluster, chip: ChipSpec, config: Config | None = None) -> AnalysisResult:

@@ -30,12 +30,14 @@ Conventions chosen here (the reports and rules rely on them):
 - Speed of light (`sol_us`): the time the launch would take if its busiest resource ran at the
   chip's ceiling for the cores it used (its grid, at most the chip's cores): max(cube_flops / the
   Cube peak of those cores, vector_flops / their Vector peak, bytes_moved / min(GM bandwidth,
-  their single-core GM->L1 / GM->UB path rates)), never above the measured duration; `sol_bound`
-  names the resource ("cube", "vector", "memory"), `sol_pct` = sol_us / duration x 100 (achieved %
-  of speed of light). Null when the launch carries neither work nor traffic, or when the ceiling time
-  exceeds the measured duration by more than 5 % (the shapes or chip figures contradict the
-  measurement). `sol_device_us`: the same with every core of the chip (GM bytes at the GM
-  bandwidth), the bound of a fix that changes the grid (TS401).
+  their single-core GM->L1 / GM->UB path rates)); `sol_bound` names the resource ("cube",
+  "vector", "memory"), `sol_pct` = sol_us / duration x 100 (achieved % of speed of light). Null
+  when the launch carries neither work nor traffic. Never clamped: a launch faster than its ceiling
+  (sol_us > duration, sol_pct > 100) means the chip figure or the work/traffic model is wrong for
+  it; the summary flags it and leaves it out of the speed-of-light total (`summary.speed_of_light`)
+  and savings are bounded by `bounded_sol` (at most the duration; unknown beyond 5 % over it).
+  `sol_device_us`: the same with every core of the chip (GM bytes at the GM bandwidth), at most
+  the bounded speed of light, the bound of a fix that changes the grid (TS401).
 - `bound_pipe`: the pipe with the largest share of the launch among cube, vector, mte1, mte2, mte3,
   fixpipe, scalar (both sides, max); "none" when every share is below 0.8 (msprof-analyze's
   `operator_bound_ratio`); null when the kernel has no pipe data.
@@ -314,23 +316,23 @@ def derived_metrics(
         vector_flops = _positive(_sum_present(cols, *vector_names))
         has_vector = any(c in cols for c in vector_names)
         flops = _add_fill0(cube_flops, vector_flops) if has_vector else cube_flops
-        moved = _fill(_measured_bytes(cols), shape_bytes)
+        moved, source = moved_bytes(cols, shape_bytes)
         new["cube_flops"] = cube_flops
         new["vector_flops"] = vector_flops
         new["flops"] = flops
         new["achieved_tflops"] = flops / safe / 1e6  # FLOP / µs = 1e6 FLOP/s; / 1e12 -> TFLOP/s
         new["bytes_moved"] = moved
+        new["bytes_source"] = source
         new["achieved_gbps"] = moved / safe / 1e3  # bytes / µs = 1e6 B/s; / 1e9 -> GB/s
         new["arithmetic_intensity"] = flops / _positive(moved)
         sol, bound, device_sol = _speed_of_light(cols, chip, unit, cube_flops, vector_flops, moved)
-        # a ceiling time above the measured one means the work or traffic read from the shapes (or
-        # the chip figures) contradict the measurement: no speed of light rather than a wrong one
-        contradicted = sol > dur * SOL_TOLERANCE
-        sol = np.where(contradicted, np.nan, np.minimum(sol, dur))
-        bound = pc.if_else(pa.array(contradicted), pa.scalar(None, pa.string()), bound)
+        # the ceiling time as computed, also above the measured one (the launch ran faster than
+        # its ceiling: the chip figure or the work/traffic model is wrong for it): shown as it is,
+        # never clamped to 100 % (#26); savings use `bounded_sol`
         new["sol_us"] = sol
         new["sol_pct"] = sol / safe * 100.0
-        new["sol_device_us"] = np.where(np.isnan(sol), np.nan, np.minimum(device_sol, sol))
+        bounded = bounded_sol(sol, dur)
+        new["sol_device_us"] = np.where(np.isnan(bounded), np.nan, np.minimum(device_sol, bounded))
         new["sol_bound"] = bound
         new["bound_pipe"] = _bound_pipe_labels(new, cols.n)
         new["cube_utilization_pct"] = util
@@ -366,7 +368,19 @@ def _unit_labels(code: np.ndarray) -> pa.Array:
 
 SOL_LABELS = ("cube", "vector", "memory")
 # the profiler rounds durations; a ceiling time up to 5 % over the measured one is taken as equal
+# when it bounds a saving
 SOL_TOLERANCE = 1.05
+
+
+def bounded_sol(sol: Any, dur: Any) -> np.ndarray:
+    """The speed of light a saving is bounded by (`summary.kernel_time`): the ceiling time, at most
+    the measured time; unknown (NaN) where the ceiling time exceeds the measured one by more than
+    SOL_TOLERANCE — the launch ran well above its ceiling, so the model says nothing about what is
+    left to recover. Up to the tolerance the launch is taken to be at its speed of light."""
+    sol = np.asarray(sol, dtype="float64")
+    dur = np.asarray(dur, dtype="float64")
+    with np.errstate(invalid="ignore"):
+        return np.where(sol > dur * SOL_TOLERANCE, np.nan, np.minimum(sol, dur))
 
 
 def _cores_used(cols: KernelColumns, chip: ChipSpec, unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -524,6 +538,31 @@ def _measured_bytes(cols: KernelColumns) -> np.ndarray:
         part = gbps * cols.floats(f"{side}_time_us") * 1e3  # GB/s × µs = 1e3 bytes
         total = _add_fill0(total, part)
     return total
+
+
+# `bytes_source` labels, most direct first (docs/metrics.md §3.4)
+BYTES_SOURCES = ("data volume", "rate x time", "tensor shapes", "tensor shapes (above the measured)")
+# `msprof op` Memory.csv's data-volume columns (KiB), summed over blocks (io.msprof_op)
+VOLUME_COLUMNS = ("read_main_memory_datas_kb", "write_main_memory_datas_kb")
+
+
+def moved_bytes(cols: KernelColumns, shape_bytes: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+    """`bytes_moved` per launch from the most direct source, and which (`bytes_source`): the
+    file's data-volume columns (`msprof op`), else the Memory group's rates x side times, else the
+    tensor shapes; the shapes are a floor where both exist — every input read and output written
+    at least once: GM counters of data the L2 served read lower (a GroupedMatmul whose tensors hold
+    2,637,888 bytes measured at 7,077)."""
+    volume = np.full(cols.n, np.nan)
+    if any(c in cols for c in VOLUME_COLUMNS):
+        volume = _add_fill0(cols.floats(VOLUME_COLUMNS[0]), cols.floats(VOLUME_COLUMNS[1])) * 1024.0
+    rated = _measured_bytes(cols)
+    measured = _fill(volume, rated)
+    code = np.where(~np.isnan(volume), 0, np.where(~np.isnan(rated), 1, 2))
+    floor = ~np.isnan(measured) & (shape_bytes > measured)
+    code = np.where(floor, 3, code)
+    moved = np.where(floor, shape_bytes, _fill(measured, shape_bytes))
+    known = ~np.isnan(moved)
+    return moved, pc.take(pa.array(BYTES_SOURCES), pa.array(code.astype("int64"), mask=~known))
 
 
 def _bound_pipe_labels(shares: dict[str, np.ndarray | pa.Array], n: int) -> pa.Array:

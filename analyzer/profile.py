@@ -83,6 +83,10 @@ class Profile:
     ir_dir: Path | None = None
     manifest: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    # the kernel table's unreadable rows, skipped: {"count", "first", "note"} (tilescope.io.bad_rows)
+    rows_skipped: dict[str, Any] | None = None
+    # values outside their documented range, made null and flagged on their rows (io.validate)
+    values_out_of_range: dict[str, Any] | None = None
     # a bundle's `msprof op simulator` output (tilescope.io.simulator.SimulatorData; typed loosely
     # because io sits above this module): the measured cost per line rules name (docs/lines.md)
     simulator: Any = None

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from tilescope.errors import TilescopeError
+from tilescope.io.bad_rows import STRICT_ENV
 from tilescope.rank_cache_prune import (
     RUN_FILE,
     TMP_PREFIX,
@@ -344,7 +345,8 @@ class CachedRun:
 def _digest(parts: list[Any], cfg: Config, manifest_dir: Path | None) -> str:
     """sha256 of `parts` with the code fingerprint, the configuration and the files it names."""
     h = hashlib.sha256(_code_fingerprint().encode())
-    parts = [*parts, repr(dataclasses.asdict(cfg))]
+    # `--strict` refuses a file whose unreadable rows a default run skipped: another result
+    parts = [*parts, repr(dataclasses.asdict(cfg)), os.environ.get(STRICT_ENV) == "1"]
     pattern_files = [str(p) for p in (cfg.rules.get("TS102", {}).get("pattern_files") or [])]
     # deferred: `tilescope --help` imports this module (through commands.cache); analysis only when used
     from tilescope.analysis import pattern_files as configured_patterns

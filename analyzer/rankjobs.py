@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tilescope.config import Config
+from tilescope.io.bad_rows import strict
 
 if TYPE_CHECKING:
     from tilescope.cluster import RankTables
@@ -33,6 +34,8 @@ class UnitJob:
     cache_key: str | None = None
     url: str | None = None
     input_bytes: int = 0  # its files' bytes on disk, when listed (0: not known): the allocator's decay
+    # `--strict` as the command had it: a forkserver's workers keep the environment it started with
+    strict: bool = field(default_factory=strict)
 
 
 @dataclass

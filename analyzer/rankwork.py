@@ -48,6 +48,7 @@ from tilescope.errors import (
 )
 from tilescope.extras import install_line
 from tilescope.gcpause import gc_paused
+from tilescope.io.bad_rows import strict_rows
 from tilescope.io.detect import detect
 from tilescope.io.failures import LoadFailure, left_out_warnings, rank_of_failed
 from tilescope.io.load import load_unit, manifest_dir_of, resolve_ranks
@@ -75,7 +76,8 @@ def run_unit(job: UnitJob) -> UnitResult:
     timeline) is a failure naming its file and row; its step and communication files still count."""
     arrow_returns_freed_memory(job.input_bytes)
     started = time.process_time()
-    result = _run_remote(job) if job.url is not None else _run_unit(job)
+    with strict_rows(job.strict):
+        result = _run_remote(job) if job.url is not None else _run_unit(job)
     if job.cache_root is not None and job.cache_key is not None:
         RankCache(job.cache_root).put(job.cache_key, result)
     result.cpu_s = time.process_time() - started
@@ -347,7 +349,8 @@ def analyze_inputs(
     for _, rp in loaded:
         entry = rp.part["entry"]
         entry["rank"] = rp.rank
-        entry["warnings"] = [*entry["warnings"], *warnings]
+        at = int(rp.part.get("load_warnings", len(entry["warnings"])))
+        entry["warnings"] = [*entry["warnings"][:at], *warnings, *entry["warnings"][at:]]
         parts.append(rp.part)
     infos: list[tuple[RankInfo, RankTables]] = [
         (RankInfo(_rank_or(rp.rank, pos), rp.path, True), rp.tables) for pos, (_, rp) in enumerate(loaded)

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tilescope.ceilings import COLUMNS as CEILING_COLUMNS
+from tilescope.ceilings import over_ceiling
 from tilescope.findings import (
     SAVING_GRID,
     SAVING_IDLE,
@@ -157,6 +159,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "start_ns",
     "duration_us",
     "sol_us",
+    *CEILING_COLUMNS,
     "aic_busy_share",
     "aiv_busy_share",
     *(c for cols in _UNIT_SHARES.values() for c in cols),
@@ -237,13 +240,13 @@ def kernel_time(kernels: pd.DataFrame) -> dict[str, KernelTime]:
     # deferred: pandas (~0.3 s) and metrics (pyarrow) only where used
     import pandas as pd
 
-    from tilescope.metrics import as_str
+    from tilescope.metrics import as_str, bounded_sol
 
     k = kernels
     if "name" not in k.columns or not len(k):
         return {}
     dur = np.clip(np.nan_to_num(_floats(k, "duration_us"), nan=0.0), 0.0, None)
-    sol = np.minimum(_floats(k, "sol_us"), dur)
+    sol = bounded_sol(_floats(k, "sol_us"), dur)
     known = ~np.isnan(sol)
     device_sol = np.fmin(_floats(k, "sol_device_us"), sol)  # no larger than the grid's
     frame = pd.DataFrame(
@@ -445,11 +448,14 @@ def finding_totals(findings: Sequence[Finding], kernels: pd.DataFrame, dt: Devic
 
 
 def speed_of_light(kernels: pd.DataFrame) -> dict[str, Any]:
-    """How close the compute kernels run to their speed of light, over the launches that have one."""
+    """How close the compute kernels run to their speed of light, over the launches that have one
+    and ran no faster than it; those that did are counted in `over_ceiling` (tilescope.ceilings)."""
     keep = ~communication_mask(kernels)
     dur = _floats(kernels, "duration_us")[keep]
     sol = _floats(kernels, "sol_us")[keep]
-    known = ~np.isnan(sol) & ~np.isnan(dur)
+    with np.errstate(invalid="ignore"):
+        over = sol > dur  # NaN compares False
+    known = ~np.isnan(sol) & ~np.isnan(dur) & ~over
     measured = float(dur[known].sum())
     total = float(np.nansum(dur))
     return {
@@ -457,6 +463,7 @@ def speed_of_light(kernels: pd.DataFrame) -> dict[str, Any]:
         "measured_us": _r3(measured),
         "achieved_pct": round(float(sol[known].sum()) / measured * 100, 2) if measured > 0 else None,
         "coverage": round(measured / total, 4) if total > 0 else None,
+        "over_ceiling": over_ceiling(kernels[keep] if over.any() else kernels, over, dur, sol),
     }
 
 
@@ -526,6 +533,6 @@ TIMELINE_KEYS = ("name", "start_ns", "duration_us", "core_type", "stream_id")
 REPORT_COLUMNS: tuple[str, ...] = tuple(
     dict.fromkeys(
         (*SUMMARY_COLUMNS, *KERNEL_TIME_COLUMNS, *WEIGHTED_RATIOS, *FIRST_OF_GROUP, *TIMELINE_KEYS,
-         "flops", "bytes_moved", "sol_us", "sol_bound")
+         "flops", "bytes_moved", "bytes_source", "sol_us", "sol_bound")
     )
 )

@@ -19,7 +19,7 @@ from tilescope.dashboard.data import ProfileEntry
 from tilescope.engine import get_rule
 from tilescope.report.data import kernel_group_stats
 from tilescope.text.escape import one_line
-from tilescope.text.words import NO_ESTIMATE, fmt_pct, fmt_us, num, recoverable_text, saving_phrase
+from tilescope.text.words import NO_ESTIMATE, fmt_pct, fmt_us, num, recoverable_text, saving_phrase, sol_text
 
 # the summary's unit keys (tilescope.summary) and the label each bar gets
 SHARE_LABELS = (
@@ -399,7 +399,8 @@ def detail_kpis(entry: ProfileEntry, name: str | None) -> list[html.Div]:
     for col, label, text in (
         ("cube_share", "Cube busy", lambda v: fmt_pct(v, 0)),
         ("vector_share", "Vector busy", lambda v: fmt_pct(v, 0)),
-        ("sol_pct", "speed of light", lambda v: f"{v:.0f} %"),
+        # the report's words: above 100 % with a decimal and "over its ceiling" (#26)
+        ("sol_pct", "speed of light", lambda v: sol_text({"sol_pct": v})),
         ("achieved_tflops", "TFLOP/s", lambda v: f"{v:.2f}"),
         ("cube_utilization_pct", "AIC utilisation (profiler)", lambda v: f"{v:.1f} %"),
     ):

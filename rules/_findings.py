@@ -162,6 +162,47 @@ def capped(groups: pd.DataFrame, ctx: RuleContext) -> tuple[pd.DataFrame, int]:
     return groups.head(limit), max(0, len(groups) - limit)
 
 
+def ranked(groups: pd.DataFrame, kernels: pd.DataFrame, ctx: RuleContext, code: str) -> pd.DataFrame:
+    """Cap, then rank, then (the caller) cut: each kernel's saving bounded by its speed of light as
+    the engine will bound it (`summary.bound_findings`: the same `KernelTime.cap` of the rule's
+    saving kind), the groups ordered by that bound, those bounded to zero left out — they are at
+    their speed of light, nothing to recover, and recorded for the run's note
+    (`RuleContext.at_speed_of_light`) — and the `min_saving_us` floor applied to what is left.
+
+    Ranking by the raw estimate let a kernel already at its speed of light take one of the
+    `max_findings` places and a real saving drop off the list (#26). The findings keep the raw
+    estimate: the engine caps it and records both in `evidence["saving_bound"]`."""
+    times = ctx.kernel_times(kernels)
+    kind = ctx.saving_kind
+    # one lookup per kernel name (not per launch); a name the table lacks is not bounded here
+    cap = np.array([times[k].cap(kind) if k in times else np.inf for k in groups.index], dtype="float64")
+    bounded = np.minimum(groups["saving_us"].to_numpy(dtype="float64"), cap)
+    out = groups.assign(bounded_us=bounded)
+    ctx.at_speed_of_light(code, [str(k) for k in out.index[(bounded <= 0) & (cap <= 0)]])
+    out = out[out["bounded_us"] > 0]
+    out = out[out["bounded_us"] >= float(ctx.thresholds.get("min_saving_us", 0.0))]
+    return out.sort_values("bounded_us", ascending=False, kind="stable")
+
+
+def ranked_findings(findings: list[Finding], kernels: pd.DataFrame, ctx: RuleContext) -> list[Finding]:
+    """`ranked` for findings a rule made one by one (one per launch): each bounded by its kernel's
+    speed of light, ordered by that bound, those at zero left out (recorded), then cut at
+    `max_findings`."""
+    times = ctx.kernel_times(kernels)
+
+    def bound(f: Finding) -> float:
+        caps = [times[k].cap(ctx.saving_kind) for k in f.kernels if k in times]
+        return min(f.est_saving_us, sum(caps)) if caps else f.est_saving_us
+
+    scored = [(bound(f), i, f) for i, f in enumerate(findings)]
+    ctx.at_speed_of_light(
+        findings[0].code if findings else "",
+        [k for b, _i, f in scored if b <= 0 and f.est_saving_us > 0 for k in f.kernels],
+    )
+    kept = sorted(((b, i, f) for b, i, f in scored if b > 0), key=lambda t: (-t[0], t[1]))
+    return [f for _b, _i, f in kept[: int(ctx.thresholds.get("max_findings", 20))]]
+
+
 def grouped_findings(
     profile: Profile,
     ctx: RuleContext,
@@ -187,8 +228,7 @@ def grouped_findings(
     groups = group_launches(df, saving[flagged], metrics, ranges=ranges)
     if groups.empty:
         return []
-    groups = groups[groups["saving_us"] >= float(ctx.thresholds.get("min_saving_us", 0.0))]
-    top, left_out = capped(groups, ctx)
+    top, left_out = capped(ranked(groups, k, ctx, code), ctx)
     keys = [k for k in ctx.thresholds if k not in ("max_findings", "pattern_files")]
     findings = []
     for kernel, row in top.iterrows():

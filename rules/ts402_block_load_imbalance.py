@@ -11,7 +11,7 @@ from tilescope.engine import RuleContext
 from tilescope.findings import Finding
 from tilescope.profile import Profile
 from tilescope.rules._columns import num, text
-from tilescope.rules._findings import locate, make_finding
+from tilescope.rules._findings import locate, make_finding, ranked_findings
 from tilescope.rules._lines import line_locations, spread_lines, spread_phrase
 from tilescope.rules._numbers import r3
 from tilescope.text.words import count_text
@@ -190,4 +190,5 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
                 locations=(*line_locations(profile, kernel, spread), *locate(profile, kernel, "vector")),
             )
         )
-    return findings[: int(ctx.thresholds["max_findings"])]
+    # cap, then rank, then cut (#26): a launch at its speed of light does not take a place
+    return ranked_findings(findings, profile.kernels, ctx)

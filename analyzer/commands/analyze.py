@@ -16,7 +16,7 @@ import typer
 
 from tilescope.arrowpool import arrow_returns_freed_memory
 from tilescope.atomic import write_text_atomic
-from tilescope.commands import CHIP_HELP
+from tilescope.commands import CHIP_HELP, STRICT_HELP, honours_strict
 from tilescope.config import Config, load_config
 from tilescope.engine import discover_rules, run_cluster_rules
 from tilescope.errors import GateTrippedError, UsageError
@@ -249,6 +249,7 @@ def _build_ranks(
 
 def register(app: typer.Typer) -> None:
     @app.command("analyze")
+    @honours_strict
     def analyze_cmd(
         path: Annotated[
             str, typer.Argument(help="Profiler output directory, kernel table, timeline or bundle; or "
@@ -301,6 +302,7 @@ def register(app: typer.Typer) -> None:
                 help="Also append the Markdown report to $GITHUB_STEP_SUMMARY (GitHub Actions job summary).",
             ),
         ] = False,
+        strict: Annotated[bool, typer.Option("--strict", help=STRICT_HELP)] = False,
     ) -> None:
         """Diagnose a profile: findings ordered by estimated saving, and the rules that could not run.
 

@@ -12,7 +12,7 @@ import typer
 from rich.cells import cell_len
 
 from tilescope.atomic import write_text_atomic
-from tilescope.commands import CHIP_HELP
+from tilescope.commands import CHIP_HELP, STRICT_HELP, honours_strict
 from tilescope.commands.analyze import build
 from tilescope.commands.diff_words import finding_line, signed_pct, signed_us, term_text
 from tilescope.diff import CROSSED, DiffResult, KernelDelta
@@ -323,6 +323,7 @@ def _match_pair(text: str) -> tuple[str, str]:
 
 def register(app: typer.Typer) -> None:
     @app.command("diff")
+    @honours_strict
     def diff_cmd(
         base: Annotated[Path, typer.Argument(help="Base run: profiler directory, bundle, or JSON report.")],
         head: Annotated[Path, typer.Argument(help="Head run (the change under review).")],
@@ -337,6 +338,7 @@ def register(app: typer.Typer) -> None:
         width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
         match: Annotated[list[str] | None, typer.Option(
             "--match", metavar="BASE=HEAD", help=_MATCH_HELP)] = None,
+        strict: Annotated[bool, typer.Option("--strict", help=STRICT_HELP)] = False,
     ) -> None:
         """Compare two runs: device time, kernels, pipes and findings.
 

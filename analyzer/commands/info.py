@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tilescope.commands import CHIP_HELP
+from tilescope.commands import CHIP_HELP, STRICT_HELP, honours_strict
 from tilescope.errors import UsageError
 from tilescope.profile import Profile
 from tilescope.summary import SUMMARY_COLUMNS, summarize
@@ -117,11 +117,13 @@ def _print_text(info: dict[str, Any], width: int | None) -> None:
         line(f"                {f}")
 
 
+@honours_strict
 def info_command(
     path: Annotated[Path, typer.Argument(help="Profiler output directory or file")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
     chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
+    strict: Annotated[bool, typer.Option("--strict", help=STRICT_HELP)] = False,
 ) -> None:
     """Describe a profile: format, producer, metric groups, ranks, device, chip, table sizes, files.
 

@@ -14,7 +14,7 @@ import typer
 from rich.cells import cell_len
 
 from tilescope.atomic import atomic_path
-from tilescope.commands import CHIP_HELP
+from tilescope.commands import CHIP_HELP, STRICT_HELP, honours_strict
 from tilescope.errors import UsageError
 from tilescope.text.escape import terminal_text
 from tilescope.text.terminal import WIDTH_HELP, output_width
@@ -151,6 +151,7 @@ def stream_kernels(
     `device`: the facts recorded beside the file (`tilescope.io.load.KernelCsv`)."""
     # deferred: io.kernel_sink and io.kernel_stream (pyarrow) only where used; io.load only when this command
     #   runs; `tilescope --help` imports every command module
+    from tilescope.io.bad_rows import table_notes
     from tilescope.io.kernel_sink import TableSink, large_strings
     from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
     from tilescope.io.load import load_kernels_arrow
@@ -167,7 +168,20 @@ def stream_kernels(
         except StreamFallback:
             sink.close()  # half a file: overwritten below
         table = load_kernels_arrow(csv_path, chip=chip, device=device)
+        _say_notes(table_notes(table))
         _write_whole(large_strings(table), fmt, tmp)
+
+
+def _say_skipped(skipped: dict[str, Any] | None) -> None:
+    """The note on a kernel table's skipped rows or values, on stderr: a file output has no place
+    for it."""
+    if skipped is not None:
+        _say_notes([skipped["note"]])
+
+
+def _say_notes(notes: list[str]) -> None:
+    for note in notes:
+        typer.echo(f"tilescope: warning: {note}", err=True)
 
 
 class _TableView:
@@ -336,6 +350,7 @@ def render_table(df: pd.DataFrame, title: str, rows: int, width: int | None = No
     _print_count(console, min(len(df), rows), len(df))
 
 
+@honours_strict
 def kernels_command(
     path: Annotated[Path, typer.Argument(help="Profiler output: directory, kernel_details.csv, .db, ...")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | csv | json | parquet")] = "table",
@@ -343,6 +358,7 @@ def kernels_command(
     chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=0, help="Only the first N kernels")] = None,
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
+    strict: Annotated[bool, typer.Option("--strict", help=STRICT_HELP)] = False,
 ) -> None:
     """List kernels with canonical columns and derived metrics.
 
@@ -354,6 +370,7 @@ def kernels_command(
     """
     # deferred: io.failures and io.load only when this command runs; `tilescope --help` imports every command
     #   module
+    from tilescope.io.bad_rows import table_notes
     from tilescope.io.failures import PartialLoadError
     from tilescope.io.load import kernel_csv_profile, load_kernels_arrow, load_profiles
 
@@ -378,6 +395,7 @@ def kernels_command(
         from tilescope.io.kernel_sink import large_strings
 
         table = load_kernels_arrow(source.path, chip=chip, device=source.device)
+        _say_notes(table_notes(table))
         write_kernels(large_strings(table if limit is None else table.slice(0, limit)), fmt, output)
         return
     # deferred: pandas (~0.3 s) only when this builds a frame; `tilescope --help` imports every command module
@@ -387,6 +405,9 @@ def kernels_command(
     failures = getattr(profiles, "failures", [])
     for failure in failures:
         typer.echo(failure.warning_line(), err=True)
+    for pr in profiles:
+        _say_skipped(pr.rows_skipped)
+        _say_skipped(pr.values_out_of_range)
     frames = []
     for pr in profiles:
         k = pr.kernels

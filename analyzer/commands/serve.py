@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tilescope.commands import CHIP_HELP
+from tilescope.commands import CHIP_HELP, STRICT_HELP, honours_strict
 from tilescope.errors import UsageError
 from tilescope.extras import require
 from tilescope.text.escape import terminal_text
@@ -59,6 +59,7 @@ def _log(message: str) -> None:
     typer.echo(f"tilescope: {message}", err=True)
 
 
+@honours_strict
 def serve_command(
     paths: Annotated[
         list[Path] | None, typer.Argument(metavar="[PATH ...]", help="Profiles or bundles to open.")
@@ -72,6 +73,7 @@ def serve_command(
         ),
     ] = None,
     chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
+    strict: Annotated[bool, typer.Option("--strict", help=STRICT_HELP)] = False,
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Do not open a browser tab.")] = False,
     check: Annotated[
         bool, typer.Option("--check", help="Load everything, say where it would listen, exit (no server).")

@@ -95,4 +95,5 @@ def read_whole_csv(parts: Parts) -> None:
     assert parts.kernel_csv is not None
     kt = read_kernel_table(parts.kernel_csv)
     parts.kernels, parts.metric_groups = kt.kernels, kt.metric_groups
+    parts.rows_skipped, parts.values_out_of_range = kt.rows_skipped, kt.values_out_of_range
     parts.kernel_csv = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 from tilescope.columns import KERNEL_CONTRACT, canonical_header, is_coupled_header, metric_groups_of
 from tilescope.errors import ProfileFormatError
+from tilescope.io.bad_rows import OUT_OF_RANGE_KEY, skipped_rows, strict, with_skip_metadata
 from tilescope.io.detect import OP_SUMMARY_RE, detect_producer
 from tilescope.io.tables import (
     arrow_type_of,
@@ -27,6 +28,7 @@ from tilescope.io.tables import (
     read_header,
     to_frame,
 )
+from tilescope.io.validate import FLAG_COLUMN
 
 REQUIRED = ("name", "start_ns", "duration_us")
 
@@ -39,6 +41,10 @@ class KernelTable:
     files: list[Path]
     metric_groups: list[str] = field(default_factory=list)
     coupled: bool = False
+    # unreadable rows skipped (tilescope.io.bad_rows): {"count", "first", "note"}, None when none
+    rows_skipped: dict[str, Any] | None = None
+    # values outside their documented range, made null and flagged (io.validate.check_columns)
+    values_out_of_range: dict[str, Any] | None = None
 
 
 def slice_order(paths: list[Path]) -> list[Path]:
@@ -76,22 +82,41 @@ def check_header(path: Path, header: list[str], canonical: list[str]) -> str:
     return producer
 
 
-def _read_arrow(path: Path) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int, str, bool]:
+def _read_arrow(
+    path: Path, skipped: list[dict[str, Any]], flagged: list[dict[str, Any]]
+) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int, str, bool]:
     header = read_header(path)
     canonical = canonical_header(header)
     producer = check_header(path, header, canonical)
-    header, raw = read_csv_strings(path, header, numeric_columns(canonical))
-    cols = convert_columns(path, header, raw, canonical=canonical)
+    header, raw = read_csv_strings(path, header, numeric_columns(canonical), skip_bad_rows=True)
+    if (said := skipped_rows(raw)) is not None:
+        skipped.append(said)
+    # a value outside its range is flagged and left out, or under --strict refused
+    cols = convert_columns(path, header, raw, canonical=canonical, flagged=None if strict() else flagged)
     return cols, raw.num_rows, producer, is_coupled_header(header)
 
 
+def merged_skips(skipped: list[dict[str, Any]], what: str = "unreadable rows") -> dict[str, Any] | None:
+    """The entries of several files (slices) as one: their count, the first file's first."""
+    if not skipped:
+        return None
+    count = sum(int(s["count"]) for s in skipped)
+    first = skipped[0]
+    note = first["note"]
+    if len(skipped) > 1:
+        note = f"{count:,} {what} in {len(skipped)} files; {note}"
+    return {"count": count, "first": first["first"], "note": note}
+
+
 def _read_columns(
-    paths: Path | list[Path],
+    paths: Path | list[Path], skipped: list[dict[str, Any]], flagged: list[dict[str, Any]]
 ) -> tuple[dict[str, pa.Array | pa.ChunkedArray], int, str, list[Path], bool]:
-    """Cleaned, typed Arrow columns of one kernel table or its slices (unused-side zeros nulled)."""
+    """Cleaned, typed Arrow columns of one kernel table or its slices (unused-side zeros nulled);
+    what each file's read skipped is appended to `skipped`, its values out of range to `flagged`."""
     files = slice_order(list(paths)) if isinstance(paths, list) else [paths]
-    parts = [_read_arrow(p) for p in files]
-    _check_same_columns(files, [list(p[0]) for p in parts])
+    parts = [_read_arrow(p, skipped, flagged) for p in files]
+    # the flag column exists where a value was out of range: not a difference between slices
+    _check_same_columns(files, [[c for c in p[0] if c != FLAG_COLUMN] for p in parts])
     producers = {p[2] for p in parts}
     if len(parts) == 1:
         cols, n, producer, coupled = parts[0]
@@ -124,19 +149,28 @@ def _check_same_columns(files: list[Path], columns: list[list[str]]) -> None:
 
 def read_kernel_table(paths: Path | list[Path]) -> KernelTable:
     """Read one kernel table, or several slices of one (concatenated in slice order)."""
-    cols, n, producer, files, coupled = _read_columns(paths)
+    skipped: list[dict[str, Any]] = []
+    flagged: list[dict[str, Any]] = []
+    cols, n, producer, files, coupled = _read_columns(paths, skipped, flagged)
     df = to_frame(cols, n, ensure=KERNEL_CONTRACT)
-    return KernelTable(df, producer, files, metric_groups_of(list(df.columns)), coupled)
+    groups = metric_groups_of(list(df.columns))
+    out_of_range = merged_skips(flagged, "values out of range")
+    return KernelTable(df, producer, files, groups, coupled, merged_skips(skipped), out_of_range)
 
 
 def read_kernel_arrow(paths: Path | list[Path]) -> tuple[pa.Table, str, list[Path]]:
     """The same table as `read_kernel_table` kept in Arrow (for file output without pandas).
 
     Same columns in the same order and the same values; text columns stay `string` and absent
-    contract columns are all-null of their declared type.
+    contract columns are all-null of their declared type. Unreadable rows skipped are in the
+    table's metadata (`tilescope.io.bad_rows.skipped_rows`).
     """
-    cols, n, producer, files, _ = _read_columns(paths)
-    return contract_table(cols, n), producer, files
+    skipped: list[dict[str, Any]] = []
+    flagged: list[dict[str, Any]] = []
+    cols, n, producer, files, _ = _read_columns(paths, skipped, flagged)
+    table = with_skip_metadata(contract_table(cols, n), merged_skips(skipped))
+    out_of_range = merged_skips(flagged, "values out of range")
+    return with_skip_metadata(table, out_of_range, OUT_OF_RANGE_KEY), producer, files
 
 
 def contract_table(cols: dict[str, pa.Array | pa.ChunkedArray], n_rows: int) -> pa.Table:

@@ -112,6 +112,10 @@ def _build(
         # `msprof op` times are per block until the core count is known (io/msprof_op.py)
         per_core = per_core_times(parts.kernels, selected.aic_count, selected.aiv_count)
         kernels = add_derived_metrics(ensure_contract(per_core), selected, coupled=parts.coupled)
+    # one note each, first: they say what the table lacks
+    for said in (parts.values_out_of_range, parts.rows_skipped):
+        if said is not None:
+            warnings.insert(0, said["note"])
     source = SourceInfo(
         det.path, det.format, parts.producer, parts.files, parts.metric_groups, coupled=parts.coupled
     )
@@ -125,6 +129,8 @@ def _build(
         timeline=parts.timeline,
         rank=parts.rank if det.rank is None else det.rank,
         warnings=warnings,
+        rows_skipped=parts.rows_skipped,
+        values_out_of_range=parts.values_out_of_range,
     )
     if parts.pending_timeline is not None:
         profile.defer_timeline(parts.pending_timeline)
@@ -388,9 +394,11 @@ def load_kernels_arrow(csv_path: Path, chip: str | None = None, device: DeviceIn
     from tilescope.metrics import add_derived_metrics_arrow
 
     table, _producer, _files = read_kernel_arrow(csv_path)
+    said = table.schema.metadata  # kept in the result's metadata: the command says it on stderr
     coupled = is_coupled_header(read_header(csv_path))
     selected = dev.choose_chip(chip, device or DeviceInfo(), table, [], coupled)
-    return add_derived_metrics_arrow(table, selected, coupled=coupled)
+    out = add_derived_metrics_arrow(table, selected, coupled=coupled)
+    return out.replace_schema_metadata({**(out.schema.metadata or {}), **(said or {})})
 
 
 def load_profile(path: str | Path, chip: str | None = None, progress: bool = False) -> Profile:

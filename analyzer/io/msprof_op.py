@@ -40,6 +40,7 @@ from tilescope.io.msprof_op_layout import (
 )
 from tilescope.io.tables import read_small_table
 from tilescope.io.validate import csv_row
+from tilescope.metrics import VOLUME_COLUMNS
 
 BLOCK_KEYS = ["op_name", "launch", "block_id", "sub_block_id"]
 
@@ -217,6 +218,9 @@ def per_core_times(kernels: pd.DataFrame, aic_count: int | None, aiv_count: int 
 def _kernels_from(launches: pd.DataFrame, blocks: pd.DataFrame) -> pd.DataFrame:
     keys = ["op_name", "launch"]
     agg = _side_aggregate(blocks, keys).reset_index() if len(blocks) else pd.DataFrame(columns=keys)
+    volume = [c for c in VOLUME_COLUMNS if c in blocks.columns]
+    if volume and len(blocks):  # the file's own data volumes, every block's (both sides) summed
+        agg = agg.merge(blocks.groupby(keys, sort=False)[volume].sum(min_count=1).reset_index(), on=keys)
     base = launches.rename(columns={"name": "basic_name"})
     k = base.merge(agg, on=keys, how="left") if len(agg.columns) > 2 else base
     k["name"] = k["basic_name"].astype("str") if "basic_name" in k else k["op_name"].astype("str")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tilescope.columns import KERNEL_CONTRACT, canonical_header, dtype_of, is_coupled_header
 from tilescope.errors import ProfileFormatError
@@ -52,6 +52,10 @@ class Parts:
     # the one kernel CSV whose rows are read later, streamed into only the columns the caller
     # needs (`read_kernel_csv(defer=True)`); `kernels` stays empty until then
     kernel_csv: Path | None = None
+    # the kernel table's unreadable rows, skipped (tilescope.io.bad_rows): {"count", "first", "note"}
+    rows_skipped: dict[str, Any] | None = None
+    # values outside their documented range, made null and flagged: {"count", "first", "note"}
+    values_out_of_range: dict[str, Any] | None = None
 
     @property
     def has_kernel_table(self) -> bool:
@@ -121,6 +125,7 @@ def read_kernel_csv(parts: Parts, paths: Path | list[Path], defer: bool = False)
         kt = read_kernel_table(paths)
         parts.files.extend(kt.files)
         parts.kernels, parts.producer, parts.metric_groups = kt.kernels, kt.producer, kt.metric_groups
+        parts.rows_skipped, parts.values_out_of_range = kt.rows_skipped, kt.values_out_of_range
         coupled = kt.coupled
     parts.coupled = coupled
     if coupled:

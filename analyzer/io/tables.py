@@ -9,9 +9,9 @@ error paths (locating a bad row to name it) may be slow because they run once.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +20,7 @@ import pyarrow.csv as pacsv
 
 from tilescope.columns import AI_CORE, AI_VECTOR_CORE, COLUMNS, SHAPE_LIST_COLUMNS, canonical_header, dtype_of
 from tilescope.errors import ProfileFormatError
+from tilescope.io.bad_rows import RowSkipper, with_skipped
 from tilescope.io.detect import first_line
 from tilescope.io.native import native_name
 from tilescope.io.validate import MAX_TEXT_BYTES, TEXT_EXPECTED, check_columns, csv_data_rows, csv_row
@@ -114,6 +115,7 @@ def csv_options(
     skip_rows: int = 1,
     use_threads: bool = True,
     newlines_in_values: bool = False,
+    invalid_row_handler: Callable[[Any], str] | None = None,
 ) -> dict[str, object]:
     """Keyword arguments for pyarrow's read_csv / open_csv, shared by the whole-file and the
     streaming reader so both parse a file identically (the streaming reader parses byte ranges
@@ -124,7 +126,9 @@ def csv_options(
     quote-aware scan, a serial pass the clean files do not need. Without it a block boundary
     inside such a value stops the read with an error (Arrow checks that each block parsed to its
     end: "CSV parser got out of sync with chunker"), never a wrong table, and `read_csv_strings`
-    then reads the file again with it."""
+    then reads the file again with it. `invalid_row_handler`: called for each row whose field
+    count differs from the header's (tilescope.io.bad_rows.RowSkipper), else such a row is an
+    error."""
     convert = pacsv.ConvertOptions(
         column_types=types,
         # typed columns parse N/A / NA / empty straight to null in the C++ reader; in the all-string
@@ -137,7 +141,9 @@ def csv_options(
         "read_options": pacsv.ReadOptions(
             column_names=names, skip_rows=skip_rows, block_size=block_size, use_threads=use_threads
         ),
-        "parse_options": pacsv.ParseOptions(newlines_in_values=newlines_in_values),
+        "parse_options": pacsv.ParseOptions(
+            newlines_in_values=newlines_in_values, invalid_row_handler=invalid_row_handler
+        ),
         "convert_options": convert,
     }
 
@@ -157,9 +163,16 @@ READ_BLOCK_SIZE = 8 << 20
 
 
 def _read_typed(
-    path: Path, names: list[str], types: dict[str, pa.DataType], typed: bool, newlines: bool = False
+    path: Path,
+    names: list[str],
+    types: dict[str, pa.DataType],
+    typed: bool,
+    newlines: bool = False,
+    skipper: RowSkipper | None = None,
 ) -> pa.Table:
-    options = csv_options(names, types, typed, READ_BLOCK_SIZE, newlines_in_values=newlines)
+    options = csv_options(
+        names, types, typed, READ_BLOCK_SIZE, newlines_in_values=newlines, invalid_row_handler=skipper
+    )
     # Through the open file, not the path: given a path, pyarrow picks a decompressor by its
     # extension (a CSV named .gz) and refuses a name that is not UTF-8 (tilescope.io.native).
     with open(path, "rb") as fh, pa.memory_map(native_name(path, fh)) as source:
@@ -167,7 +180,10 @@ def _read_typed(
 
 
 def read_csv_strings(
-    path: Path, header: list[str] | None = None, numeric: dict[int, pa.DataType] | None = None
+    path: Path,
+    header: list[str] | None = None,
+    numeric: dict[int, pa.DataType] | None = None,
+    skip_bad_rows: bool = False,
 ) -> tuple[list[str], pa.Table]:
     """Read a CSV; returns the raw header and the data table.
 
@@ -183,18 +199,24 @@ def read_csv_strings(
         header = read_header(path)
     names = [f"c{i}" for i in range(len(header))]
     strings = {n: pa.string() for n in names}
+
+    def read(types: dict[str, pa.DataType], typed: bool, newlines: bool = False) -> pa.Table:
+        skipper = RowSkipper() if skip_bad_rows else None  # counts afresh on each attempt
+        table = _read_typed(path, names, types, typed, newlines, skipper)
+        return table if skipper is None else with_skipped(table, skipper, path, len(header))
+
     try:
         if numeric:
             try:
-                return header, _read_typed(path, names, typed_column_types(names, numeric), True)
+                return header, read(typed_column_types(names, numeric), True)
             except pa.ArrowInvalid:
                 pass  # not clean enough for the fast path; the string path cleans or names the row
         try:
-            return header, _read_typed(path, names, strings, False)
+            return header, read(strings, False)
         except pa.ArrowInvalid:
             # a quoted newline across a block boundary (see csv_options); a truly broken file
             # fails this read too and its row is named below
-            return header, _read_typed(path, names, strings, False, newlines=True)
+            return header, read(strings, False, newlines=True)
     except pa.ArrowInvalid as exc:
         raise _locate_csv_error(path, len(header), str(exc)) from exc
     except PermissionError as exc:
@@ -407,12 +429,18 @@ def _parse_shapes(uniques: list[str | None]) -> pa.Array:
 
 
 def convert_columns(
-    path: Path, header: list[str], raw: pa.Table, *, canonical: list[str] | None = None
+    path: Path,
+    header: list[str],
+    raw: pa.Table,
+    *,
+    canonical: list[str] | None = None,
+    flagged: list[dict[str, Any]] | None = None,
 ) -> dict[str, pa.Array | pa.ChunkedArray]:
     """Clean every raw string column and cast it to its declared canonical dtype.
 
     Unknown metric columns are cast to float64 when every value is numeric, else kept as strings.
-    The empty trailing column of `msprof op` files is dropped.
+    The empty trailing column of `msprof op` files is dropped. Values outside their range are
+    refused, or with `flagged` made null and flagged (`validate.check_columns`).
     """
     names = canonical if canonical is not None else canonical_header(header)
     out: dict[str, pa.Array | pa.ChunkedArray] = {}
@@ -441,7 +469,7 @@ def convert_columns(
                 out[name] = col  # a text column we do not know: keep it as text, never drop it
         if name in SHAPE_LIST_COLUMNS:
             out[SHAPE_LIST_COLUMNS[name]] = shape_lists(out[name])
-    check_columns(out, path, source_names=dict(zip(names, header, strict=True)))
+    check_columns(out, path, source_names=dict(zip(names, header, strict=True)), flagged=flagged)
     return out
 
 

@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -159,12 +159,8 @@ def _first_bad(arr: pa.Array | pa.ChunkedArray, rng: Range, floating: bool) -> i
     nan = floating and bool(pc.any(pc.is_nan(arr)).as_py())
     if lo is None or (not nan and rng.lo <= lo and hi <= rng.hi and math.isfinite(hi)):
         return None
-    if floating:
-        bad = pc.or_(pc.or_(pc.less(arr, rng.lo), pc.greater(arr, rng.hi)), pc.invert(pc.is_finite(arr)))
-    else:  # integer bounds: a float scalar cannot compare with int64 beyond 2**53
-        bad = pc.less(arr, pa.scalar(int(rng.lo), arr.type))
-        if math.isfinite(rng.hi) and rng.hi < INT64_MAX:
-            bad = pc.or_(bad, pc.greater(arr, pa.scalar(int(rng.hi), arr.type)))
+    # integer bounds: a float scalar cannot compare with int64 beyond 2**53 (`_outside`)
+    bad = _outside(arr, rng, floating)
     found = pc.index(pc.fill_null(bad, False), True).as_py()
     return int(found) if found is not None and found >= 0 else None
 
@@ -175,20 +171,37 @@ def _shown(value: object) -> str:
     return str(value)[:40]
 
 
+# The columns every total rests on (device time, the timeline): a value outside is refused even
+# where other columns' are flagged and left out (`check_columns(flagged=...)`)
+REFUSED = frozenset({"start_ns", "duration_us"})
+# the per-row flag: the columns whose value on that row was outside its range and is now null
+FLAG_COLUMN = "out_of_range"
+
+
 def check_columns(
-    cols: Mapping[str, pa.Array | pa.ChunkedArray],
+    cols: dict[str, pa.Array | pa.ChunkedArray],
     path: str | Path,
     *,
     source_names: Mapping[str, str] | None = None,
     where: Callable[[int], str] | None = None,
+    flagged: list[dict[str, Any]] | None = None,
 ) -> None:
     """Raise ProfileFormatError for the first value outside its column's range (see the module doc).
 
     `source_names` maps canonical names back to the file's header, so that the line names the
     column as the user sees it; `where` turns a row index into the error's location (by default
     the row and line of the CSV file `path`).
+
+    With `flagged` (a kernel table read without `--strict`, issue #26) a value outside its range in
+    any column but REFUSED is made null instead — left out of every sum and mean — its row named in
+    the `out_of_range` column added to `cols`, and `flagged` gets one entry for the file: the count
+    and the first such value (`flagged_entry`).
     """
-    for name, arr in cols.items():
+    flags: list[pa.Array | pa.ChunkedArray] = []
+    first: tuple[int, str] | None = None
+    count = 0
+    for name in list(cols):
+        arr = cols[name]
         if len(arr) == 0:
             continue
         if is_text(arr.type):
@@ -209,9 +222,45 @@ def check_columns(
         if row is None:
             continue
         column = (source_names or {}).get(name, name)
-        at = where(row) if where is not None else csv_row(path, row)
-        found = _shown(arr[row].as_py())
-        raise ProfileFormatError(path, at, f"column {column!r}: expected {rng.expected}, found {found}")
+        said = f"column {column!r}: expected {rng.expected}, found {_shown(arr[row].as_py())}"
+        if flagged is None or name in REFUSED:
+            at = where(row) if where is not None else csv_row(path, row)
+            raise ProfileFormatError(path, at, said)
+        bad = pc.fill_null(_outside(arr, rng, floating), False)
+        count += int(pc.sum(bad).as_py() or 0)
+        cols[name] = pc.if_else(bad, pa.scalar(None, arr.type), arr)
+        flags.append(pc.if_else(bad, pa.scalar(column), pa.scalar(None, pa.string())))
+        if first is None or row < first[0]:
+            first = (row, said)
+    if flagged is not None and first is not None:
+        at = where(first[0]) if where is not None else csv_row(path, first[0])
+        names = flags[0]
+        for more in flags[1:]:  # "a, b" where both were out; Arrow's own null skipping drops rows
+            both = pc.binary_join_element_wise(names, more, ", ")
+            names = pc.if_else(pc.is_null(names), more, pc.if_else(pc.is_null(more), names, both))
+        cols[FLAG_COLUMN] = names
+        flagged.append(flagged_entry(str(path), count, f"{at}: {first[1]}"))
+
+
+def flagged_entry(path: str, count: int, first: str) -> dict[str, Any]:
+    """{count, first, note}: the one warning for values left out of a file."""
+    values = "1 value" if count == 1 else f"{count:,} values"
+    note = (
+        f"{values} outside {'its' if count == 1 else 'their'} documented range left out of every "
+        f"sum and mean (first: {path}: {first}); rows flagged in column {FLAG_COLUMN!r}; "
+        "--strict refuses the file"
+    )
+    return {"count": count, "first": f"{path}: {first}", "note": note}
+
+
+def _outside(arr: pa.Array | pa.ChunkedArray, rng: Range, floating: bool) -> pa.Array | pa.ChunkedArray:
+    """The values of `arr` outside `rng` (NaN and ±inf included for floats)."""
+    if floating:
+        return pc.or_(pc.or_(pc.less(arr, rng.lo), pc.greater(arr, rng.hi)), pc.invert(pc.is_finite(arr)))
+    bad = pc.less(arr, pa.scalar(int(rng.lo), arr.type))
+    if math.isfinite(rng.hi) and rng.hi < INT64_MAX:
+        bad = pc.or_(bad, pc.greater(arr, pa.scalar(int(rng.hi), arr.type)))
+    return bad
 
 
 def is_text(t: pa.DataType) -> bool:
@@ -253,7 +302,7 @@ def check_frame(
     # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
-    cols: dict[str, pa.Array] = {}
+    cols: dict[str, pa.Array | pa.ChunkedArray] = {}
     for name in df.columns:
         s = df[name]
         if not isinstance(name, str):

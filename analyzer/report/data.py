@@ -204,10 +204,11 @@ def kernel_group_stats(kernels: pd.DataFrame, names: Sequence[str] | None = None
     # more than computing them (each insert rebuilds the column index; ~20 -> ~10 ms per rank of
     # 8,808 launches). Each is aligned on `out`'s index, as `out[c] = ...` aligned it.
     more: dict[str, pd.Series] = {}
-    if "sol_bound" in kernels.columns:
-        # the resource most launches of the kernel are bound by
-        counts = text_column(kernels, "sol_bound")[keep].groupby(key, sort=False).value_counts()
-        more["sol_bound"] = counts.groupby(level=0, sort=False).idxmax().map(lambda ix: ix[1])
+    for label in ("sol_bound", "bytes_source"):
+        if label in kernels.columns:
+            # the resource most launches of the kernel are bound by, the source of most launches' bytes
+            counts = text_column(kernels, label)[keep].groupby(key, sort=False).value_counts()
+            more[label] = counts.groupby(level=0, sort=False).idxmax().map(lambda ix: ix[1])
     for batch in _batches(WEIGHTED_RATIOS, per_pass):
         block = g.block(2 * len(batch))  # per ratio: Σ value × duration, Σ duration
         for i, c in enumerate(batch):
@@ -331,7 +332,7 @@ def enrich_top_kernels(tops: list[dict[str, Any]], kernels: pd.DataFrame) -> lis
             for c, digits in _KERNEL_KEYS.items():
                 if c in s.index:
                     row[c] = _rounded(s[c], digits)
-            for c in (*FIRST_OF_GROUP, "sol_bound"):
+            for c in (*FIRST_OF_GROUP, "sol_bound", "bytes_source"):
                 if c in s.index and not (c == "core_type" and row.get("core_type")):
                     row[c] = None if pd.isna(s[c]) else str(s[c])
         out.append(row)
@@ -384,6 +385,8 @@ def _input(profile: Profile) -> dict[str, Any]:
         "has_blocks": profile.blocks is not None,
         "has_ir": profile.ir is not None,
         "warnings": list(profile.warnings),
+        "rows_skipped": profile.rows_skipped,
+        "values_out_of_range": profile.values_out_of_range,
     }
 
 
@@ -471,6 +474,9 @@ def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0
     entry = _input(profile)
     entry["warnings"] += result.notes
     entry["summary"] = _summary(profile, result)
+    over = (entry["summary"].get("speed_of_light") or {}).get("over_ceiling")
+    if over:  # every format says it: text among the notes, Markdown and HTML under the headline
+        entry["warnings"].append(over["note"])
     lines = lines_section(profile)
     if lines is not None:
         entry["lines"] = lines
@@ -482,6 +488,9 @@ def profile_part(profile: Profile, result: AnalysisResult, timeline_cap: int = 0
         ],
         "errors": [e.to_dict() for e in result.errors],
         "timeline": None,
+        # where the loader's notes end and the analysis' begin: a per-rank worker adds the notes on
+        # ranks left out there, where loading every rank in one process puts them (rankwork)
+        "load_warnings": len(profile.warnings),
     }
     if timeline_cap > 0:
         launches, info = launch_timeline(profile.kernels, timeline_cap)

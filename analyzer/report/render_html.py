@@ -24,6 +24,7 @@ from pygments.util import ClassNotFound
 from tilescope.engine import get_rule
 from tilescope.report import lines_view
 from tilescope.report.access import (
+    data_warnings,
     profile_summaries,
     report_chip,
     report_findings,
@@ -96,6 +97,7 @@ details.finding > summary {{ cursor: pointer; }}
 .excerpt .hll {{ background: #fff3b0; display: block; }}
 .excerpt pre {{ margin: 0; padding: .4em; background: #f8f8f8; overflow-x: auto; }}
 .note {{ color: #666; font-style: italic; }}
+.warning {{ color: #c0392b; }}
 .chart {{ min-height: 120px; }}
 .ruledoc pre {{ background: #f8f8f8; padding: .4em; }}
 """
@@ -188,7 +190,8 @@ def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], pa
         facts.append(f"<span>{html_text(launches_text(s['raw']), 60)}</span>")
     return (f"<header><h1>{html_text(page_title, 200)}</h1>"
             f'<p class="facts">{"".join(facts)}</p>'
-            f'<p id="headline"><b>{html_text(closing)}</b></p>'
+            + "".join(f'<p class="warning">{html_text(w, 400)}</p>' for w in data_warnings(report))
+            + f'<p id="headline"><b>{html_text(closing)}</b></p>'
             "</header>")
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from tilescope.errors import UsageError
 from tilescope.report import lines_view
 from tilescope.report.access import (
+    data_warnings,
     profile_summaries,
     report_chip,
     report_findings,
@@ -233,7 +234,7 @@ def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) 
     if run is not None:  # several ranks: the run, never its first rank, leads (issue #28)
         title = f"## tilescope performance report — {md_code_span(run['path'], 120)} · {ranks_phrase(run)}"
         lead = [f"- {md_text(line, None)}" for line in run_lines(run)]
-        return "\n".join([title, "", *lead, "", closing]) + "\n"
+        return "\n".join([title, "", *lead, "", *_warnings(report), closing]) + "\n"
     src = report_input_path(report)
     chip = report_chip(report).get("name")
     out = ["## tilescope performance report" + (f" — {md_code_span(src, 120)}" if src else ""), ""]
@@ -248,8 +249,15 @@ def _headline(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) 
         facts.append(f"chip {md_text(chip_text(report_chip(report)), 160)}")
     if s["kernel_count"] is not None:
         facts.append(md_text(launches_text(s["raw"])))
-    out += [" · ".join(facts), "", closing]
+    out += [" · ".join(facts), ""]
+    out += _warnings(report)
+    out += [closing]
     return "\n".join(out) + "\n"
+
+
+def _warnings(report: Mapping[str, Any]) -> list[str]:
+    """What was left out of the input (rows skipped, values out of range), under the headline."""
+    return [f"> **Warning:** {md_text(w, 400)}\n" for w in data_warnings(report)]
 
 
 TOP_FIXES = 3  # findings whose fix the first screen shows

@@ -105,11 +105,15 @@ def saving_phrase(f: Mapping[str, Any]) -> str:
 
 
 def sol_text(row: Mapping[str, Any]) -> str:
-    """A kernel's achieved share of its speed of light: `16 % (memory)`; "–" when unknown."""
+    """A kernel's achieved share of its speed of light: `16 % (memory)`; "–" when unknown. Above
+    100 % (faster than its ceiling: the chip figure or the model is wrong for it) with a decimal
+    and said: `103.6 % (memory, over its ceiling)`."""
     v = num(row.get("sol_pct"))
     if v is None:
         return "–"
     bound = row.get("sol_bound")
+    if v > 100:
+        return f"{v:.1f} % ({bound + ', ' if bound else ''}over its ceiling)"
     return f"{v:.0f} %" + (f" ({bound})" if bound else "")
 
 

@@ -26,6 +26,7 @@ from tilescope.cli import main
 from tilescope.errors import ProfileFormatError
 from tilescope.findings import Finding, Severity
 from tilescope.io import kernel_stream, tables
+from tilescope.io.bad_rows import STRICT_ENV
 from tilescope.io.kernel_csv import read_kernel_table
 from tilescope.io.kernel_sink import TableSink, csv_table, large_strings
 from tilescope.io.kernel_stream import StreamFallback, stream_kernel_csv
@@ -259,7 +260,7 @@ def test_error_line_shows_the_path_inert(hostile: Path) -> None:
     header, body = _hostile_rows()
     body[2] = body[2][:-3]  # a truncated row
     broken = _write(hostile.parents[2] / "bad\x1b]0;title\x07" / "kernel_details.csv", header, body)
-    run = _run("kernels", broken)
+    run = _run("kernels", "--strict", broken)  # by default the row is skipped with a note
     assert run.returncode == 2 and run.stdout == b""
     err = _inert(run.stderr)
     assert err == (
@@ -325,11 +326,14 @@ def test_quoted_newlines_across_read_blocks(tmp_path: Path, monkeypatch: pytest.
     assert main(["kernels", str(src), "--format", "json"]) == 0
 
 
-def test_error_names_the_line_a_row_starts_on(tmp_path: Path) -> None:
+def test_error_names_the_line_a_row_starts_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     header, body = _hostile_rows()
     body[0][header.index("Name")] = "two\nlines"
     body[2] = body[2][:-1]
     src = _write(tmp_path / "kernel_details.csv", header, body)
+    skipped = read_kernel_table(src).rows_skipped  # by default the row is skipped, named the same
+    assert skipped is not None and skipped["first"].startswith(f"{src}: row 3 (line 5): expected")
+    monkeypatch.setenv(STRICT_ENV, "1")
     with pytest.raises(ProfileFormatError, match=r": row 3 \(line 5\): expected"):
         read_kernel_table(src)
 

@@ -192,7 +192,8 @@ def test_real_run_from_analysis_db_has_the_same_findings(
     db_run = _db_export_copy(text_run, tmp_path / "db")
     reports = []
     for run in (text_run, db_run):
-        assert main(["analyze", str(run), "-f", "json", "--no-cache"]) == 2  # rank 0's kernel table is broken
+        # rank 0's kernel table has a short row: skipped with a note, both ranks load
+        assert main(["analyze", str(run), "-f", "json", "--no-cache"]) == 0
         reports.append(json.loads(capsys.readouterr().out))
     text, db = reports
 
@@ -419,7 +420,7 @@ def test_damaged_database_rank_keeps_its_kernels(real_traces: Path, tmp_path: Pa
     assert len(cluster.notes) == 2 and all(n.startswith("rank 1: ") for n in cluster.notes)
     assert "expected a table StepTraceTime" in cluster.notes[0]
     assert "table CommAnalyzerTime, rowid 4: column transit_time holds NULL" in cluster.notes[1]
-    assert set(cluster.kernels["rank"]) == {1} and set(cluster.comm_ops["rank"]) == {0}
+    assert set(cluster.kernels["rank"]) == {0, 1} and set(cluster.comm_ops["rank"]) == {0}
     sources = dict(zip(cluster.steps["rank"], cluster.steps["source"], strict=True))
     assert sources == {0: "analysis.db", 1: "kernels"}
 

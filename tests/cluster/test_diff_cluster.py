@@ -254,7 +254,9 @@ def test_unreadable_rank_is_partial_exit_2(
     head = _write(tmp_path / "head", ranks=4, slow_rank=2, slow_link=None)
     kd = _rank_dir(head, 2) / "kernel_details.csv"
     lines = kd.read_text().splitlines()
-    lines[3] = lines[3].rsplit(",", 1)[0]  # one field short
+    # every row from row 3 on one field short: more unreadable rows than readable ones refuse
+    # the table (one short row alone is skipped with a note: tests/io/test_bad_rows.py)
+    lines[3:] = [line.rsplit(",", 1)[0] for line in lines[3:]]
     kd.write_text("\n".join(lines) + "\n")
     assert main(["diff", str(base), str(head), "--width", "300"]) == 2
     captured = capsys.readouterr()

@@ -58,7 +58,9 @@ def run8(tmp_path_factory: pytest.TempPathFactory, sample_generator: Any) -> Pat
     roots = write_cluster_run(out, ClusterSpec(ranks=8, steps=3))
     table = roots[6] / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
     lines = table.read_text().splitlines()
-    lines[5] = lines[5].rsplit(",", 1)[0]  # one field short
+    # every row from row 5 on one field short: more unreadable rows than readable ones refuse
+    # the table (one short row alone is skipped with a note: tests/io/test_bad_rows.py)
+    lines[5:] = [line.rsplit(",", 1)[0] for line in lines[5:]]
     table.write_text("\n".join(lines) + "\n")
     return out
 

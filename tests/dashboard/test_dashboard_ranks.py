@@ -139,7 +139,7 @@ def test_matrix_shows_the_slow_link_with_the_reports_values(
 
 def test_real_two_rank_matrix_rows_are_the_ranks_that_report(real_traces: Path) -> None:
     """The real gpt3 run was captured on ranks 0 and 1 of a larger job: two rows, one column per
-    rank they sent to; rank 0's kernel table is truncated, so it is left out but keeps its row."""
+    rank they sent to; rank 0's kernel table has a short row, skipped with a note: both ranks load."""
     path = real_traces / "gpt3_2rank_memoryl0"
     if not path.is_dir():
         pytest.skip("needs ../shared/traces/real/gpt3_2rank_memoryl0")
@@ -157,7 +157,7 @@ def test_real_two_rank_matrix_rows_are_the_ranks_that_report(real_traces: Path) 
     assert grid[0, 1] == pytest.approx(
         links[(0, 1)]["size_mb"] / links[(0, 1)]["transit_us"] * 1000, rel=1e-3
     )
-    assert list(entry.rank_keys) == [1]
+    assert list(entry.rank_keys) == [0, 1]
     values, ranks, labels, _width = R.step_grid(entry, "computing_us")
     assert ranks == [0, 1] and labels == ["2"]
     assert list(values[:, 0]) == pytest.approx([s["computing_us"] for s in entry.section["steps"]])
@@ -209,7 +209,9 @@ def test_a_left_out_rank_keeps_its_row_and_says_why(tmp_path: Path, sample_gener
     roots = write_cluster_run(tmp_path, ClusterSpec(ranks=4, slow_rank=2, slow_link=None))
     kd = roots[2] / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
     lines = kd.read_text().splitlines()
-    lines[3] = lines[3].rsplit(",", 1)[0]  # one field short
+    # every row from row 3 on one field short: more unreadable rows than readable ones refuse
+    # the table (one short row alone is skipped with a note: tests/io/test_bad_rows.py)
+    lines[3:] = [line.rsplit(",", 1)[0] for line in lines[3:]]
     kd.write_text("\n".join(lines) + "\n")
     (entry,) = store_of(create_app([tmp_path])).clusters()
     assert sorted(entry.rank_keys) == [0, 1, 3]
@@ -347,7 +349,7 @@ def test_serve_says_the_ranks_tab_and_the_left_out_rank(
     roots = write_cluster_run(tmp_path, ClusterSpec(ranks=3, slow_rank=None, slow_link=None))
     kd = roots[1] / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
     kd.write_text("\n".join([*kd.read_text().splitlines()[:3], "x,y"]) + "\n")  # a row of two fields
-    assert main(["serve", str(tmp_path), "--check"]) == 0
+    assert main(["serve", str(tmp_path), "--check", "--strict"]) == 0  # by default: a skipped row
     err = capsys.readouterr().err.splitlines()
     (warning,) = [line for line in err if "left out" in line]
     assert warning.startswith("tilescope: warning: ") and "kernel_details.csv: row 3 (line 4)" in warning

@@ -12,6 +12,7 @@ import pytest
 
 from tilescope.analysis import analyze
 from tilescope.engine import AnalysisResult
+from tilescope.io.bad_rows import STRICT_ENV
 from tilescope.io.load import load_profiles
 from tilescope.profile import Profile
 from tilescope.summary import device_time
@@ -53,7 +54,11 @@ def test_gpt3_rank1_vector_kernels_typed_ai_core(real_traces: Path) -> None:
     assert device_time(p.kernels).with_communication_us == pytest.approx(11514.6, abs=1e-3)
 
 
-def test_gpt3_parent_leaves_the_broken_rank_out(real_traces: Path) -> None:
+def test_gpt3_parent_leaves_the_broken_rank_out_under_strict(
+    real_traces: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # by default the short row is skipped and both ranks load (tests/io/test_bad_rows.py)
+    monkeypatch.setenv(STRICT_ENV, "1")
     profiles = load_profiles(real_traces / "gpt3_2rank_memoryl0")
     assert [pr.rank for pr in profiles] == [1]
     (failure,) = profiles.failures
