@@ -113,9 +113,9 @@ def _build(
         per_core = per_core_times(parts.kernels, selected.aic_count, selected.aiv_count)
         kernels = add_derived_metrics(ensure_contract(per_core), selected, coupled=parts.coupled)
     # one note each, first: they say what the table lacks
-    for said in (parts.values_out_of_range, parts.rows_skipped):
-        if said is not None:
-            warnings.insert(0, said["note"])
+    for left_out in (parts.values_out_of_range, parts.rows_skipped):
+        if left_out is not None:
+            warnings.insert(0, left_out["note"])
     source = SourceInfo(
         det.path, det.format, parts.producer, parts.files, parts.metric_groups, coupled=parts.coupled
     )
