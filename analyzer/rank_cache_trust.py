@@ -322,7 +322,7 @@ TABLE_SCHEMAS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
             "transit_us": "float",
             "bandwidth_gbps": "float",
         },
-        {},
+        {"collective": "text"},  # the collective a row names; none for an aggregate's remainder (#26)
     ),
     "kernels": (
         {

@@ -188,11 +188,13 @@ def test_sqlite_odd_directory_reads_its_own_database(
     target = _plant(tmp_path, odd, real_db, decoy_db, SQLITE_DECOYS[odd], DB)
     before = _files(tmp_path)
     got = _info(capsys, target)
-    # msprof_db_2023: 11 compute tasks, sum of (endNs - startNs) = 663.872 us (the decoy has 5)
-    assert got["kernels"] == 11 and got["kernel_sum_us"] == pytest.approx(663.872)
+    # msprof_db_2023: 11 compute tasks, sum of (endNs - startNs) = 663.872 us, and its one collective
+    # (an HCCL row from COMMUNICATION_TASK_INFO, #26) (the decoy has 5 compute tasks)
+    assert got["kernels"] == 12 and got["kernel_sum_us"] == pytest.approx(663.872)
     assert got["files"] == [str(target)]
     rows = _kernels(capsys, target)
-    assert sorted(int(str(r["global_task_id"])) for r in rows) == list(range(11))
+    ids = [r["global_task_id"] for r in rows]  # the collective's row has no task id
+    assert sorted(int(str(i)) for i in ids if i is not None) == list(range(11)) and ids.count(None) == 1
     # no file created anywhere: not 'a' (the URI's truncated path), not the -wal / -shm SQLite
     # writes beside a WAL-mode database opened with mode=ro alone
     assert _files(tmp_path) == before
@@ -200,7 +202,7 @@ def test_sqlite_odd_directory_reads_its_own_database(
 
 def test_sqlite_decoy_really_differs(decoy_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The odd-name tests can fail: reading a decoy gives other numbers."""
-    assert _info(capsys, decoy_db)["kernels"] == 5
+    assert _info(capsys, decoy_db)["kernels"] == 6  # 5 compute tasks and the one collective
 
 
 def test_sqlite_pending_wal_is_read(
@@ -218,11 +220,11 @@ def test_sqlite_pending_wal_is_read(
         shutil.copyfile(f"{src}{suffix}", shipped / f"{DB}{suffix}")
     writer.close()
     assert (shipped / f"{DB}-wal").stat().st_size > 0
-    assert _info(capsys, shipped / DB)["kernels"] == 6
+    assert _info(capsys, shipped / DB)["kernels"] == 7  # 6 compute tasks and the one collective
     link = tmp_path / "elsewhere" / "link.db"  # the journal is beside the file, not the link
     link.parent.mkdir()
     link.symlink_to(shipped / DB)
-    assert _info(capsys, link)["kernels"] == 6
+    assert _info(capsys, link)["kernels"] == 7
 
 
 # ---- timeline: DuckDB reads the open file through /dev/fd, never a pattern ------------------------
