@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tilescope.errors import MissingComponentError, NoProfileFoundError, TilescopeError, UsageError
+from tilescope.io.detect import PATH_MISSING
 
 # Example: "s3://bucket/run", "file:///nfs/run" (a scheme of 2+ letters: not a Windows drive "C:\")
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
@@ -81,7 +82,7 @@ def fs_error(url: str, doing: str, exc: Exception) -> TilescopeError:
     if isinstance(exc, ImportError):  # the protocol's package (s3fs, gcsfs, ...) is not installed
         return MissingComponentError(f"{url}: {exc}")
     if isinstance(exc, FileNotFoundError):
-        return NoProfileFoundError(url, "path does not exist")
+        return NoProfileFoundError(url, PATH_MISSING)
     text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
     detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return UsageError(f"{url}: cannot {doing} it ({detail})")
