@@ -46,6 +46,7 @@ from tilescope.io.detect import PATH_MISSING, detect
 from tilescope.io.failures import LoadFailure, left_out_warnings, rank_of_failed
 from tilescope.io.load import load_unit, manifest_dir_of, resolve_ranks
 from tilescope.io.remote import RemoteInputError, relabel, stage
+from tilescope.lifeline import die_with_parent
 from tilescope.rank_cache import RankCache, input_bytes, input_rows
 from tilescope.rankjobs import RankPart, UnitJob, UnitResult
 from tilescope.rankwork_dask import SCHEDULER_ENV, check_address, run_dask, workers_cannot_see
@@ -222,6 +223,8 @@ def _process_pool(workers: int) -> Executor:
     server that imports them once (`tilescope.rankwork_preload`), since a fork would copy another
     thread's state (an Arrow reader's lock) mid-flight.
 
+    Every worker ends with its parent (tilescope.lifeline): `kill -9` of `analyze` left them running.
+
     DuckDB's threads are native, not Python's: a process that has loaded it (the dashboard, a test
     run, an API caller; never `analyze` itself) may hold a connection whose copy in a forked child
     joins threads the child does not have when it is collected — a worker crashed so (SIGSEGV in
@@ -231,10 +234,13 @@ def _process_pool(workers: int) -> Executor:
         # deferred: pandas, pyarrow and the rules, imported only when workers are forked from here
         import tilescope.rankwork_preload  # noqa: F401  (what the workers inherit)
 
-        return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
+        return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"),
+                                   initializer=die_with_parent, initargs=(os.getpid(),))
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["tilescope.rankwork_preload"])
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    # a worker is then the server's child: it watches this process (the server ends after it)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=die_with_parent,
+                               initargs=(os.getpid(),))
 
 
 # ---- the driver ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
@@ -28,6 +29,7 @@ from tilescope.ir.occupancy import (
 )
 from tilescope.ir.params import parse_param, resolve_kernel
 from tilescope.ir.scopes import TILELANG_ASCEND
+from tilescope.lifeline import die_with_parent
 from tilescope.profile import Profile, SourceInfo
 
 # `--sweep autotune`: every config of the kernel's @autotune(configs=...) decorator
@@ -161,8 +163,17 @@ def _tilelang_ascend_sweep(
     return [_row(cap, p, chip) for cap, p in zip(caps, combos, strict=True)]
 
 
-def _init_worker() -> None:
+def _init_worker(parent: int) -> None:
+    die_with_parent(parent)
     import_tilelang()
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """Fresh (spawned) interpreters that import TileLang once each, and end with this process
+    (`kill -9` of lint left them lowering)."""
+    ctx = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                               initargs=(os.getpid(),))
 
 
 def run_sweep(
@@ -187,7 +198,6 @@ def run_sweep(
         done = list(enumerate(foreign))
         combos = []
     console = Console(stderr=True)
-    ctx = multiprocessing.get_context("spawn")
     with (
         Progress(
             TextColumn("lowering"),
@@ -197,7 +207,7 @@ def run_sweep(
             console=console,
             disable=not (progress and console.is_terminal),
         ) as bar,
-        ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool,
+        worker_pool(workers) as pool,
     ):
         task = bar.add_task("sweep", total=len(combos))
         futures = {pool.submit(sweep_one, kernel_ref, p, chip): (i, p) for i, p in enumerate(combos)}

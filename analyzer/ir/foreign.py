@@ -27,6 +27,7 @@ from typing import Any
 
 from tilescope.errors import MissingComponentError, UsageError
 from tilescope.ir.ascend_worker import answer as lower_here
+from tilescope.lifeline import Preexec
 from tilescope.run_module import command
 
 SETUP_HINT = (
@@ -157,6 +158,7 @@ def run_jobs(
             env={**env, "PATH": os.environ.get("PATH", "/usr/bin:/bin")} if emulated else env,
             cwd=str(jobs[0][0].resolve().parent),
             start_new_session=True,  # Ctrl-C reaches tilescope, which stops the worker itself
+            preexec_fn=Preexec(),  # and `kill -9` of tilescope, which cannot, ends it too
         )
     except OSError as exc:
         raise MissingComponentError(
