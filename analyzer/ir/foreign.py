@@ -6,10 +6,11 @@ made by `scripts/setup-tilelang-ascend.sh`, which writes its kind into `.tilesco
 - on an Atlas host whose own environment has tilelang-ascend installed, this interpreter itself;
 - `emulated` (x86_64): an arm64 Debian root whose `/opt/tla/bin/python` runs under qemu-user
   (binfmt_misc), chrooted inside a private mount namespace (`unshare -m`; `-r` too when not root)
-  with the host's `/` bound at `ROOT/host` — the kernel and this package are read there — and
-  `/proc`, `/dev` mounted; the mounts vanish with the process. `/sys` is deliberately not
-  mounted: torch's cpuinfo reads the x86 host's CPU topology from it and crashes under emulation
-  (`qemu-aarch64-static -L ROOT`, which shows the host's /sys, crashes the same way).
+  where the root is read-only and `ROOT/host` holds only the kernels' folders and this package's,
+  read-only (`host_folders`: the host's `/` is not there), `/tmp`, `/root` and `/dev` (a few
+  devices) are empty tmpfs and `/proc` is mounted; the mounts vanish with the process. `/sys` is
+  deliberately not mounted: torch's cpuinfo reads the x86 host's CPU topology from it and crashes
+  under emulation (`qemu-aarch64-static -L ROOT`, which shows the host's /sys, crashes the same way).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 from tilescope.errors import MissingComponentError, UsageError
 from tilescope.ir.ascend_worker import answer as lower_here
 from tilescope.lifeline import Preexec
-from tilescope.run_module import command
+from tilescope.run_module import command, package_folders
 
 SETUP_HINT = (
     "bash scripts/setup-tilelang-ascend.sh (x86_64: an emulated arm64 root, about 10 minutes and "
@@ -83,7 +84,11 @@ def find_interpreter() -> Interpreter | None:
     return None
 
 
-HOST = "/host"  # where the host's / is bound inside the emulated root
+HOST = "/host"  # where the host's folders the worker reads appear inside the emulated root
+# the host's devices the worker sees in its /dev (a tmpfs, with a /dev/shm of its own)
+DEVICES = ("null", "zero", "full", "random", "urandom")
+# every host folder bound into the root: read-only, and nothing in it runs as a program
+READ_ONLY = "remount,bind,ro,nosuid,nodev,noexec"
 
 
 def _inside(path: Path, interp: Interpreter) -> str:
@@ -91,16 +96,44 @@ def _inside(path: Path, interp: Interpreter) -> str:
     return HOST + str(path) if interp.kind == "emulated" else str(path)
 
 
-def _command(interp: Interpreter, env: dict[str, str]) -> list[str]:
+def host_folders(kernel_dirs: list[Path]) -> list[Path]:
+    """What the emulated worker sees of the host, read-only: the kernels' folders (a kernel may
+    import its neighbours) and tilescope's own package folders (the worker runs this tilescope:
+    tilescope.run_module). A folder inside another is seen through it."""
+    wanted = sorted({*(d.resolve() for d in kernel_dirs), *(Path(f) for f in package_folders().values())})
+    kept: list[Path] = []
+    for folder in wanted:
+        if not any(folder.is_relative_to(k) for k in kept):
+            kept.append(folder)
+    return kept
+
+
+def _command(interp: Interpreter, env: dict[str, str], kernel_dirs: list[Path] | None = None) -> list[str]:
     if interp.kind != "emulated":
         return command(interp.argv, WORKER)
-    root = shlex.quote(str(interp.root))
-    assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+    root = str(interp.root)
+    q = shlex.quote
+    assignments = " ".join(q(f"{k}={v}") for k, v in env.items())
     worker = shlex.join(command(["/opt/tla/bin/python"], WORKER, where=lambda p: _inside(Path(p), interp)))
-    script = (
-        f"mount --rbind / {root}/host && mount -t proc proc {root}/proc && mount --rbind /dev {root}/dev "
-        f"&& exec chroot {root} /usr/bin/env -i {assignments} {worker}"
-    )
+    steps = [
+        # the root itself read-only: nothing a kernel's code writes persists in it
+        f"mount --bind {q(root)} {q(root)}",
+        f"mount -o remount,bind,ro,nosuid,nodev {q(root)}",
+        f"mount -t proc proc {q(root + '/proc')}",
+        # /host: an empty folder of its own, holding only the folders bound below
+        f"mount -t tmpfs -o mode=0755 tmpfs {q(root + HOST)}",
+    ]
+    for folder in host_folders(kernel_dirs or []):
+        inside = q(root + HOST + str(folder))
+        steps += [f"mkdir -p {inside}", f"mount --bind {q(str(folder))} {inside}",
+                  f"mount -o {READ_ONLY} {inside}"]
+    steps += [f"mount -o remount,ro {q(root + HOST)}"]
+    # what Python and TileLang write (temporary files, HOME's caches): empty, gone with the process
+    steps += [f"mount -t tmpfs tmpfs {q(root + d)}" for d in ("/tmp", "/root", "/dev")]
+    for dev in DEVICES:
+        steps += [f"touch {q(root + '/dev/' + dev)}", f"mount --bind /dev/{dev} {q(root + '/dev/' + dev)}"]
+    steps += [f"mkdir {q(root + '/dev/shm')}", f"mount -t tmpfs tmpfs {q(root + '/dev/shm')}"]
+    script = " && ".join(steps) + f" && exec chroot {q(root)} /usr/bin/env -i {assignments} {worker}"
     flags = (
         ["-m", "--propagation", "private"] if os.geteuid() == 0 else ["-r", "-m", "--propagation", "private"]
     )
@@ -151,7 +184,7 @@ def run_jobs(
     request = json.dumps({"jobs": requests}, default=str)
     try:
         proc = subprocess.Popen(
-            _command(interp, env),
+            _command(interp, env, [p.resolve().parent for p, _, _ in jobs]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
