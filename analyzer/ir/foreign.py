@@ -28,6 +28,7 @@ from typing import Any
 
 from tilescope.errors import MissingComponentError, UsageError
 from tilescope.ir.ascend_worker import answer as lower_here
+from tilescope.ir.deadline import WORKER_START_S, timeout_error
 from tilescope.lifeline import Preexec
 from tilescope.run_module import command, package_folders
 
@@ -151,19 +152,23 @@ def require_interpreter(why: str) -> Interpreter:
 
 
 def run_worker(
-    interp: Interpreter, path: Path, names: list[str], runs: list[dict[str, Any]], debug: bool = False
+    interp: Interpreter, path: Path, names: list[str], runs: list[dict[str, Any]], debug: bool = False,
+    timeout_s: float | None = None,
 ) -> dict[str, Any]:
     """One worker process lowers every run (parameter set); its answer as a dict."""
-    found = run_jobs(interp, [(path, names, runs)], debug)[0]
+    found = run_jobs(interp, [(path, names, runs)], debug, timeout_s)[0]
     if "usage_error" in found:
         raise UsageError(str(found["usage_error"]))
     return found
 
 
 def run_jobs(
-    interp: Interpreter, jobs: list[tuple[Path, list[str], list[dict[str, Any]]]], debug: bool = False
+    interp: Interpreter, jobs: list[tuple[Path, list[str], list[dict[str, Any]]]], debug: bool = False,
+    timeout_s: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Several kernel files in one worker (one import of tilelang): one answer per job, in order."""
+    """Several kernel files in one worker (one import of tilelang): one answer per job, in order.
+    With `timeout_s` (per lowering), the worker is killed after WORKER_START_S + `timeout_s` × its
+    lowerings: UsageError naming the first kernel (tilescope.ir.deadline)."""
     requests: list[dict[str, Any]] = [
         {"path": _inside(p.resolve(), interp), "names": n, "runs": r} for p, n, r in jobs
     ]
@@ -197,8 +202,15 @@ def run_jobs(
         raise MissingComponentError(
             f"cannot start tilelang-ascend's interpreter ({exc}): {SETUP_HINT}"
         ) from None
+    lowerings = sum(len(runs) for _, _, runs in jobs)
+    allowed = WORKER_START_S + timeout_s * lowerings if timeout_s else None
     try:
-        out, err = proc.communicate(request.encode("utf-8"))
+        out, err = proc.communicate(request.encode("utf-8"), timeout=allowed)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert timeout_s is not None
+        raise timeout_error(jobs[0][0], timeout_s) from None
     except BaseException:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
