@@ -24,6 +24,7 @@ from tilescope.errors import MissingComponentError, NoProfileFoundError, Tilesco
 from tilescope.extras import install_line
 from tilescope.io.detect import PATH_MISSING
 from tilescope.io.failures import LoadFailure
+from tilescope.io.remote import RemoteMissingError
 from tilescope.rankjobs import UnitJob, UnitResult
 
 SCHEDULER_ENV = "TILESCOPE_SCHEDULER"
@@ -137,18 +138,24 @@ def _cluster_failure(exc: BaseException) -> bool:
     )
 
 
-def workers_cannot_see(failed: Sequence[LoadFailure], address: str, named: str = "--scheduler") -> None:
-    """Ranks this machine reads that the Dask workers found missing (`run_unit` says PATH_MISSING
-    when its input's path does not exist where it runs): the workers do not share this machine's
-    filesystem (or mount it elsewhere). One line (exit 2) instead of one "no profile" per rank."""
-    unseen = [
-        f
-        for f in failed
-        if isinstance(f.error, NoProfileFoundError)
+def _seen_here_not_there(f: LoadFailure) -> bool:
+    """A rank a worker found missing (`run_unit` says PATH_MISSING for a local path, `stage` raises
+    RemoteMissingError for a file:// URL) that exists on this machine."""
+    if (
+        isinstance(f.error, NoProfileFoundError)
         and f.error.detail == PATH_MISSING
         and isinstance(f.path, Path)
-        and f.path.exists()
-    ]
+    ):
+        return f.path.exists()
+    here = str(f.path)[len("file://") :] if str(f.path).startswith("file://") else None
+    return isinstance(f.error, RemoteMissingError) and here is not None and Path(here).exists()
+
+
+def workers_cannot_see(failed: Sequence[LoadFailure], address: str, named: str = "--scheduler") -> None:
+    """Ranks this machine reads that the Dask workers found missing (`_seen_here_not_there`): the
+    workers do not share this machine's
+    filesystem (or mount it elsewhere). One line (exit 2) instead of one "no profile" per rank."""
+    unseen = [f for f in failed if _seen_here_not_there(f)]
     if unseen:
         raise UsageError(
             f"{unseen[0].path}: the Dask workers of {named} {address} cannot read it "

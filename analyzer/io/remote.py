@@ -42,6 +42,11 @@ class RemoteInputError(TilescopeError):
     """Why a remote rank was left out, its message naming the URL instead of the local copy."""
 
 
+class RemoteMissingError(RemoteInputError):
+    """A `file://` rank folder that does not exist where it is staged: on a Dask worker, a sign that
+    the worker does not mount the filesystem the URL names (rankwork_dask.workers_cannot_see)."""
+
+
 # What a rank's own folder holds at its top (torch_npu, msprof): a URL naming one is one rank
 RANK_FOLDER_MARKS = frozenset({"ASCEND_PROFILER_OUTPUT", "mindstudio_profiler_output", "FRAMEWORK"})
 
@@ -126,6 +131,8 @@ def fingerprint(url: str) -> list[tuple[str, Any, Any]]:
 def stage(url: str) -> Iterator[Path]:
     """A local copy of the folder at `url` (the rank folder keeps its name), removed afterwards."""
     fs, root = _fs(url)
+    if url.startswith("file://") and not Path(root).exists():
+        raise RemoteMissingError(NoProfileFoundError(url, PATH_MISSING).one_line())
     tmp = Path(tempfile.mkdtemp(prefix="tilescope-rank-"))
     try:
         local = tmp / Path(root.rstrip("/")).name

@@ -211,10 +211,14 @@ def test_workers_that_do_not_see_the_ranks_are_named(
             client.wait_for_workers(1, timeout=60)
         assert main(["analyze", str(run2), "--no-cache", "--scheduler", scheduler]) == 2
         rank0 = sorted(p for p in run2.iterdir() if p.is_dir())[0]
-        assert _one_line(capsys) == (
-            f"tilescope: error: {rank0}: the Dask workers of --scheduler {scheduler} cannot read it "
-            "(2 of the ranks): the ranks must be on a filesystem every worker mounts under the same path"
+        said = (
+            f": the Dask workers of --scheduler {scheduler} cannot read it (2 of the ranks): the ranks "
+            "must be on a filesystem every worker mounts under the same path"
         )
+        assert _one_line(capsys) == f"tilescope: error: {rank0}{said}"
+        # the same run as a file:// URL: each worker stages its own rank folder, and finds none
+        assert main(["analyze", f"file://{run2}", "--no-cache", "--scheduler", scheduler]) == 2
+        assert _one_line(capsys) == f"tilescope: error: file://{rank0}{said}"
     finally:
         proc.terminate()
         proc.wait(timeout=30)
