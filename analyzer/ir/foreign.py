@@ -7,10 +7,11 @@ made by `scripts/setup-tilelang-ascend.sh`, which writes its kind into `.tilesco
 - `emulated` (x86_64): an arm64 Debian root whose `/opt/tla/bin/python` runs under qemu-user
   (binfmt_misc), chrooted inside a private mount namespace (`unshare -m`; `-r` too when not root)
   where the root is read-only and `ROOT/host` holds only the kernels' folders and this package's,
-  read-only (`host_folders`: the host's `/` is not there), `/tmp`, `/root` and `/dev` (a few
-  devices) are empty tmpfs and `/proc` is mounted; the mounts vanish with the process. `/sys` is
-  deliberately not mounted: torch's cpuinfo reads the x86 host's CPU topology from it and crashes
-  under emulation (`qemu-aarch64-static -L ROOT`, which shows the host's /sys, crashes the same way).
+  read-only (`host_folders`: the host's `/` is not there), `/tmp` and `/dev` (a few devices) are
+  empty tmpfs, `/root` the root's own with changes kept in memory, and `/proc` is mounted; the
+  mounts vanish with the process. `/sys` is deliberately not mounted: torch's cpuinfo reads the x86
+  host's CPU topology from it and crashes under emulation (`qemu-aarch64-static -L ROOT`, which
+  shows the host's /sys, crashes the same way).
 """
 
 from __future__ import annotations
@@ -129,8 +130,11 @@ def _command(interp: Interpreter, env: dict[str, str], kernel_dirs: list[Path] |
         steps += [f"mkdir -p {inside}", f"mount --bind {q(str(folder))} {inside}",
                   f"mount -o {READ_ONLY} {inside}"]
     steps += [f"mount -o remount,ro {q(root + HOST)}"]
-    # what Python and TileLang write (temporary files, HOME's caches): empty, gone with the process
-    steps += [f"mount -t tmpfs tmpfs {q(root + d)}" for d in ("/tmp", "/root", "/dev")]
+    # what Python and TileLang write goes to memory, gone with the process: an empty /tmp, and HOME
+    # (/root) as the root has it — TileLang's cache there (its cython adapter, built once by the
+    # setup script) — with the changes on top in /tmp (overlayfs; an empty HOME where it fails)
+    steps += [f"mount -t tmpfs tmpfs {q(root + '/tmp')}", _home(root)]
+    steps += [f"mount -t tmpfs tmpfs {q(root + '/dev')}"]
     for dev in DEVICES:
         steps += [f"touch {q(root + '/dev/' + dev)}", f"mount --bind /dev/{dev} {q(root + '/dev/' + dev)}"]
     steps += [f"mkdir {q(root + '/dev/shm')}", f"mount -t tmpfs tmpfs {q(root + '/dev/shm')}"]
@@ -139,6 +143,18 @@ def _command(interp: Interpreter, env: dict[str, str], kernel_dirs: list[Path] |
         ["-m", "--propagation", "private"] if os.geteuid() == 0 else ["-r", "-m", "--propagation", "private"]
     )
     return [*interp.argv, *flags, "sh", "-c", script]
+
+
+def _home(root: str) -> str:
+    """The shell step that makes the worker's HOME (/root) writable without writing to the root."""
+    q = shlex.quote
+    empty = f"mount -t tmpfs tmpfs {q(root + '/root')}"
+    if any(c in root for c in ",:"):  # overlayfs options cannot hold these
+        return empty
+    upper, work = f"{root}/tmp/.home-changes", f"{root}/tmp/.home-work"
+    overlay = f"lowerdir={root}/root,upperdir={upper},workdir={work}"
+    mount = f"mount -t overlay overlay -o {q(overlay)} {q(root + '/root')}"
+    return f"mkdir {q(upper)} {q(work)} && {{ {mount} || {empty}; }}"
 
 
 def require_interpreter(why: str) -> Interpreter:

@@ -54,8 +54,14 @@ def test_only_the_kernels_folder_and_the_package_are_bound_read_only(tmp_path: P
             ]
     assert shlex.split(steps[1]) == ["mount", "-o", "remount,bind,ro,nosuid,nodev", str(root)]
     assert f"mount -o remount,ro {host}" in steps
-    for tmpfs in ("/tmp", "/root", "/dev", "/dev/shm", "/host"):
+    for tmpfs in ("/tmp", "/dev", "/dev/shm", "/host"):
         assert any(s.startswith("mount -t tmpfs") and s.endswith(f"{root}{tmpfs}") for s in steps), tmpfs
+    # HOME: the root's own (TileLang's cache in it), its changes in /tmp's memory; else an empty one
+    overlay = f"lowerdir={root}/root,upperdir={root}/tmp/.home-changes,workdir={root}/tmp/.home-work"
+    assert (
+        f"{{ mount -t overlay overlay -o {overlay} {root}/root || mount -t tmpfs tmpfs {root}/root; }}"
+        in steps
+    )
     last = shlex.split(steps[-1])
     assert last[:5] == ["exec", "chroot", str(root), "/usr/bin/env", "-i"]
     assert last[-2].startswith(foreign.HOST + "/") and last[-2].endswith("run_module.py")  # through a binding
@@ -70,11 +76,12 @@ seen=""
 for f in /host/* /host/*/*; do seen="$seen $f"; done
 printf '{"jobs": [{"module_readable": "%s", "kernel_readable": "%s", "write_kernel_dir": "%s",
  "write_root": "%s", "write_host": "%s", "write_tmp": "%s", "write_home": "%s", "dev_null": "%s",
- "host_top": "%s"}]}' \
+ "home_cache": "%s", "host_top": "%s"}]}' \
   "$([ -r "$1" ] && echo yes || echo no)" \
   "$([ -r "/host$kernel_dir/k.py" ] && echo yes || echo no)" \
   "$(can_write "/host$kernel_dir/marker")" "$(can_write /opt/marker)" "$(can_write /host/marker)" \
   "$(can_write /tmp/marker)" "$(can_write /root/marker)" "$([ -c /dev/null ] && echo yes || echo no)" \
+  "$([ -r /root/.tilelang/cache/adapter.so ] && echo yes || echo no)" \
   "$seen"
 """
 
@@ -94,6 +101,8 @@ def _stand_in_root(root: Path, kernel_dir: Path) -> None:
             if word.startswith("/") and os.path.exists(word):
                 (root / word.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(os.path.realpath(word), root / word.lstrip("/"))
+    (root / "root/.tilelang/cache").mkdir(parents=True)
+    (root / "root/.tilelang/cache/adapter.so").write_bytes(b"built once by the setup script")
     python = root / "opt/tla/bin/python"
     python.write_text(STAND_IN.replace('"$KERNEL_DIR"', shlex.quote(str(kernel_dir))))
     python.chmod(0o755)
@@ -121,9 +130,11 @@ def test_the_command_runs_on_a_stand_in_root(tmp_path: Path) -> None:
         answer["write_kernel_dir"] == "no" and answer["write_root"] == "no" and answer["write_host"] == "no"
     )
     assert answer["write_tmp"] == "yes" and answer["write_home"] == "yes" and answer["dev_null"] == "yes"
+    assert answer["home_cache"] == "yes"  # TileLang's cache in the root's HOME is seen
     top = {Path(p).parts[2] for p in answer["host_top"].split() if "*" not in p}
     assert top == {kernel_dir.parts[1], Path(package_folders()["tilescope"]).parts[1]}
     # nothing was left on the host, nor in the root
     assert not (kernel_dir / "marker").exists() and not (root / "opt/marker").exists()
     assert not (root / "tmp/marker").exists() and sorted(p.name for p in (root / "host").iterdir()) == []
+    assert sorted(p.name for p in (root / "root").iterdir()) == [".tilelang"]
     assert json.dumps(answer)  # the stand-in's answer came back through run_jobs intact
