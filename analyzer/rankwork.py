@@ -14,7 +14,8 @@ where it ran (tests/cluster/test_rankwork.py compares serial, pool, Dask and cac
 
 Where the work runs (`plan_executor`):
   --scheduler ADDRESS / TILESCOPE_SCHEDULER  a Dask distributed scheduler (`tcp://host:8786`); its
-            workers need tilescope installed and the ranks' paths readable (a shared filesystem)
+            workers need tilescope installed and the ranks' paths readable (a shared filesystem);
+            tilescope.rankwork_dask bounds and words everything around the client
   --jobs N  N local worker processes (1: in this process); default: the cores this process may
             use, fewer when the ranks' estimated peak memory would not fit in what is available
 """
@@ -39,22 +40,17 @@ from tilescope.arrowpool import arrow_returns_freed_memory
 from tilescope.chips import CHIPS, family_chip
 from tilescope.config import Config
 from tilescope.engine import run_cluster_rules
-from tilescope.errors import (
-    MissingComponentError,
-    NoProfileFoundError,
-    ProfileFormatError,
-    TilescopeError,
-    UsageError,
-)
-from tilescope.extras import install_line
+from tilescope.errors import NoProfileFoundError, ProfileFormatError, TilescopeError, UsageError
 from tilescope.gcpause import gc_paused
 from tilescope.io.bad_rows import strict_rows
-from tilescope.io.detect import detect
+from tilescope.io.detect import PATH_MISSING, detect
 from tilescope.io.failures import LoadFailure, left_out_warnings, rank_of_failed
 from tilescope.io.load import load_unit, manifest_dir_of, resolve_ranks
 from tilescope.io.remote import RemoteInputError, relabel, stage
+from tilescope.lifeline import die_with_parent
 from tilescope.rank_cache import RankCache, input_bytes, input_rows
 from tilescope.rankjobs import RankPart, UnitJob, UnitResult
+from tilescope.rankwork_dask import SCHEDULER_ENV, check_address, run_dask, workers_cannot_see
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -62,12 +58,10 @@ if TYPE_CHECKING:
     from tilescope.cluster import RankTables
     from tilescope.io.detect import Detected
 
-SCHEDULER_ENV = "TILESCOPE_SCHEDULER"
 # A worker's peak memory, estimated from its input's bytes on disk: `analyze` on a 943 MB
 # kernel_details.csv peaks at ~1.85 GB (docs/benchmarks.md), plus the interpreter and libraries.
 PEAK_PER_INPUT_BYTE = 2.0
 WORKER_BASE_BYTES = 250 * 2**20
-CONNECT_TIMEOUT_S = 20  # to reach a Dask scheduler before giving up (exit 3)
 
 
 def run_unit(job: UnitJob) -> UnitResult:
@@ -133,6 +127,8 @@ def _run_unit(job: UnitJob) -> UnitResult:
 
     assert job.det is not None
     try:
+        if not job.det.path.exists():  # as a Dask worker that does not mount the ranks' filesystem finds it
+            raise NoProfileFoundError(job.det.path, PATH_MISSING)
         profiles = load_unit(job.det, job.chip, job.manifest_dir, True, job.kernel_columns)
         parts = []
         for j, prof in enumerate(profiles):
@@ -185,11 +181,13 @@ def default_workers(input_bytes: Sequence[int]) -> int:
 
 @dataclass(frozen=True)
 class Executor_:
-    """Where `run_jobs` runs: `kind` "serial", "pool" (`workers` processes) or "dask" (`address`)."""
+    """Where `run_jobs` runs: `kind` "serial", "pool" (`workers` processes) or "dask" (`address`,
+    given by `named`: the flag or the environment variable, as every message about it says)."""
 
     kind: str
     workers: int = 1
     address: str | None = None
+    named: str = "--scheduler"
 
 
 def plan_executor(jobs: int | None, scheduler: str | None, input_bytes: Sequence[int]) -> Executor_:
@@ -197,9 +195,11 @@ def plan_executor(jobs: int | None, scheduler: str | None, input_bytes: Sequence
     `default_workers`. A single input always runs in this process."""
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs {jobs}: expected a number of worker processes >= 1")
-    address = scheduler or os.environ.get(SCHEDULER_ENV) or None
-    if address:
-        return Executor_("dask", address=address)
+    if scheduler:
+        return Executor_("dask", address=check_address(scheduler, "--scheduler"))
+    from_env = os.environ.get(SCHEDULER_ENV)
+    if from_env:
+        return Executor_("dask", address=check_address(from_env, SCHEDULER_ENV), named=SCHEDULER_ENV)
     workers = jobs if jobs is not None else default_workers(input_bytes)
     workers = min(workers, len(input_bytes))
     return Executor_("pool", workers=workers) if workers > 1 else Executor_("serial")
@@ -211,7 +211,7 @@ def run_jobs(jobs: Sequence[UnitJob], where: Executor_) -> list[UnitResult]:
         return []
     if where.kind == "dask":
         assert where.address is not None
-        return _run_dask(jobs, where.address)
+        return run_dask(run_unit, jobs, where.address, where.named)
     if where.kind == "pool" and len(jobs) > 1:
         with _process_pool(min(where.workers, len(jobs))) as pool:
             return list(pool.map(run_unit, jobs))
@@ -225,6 +225,8 @@ def _process_pool(workers: int) -> Executor:
     server that imports them once (`tilescope.rankwork_preload`), since a fork would copy another
     thread's state (an Arrow reader's lock) mid-flight.
 
+    Every worker ends with its parent (tilescope.lifeline): `kill -9` of `analyze` left them running.
+
     DuckDB's threads are native, not Python's: a process that has loaded it (the dashboard, a test
     run, an API caller; never `analyze` itself) may hold a connection whose copy in a forked child
     joins threads the child does not have when it is collected — a worker crashed so (SIGSEGV in
@@ -234,33 +236,13 @@ def _process_pool(workers: int) -> Executor:
         # deferred: pandas, pyarrow and the rules, imported only when workers are forked from here
         import tilescope.rankwork_preload  # noqa: F401  (what the workers inherit)
 
-        return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
+        return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"),
+                                   initializer=die_with_parent, initargs=(os.getpid(),))
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["tilescope.rankwork_preload"])
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-
-
-def _run_dask(jobs: Sequence[UnitJob], address: str) -> list[UnitResult]:
-    try:
-        # deferred: Dask distributed is the optional `cluster` extra (--scheduler)
-        from distributed import Client
-    except ImportError:
-        raise MissingComponentError(
-            f"--scheduler {address}: Dask distributed is not installed "
-            f"({install_line('cluster')}, or distributed==2026.8.0)"
-        ) from None
-    try:
-        client = Client(address, timeout=f"{CONNECT_TIMEOUT_S}s", set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise MissingComponentError(
-            f"--scheduler {address}: cannot reach the Dask scheduler ({exc})"
-        ) from None
-    try:
-        futures = client.map(run_unit, list(jobs), pure=False)
-        results: list[UnitResult] = client.gather(futures)
-        return results
-    finally:
-        client.close()
+    # a worker is then the server's child: it watches this process (the server ends after it)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=die_with_parent,
+                               initargs=(os.getpid(),))
 
 
 # ---- the driver ----------------------------------------------------------------------------------
@@ -331,7 +313,8 @@ def analyze_inputs(
     loaded = [(r.index, p) for r in ordered for p in r.parts]
     failed: list[tuple[int, LoadFailure]] = [(r.index, r.failure) for r in ordered if r.failure is not None]
     if where.kind == "dask":
-        _check_workers_see(failed, where)
+        assert where.address is not None
+        workers_cannot_see([f for _, f in failed], where.address, where.named)
     if not loaded:
         raise failed[0][1].error
     # the timeline chart shows the first loaded rank: when the first input failed, that rank's
@@ -372,19 +355,6 @@ def _job(index: int, found: Detected | str, chip: str | None, manifest_dir: Path
     if isinstance(found, str):
         return UnitJob(index, None, chip, None, config, columns, cap, url=found)
     return UnitJob(index, found, chip, manifest_dir, config, columns, cap)
-
-
-def _check_workers_see(failed: Sequence[tuple[int, LoadFailure]], where: Executor_) -> None:
-    """A rank this machine can read but a Dask worker found missing: the workers do not share
-    its filesystem (or mount it elsewhere). Said as such, instead of one "no such path" per rank."""
-    unseen = [f for _, f in failed if isinstance(f.error, NoProfileFoundError)
-              and f.error.detail == "path does not exist" and isinstance(f.path, Path) and f.path.exists()]
-    if unseen:
-        raise UsageError(
-            f"{unseen[0].path}: the Dask workers of {where.address} cannot read it "
-            f"({len(unseen)} of the ranks): the ranks must be on a filesystem every worker mounts "
-            "under the same path"
-        )
 
 
 def _chip_of(part: dict[str, Any]) -> Any:

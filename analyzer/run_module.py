@@ -4,7 +4,8 @@
 
 Every child process tilescope starts with another interpreter goes through this file: the worker
 that lowers tilelang-ascend kernels (its own venv, or an emulated arm64 root that sees the host
-under /host), the NPU's Python that `collect` runs kernels with, the launcher `msprof op` profiles.
+folders it reads under /host), the NPU's Python that `collect` runs kernels with, the launcher
+`msprof op` profiles.
 A PYTHONPATH entry cannot make `tilescope` importable from a checkout, whose folders are not one
 `tilescope/` folder (analyzer/ is the package; rules/, dashboard/ and collectors/ are mapped under
 it by pyproject.toml), so this file maps the names to the folders first — found from its own place,
@@ -66,7 +67,7 @@ class _Folders(importlib.abc.MetaPathFinder):
 
 def command(python: Sequence[str], module: str, where: Callable[[str], str] = str) -> list[str]:
     """The argv that runs `module` with the interpreter `python`; `where` turns a host path into
-    the path the child sees (the emulated root binds the host's / under /host)."""
+    the path the child sees (the emulated root binds the folders it reads under /host)."""
     return [*python, where(str(Path(__file__).resolve())), module]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
@@ -16,6 +17,7 @@ from tilescope.chips import ChipSpec
 from tilescope.engine import run_rules
 from tilescope.errors import UsageError
 from tilescope.ir.capture import capture_ir, capture_many, import_tilelang
+from tilescope.ir.deadline import LOWER_TIMEOUT_S
 from tilescope.ir.dialect import detect
 from tilescope.ir.footprint import padding_waste
 from tilescope.ir.occupancy import (
@@ -28,6 +30,7 @@ from tilescope.ir.occupancy import (
 )
 from tilescope.ir.params import parse_param, resolve_kernel
 from tilescope.ir.scopes import TILELANG_ASCEND
+from tilescope.lifeline import die_with_parent
 from tilescope.profile import Profile, SourceInfo
 
 # `--sweep autotune`: every config of the kernel's @autotune(configs=...) decorator
@@ -128,10 +131,12 @@ def sweep_not_checked(rows: list[dict[str, Any]]) -> list[str]:
     return sorted({f"{r['score']} score: {r['not_checked']}" for r in rows if r.get("not_checked")})
 
 
-def sweep_one(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> dict[str, Any]:
-    """Worker: capture one combination and run the static rules (top-level so spawn can pickle it)."""
-
-    return _row(capture_ir(kernel_ref, params, chip), params, chip)
+def sweep_one(
+    kernel_ref: str, params: dict[str, Any], chip: ChipSpec, timeout_s: float | None = LOWER_TIMEOUT_S
+) -> dict[str, Any]:
+    """Worker: capture one combination and run the static rules (top-level so spawn can pickle it).
+    One past its deadline is a row saying so (the UsageError of capture_ir), as a failing one is."""
+    return _row(capture_ir(kernel_ref, params, chip, timeout_s), params, chip)
 
 
 def _row(cap: Any, params: dict[str, Any], chip: ChipSpec) -> dict[str, Any]:
@@ -150,19 +155,28 @@ def _row(cap: Any, params: dict[str, Any], chip: ChipSpec) -> dict[str, Any]:
 
 
 def _tilelang_ascend_sweep(
-    kernel_ref: str, combos: list[dict[str, Any]], chip: ChipSpec
+    kernel_ref: str, combos: list[dict[str, Any]], chip: ChipSpec, timeout_s: float | None = LOWER_TIMEOUT_S
 ) -> list[dict[str, Any]] | None:
     """A tilelang-ascend kernel sweeps in one worker of its own interpreter (importing tilelang
     there costs ~17 s under emulation, each lowering under 1 s); None for the other dialects."""
     _, _, tree = resolve_kernel(kernel_ref)
     if detect(tree).dialect != TILELANG_ASCEND:
         return None
-    caps = capture_many(kernel_ref, combos, chip)
+    caps = capture_many(kernel_ref, combos, chip, timeout_s=timeout_s)
     return [_row(cap, p, chip) for cap, p in zip(caps, combos, strict=True)]
 
 
-def _init_worker() -> None:
+def _init_worker(parent: int) -> None:
+    die_with_parent(parent)
     import_tilelang()
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """Fresh (spawned) interpreters that import TileLang once each, and end with this process
+    (`kill -9` of lint left them lowering)."""
+    ctx = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                               initargs=(os.getpid(),))
 
 
 def run_sweep(
@@ -173,21 +187,21 @@ def run_sweep(
     workers: int = 2,
     progress: bool = True,
     configs: list[dict[str, Any]] | None = None,
+    timeout_s: float | None = LOWER_TIMEOUT_S,
 ) -> list[dict[str, Any]]:
     """All combinations (times the @autotune `configs`), best first: fitting rows by estimated
-    occupancy, then the rest."""
+    occupancy, then the rest. Each lowering may take `timeout_s` seconds."""
     # deferred: rich.console, rich.progress only for terminal output
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     combos = combinations(base, grid, configs)
     done: list[tuple[int, dict[str, Any]]] = []  # (position of the combination in the sweep, row)
-    foreign = _tilelang_ascend_sweep(kernel_ref, combos, chip)
+    foreign = _tilelang_ascend_sweep(kernel_ref, combos, chip, timeout_s)
     if foreign is not None:
         done = list(enumerate(foreign))
         combos = []
     console = Console(stderr=True)
-    ctx = multiprocessing.get_context("spawn")
     with (
         Progress(
             TextColumn("lowering"),
@@ -197,10 +211,12 @@ def run_sweep(
             console=console,
             disable=not (progress and console.is_terminal),
         ) as bar,
-        ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool,
+        worker_pool(workers) as pool,
     ):
         task = bar.add_task("sweep", total=len(combos))
-        futures = {pool.submit(sweep_one, kernel_ref, p, chip): (i, p) for i, p in enumerate(combos)}
+        futures = {
+            pool.submit(sweep_one, kernel_ref, p, chip, timeout_s): (i, p) for i, p in enumerate(combos)
+        }
         for fut in as_completed(futures):
             i, p = futures[fut]
             try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tilescope.errors import TilescopeError
+from tilescope.lifeline import Preexec
 
 # The child that builds, checks and runs one kernel, started through tilescope.run_module.command
 # (the NPU's Python may not have tilescope installed).
@@ -71,7 +72,7 @@ def run_command(
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             record.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, cwd=cwd, start_new_session=True,
+            env=env, cwd=cwd, start_new_session=True, preexec_fn=Preexec(),  # ends with the collector
         )
         try:
             record.returncode = proc.wait(timeout=timeout)

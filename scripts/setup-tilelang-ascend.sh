@@ -67,7 +67,7 @@ if [ ! -x "$ROOT/usr/bin/python3" ]; then
         --include=python3,python3-venv,python3-pip,ca-certificates bookworm "$ROOT" "$MIRROR" >/dev/null
 fi
 
-mkdir -p "$ROOT/host"  # tilescope binds the host's / here when it runs the worker
+mkdir -p "$ROOT/host"  # tilescope binds the kernel's folder and its own package here, read-only
 
 # The host's CA bundle (it may hold a proxy's CA) and resolver, so pip and apt work inside.
 cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/ca-certificates.crt"

@@ -21,6 +21,7 @@ from tilescope.config import load_config
 from tilescope.engine import run_rules
 from tilescope.errors import GateTrippedError, UsageError
 from tilescope.findings import Finding, Severity
+from tilescope.ir.deadline import LOWER_TIMEOUT_S, WORKER_START_S
 from tilescope.profile import Profile, SourceInfo
 from tilescope.text.escape import terminal_text as term
 from tilescope.text.terminal import UNLIMITED, WIDTH_HELP, console, output_width, wrap
@@ -286,8 +287,17 @@ def lint(
     ),
     config: Path | None = typer.Option(None, "--config", help="tilescope.toml / pyproject.toml to read."),  # noqa: B008
     width: int | None = typer.Option(None, "--width", metavar="N", min=20, help=WIDTH_HELP),
+    timeout: float = typer.Option(
+        LOWER_TIMEOUT_S, "--timeout", metavar="SECONDS", min=0.001,
+        help=f"Stop a lowering (the kernel's module, builder and TileLang's passes) after this long: "
+        f"exit 2 (default {LOWER_TIMEOUT_S:g}; each --sweep combination alike; a tilelang-ascend worker "
+        f"gets {WORKER_START_S:g} s more to start).",
+    ),
 ) -> None:
     """Lower a TileLang kernel for Ascend and report static problems (capacity, fractals, pipelining).
+
+    lint imports and runs the kernel's module — its imports, decorators, default arguments and
+    builder — as `python` would: lint only files you trust. It never calls the compiled kernel.
 
     Example: tilescope lint sample_traces/kernels/matmul.py:matmul -p block_M=100 -p accum_dtype=float16
     """
@@ -313,10 +323,10 @@ def lint(
         grid = parse_sweep(sweep)
         configs = autotune_configs(kernel, params) if any(s.strip() == AUTOTUNE for s in sweep) else None
         validate_sweep(kernel, params, grid, configs)
-        rows = run_sweep(kernel, params, grid, spec, configs=configs)
+        rows = run_sweep(kernel, params, grid, spec, configs=configs, timeout_s=timeout)
         _print_sweep(rows, fmt, config_columns(grid, configs), spec, output_width(width))
         return
-    findings = _lint_once(kernel, params, spec, cfg, fmt, out, force, output_width(width))
+    findings = _lint_once(kernel, params, spec, cfg, fmt, out, force, output_width(width), timeout)
     if fail_on is not None:
         level = Severity(fail_on).rank
         tripped = [f for f in findings if f.severity.rank >= level]
@@ -326,7 +336,7 @@ def lint(
 
 def _lint_once(
     kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: str, out: Path | None, force: bool,
-    width: int | None = None,
+    width: int | None = None, timeout: float | None = None,
 ) -> list[Finding]:
     cap, result, findings, doc = lint_report(kernel, params, spec, cfg)
     if out is not None:
@@ -350,7 +360,7 @@ def lint_report(
 
     from tilescope.ir.capture import capture_ir
 
-    cap = capture_ir(kernel, params, spec)
+    cap = capture_ir(kernel, params, spec, timeout)
     profile = Profile(
         source=SourceInfo(path=cap.kernel_file, format="ir"), kernels=pd.DataFrame(), chip=spec, ir=cap.ir
     )

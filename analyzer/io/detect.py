@@ -342,11 +342,16 @@ def _per_line_hint(p: Path) -> None:
                                      f"`tilescope lines {p}` reads it")
 
 
+# What a NoProfileFoundError says of a path that does not exist where it was looked for (a Dask
+# worker that does not mount the ranks' filesystem says it too: rankwork_dask.workers_cannot_see)
+PATH_MISSING = "path does not exist"
+
+
 def detect(path: str | Path) -> list[Detected]:
     """What profile(s) a path holds; NoProfileFoundError when none."""
     p = Path(path)
     if not p.exists():
-        raise NoProfileFoundError(p, "path does not exist")
+        raise NoProfileFoundError(p, PATH_MISSING)
     sim = simulator_holding(p) if p.is_file() else None
     if sim is not None:
         raise _simulator_hint(p, sim)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tilescope.errors import MissingComponentError, NoProfileFoundError, TilescopeError, UsageError
+from tilescope.io.detect import PATH_MISSING
 
 # Example: "s3://bucket/run", "file:///nfs/run" (a scheme of 2+ letters: not a Windows drive "C:\")
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
@@ -39,6 +40,11 @@ ALLOWED_TEXT = "file:///path, s3://, gs://, az:// or abfs://, hdfs://"
 
 class RemoteInputError(TilescopeError):
     """Why a remote rank was left out, its message naming the URL instead of the local copy."""
+
+
+class RemoteMissingError(RemoteInputError):
+    """A `file://` rank folder that does not exist where it is staged: on a Dask worker, a sign that
+    the worker does not mount the filesystem the URL names (rankwork_dask.workers_cannot_see)."""
 
 
 # What a rank's own folder holds at its top (torch_npu, msprof): a URL naming one is one rank
@@ -81,7 +87,7 @@ def fs_error(url: str, doing: str, exc: Exception) -> TilescopeError:
     if isinstance(exc, ImportError):  # the protocol's package (s3fs, gcsfs, ...) is not installed
         return MissingComponentError(f"{url}: {exc}")
     if isinstance(exc, FileNotFoundError):
-        return NoProfileFoundError(url, "path does not exist")
+        return NoProfileFoundError(url, PATH_MISSING)
     text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
     detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return UsageError(f"{url}: cannot {doing} it ({detail})")
@@ -125,6 +131,8 @@ def fingerprint(url: str) -> list[tuple[str, Any, Any]]:
 def stage(url: str) -> Iterator[Path]:
     """A local copy of the folder at `url` (the rank folder keeps its name), removed afterwards."""
     fs, root = _fs(url)
+    if url.startswith("file://") and not Path(root).exists():
+        raise RemoteMissingError(NoProfileFoundError(url, PATH_MISSING).one_line())
     tmp = Path(tempfile.mkdtemp(prefix="tilescope-rank-"))
     try:
         local = tmp / Path(root.rstrip("/")).name

@@ -30,6 +30,7 @@ from typing import Any
 from tilescope.chips import ChipSpec
 from tilescope.errors import MissingComponentError, UsageError
 from tilescope.ir.ascend_worker import STAGE_PASSES as ASCEND_STAGES
+from tilescope.ir.deadline import LOWER_TIMEOUT_S, LoweringTimeout, deadline, timeout_error
 from tilescope.ir.dialect import detect as detect_dialect
 from tilescope.ir.foreign import require_interpreter, run_worker
 from tilescope.ir.lowering import (
@@ -243,16 +244,33 @@ def _lower(func: Any, kc: KernelCapture) -> Any:
     return art
 
 
-def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCapture:
-    """Build, lower and record one kernel file's PrimFunc(s); lowering failures are recorded, not raised."""
+def capture_ir(
+    kernel_ref: str, params: dict[str, Any], chip: ChipSpec, timeout_s: float | None = LOWER_TIMEOUT_S
+) -> IRCapture:
+    """Build, lower and record one kernel file's PrimFunc(s); lowering failures are recorded, not
+    raised. The kernel's module and builder run here (they are the user's code): past `timeout_s`
+    seconds they are stopped, UsageError (tilescope.ir.deadline)."""
     path, names, tree = resolve_kernel(kernel_ref)
     sigs = builder_signatures(tree, names)
     params = with_file_params(tree, sigs, params)
     check_params(path, sigs, {k: [v] for k, v in params.items()}, dict.fromkeys(params, "--param"))
     source_dialect = detect_dialect(tree)
     if source_dialect.dialect == TILELANG_ASCEND:
-        return _capture_tilelang_ascend(path, names, tree, [params], chip)[0]
+        return _capture_tilelang_ascend(path, names, tree, [params], chip, timeout_s=timeout_s)[0]
     tilelang = import_tilelang()
+    try:
+        with deadline(timeout_s):
+            return _capture_here(tilelang, path, names, tree, sigs, params, chip)
+    except LoweringTimeout:
+        assert timeout_s is not None
+        raise timeout_error(path, timeout_s) from None
+
+
+def _capture_here(
+    tilelang: ModuleType, path: Path, names: list[str], tree: ast.Module, sigs: Any, params: dict[str, Any],
+    chip: ChipSpec,
+) -> IRCapture:
+    """capture_ir with the tilelang of this interpreter."""
     source = path.read_text(encoding="utf-8")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -305,7 +323,8 @@ def capture_ir(kernel_ref: str, params: dict[str, Any], chip: ChipSpec) -> IRCap
 
 
 def capture_many(
-    kernel_ref: str, runs: list[dict[str, Any]], chip: ChipSpec, answer: dict[str, Any] | None = None
+    kernel_ref: str, runs: list[dict[str, Any]], chip: ChipSpec, answer: dict[str, Any] | None = None,
+    timeout_s: float | None = LOWER_TIMEOUT_S,
 ) -> list[IRCapture]:
     """capture_ir for several parameter sets of one tilelang-ascend kernel, in one worker (or from
     `answer`, that worker's answer for this file when a batch lowered several: foreign.run_jobs)."""
@@ -314,7 +333,7 @@ def capture_many(
     merged = [with_file_params(tree, sigs, p) for p in runs]
     for p in merged:
         check_params(path, sigs, {k: [v] for k, v in p.items()}, dict.fromkeys(p, "--param"))
-    return _capture_tilelang_ascend(path, names, tree, merged, chip, answer)
+    return _capture_tilelang_ascend(path, names, tree, merged, chip, answer, timeout_s)
 
 
 def worker_runs(kernel_ref: str, params: dict[str, Any]) -> tuple[Path, list[str], list[dict[str, Any]]]:
@@ -331,6 +350,7 @@ def _capture_tilelang_ascend(
     runs: list[dict[str, Any]],
     chip: ChipSpec,
     answer: dict[str, Any] | None = None,
+    timeout_s: float | None = LOWER_TIMEOUT_S,
 ) -> list[IRCapture]:
     """Lower with tilelang-ascend in its own interpreter (tilescope.ir.foreign): one worker for
     every parameter set, since importing tilelang there costs ~17 s under emulation."""
@@ -340,7 +360,7 @@ def _capture_tilelang_ascend(
     if answer is None:
         sigs = builder_signatures(tree, names)
         answer = run_worker(interp, path, names, [for_worker(sigs, p) for p in runs],
-                            debug=bool(os.environ.get("TILESCOPE_DEBUG")))
+                            debug=bool(os.environ.get("TILESCOPE_DEBUG")), timeout_s=timeout_s)
     elif "usage_error" in answer:  # a batch's answer for this file (run_jobs)
         raise UsageError(str(answer["usage_error"]))
     elapsed = time.perf_counter() - t0

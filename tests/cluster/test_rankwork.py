@@ -176,7 +176,8 @@ def test_executor_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rw, "available_memory", lambda: 2**30)
     assert default_workers([5 * 10**9] * 16) == 1
     monkeypatch.setenv("TILESCOPE_SCHEDULER", "tcp://10.0.0.1:8786")
-    assert plan_executor(None, None, [1, 1]) == Executor_("dask", address="tcp://10.0.0.1:8786")
+    assert plan_executor(None, None, [1, 1]) == Executor_("dask", address="tcp://10.0.0.1:8786",
+                                                          named="TILESCOPE_SCHEDULER")
     assert plan_executor(2, "tcp://h:1", [1, 1]).address == "tcp://h:1"  # the flag wins
     with pytest.raises(UsageError, match="--jobs 0"):
         plan_executor(0, None, [1, 1])
@@ -187,9 +188,9 @@ def test_unreachable_scheduler_is_exit_3_with_one_line(
     run8: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("distributed")
-    import tilescope.rankwork as rw
+    import tilescope.rankwork_dask as rd
 
-    monkeypatch.setattr(rw, "CONNECT_TIMEOUT_S", 2)  # nothing listens on port 9: refused until then
+    monkeypatch.setattr(rd, "CONNECT_DEADLINE_S", 2)  # nothing listens on port 9: refused until then
     with pytest.raises(MissingComponentError, match="cannot reach the Dask scheduler"):
         _report(run8, tmp_path, scheduler="tcp://127.0.0.1:9", use_cache=False)
     assert main(["analyze", str(run8), "--scheduler", "tcp://127.0.0.1:9", "--no-cache"]) == 3
@@ -219,28 +220,6 @@ def test_rank_parts_survive_a_round_trip_unchanged(run8: Path, tmp_path: Path) -
     assert [dataclasses.asdict(r) for r in back.cluster.ranks] == [
         dataclasses.asdict(r) for r in fresh.cluster.ranks
     ]
-
-
-def test_dask_workers_that_cannot_see_the_ranks_are_named(
-    run8: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A scheduler whose workers do not mount the ranks' filesystem: every worker finds the rank
-    folder missing though this machine reads it — one line saying so, not eight "no such path"."""
-    import tilescope.rankwork as rw
-    from tilescope.cluster import RankTables
-    from tilescope.errors import NoProfileFoundError
-    from tilescope.io.failures import LoadFailure
-
-    def elsewhere(jobs: Any, where: Any) -> list[Any]:
-        return [rw.UnitResult(j.index, failure=LoadFailure(j.det.path, NoProfileFoundError(
-            j.det.path, "path does not exist"), None), failure_tables=RankTables.empty())
-            for j in jobs]
-
-    monkeypatch.setattr(rw, "run_jobs", elsewhere)
-    said = r"the Dask workers of tcp://h:8786 cannot read it \(8 of the ranks\)"
-    with pytest.raises(UsageError, match=said):
-        analyze_inputs(detect(run8), run8, Config(), None, kernel_columns_read(),
-                       Executor_("dask", address="tcp://h:8786"), None)
 
 
 def _as_local(report_json: str, url: str, path: Path) -> str:
