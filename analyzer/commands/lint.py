@@ -338,7 +338,7 @@ def _lint_once(
     kernel: str, params: dict[str, Any], spec: Any, cfg: Any, fmt: str, out: Path | None, force: bool,
     width: int | None = None, timeout: float | None = None,
 ) -> list[Finding]:
-    cap, result, findings, doc = lint_report(kernel, params, spec, cfg)
+    cap, result, findings, doc = lint_report(kernel, params, spec, cfg, timeout)
     if out is not None:
         _write_bundle(cap, out, force, params)
     if fmt == "json":
@@ -349,11 +349,11 @@ def _lint_once(
 
 
 def lint_report(
-    kernel: str, params: dict[str, Any], spec: Any, cfg: Any
+    kernel: str, params: dict[str, Any], spec: Any, cfg: Any, timeout: float | None = None
 ) -> tuple[Any, Any, list[Finding], dict[str, Any]]:
     """Lower `kernel` with `params` for `spec` and run the static rules: the capture, the engine's
     result, the findings (most severe first) and the `--format json` document (also what the
-    agent's `lint` tool returns)."""
+    agent's `lint` tool returns). `timeout`: seconds allowed for loading, building and lowering."""
     # deferred: pandas (~0.3 s) only when this builds a frame; ir.capture only when this command runs;
     #   `tilescope --help` imports every command module
     import pandas as pd
