@@ -64,6 +64,7 @@ def _config(scope: Scope, start: Path) -> Any:
     """The rule settings for an input: tilescope.toml or pyproject.toml's [tool.tilescope] in the
     input's folder or the nearest folder above it inside the roots (the CLI reads the current
     directory's; the worker's is the scratch folder, so the input's project stands in for it)."""
+    # deferred: a tool's modules load when it is called, so the server lists its tools at once
     from tilescope.config import Config, load_config
 
     folder = start if start.is_dir() else start.parent
@@ -154,6 +155,7 @@ def _report_facts(report: dict[str, Any]) -> tuple[list[str], list[str], list[st
 
 
 def info(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    # deferred: a tool's modules load when it is called, so the server lists its tools at once
     from tilescope.commands.info import profile_info
     from tilescope.io.load import load_profiles
     from tilescope.summary import SUMMARY_COLUMNS
@@ -212,6 +214,7 @@ def _keep_report(key: tuple[Any, ...], report: dict[str, Any], files: list[str],
 
 
 def analyze(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    # deferred: a tool's modules load when it is called, so the server lists its tools at once
     from tilescope.commands.analyze import RankOptions, build, check_rule_prefixes
     from tilescope.report.data import validate_report
 
@@ -289,6 +292,7 @@ def _glob_regex(pattern: str) -> str:
 
 
 def kernels(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    # deferred: a tool's modules load when it is called, so the server lists its tools at once
     import pandas as pd
 
     from tilescope.commands.kernels import TABLE_COLUMNS
@@ -350,6 +354,7 @@ def kernels(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str,
 
 
 def lint(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    # deferred: a tool's modules load when it is called, so the server lists its tools at once
     from tilescope.commands.analyze import check_rule_prefixes
     from tilescope.commands.lint import _chip, _stack_chip, lint_report
     from tilescope.ir.params import parse_param
@@ -379,6 +384,7 @@ def lint(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, An
 
 
 def diff(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    # deferred: a tool's modules load when it is called, so the server lists its tools at once
     from tilescope.commands.analyze import build
     from tilescope.commands.diff import _match_pair, why_lines
     from tilescope.diff import DiffResult
@@ -416,6 +422,7 @@ def diff(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, An
 
 
 def rule(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    # deferred: a tool's modules load when it is called, so the server lists its tools at once
     from tilescope.commands.rules_cmd import rule_markdown
     from tilescope.engine import get_rule
 
@@ -438,6 +445,7 @@ def rule(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, An
 
 def rules(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     """The catalogue (the `tilescope://rules` resource, not a tool)."""
+    # deferred: a tool's modules load when it is called, so the server lists its tools at once
     from tilescope.commands.rules_cmd import rules_table_rows
 
     rows = [
@@ -450,6 +458,7 @@ def rules(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, A
 
 
 def lines(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    # deferred: a tool's modules load when it is called, so the server lists its tools at once
     from tilescope.commands.lines import LINES_SCHEMA_VERSION
     from tilescope.io.line_data import read_line_data
     from tilescope.lines import bundle_line_map, line_costs

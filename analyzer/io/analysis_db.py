@@ -29,7 +29,8 @@ import pandas as pd
 
 from tilescope.errors import ProfileFormatError
 from tilescope.io.cluster_files import AGGREGATE_KEY_RE, STEP_COLUMNS
-from tilescope.io.sqlite import connect_readonly, describe_value, query_frame
+from tilescope.io.sqlite import connect_readonly
+from tilescope.io.sqlite_query import describe_value, query_frame
 
 ANALYSIS_DB = "analysis.db"
 STEP_TRACE_TABLE = "StepTraceTime"

@@ -389,8 +389,8 @@ def load_kernels_arrow(csv_path: Path, chip: str | None = None, device: DeviceIn
     """
     # deferred: io.device, io.kernel_csv, io.tables and metrics (pyarrow) only where used
     from tilescope.io import device as dev
+    from tilescope.io.csv_header import read_header
     from tilescope.io.kernel_csv import read_kernel_arrow
-    from tilescope.io.tables import read_header
     from tilescope.metrics import add_derived_metrics_arrow
 
     table, _producer, _files = read_kernel_arrow(csv_path)

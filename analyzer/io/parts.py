@@ -111,8 +111,8 @@ def read_kernel_csv(parts: Parts, paths: Path | list[Path], defer: bool = False)
     groups are known once it has been read.
     """
     # deferred: io.kernel_csv and io.tables (pyarrow) only where used
+    from tilescope.io.csv_header import read_header
     from tilescope.io.kernel_csv import check_header, read_kernel_table
-    from tilescope.io.tables import read_header
 
     files = paths if isinstance(paths, list) else [paths]
     if defer and len(files) == 1:

@@ -24,6 +24,7 @@ from tilescope.columns import KERNEL_CONTRACT, metric_groups_of, sqlite_pmu_cano
 from tilescope.errors import ProfileFormatError
 from tilescope.io.detect import SQLITE_MAGIC as _SQLITE_MAGIC
 from tilescope.io.sqlite_comm import communication_rows
+from tilescope.io.sqlite_query import describe_value, query_frame
 from tilescope.io.validate import MAX_TEXT_BYTES, TEXT_EXPECTED, check_frame
 
 REQUIRED_TABLES = ("TASK", "COMPUTE_TASK_INFO", "STRING_IDS")
@@ -301,20 +302,6 @@ def _kernel_query(ctcols: list[str], tcols: list[str]) -> tuple[str, IntSources]
     return sql, ints
 
 
-def query_frame(con: sqlite3.Connection, sql: str) -> pd.DataFrame:
-    """pd.read_sql_query, raising the sqlite3 error itself (pandas wraps it in its own
-    DatabaseError with the whole statement), for read_sqlite to report in one line."""
-    # deferred: pandas (~0.3 s) only when this builds a frame
-    import pandas as pd
-
-    try:
-        return pd.read_sql_query(sql, con)
-    except pd.errors.DatabaseError as exc:
-        if isinstance(exc.__cause__, sqlite3.Error):
-            raise exc.__cause__ from None
-        raise
-
-
 def _check_integers(con: sqlite3.Connection, path: Path, k: pd.DataFrame, ints: IntSources) -> None:
     """Raise on the first row whose integer column holds text, a blob or a real, or NULL where a
     value is needed (ids and times; text would otherwise become NaN or a 0 in a subtraction).
@@ -355,17 +342,6 @@ def _raise_non_integer(con: sqlite3.Connection, path: Path, table: str, column: 
     meaning = _INT_MEANING.get(column, "an integer or NULL")
     said = describe_value(row[1])
     raise ProfileFormatError(path, where, f"column {column} holds {said}; expected {meaning}")
-
-
-def describe_value(value: object) -> str:
-    """A database value in a few words, on one line (file text is shown escaped and cut short)."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bytes):
-        return f"a {len(value)}-byte blob"
-    if isinstance(value, str):
-        return f"the text {value[:40]!r}"
-    return f"the real number {value!r}"
 
 
 def _add_wait(k: pd.DataFrame, dur_ns: pd.Series) -> pd.DataFrame:

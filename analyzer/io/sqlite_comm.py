@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tilescope.errors import ProfileFormatError
+from tilescope.io.sqlite_query import describe_value, query_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,11 +46,8 @@ def communication_rows(con: sqlite3.Connection, path: Path, tables: set[str]) ->
     `op_type`, `core_type` ("HCCL"), `start_ns`, `duration_ns`, `device_id`, `stream_id`; empty
     when the export holds no communication. A collective whose start or end is not an integer is a
     ProfileFormatError naming the table and row."""
-    # deferred: pandas (~0.3 s) only when this builds a frame; tilescope.io.sqlite imports this
-    # module (a cycle at import time)
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
-
-    from tilescope.io.sqlite import query_frame
 
     op_cols = _columns(con, OP_TABLE) if OP_TABLE in tables else []
     task_cols = _columns(con, TASK_TABLE) if TASK_TABLE in tables else []
@@ -75,9 +73,6 @@ def _columns(con: sqlite3.Connection, table: str) -> list[str]:
 
 def _check_times(con: sqlite3.Connection, path: Path) -> None:
     """A COMMUNICATION_OP row whose startNs or endNs is not an integer: one clear line."""
-    # deferred: tilescope.io.sqlite imports this module (a cycle at import time)
-    from tilescope.io.sqlite import describe_value
-
     for column in ("startNs", "endNs"):
         row = con.execute(
             f"SELECT rowid, {column} FROM {OP_TABLE} WHERE typeof({column}) != 'integer' LIMIT 1"

@@ -20,7 +20,7 @@ otherwise shown as written.
 
 Text columns (names, op types, shapes, dtypes, unknown text) are held to one cap, MAX_TEXT_BYTES
 per value, the same for every reader (docs/reliability.md §2): the CSV family here and in its
-header (`tables.read_header`, and Python's csv module through `csv.field_size_limit`), SQLite
+header (`csv_header.read_header`, and Python's csv module through `csv.field_size_limit`), SQLite
 strings in SQL before any is read (`sqlite._check_text_sizes`), timeline names here.
 
 The common case costs two Arrow reductions per column (min/max and a NaN test, or the longest

@@ -166,11 +166,13 @@ def _pygments_css() -> str:
 def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], page_title: str) -> str:
     run = run_of(report)
     closing = headline(findings, profile_summaries(report))
+    # what was left out of the input (rows skipped, values out of range), in either header
+    warnings = "".join(f'<p class="warning">{html_text(w, 400)}</p>' for w in data_warnings(report))
     if run is not None:  # several ranks: the run, never its first rank, leads (issue #28)
         lead = "".join(f"<li>{html_text(line)}</li>" for line in run_lines(run))
         return (f"<header><h1>{html_text(page_title, 200)}</h1>"
                 f'<p class="facts"><span><b>{html_text(ranks_phrase(run))}</b></span></p>'
-                f'<ul id="run">{lead}</ul>'
+                f'<ul id="run">{lead}</ul>{warnings}'
                 f'<p id="headline"><b>{html_text(closing)}</b></p></header>')
     s = report_summary(report)
     chip = report_chip(report).get("name")
@@ -189,9 +191,8 @@ def _header(report: Mapping[str, Any], findings: Sequence[Mapping[str, Any]], pa
     if s["kernel_count"] is not None:
         facts.append(f"<span>{html_text(launches_text(s['raw']), 60)}</span>")
     return (f"<header><h1>{html_text(page_title, 200)}</h1>"
-            f'<p class="facts">{"".join(facts)}</p>'
-            + "".join(f'<p class="warning">{html_text(w, 400)}</p>' for w in data_warnings(report))
-            + f'<p id="headline"><b>{html_text(closing)}</b></p>'
+            f'<p class="facts">{"".join(facts)}</p>{warnings}'
+            f'<p id="headline"><b>{html_text(closing)}</b></p>'
             "</header>")
 
 

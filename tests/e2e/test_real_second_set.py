@@ -92,7 +92,8 @@ def test_tilelang_timeline_alone(real_traces: Path) -> None:
 
 def test_msprof_db_2023(real_traces: Path) -> None:
     p, r = _one(real_traces / "msprof_db_2023")
-    assert len(p.kernels) == 11
+    # 11 compute tasks, and the one collective of COMMUNICATION_TASK_INFO as an HCCL row (#26)
+    assert len(p.kernels) == 12 and (p.kernels["core_type"] == "HCCL").sum() == 1
     assert device_time(p.kernels).kernel_sum_us == pytest.approx(663.872, abs=1e-3)
     # NPU_INFO names the family (Ascend910B), not the variant: defaults said so
     assert any("variant not recorded" in w for w in p.warnings)

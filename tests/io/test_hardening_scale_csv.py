@@ -269,8 +269,10 @@ def _one_frame_stats(k: pd.DataFrame, names: list[str] | None = None) -> pd.Data
         "achieved_gbps": sums["bw_b"] / sums["bw_d"].where(sums["bw_d"] > 0) / 1e3,
         "sol_us": sums["sol"], "sol_pct": sums["sol"] / sums["sol_d"].where(sums["sol_d"] > 0) * 100.0,
     })
-    counts = k["sol_bound"].astype("object").groupby(key, sort=False).value_counts()
-    out["sol_bound"] = counts.groupby(level=0, sort=False).idxmax().map(lambda ix: ix[1])
+    for label in ("sol_bound", "bytes_source"):  # the value most launches of the kernel have
+        if label in k:
+            counts = k[label].astype("object").groupby(key, sort=False).value_counts()
+            out[label] = counts.groupby(level=0, sort=False).idxmax().map(lambda ix: ix[1])
     for c in WEIGHTED_RATIOS:
         out[c] = sums[f"{c}__w"] / sums[f"{c}__d"].where(sums[f"{c}__d"] > 0)
     firsts = k[list(FIRST_OF_GROUP)].astype("object").groupby(key, sort=False).first()

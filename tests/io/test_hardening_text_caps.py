@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tilescope.io import tables
+from tilescope.io import csv_header
 from tilescope.io.validate import MAX_TEXT_BYTES
 
 from support import cli
@@ -98,8 +98,8 @@ def test_too_many_columns_or_a_header_without_end_are_refused_on_line_1(
     real_traces: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the caps scaled down (10,000 columns, 16 MiB): the same code path on a small file
-    monkeypatch.setattr(tables, "MAX_COLUMNS", 50)
-    monkeypatch.setattr(tables, "MAX_HEADER_BYTES", 64 << 10)
+    monkeypatch.setattr(csv_header, "MAX_COLUMNS", 50)
+    monkeypatch.setattr(csv_header, "MAX_HEADER_BYTES", 64 << 10)
     rows = _table(real_traces)
     wide = tmp_path / "wide" / "kernel_details.csv"
     wide.parent.mkdir()
