@@ -15,6 +15,8 @@ import os
 import shutil
 import stat
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -128,29 +130,11 @@ def profile_msprof_op(
     python: str = sys.executable,
 ) -> tuple[list[CommandRecord], list[dict[str, Any]]]:
     """`python`: the interpreter of the launcher's shebang — tilelang-ascend's for its kernels."""
-    msprof = shutil.which("msprof") or "msprof"
-    job = dict(job_base, mode="launch", device="npu", warmup=warmup, repeat=repeat,
-               result=str(work / "launch.result.json"))
-    job_path = bundle / "collect" / "launch_job.json"
-    job_path.parent.mkdir(parents=True, exist_ok=True)
-    job_path.write_text(json.dumps(job, indent=2), encoding="utf-8")
-    launcher = write_launcher(bundle / "collect" / "launch_kernel.py", job_path, python)
-    staging = work / "msprof_op_out"
-    staging.mkdir(parents=True, exist_ok=True)
-    argv = build_msprof_op_argv(staging, launcher, groups, kernel_name, repeat, warmup, replay_mode, msprof)
-    log = bundle / "collect" / "msprof_op.log"
-    rec = CommandRecord(argv, "msprof op", group=",".join(groups), log=f"collect/{log.name}")
-    run_command(rec, timeout, log, env=env or dict(os.environ))
-    if rec.returncode != 0:
-        raise TilescopeError(f"msprof op failed (exit {rec.returncode}); log: {log}\n{tail(log)}")
-    names = move_outputs(staging, bundle / "profile")
-    if not names:
-        raise TilescopeError(
-            f"msprof op wrote no OPPROF_* directory (did --kernel-name={kernel_name}* match?); "
-            f"log: {log}\n{tail(log)}"
-        )
-    runs = [{"groups": list(groups), "path": f"profile/{n}", "outputs": [n]} for n in names]
-    return [rec], runs
+    launch = _Launch("launch", "msprof_op", "msprof op", ",".join(groups), warmup, repeat)
+    return _profile(work, bundle, job_base, launch, timeout, env or dict(os.environ), python, list(groups),
+                    lambda staging, launcher, msprof: build_msprof_op_argv(
+                        staging, launcher, groups, kernel_name, repeat, warmup, replay_mode, msprof),
+                    f"--kernel-name={kernel_name}*")
 
 
 def profile_msprof_op_simulator(
@@ -165,26 +149,58 @@ def profile_msprof_op_simulator(
     """The kernel under `msprof op simulator`: one launch after no warm-up (a simulated launch takes
     minutes; its cycles do not depend on caches warmed by earlier launches the way a board's do).
     The simulator runs on device 0 only, which the launcher's job pins."""
+    launch = _Launch("simulate", "msprof_op_simulator", "msprof op simulator", "simulator", 0, 1)
+    child_env = dict(env or os.environ, ASCEND_RT_VISIBLE_DEVICES="0")  # the simulator models device 0
+    return _profile(work, bundle, job_base, launch, timeout, child_env, python, ["simulator"],
+                    lambda staging, launcher, msprof: build_simulator_argv(
+                        staging, launcher, kernel_name, msprof),
+                    f"--kernel-name={kernel_name}")
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """How one msprof op command runs the kernel: file names (`{stem}_job.json`, `{stem}_kernel.py`,
+    `{out}_out`, `{out}.log`), its label and group in the manifest, the launches it makes."""
+
+    stem: str
+    out: str
+    label: str
+    group: str
+    warmup: int
+    repeat: int
+
+
+def _profile(
+    work: Path,
+    bundle: Path,
+    job_base: dict[str, Any],
+    launch: _Launch,
+    timeout: float | None,
+    env: dict[str, str],
+    python: str,
+    groups: list[str],
+    argv_of: Callable[[Path, Path, str], list[str]],
+    matched: str,
+) -> tuple[list[CommandRecord], list[dict[str, Any]]]:
+    """The launcher and its job, the msprof command, its OPPROF_* folders moved into profile/."""
     msprof = shutil.which("msprof") or "msprof"
-    job = dict(job_base, mode="launch", device="npu", warmup=0, repeat=1,
-               result=str(work / "simulate.result.json"))
-    job_path = bundle / "collect" / "simulate_job.json"
+    job = dict(job_base, mode="launch", device="npu", warmup=launch.warmup, repeat=launch.repeat,
+               result=str(work / f"{launch.stem}.result.json"))
+    job_path = bundle / "collect" / f"{launch.stem}_job.json"
     job_path.parent.mkdir(parents=True, exist_ok=True)
     job_path.write_text(json.dumps(job, indent=2), encoding="utf-8")
-    launcher = write_launcher(bundle / "collect" / "simulate_kernel.py", job_path, python)
-    staging = work / "msprof_op_simulator_out"
+    launcher = write_launcher(bundle / "collect" / f"{launch.stem}_kernel.py", job_path, python)
+    staging = work / f"{launch.out}_out"
     staging.mkdir(parents=True, exist_ok=True)
-    argv = build_simulator_argv(staging, launcher, kernel_name, msprof)
-    log = bundle / "collect" / "msprof_op_simulator.log"
-    rec = CommandRecord(argv, "msprof op simulator", group="simulator", log=f"collect/{log.name}")
-    child_env = dict(env or os.environ, ASCEND_RT_VISIBLE_DEVICES="0")  # the simulator models device 0
-    run_command(rec, timeout, log, env=child_env)
+    log = bundle / "collect" / f"{launch.out}.log"
+    rec = CommandRecord(argv_of(staging, launcher, msprof), launch.label, group=launch.group,
+                        log=f"collect/{log.name}")
+    run_command(rec, timeout, log, env=env)
     if rec.returncode != 0:
-        raise TilescopeError(f"msprof op simulator failed (exit {rec.returncode}); log: {log}\n{tail(log)}")
+        raise TilescopeError(f"{launch.label} failed (exit {rec.returncode}); log: {log}\n{tail(log)}")
     names = move_outputs(staging, bundle / "profile")
     if not names:
         raise TilescopeError(
-            f"msprof op simulator wrote no OPPROF_* directory (did --kernel-name={kernel_name} match?); "
-            f"log: {log}\n{tail(log)}"
+            f"{launch.label} wrote no OPPROF_* directory (did {matched} match?); log: {log}\n{tail(log)}"
         )
-    return [rec], [{"groups": ["simulator"], "path": f"profile/{n}", "outputs": [n]} for n in names]
+    return [rec], [{"groups": list(groups), "path": f"profile/{n}", "outputs": [n]} for n in names]

@@ -459,21 +459,11 @@ def rules(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, A
 
 def lines(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     # deferred: a tool's modules load when it is called, so the server lists its tools at once
-    from tilescope.commands.lines import LINES_SCHEMA_VERSION
-    from tilescope.io.line_data import read_line_data
-    from tilescope.lines import bundle_line_map, line_costs
+    from tilescope.commands.lines import lines_report
 
     path = scope.path(args["path"], "path")
     progress(1, 2, f"reading the per-line data of {path.name}")
-    sim = read_line_data(path)
-    line_map, cpp = bundle_line_map(path) if (path / "ir").is_dir() else ([], None)
-    report = {
-        "lines_schema_version": LINES_SCHEMA_VERSION,
-        "path": str(path),
-        "simulator": str(sim.root),
-        "mapped": bool(line_map),
-        **line_costs(sim, line_map, cpp).to_dict(),
-    }
+    report = lines_report(path)
     top = args.get("top", 15)
     shown = report["lines"][:top]
     payload = {
@@ -484,10 +474,10 @@ def lines(scope: Scope, args: dict[str, Any], progress: Progress) -> dict[str, A
     if report.get("metric") == "cycles":
         notes.append("cycles from msprof op simulator: a model of the chip, not a board measurement")
     # the simulator folder (or visualize_data.bin) read, and the bundle's line map and Ascend C
-    read = [str(sim.root)]
-    if line_map:
+    read = [str(report["simulator"])]
+    if report["mapped"]:
         read.append(str(path / "ir" / "ir.json"))
-    if cpp is not None:
+    if (path / "ir" / "kernel.cpp").is_file():
         read.append(str(path / "ir" / "kernel.cpp"))
     return envelope("lines", payload, read, [], notes, _generated(scope, [path]))
 

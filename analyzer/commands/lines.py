@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -157,6 +157,23 @@ def _render_instructions(report: dict, say: Callable[..., None]) -> None:
         say(text)
 
 
+def lines_report(path: Path) -> dict[str, Any]:
+    """The `--format json` document of `tilescope lines PATH` (also the agent's `lines` tool)."""
+    # deferred: pandas (through the per-line readers) only for this command
+    from tilescope.io.line_data import read_line_data
+    from tilescope.lines import bundle_line_map, line_costs
+
+    sim = read_line_data(path)
+    line_map, cpp = bundle_line_map(path) if (path / "ir").is_dir() else ([], None)
+    return {
+        "lines_schema_version": LINES_SCHEMA_VERSION,
+        "path": str(path),
+        "simulator": str(sim.root),
+        "mapped": bool(line_map),
+        **line_costs(sim, line_map, cpp).to_dict(),
+    }
+
+
 def register(app: typer.Typer) -> None:
     @app.command("lines")
     def lines_cmd(
@@ -184,19 +201,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--format {fmt!r}: choose text or json")
         if not path.exists():
             raise UsageError(f"{path}: no such file or directory")
-        # deferred: pandas (through the per-line readers) only for this command
-        from tilescope.io.line_data import read_line_data
-        from tilescope.lines import bundle_line_map, line_costs
-
-        sim = read_line_data(path)
-        line_map, cpp = bundle_line_map(path) if (path / "ir").is_dir() else ([], None)
-        report = {
-            "lines_schema_version": LINES_SCHEMA_VERSION,
-            "path": str(path),
-            "simulator": str(sim.root),
-            "mapped": bool(line_map),
-            **line_costs(sim, line_map, cpp).to_dict(),
-        }
+        report = lines_report(path)
         text = (
             json.dumps(report, indent=2, ensure_ascii=False) + "\n"
             if fmt == "json"
