@@ -8,6 +8,7 @@ functions that use them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Iterable
@@ -128,6 +129,9 @@ def attach_bundle(profile: Profile, bundle: Path) -> None:
     if (bundle / "manifest.json").is_file():
         profile.manifest = _read_json_file(bundle / "manifest.json")
         profile.source.files.append(bundle / "manifest.json")
+        stale = stale_kernel(profile.manifest)
+        if stale is not None:
+            profile.warnings.append(stale)
     if (bundle / "ir").is_dir():
         profile.ir_dir = bundle / "ir"
         if (bundle / "ir" / "ir.json").is_file():
@@ -135,6 +139,35 @@ def attach_bundle(profile: Profile, bundle: Path) -> None:
             profile.source.files.append(bundle / "ir" / "ir.json")
             _add_launch_lines(profile.ir, bundle, profile.manifest)
     _attach_simulator(profile, bundle)
+
+
+# a kernel file larger than this is not hashed (a TileLang kernel is a few KB)
+MAX_KERNEL_BYTES = 16 << 20
+
+
+def stale_kernel(manifest: Any) -> str | None:
+    """The warning for a bundle whose kernel has changed since it was collected (#28): the manifest
+    records the kernel file (repo-relative) and its sha256; when that file is here, under the
+    current folder, and hashes otherwise, the profile and IR are of the earlier kernel. Only a
+    relative path without `..` is looked at, and the file is hashed, never read into a report."""
+    kernel = manifest.get("kernel") if isinstance(manifest, dict) else None
+    file, digest = (kernel.get("file"), kernel.get("sha256")) if isinstance(kernel, dict) else (None, None)
+    if not isinstance(file, str) or not isinstance(digest, str) or not file:
+        return None
+    rel = Path(file.replace("\\", "/"))
+    if rel.is_absolute() or ".." in rel.parts:
+        return None
+    here = Path.cwd() / rel
+    try:
+        if not here.is_file() or here.stat().st_size > MAX_KERNEL_BYTES:
+            return None
+        actual = hashlib.sha256(here.read_bytes()).hexdigest()
+    except OSError:
+        return None
+    if actual == digest.lower():
+        return None
+    return (f"{file} has changed since this bundle was collected (sha256 {actual[:12]}…, the bundle's "
+            f"{digest[:12]}…): its profile and IR are of the earlier kernel; collect it again")
 
 
 def _attach_simulator(profile: Profile, bundle: Path) -> None:
