@@ -108,7 +108,7 @@ def _log_part(ratio: float, whole: float) -> float | None:
     return math.log(ratio) / math.log(whole)
 
 
-def _signed(x: float) -> str:
+def signed_share(x: float) -> str:
     return f"{x * 100:+.0f} %".replace("-", "−")
 
 
@@ -163,10 +163,10 @@ def _grid_causes(
     if mix_changed:
         text += f", Mix Block Dim {base['mix_block_dim']:g} → {head.get('mix_block_dim', 0):g}"
     if abs(grid - 1) > 1e-9:
-        text += f": at the same work per core the grid alone gives {_signed(grid - 1)}"
+        text += f": at the same work per core the grid alone gives {signed_share(grid - 1)}"
     causes = [Cause("grid", text, _log_part(grid, whole))]
     core_time = whole / grid
-    text = f"time × blocks at once (the work of each core) {_signed(core_time - 1)}"
+    text = f"time × blocks at once (the work of each core) {signed_share(core_time - 1)}"
     causes.append(Cause("core_time", text, _log_part(core_time, whole)))
     return causes
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tilescope.diff_explain import Cause
-from tilescope.lines import NO_SOURCE, profile_lines
+from tilescope.diff_explain import Cause, signed_share
+from tilescope.lines import NO_SOURCE, compact_lines, profile_lines
 from tilescope.profile import Profile
+from tilescope.text.words import METRIC_WORDS
 
 MIN_LINE_SHARE = 0.05  # a line is named when its cost moved by 5 % of the base kernel's total
 MAX_LINES = 3
-UNITS = {"cycles": "cycles", "instructions_executed": "instructions executed"}
 
 
 def line_facts(profile: Profile | None) -> dict[str, Any] | None:
@@ -36,8 +36,7 @@ def line_facts(profile: Profile | None) -> dict[str, Any] | None:
             statement = " ".join(g.what.split())
             seen[statement] = seen.get(statement, 0) + 1
             key = f"{statement}#{seen[statement]}"
-            where = "l." + ",".join(str(n) for n in g.source_lines)
-            label = f"{where} `{statement}`"
+            label = f"{compact_lines(g.source_lines)} `{statement}`"
         else:
             c_lines = ",".join(str(a["line"]) for a in g.ascendc)
             key = f"ascendc:{c_lines}"
@@ -55,10 +54,11 @@ def line_causes(base: Mapping[str, Any] | None, head: Mapping[str, Any] | None) 
         return [
             Cause(
                 "lines:metric",
-                f"per-line data not comparable: {UNITS.get(base['metric'])} vs {UNITS.get(head['metric'])}",
+                f"per-line data not comparable: {METRIC_WORDS.get(base['metric'])} "
+                f"vs {METRIC_WORDS.get(head['metric'])}",
             )
         ]
-    unit = UNITS.get(base["metric"], base["metric"])
+    unit = METRIC_WORDS.get(base["metric"], base["metric"])
     b_total, h_total = float(base["total"]), float(head["total"])
     if not b_total:
         return []
@@ -74,7 +74,7 @@ def line_causes(base: Mapping[str, Any] | None, head: Mapping[str, Any] | None) 
         Cause(
             "lines:total",
             f"measured {unit} {b_total:,.0f} → {h_total:,.0f} "
-            f"({signed_pct(100 * (h_total - b_total) / b_total)})",
+            f"({signed_share((h_total - b_total) / b_total)})",
         )
     ]
     for _, text, key in sorted(moved, key=lambda m: -m[0])[:MAX_LINES]:
@@ -82,14 +82,9 @@ def line_causes(base: Mapping[str, Any] | None, head: Mapping[str, Any] | None) 
     return out
 
 
-def signed_pct(pct: float) -> str:
-    """+12 % / −50 %, as the kernel's other causes (diff_explain) say a change."""
-    return f"{pct:+.0f} %".replace("-", "−")
-
-
 def _moved_text(label: str, b_label: str | None, b: float, h: float, unit: str) -> str:
     if not b:
         return f"{label} new, {h:,.0f} {unit}"
     if not h:
         return f"{b_label} gone ({b:,.0f} {unit})"
-    return f"{label} {b:,.0f} → {h:,.0f} {unit} ({signed_pct(100 * (h - b) / b)})"
+    return f"{label} {b:,.0f} → {h:,.0f} {unit} ({signed_share((h - b) / b)})"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,11 @@ class LineCost:
             "pipes_instr": {k: round(v, 3) for k, v in self.pipes_instr.items()},
             "ascendc": self.ascendc,
         }
+
+
+def compact_lines(source_lines: Iterable[int]) -> str:
+    """A line group in few characters, for a hover or a diff cause: "l.41,44"."""
+    return "l." + ",".join(str(n) for n in source_lines)
 
 
 def _round(value: float | None, digits: int) -> float | None:

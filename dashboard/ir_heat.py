@@ -24,9 +24,9 @@ from typing import Any
 from tilescope.dashboard.ir_view import Stage
 from tilescope.lines import LineCost, LinesReport, profile_lines
 from tilescope.profile import Profile
+from tilescope.text.words import METRIC_WORDS, fmt_pct
 
 MEASURED_CPP = "kernel.cpp"  # the Ascend C the per-line data is mapped with (tilescope.lines.kernel_cpp)
-UNITS = {"cycles": "cycles", "instructions_executed": "instructions executed"}
 
 
 def apply_heat(stages: Sequence[Stage], profile: Profile, kernel: str | None) -> str | None:
@@ -35,7 +35,7 @@ def apply_heat(stages: Sequence[Stage], profile: Profile, kernel: str | None) ->
     report = profile_lines(profile)
     if report is None or not report.lines:
         return None
-    unit = UNITS.get(report.metric, report.metric)
+    unit = METRIC_WORDS.get(report.metric, report.metric)
     source = _source_heat(report.lines, unit)
     by_stage = {
         "ascendc": _ascendc_heat(report, unit),
@@ -48,7 +48,7 @@ def apply_heat(stages: Sequence[Stage], profile: Profile, kernel: str | None) ->
     top = report.lines[0]
     where = _group_name(top) if top.source_lines else f"Ascend C line {top.ascendc[0]['line']}"
     by = _source_name(report)
-    return f"Measured per line by {by}: the hottest is {where}, {_pct(top.share)} of {unit}."
+    return f"Measured per line by {by}: the hottest is {where}, {fmt_pct(top.share)} of {unit}."
 
 
 def _source_name(report: LinesReport) -> str:
@@ -60,13 +60,9 @@ def _group_name(g: LineCost) -> str:
     return f"TileLang line {lines}" if len(g.source_lines) == 1 else f"TileLang lines {lines} together"
 
 
-def _pct(share: float) -> str:
-    return f"{100 * share:.1f} %"
-
-
 def _label(share: float, value: float | None, unit: str, group: str = "") -> str:
     amount = f" · {value:,.0f} {unit}" if value is not None else ""
-    return f"{_pct(share)} of {unit}{amount}{' · ' + group if group else ''}"
+    return f"{fmt_pct(share)} of {unit}{amount}{' · ' + group if group else ''}"
 
 
 def _source_heat(lines: Iterable[LineCost], unit: str) -> dict[int, tuple[float, str]]:

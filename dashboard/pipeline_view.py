@@ -19,7 +19,7 @@ from tilescope.dashboard.data import ProfileEntry
 from tilescope.dashboard.figures_timeline import timeline_figure
 from tilescope.errors import TilescopeError
 from tilescope.io.simulator import SimulatorData
-from tilescope.lines import profile_lines
+from tilescope.lines import compact_lines, profile_lines
 from tilescope.pipeline_lanes import MAX_PER_LANE, pipeline_lanes
 
 # the simulator's pipe names -> the palette's categories (dashboard.figures.COLOURS)
@@ -101,7 +101,7 @@ def _line_names(entry: ProfileEntry) -> dict[int, str]:
     for g in report.lines if report is not None else []:
         if not g.source_lines:
             continue
-        where = "l." + ",".join(str(n) for n in g.source_lines)
+        where = compact_lines(g.source_lines)
         for a in g.ascendc:
             names[int(a["line"])] = f"TileLang {where} {g.what}"
     return names

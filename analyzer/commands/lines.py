@@ -16,12 +16,11 @@ from tilescope.errors import UsageError
 from tilescope.report.lines_view import pipe_shares
 from tilescope.text.escape import terminal_text
 from tilescope.text.terminal import WIDTH_HELP, output_width, wrap, write_stdout
-from tilescope.text.words import fmt_pct
+from tilescope.text.words import METRIC_WORDS, fmt_pct
 
 LINES_SCHEMA_VERSION = "1"
 
 
-_QUANTITY = {"cycles": "cycles", "instructions_executed": "instructions executed"}
 
 
 def _headline(report: dict) -> str:
@@ -90,7 +89,7 @@ def render_text(report: dict, top: int, width: int | None) -> str:
     if report["other_files"]:
         say(
             f"{len(report['other_files'])} header line(s) also listed in --format json (their "
-            f"{_QUANTITY.get(metric, metric)} are inside the kernel lines that call them, not added)"
+            f"{METRIC_WORDS.get(metric, metric)} are inside the kernel lines that call them, not added)"
         )
     return "\n".join(out) + "\n"
 

@@ -65,6 +65,8 @@ def fmt_pct(ratio: Any, digits: int = 1) -> str:
 
 
 STATIC_SAVING = "static: no time estimate"
+# each quantity per-line data is ranked by (tilescope.lines.LinesReport.metric), as every view says it
+METRIC_WORDS = {"cycles": "cycles", "instructions_executed": "instructions executed"}
 
 
 def saving_text(f: Mapping[str, Any]) -> str:
