@@ -449,8 +449,9 @@ def compare_runs(base: RunData, head: RunData, threshold_pct: float = 5.0,
             causes = explain(b.facts, h.facts, b.per_launch.median, h.per_launch.median,
                              base.cores or head.cores, (b.shapes, h.shapes), (b.ratios, h.ratios),
                              _cores_label(b, base))
-            causes += lowering_causes(base.lowering_of(b.name), head.lowering_of(h.name))
-            if base.lowering_of(b.name) is not None and head.lowering_of(h.name) is not None:
+            lowered = base.lowering_of(b.name), head.lowering_of(h.name)
+            causes += lowering_causes(*lowered)
+            if None not in lowered:
                 causes += line_causes(base.lines, head.lines)  # the bundles' measured kernel
         deltas.append(KernelDelta(b, h, how, b_step, h_step, verdict, changes, causes))
     deltas.sort(key=lambda d: -max(d.base_per_step_us, d.head_per_step_us))

@@ -34,22 +34,27 @@ def callback_body(
         trig_id, trig_prop = triggered.split(".", 1)
         keys = [k for k in keys if {"id": trig_id, "property": trig_prop} in app.callback_map[k]["inputs"]]
     assert len(keys) == 1, (output_prefix, keys)
-    key = keys[0]
+    inputs = app.callback_map[keys[0]]["inputs"]
+    return request_body(app, keys[0], values, [triggered or f"{inputs[0]['id']}.{inputs[0]['property']}"])
+
+
+def request_body(app: dash.Dash, key: str, values: dict[str, Any], changed: list[str]) -> dict[str, Any]:
+    """The body for callback `key` (its callback_map key), its inputs and state read from `values`
+    ("id.property" -> value; missing ones None), `changed` the props that set it off."""
     spec = app.callback_map[key]
-    outputs = [{"id": o.split(".")[0], "property": o.split(".", 1)[1]} for o in key.strip(".").split("...")]
+    parts = [o.split(".", 1) for o in key.strip(".").split("...")]
+    outputs = [{"id": cid, "property": prop} for cid, prop in parts]
 
     def items(kind: str) -> list[dict[str, Any]]:
         return [
             {"id": i["id"], "property": i["property"], "value": values.get(f"{i['id']}.{i['property']}")}
-            for i in spec[kind]
+            for i in spec.get(kind) or []
         ]
 
-    inputs = items("inputs")
-    body = {
+    return {
         "output": key,
         "outputs": outputs if key.startswith("..") else outputs[0],
-        "inputs": inputs,
+        "inputs": items("inputs"),
         "state": items("state"),
-        "changedPropIds": [triggered or f"{inputs[0]['id']}.{inputs[0]['property']}"],
+        "changedPropIds": changed,
     }
-    return body

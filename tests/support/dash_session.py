@@ -23,6 +23,8 @@ from typing import Any
 import dash
 from plotly.utils import PlotlyJSONEncoder
 
+from support.dash_calls import request_body
+
 MAX_ROUNDS = 40  # a chain longer than this is a loop
 
 
@@ -139,29 +141,8 @@ class DashSession:
         return [o.split("@")[0] for o in key.strip(".").split("...")]
 
     def _fire(self, key: str, changed: set[str]) -> tuple[set[str], set[str]]:
-        spec = self.specs[key]
-
-        def items(kind: str) -> list[dict[str, Any]]:
-            return [
-                {
-                    "id": i["id"],
-                    "property": i["property"],
-                    "value": self.props.get(f"{i['id']}.{i['property']}"),
-                }
-                for i in spec.get(kind) or []
-            ]
-
-        outs = [
-            {"id": o.split(".", 1)[0], "property": o.split(".", 1)[1]} for o in key.strip(".").split("...")
-        ]
-        inputs = items("inputs")
-        body = {
-            "output": key,
-            "outputs": outs if key.startswith("..") else outs[0],
-            "inputs": inputs,
-            "state": items("state"),
-            "changedPropIds": [p for p in (f"{i['id']}.{i['property']}" for i in inputs) if p in changed],
-        }
+        names = [f"{i['id']}.{i['property']}" for i in self.specs[key]["inputs"]]
+        body = request_body(self.app, key, self.props, [n for n in names if n in changed])
         self.calls += 1
         resp = self.client.post("/_dash-update-component", json=body)
         if resp.status_code == 204:
