@@ -562,8 +562,8 @@ def test_name_values_round_trip() -> None:
 # --- the server banner ----------------------------------------------------------------------
 
 
-@pytest.fixture()
-def served(app: dash.Dash) -> Iterator[int]:
+def _serve(app: dash.Dash) -> Iterator[int]:
+    """`serve`'s own server on a free port, for the length of a test."""
     server = make_http_server(app, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -573,6 +573,11 @@ def served(app: dash.Dash) -> Iterator[int]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+@pytest.fixture()
+def served(app: dash.Dash) -> Iterator[int]:
+    yield from _serve(app)
 
 
 def _get(port: int, host: str) -> http.client.HTTPResponse:
@@ -603,15 +608,7 @@ def test_the_server_header_names_no_version(served: int) -> None:
 def served_briefly(app: dash.Dash, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """The server with a 0.5 s read timeout instead of READ_TIMEOUT_S."""
     monkeypatch.setattr(QuietRequestHandler, "timeout", 0.5)
-    server = make_http_server(app, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_port
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    yield from _serve(app)
 
 
 def _drained(sock: socket.socket) -> bytes:
