@@ -44,7 +44,7 @@ NO_PLACE = (
 def missing_inputs(profile: Profile) -> tuple[str, ...]:
     report = profile_lines(profile)
     if report is None or report.sync_share is None:
-        return ("simulator instruction cycles (msprof op simulator output in the bundle's profile/)",)
+        return ("per-line instruction cycles (docs/lines.md: a bundle with `msprof op` cycle-model output)",)
     return ()
 
 
