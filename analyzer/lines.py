@@ -95,7 +95,8 @@ class LineCost:
         }
 
     def add_sync(self, s: LineSync) -> None:
-        for into, part in ((self.sync, s.count), (self.sync_cycles, s.cycles), (self.wait_cycles, s.wait_cycles)):
+        pairs = ((self.sync, s.count), (self.sync_cycles, s.cycles), (self.wait_cycles, s.wait_cycles))
+        for into, part in pairs:
             for k, v in part.items():
                 into[k] = into.get(k, 0.0) + v
 

@@ -88,7 +88,9 @@ def _placed(sync: pd.DataFrame, addr_lines: pd.DataFrame | None) -> pd.DataFrame
     out["addr_int"] = out["addr_int"].astype("Int64")
     if addr_lines is None or addr_lines.empty:
         return out.assign(file=None, line=float("nan"))
-    lines = addr_lines.astype({"addr": "Int64", "core": str}).drop_duplicates(["core", "addr", "file", "line"])
+    lines = addr_lines.astype({"addr": "Int64", "core": str}).drop_duplicates(
+        ["core", "addr", "file", "line"]
+    )
     own = lines.drop_duplicates(["core", "addr"], keep=False)  # one line per (core, addr)
     anywhere = lines.drop_duplicates(["addr", "file", "line"]).drop_duplicates("addr", keep=False)
     by_core = out.merge(own.rename(columns={"addr": "addr_int"}), on=["core", "addr_int"], how="left")
@@ -151,7 +153,9 @@ def _add_flag_pairs(by_line: dict[int, LineSync], flags: pd.DataFrame | None, kf
         entry.waited_by[str(pipe)] = entry.waited_by.get(str(pipe), 0.0) + float(pairs)
 
 
-def _next_statement(line: int, mapping: dict[int, tuple[tuple[int, ...], str]], cpp_lines: list[str]) -> int | None:
+def _next_statement(
+    line: int, mapping: dict[int, tuple[tuple[int, ...], str]], cpp_lines: list[str]
+) -> int | None:
     """The first Ascend C line after `line` that the line map carries to a TileLang line, within the
     same block (stopping at a closing brace of a shallower block): what the flag orders."""
     depth = 0
@@ -229,14 +233,15 @@ def where_words(row: dict[str, Any]) -> str:
 def amount_words(row: dict[str, Any]) -> str:
     """'WAIT_FLAG 64×, 1,920 cycles; SCALAR waited 1,920 cycles; its flags waited for by MTE1 (4)'."""
     parts = [
-        ", ".join(f"{k} {row['sync'][k]:,.0f}×, {row['sync_cycles'].get(k, 0):,.0f} cycles" for k in row["sync"])
+        ", ".join(
+            f"{k} {row['sync'][k]:,.0f}×, {row['sync_cycles'].get(k, 0):,.0f} cycles" for k in row["sync"]
+        )
     ]
     if row["wait_cycles"]:
-        parts.append(
-            "waiting: " + ", ".join(f"{p} {c:,.0f} cycles" for p, c in row["wait_cycles"].items())
-        )
+        parts.append("waiting: " + ", ".join(f"{p} {c:,.0f} cycles" for p, c in row["wait_cycles"].items()))
     if row.get("waited_by"):
         parts.append(
-            "its flags waited for by " + ", ".join(f"{p} ({n:,.0f} in the trace)" for p, n in row["waited_by"].items())
+            "its flags waited for by "
+            + ", ".join(f"{p} ({n:,.0f} in the trace)" for p, n in row["waited_by"].items())
         )
     return "; ".join(p for p in parts if p)

@@ -72,7 +72,9 @@ def _source_heat(lines: Iterable[LineCost], unit: str) -> dict[int, tuple[float,
     heat: dict[int, tuple[float, str]] = {}
     for g in lines:
         together = _group_name(g) if len(g.source_lines) > 1 else ""
-        sync = ", ".join(f"{k} {g.sync[k]:,.0f}×, {g.sync_cycles.get(k, 0):,.0f} cycles" for k in sorted(g.sync))
+        sync = ", ".join(
+            f"{k} {g.sync[k]:,.0f}×, {g.sync_cycles.get(k, 0):,.0f} cycles" for k in sorted(g.sync)
+        )
         for n in g.source_lines:
             label = _label(g.share, g.value, unit, together)
             heat[n] = (g.share, f"{label} · sync: {sync}" if sync else label)

@@ -151,7 +151,8 @@ def measured_phrase(lines: list[dict[str, Any]]) -> str:
         if "sync_line" in item:
             if ("sync",) not in seen:
                 seen.add(("sync",))
-                clauses.append(f"{item['share_of_sync'] * 100:.0f} % of {item['measure']} on {item['sync_line']}")
+                share = item["share_of_sync"] * 100
+                clauses.append(f"{share:.0f} % of {item['measure']} on {item['sync_line']}")
             continue
         pipes = tuple(item["pipes"])
         if pipes in seen:

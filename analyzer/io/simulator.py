@@ -81,7 +81,12 @@ def read_simulator(path: Path) -> SimulatorData:
     root = find_simulator(path)
     if root is None:
         raise ProfileFormatError(path, None, SIMULATOR_FOLDER)
-    code, instr, pipes, files, addrs, flags = [], [], [], [], [], []
+    code: list[pd.DataFrame] = []
+    instr: list[pd.DataFrame] = []
+    pipes: list[pd.DataFrame] = []
+    addrs: list[pd.DataFrame] = []
+    flags: list[pd.DataFrame] = []
+    files: list[Path] = []
     header_only = 0
     cores = [d.name for d in simulator_core_dirs(root)]
     for core_dir in simulator_core_dirs(root):

@@ -132,7 +132,8 @@ def trace_facts(path: Path) -> TraceFacts:
     if frame.empty:
         busy = pd.DataFrame(columns=list(LINE_COLUMNS))
     else:
-        busy = frame.groupby(["file", "line", "pipe"], sort=True)[["busy_us", "instructions"]].sum().reset_index()
+        sums = frame.groupby(["file", "line", "pipe"], sort=True)[["busy_us", "instructions"]].sum()
+        busy = sums.reset_index()
         busy["line"] = busy["line"].astype("int64")
     return TraceFacts(busy, _addr_lines(got[got["ph"].isin(["X", "B"])]), _flag_pairs(got, meta))
 

@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_rules_fixtures import FIXTURES, fixture_profile
 
 from tilescope.config import Config
 from tilescope.engine import run_rules
 
 from support import SAMPLES, cli
 from support.simulator import CORES, sync_bin, write_fa_simulator
-from test_rules_fixtures import FIXTURES, fixture_profile
 
 SET, WAIT, MOVE = 64, 960, 10_800  # cycles per core of each instruction of the generated CSVs
 
