@@ -212,3 +212,24 @@ def test_a_kernel_built_without_g_places_no_sync_on_a_line(tmp_path: Path) -> No
     assert report.sync_lines == [] and report.lines == []
     assert report.sync_unplaced_cycles == {"SET_FLAG": 64.0 * len(CORES), "WAIT_FLAG": 960.0 * len(CORES)}
     assert KERNEL_CPP not in json.dumps(report.to_dict())
+
+
+def test_the_heat_labels_carry_the_sync_of_a_line(tmp_path: Path) -> None:
+    """The dashboard's IR heat map reads the same computation: a bundle whose profile/ holds the
+    GENERATED simulator bin alone (the FA bin's WAIT_FLAG on Ascend C 91)."""
+    import shutil
+
+    from tilescope.dashboard.ir_heat import apply_heat
+    from tilescope.dashboard.ir_view import Stage
+    from tilescope.io.load import load_profile
+
+    bundle = tmp_path / "b"
+    shutil.copytree(SAMPLES / "tilelang_fa_bundle", bundle)
+    write_visualize_bin(bundle / "profile" / "OPPROF_20261206000000_GENERATED")
+    profile = load_profile(bundle)
+    cpp = Stage("ascendc", "Ascend C", "kernel.cpp", "", "cpp")
+    src = Stage("source", "Kernel source", "flash_attention.py", "", "python")
+    assert apply_heat([cpp, src], profile, None)
+    assert cpp.heat[91][1].endswith(" · sync: WAIT_FLAG 32×, 1,680 cycles; waiting: SCALAR 1,680 cycles")
+    assert "sync" not in cpp.heat[101][1]  # the mmad line runs no sync instruction
+    assert not any("sync" in label for _share, label in src.heat.values())  # 91 maps to no TileLang line
