@@ -61,10 +61,13 @@ _COLUMNS = (
 EVENTS = "__EVENTS__"  # where a query template takes the file's events
 # Per (lane, source line, instruction address): the instruction time and count, with the count of
 # X events whose ts or dur is unusable; the lane metadata (process_name/thread_name, few) rides along
-# as ph 'M' rows, and the flag events as one row per (phase, lane, flag id): a SET_FLAG `B` event
-# names its line and address, its WAIT_FLAG `E` only the waiting lane and the id that pairs them.
-# One read of the file: every part of the answer is an aggregate of the same scan.
+# as ph 'M' rows; the SET_FLAG `B` events per (lane, line, address) ('B' rows: they name addresses'
+# lines too); the flag pairs ('P' rows) per setting lane and line and waiting lane (`wpid`, `wtid`):
+# a B names its line and address, its WAIT_FLAG `E` only the waiting lane and the `id` pairing them.
+# One read of the file: `g` is the scan's aggregate (one row per flag id for B and E), kept in
+# DuckDB (MATERIALIZED: read once, spilled to its temp directory when large); only sums leave it.
 _LINE_SQL = f"""
+WITH g AS MATERIALIZED (
 SELECT ph, pid, tid, code, pc, fid, kind, meta, fsum(dur_us) AS busy_us, count(*) AS n,
        count(*) FILTER (WHERE ph = 'X' AND (ts_us IS NULL OR dur_us IS NULL OR NOT isfinite(ts_us)
                                             OR NOT isfinite(dur_us) OR dur_us < 0)) AS bad
@@ -75,7 +78,17 @@ FROM (SELECT ph, pid, tid, TRY_CAST(ts AS DOUBLE) AS ts_us, TRY_CAST(dur AS DOUB
              CASE WHEN ph = 'M' THEN name END AS kind,
              CASE WHEN ph = 'M' THEN args->>'name' END AS meta
       FROM {EVENTS} WHERE ph IN ('X', 'B', 'E') OR (ph = 'M' AND name IN ('process_name', 'thread_name')))
-GROUP BY ALL
+GROUP BY ALL)
+SELECT ph, pid, tid, code, pc, kind, meta, NULL AS wpid, NULL AS wtid, busy_us, n, bad
+FROM g WHERE ph IN ('X', 'M')
+UNION ALL
+SELECT 'B', pid, tid, code, pc, NULL, NULL, NULL, NULL, NULL, sum(n), 0 FROM g WHERE ph = 'B'
+GROUP BY pid, tid, code, pc
+UNION ALL
+SELECT 'P', b.pid, b.tid, b.code, NULL, NULL, NULL, e.pid, e.tid, NULL, count(*), 0
+FROM (SELECT DISTINCT ON (fid) pid, tid, code, fid FROM g WHERE ph = 'B' AND fid IS NOT NULL) b
+JOIN (SELECT DISTINCT ON (fid) pid, tid, fid FROM g WHERE ph = 'E' AND fid IS NOT NULL) e USING (fid)
+GROUP BY b.pid, b.tid, b.code, e.pid, e.tid
 """
 # The first unusable X event, in file order (error path only: a second pass).
 _FIRST_BAD_SQL = f"""
@@ -160,24 +173,25 @@ def _addr_lines(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _flag_pairs(got: pd.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
-    """SET_FLAG (`B`) and WAIT_FLAG (`E`) events paired by `id`: per setting line (file, line; None
-    without `code`), setting pipe and waiting pipe, how many pairs; a B or E without its other half
-    is left out (an output cut short)."""
-    b, e = got[(got["ph"] == "B") & got["fid"].notna()], got[(got["ph"] == "E") & got["fid"].notna()]
-    if b.empty or e.empty:
-        return pd.DataFrame(columns=list(FLAG_COLUMNS))
-    sets = pd.DataFrame({"fid": b["fid"], "code": b["code"].fillna(""), "set_pipe": lane_pipes(b, meta)})
-    waits = pd.DataFrame({"fid": e["fid"], "wait_pipe": lane_pipes(e, meta)})
-    pairs = sets.drop_duplicates("fid").merge(waits.drop_duplicates("fid"), on="fid")
+    """The SET_FLAG (`B`) / WAIT_FLAG (`E`) pairs the scan matched by `id` ('P' rows): per setting
+    line (file, line; None without `code`), setting pipe and waiting pipe, how many pairs; a B or E
+    without its other half is left out (an output cut short)."""
+    pairs = got[got["ph"] == "P"]
     if pairs.empty:
         return pd.DataFrame(columns=list(FLAG_COLUMNS))
-    where = pairs["code"].str.extract(CODE_RE)
-    pairs["file"] = where["file"].astype(object).where(where["file"].notna(), None)
-    pairs["line"] = pd.to_numeric(where["line"]).astype("Int64")
-    g = pairs.groupby(["file", "line", "set_pipe", "wait_pipe"], dropna=False, sort=True).size()
-    out = g.rename("pairs").reset_index()
-    out["pairs"] = out["pairs"].astype("float64")
-    return out.loc[:, list(FLAG_COLUMNS)]
+    waits = pd.DataFrame({"pid": pairs["wpid"], "tid": pairs["wtid"]}, index=pairs.index)
+    where = pairs["code"].fillna("").str.extract(CODE_RE)
+    frame = pd.DataFrame(
+        {
+            "file": where["file"].astype(object).where(where["file"].notna(), None),
+            "line": pd.to_numeric(where["line"]).astype("Int64"),
+            "set_pipe": lane_pipes(pairs, meta),
+            "wait_pipe": lane_pipes(waits, meta),
+            "pairs": pairs["n"].astype("float64"),
+        }
+    )
+    g = frame.groupby(["file", "line", "set_pipe", "wait_pipe"], dropna=False, sort=True)["pairs"].sum()
+    return g.reset_index().loc[:, list(FLAG_COLUMNS)]
 
 
 def lane_pipes(lanes: pd.DataFrame, meta: pd.DataFrame) -> pd.Series:
