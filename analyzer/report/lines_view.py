@@ -129,5 +129,6 @@ def sync_sentence(section: Mapping[str, Any]) -> str | None:
     text = f"Sync and barrier instructions: {fmt_pct(share, 1)} of the instruction cycles"
     rows = list(section.get("sync_lines") or [])
     if rows:
-        text += f"; most waiting: {where_words(rows[0])}: {amount_words(rows[0])}"
+        most = "most waiting" if rows[0].get("wait_cycles") else "most sync cycles (no wait placed on a line)"
+        text += f"; {most}: {where_words(rows[0])}: {amount_words(rows[0])}"
     return text + "."
