@@ -233,3 +233,37 @@ def test_the_heat_labels_carry_the_sync_of_a_line(tmp_path: Path) -> None:
     assert cpp.heat[91][1].endswith(" · sync: WAIT_FLAG 32×, 1,680 cycles; waiting: SCALAR 1,680 cycles")
     assert "sync" not in cpp.heat[101][1]  # the mmad line runs no sync instruction
     assert not any("sync" in label for _share, label in src.heat.values())  # 91 maps to no TileLang line
+
+
+@pytest.mark.slow
+def test_every_report_format_says_the_sync_share_and_the_top_sync_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from support.simulator import simulated_fa_bundle
+
+    bundle = simulated_fa_bundle(tmp_path / "b")
+    code, out, err = cli(capsys, "analyze", str(bundle), "-f", "json")
+    assert code == 0, err
+    section = json.loads(out)["profiles"][0]["lines"]
+    assert section["sync_share"] == round(4_096 / 47_296, 6)
+    assert [s["line"] for s in section["sync_lines"]] == [95, 135]
+    said = (
+        "Sync and barrier instructions: 8.7 % of the instruction cycles; most sync cycles (no wait placed "
+        "on a line): Ascend C 95"
+    )
+    code, out, _ = cli(capsys, "analyze", str(bundle), "--width", "400")
+    assert said in out
+    # Markdown escapes its punctuation (untrusted text stays inert), HTML its markup characters
+    for fmt, share, where in (
+        ("md", "8\\.7 % of the instruction cycles", "Ascend C 95 \\`asc\\_sync\\_notify"),
+        (
+            "html",
+            "8.7 % of the instruction cycles",
+            "Ascend C 95 `asc_sync_notify(PIPE_MTE2, PIPE_MTE1, static_cast&lt;event_t&gt;(0));`",
+        ),
+    ):
+        report = tmp_path / f"r.{fmt}"
+        code, _, err = cli(capsys, "analyze", str(bundle), "-f", fmt, "-o", str(report))
+        assert code == 0, err
+        text = report.read_text()
+        assert share in text and where in text
