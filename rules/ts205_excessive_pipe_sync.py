@@ -110,7 +110,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         return []
     df = profile.kernels
     names = text(df, "name")
-    own = names.map(lambda n: bool(n) and find_kernel(profile.ir or {}, n) is not None)
+    # one IR lookup per kernel name, not per launch (a kernel table may hold a million launches)
+    ir = profile.ir
+    mine = {n for n in names.unique() if n and find_kernel(ir, str(n)) is not None}
+    own = names.isin(mine)
     limit = float(ctx.thresholds["max_sync_share"])
     flagged = (own & (share >= limit)).fillna(False).to_numpy()
     dur = num(df, "duration_us")
