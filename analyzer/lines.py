@@ -34,12 +34,12 @@ from typing import Any
 import pandas as pd
 
 from tilescope.io.simulator import SimulatorData
+from tilescope.lines_sync import LineSync, place_sync, sync_lines, sync_names, unplaced_note
 from tilescope.profile import Profile
 
 # Example: "__simt_vf__ __launch_bounds__(64) inline void flash_fwd_kernel_simt_vf_3(" starts a function
 _VF_DEF = re.compile(r"__simt_vf__.*\bvoid\s+\w+\s*\(")
 NO_SOURCE = "(no TileLang line)"
-SYNC_INSTR = re.compile(r"^(SET_FLAG|WAIT_FLAG|PIPE_BARRIER|BARRIER|SET_CROSS_CORE|WAIT_FLAG_DEV)", re.I)
 
 
 @dataclass
@@ -64,6 +64,15 @@ class LineCost:
     # pipe -> the metric, from a visualize_data.bin's instructions (each names its line and pipe)
     pipes_instr: dict[str, float] = field(default_factory=dict)
     ascendc: list[dict[str, Any]] = field(default_factory=list)  # line, cycles, share, ...
+    # sync instructions placed on its Ascend C lines (tilescope.lines_sync), summed over cores:
+    # name -> executions, name -> cycles, waiting pipe -> cycles spent waiting
+    sync: dict[str, float] = field(default_factory=dict)
+    sync_cycles: dict[str, float] = field(default_factory=dict)
+    wait_cycles: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total_wait(self) -> float:
+        return sum(self.wait_cycles.values())
 
     def to_dict(self, metric: str = "cycles") -> dict[str, Any]:
         per_core = metric == "cycles"  # a board's one "ALL" core has no spread
@@ -80,7 +89,16 @@ class LineCost:
             "pipes_us": {k: round(v, 4) for k, v in self.pipes.items()},
             "pipes_instr": {k: round(v, 3) for k, v in self.pipes_instr.items()},
             "ascendc": self.ascendc,
+            "sync": {k: round(v, 3) for k, v in sorted(self.sync.items())},
+            "sync_cycles": {k: round(v, 3) for k, v in sorted(self.sync_cycles.items())},
+            "wait_cycles": {k: round(v, 3) for k, v in sorted(self.wait_cycles.items())},
         }
+
+    def add_sync(self, s: LineSync) -> None:
+        pairs = ((self.sync, s.count), (self.sync_cycles, s.cycles), (self.wait_cycles, s.wait_cycles))
+        for into, part in pairs:
+            for k, v in part.items():
+                into[k] = into.get(k, 0.0) + v
 
 
 def compact_lines(source_lines: Iterable[int]) -> str:
@@ -108,6 +126,17 @@ class LinesReport:
     total_instructions_executed: float | None = None
     sync_cycles: dict[str, float] = field(default_factory=dict)  # the same instructions' cycles
     instruction_cycles: float | None = None  # every instruction's cycles, summed over cores
+    # the Ascend C lines with sync instructions, most wait cycles first (tilescope.lines_sync)
+    sync_lines: list[dict[str, Any]] = field(default_factory=list)
+    wait_cycles: dict[str, float] = field(default_factory=dict)  # waiting pipe -> cycles, whole kernel
+    sync_unplaced_cycles: dict[str, float] = field(default_factory=dict)  # name -> cycles on no line
+    sync_header_cycles: float = 0.0  # placed on library header lines (inside a kernel line's call)
+
+    @property
+    def sync_share(self) -> float | None:
+        """Sync instructions' cycles as a share of every instruction's cycles (None: not measured)."""
+        spent, every = sum(self.sync_cycles.values()), self.instruction_cycles
+        return spent / every if every else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,6 +153,11 @@ class LinesReport:
             "sync": self.sync,
             "sync_cycles": {k: round(v, 3) for k, v in self.sync_cycles.items()},
             "instruction_cycles": _round(self.instruction_cycles, 3),
+            "sync_share": _round(self.sync_share, 6),
+            "wait_cycles": {k: round(v, 3) for k, v in sorted(self.wait_cycles.items())},
+            "sync_lines": self.sync_lines,
+            "sync_unplaced_cycles": {k: round(v, 3) for k, v in sorted(self.sync_unplaced_cycles.items())},
+            "sync_header_cycles": round(self.sync_header_cycles, 3),
             "notes": self.notes,
         }
 
@@ -293,11 +327,12 @@ def line_costs(
     total = float(own[metric].sum())
     table = _per_line(sim, own, kfile, metric)
     pipes = (_pipe_us(sim, kfile), _instr_pipes(sim, kfile, metric))
-    lines = _groups(table, c_to_source(line_map, cpp), pipes, total)
+    mapping = c_to_source(line_map, cpp)
+    lines = _groups(table, mapping, pipes, total)
     measured_cycles = "cycles" in sim.measures
     counted = "instructions_executed" in sim.measures
     instr_total = float(own["instructions_executed"].sum()) if counted else None
-    return LinesReport(
+    report = LinesReport(
         kfile,
         total if measured_cycles else None,
         len(sim.cores),
@@ -313,6 +348,32 @@ def line_costs(
         _sync(sim.instr, "cycles") if measured_cycles else {},
         _instr_cycles(sim.instr, measured_cycles),
     )
+    _add_sync(report, sim, kfile, mapping, cpp)
+    return report
+
+
+def _add_sync(
+    report: LinesReport,
+    sim: SimulatorData,
+    kfile: str | None,
+    mapping: dict[int, tuple[tuple[int, ...], str]],
+    cpp: str | None,
+) -> None:
+    """The sync instructions per line (tilescope.lines_sync) on the report and its line groups."""
+    placement = place_sync(sim, kfile)
+    if placement is None:
+        return
+    by_c_line = {int(a["line"]): g for g in report.lines for a in g.ascendc}
+    for line, s in placement.by_line.items():
+        if line in by_c_line:
+            by_c_line[line].add_sync(s)
+    report.sync_lines = sync_lines(placement, mapping, cpp, report.instruction_cycles)
+    report.wait_cycles = placement.wait_by_pipe
+    report.sync_unplaced_cycles = placement.unplaced
+    report.sync_header_cycles = placement.header_cycles
+    note = unplaced_note(placement)
+    if note:
+        report.notes.append(note)
 
 
 def _other_files(code: pd.DataFrame, kfile: str | None, metric: str) -> list[dict[str, Any]]:
@@ -357,7 +418,7 @@ def _sync(instr: pd.DataFrame, column: str = "call_count") -> dict[str, float]:
     """Sync/barrier instructions by name: executions (`call_count`) or their `cycles`."""
     if instr.empty or column not in instr:
         return {}
-    names = instr["instr"].astype(str).str.extract(SYNC_INSTR, expand=False).str.upper()
+    names = sync_names(instr["instr"])
     counts = instr[column].groupby(names).sum()
     return {str(k): float(v) for k, v in counts.items()}
 
@@ -389,6 +450,7 @@ _CACHE = "_line_costs"
 # lines a report (JSON `lines`, the Markdown / HTML / terminal section) carries; `tilescope lines`
 # gives them all
 REPORT_LINES = 10
+SYNC_LINES = 5  # the sync lines a report carries (most wait cycles first)
 
 
 def profile_lines(profile: Profile) -> LinesReport | None:
@@ -399,7 +461,8 @@ def profile_lines(profile: Profile) -> LinesReport | None:
         return cached
     report = None
     sim = profile.simulator
-    if isinstance(sim, SimulatorData) and len(sim.code):
+    # an output trimmed to its instruction CSVs has no line, but its sync share is still measured
+    if isinstance(sim, SimulatorData) and (len(sim.code) or len(sim.instr)):
         line_map = (profile.ir or {}).get("line_map")
         report = line_costs(sim, line_map if isinstance(line_map, list) else [], kernel_cpp(profile.ir_dir))
     profile.__dict__[_CACHE] = report
@@ -426,5 +489,8 @@ def lines_section(profile: Profile, top: int = REPORT_LINES) -> dict[str, Any] |
         "lines": full["lines"][:top],
         "more_lines": max(0, len(full["lines"]) - top),
         "sync": full["sync"],
+        "sync_share": full["sync_share"],
+        "wait_cycles": full["wait_cycles"],
+        "sync_lines": full["sync_lines"][:SYNC_LINES],
         "notes": full["notes"],
     }

@@ -137,6 +137,11 @@ def profile_msprof_op(
                     f"--kernel-name={kernel_name}*")
 
 
+# What the simulator run's kernel is built with besides TileLang's own options (its -O2 stays):
+# debug line information, so the simulator's code CSVs and traces name the Ascend C lines.
+DEBUG_LINE_FLAGS = ("-g",)
+
+
 def profile_msprof_op_simulator(
     work: Path,
     bundle: Path,
@@ -151,6 +156,9 @@ def profile_msprof_op_simulator(
     The simulator runs on device 0 only, which the launcher's job pins."""
     launch = _Launch("simulate", "msprof_op_simulator", "msprof op simulator", "simulator", 0, 1)
     child_env = dict(env or os.environ, ASCEND_RT_VISIBLE_DEVICES="0")  # the simulator models device 0
+    # line information for the simulator's per-line CSVs (docs/lines.md); a tilelang-ascend job's
+    # builder compiles with its own fixed bisheng command and has no place for it
+    job_base = dict(job_base, compile_flags=list(DEBUG_LINE_FLAGS))
     return _profile(work, bundle, job_base, launch, timeout, child_env, python, ["simulator"],
                     lambda staging, launcher, msprof: build_simulator_argv(
                         staging, launcher, kernel_name, msprof),

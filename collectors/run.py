@@ -412,7 +412,10 @@ def _profile(req: CollectRequest, tmp: Path, job_base: dict[str, Any], kernel_na
     if not kernel_name:
         raise TilescopeError("cannot tell the kernel's entry symbol for msprof op --kernel-name")
     if req.backend == "msprof-op-simulator":
-        say("simulating one launch with msprof op simulator (minutes; per-line data needs a -g build)")
+        if job_base.get("dialect") == TILELANG_ASCEND:
+            say("note: tilelang-ascend compiles with a fixed bisheng command (no -g): the simulator's "
+                "per-line CSVs will hold only their header (docs/lines.md)")
+        say("simulating one launch with msprof op simulator (minutes; built with -g, keeping -O2)")
         return profile_msprof_op_simulator(tmp / "collect", tmp, job_base, kernel_name, req.timeout,
                                            env=env, python=python)
     say(f"profiling with msprof op ({','.join(req.metrics)})")

@@ -54,7 +54,10 @@ def build_prim_func(kernel: Path, function: str | None, params: dict[str, Any]) 
     return built[0][1], specmod.find_spec(module, name, kernel), name, merged
 
 
-def compile_kernel(func: Any, out_idx: list[int], device: str) -> Any:
+def compile_kernel(func: Any, out_idx: list[int], device: str, compile_flags: list[str] | None = None) -> Any:
+    """The compiled kernel; `compile_flags` (the simulator job's ["-g"]) go to bisheng after TileLang
+    0.1.15's own options, its -O2 among them (`compile_flags` of tilelang.compile: the cython
+    adapter's LibraryGenerator and the tvm_ffi path's tl.device_compile_flags both take them)."""
     # deferred: tilelang/tvm are the optional `tilelang` extra; this worker runs under other interpreters
     import tilelang
     from tvm.target import Target
@@ -68,6 +71,8 @@ def compile_kernel(func: Any, out_idx: list[int], device: str) -> Any:
     import torch_npu  # noqa: F401  (registers the "npu" device with torch)
 
     with Target("ascend"):
+        if compile_flags:
+            return tilelang.compile(func, out_idx=out_idx, target="ascend", compile_flags=list(compile_flags))
         return tilelang.compile(func, out_idx=out_idx, target="ascend")
 
 
@@ -216,7 +221,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     if found is None:
         raise RuntimeError(f"no {specmod.SPEC_ATTR}[{name!r}] in {job['kernel']}: cannot make inputs")
     try:
-        kernel_fn = compile_kernel(func, list(found.out_idx), device)
+        kernel_fn = compile_kernel(func, list(found.out_idx), device, job.get("compile_flags"))
     except Exception as exc:
         if job["mode"] == "check" and device == "cpu":
             # Not an error of the kernel: most Ascend-style kernels cannot target "c" at all.

@@ -5,7 +5,9 @@ mode) measures its kernel per Ascend C line; tilescope.lines groups those lines 
 lines the line map carries them to. Here each pane gets a share per line, drawn as a bar behind the
 line with its value at the right (dashboard/assets/ir_view.js):
 
-- Ascend C: each measured line of the kernel's kernel.cpp, its share of the kernel's total;
+- Ascend C: each measured line of the kernel's kernel.cpp, its share of the kernel's total, and for
+  a line with sync instructions their executions, cycles and the pipes' wait cycles
+  (tilescope.lines_sync: the same words `tilescope lines` prints);
 - Kernel source: each TileLang line, its group's share (lines that share Ascend C code share one
   value: the simulator cannot split it, so the label names the group);
 - TVMScript (before lowering): the TileLang line's share on the line the line map pairs it with.
@@ -23,6 +25,7 @@ from typing import Any
 
 from tilescope.dashboard.ir_view import Stage
 from tilescope.lines import LineCost, LinesReport, profile_lines
+from tilescope.lines_sync import amount_words
 from tilescope.profile import Profile
 from tilescope.text.words import METRIC_WORDS, fmt_pct
 
@@ -69,18 +72,25 @@ def _source_heat(lines: Iterable[LineCost], unit: str) -> dict[int, tuple[float,
     heat: dict[int, tuple[float, str]] = {}
     for g in lines:
         together = _group_name(g) if len(g.source_lines) > 1 else ""
+        sync = ", ".join(
+            f"{k} {g.sync[k]:,.0f}×, {g.sync_cycles.get(k, 0):,.0f} cycles" for k in sorted(g.sync)
+        )
         for n in g.source_lines:
-            heat[n] = (g.share, _label(g.share, g.value, unit, together))
+            label = _label(g.share, g.value, unit, together)
+            heat[n] = (g.share, f"{label} · sync: {sync}" if sync else label)
     return heat
 
 
 def _ascendc_heat(report: LinesReport, unit: str) -> dict[int, tuple[float, str]]:
     key = "cycles" if report.metric == "cycles" else "instructions_executed"
+    sync = {int(r["line"]): amount_words(r) for r in report.sync_lines}
     heat: dict[int, tuple[float, str]] = {}
     for g in report.lines:
         for entry in g.ascendc:
             share = float(entry.get("share") or 0.0)
-            heat[int(entry["line"])] = (share, _label(share, entry.get(key), unit))
+            line = int(entry["line"])
+            label = _label(share, entry.get(key), unit)
+            heat[line] = (share, f"{label} · sync: {sync[line]}" if line in sync else label)
     return heat
 
 

@@ -219,9 +219,12 @@ def grouped_findings(
     extra: Callable[[str, pd.Series], dict[str, Any]] | None = None,
     assumed: Callable[[str, pd.Series], Sequence[str]] | None = None,
     ranges: Sequence[str] = (),
+    line_topic: str | None = None,
 ) -> list[Finding]:
     """One finding per kernel name over the flagged launches (every row was evaluated), largest
-    saving first, at most `max_findings`; the last one says how many kernels were left out."""
+    saving first, at most `max_findings`; the last one says how many kernels were left out.
+    `topic` places the finding in the IR (tilescope.ir.locate); `line_topic` (default `topic`)
+    picks the measured lines it names (rules/_lines.hot_lines)."""
     # only the columns group_launches reads: a row filter of the whole table copies all ~80
     k = profile.kernels
     df = k.loc[flagged, [c for c in dict.fromkeys(("name", "duration_us", *metrics)) if c in k.columns]]
@@ -243,7 +246,7 @@ def grouped_findings(
             ev.update(extra(str(kernel), row))
         said = message(str(kernel), row)
         places = locate(profile, str(kernel), topic)
-        measured = hot_lines(profile, str(kernel), topic)
+        measured = hot_lines(profile, str(kernel), line_topic or topic)
         if measured:
             ev["measured_lines"] = measured
             said = f"{said}; {measured_phrase(measured)}"

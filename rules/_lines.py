@@ -15,6 +15,7 @@ from tilescope.findings import Location
 from tilescope.ir.model import find_kernel
 from tilescope.ir.rulekit import stage_path
 from tilescope.lines import LineCost, LinesReport, profile_lines
+from tilescope.lines_sync import where_words
 from tilescope.profile import Profile
 
 # A finding's topic (rules/_findings.locate) -> the simulator pipes whose time ranks its lines.
@@ -56,19 +57,67 @@ def _ranked(report: LinesReport, pipes: tuple[str, ...], attr: str) -> list[tupl
     return [(g, v, v / total) for g, v in sorted(spent, key=lambda x: -x[1]) if v > 0]
 
 
+def sync_items(report: LinesReport, limit: int = MAX_LINES) -> list[dict[str, Any]]:
+    """The sync lines with the most wait cycles (WAIT_FLAG, barriers), else the most sync cycles
+    where no wait was placed on a line, as measured-line items; [] when no sync cycle is on a line."""
+    rows = report.sync_lines
+    waits = sum(sum(r["wait_cycles"].values()) for r in rows)
+    key, measure = ("wait_cycles", "sync wait cycles") if waits > 0 else ("sync_cycles", "sync cycles")
+    total = sum(sum(r[key].values()) for r in rows)
+    if total <= 0:
+        return []
+    ranked = sorted(rows, key=lambda r: -sum(r[key].values()))
+    out = []
+    for r in ranked[:limit]:
+        amount = sum(r[key].values())
+        if amount <= 0:
+            break
+        before = r.get("before") or {}
+        own = bool(r["source_lines"])
+        out.append(
+            {
+                "source_lines": list(r["source_lines"] if own else before.get("source_lines") or []),
+                "what": r["what"] if own else before.get("what", ""),
+                "sync_line": where_words(r),
+                "placed_by": "line map" if own else ("next statement" if before else "Ascend C only"),
+                "waiting_pipes": sorted(r["wait_cycles"]),
+                "amount": round(amount, 3),
+                "unit": "cycles",
+                "measure": measure,
+                "source": "the simulator",
+                "share_of_sync": round(amount / total, 4),
+                "ascendc_lines": [int(r["line"])],
+            }
+        )
+    return out
+
+
 def hot_lines(profile: Profile, kernel: str, topic: str) -> list[dict[str, Any]]:
     """The measured lines a finding about `kernel` on `topic` names, most first; [] when the
-    profile has no per-line data, the kernel is not the bundle's or the topic names no line."""
-    groups = TOPIC_PIPES.get(topic)
-    if not groups or profile.ir is None or find_kernel(profile.ir, kernel) is None:
+    profile has no per-line data, the kernel is not the bundle's or the topic names no line.
+    Topic "sync": the lines with the most sync waits; "latency": those, then the top Scalar line."""
+    groups = TOPIC_PIPES.get("scalar" if topic == "latency" else topic)
+    if topic not in ("sync", "latency") and not groups:
+        return []
+    if profile.ir is None or find_kernel(profile.ir, kernel) is None:
         return []
     report = profile_lines(profile)
     if report is None:
         return []
+    waits = sync_items(report) if topic in ("sync", "latency") else []
+    if topic == "sync" or not groups:
+        return waits
+    return waits + _pipe_items(report, groups, 1 if waits else MAX_LINES)
+
+
+def _pipe_items(
+    report: LinesReport, groups: tuple[tuple[str, ...], ...], limit: int
+) -> list[dict[str, Any]]:
+    """The lines with the most amount on each pipe group (`limit` per group when one group, else 1)."""
     attr, unit = _basis(report)
     source = "the board" if report.metric == "instructions_executed" else "the simulator"
     out: list[dict[str, Any]] = []
-    per_group = MAX_LINES if len(groups) == 1 else 1
+    per_group = limit if len(groups) == 1 else 1
     for pipes in groups:
         for g, amount, share in _ranked(report, pipes, attr)[:per_group]:
             out.append(
@@ -99,6 +148,12 @@ def measured_phrase(lines: list[dict[str, Any]]) -> str:
     clauses = []
     seen: set[tuple[str, ...]] = set()
     for item in lines:
+        if "sync_line" in item:
+            if ("sync",) not in seen:
+                seen.add(("sync",))
+                share = item["share_of_sync"] * 100
+                clauses.append(f"{share:.0f} % of {item['measure']} on {item['sync_line']}")
+            continue
         pipes = tuple(item["pipes"])
         if pipes in seen:
             continue
@@ -119,7 +174,9 @@ def line_locations(profile: Profile, kernel: str, lines: list[dict[str, Any]]) -
     cc_file = stage_path(k, "ascendc")
     out: list[Location] = []
     for item in lines:
-        if "pipes" in item:
+        if "sync_line" in item:
+            label = f"measured: {item['share_of_sync'] * 100:.0f} % of {item['measure']} (simulator)"
+        elif "pipes" in item:
             where = "board" if item["source"] == "the board" else "simulator"
             label = f"measured: {item['share_of_pipes'] * 100:.0f} % of {_pipe_words(item)} ({where})"
         else:

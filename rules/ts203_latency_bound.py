@@ -82,8 +82,16 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     launch memory-bound, TS202's finding, not latency-bound), `min_duration_us` (20),
     `min_saving_us` (1), `max_findings` (20).
 
+    With per-line data (a bundle holding `msprof op simulator` output), the finding first names the
+    lines where the pipes waited on flags and barriers (the sync lines with the most WAIT_FLAG /
+    barrier cycles, each with the statement it orders: docs/lines.md), then the line with the most
+    Scalar time.
+
     ## Known limits
-    Needs PipeUtilization metrics. The saving assumes the busiest pipe could reach
+    Needs PipeUtilization metrics. A WAIT_FLAG is placed on its line only where the simulator's
+    data names its address (a visualize_data.bin beside the CSVs); otherwise the lines named are
+    the flags' setting lines (SET_FLAG cycles), and `tilescope lines` says which waits it could
+    not place. The saving assumes the busiest pipe could reach
     `bound_share` (duration x (1 - busiest / bound_share)): an estimate of the headroom.
     """
     df = profile.kernels
@@ -118,6 +126,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         metrics=("busiest_pipe_share", *present),
         message=message,
         topic="scalar",
+        line_topic="latency",
         extra=lambda k, r: {"saving_model": "duration x (1 - busiest share / bound_share)"},
         recommendation="Overlap the stages (double-buffered T.Pipelined, more stages), replace full barriers "
         "with set/wait flags, and give each core more independent tiles.",

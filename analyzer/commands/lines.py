@@ -13,6 +13,7 @@ import typer
 
 from tilescope.atomic import write_text_atomic
 from tilescope.errors import UsageError
+from tilescope.lines_sync import amount_words, where_words
 from tilescope.report.lines_view import pipe_shares
 from tilescope.text.escape import terminal_text
 from tilescope.text.terminal import WIDTH_HELP, output_width, wrap, write_stdout
@@ -154,6 +155,14 @@ def _render_instructions(report: dict, say: Callable[..., None]) -> None:
             share = fmt_pct(spent / every, 1)
             text += f"; their cycles {spent:,.0f} of {every:,.0f} instruction cycles ({share})"
         say(text)
+    if report.get("wait_cycles"):
+        say("cycles pipes spent waiting (WAIT_FLAG, barriers): " + ", ".join(
+            f"{terminal_text(p)} {c:,.0f}" for p, c in report["wait_cycles"].items()))
+    rows = report.get("sync_lines") or []
+    if rows:
+        say(f"sync lines, most waiting first ({len(rows)}):")
+        for row in rows[:TOP_INSTRUCTIONS]:
+            say(f"{terminal_text(where_words(row))}: {terminal_text(amount_words(row))}", "  ", "      ")
 
 
 def lines_report(path: Path) -> dict[str, Any]:

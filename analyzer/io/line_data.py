@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tilescope.errors import ProfileFormatError, UsageError
 from tilescope.io.simulator import SIMULATOR_FOLDER, SimulatorData, find_simulator, read_simulator
-from tilescope.io.visualize_bin import HEADER, read_visualize_bin
+from tilescope.io.visualize_bin import HEADER, bin_addr_lines, read_visualize_bin
 
 VISUALIZE_BIN = "visualize_data.bin"
 # the first header's version and reserved bytes as every writer leaves them; MindStudio Insight
@@ -66,6 +66,8 @@ def _with_bin(sim: SimulatorData, vbin: SimulatorData) -> SimulatorData:
     """The CSVs' data with the bin's stall cycles and source text added."""
     sim.files.append(vbin.root)
     sim.sources = vbin.sources
+    # the bin names the line of every instruction it lists, WAIT_FLAGs included (the traces do not)
+    sim.addr_lines = bin_addr_lines(vbin.instr, sim.addr_lines)
     sim.notes.extend(vbin.notes)
     if "stall_cycles" in vbin.measures:
         sim.stalls = vbin.stalls

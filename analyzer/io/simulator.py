@@ -26,7 +26,7 @@ import pandas as pd
 
 from tilescope.errors import ProfileFormatError
 from tilescope.io.msprof_op_layout import find_simulator, simulator_core_dirs
-from tilescope.io.simulator_trace import line_busy
+from tilescope.io.simulator_trace import FLAG_COLUMNS, trace_facts
 
 CODE_COLUMNS = ("code", "call_count", "cycles", "running_time(us)")
 INSTR_COLUMNS = ("instr", "addr", "pipe", "call_count", "cycles", "running_time(us)", "detail")
@@ -64,6 +64,12 @@ class SimulatorData:
     # stall cycles per (core, file, line), from a visualize_data.bin's instructions; None: not read
     stalls: pd.DataFrame | None = None
     sources: dict[str, str] = field(default_factory=dict)  # source path -> text, as the file holds it
+    # instruction address -> source line (core, addr, file, line): from the per-core traces' events
+    # that carry both (tilescope.io.simulator_trace.TraceFacts) and a visualize_data.bin's
+    # instructions; what places a sync instruction of the instruction CSV on a line
+    addr_lines: pd.DataFrame | None = None
+    # SET_FLAG/WAIT_FLAG pairs of the per-core traces (core + FLAG_COLUMNS); None: no trace read
+    flags: pd.DataFrame | None = None
 
     @property
     def has_lines(self) -> bool:
@@ -75,7 +81,12 @@ def read_simulator(path: Path) -> SimulatorData:
     root = find_simulator(path)
     if root is None:
         raise ProfileFormatError(path, None, SIMULATOR_FOLDER)
-    code, instr, pipes, files = [], [], [], []
+    code: list[pd.DataFrame] = []
+    instr: list[pd.DataFrame] = []
+    pipes: list[pd.DataFrame] = []
+    addrs: list[pd.DataFrame] = []
+    flags: list[pd.DataFrame] = []
+    files: list[Path] = []
     header_only = 0
     cores = [d.name for d in simulator_core_dirs(root)]
     for core_dir in simulator_core_dirs(root):
@@ -90,9 +101,10 @@ def read_simulator(path: Path) -> SimulatorData:
         trace = core_dir / "trace.json"
         if trace.is_file():
             files.append(trace)
-            busy = line_busy(trace)
-            busy.insert(0, "core", core_dir.name)
-            pipes.append(busy)
+            facts = trace_facts(trace)
+            for part, into in ((facts.busy, pipes), (facts.addr_lines, addrs), (facts.flags, flags)):
+                part.insert(0, "core", core_dir.name)
+                into.append(part)
     data = SimulatorData(
         root,
         _concat(code, ("core", "file", "line", "call_count", "cycles", "time_us")),
@@ -100,6 +112,8 @@ def read_simulator(path: Path) -> SimulatorData:
         _concat(pipes, ("core", "file", "line", "pipe", "busy_us", "instructions")),
         cores,
         files,
+        addr_lines=_concat(addrs, ("core", "addr", "file", "line")),
+        flags=_concat(flags, ("core", *FLAG_COLUMNS)),
     )
     if header_only and data.code.empty and data.pipes.empty:
         data.notes.append(NO_DEBUG_INFO)

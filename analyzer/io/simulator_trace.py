@@ -11,7 +11,12 @@ window of tilescope.io.trace_window (the timeline reader's way). Measurements: d
 What an event means here:
 - `X` events are instructions: `args.code` their source line (`path:line`; "" without `-g`),
   `ts` and `dur` in µs (Chrome trace format, whatever `displayTimeUnit` says: it only sets the
-  display). `B`/`E` flag pairs, flows and other phases are not instructions and are skipped.
+  display). Flows and other phases are not instructions and are skipped.
+- `B`/`E` pairs sharing an `id` are flags: the `B` is the SET_FLAG, on the setting pipe, with
+  `args.code` and `pc_addr`; the `E` is the WAIT_FLAG, on the waiting pipe, with no args (the real
+  trimmed output of neo-pan/ascend-msprof-skill). So the pair says which line set a flag and which
+  pipe waited for it, never which line waited: that comes from the WAIT_FLAG's address where some
+  event or a visualize_data.bin names the address's line (tilescope.lines_sync).
 - Its pipe: the `tid` as written when no metadata names it (the real traces: `"tid": "MTE2"`, and
   the summary trace's `"pid": "core3.veccore0"`). With numeric ids, the `M` metadata names the
   lanes: of the thread's name (`thread_name`) and its process's (`process_name`), the one that is a
@@ -28,6 +33,7 @@ import math
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -50,22 +56,39 @@ MAX_OBJECT_BYTES = 16 << 20  # DuckDB's default; its read buffers scale with it
 # must reach the check below instead of failing the scan with DuckDB's own words.
 _COLUMNS = (
     "{'ph': 'VARCHAR', 'name': 'VARCHAR', 'pid': 'VARCHAR', 'tid': 'VARCHAR', 'ts': 'VARCHAR', "
-    "'dur': 'VARCHAR', 'args': 'JSON'}"
+    "'dur': 'VARCHAR', 'id': 'VARCHAR', 'args': 'JSON'}"
 )
 EVENTS = "__EVENTS__"  # where a query template takes the file's events
-# Per (lane, source line): the instruction time and count, with the count of X events whose ts
-# or dur is unusable; the lane metadata (process_name/thread_name, few) rides along as ph 'M' rows.
-# One read of the file: every part of the answer is an aggregate of the same scan.
+# Per (lane, source line, instruction address): the instruction time and count, with the count of
+# X events whose ts or dur is unusable; the lane metadata (process_name/thread_name, few) rides along
+# as ph 'M' rows; the SET_FLAG `B` events per (lane, line, address) ('B' rows: they name addresses'
+# lines too); the flag pairs ('P' rows) per setting lane and line and waiting lane (`wpid`, `wtid`):
+# a B names its line and address, its WAIT_FLAG `E` only the waiting lane and the `id` pairing them.
+# One read of the file: `g` is the scan's aggregate (one row per flag id for B and E), kept in
+# DuckDB (MATERIALIZED: read once, spilled to its temp directory when large); only sums leave it.
 _LINE_SQL = f"""
-SELECT ph, pid, tid, code, kind, meta, fsum(dur_us) AS busy_us, count(*) AS n,
+WITH g AS MATERIALIZED (
+SELECT ph, pid, tid, code, pc, fid, kind, meta, fsum(dur_us) AS busy_us, count(*) AS n,
        count(*) FILTER (WHERE ph = 'X' AND (ts_us IS NULL OR dur_us IS NULL OR NOT isfinite(ts_us)
                                             OR NOT isfinite(dur_us) OR dur_us < 0)) AS bad
 FROM (SELECT ph, pid, tid, TRY_CAST(ts AS DOUBLE) AS ts_us, TRY_CAST(dur AS DOUBLE) AS dur_us,
-             CASE WHEN ph = 'X' THEN args->>'code' END AS code,
+             CASE WHEN ph IN ('X', 'B') THEN args->>'code' END AS code,
+             CASE WHEN ph IN ('X', 'B') THEN args->>'pc_addr' END AS pc,
+             CASE WHEN ph IN ('B', 'E') THEN id END AS fid,
              CASE WHEN ph = 'M' THEN name END AS kind,
              CASE WHEN ph = 'M' THEN args->>'name' END AS meta
-      FROM {EVENTS} WHERE ph = 'X' OR (ph = 'M' AND name IN ('process_name', 'thread_name')))
-GROUP BY ALL
+      FROM {EVENTS} WHERE ph IN ('X', 'B', 'E') OR (ph = 'M' AND name IN ('process_name', 'thread_name')))
+GROUP BY ALL)
+SELECT ph, pid, tid, code, pc, kind, meta, NULL AS wpid, NULL AS wtid, busy_us, n, bad
+FROM g WHERE ph IN ('X', 'M')
+UNION ALL
+SELECT 'B', pid, tid, code, pc, NULL, NULL, NULL, NULL, NULL, sum(n), 0 FROM g WHERE ph = 'B'
+GROUP BY pid, tid, code, pc
+UNION ALL
+SELECT 'P', b.pid, b.tid, b.code, NULL, NULL, NULL, e.pid, e.tid, NULL, count(*), 0
+FROM (SELECT DISTINCT ON (fid) pid, tid, code, fid FROM g WHERE ph = 'B' AND fid IS NOT NULL) b
+JOIN (SELECT DISTINCT ON (fid) pid, tid, fid FROM g WHERE ph = 'E' AND fid IS NOT NULL) e USING (fid)
+GROUP BY b.pid, b.tid, b.code, e.pid, e.tid
 """
 # The first unusable X event, in file order (error path only: a second pass).
 _FIRST_BAD_SQL = f"""
@@ -75,6 +98,7 @@ WHERE ph = 'X' AND (t IS NULL OR d IS NULL OR NOT isfinite(t) OR NOT isfinite(d)
 ORDER BY i LIMIT 1
 """
 LINE_COLUMNS = ("file", "line", "pipe", "busy_us", "instructions")
+FLAG_COLUMNS = ("file", "line", "set_pipe", "wait_pipe", "pairs")
 # Example: "/tmp/tilelang/kernel_abc.cpp:88" -> ("/tmp/tilelang/kernel_abc.cpp", 88)
 CODE_RE = re.compile(r"^(?P<file>.+):(?P<line>\d+)$")
 # The pipes the simulator names (formats doc §5, and FIXP for the fix pipe).
@@ -83,28 +107,91 @@ _PIPE_NAME = re.compile(r"^(?:CUBE|VECTOR|SCALAR|MTE[123]|FIXP(?:IPE)?)$", re.IG
 _GLOB_CHARS = re.compile(r"([*?\[])")
 
 
+@dataclass
+class TraceFacts:
+    """What one core's trace says per source line (`busy`, LINE_COLUMNS), which source line each
+    instruction address belongs to (`addr_lines`: addr (int), file, line; from X and SET_FLAG
+    events that carry both `pc_addr` and `code`), and its flag pairs (`flags`, FLAG_COLUMNS: per
+    setting line and pipe and waiting pipe, the SET_FLAG/WAIT_FLAG pairs matched by `id`)."""
+
+    busy: pd.DataFrame
+    addr_lines: pd.DataFrame
+    flags: pd.DataFrame
+
+
 def line_busy(path: Path) -> pd.DataFrame:
     """Instruction time (busy_us) and count (instructions) per (file, line, pipe) of one trace,
     sorted; events without a source line (`code` "" or absent) are not counted."""
+    return trace_facts(path).busy
+
+
+def trace_facts(path: Path) -> TraceFacts:
+    """The per-line busy time, the address -> line map and the flag pairs of one trace (one scan)."""
     got = scan(path, _LINE_SQL).to_pandas()
     if got["bad"].sum():
         raise first_bad_event(path)
+    meta = got[got["ph"] == "M"]
     x = got[(got["ph"] == "X") & got["code"].notna()]
     where = x["code"].str.extract(CODE_RE)
     frame = pd.DataFrame(
         {
             "file": where["file"],
             "line": pd.to_numeric(where["line"]),
-            "pipe": lane_pipes(x, got[got["ph"] == "M"]),
+            "pipe": lane_pipes(x, meta),
             "busy_us": x["busy_us"].astype("float64"),
             "instructions": x["n"].astype("float64"),
         }
     ).dropna(subset=["file", "line"])
     if frame.empty:
-        return pd.DataFrame(columns=list(LINE_COLUMNS))
-    out = frame.groupby(["file", "line", "pipe"], sort=True)[["busy_us", "instructions"]].sum().reset_index()
-    out["line"] = out["line"].astype("int64")
-    return out
+        busy = pd.DataFrame(columns=list(LINE_COLUMNS))
+    else:
+        sums = frame.groupby(["file", "line", "pipe"], sort=True)[["busy_us", "instructions"]].sum()
+        busy = sums.reset_index()
+        busy["line"] = busy["line"].astype("int64")
+    return TraceFacts(busy, _addr_lines(got[got["ph"].isin(["X", "B"])]), _flag_pairs(got, meta))
+
+
+def parse_addr(text: object) -> int | None:
+    """An instruction address as the simulator writes it: hex with 0x in the traces
+    (`"pc_addr": "0x1130a7b4"`), decimal in the instruction CSV (`288401332`, the same address)."""
+    s = str(text).strip().lower() if text is not None else ""
+    try:
+        return int(s, 16) if s.startswith("0x") else int(s, 10)
+    except ValueError:
+        return None
+
+
+def _addr_lines(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each address that events name with a source line -> that line (distinct pairs)."""
+    where = rows["code"].fillna("").str.extract(CODE_RE)
+    out = pd.DataFrame({"addr": rows["pc"].map(parse_addr), "file": where["file"], "line": where["line"]})
+    out = out.dropna().drop_duplicates()
+    if out.empty:
+        return pd.DataFrame({"addr": pd.Series(dtype="int64"), "file": pd.Series(dtype=object),
+                             "line": pd.Series(dtype="int64")})
+    return out.astype({"addr": "int64", "line": "int64"}).reset_index(drop=True)
+
+
+def _flag_pairs(got: pd.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
+    """The SET_FLAG (`B`) / WAIT_FLAG (`E`) pairs the scan matched by `id` ('P' rows): per setting
+    line (file, line; None without `code`), setting pipe and waiting pipe, how many pairs; a B or E
+    without its other half is left out (an output cut short)."""
+    pairs = got[got["ph"] == "P"]
+    if pairs.empty:
+        return pd.DataFrame(columns=list(FLAG_COLUMNS))
+    waits = pd.DataFrame({"pid": pairs["wpid"], "tid": pairs["wtid"]}, index=pairs.index)
+    where = pairs["code"].fillna("").str.extract(CODE_RE)
+    frame = pd.DataFrame(
+        {
+            "file": where["file"].astype(object).where(where["file"].notna(), None),
+            "line": pd.to_numeric(where["line"]).astype("Int64"),
+            "set_pipe": lane_pipes(pairs, meta),
+            "wait_pipe": lane_pipes(waits, meta),
+            "pairs": pairs["n"].astype("float64"),
+        }
+    )
+    g = frame.groupby(["file", "line", "set_pipe", "wait_pipe"], dropna=False, sort=True)["pairs"].sum()
+    return g.reset_index().loc[:, list(FLAG_COLUMNS)]
 
 
 def lane_pipes(lanes: pd.DataFrame, meta: pd.DataFrame) -> pd.Series:

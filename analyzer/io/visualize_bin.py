@@ -37,6 +37,7 @@ import pandas as pd
 
 from tilescope.errors import ProfileFormatError
 from tilescope.io.simulator import SimulatorData
+from tilescope.io.simulator_trace import parse_addr
 
 HEADER = struct.Struct("<QBBBB")  # size, type, padding, version, reserved: 12 bytes
 PATH_FIELD = 4096  # a source block's path (PATH_MAX), NUL-padded, not counted in its size
@@ -352,7 +353,27 @@ def read_visualize_bin(path: Path) -> SimulatorData:
         kind=kind,
         stalls=stalls.reset_index(drop=True),
         sources=sources,
+        addr_lines=bin_addr_lines(instr),
     )
+
+
+def bin_addr_lines(instr: pd.DataFrame, before: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The address -> source line pairs of a bin's instructions (core, addr, file, line), after
+    those already known (`before`, from the traces)."""
+    named = instr[instr["file"].notna() & instr["line"].notna()]
+    found = pd.DataFrame(
+        {
+            "core": named["core"].astype(str),
+            "addr": named["addr"].map(parse_addr),
+            "file": named["file"],
+            "line": named["line"],
+        }
+    ).dropna()
+    found = found.astype({"addr": "int64", "line": "int64"})
+    parts = [p for p in (before, found) if p is not None and len(p)]
+    if not parts:
+        return found.reset_index(drop=True)
+    return pd.concat(parts, ignore_index=True).drop_duplicates().reset_index(drop=True)
 
 
 def _block_notes(blocks: list[Block], found: dict[int, list[Block]]) -> list[str]:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tilescope.lines_sync import amount_words, where_words
 from tilescope.text.words import fmt_pct
 
 TITLE = "Where the time goes inside the kernel"
@@ -116,3 +117,18 @@ def line_rows(section: Mapping[str, Any], limit: int = SHOWN) -> list[LineRow]:
 def left_out(section: Mapping[str, Any], limit: int = SHOWN) -> int:
     """Line groups not shown: beyond `limit` here, plus those the report itself left out."""
     return max(0, len(section.get("lines") or []) - limit) + int(section.get("more_lines") or 0)
+
+
+def sync_sentence(section: Mapping[str, Any]) -> str | None:
+    """'Sync and barrier instructions: 8.7 % of the instruction cycles; most waiting: Ascend C 96
+    `asc_sync_wait(…)` before l.49 (…): WAIT_FLAG 64×, 1,920 cycles; …' (tilescope.lines_sync), or
+    None when the run measured no sync cycles."""
+    share = section.get("sync_share")
+    if share is None:
+        return None
+    text = f"Sync and barrier instructions: {fmt_pct(share, 1)} of the instruction cycles"
+    rows = list(section.get("sync_lines") or [])
+    if rows:
+        most = "most waiting" if rows[0].get("wait_cycles") else "most sync cycles (no wait placed on a line)"
+        text += f"; {most}: {where_words(rows[0])}: {amount_words(rows[0])}"
+    return text + "."

@@ -289,6 +289,8 @@ def _measured_lines(report: Mapping[str, Any]) -> str:
             _td(line), _td(html_text(r.pipes)), _td(html_text(r.ascendc)),
         ]) + "</tr>")
     out.append("</tbody></table>")
+    sync = lines_view.sync_sentence(section)
+    out += [f'<p class="note">{html_text(sync, 600)}</p>'] if sync else []
     more = lines_view.left_out(section)
     if more:
         out.append(f'<p class="note">{more} more line(s): <code>tilescope lines</code> lists them all.</p>')

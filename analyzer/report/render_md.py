@@ -347,6 +347,8 @@ def _measured_lines(report: Mapping[str, Any]) -> str:
         line = md_text(r.where, 40) + (f" {md_code_span(r.what, 80)}" if r.what else "")
         out.append(f"| {r.share} | {r.cycles} | {r.per_core} | {line} | {md_text(r.pipes, 60)} "
                    f"| {md_text(r.ascendc, 60)} |")
+    sync = lines_view.sync_sentence(section)
+    out += [f"\n{md_text(sync, 600)}"] if sync else []
     more = lines_view.left_out(section)
     if more:
         out.append(f"\n_{more} more line(s): `tilescope lines` lists them all._")

@@ -169,6 +169,9 @@ def _print_lines(report: dict[str, Any], say: Any) -> None:
             "  ",
             "             ",
         )
+    sync = lines_view.sync_sentence(section)
+    if sync:
+        say(sync, "", "  ", "    ")
     more = lines_view.left_out(section)
     if more:
         where = report_input_path(report) or "PATH"

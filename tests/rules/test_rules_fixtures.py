@@ -19,6 +19,7 @@ from tilescope.chips import get_chip
 from tilescope.columns import KERNEL_CONTRACT
 from tilescope.config import Config
 from tilescope.engine import DOC_SECTIONS, discover_rules, run_rules
+from tilescope.io.simulator import SimulatorData
 from tilescope.profile import Profile, SourceInfo, Timeline
 
 from support import TESTS
@@ -64,13 +65,25 @@ def fixture_profile(path: Path) -> Profile:
             flows=pd.DataFrame(),
         )
     blocks = _frame(data["blocks"], False) if "blocks" in data else None
-    return Profile(
+    prof = Profile(
         source=SourceInfo(path, "fixture"),
         kernels=_frame(data["kernels"]),
         chip=get_chip(data.get("chip", "910B2")),
         blocks=blocks,
         timeline=tl,
     )
+    if "simulator" in data:  # a bundle's per-line data, as tilescope.io.simulator's tables (TS205)
+        sim = data["simulator"]
+        prof.ir = data.get("ir")
+        prof.simulator = SimulatorData(
+            path,
+            pd.DataFrame(sim["code"]),
+            pd.DataFrame(sim["instr"]),
+            pd.DataFrame(columns=["core", "file", "line", "pipe", "busy_us", "instructions"]),
+            list(sim["cores"]),
+            addr_lines=pd.DataFrame(sim["addr_lines"]),
+        )
+    return prof
 
 
 def _normalise(x: Any) -> Any:

@@ -31,6 +31,26 @@ FA_LINES: dict[int, tuple[str, int]] = {
     10: ("VECTOR", 5120),  # inside vf_0 too
 }
 CUBE_LINES = {88, 94, 98, 97, 101, 105, 91}
+# The sync instructions of each side: address -> (instruction, pipe in the CSV, Ascend C line of the
+# FA sample's kernel.cpp, cycles per core). The cube side's flag orders K's copy (l.47) before its
+# move to L0B (l.49); the vector side's orders the scatter to p_ub before p_ub -> p_l1 (l.69).
+SYNC: dict[str, dict[int, tuple[str, str, int, int]]] = {
+    "cubecore": {
+        0x100: ("SET_FLAG", "SCALAR", 95, 64),  # asc_sync_notify(PIPE_MTE2, PIPE_MTE1, 0)
+        0x104: ("WAIT_FLAG", "SCALAR", 96, 960),  # asc_sync_wait(PIPE_MTE2, PIPE_MTE1, 0)
+    },
+    "veccore": {
+        0x200: ("SET_FLAG", "SCALAR", 135, 64),  # asc_sync_notify(PIPE_V, PIPE_MTE3, 0)
+        0x204: ("WAIT_FLAG", "SCALAR", 136, 960),  # asc_sync_wait(PIPE_V, PIPE_MTE3, 0)
+    },
+}
+FLAG_PAIRS = 2  # SET_FLAG/WAIT_FLAG pairs each core's trace shows (B and E events)
+# the E event's lane: the pipe the CSV's WAIT_FLAG row names (SCALAR, as in the real trimmed output)
+WAITING_PIPE = {"cubecore": "SCALAR", "veccore": "SCALAR"}
+
+
+def side(core: str) -> str:
+    return "cubecore" if "cubecore" in core else "veccore"
 
 
 def core_cycles(core: str, line: int) -> int:
@@ -41,10 +61,14 @@ def core_cycles(core: str, line: int) -> int:
     return int(cycles * (1.1 if core.startswith("core1") else 1.0))
 
 
-def write_fa_simulator(root: Path, with_lines: bool = True, scale: dict[int, float] | None = None) -> Path:
+def write_fa_simulator(
+    root: Path, with_lines: bool = True, scale: dict[int, float] | None = None, wait_scale: float = 1.0
+) -> Path:
     """OPPROF_*/simulator/ with code and instruction CSVs and a pipeline trace per core, and the
     summary trace of all cores (string pids and tids: core and pipe names, as the real one).
-    `scale`: Ascend C line -> factor on its cycles (a second version of the kernel)."""
+    `scale`: Ascend C line -> factor on its cycles (a second version of the kernel); `wait_scale`:
+    a factor on the WAIT_FLAG cycles. The traces carry SET_FLAG `B` events with `code` and
+    `pc_addr` and WAIT_FLAG `E` events without args, paired by `id`, as the real trace does."""
     sim = root / "OPPROF_20261206000000_GENERATEDSIMRUN" / "simulator"
     every: list[dict] = []
     for core in CORES:
@@ -71,15 +95,15 @@ def write_fa_simulator(root: Path, with_lines: bool = True, scale: dict[int, flo
                 )
                 ts += cycles / 1800
         every.extend(events)
+        events.extend(_flag_events(core, ts, with_lines))
         if with_lines and "veccore" in core:
             code.append(f"{HEADER}:120,64,300,0.1667,")  # inlined library code: inside line 10 already
         (d / f"{core}_code_exe.csv").write_text("\n".join(code) + "\n")
-        instr = [
-            "instr,addr,pipe,call_count,cycles,running_time(us),detail,",
-            'SET_FLAG,0x100,SCALAR,32,64,0.0356,"id:0",',
-            'WAIT_FLAG,0x104,SCALAR,32,960,0.5333,"id:0",',
-            'MOV_OUT_TO_L1,0x120,MTE2,16,10800,6.0,"Src:OUT,Dst:L1",',
-        ]
+        instr = ["instr,addr,pipe,call_count,cycles,running_time(us),detail,"]
+        for addr, (name, pipe, _line, cycles) in SYNC[side(core)].items():
+            cycles = int(cycles * (wait_scale if name == "WAIT_FLAG" else 1.0))
+            instr.append(f'{name},{addr:#x},{pipe},32,{cycles},{cycles / 1800:.4f},"id:0",')
+        instr.append('MOV_OUT_TO_L1,0x120,MTE2,16,10800,6.0,"Src:OUT,Dst:L1",')
         (d / f"{core}_instr_exe.csv").write_text("\n".join(instr) + "\n")
         (d / "trace.json").write_text(
             json.dumps(
@@ -89,6 +113,43 @@ def write_fa_simulator(root: Path, with_lines: bool = True, scale: dict[int, flo
     (sim / "trace.json").write_text(json.dumps({"displayTimeUnit": "ns", "traceEvents": every}))
     (root / "GENERATED.txt").write_text(NOTE)
     return root
+
+
+def _flag_events(core: str, ts: float, with_lines: bool) -> list[dict]:
+    """FLAG_PAIRS SET_FLAG (B, setting lane, code and pc_addr) / WAIT_FLAG (E, waiting lane, no
+    args) pairs after the core's instructions."""
+    (addr, (_name, pipe, line, _cycles)), _wait = SYNC[side(core)].items()
+    out = []
+    for i in range(FLAG_PAIRS):
+        fid = f"{core}_{i}"
+        code = f"{KERNEL_CPP}:{line}" if with_lines else ""
+        out.append({"name": "SET_FLAG", "ph": "B", "pid": core, "tid": pipe, "ts": ts + i, "id": fid,
+                    "args": {"code": code, "pc_addr": hex(addr), "detail": "PIPE:MTE2,FLAGID:0"}})
+        out.append({"name": "WAIT_FLAG", "ph": "E", "pid": core, "tid": WAITING_PIPE[side(core)],
+                    "ts": ts + i + 0.001, "id": fid, "args": {}})
+    return out
+
+
+def sync_bin(folder: Path) -> Path:
+    """A visualize_data.bin (instructions block only) naming the line of every sync address of
+    SYNC, WAIT_FLAGs included, for `folder` (a simulator folder): GENERATED, like the CSVs."""
+    from support.visualize_bin import json_block
+
+    instrs = [
+        {
+            "Address": hex(addr),
+            "AscendC Inner Code": f"{KERNEL_CPP}:{line}",
+            "Pipe": pipe,
+            "Source": f"{name} PIPE:MTE2,TRIGGER:MTE1,EVENT_ID:0",
+            "Cycles": [cycles if side(c) == s else 0 for c in CORES],
+            "Instructions Executed": [32 if side(c) == s else 0 for c in CORES],
+        }
+        for s, rows in SYNC.items()
+        for addr, (name, pipe, line, cycles) in rows.items()
+    ]
+    out = folder / "visualize_data.bin"
+    out.write_bytes(json_block(0x04, {"Cores": list(CORES), "Instructions": instrs}, version=0x00))
+    return out
 
 
 def simulated_fa_bundle(root: Path) -> Path:
