@@ -51,6 +51,20 @@ def kernel_names(entry: ProfileEntry) -> list[str]:
     return sorted({s.name for s in run_data(entry).kernels.values()})
 
 
+def common_kernels(base: ProfileEntry, head: ProfileEntry) -> list[str]:
+    """The kernel names both runs ran, in the order of the head's total time."""
+    names = set(base.by_name["name"].astype(str)) if "name" in base.by_name else set()
+    return [n for n in head.by_name["name"].astype(str) if n in names] if "name" in head.by_name else []
+
+
+def nothing_to_compare(entry: ProfileEntry, served: int) -> str:
+    """What the tab says instead of comparing a profile with itself."""
+    why = (f"{entry.label} is the only profile served (`tilescope serve BASE HEAD` serves two)" if served < 2
+           else f"the head is the base, {entry.label}; pick another head")
+    return (f"Nothing to compare with: {why}. Or pick two of its kernels under Pair to compare them "
+            "with each other.")
+
+
 def run_data(entry: ProfileEntry) -> RunData:
     """The diff module's per-kernel statistics of one run (computed once per entry)."""
     data: RunData = entry.cached(
