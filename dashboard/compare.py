@@ -17,6 +17,7 @@ from tilescope.dashboard import figures as F
 from tilescope.dashboard.data import ProfileEntry
 from tilescope.dashboard.views import finding_item, kpi
 from tilescope.diff import CROSSED, DiffResult, RunData, compare_runs, run_from_report
+from tilescope.summary import communication_mask
 
 MAX_GRID_ROWS = 2000  # per-kernel rows sent to the client-side grid (largest |delta| first)
 
@@ -52,9 +53,14 @@ def kernel_names(entry: ProfileEntry) -> list[str]:
 
 
 def common_kernels(base: ProfileEntry, head: ProfileEntry) -> list[str]:
-    """The kernel names both runs ran, in the order of the head's total time."""
-    names = set(base.by_name["name"].astype(str)) if "name" in base.by_name else set()
-    return [n for n in head.by_name["name"].astype(str) if n in names] if "name" in head.by_name else []
+    """The kernel names both runs ran, in the order of the head's total time, communication tasks
+    (which have no counters) last."""
+    if "name" not in base.by_name or "name" not in head.by_name:
+        return []
+    names = set(base.by_name["name"].astype(str))
+    common = head.by_name[head.by_name["name"].astype(str).isin(names)]
+    comm = communication_mask(common)
+    return [str(n) for n in (*common["name"][~comm], *common["name"][comm])]
 
 
 def nothing_to_compare(entry: ProfileEntry, served: int) -> str:

@@ -73,7 +73,8 @@ PLOT_CONFIG = {"displaylogo": False, "responsive": True, "showLink": False}
 CSS = f"""
 body {{ font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 1em 2em;
        color: #222; }}
-h1 {{ font-size: 1.5em; margin-bottom: .2em; overflow-wrap: anywhere; }} h2 {{ border-bottom: 1px solid #ddd; }}
+h1 {{ font-size: 1.5em; margin-bottom: .2em; overflow-wrap: anywhere; }}
+h2 {{ border-bottom: 1px solid #ddd; }}
 /* Nothing wider than the window (#28 item 11: 2,278 px at 1366): the facts wrap between items (the
    spans had no break between them) and inside one too long for a line; long names and paths break
    anywhere; a table too wide for the page scrolls on its own. */
