@@ -161,9 +161,12 @@ def register(app: dash.Dash, store: DataStore) -> None:
         if pair:
             b_name, h_name = pair[0]
         else:
-            name = V.name_from_value(inputs.text(kernel, "counter kernel"), C.common_kernels(base, head))
+            common = C.common_kernels(base, head)
+            name = V.name_from_value(inputs.text(kernel, "counter kernel"), common)
             if not name:
-                message = "Pick a kernel both runs ran to see its counters side by side."
+                message = ("Pick a kernel both runs ran to see its counters side by side." if common else
+                           "No kernel of one name ran in both: pick a Pair above to compare two kernels' "
+                           "counters.")
                 return [html.Div(message, className="muted")]
             b_name = h_name = name
         if head.key == base.key and b_name == h_name:

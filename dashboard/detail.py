@@ -50,7 +50,7 @@ def detail_kpis(entry: ProfileEntry, name: str | None) -> list[html.Div]:
             out.append(kpi(label, fmt.format(rows[col].mode().iloc[0])))
     # the per-kernel figures of the report's top-kernel rows, from the same function
     stats = kernel_group_stats(rows)
-    row = stats.iloc[0].to_dict() if len(stats) else {}
+    row: dict[str, Any] = {str(k): v for k, v in stats.iloc[0].items()} if len(stats) else {}
     if num(row.get("sol_pct")) is not None:
         # the terminal's words for it: `22 % (cube)`, the resource that bounds its speed of light
         out.append(kpi("speed of light (bound by)", sol_text(row)))
@@ -74,9 +74,12 @@ def findings_kpi(codes: Sequence[str]) -> html.Div:
     """The kernel's finding codes, the first few named and the rest counted, all in the tooltip."""
     shown = ", ".join(codes[:MAX_FINDING_CODES])
     more = len(codes) - MAX_FINDING_CODES
-    card = kpi(f"findings ({len(codes)})", shown + (f" +{more} more" if more > 0 else ""), "warn")
-    card.title = ", ".join(codes)
-    return card
+    text = shown + (f" +{more} more" if more > 0 else "")
+    return html.Div(
+        [html.Div(text, className="kpi-value"), html.Div(f"findings ({len(codes)})", className="kpi-label")],
+        className="kpi warn",
+        title=", ".join(codes),
+    )
 
 
 def time_share_kpis(entry: ProfileEntry, rows: pd.DataFrame) -> list[html.Div]:
@@ -128,12 +131,12 @@ def counters_table(rows: pd.DataFrame, scope_text: str) -> list[Any]:
     body: list[Any] = []
     for group, part in table.groupby("group", sort=False):
         body.append(_group_row(str(group), len(head)))
-        for r in part.itertuples():
-            cells = [r.mean, r.min, r.max] if several else [r.mean]
+        for r in part.to_dict("records"):
+            cells = [r["mean"], r["min"], r["max"]] if several else [r["mean"]]
             body.append(html.Tr([
-                html.Td(r.counter, className="counter-name"), html.Td(r.unit),
-                *[html.Td(plain_number(v), className="num") for v in cells],
-                *([html.Td(f"{r.launches:,}", className="num")] if several else []),
+                html.Td(str(r["counter"]), className="counter-name"), html.Td(str(r["unit"])),
+                *[html.Td(_number(v), className="num") for v in cells],
+                *([html.Td(f"{int(r['launches']):,}", className="num")] if several else []),
             ]))
     return [title, _table(head, body)]
 
@@ -163,10 +166,11 @@ def compare_counters_table(base_rows: pd.DataFrame, head_rows: pd.DataFrame, tit
     body: list[Any] = []
     for group, part in table.groupby("group", sort=False):
         body.append(_group_row(str(group), len(head)))
-        for r in part.itertuples():
-            cells = [_number(r.base), _number(r.head), _signed(r.delta), _signed(r.delta_pct, " %", 1)]
-            body.append(html.Tr([html.Td(r.counter, className="counter-name"), html.Td(r.unit),
-                                 *[html.Td(c, className="num") for c in cells]]))
+        for r in part.to_dict("records"):
+            cells = [_number(r["base"]), _number(r["head"]), _signed(r["delta"]),
+                     _signed(r["delta_pct"], " %", 1)]
+            body.append(html.Tr([html.Td(str(r["counter"]), className="counter-name"),
+                                 html.Td(str(r["unit"])), *[html.Td(c, className="num") for c in cells]]))
     return [heading, _table(head, body)]
 
 

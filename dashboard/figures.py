@@ -262,8 +262,8 @@ def pipe_ratio_figure(rows: pd.DataFrame, title: str) -> go.Figure:
 def no_counters_message(rows: pd.DataFrame | None, what: str, advice: str) -> str:
     """Why a kernel has no `what`: a task that does not run on the AI Core (HCCL, AI_CPU, DSA)
     never has any, so `advice` (how to collect them) would not help and is not given (#28 item 6)."""
-    has_core = rows is not None and "core_type" in rows
-    cores = sorted({str(c) for c in rows["core_type"].dropna()}) if has_core else []
+    types: list[Any] = list(rows["core_type"].dropna()) if rows is not None and "core_type" in rows else []
+    cores = sorted({str(c) for c in types})
     off_core = [c for c in cores if c not in AICORE_TYPES]
     if cores and off_core == cores:
         return f"No {what}: {'/'.join(off_core)} tasks do not run on the AI Core the counters measure"
@@ -352,12 +352,12 @@ def _bw_label(column: str) -> str:
     return f"{side} {rest}".strip()
 
 
-def block_heatmap_figure(blocks: pd.DataFrame, launches: pd.DataFrame | None = None) -> go.Figure:
+def block_heatmap_figure(blocks: pd.DataFrame, kernel_rows: pd.DataFrame | None = None) -> go.Figure:
     """Per-block busy time, block × cube0/vector0/vector1 (msprof op), with the imbalance ratio;
-    `launches`: the kernel's launches, which say why there is none."""
+    `kernel_rows`: the kernel's launches, which say why there is none."""
     if blocks is None or blocks.empty or "block_id" not in blocks or "sub_block_id" not in blocks:
         return empty_figure(
-            no_counters_message(launches, "per-block data", "run `msprof op` on it for the block heatmap")
+            no_counters_message(kernel_rows, "per-block data", "run `msprof op` on it for the block heatmap")
         )
     metric = next(
         (
