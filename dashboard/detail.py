@@ -200,4 +200,6 @@ def _signed(v: Any, unit: str = "", digits: int | None = None) -> str:
     if x is None:
         return "–"
     text = f"{abs(x):,.{digits}f}" if digits is not None else plain_number(abs(x))
+    if not text.strip("0.,"):  # a change that rounds to nothing carries no sign ("0.0 %", not "−0.0 %")
+        return text + unit
     return ("+" if x > 0 else "−" if x < 0 else "") + text + unit
