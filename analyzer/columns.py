@@ -484,3 +484,57 @@ def metric_groups_of(columns: list[str]) -> list[str]:
     """The PMU metric groups a canonical column set carries, in the order of METRIC_GROUP_MARKERS."""
     present = set(columns)
     return [group for group, markers in METRIC_GROUP_MARKERS if present.intersection(markers)]
+
+
+# The counters a kernel table may carry, by the `aic_metrics` group that writes them (formats doc
+# §3.2); the side's time and total cycles come with every group. (group, test on the canonical name)
+# in order: the first that matches names the group. The Kernel detail and Compare views list every
+# counter a kernel has under its group (#28 item 6).
+CORE_TIME_GROUP = "Core time and cycles (every group)"
+OTHER_COUNTERS = "Other counters"
+_COUNTER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("L2Cache", ("_cache_hit", "_cache_miss", "_hit_rate")),
+    ("ResourceConflictRatio", ("_cflt_", "_wait_ratio")),
+    ("MemoryL0", ("_l0a_", "_l0b_", "_l0c_")),
+    # MemoryUB's per-unit UB traffic; Memory's plain `aiv_ub_read_gbps` stays Memory's
+    ("MemoryUB", ("_ub_read_vector", "_ub_write_vector", "_ub_read_scalar", "_ub_write_scalar")),
+    ("MemoryAccess", ("_datas_kb",)),
+    ("ArithmeticUtilization", ("_fp16_ratio", "_int8_ratio", "_fp32_ratio", "_int32_ratio", "_int16_ratio",
+                               "_misc_ratio", "_fops", "_instr_number")),
+    ("PipeUtilization", ("_active_gbps",)),  # msprof op's MTE rates while active
+    ("Memory", ("_gbps", "_instructions")),
+    ("PipeUtilization", ("_time_us", "_ratio", "_miss_rate")),
+)
+# `msprof op` Memory.csv's path columns carry no side prefix (`GM_to_L1_datas(KB)`)
+_UNPREFIXED_MEMORY = ("_datas_kb", "_usage_rate_pct")
+_COUNTER_UNITS: tuple[tuple[str, str], ...] = (
+    ("_us", "µs"), ("_cycles", "cycles"), ("_gbps", "GB/s"), ("_kb", "KB"), ("_pct", "%"),
+    ("_ratio", "ratio (0–1)"), ("_rate", "ratio (0–1)"), ("_fops", "FLOP"), ("_hit", "count"),
+    ("_allocate", "count"), ("_miss", "count"), ("_instructions", "count"), ("_number", "count"),
+)
+_SPEC_UNITS = {"us": "µs", "cycles": "cycles", "gbps": "GB/s", "kb": "KB", "pct": "%", "ratio": "ratio (0–1)",
+               "count": "count"}
+
+
+def counter_group(column: str) -> str | None:
+    """The metric group of a PMU counter column (`aic_l0a_read_gbps` -> "MemoryL0"); None for a
+    column that is no counter: identity, launch and shape columns, and tilescope's derived ones
+    (`*_share`, and every name without the `aic_`/`aiv_` side prefix: `cube_share`, `sol_pct`...)."""
+    if not column.startswith(("aic_", "aiv_")):
+        return "Memory" if any(m in column for m in _UNPREFIXED_MEMORY) else None
+    if column.endswith("_share"):
+        return None
+    if column in ("aic_time_us", "aiv_time_us", "aic_total_cycles", "aiv_total_cycles"):
+        return CORE_TIME_GROUP
+    for group, marks in _COUNTER_GROUPS:
+        if any(m in column or column.endswith(m.rstrip("_")) for m in marks):
+            return group
+    return OTHER_COUNTERS
+
+
+def counter_unit(column: str) -> str:
+    """The unit a counter column's name carries (`_gbps` GB/s, `_ratio` 0-1, cache hits a count),
+    else the one the spec table declares."""
+    named = next((unit for suffix, unit in _COUNTER_UNITS if column.endswith(suffix)), "")
+    spec = SPECS.get(column)
+    return named or (_SPEC_UNITS.get(spec.unit, "") if spec is not None else "")

@@ -1,15 +1,18 @@
-"""The Compare tab's callbacks: the base and head pickers (kept when still served), and the
-comparison of the two (tilescope.dashboard.compare)."""
+"""The Compare tab's callbacks: the base and head pickers (kept when still served), the
+comparison of the two (tilescope.dashboard.compare), and one kernel's counters, base beside head
+(tilescope.dashboard.detail). A profile is never compared with itself: with one profile served
+(or the head set to the base) the tab says there is nothing to compare with and offers the pair
+pickers, which compare two kernels of that one run; a cleared picker clears the tab."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import dash
-from dash import Input, Output, State, html
-from dash.exceptions import PreventUpdate
+from dash import Input, Output, State, ctx, html
 
 from tilescope.dashboard import compare as C
+from tilescope.dashboard import detail as D
 from tilescope.dashboard import figures as F
 from tilescope.dashboard import inputs
 from tilescope.dashboard import views as V
@@ -33,7 +36,8 @@ def register(app: dash.Dash, store: DataStore) -> None:
         opts = store.options()
         keys = [o["value"] for o in opts]
         base = base if base in keys else (keys[0] if keys else None)
-        head = head if head in keys else (keys[1] if len(keys) > 1 else base)
+        # never the base again by default: one profile alone has nothing to compare with (on_compare)
+        head = head if head in keys else next((k for k in keys if k != base), None)
         return opts, opts, base, head
 
     @app.callback(
@@ -52,10 +56,10 @@ def register(app: dash.Dash, store: DataStore) -> None:
     ) -> tuple[Any, ...]:
         """Each side's kernels; a picked kernel is kept while its run still holds it."""
         active(tab, "compare")
-        if not base_key or not head_key:
-            raise PreventUpdate
-        try:
-            names = [C.kernel_names(entry_of(store, k)) for k in (base_key, head_key)]
+        if not base_key:
+            return [], [], None, None
+        try:  # without a head, two kernels of the base (a run compared with nothing else)
+            names = [C.kernel_names(entry_of(store, k)) for k in (base_key, head_key or base_key)]
         except TilescopeError:  # the comparison itself says why (on_compare)
             return [], [], None, None
         kept = [
@@ -80,15 +84,23 @@ def register(app: dash.Dash, store: DataStore) -> None:
         base_key: str | None, head_key: str | None, tab: str, pair_base: str | None, pair_head: str | None
     ) -> tuple[Any, ...]:
         active(tab, "compare")
-        if not base_key or not head_key:
-            raise PreventUpdate
-        base, head = entry_of(store, base_key), entry_of(store, head_key)
+
+        def cleared(message: str, tone: str = "muted") -> tuple[Any, ...]:
+            # every output emptied: a cleared picker never leaves the last comparison's numbers
+            empty = F.empty_figure("Nothing to compare")
+            return [html.Div(message, className=tone)], empty, [], [], C.grid_columns()
+
+        if not base_key:
+            return cleared("Pick a base profile: the run the head is compared with.")
+        base, head = entry_of(store, base_key), entry_of(store, head_key or base_key)
         picked = inputs.text(pair_base, "paired kernel"), inputs.text(pair_head, "paired kernel")
         try:
-            result = C.compare_entries(base, head, _pair(base, head, *picked))
+            pair = _pair(base, head, *picked)
+            if head.key == base.key and not pair:
+                return cleared(C.nothing_to_compare(base, len(store.options())))
+            result = C.compare_entries(base, head, pair)
         except TilescopeError as exc:  # e.g. an IR-only bundle has no kernel times to compare
-            message = html.Div(f"Cannot compare: {exc.one_line()}", className="error")
-            return [message], F.empty_figure("Nothing to compare"), [], [], C.grid_columns()
+            return cleared(f"Cannot compare: {exc.one_line()}", "error")
         return (
             C.compare_kpis(result),
             F.delta_figure(result.deltas),
@@ -96,6 +108,72 @@ def register(app: dash.Dash, store: DataStore) -> None:
             C.grid_rows(result),
             C.grid_columns(),
         )
+
+    @app.callback(
+        Output("c-counter-kernel", "options"),
+        Output("c-counter-kernel", "value"),
+        Input("c-base", "value"),
+        Input("c-head", "value"),
+        Input("tabs", "value"),
+        Input("c-grid", "cellClicked"),
+        State("c-counter-kernel", "value"),
+    )
+    def on_counter_options(
+        base_key: str | None, head_key: str | None, tab: str, cell: dict[str, Any] | None, picked: str | None
+    ) -> tuple[Any, ...]:
+        """The kernels both runs ran (by the head's time); a click on a name in the grid picks it."""
+        active(tab, "compare")
+        if not base_key:
+            return [], None
+        names = C.common_kernels(entry_of(store, base_key), entry_of(store, head_key or base_key))
+        keep = V.name_from_value(inputs.text(picked, "counter kernel"), names)
+        if ctx.triggered_id == "c-grid":
+            clicked = inputs.mapping(cell, "grid cell") or {}
+            if clicked.get("colId") == "name" and (value := inputs.text(clicked.get("value"), "kernel name")):
+                keep = value if value in names else keep
+        keep = keep or (names[0] if names else None)
+        options = [V.name_option(n) for n in names[: V.MAX_KERNEL_OPTIONS]]
+        if keep and keep not in names[: V.MAX_KERNEL_OPTIONS]:
+            options.insert(0, V.name_option(keep))
+        return options, V.name_value(keep) if keep else None
+
+    @app.callback(
+        Output("c-counters", "children"),
+        Input("c-base", "value"),
+        Input("c-head", "value"),
+        Input("tabs", "value"),
+        Input("c-counter-kernel", "value"),
+        Input("c-match-base", "value"),
+        Input("c-match-head", "value"),
+    )
+    def on_compare_counters(
+        base_key: str | None, head_key: str | None, tab: str, kernel: str | None, *pair_picks: str | None
+    ) -> list[Any]:
+        active(tab, "compare")
+        if not base_key:
+            return []
+        base, head = entry_of(store, base_key), entry_of(store, head_key or base_key)
+        b, h = (inputs.text(p, "paired kernel") for p in pair_picks)
+        try:
+            pair = _pair(base, head, b, h)
+        except TilescopeError:  # no kernel times (the comparison above says why)
+            pair = ()
+        if pair:
+            b_name, h_name = pair[0]
+        else:
+            common = C.common_kernels(base, head)
+            name = V.name_from_value(inputs.text(kernel, "counter kernel"), common)
+            if not name:
+                message = ("Pick a kernel both runs ran to see its counters side by side." if common else
+                           "No kernel of one name ran in both: pick a Pair above to compare two kernels' "
+                           "counters.")
+                return [html.Div(message, className="muted")]
+            b_name = h_name = name
+        if head.key == base.key and b_name == h_name:
+            return [html.Div(C.nothing_to_compare(base, len(store.options())), className="muted")]
+        title = (f"Counters — base {V.short(base.label)}: {V.short(b_name)} · "
+                 f"head {V.short(head.label)}: {V.short(h_name)}")
+        return D.compare_counters_table(V.kernel_rows(base, b_name), V.kernel_rows(head, h_name), title)
 
 
 def _pair(

@@ -1,5 +1,6 @@
 """The Kernel detail tab's callbacks: opening a kernel from a click elsewhere (a name in the
-Kernels grid, a Roofline point, an Overview top-kernel bar), and drawing the kernel picked."""
+Kernels grid, a Roofline point, an Overview top-kernel bar), and drawing the kernel picked: its
+KPIs, figures and raw counters (tilescope.dashboard.detail)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import dash
 from dash import Input, Output, State, ctx
 from dash.exceptions import PreventUpdate
 
+from tilescope.dashboard import detail as D
 from tilescope.dashboard import inputs
 from tilescope.dashboard import views as V
 from tilescope.dashboard.cb_common import active, entry_of
@@ -55,6 +57,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Output("d-split", "figure"),
         Output("d-bw", "figure"),
         Output("d-blocks", "figure"),
+        Output("d-counters", "children"),
         Input("profile", "value"),
         Input("d-kernel", "value"),
         Input("d-scope", "value"),
@@ -65,4 +68,6 @@ def register(app: dash.Dash, store: DataStore) -> None:
         entry = entry_of(store, key)
         name = V.kernel_of_value(entry, inputs.text(name, "kernel name"))
         scope = inputs.choice(scope, V.SCOPES, "launch scope")
-        return (V.detail_kpis(entry, name), *V.detail_figures(entry, name, scope or "all"))
+        rows, title = V.scoped_rows(entry, name, scope or "all")
+        counters = D.counters_table(rows, title) if name else []
+        return (D.detail_kpis(entry, name), *V.detail_figures(entry, name, scope or "all"), counters)

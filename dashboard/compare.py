@@ -17,6 +17,7 @@ from tilescope.dashboard import figures as F
 from tilescope.dashboard.data import ProfileEntry
 from tilescope.dashboard.views import finding_item, kpi
 from tilescope.diff import CROSSED, DiffResult, RunData, compare_runs, run_from_report
+from tilescope.summary import communication_mask
 
 MAX_GRID_ROWS = 2000  # per-kernel rows sent to the client-side grid (largest |delta| first)
 
@@ -49,6 +50,25 @@ def compare_entries(
 def kernel_names(entry: ProfileEntry) -> list[str]:
     """The kernels of a run as diff pairs them (one per name, op type and shapes), by name."""
     return sorted({s.name for s in run_data(entry).kernels.values()})
+
+
+def common_kernels(base: ProfileEntry, head: ProfileEntry) -> list[str]:
+    """The kernel names both runs ran, in the order of the head's total time, communication tasks
+    (which have no counters) last."""
+    if "name" not in base.by_name or "name" not in head.by_name:
+        return []
+    names = set(base.by_name["name"].astype(str))
+    common = head.by_name[head.by_name["name"].astype(str).isin(names)]
+    comm = communication_mask(common)
+    return [str(n) for n in (*common["name"][~comm], *common["name"][comm])]
+
+
+def nothing_to_compare(entry: ProfileEntry, served: int) -> str:
+    """What the tab says instead of comparing a profile with itself."""
+    why = (f"{entry.label} is the only profile served (`tilescope serve BASE HEAD` serves two)" if served < 2
+           else f"the head is the base, {entry.label}; pick another head")
+    return (f"Nothing to compare with: {why}. Or pick two of its kernels under Pair to compare them "
+            "with each other.")
 
 
 def run_data(entry: ProfileEntry) -> RunData:

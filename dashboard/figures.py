@@ -22,7 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from tilescope.chips import ChipSpec
-from tilescope.columns import AI_CORE, AI_VECTOR_CORE, MIX_AIC, MIX_AIV
+from tilescope.columns import AI_CORE, AI_VECTOR_CORE, AICORE_TYPES, MIX_AIC, MIX_AIV
 from tilescope.findings import SEVERITIES
 from tilescope.report import palette as P
 from tilescope.text.escape import MAX_INLINE, plotly_text
@@ -54,20 +54,10 @@ COLOURS = {
 }
 SEVERITY_COLOURS = P.SEVERITY_COLOURS
 _CORE_CATEGORY = {AI_CORE: CUBE, AI_VECTOR_CORE: VECTOR, MIX_AIC: MIX_CUBE, MIX_AIV: MIX_VECTOR}
-# (label, column, colour key) of the pipe bars; AIC pipes first, then AIV, as MindStudio lists them.
-# Each is the pipe's share of the launch (tilescope.metrics), the same quantity as every other view.
-PIPES = (
-    ("Cube", "aic_cube_share", "Cube"),
-    ("MTE1 (AIC)", "aic_mte1_share", "MTE1"),
-    ("MTE2 (AIC)", "aic_mte2_share", "MTE2"),
-    ("MTE3 (AIC)", "aic_mte3_share", "MTE3"),
-    ("FixPipe", "aic_fixpipe_share", "FixPipe"),
-    ("Scalar (AIC)", "aic_scalar_share", "Scalar"),
-    ("Vector", "aiv_vec_share", "Vector"),
-    ("MTE2 (AIV)", "aiv_mte2_share", "MTE2"),
-    ("MTE3 (AIV)", "aiv_mte3_share", "MTE3"),
-    ("Scalar (AIV)", "aiv_scalar_share", "Scalar"),
-)
+# (column, label, colour) of the pipe bars: the report's series (tilescope.report.palette), AIC
+# pipes first, then AIV, as MindStudio lists them, each its own colour. Each is the pipe's share of
+# the launch (tilescope.metrics), the same quantity as every other view.
+PIPES = P.PIPE_SERIES
 FONT = dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=12)
 MAX_BAR_LABEL = 48
 
@@ -237,9 +227,9 @@ def findings_by_severity_figure(
 def pipe_ratio_figure(rows: pd.DataFrame, title: str) -> go.Figure:
     """Busy % of the launch per pipe over the given launches (duration-weighted, as the report's
     kernel rows), with min-max whiskers when several."""
-    present = [(label, col, key) for label, col, key in PIPES if col in rows and rows[col].notna().any()]
+    present = [(c, label, colour) for c, label, colour in PIPES if c in rows and rows[c].notna().any()]
     if rows.empty or not present:
-        return empty_figure("No pipe ratios for this kernel: collect aic_metrics=PipeUtilization")
+        return empty_figure(no_counters_message(rows, "pipe ratios", "collect aic_metrics=PipeUtilization"))
     dur = rows["duration_us"] if "duration_us" in rows else pd.Series(1.0, index=rows.index)
 
     def weighted(col: str) -> float:
@@ -247,25 +237,37 @@ def pipe_ratio_figure(rows: pd.DataFrame, title: str) -> go.Figure:
         total = float(dur[ok].sum())
         return float((rows[col][ok] * dur[ok]).sum() / total) if total > 0 else float(rows[col].mean())
 
-    means = [weighted(c) * 100 for _, c, _ in present]
-    lo = [m - float(rows[c].min()) * 100 for m, (_, c, _) in zip(means, present, strict=True)]
-    hi = [float(rows[c].max()) * 100 - m for m, (_, c, _) in zip(means, present, strict=True)]
+    means = [weighted(c) * 100 for c, _, _ in present]
+    lo = [m - float(rows[c].min()) * 100 for m, (c, _, _) in zip(means, present, strict=True)]
+    hi = [float(rows[c].max()) * 100 - m for m, (c, _, _) in zip(means, present, strict=True)]
     several = len(rows) > 1
     fig = go.Figure(
         go.Bar(
-            x=[label for label, _, _ in present],
+            x=[label for _, label, _ in present],
             y=means,
-            marker_color=[COLOURS[k] for _, _, k in present],
+            marker_color=[colour for _, _, colour in present],
             error_y=dict(type="data", array=hi, arrayminus=lo, visible=several, color="#555"),
             text=[f"{m:.0f} %" for m in means],
             textposition="outside",
-            hovertemplate="%{x}: %{y:.1f} % busy<extra></extra>",
+            hovertemplate="%{x}: %{y:.1f} % of the launch busy (per core)<extra></extra>",
         )
     )
-    fig.update_yaxes(title_text="pipe busy (% of the launch, per core)", range=[0, 110])
-    fig.update_xaxes(title_text="pipe (AIC = Cube core, AIV = Vector core)")
+    # short titles and automargin: a long y title ran past the plot into the chart's title (#28)
+    fig.update_yaxes(title_text="busy, % of launch", range=[0, 110], automargin=True)
+    fig.update_xaxes(title_text="pipe (AIC = Cube core, AIV = Vector core)", automargin=True)
     suffix = f" — mean of {len(rows)} launches, whiskers min–max" if several else ""
-    return apply_layout(fig, plot_text(title, 60) + suffix, 320)
+    return apply_layout(fig, plot_text(title, 60) + suffix, 340)
+
+
+def no_counters_message(rows: pd.DataFrame | None, what: str, advice: str) -> str:
+    """Why a kernel has no `what`: a task that does not run on the AI Core (HCCL, AI_CPU, DSA)
+    never has any, so `advice` (how to collect them) would not help and is not given (#28 item 6)."""
+    types: list[Any] = list(rows["core_type"].dropna()) if rows is not None and "core_type" in rows else []
+    cores = sorted({str(c) for c in types})
+    off_core = [c for c in cores if c not in AICORE_TYPES]
+    if cores and off_core == cores:
+        return f"No {what}: {'/'.join(off_core)} tasks do not run on the AI Core the counters measure"
+    return f"No {what} for this kernel: {advice}"
 
 
 def cube_vector_split_figure(rows: pd.DataFrame) -> go.Figure:
@@ -276,7 +278,9 @@ def cube_vector_split_figure(rows: pd.DataFrame) -> go.Figure:
         if col:
             parts.append((label, float(rows[col].fillna(0).sum())))
     if rows.empty or not parts or "duration_us" not in rows:
-        return empty_figure("No per-side core times (aicore_time / aiv_time) for this kernel")
+        return empty_figure(no_counters_message(
+            rows, "per-side core times (aicore_time / aiv_time)", "collect any aic_metrics group"
+        ))
     wall = float(rows["duration_us"].fillna(0).sum())
     fig = go.Figure()
     for label, value in parts:
@@ -298,7 +302,8 @@ def cube_vector_split_figure(rows: pd.DataFrame) -> go.Figure:
         annotation_text=f"wall time {format_us(wall)}",
         annotation_position="top",
     )
-    fig.update_xaxes(title_text="busy time (µs, summed over launches)")
+    fig.update_xaxes(title_text="busy time (µs, summed over launches)", automargin=True)
+    fig.update_yaxes(automargin=True)
     fig.update_layout(showlegend=False)
     return apply_layout(fig, "Cube / Vector split", 200)
 
@@ -311,7 +316,7 @@ def bandwidth_figure(rows: pd.DataFrame, chip: ChipSpec) -> go.Figure:
     """
     cols = [c for c in rows.columns if c.endswith("_gbps") and _is_gm_counter(c) and rows[c].notna().any()]
     if rows.empty or not cols:
-        return empty_figure("No bandwidth counters: collect aic_metrics=Memory")
+        return empty_figure(no_counters_message(rows, "bandwidth counters", "collect aic_metrics=Memory"))
     values = [float(rows[c].mean()) for c in cols]
     fig = go.Figure(
         go.Bar(
@@ -328,8 +333,8 @@ def bandwidth_figure(rows: pd.DataFrame, chip: ChipSpec) -> go.Figure:
             line=dict(color="#c0392b", dash="dash"),
             annotation_text=f"{chip.name} GM {chip.hbm_bandwidth_gbps:,.0f} GB/s ({chip.hbm_note})",
         )
-    fig.update_yaxes(title_text="bandwidth (GB/s)")
-    fig.update_xaxes(title_text="counter")
+    fig.update_yaxes(title_text="bandwidth (GB/s)", automargin=True)
+    fig.update_xaxes(title_text="counter", automargin=True)
     return apply_layout(fig, "GM bandwidth vs the chip's GM bandwidth", 300)
 
 
@@ -347,10 +352,13 @@ def _bw_label(column: str) -> str:
     return f"{side} {rest}".strip()
 
 
-def block_heatmap_figure(blocks: pd.DataFrame) -> go.Figure:
-    """Per-block busy time, block × cube0/vector0/vector1 (msprof op), with the imbalance ratio."""
+def block_heatmap_figure(blocks: pd.DataFrame, kernel_rows: pd.DataFrame | None = None) -> go.Figure:
+    """Per-block busy time, block × cube0/vector0/vector1 (msprof op), with the imbalance ratio;
+    `kernel_rows`: the kernel's launches, which say why there is none."""
     if blocks is None or blocks.empty or "block_id" not in blocks or "sub_block_id" not in blocks:
-        return empty_figure("No per-block data: run `msprof op` on this kernel for the block heatmap")
+        return empty_figure(
+            no_counters_message(kernel_rows, "per-block data", "run `msprof op` on it for the block heatmap")
+        )
     metric = next(
         (
             c
@@ -385,8 +393,9 @@ def block_heatmap_figure(blocks: pd.DataFrame) -> go.Figure:
             hovertemplate="block %{x}, %{y}: %{z:,.2f} " + unit + "<extra></extra>",
         )
     )
-    fig.update_xaxes(title_text="block id", type="category")
-    fig.update_yaxes(title_text="sub-block", autorange="reversed")  # cube0 on top, as msprof lists it
+    fig.update_xaxes(title_text="block id", type="category", automargin=True)
+    # cube0 on top, as msprof lists it
+    fig.update_yaxes(title_text="sub-block", autorange="reversed", automargin=True)
     title = f"Per-block time — max/mean = {imbalance:.2f}" if math.isfinite(imbalance) else "Per-block time"
     if launches > 1:
         title += f" (mean of {launches} launches)"

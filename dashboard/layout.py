@@ -148,6 +148,8 @@ def _detail() -> html.Div:
                 className="row",
             ),
             html.Div(graph("d-blocks"), className="card"),
+            # every PMU counter the profile has for the kernel, by metric group (detail.counters_table)
+            html.Div(id="d-counters", className="card"),
         ],
         className="view",
     )
@@ -248,6 +250,25 @@ def _compare() -> html.Div:
                 defaultColDef={"sortable": True, "filter": True, "resizable": True},
                 dashGridOptions={"pagination": True, "paginationPageSize": 50},
                 style={"height": "360px", "width": "100%"},
+            ),
+            # one kernel's PMU counters, base beside head (cb_compare.on_compare_counters)
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            html.Label("Counters of", htmlFor="c-counter-kernel"),
+                            dcc.Dropdown(
+                                id="c-counter-kernel",
+                                placeholder="a kernel of both runs",
+                                className="dd wide",
+                            ),
+                            html.Span("(a Pair above, when set, is the one shown)", className="muted small"),
+                        ],
+                        className="toolbar",
+                    ),
+                    html.Div(id="c-counters"),
+                ],
+                className="card",
             ),
         ],
         className="view",

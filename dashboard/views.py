@@ -17,9 +17,8 @@ from dash import dcc, html
 from tilescope.dashboard import figures as F
 from tilescope.dashboard.data import ProfileEntry
 from tilescope.engine import get_rule
-from tilescope.report.data import kernel_group_stats
 from tilescope.text.escape import one_line
-from tilescope.text.words import NO_ESTIMATE, fmt_pct, fmt_us, num, recoverable_text, saving_phrase, sol_text
+from tilescope.text.words import NO_ESTIMATE, fmt_us, num, recoverable_text, saving_phrase
 
 # the summary's unit keys (tilescope.summary) and the label each bar gets
 SHARE_LABELS = (
@@ -369,51 +368,6 @@ def kernel_rows(entry: ProfileEntry, name: str | None) -> pd.DataFrame:
     return entry.kernels[entry.kernels["name"] == name]
 
 
-def detail_kpis(entry: ProfileEntry, name: str | None) -> list[html.Div]:
-    rows = kernel_rows(entry, name)
-    if rows.empty:
-        return [
-            html.Div(
-                "Pick a kernel (or click one in the Kernels grid, the roofline or the top-kernels chart).",
-                className="muted",
-            )
-        ]
-
-    total = float(rows["duration_us"].sum()) if "duration_us" in rows else 0.0
-    device = num(summary_of(entry).get("total_device_us")) or 0.0
-    out = [
-        kpi("launches", f"{len(rows):,}"),
-        kpi("total time", f"{fmt_us(total)} ({fmt_pct(min(1.0, total / device) if device else None)})"),
-        kpi("mean", fmt_us(total / len(rows))),
-    ]
-    for col, label, fmt in (
-        ("core_type", "core type", "{}"),
-        ("block_dim", "blocks", "{:.0f}"),
-        ("bound_pipe", "bound by", "{}"),
-    ):
-        if col in rows and rows[col].notna().any():
-            out.append(kpi(label, fmt.format(rows[col].mode().iloc[0])))
-    # the per-kernel figures of the report's top-kernel rows, from the same function
-    stats = kernel_group_stats(rows)
-    row = stats.iloc[0] if len(stats) else pd.Series(dtype="float64")
-    for col, label, text in (
-        ("cube_share", "Cube busy", lambda v: fmt_pct(v, 0)),
-        ("vector_share", "Vector busy", lambda v: fmt_pct(v, 0)),
-        # the report's words: above 100 % with a decimal and "over its ceiling" (#26)
-        ("sol_pct", "speed of light", lambda v: sol_text({"sol_pct": v})),
-        ("achieved_tflops", "TFLOP/s", lambda v: f"{v:.2f}"),
-        ("cube_utilization_pct", "AIC utilisation (profiler)", lambda v: f"{v:.1f} %"),
-    ):
-        v = num(row.get(col))
-        if v is None or (col == "cube_utilization_pct" and v <= 0):
-            continue  # a Vector-only kernel: 0 % AIC utilisation says nothing
-        out.append(kpi(label, text(v)))
-    findings = [f for f in entry.findings if name in f.get("kernels", [])]
-    if findings:
-        out.append(kpi("findings", ", ".join(str(f.get("code")) for f in findings[:4]), "warn"))
-    return out
-
-
 SCOPES = {
     "all": "all launches",
     "slowest": "slowest launch",
@@ -450,7 +404,7 @@ def detail_figures(entry: ProfileEntry, name: str | None, scope: str = "all") ->
         F.pipe_ratio_figure(rows, title),
         F.cube_vector_split_figure(rows),
         F.bandwidth_figure(rows, entry.profile.chip),
-        F.block_heatmap_figure(kernel_blocks(entry, name)),
+        F.block_heatmap_figure(kernel_blocks(entry, name), rows),
     )
 
 

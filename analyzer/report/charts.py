@@ -78,8 +78,14 @@ def pipe_ratio_bars(kernels: Rows | Any, max_kernels: int = 15) -> go.Figure:
             continue
         fig.add_bar(x=labels, y=[None if v is None else v * 100 for v in values], name=label,
                     marker_color=colour, hovertemplate=f"%{{x}}<br>{label}: %{{y:.1f}} %<extra></extra>")
-    return _layout(fig, "Pipe busy ratio per kernel", barmode="group",
-                   yaxis={"title": "% of kernel time", "range": [0, 100]}, xaxis={"tickangle": -30})
+    # the legend above the plot and the names' margin grown to fit them: at the bottom the legend
+    # covered the slanted kernel names (#28 item 11)
+    fig = _layout(fig, "Pipe busy ratio per kernel", height=500, barmode="group",
+                  yaxis={"title": "% of kernel time", "range": [0, 100]},
+                  xaxis={"tickangle": -30, "automargin": True})
+    fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
+                      margin={"t": 90})
+    return fig
 
 
 def _dedupe_labels(labels: list[str]) -> list[str]:

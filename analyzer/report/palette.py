@@ -10,6 +10,11 @@ CUBE = "#1f77b4"
 VECTOR = "#ff7f0e"
 MTE1, MTE2, MTE3 = "#98df8a", "#2ca02c", "#1a6e1a"  # the #2ca02c family, light to dark
 SCALAR = "#9467bd"
+# The Vector core's own MTE and Scalar pipes: the same families (greens, purple), other hues, so a
+# chart of both sides never draws MTE2 (AIC) and MTE2 (AIV) in one colour (#28 item 11). The
+# greens lean yellow (olive) on the Vector side, as the Vector orange does against the Cube blue.
+AIV_MTE2, AIV_MTE3 = "#8ca252", "#637939"
+AIV_SCALAR = "#c5b0d5"
 FIXPIPE = "#8c564b"
 IDLE = "#c7c7c7"
 HOST = "#9aa5b1"  # host threads are not a core type: slate, apart from idle/other grey
@@ -19,7 +24,8 @@ CORE_COLOURS = {**dict.fromkeys(CUBE_TYPES, CUBE), "AIC": CUBE,
                 **dict.fromkeys(VECTOR_TYPES, VECTOR), "AIV": VECTOR}
 
 # (column, label, colour) for the per-kernel pipe bars: Cube-side pipes then Vector-side pipes, each
-# as its share of the launch (tilescope.metrics: the same meaning whatever the profiler)
+# as its share of the launch (tilescope.metrics: the same meaning whatever the profiler); every
+# series its own colour. The dashboard's pipe chart and the HTML report's both draw these.
 PIPE_SERIES: tuple[tuple[str, str, str], ...] = (
     ("aic_cube_share", "Cube", CUBE),
     ("aic_mte1_share", "MTE1 (AIC)", MTE1),
@@ -28,9 +34,9 @@ PIPE_SERIES: tuple[tuple[str, str, str], ...] = (
     ("aic_fixpipe_share", "FixPipe", FIXPIPE),
     ("aic_scalar_share", "Scalar (AIC)", SCALAR),
     ("aiv_vec_share", "Vector", VECTOR),
-    ("aiv_mte2_share", "MTE2 (AIV)", MTE2),
-    ("aiv_mte3_share", "MTE3 (AIV)", MTE3),
-    ("aiv_scalar_share", "Scalar (AIV)", SCALAR),
+    ("aiv_mte2_share", "MTE2 (AIV)", AIV_MTE2),
+    ("aiv_mte3_share", "MTE3 (AIV)", AIV_MTE3),
+    ("aiv_scalar_share", "Scalar (AIV)", AIV_SCALAR),
 )
 SHARE_SERIES: tuple[tuple[str, str, str], ...] = (
     ("cube", "Cube", CUBE), ("vector", "Vector", VECTOR), ("mte", "Data movement (MTE)", MTE2),

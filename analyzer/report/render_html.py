@@ -73,8 +73,17 @@ PLOT_CONFIG = {"displaylogo": False, "responsive": True, "showLink": False}
 CSS = f"""
 body {{ font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 1em 2em;
        color: #222; }}
-h1 {{ font-size: 1.5em; margin-bottom: .2em; }} h2 {{ border-bottom: 1px solid #ddd; }}
-.facts span {{ margin-right: 1.2em; white-space: nowrap; }}
+h1 {{ font-size: 1.5em; margin-bottom: .2em; overflow-wrap: anywhere; }}
+h2 {{ border-bottom: 1px solid #ddd; }}
+/* Nothing wider than the window (#28 item 11: 2,278 px at 1366): the facts wrap between items (the
+   spans had no break between them) and inside one too long for a line; long names and paths break
+   anywhere; a table too wide for the page scrolls on its own. */
+.facts {{ display: flex; flex-wrap: wrap; column-gap: 1.2em; }}
+.facts span {{ overflow-wrap: anywhere; }}
+#headline, #run li, .message, .recommendation {{ overflow-wrap: anywhere; }}
+code, .kernel-name {{ overflow-wrap: anywhere; }}
+table {{ display: block; max-width: 100%; overflow-x: auto; }}
+.chart {{ max-width: 100%; }}
 .cube {{ color: {CUBE}; }} .vector {{ color: {VECTOR}; }} .mte {{ color: {MTE2}; }}
 .scalar {{ color: {SCALAR}; }}
 table {{ border-collapse: collapse; margin: .5em 0 1em; }}
@@ -99,6 +108,7 @@ details.finding > summary {{ cursor: pointer; }}
 .note {{ color: #666; font-style: italic; }}
 .warning {{ color: #c0392b; }}
 .chart {{ min-height: 120px; }}
+.excerpt, details.finding {{ max-width: 100%; box-sizing: border-box; }}
 .ruledoc pre {{ background: #f8f8f8; padding: .4em; }}
 """
 

@@ -240,7 +240,7 @@ def test_kernel_grid_search_sort_and_open_detail(page: Any, sample_app: tuple[st
     expect(page.locator(".tab--selected")).to_have_text("Kernel detail")
     expect(page.locator("#d-kernel")).to_contain_text(name)
     expect(page.locator("#d-pipes .xtick")).not_to_have_count(0)
-    expect(page.locator("#d-pipes .g-ytitle")).to_have_text("pipe busy (% of the launch, per core)")
+    expect(page.locator("#d-pipes .g-ytitle")).to_have_text("busy, % of launch")
     screenshot(page, "unfused-detail")
     events.assert_clean()
 
@@ -454,9 +454,10 @@ def test_show_in_ir_always_shows_the_selected_finding(page: Any, fa_app: tuple[s
 
 
 # One PNG per dashboard view of the TileLang bundle: docs/screenshots/<name>.png (README links
-# overview.png). The Kernel detail view gives two: its top and its per-block heatmap.
-DOC_VIEWS = ("overview", "kernels", "detail", "detail_blocks", "roofline", "timeline", "findings", "ir",
-             "compare")
+# overview.png). The Kernel detail view gives three: its top, its per-block heatmap and its counters;
+# the Compare view two: its top and one kernel's counters beside the base's.
+DOC_VIEWS = ("overview", "kernels", "detail", "detail_blocks", "detail_counters", "roofline", "timeline",
+             "findings", "ir", "compare", "compare_counters")
 
 
 @pytest.fixture(scope="module")
@@ -500,6 +501,10 @@ def test_every_view_of_the_tilelang_bundle(page: Any, fa_views_app: tuple[str, A
     expect(page.locator("#d-blocks .ytick")).to_have_count(3)  # cube0, vector0, vector1
     page.locator("#d-blocks").scroll_into_view_if_needed()
     shot("detail_blocks")
+    # the kernel's raw counters, by metric group (#28 item 6)
+    expect(page.locator("#d-counters th.counter-group").filter(has_text="MemoryL0")).to_have_count(1)
+    page.locator("#d-counters th.counter-group").filter(has_text="MemoryL0").scroll_into_view_if_needed()
+    shot("detail_counters")
 
     show_tab(page, "Roofline")
     expect(page.locator("#roofline .g-xtitle")).to_have_text("arithmetic intensity (FLOP/byte)")
@@ -528,6 +533,13 @@ def test_every_view_of_the_tilelang_bundle(page: Any, fa_views_app: tuple[str, A
     expect(page.locator("#c-kpis .kpi")).to_have_count(5)
     expect(page.locator("#c-delta .g-xtitle")).to_have_text("time change, head − base (µs)")
     shot("compare")
+    # two kernels' counters side by side (#28 item 6): the runs name the kernel apart, so the pair
+    expect(page.locator("#c-counters")).to_contain_text("No kernel of one name ran in both")
+    pick(page, "c-match-base", "flash_attn_fwd_kernel_mix_aic")
+    pick(page, "c-match-head", "flash_fwd_kernel_mix_aic")
+    expect(page.locator("#c-counters h4")).to_contain_text("tilelang_fa_bundle: flash_fwd_kernel_mix_aic")
+    page.locator("#c-counters").scroll_into_view_if_needed()
+    shot("compare_counters")
 
     assert sorted(taken) == sorted(DOC_VIEWS)
     assert {v for v, _ in TABS} <= {n.split("_")[0] for n in taken}  # every tab has its picture

@@ -82,7 +82,7 @@ def test_pipe_ratio_figure_mean_and_whiskers() -> None:
     assert list(bar["y"]) == pytest.approx([35.0, 75.0])
     assert list(bar["marker"]["color"]) == ["#1f77b4", "#2ca02c"]
     assert list(bar["error_y"]["array"]) == pytest.approx([5.0, 15.0])
-    assert fig["layout"]["yaxis"]["title"]["text"] == "pipe busy (% of the launch, per core)"
+    assert fig["layout"]["yaxis"]["title"]["text"] == "busy, % of launch"
     assert fig["layout"]["title"]["text"].startswith(SAFE)
 
 
