@@ -11,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from tilescope.dashboard.figures import COLOURS, OTHER, apply_layout, plot_text
+from tilescope.report.palette import LAUNCH
 
 
 def timeline_figure(
@@ -23,7 +24,7 @@ def timeline_figure(
     merged: bool,
     x_range: tuple[float, float] | None = None,
     links: Sequence[tuple[float, str, float, str]] = (),
-    title: str = "Timeline — streams and host threads",
+    title: str = "Timeline — host threads, streams per engine, communication",
 ) -> go.Figure:
     """Segments as WebGL lines, one trace per category; NaN breaks keep it one draw call each."""
     order = list(lane_order)
@@ -51,7 +52,8 @@ def timeline_figure(
             )
         )
     if links:
-        # One thin line per launch, host op start → kernel start: who launched what, and how late.
+        # One thin line per launch, host op start → kernel start: who launched what, and how late;
+        # an arrowhead on the kernel (host lanes are drawn above the device's: it points down).
         xs = np.array([[hs, ks, np.nan] for hs, _, ks, _ in links], dtype=float).ravel()
         ys = np.array([[hl, kl, None] for _, hl, _, kl in links], dtype=object).ravel()
         fig.add_trace(
@@ -60,9 +62,22 @@ def timeline_figure(
                 y=ys,
                 mode="lines",
                 name="launch (host → kernel)",
+                legendgroup="launch",
                 hoverinfo="skip",
-                line=dict(color="#7f7f7f", width=1),
+                line=dict(color=LAUNCH, width=1),
                 connectgaps=False,
+            )
+        )
+        fig.add_trace(
+            go.Scattergl(
+                x=[ks for _, _, ks, _ in links],
+                y=[kl for _, _, _, kl in links],
+                mode="markers",
+                name="launch (host → kernel)",
+                legendgroup="launch",
+                showlegend=False,
+                hoverinfo="skip",
+                marker=dict(symbol="triangle-down", size=9, color=LAUNCH),
             )
         )
     fig.update_yaxes(categoryorder="array", categoryarray=order[::-1], type="category", title_text="")
