@@ -80,7 +80,12 @@ def timeline_figure(
                 marker=dict(symbol="triangle-down", size=9, color=LAUNCH),
             )
         )
-    fig.update_yaxes(categoryorder="array", categoryarray=order[::-1], type="category", title_text="")
+    # every lane on the axis, also one with nothing in this window (plotly draws only the ticks in
+    # its y range, which it otherwise fits to the data)
+    fig.update_yaxes(
+        categoryorder="array", categoryarray=order[::-1], type="category", title_text="",
+        range=[-0.5, len(order) - 0.5],
+    )
     fig.update_xaxes(title_text="time since first event (µs)")
     if x_range:
         fig.update_xaxes(range=list(x_range))
