@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from conftest import needs_chromium, record_events, serve_wsgi
 
 from tilescope.dashboard.app import create_app
 
-from support import REAL_TRACES, SAMPLES
+from support import REAL_TRACES, REPO_ROOT, SAMPLES
 
 SIGMOID = REAL_TRACES / "tilelang_sigmoid_app"
 CLUSTER_RANK0 = SAMPLES / "cluster_8rank" / "node0_1000_20260101000000000_ascend_pt"
@@ -82,7 +83,7 @@ def test_first_view_fits_the_kernels_and_lanes_are_drawn(browser: Any, app_url: 
         page.locator("#tl-export").click()
     download = got.value
     assert download.suggested_filename.endswith(".trace.json")
-    trace = json.loads(open(download.path(), encoding="utf-8").read())
+    trace = json.loads(Path(download.path()).read_text(encoding="utf-8"))
     kernels = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "Mix (Cube)"]
     assert len(kernels) == 11 and {e["name"] for e in kernels} == {"main_kernel"}
     assert sum(1 for e in trace["traceEvents"] if e["ph"] == "f") == 12  # 11 kernels + TASK_TIMEOUT_SET
@@ -104,9 +105,7 @@ def test_first_view_fits_the_kernels_and_lanes_are_drawn(browser: Any, app_url: 
     events.assert_clean()
 
 
-def _shots() -> Any:
-    from support import REPO_ROOT
-
+def _shots() -> Path:
     shots = REPO_ROOT / "test-artifacts" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     return shots
