@@ -141,6 +141,17 @@ def test_torch_2rank_kernels_are_linked_to_their_cann_launch(torch_app: Any) -> 
     assert len(engines) == 3 and all(ln.launcher is not None for ln in engines)
     got = Counter((str(n), str(b)) for ln in engines for n, b in zip(ln.names, ln.launcher, strict=True))
     assert got == expected and sum(got.values()) == 185
+    # the all-reduces too: each by its own connection_id
+    hcom = [
+        e
+        for e in events
+        if e.get("ph") == "X" and processes.get(e["pid"]) == "HCCL" and "connection_id" in e["args"]
+    ]
+    group = next(ln for ln in lanes if ln.kind == "comm")
+    assert group.launcher is not None and len(hcom) == 4
+    assert sorted(zip(group.names, group.launcher, strict=True)) == sorted(
+        (e["name"], cann[e["args"]["connection_id"]]) for e in hcom
+    )
     # a window around the first Vector kernel: its launch arrow from the CANN thread is drawn
     vector = next(ln for ln in lanes if ln.label == "stream 2 · Vector")
     x = float(vector.start[0])
