@@ -262,3 +262,24 @@ def test_export_keeps_hostile_names_inert() -> None:
     assert file_name(HOSTILE) == "img_src_x_onerror_alert_1.trace.json"
     assert client.get(export_url("no-such-profile"), headers={"Host": "127.0.0.1"}).status_code in (400, 404)
     assert client.get(export_url(entry.key), headers={"Host": "evil.example"}).status_code == 400
+
+
+@needs_real
+def test_kernel_table_alone_gives_ai_cpu_dsa_and_hccl_lanes() -> None:
+    """gpt_step_arith_591 (a real kernel_details.csv, no timeline): every launch in its lane."""
+    from tilescope.dashboard.data import make_entry
+    from tilescope.dashboard.timeline_lanes import build_lanes
+    from tilescope.io.load import load_profile
+
+    folder = REAL_TRACES / "gpt_step_arith_591"
+    lanes = build_lanes(make_entry("p0", "gpt", load_profile(folder / "kernel_details.csv"), report={}))
+    words = {**ENGINE, "AI_CPU": "AI_CPU", "DSA_SQE": "DSA_SQE"}
+    expected = Counter(
+        "HCCL" if (core := r["Accelerator Core"]) == "HCCL" else f"stream {r['Stream ID']} · {words[core]}"
+        for r in csv_rows(folder)
+    )
+    assert expected["stream 17 · AI_CPU"] == 7 and expected["HCCL"] == 19  # the README's counts
+    assert {ln.label: len(ln.start) for ln in lanes} == expected
+    colour = {ln.label: {COLOURS[c] for c in ln.category} for ln in lanes}
+    assert colour["stream 17 · AI_CPU"] == {P.AI_CPU} and colour["HCCL"] == {P.COMMUNICATION}
+    assert [ln.label for ln in lanes][-1] == "HCCL"  # after every stream
