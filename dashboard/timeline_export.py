@@ -15,6 +15,7 @@ profile is not built as one string in memory).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -32,6 +33,7 @@ CHUNK_EVENTS = 20_000  # events per streamed piece
 _UNSAFE = re.compile(r"[<>&]")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # kernel and op names repeat: each is escaped once
 def text(value: object) -> str:
     """A JSON string literal of `value` that holds no raw `<`, `>`, `&` or non-ASCII character."""
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(str(value)))
