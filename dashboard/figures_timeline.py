@@ -24,7 +24,7 @@ def timeline_figure(
     merged: bool,
     x_range: tuple[float, float] | None = None,
     links: Sequence[tuple[float, str, float, str]] = (),
-    title: str = "Timeline — host threads, streams per engine, communication",
+    title: str = "Host threads, streams per engine, HCCL",
 ) -> go.Figure:
     """Segments as WebGL lines, one trace per category; NaN breaks keep it one draw call each."""
     order = list(lane_order)
@@ -90,5 +90,5 @@ def timeline_figure(
     if x_range:
         fig.update_xaxes(range=list(x_range))
     if merged:
-        title += " (zoom in: neighbouring kernels merged to fit the screen)"
+        title += " (neighbours merged: zoom in)"  # short: the legend shares the title's line
     return apply_layout(fig, title, max(260, 60 + 34 * len(order)), dragmode="zoom", uirevision="timeline")
