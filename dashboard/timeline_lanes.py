@@ -1,7 +1,7 @@
 """The Timeline tab's lanes and the window of them a view draws.
 
 Lanes (`build_lanes`), top to bottom:
-- host: one per process and thread of the timeline (Python, CANN, ...), named by the thread's name;
+- host: one per process and thread of the timeline (Python, ..., then CANN), named by the thread;
 - device: one per stream and engine — Cube, Vector, Mix (MIX_AIC / MIX_AIV, coloured apart),
   AI_CPU, HCCL, any other kernel type by its name, then the stream's runtime tasks (event records,
   SQE tasks, PROFILING_ENABLE, ...: `timeline_facts.kernel_tasks` says which tasks are kernels);

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tilescope.dashboard.data import ProfileEntry
 
 HCCL_PROCESS = "HCCL"
+LAUNCH_PROCESS = "CANN"  # the runtime: its launches are the arrows to the device
 PLANE_THREAD = "Plane "  # an HCCL process's per-plane threads: the hardware stream's tasks again
 RUNTIME = "runtime tasks"
 UNTYPED = ("kernels", F.OTHER)  # a kernel that neither a table nor its Task Type names
@@ -202,7 +203,8 @@ def _threads(
     host: pd.DataFrame, threads: dict[tuple[int, int], str], processes: dict[int, str]
 ) -> tuple[np.ndarray, list[str], list[int]]:
     """Per row the code of its (pid, tid); per code the label `process · thread name` (a thread
-    without a name: its tid) and its place (by process name, then thread id)."""
+    without a name: its tid) and its place: by process name, then thread id, but CANN last, next to
+    the device lanes its launch arrows point to (they cross no framework lane)."""
     if not len(host):
         return np.array([], dtype=np.int64), [], []
     codes = host.groupby(["pid", "tid"], sort=False).ngroup().to_numpy(dtype=np.int64)
@@ -213,7 +215,7 @@ def _threads(
         process = processes.get(int(pid), f"pid {pid}")
         label = f"{process} · {threads.get((int(pid), int(tid)), f'thread {tid}')}"
         labels.append(label if label not in labels else f"{label} (pid {pid})")
-        keys.append((process, int(tid)))
+        keys.append((process == LAUNCH_PROCESS, process, int(tid)))
     place = [0] * len(keys)
     for rank, i in enumerate(sorted(range(len(keys)), key=keys.__getitem__)):
         place[i] = rank
