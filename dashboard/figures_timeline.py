@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from tilescope.dashboard.figures import COLOURS, OTHER, apply_layout, plot_text
 from tilescope.report.palette import LAUNCH
+from tilescope.text.escape import plotly_text
 
 
 def timeline_figure(
@@ -26,12 +27,17 @@ def timeline_figure(
     links: Sequence[tuple[float, str, float, str]] = (),
     title: str = "Host threads, streams per engine, HCCL",
 ) -> go.Figure:
-    """Segments as WebGL lines, one trace per category; NaN breaks keep it one draw call each."""
-    order = list(lane_order)
+    """Segments as WebGL lines, one trace per category; NaN breaks keep it one draw call each.
+
+    Lane labels carry profile text (thread and process names, a kernel table's core types): each is
+    escaped for plotly's label renderer, whole (no shortening: two lanes must stay two)."""
+    lane_order = list(lane_order)
+    safe = {label: plotly_text(label, None) for label in dict.fromkeys([*lane_order, *lanes])}
+    order = [safe[label] for label in lane_order]
     fig = go.Figure()
     cats = np.asarray(categories, dtype=object)
     s_all, e_all = np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
-    lane_arr = np.asarray(lanes, dtype=object)
+    lane_arr = np.asarray([safe[label] for label in lanes], dtype=object)
     text_arr = np.asarray([plot_text(t, 120) for t in texts], dtype=object)
     for cat in dict.fromkeys(cats.tolist()):
         m = cats == cat
@@ -55,7 +61,8 @@ def timeline_figure(
         # One thin line per launch, host op start → kernel start: who launched what, and how late;
         # an arrowhead on the kernel (host lanes are drawn above the device's: it points down).
         xs = np.array([[hs, ks, np.nan] for hs, _, ks, _ in links], dtype=float).ravel()
-        ys = np.array([[hl, kl, None] for _, hl, _, kl in links], dtype=object).ravel()
+        ys = np.array([[safe.get(hl, plotly_text(hl, None)), safe[kl], None] for _, hl, _, kl in links],
+                      dtype=object).ravel()
         fig.add_trace(
             go.Scattergl(
                 x=xs,
@@ -71,7 +78,7 @@ def timeline_figure(
         fig.add_trace(
             go.Scattergl(
                 x=[ks for _, _, ks, _ in links],
-                y=[kl for _, _, _, kl in links],
+                y=[safe[kl] for _, _, _, kl in links],
                 mode="markers",
                 name="launch (host → kernel)",
                 legendgroup="launch",

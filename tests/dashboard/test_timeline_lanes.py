@@ -283,3 +283,24 @@ def test_kernel_table_alone_gives_ai_cpu_dsa_and_hccl_lanes() -> None:
     colour = {ln.label: {COLOURS[c] for c in ln.category} for ln in lanes}
     assert colour["stream 17 · AI_CPU"] == {P.AI_CPU} and colour["HCCL"] == {P.COMMUNICATION}
     assert [ln.label for ln in lanes][-1] == "HCCL"  # after every stream
+
+
+def test_lane_labels_from_the_profile_are_inert_in_the_figure() -> None:
+    # generated: a synthetic profile whose kernel table names an unknown core type like an injection
+    from tilescope.dashboard.data import make_entry
+    from tilescope.dashboard.figures_timeline import timeline_figure
+    from tilescope.dashboard.timeline_lanes import build_lanes, fit_window, timeline_window
+    from tilescope.text.escape import plotly_text
+
+    p = synthetic_profile(60, names=3)
+    p.timeline = None
+    p.kernels = p.kernels.assign(core_type=HOSTILE)
+    lanes = build_lanes(make_entry("p0", "hostile", p, report={}))
+    assert lanes and all(ln.label.endswith(f" · {HOSTILE}") for ln in lanes)
+    seg = timeline_window(lanes, *fit_window(lanes))
+    fig = timeline_figure(
+        seg.lane, seg.start, seg.end, seg.text, seg.category, [ln.label for ln in lanes], seg.merged
+    ).to_dict()
+    drawn = {y for t in fig["data"] for y in t["y"] if y}
+    assert drawn == {plotly_text(ln.label, None) for ln in lanes}
+    assert not any("<" in y for y in [*drawn, *fig["layout"]["yaxis"]["categoryarray"]])
