@@ -56,9 +56,10 @@ class Timeline:
     """Timeline tables (from trace_view.json / msprof_*.json / SQLite), all times exact int64 ns.
 
     kernels:  name, pid, tid, stream_id, task_id, start_ns, duration_us, connection_id, task_type
-    host_ops: lane ("Python"|"CANN"|...), name, cat, pid, tid, start_ns, duration_us
+    host_ops: lane ("Python"|"CANN"|...), name, cat, pid, tid, start_ns, duration_us[, connection_id]
     counters: name, pid, start_ns, series, value       (e.g. "AI Core Freq", "MHz", 1800.0)
     flows:    cat, flow_id, host_index, kernel_index  (indexes into host_ops / kernels; -1 unresolved)
+    lanes:    {pid: process name}; threads: {(pid, tid): thread name} ("Stream 2", "Group 0 Communication")
     """
 
     kernels: pd.DataFrame
@@ -67,6 +68,7 @@ class Timeline:
     flows: pd.DataFrame
     lanes: dict[int, str] = field(default_factory=dict)
     source_file: Path | None = None
+    threads: dict[tuple[int, int], str] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """The Timeline tab's callback: the segments in the x window the user zoomed to, re-queried on the
-server (tilescope.dashboard.query.timeline_window) so a zoom shows single kernels again."""
+server (tilescope.dashboard.timeline_lanes.timeline_window) so a zoom shows single kernels again.
+The first view is fitted to the kernels (`fit_window`); a double-click shows the whole capture."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from dash import Input, Output, State, ctx
 from dash.exceptions import PreventUpdate
 
 from tilescope.dashboard import figures as F
-from tilescope.dashboard import inputs
+from tilescope.dashboard import inputs, timeline_export
 from tilescope.dashboard.cb_common import active, entry_of
 from tilescope.dashboard.data import DataStore, ProfileEntry
 from tilescope.dashboard.figures_timeline import timeline_figure
 from tilescope.dashboard.pipeline_view import pipeline_of, pipeline_view
-from tilescope.dashboard.query import build_lanes, timeline_gap, timeline_window
+from tilescope.dashboard.timeline_lanes import Lane, build_lanes, fit_window, timeline_gap, timeline_window
 from tilescope.errors import UsageError
 
 
@@ -47,7 +48,9 @@ def register(app: dash.Dash, store: DataStore) -> None:
             # the reason in words above the plot (an annotation does not wrap), a pointer in it
             empty = F.empty_figure("Nothing to place on a timeline: see the note above")
             return empty, timeline_gap(entry), None
-        x0, x1 = _x_window(relayout, last) if ctx.triggered_id == "timeline" else (None, None)
+        # a profile or the tab picked: the kernels' span, not the host's whole capture
+        fit = fit_window(lanes)
+        x0, x1 = _x_window(relayout, last, fit) if ctx.triggered_id == "timeline" else fit
         seg = timeline_window(lanes, x0, x1)
         fig = timeline_figure(
             seg.lane,
@@ -63,19 +66,28 @@ def register(app: dash.Dash, store: DataStore) -> None:
         info = (
             f"{seg.total_in_window:,} segments drawn"
             + (" (merged to fit; zoom in for single kernels)" if seg.merged else "")
+            + f" in {len(lanes)} lanes"
             + (f", {len(seg.links)} host→kernel launches linked" if seg.links else "")
-            + ". Drag to zoom; double-click to reset."
+            + ". Drag to zoom; double-click for the whole capture."
         )
         return fig, info, [x0, x1] if x0 is not None and x1 is not None else None
 
+    @app.callback(Output("tl-export", "href"), Input("profile", "value"))
+    def on_export_link(key: str | None) -> str:
+        entry_of(store, key)  # an unknown profile: no link
+        return timeline_export.export_url(str(key))
 
-def lanes_of(entry: ProfileEntry) -> list[Any]:
+    timeline_export.register(app.server, store, lanes_of)
+
+
+def lanes_of(entry: ProfileEntry) -> list[Lane]:
     """The profile's timeline lanes, built once per entry (callbacks.warm builds them ahead)."""
-    return list(entry.cached("lanes", lambda: build_lanes(entry, F.core_categories)))
+    return list(entry.cached("lanes", lambda: build_lanes(entry)))
 
 
-def _x_window(relayout: Any, last: Any) -> tuple[float | None, float | None]:
-    """The x window a relayout asks for; `last` is the window drawn last (None: the whole run).
+def _x_window(relayout: Any, last: Any, first: tuple[float, float]) -> tuple[float | None, float | None]:
+    """The x window a relayout asks for (None, None: the whole run, a double-click's); `last` is
+    the window drawn last, `first` the first view's.
 
     Both come from the browser: anything but finite numbers is a UsageError (a 400).
     """
@@ -95,8 +107,9 @@ def _x_window(relayout: Any, last: Any) -> tuple[float | None, float | None]:
     if layout.get("autosize"):
         # plotly laid the graph out anew (shown, resized): redraw the same window. Not a
         # PreventUpdate: this request can supersede the tab's first one still in flight, whose
-        # answer Dash then drops, and the timeline stayed blank (seen on a loaded machine)
-        return drawn or (None, None)
+        # answer Dash then drops, and the timeline stayed blank (seen on a loaded machine); with
+        # nothing drawn yet it is the first view
+        return drawn or first
     raise PreventUpdate  # y-only zoom or hover: nothing to re-query
 
 

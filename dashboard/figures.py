@@ -28,20 +28,24 @@ from tilescope.report import palette as P
 from tilescope.text.escape import MAX_INLINE, plotly_text
 from tilescope.text.words import NO_ESTIMATE, fmt_pct, fmt_us, recoverable_text
 
-CUBE, VECTOR, MIX_CUBE, MIX_VECTOR, OTHER, HOST = (
+CUBE, VECTOR, MIX_CUBE, MIX_VECTOR, OTHER, HOST, COMMUNICATION, AI_CPU = (
     "Cube",
     "Vector",
     "Mix (Cube)",
     "Mix (Vector)",
     "Other",
     "Host",
+    "HCCL",
+    "AI_CPU",
 )
 # The dashboard's series by name, in the product's one palette (tilescope.report.palette).
 COLOURS = {
     CUBE: P.CUBE,
     VECTOR: P.VECTOR,
-    MIX_CUBE: P.CUBE,
-    MIX_VECTOR: P.VECTOR,
+    MIX_CUBE: P.MIX_CUBE,
+    MIX_VECTOR: P.MIX_VECTOR,
+    COMMUNICATION: P.COMMUNICATION,
+    AI_CPU: P.AI_CPU,
     "MTE1": P.MTE1,
     "MTE2": P.MTE2,
     "MTE3": P.MTE3,

@@ -313,7 +313,20 @@ VIEWS = {
         [graph("roofline"), html.Div(id="roofline-note", className="muted small")], className="view"
     ),
     "timeline": lambda: html.Div(
-        [html.Div(id="tl-info", className="muted small"), graph("timeline")], className="view"
+        [
+            html.Div(
+                [
+                    html.Span(id="tl-info"),
+                    " ",
+                    # a plain link: the server streams the file (cb_timeline, timeline_export)
+                    html.A("Export as Chrome trace (Perfetto, MindStudio Insight)", id="tl-export", href="",
+                           download=""),
+                ],
+                className="muted small",
+            ),
+            graph("timeline"),
+        ],
+        className="view",
     ),
     "findings": _findings,
     "ir": _ir,

@@ -290,8 +290,10 @@ def _build(config: DuckConfig, path: Path, parts: dict[str, pa.Table]) -> Timeli
         checked = [c for c in ("start_ns", "duration_us", "name") if c in table.columns]
         check_frame(table[checked], path, where=_event_at(table, what),
                     columns={"start_ns": "ts", "duration_us": "dur"})
+    rows = threads.dropna().itertuples(index=False) if len(threads) else ()
+    names = {(int(p), int(t)): str(n) for p, t, n in rows}
     return Timeline(kernels=kernels, host_ops=host_ops, counters=counters, flows=flows, lanes=lanes,
-                    source_file=path)
+                    source_file=path, threads=names)
 
 
 def _event_at(table: pd.DataFrame, what: str) -> Callable[[int], str]:
@@ -369,6 +371,8 @@ def _host_ops(h: pa.Table, lanes: dict[int, str]) -> pd.DataFrame:
         "tid": h["tid"].to_numpy(),
         "start_ns": h["ts_ns"].to_numpy(),
         "duration_us": h["dur"].to_numpy(zero_copy_only=False),
+        # msprof links a CANN launch to its task by this id alone when it writes no flow start
+        "connection_id": _nullable_int(h["connection_id"]),
     })
 
 

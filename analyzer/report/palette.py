@@ -8,6 +8,11 @@ from tilescope.columns import CUBE_TYPES, VECTOR_TYPES
 
 CUBE = "#1f77b4"
 VECTOR = "#ff7f0e"
+# MIX kernels run on both sides: the light member of their side's pair, so a Cube kernel and a
+# MIX_AIC one read apart on the timeline while staying in their side's family
+MIX_CUBE, MIX_VECTOR = "#aec7e8", "#ffbb78"
+COMMUNICATION = "#17becf"  # HCCL collectives: cyan, away from every unit and severity colour
+AI_CPU = "#e377c2"  # AI_CPU kernels: pink
 MTE1, MTE2, MTE3 = "#98df8a", "#2ca02c", "#1a6e1a"  # the #2ca02c family, light to dark
 SCALAR = "#9467bd"
 # The Vector core's own MTE and Scalar pipes: the same families (greens, purple), other hues, so a
@@ -18,6 +23,7 @@ AIV_SCALAR = "#c5b0d5"
 FIXPIPE = "#8c564b"
 IDLE = "#c7c7c7"
 HOST = "#9aa5b1"  # host threads are not a core type: slate, apart from idle/other grey
+LAUNCH = "#7f7f7f"  # host → kernel launch arrows on the timeline: neutral, darker than idle/other
 SEVERITY_COLOURS = {"high": "#c0392b", "medium": "#e67e22", "low": "#f1c40f", "info": "#7f8c8d"}
 # the side a core type runs on; "AIC" / "AIV" are the block tables' core names
 CORE_COLOURS = {**dict.fromkeys(CUBE_TYPES, CUBE), "AIC": CUBE,

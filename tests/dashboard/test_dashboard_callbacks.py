@@ -210,7 +210,9 @@ def test_timeline_autosize_redraws_the_last_window(app: dash.Dash) -> None:
     whole, _ = post_callback(app, "timeline.figure", {"profile.value": "p0", "tabs.value": "timeline"})
     out, _ = post_callback(app, "timeline.figure", autosize, triggered="timeline.relayoutData")
     assert "segments drawn" in out["tl-info"]["children"]
-    assert out["tl-info"]["children"] == whole["tl-info"]["children"] and out["tl-window"]["data"] is None
+    # with nothing drawn yet it is the first view: the kernels' span
+    assert out["tl-info"]["children"] == whole["tl-info"]["children"]
+    assert out["tl-window"]["data"] == whole["tl-window"]["data"] is not None
     zoomed = {**autosize, "tl-window.data": [1000.0, 2000.0]}
     out, _ = post_callback(app, "timeline.figure", zoomed, triggered="timeline.relayoutData")
     assert out["timeline"]["figure"]["layout"]["xaxis"]["range"] == [1000.0, 2000.0]
@@ -340,16 +342,15 @@ def test_timeline_of_an_msprof_op_profile_says_why_it_is_empty(sample: str) -> N
 
 def test_timeline_places_the_launches_that_have_a_start() -> None:
     # a table where some launches lack a start: those are left out, the rest are drawn
-    from tilescope.dashboard import figures as F
     from tilescope.dashboard.data import make_entry
-    from tilescope.dashboard.query import build_lanes
+    from tilescope.dashboard.timeline_lanes import build_lanes
 
     p = synthetic_profile(50, names=5)
     p.timeline = None
     p.kernels = p.kernels.assign(start_ns=p.kernels["start_ns"].astype("Int64"))
     p.kernels.loc[[3, 7, 11], "start_ns"] = pd.NA
     entry = make_entry("p0", "partial", p, synthetic_report(p))
-    lanes = build_lanes(entry, F.core_categories)
+    lanes = build_lanes(entry)
     assert sum(len(ln.start) for ln in lanes if ln.kind == "kernel") == 47
 
 

@@ -10,7 +10,7 @@ from tilescope.chips import get_chip
 from tilescope.dashboard import figures as F
 from tilescope.dashboard.figures_roofline import roofline_figure
 from tilescope.dashboard.figures_timeline import timeline_figure
-from tilescope.dashboard.query import Lane, timeline_window
+from tilescope.dashboard.timeline_lanes import Lane, timeline_window
 
 from support.synthetic import HOSTILE
 

@@ -20,7 +20,8 @@ from tilescope.dashboard import views as V
 from tilescope.dashboard.data import make_entry
 from tilescope.dashboard.ir_view import Stage, highlight_lines, load_stages, mark_locations, stage_data
 from tilescope.dashboard.paths import RootSet
-from tilescope.dashboard.query import build_lanes, kernel_page, timeline_window
+from tilescope.dashboard.query import kernel_page
+from tilescope.dashboard.timeline_lanes import build_lanes, timeline_window
 
 from support import REPO_ROOT
 from support.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
@@ -161,11 +162,10 @@ def test_large_profile_pages_stay_small(big_entry: Any) -> None:
 
 
 def test_large_profile_figures_stay_under_a_few_mb(big_entry: Any) -> None:
-    from tilescope.dashboard import figures as F
     from tilescope.dashboard.figures_roofline import roofline_figure
     from tilescope.dashboard.figures_timeline import timeline_figure
 
-    lanes = build_lanes(big_entry, F.core_categories)
+    lanes = build_lanes(big_entry)
     seg = timeline_window(lanes)
     assert seg.merged and seg.total_in_window <= 6000
     fig = timeline_figure(
