@@ -39,6 +39,18 @@ pytestmark = pytest.mark.slow  # each test loads real profiles (3-25 s)
 needs_real = pytest.mark.skipif(not REAL_TRACES.is_dir(), reason="../shared/traces/real is absent")
 
 
+_APPS: dict[tuple[Path, ...], Any] = {}
+
+
+def app_of(*paths: Path) -> Any:
+    """One app per set of served paths for the module: the store keeps each profile's analysis, so
+    the tests that open the same real run (the 2-rank torch export: ~4 s to analyse) share it. A
+    session's clicks live in its own DashSession, not in the app."""
+    if paths not in _APPS:
+        _APPS[paths] = create_app(list(paths))
+    return _APPS[paths]
+
+
 def csv_rows(path: Path) -> list[dict[str, str]]:
     """The rows with every field (gpt3 rank 0's row 16 lacks one: the loader skips it, and says so)."""
     with path.open(newline="", encoding="utf-8") as fh:
@@ -109,7 +121,7 @@ def test_an_all_reduce_is_a_share_of_what_it_is_part_of_and_gets_no_pipe_advice(
     spans = [(s, s + float(r["Duration(us)"])) for s, r in zip(starts, hccl, strict=True)]
     biggest = max(hccl, key=lambda r: float(r["Duration(us)"]))
     assert biggest["Name"] == "hcom_allReduce__586_0_1" and float(biggest["Duration(us)"]) == 79089.52
-    page = DashSession(create_app([TORCH]))
+    page = DashSession(app_of(TORCH))
     open_kernel(page, "p0", biggest["Name"])
     shown = kpis(page)
     assert shown["total time"] == "79.09 ms"
@@ -124,7 +136,7 @@ def test_an_all_reduce_is_a_share_of_what_it_is_part_of_and_gets_no_pipe_advice(
 
 
 def test_bound_by_is_the_terminals_and_the_findings_kpi_counts_the_rest() -> None:
-    app = create_app([SAMPLES / "tilelang_fa_bundle"])
+    app = app_of(SAMPLES / "tilelang_fa_bundle")
     entry = store_of(app).get("p0")
     assert entry is not None
     name = "flash_fwd_kernel_mix_aic"
@@ -147,7 +159,7 @@ def test_memory_l0_counters_of_a_kernel_with_units_and_means() -> None:
     rows = [r for r in csv_rows(rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv")
             if r["Name"] == "FlashAttentionScore"]
     assert len(rows) == 3
-    page = DashSession(create_app([GPT3]))
+    page = DashSession(app_of(GPT3))
     open_kernel(page, "p0", "FlashAttentionScore")
     shown = {cells[0]: (group, cells[1:]) for group, cells in table_rows(page.value("d-counters.children"))}
     l0 = [h for h in rows[0] if "_l0" in h]
@@ -172,7 +184,7 @@ def test_l2_cache_and_bank_conflict_counters(group: str) -> None:
     rows = [r for r in csv_rows(summary) if r["Op Name"].startswith("aclnnInplaceOne")]
     assert len(rows) == 2  # two launches of one OnesLike kernel
     name = rows[0]["Op Name"]
-    app = create_app([run])
+    app = app_of(run)
     page = DashSession(app)
     open_kernel(page, "p0", name)
     shown = {cells[0]: (g, cells[1:]) for g, cells in table_rows(page.value("d-counters.children"))}
@@ -194,7 +206,7 @@ def test_l2_cache_and_bank_conflict_counters(group: str) -> None:
 @needs_real
 def test_compare_shows_a_kernels_counters_beside_the_base() -> None:
     """Rank 0 against rank 1 of one run: the top compute kernel's counters, each rank's mean."""
-    page = DashSession(create_app([TORCH]))
+    page = DashSession(app_of(TORCH))
     page.set("tabs.value", "compare")
     assert (page.value("c-base.value"), page.value("c-head.value")) == ("p0", "p1")
     name = page.value("c-counter-kernel.value")
@@ -215,7 +227,7 @@ def test_compare_shows_a_kernels_counters_beside_the_base() -> None:
 
 
 def test_one_profile_is_never_compared_with_itself_and_a_pair_still_can_be() -> None:
-    app = create_app([SAMPLES / "attention_unfused"])
+    app = app_of(SAMPLES / "attention_unfused")
     page = DashSession(app)
     page.set("tabs.value", "compare")
     assert page.value("c-base.value") == "p0" and page.value("c-head.value") is None
@@ -238,7 +250,7 @@ def test_one_profile_is_never_compared_with_itself_and_a_pair_still_can_be() -> 
 
 
 def test_clearing_base_clears_the_comparison() -> None:
-    page = DashSession(create_app([SAMPLES / "attention_unfused", SAMPLES / "attention_fused"]))
+    page = DashSession(app_of(SAMPLES / "attention_unfused", SAMPLES / "attention_fused"))
     page.set("tabs.value", "compare")
     assert len(page.value("c-kpis.children")) == 5 and page.value("c-grid.rowData")
     assert page.texts(["c-counters"])
