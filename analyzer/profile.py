@@ -68,6 +68,8 @@ class Timeline:
     flows: pd.DataFrame
     lanes: dict[int, str] = field(default_factory=dict)
     source_file: Path | None = None
+    # events left out for a time outside its range: {"count", "first", "note"} (io.validate.screen_frame)
+    rows_skipped: dict[str, Any] | None = None
 
 
 @dataclass

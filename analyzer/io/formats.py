@@ -58,6 +58,7 @@ def _load_sqlite(p: Path) -> Parts:
     )
     parts.device.model_name = data.model_name
     parts.device.cann_version = data.cann_version
+    parts.rows_skipped, parts.values_out_of_range = data.rows_skipped, data.values_out_of_range
     return parts
 
 
@@ -237,6 +238,7 @@ def _read_msprof_op(det: Detected, o: ReadOptions) -> Parts:
             blocks=data.blocks,
             launches=launches,
         )
+        parts.rows_skipped, parts.values_out_of_range = data.rows_skipped, data.values_out_of_range
     clock_from_launches(parts.device, launches)
     if root.is_dir():  # msprof op records no core count: a msprof run beside it may (#26)
         add_info_json(root, parts.device, parts.files)
