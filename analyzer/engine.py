@@ -360,7 +360,9 @@ def run_rules(
                           device_time=times, rules_run=ran, notes=notes)
 
 
-def _say_assumed_cores(findings: list[Finding], profile: Profile, infos: dict[str, RuleInfo]) -> list[Finding]:
+def _say_assumed_cores(
+    findings: list[Finding], profile: Profile, infos: dict[str, RuleInfo]
+) -> list[Finding]:
     """A finding whose numbers rest on an assumed core count says so and is at most medium (#26).
 
     Two things divide by the count: an `msprof op` launch's per-core pipe times (its blocks run in
@@ -389,7 +391,8 @@ def _say_assumed_cores(findings: list[Finding], profile: Profile, infos: dict[st
         ):
             out.append(f)
             continue
-        what = " and ".join(w for w, on in (("pipe shares per core", shares), ("speed of light", capped)) if on)
+        parts = (("pipe shares per core", shares), ("speed of light", capped))
+        what = " and ".join(w for w, on in parts if on)
         out.append(dataclasses.replace(
             f,
             message=f"{f.message}, if the device has {' and '.join(values)} (its {what} rest on that "
@@ -419,8 +422,10 @@ def _blocks_beyond(profile: Profile) -> dict[str, set[str]]:
     kind = k["core_type"].astype("str").to_numpy() if "core_type" in k.columns else np.full(len(k), "")
     block = float_column(k, "block_dim").fillna(0).to_numpy()
     mix = float_column(k, "mix_block_dim").fillna(0).to_numpy()
+    # the blocks of each side, as the speed of light counts them (metrics._cores_used)
     cube = np.where(np.isin(kind, ["AI_CORE", "MIX_AIC"]), block, np.where(kind == "MIX_AIV", mix, 0))
-    vector = np.where(np.isin(kind, ["AI_VECTOR_CORE", "MIX_AIV"]), block, np.where(kind == "MIX_AIC", mix, 0))
+    on_vector = np.isin(kind, ["AI_VECTOR_CORE", "MIX_AIV"])
+    vector = np.where(on_vector, block, np.where(kind == "MIX_AIC", mix, 0))
     names = k["name"].astype("str").to_numpy()
     out: dict[str, set[str]] = {}
     for side, blocks, limit in (("cube", cube, aic), ("vector", vector, aiv)):

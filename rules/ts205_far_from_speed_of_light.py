@@ -116,9 +116,12 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     medians = num(df, "duration_us").groupby(names.to_numpy()).median()
     min_launch = float(ctx.thresholds["min_launch_us"])
     flagged = [
-        (name, t) for name, t in times.items()
-        if t.total_us >= min_share * total and t.sol_covered_us >= cover * t.total_us
-        and t.sol_covered_us > 0 and t.sol_us / t.sol_covered_us < max_sol
+        (name, t)
+        for name, t in times.items()
+        if t.total_us >= min_share * total
+        and t.sol_covered_us >= cover * t.total_us
+        and t.sol_covered_us > 0
+        and t.sol_us / t.sol_covered_us < max_sol
         and float(medians.get(name, 0.0)) >= min_launch
     ]
     flagged.sort(key=lambda nt: -nt[1].total_us)
@@ -131,7 +134,7 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         guess = _assumed(profile)
         said = _message(name, known, t.total_us, guess)
         evidence = {
-            "launches": int(len(rows)),
+            "launches": len(rows),
             "total_us": r3(t.total_us),
             "share_of_device_time": r4(t.total_us / total),
             "sol_share": r4(known["sol_share"]),
@@ -147,10 +150,18 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         }
         findings.append(
             make_finding(
-                ctx, code=CODE, slug=SLUG, kernels=[name], message=said, evidence=evidence,
+                ctx,
+                code=CODE,
+                slug=SLUG,
+                kernels=[name],
+                message=said,
+                evidence=evidence,
                 recommendation="Collect next: " + "; ".join(f"{c} ({why})" for c, why in nxt) + ".",
-                saving_us=0.0, severity=Severity.MEDIUM, occurrences=int(len(rows)),
-                saving_kind=SAVING_NONE, assumed=guess,
+                saving_us=0.0,
+                severity=Severity.MEDIUM,
+                occurrences=len(rows),
+                saving_kind=SAVING_NONE,
+                assumed=guess,
             )
         )
     if len(flagged) > limit and findings:
@@ -173,7 +184,7 @@ def _known(rows: pd.DataFrame, sol_share: float, device_share: float) -> dict[st
         if np.isnan(values).all():
             continue
         v = float(np.nanmedian(values))
-        if (pipe is None or v > pipe_share):
+        if pipe is None or v > pipe_share:
             pipe, pipe_share = label, v
     source = text(rows, "bytes_source")
     source = source[source != ""]
@@ -214,7 +225,9 @@ def _message(name: str, k: dict[str, Any], total_us: float, guess: tuple[str, ..
     if not k["flops"]:
         said += "; FLOPs unknown (no shape model for it), so the speed of light counts bytes only"
     if guess:
-        said += f", if the device has {', '.join(g.split(':')[0] for g in guess)} (--chip gives the real figures)"
+        said += (
+            f", if the device has {', '.join(g.split(':')[0] for g in guess)} (--chip gives the real figures)"
+        )
     return said
 
 

@@ -143,7 +143,8 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         msg = (
             f"{count_text(stall.sum(), 'launch stall')} of {fmt_us(float(wait[stall].sum()))} in total: "
             "the device "
-            f"waited {r3(wait[worst])} µs before {names[0]} ({r3(dur_after[worst])} µs) — a host sync or stall"
+            f"waited {r3(wait[worst])} µs before {names[0]} ({r3(dur_after[worst])} µs) — a host sync or "
+            "stall"
         )
     if communication_mask(df).any():  # only where there was communication to overlap
         evidence["gaps_under_communication_us"] = r3(communicating)
@@ -188,7 +189,8 @@ def device_gaps(
     start = df["start_ns"].astype("Int64").to_numpy(dtype="int64", na_value=-1)
     if (start[keep] < 0).any():
         return None
-    end = start + np.round(np.nan_to_num(num(df, "duration_us").clip(lower=0).to_numpy()) * 1000).astype("int64")
+    dur_ns = np.round(np.nan_to_num(num(df, "duration_us").clip(lower=0).to_numpy()) * 1000)
+    end = start + dur_ns.astype("int64")
     comm = communication_mask(df) & (start >= 0)
     waits = keep & (gap_us > 0)
     lo, hi = start[waits] - np.round(gap_us[waits] * 1000).astype("int64"), start[waits]

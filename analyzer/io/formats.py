@@ -155,8 +155,9 @@ def sibling_info_json(run: Path) -> tuple[DeviceInfo, list[Path]] | None:
     folder (`PARENT/PROF_*/device_*/info.json.*`, one level, nothing else read): msprof and msprof
     op write one folder per collection into one output folder, so those ran on the same machine.
     Sibling `OPPROF_*` folders are no source: they hold OpBasicInfo (a clock, no core count),
-    per-block CSVs and `dump/`, nothing that names the device's cores (formats doc §2.3, §9). Only when every such file names the same core counts and clock (else
-    which one is this run's device?); None when there is none or they differ."""
+    per-block CSVs and `dump/`, nothing that names the device's cores (formats doc §2.3, §9).
+    Only when every such file names the same core counts and clock (else which one is this run's
+    device?); None when there is none or they differ."""
     # deferred: io.device (pyarrow) and the profile model only where used
     from tilescope.io import device as dev
     from tilescope.profile import DeviceInfo

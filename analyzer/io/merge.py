@@ -76,10 +76,11 @@ def _rates_as_bytes(base: pd.DataFrame, rates: list[str], spreads: list[float]) 
     launch's duration from the base's goes to `spreads`."""
     own = [c for c in base.columns if c.startswith("_own_")]
     for c in rates:
-        side = "aic_time_us" if c.startswith("aic_") else "aiv_time_us" if c.startswith("aiv_") else "duration_us"
+        side = {"aic_": "aic_time_us", "aiv_": "aiv_time_us"}.get(c[:4], "duration_us")
         if f"_own_{side}" not in base.columns or side not in base.columns:
             continue
-        factor = pd.to_numeric(base[f"_own_{side}"], errors="coerce") / pd.to_numeric(base[side], errors="coerce")
+        own_time = pd.to_numeric(base[f"_own_{side}"], errors="coerce")
+        factor = own_time / pd.to_numeric(base[side], errors="coerce")
         base[c] = pd.to_numeric(base[c], errors="coerce") * factor.where(factor > 0)
     if "_own_duration_us" in base.columns and "duration_us" in base.columns:
         d = pd.to_numeric(base["duration_us"], errors="coerce")

@@ -16,9 +16,9 @@ A value outside is a ProfileFormatError naming the file, the row and the column 
 `--strict`. Without it (#26 items 10-11) the readers leave it out with one counted note: the CSV
 family through `check_columns(flagged=...)` and the row skipper (io.bad_rows), the pandas tables
 (SQLite, timelines) through `screen_frame` — a start or duration outside its range makes the row
-unreadable and skipped, any other value is made null and its row flagged in `out_of_range`. Columns tilescope does not
-know are held to the range their name's unit implies (`*_ratio`, `*_us`, `*_gbps`, ...) and are
-otherwise shown as written.
+unreadable and skipped, any other value is made null and its row flagged in `out_of_range`.
+Columns tilescope does not know are held to the range their name's unit implies (`*_ratio`,
+`*_us`, `*_gbps`, ...) and are otherwise shown as written.
 
 Text columns (names, op types, shapes, dtypes, unknown text) are held to one cap, MAX_TEXT_BYTES
 per value, the same for every reader (docs/reliability.md §2): the CSV family here and in its

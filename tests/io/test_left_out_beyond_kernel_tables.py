@@ -90,7 +90,9 @@ def test_timeline_event_with_negative_duration(tmp_path: Path) -> None:
 
     data = json.loads(TIMELINE.read_text())
     events = data if isinstance(data, list) else data["traceEvents"]
-    lanes = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    lanes = {
+        e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
     device = [e for e in events if e.get("ph") == "X" and lanes.get(e["pid"]) == "Ascend Hardware"]
     assert len(device) == 276
     device[5]["dur"] = -5.0  # a task that ends before it starts

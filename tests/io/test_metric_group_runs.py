@@ -46,8 +46,11 @@ def test_five_groups_are_one_device() -> None:
     # each group's own columns on the one table: UB bank conflicts, L2 cache hits, Memory rates
     conflict = _rows("ResourceConflictRatio")
     assert list(k["aiv_vec_bank_cflt_ratio"].astype(float).fillna(-1)) == pytest.approx(
-        [float(r["aiv_vec_bank_cflt_ratio"]) if r["aiv_vec_bank_cflt_ratio"] not in ("N/A", "") else -1
-         for r in conflict])
+        [
+            float(r["aiv_vec_bank_cflt_ratio"]) if r["aiv_vec_bank_cflt_ratio"] not in ("N/A", "") else -1
+            for r in conflict
+        ]
+    )
     memory = _rows("Memory")[2]  # GroupedMatmul, MIX_AIC: the Cube side reads GM
     assert memory["Op Name"].startswith("aclnnGroupedMatmul")
     rate, own_time = float(memory["aic_main_mem_read_bw(GB/s)"]), float(memory["aicore_time(us)"])

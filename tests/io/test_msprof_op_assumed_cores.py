@@ -20,8 +20,14 @@ from tilescope.io.load import load_profile
 from support import REAL_TRACES, SAMPLES
 
 OPPROF = next((SAMPLES / "tilelang_fa_msprof_op").glob("OPPROF_*"))
-INFO = next((REAL_TRACES / "vllm_moe_lora_5groups" / "PROF_PipeUtilization").glob("PROF_*/device_0/info.json.0"),
-            None) if REAL_TRACES.is_dir() else None
+INFO = (
+    next(
+        (REAL_TRACES / "vllm_moe_lora_5groups" / "PROF_PipeUtilization").glob("PROF_*/device_0/info.json.0"),
+        None,
+    )
+    if REAL_TRACES.is_dir()
+    else None
+)
 
 
 def test_assumed_count_is_said_on_pipe_share_findings() -> None:

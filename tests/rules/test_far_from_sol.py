@@ -78,9 +78,15 @@ def _generated(groups: list[str], rows: list[dict[str, object]], producer: str =
 def _row(name: str, dur: float, **extra: object) -> dict[str, object]:
     # a Vector launch: 4 MiB of fp16 in and out from its shapes; 48 blocks on a 910B2
     base: dict[str, object] = {
-        "name": name, "op_type": name, "core_type": "AI_VECTOR_CORE", "duration_us": dur,
-        "block_dim": 48, "input_shapes": "1048576", "input_dtypes": "FLOAT16",
-        "output_shapes": "1048576", "output_dtypes": "FLOAT16",
+        "name": name,
+        "op_type": name,
+        "core_type": "AI_VECTOR_CORE",
+        "duration_us": dur,
+        "block_dim": 48,
+        "input_shapes": "1048576",
+        "input_dtypes": "FLOAT16",
+        "output_shapes": "1048576",
+        "output_dtypes": "FLOAT16",
     }
     base.update(extra)
     return base
@@ -88,7 +94,9 @@ def _row(name: str, dur: float, **extra: object) -> dict[str, object]:
 
 def test_generated_thresholds_and_next_data() -> None:
     # 4 MiB at 1750 GB/s is 2.4 µs: a 200 µs launch is at 1.2 % of it, a 30 µs one at 8 %
-    slow = [_row("SlowVec", 200.0, aiv_time_us=200.0, aiv_vec_ratio=0.9, aiv_mte2_ratio=0.1) for _ in range(3)]
+    slow = [
+        _row("SlowVec", 200.0, aiv_time_us=200.0, aiv_vec_ratio=0.9, aiv_mte2_ratio=0.1) for _ in range(3)
+    ]
     small = [_row("SmallShare", 30.0, aiv_time_us=30.0, aiv_vec_ratio=0.9)]  # 30 / 630 < 10 %
     short = [_row("Short", 5.0, aiv_time_us=5.0, aiv_vec_ratio=0.9) for _ in range(20)]  # < 20 µs
     r = analyze(_generated(["PipeUtilization"], slow + small + short))

@@ -20,8 +20,16 @@ from tilescope.profile import Profile, SourceInfo
 from support import REAL_TRACES
 
 GPT = REAL_TRACES / "gpt_step_arith_591" / "kernel_details.csv"
-NOT_COMPUTE = {"HCCL", "COMMUNICATION", "HCCL_AI_CPU", "EVENT_WAIT_SQE", "SDMA_SQE", "PCIE_DMA_SQE",
-               "C_CORE_SQE", "FFTS_PLUS"}
+NOT_COMPUTE = {
+    "HCCL",
+    "COMMUNICATION",
+    "HCCL_AI_CPU",
+    "EVENT_WAIT_SQE",
+    "SDMA_SQE",
+    "PCIE_DMA_SQE",
+    "C_CORE_SQE",
+    "FFTS_PLUS",
+}
 
 
 def _ns(us: str) -> int:
@@ -86,8 +94,16 @@ def test_generated_two_streams() -> None:
     us = 1000
 
     def row(name: str, stream: int, start_us: float, dur: float, wait: float) -> dict[str, object]:
-        return {"name": name, "op_type": name, "core_type": "AI_VECTOR_CORE", "stream_id": stream,
-                "start_ns": t0 + int(start_us * us), "duration_us": dur, "wait_us": wait, "block_dim": 8}
+        return {
+            "name": name,
+            "op_type": name,
+            "core_type": "AI_VECTOR_CORE",
+            "stream_id": stream,
+            "start_ns": t0 + int(start_us * us),
+            "duration_us": dur,
+            "wait_us": wait,
+            "block_dim": 8,
+        }
 
     rows = []
     # stream 1: 2-µs kernels every 100 µs; stream 2: one kernel at 50 µs of 2 µs, then one at 500
