@@ -117,3 +117,19 @@ def test_generated_two_streams() -> None:
     # device busy 0..2, 50..52, 100..102, ...; idle: 9 gaps of 98 µs less b0's 2 µs, once
     assert f.evidence["idle_us"] == pytest.approx(9 * 98.0 - 2.0)
     assert f.evidence["busy_us"] == pytest.approx(11 * 2.0)
+
+
+DB_RANK0 = REAL_TRACES / "torch_2rank_pipeutil_db" / "rank0_ascend_pt"
+
+
+@pytest.mark.skipif(not DB_RANK0.is_dir(), reason=f"real traces not found at {DB_RANK0}")
+def test_db_export_idle_is_the_profilers_free_time() -> None:
+    """The database export's rank 0 has compute on stream 2, DSA on 3 and the all-reduces on 4: the
+    gaps counted once across them are exactly the Free time of its own analysis.db StepTraceTime
+    (README: 25,258.144 µs); counted per stream they were 28.60 ms."""
+    from tilescope.io.load import load_profile
+
+    r = analyze(load_profile(DB_RANK0))
+    (f,) = [f for f in r.findings if f.code == "TS404"]
+    assert f.evidence["idle_us"] == pytest.approx(25_258.144, abs=1e-3)
+    assert f.evidence["long_gaps"]["count"] == 0
