@@ -97,6 +97,8 @@ _MSPROF_OP_HINTS = {
     "input_shapes": "shapes (a tilescope collect bundle records them; msprof op does not)",
     "output_shapes": "shapes (a tilescope collect bundle records them; msprof op does not)",
     "blocks": "msprof op per-block data (any msprof op --aic-metrics group)",
+    "sol_us": "a speed of light per launch (shapes: a tilescope collect bundle records them; or msprof "
+    "op --aic-metrics=Memory)",
 }
 
 
