@@ -343,9 +343,8 @@ def _metric_group_runs(found: list[Detected]) -> list[Detected] | None:
     no other run has. Reads one header line per run; never raises."""
     if len(found) < 2 or any(f.format != "msprof" for f in found):
         return None
-    # deferred: the header reader and the column names only on this path
+    # deferred: the column names' groups only on this path
     from tilescope.columns import canonical_header, metric_groups_of
-    from tilescope.io.csv_header import read_header
 
     seen: set[str] = set()
     first: list[Detected] = []
@@ -355,9 +354,12 @@ def _metric_group_runs(found: list[Detected]) -> list[Detected] | None:
                 return None  # several devices in one run: those are ranks
             tables = sorted((f.path / MSPROF_OUT).glob("op_summary_*.csv")) or sorted(
                 f.path.glob("device_*/summary/op_summary_*.csv"))
-            groups = set(metric_groups_of(canonical_header(read_header(tables[0])))) if tables else set()
-        except (OSError, ProfileFormatError):
+            head = read_head(tables[0]) if tables else None
+            line = first_line(head).decode("utf-8-sig", errors="replace") if head else ""
+            header = next(csv.reader([line]), []) if line else []
+        except (OSError, csv.Error):
             return None
+        groups = set(metric_groups_of(canonical_header(header)))
         if not groups or groups & seen:
             return None
         seen |= groups

@@ -22,10 +22,11 @@ if TYPE_CHECKING:  # pandas is imported by the readers below, not at import
 
 from tilescope.columns import KERNEL_CONTRACT, metric_groups_of, sqlite_pmu_canonical
 from tilescope.errors import ProfileFormatError
+from tilescope.io.bad_rows import screen_frame
 from tilescope.io.detect import SQLITE_MAGIC as _SQLITE_MAGIC
 from tilescope.io.sqlite_comm import communication_rows
 from tilescope.io.sqlite_query import describe_value, query_frame
-from tilescope.io.validate import MAX_TEXT_BYTES, TEXT_EXPECTED, screen_frame
+from tilescope.io.validate import MAX_TEXT_BYTES, TEXT_EXPECTED
 
 REQUIRED_TABLES = ("TASK", "COMPUTE_TASK_INFO", "STRING_IDS")
 # The columns each table must have for the join below (TASK_PMU_INFO only when it is there).

@@ -48,10 +48,10 @@ import pyarrow.compute as pc
 
 from tilescope.errors import ProfileFormatError
 from tilescope.interrupt import hold_point
+from tilescope.io.bad_rows import screen_frame
 from tilescope.io.native import native_name
 from tilescope.io.trace_errors import EXPECTED, duckdb_json_error
 from tilescope.io.trace_window import WINDOW_URL, events_window, exact_window, window_fs, window_url
-from tilescope.io.validate import screen_frame
 from tilescope.profile import Timeline
 from tilescope.scratch import scratch_dir
 

@@ -333,20 +333,20 @@ def screen_frame(
     *,
     where: Callable[[int], str],
     columns: Mapping[str, str] | None = None,
-) -> tuple[pd.DataFrame, dict[str, Any] | None, dict[str, Any] | None]:
+    strict: bool = False,
+) -> tuple[pd.DataFrame, tuple[int, str, str] | None, dict[str, Any] | None]:
     """`check_frame` as the kernel tables are read (#26 items 10-11), for the readers of pandas
     tables (SQLite, timelines): without `--strict`, a row whose start or duration (REFUSED: every
     total rests on them) is outside its range is unreadable and skipped, a value outside its range
     in any other column is made null and its row flagged in `out_of_range`. Returns the table and
-    the two entries ({count, first, note}: `bad_rows.SkippedRows`, `flagged_entry`), None where
-    nothing was left out. Under `--strict`, or when every row is unreadable, the first is refused
-    as before (exit 2)."""
-    # deferred: pandas only here; bad_rows imports this module lazily
+    what was left out: the unreadable rows as (count, where the first is, what it holds) — the
+    note is `bad_rows.SkippedRows`', whose `screen_frame` callers use — and the values'
+    `flagged_entry`; None where nothing was. Under `strict` (`--strict`), or when every row is
+    unreadable, the first is refused as before (exit 2)."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
-    from tilescope.io.bad_rows import SkippedRows, strict
-
-    if strict() or not len(df):
+    if strict or not len(df):
         check_frame(df, path, where=where, columns=columns)
         return df, None, None
     drop = np.zeros(len(df), dtype=bool)
@@ -369,7 +369,7 @@ def screen_frame(
     if first is not None:
         if drop.all():  # nothing sound left to stand for the file
             check_frame(df, path, where=where, columns=columns)
-        skipped = SkippedRows(str(path), int(drop.sum()), where(first[0]), first[1]).to_dict()
+        skipped = (int(drop.sum()), where(first[0]), first[1])
         df = df.loc[~drop].reset_index(drop=True)
     flagged: list[dict[str, Any]] = []
     cols = _frame_columns(df)
