@@ -75,7 +75,7 @@ _CAPABILITY_HINTS = {
     "core_type": "task types (profiler level >= Level1)",
     "block_dim": "block dims (profiler level >= Level1)",
     "wait_us": "task wait times (op_summary / kernel_details)",
-    # TS205: a launch's speed of light needs its bytes or FLOPs (docs/metrics.md §3.4-3.5)
+    # TS206: a launch's speed of light needs its bytes or FLOPs (docs/metrics.md §3.4-3.5)
     "sol_us": "a speed of light per launch (tensor shapes: profiler level >= Level1; or aic_metrics=Memory)",
     "timeline.counters:AI Core Freq": "the timeline's 'AI Core Freq' counter (msprof --sys-hardware-mem / "
     "torch_npu with the AI Core frequency lane)",

@@ -65,7 +65,7 @@ def fmt_pct(ratio: Any, digits: int = 1) -> str:
 
 
 STATIC_SAVING = "static: no time estimate"
-# a runtime finding that names data to collect before anything can be estimated (TS205)
+# a runtime finding that names data to collect before anything can be estimated (TS206)
 UNMEASURED_SAVING = "no time estimate until the data it names is collected"
 # each quantity per-line data is ranked by (tilescope.lines.LinesReport.metric), as every view says it
 METRIC_WORDS = {"cycles": "cycles", "instructions_executed": "instructions executed"}

@@ -1,4 +1,4 @@
-"""TS205 far-from-speed-of-light (#26 item 6): a kernel far below its speed of light with a large
+"""TS206 far-from-speed-of-light (#26 item 6): a kernel far below its speed of light with a large
 share of device time gets a finding that says what is known and what to collect next.
 
 Asserted on the real `triton_matmul_bd1024_opsum` (values recomputed here from its raw CSV) and on
@@ -36,7 +36,7 @@ def test_triton_matmul_far_from_its_speed_of_light() -> None:
 
     p = load_profile(TRITON)
     r = analyze(p)
-    (f,) = [f for f in r.findings if f.code == "TS205"]
+    (f,) = [f for f in r.findings if f.code == "TS206"]
     rows = _triton_rows()
     durations = [float(x["Task Duration(us)"]) for x in rows]
     total = sum(durations)
@@ -63,7 +63,7 @@ def test_triton_matmul_far_from_its_speed_of_light() -> None:
     assert f.evidence["collect_next"] == ["aic_metrics=Memory", "aic_metrics=L2Cache", "msprof op"]
     assert f.severity.value == "medium" and f.saving_kind == "none" and f.est_saving_us == 0
     assert saving_text(f.to_dict()) == "no time estimate until the data it names is collected"
-    # nothing else on the profile says the matmul is slow: before TS205 only TS404 (info) fired
+    # nothing else on the profile says the matmul is slow: before TS206 only TS404 (info) fired
     assert not [g for g in r.findings if g.code in ("TS202", "TS203") and "matmul_kernel" in g.kernels]
 
 
@@ -100,12 +100,12 @@ def test_generated_thresholds_and_next_data() -> None:
     small = [_row("SmallShare", 30.0, aiv_time_us=30.0, aiv_vec_ratio=0.9)]  # 30 / 630 < 10 %
     short = [_row("Short", 5.0, aiv_time_us=5.0, aiv_vec_ratio=0.9) for _ in range(20)]  # < 20 µs
     r = analyze(_generated(["PipeUtilization"], slow + small + short))
-    found = [f for f in r.findings if f.code == "TS205"]
+    found = [f for f in r.findings if f.code == "TS206"]
     assert [f.kernels for f in found] == [("SlowVec",)]
     (f,) = found
     assert f.evidence["busiest_pipe"] == "vector"
     assert f.evidence["collect_next"] == ["aic_metrics=ResourceConflictRatio", "msprof op"]
     # an msprof op run says it in its own words and has the per-block data already
     r = analyze(_generated(["PipeUtilization", "ResourceConflictRatio"], slow, producer="msprof_op"))
-    (f,) = [f for f in r.findings if f.code == "TS205"]
+    (f,) = [f for f in r.findings if f.code == "TS206"]
     assert f.evidence["collect_next"] == ["msprof op simulator"]

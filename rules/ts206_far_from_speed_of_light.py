@@ -1,4 +1,4 @@
-"""TS205 far-from-speed-of-light: a kernel holding much of the device time runs far below its
+"""TS206 far-from-speed-of-light: a kernel holding much of the device time runs far below its
 speed of light and no pipe explains it; say what is known and which data to collect next."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tilescope.rules._findings import make_finding, thresholds_used
 from tilescope.rules._numbers import pct, r3, r4
 from tilescope.text.words import fmt_bytes, fmt_us
 
-CODE = "TS205"
+CODE = "TS206"
 SLUG = "far-from-speed-of-light"
 KIND = "runtime"
 NEEDS = ("duration_us", "sol_us")
