@@ -75,6 +75,8 @@ _CAPABILITY_HINTS = {
     "core_type": "task types (profiler level >= Level1)",
     "block_dim": "block dims (profiler level >= Level1)",
     "wait_us": "task wait times (op_summary / kernel_details)",
+    # TS206: a launch's speed of light needs its bytes or FLOPs (docs/metrics.md §3.4-3.5)
+    "sol_us": "a speed of light per launch (tensor shapes: profiler level >= Level1; or aic_metrics=Memory)",
     "timeline.counters:AI Core Freq": "the timeline's 'AI Core Freq' counter (msprof --sys-hardware-mem / "
     "torch_npu with the AI Core frequency lane)",
     "cluster.steps": "step_trace_time.csv or a kernel table on at least 2 ranks",
@@ -95,6 +97,8 @@ _MSPROF_OP_HINTS = {
     "input_shapes": "shapes (a tilescope collect bundle records them; msprof op does not)",
     "output_shapes": "shapes (a tilescope collect bundle records them; msprof op does not)",
     "blocks": "msprof op per-block data (any msprof op --aic-metrics group)",
+    "sol_us": "a speed of light per launch (shapes: a tilescope collect bundle records them; or msprof "
+    "op --aic-metrics=Memory)",
 }
 
 

@@ -350,6 +350,7 @@ def run_rules(
         times,
         lambda share: severity_for_share(share, cuts["high"], cuts["medium"], cuts.get("low", 0.005)),
     )
+    findings = _say_assumed_cores(findings, profile, {info.code: info for info in rules})
     findings.sort(key=lambda f: (-f.est_saving_us, -f.severity.rank, f.code))
     ran.sort(key=order.__getitem__)
     errors.sort(key=lambda f: order[f.code])
@@ -357,6 +358,81 @@ def run_rules(
     notes += at_sol_notes(shared.get("at_sol", {}))
     return AnalysisResult(findings=findings, skipped=skipped, errors=errors, total_device_us=total,
                           device_time=times, rules_run=ran, notes=notes)
+
+
+def _say_assumed_cores(
+    findings: list[Finding], profile: Profile, infos: dict[str, RuleInfo]
+) -> list[Finding]:
+    """A finding whose numbers rest on an assumed core count says so and is at most medium (#26).
+
+    Two things divide by the count: an `msprof op` launch's per-core pipe times (its blocks run in
+    ceil(blocks / cores) waves, `io.msprof_op.per_core_times`), read by the rules whose READS hold
+    pipe shares; and every launch's speed of light (`min(blocks, cores)`), which matters to a
+    finding whose saving it capped (`evidence.saving_bound`). Either changes with the count only
+    for launches with more blocks on a side than the fewest cores the device may have
+    (`_blocks_beyond`): the others' numbers hold whatever the count."""
+    chip = profile.chip
+    said = {"cube": chip.assumed_value("aic_count"), "vector": chip.assumed_value("aiv_count")}
+    if not any(said.values()) or not findings:
+        return findings
+    sides_of = _blocks_beyond(profile)
+    op = profile.source.producer == "msprof_op"
+    out = []
+    for f in findings:
+        info = infos.get(f.code)
+        reads = [*(n.strip() for need in info.needs for n in need.split("|")),
+                 *getattr(info.module, "READS", ())] if info is not None else []
+        shares = op and any(c.endswith(("_share", "_busy_us")) for c in reads)
+        capped = "speed of light" in str(f.evidence.get("saving_bound", {}).get("by", ""))
+        sides = {s for k in f.kernels for s in sides_of.get(k, ())}
+        values = [v for s, v in said.items() if s in sides and v]
+        if f.assumed or f.source != "tilescope" or f.saving_kind != SAVING_DEVICE or not values or not (
+            shares or capped
+        ):
+            out.append(f)
+            continue
+        parts = (("pipe shares per core", shares), ("speed of light", capped))
+        what = " and ".join(w for w, on in parts if on)
+        out.append(dataclasses.replace(
+            f,
+            message=f"{f.message}, if the device has {' and '.join(values)} (its {what} rest on that "
+            "count; --chip gives the real one)",
+            assumed=tuple(f"{v}: assumed for {chip.base_name}, not recorded in the profile" for v in values),
+            severity=Severity.MEDIUM if f.severity is Severity.HIGH else f.severity,
+        ))
+    return out
+
+
+def _blocks_beyond(profile: Profile) -> dict[str, set[str]]:
+    """Per kernel name, the sides ("cube", "vector") on which some launch has more blocks than the
+    fewest cores the device may have: the assumed count or the fewest a catalogued chip at the
+    clock has, whichever is smaller (`chips.fewest_cores_at_least`)."""
+    # deferred: numpy and the rules' column helpers only on a profile with an assumed count
+    import numpy as np
+
+    from tilescope.chips import fewest_cores_at_least
+    from tilescope.metrics import float_column
+
+    chip, k = profile.chip, profile.kernels
+    if "name" not in k.columns or not len(k):
+        return {}
+    fewest = fewest_cores_at_least(1, chip.clock_mhz, profile.source.coupled)
+    aic = min(chip.aic_count or 0, (fewest.aic_count or 0) if fewest else chip.aic_count or 0)
+    aiv = min(chip.aiv_count or 0, (fewest.aiv_count or 0) if fewest else chip.aiv_count or 0)
+    kind = k["core_type"].astype("str").to_numpy() if "core_type" in k.columns else np.full(len(k), "")
+    block = float_column(k, "block_dim").fillna(0).to_numpy()
+    mix = float_column(k, "mix_block_dim").fillna(0).to_numpy()
+    # the blocks of each side, as the speed of light counts them (metrics._cores_used)
+    cube = np.where(np.isin(kind, ["AI_CORE", "MIX_AIC"]), block, np.where(kind == "MIX_AIV", mix, 0))
+    on_vector = np.isin(kind, ["AI_VECTOR_CORE", "MIX_AIV"])
+    vector = np.where(on_vector, block, np.where(kind == "MIX_AIC", mix, 0))
+    names = k["name"].astype("str").to_numpy()
+    out: dict[str, set[str]] = {}
+    for side, blocks, limit in (("cube", cube, aic), ("vector", vector, aiv)):
+        if limit:
+            for name in set(names[blocks > limit]):
+                out.setdefault(str(name), set()).add(side)
+    return out
 
 
 def at_sol_notes(at_sol: dict[str, list[str]]) -> list[str]:

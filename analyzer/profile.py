@@ -25,7 +25,8 @@ class SourceInfo:
 
     path: Path
     # "torch_npu", "msprof", "msprof_op", "msprof_op_multi", "kernel_csv", "timeline_json", "sqlite",
-    # "folder" (several sources side by side), "bundle"
+    # "folder" (several sources side by side), "bundle", "msprof_groups" (one device's msprof runs,
+    # one per metric group, merged: io.detect._metric_group_runs)
     format: str
     producer: str | None = None  # "torch_npu" | "msprof" | "msprof_op"
     files: list[Path] = field(default_factory=list)
@@ -69,6 +70,8 @@ class Timeline:
     lanes: dict[int, str] = field(default_factory=dict)
     source_file: Path | None = None
     threads: dict[tuple[int, int], str] = field(default_factory=dict)
+    # events left out for a time outside its range: {"count", "first", "note"} (io.validate.screen_frame)
+    rows_skipped: dict[str, Any] | None = None
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tilescope.intervals import interval_union
 from tilescope.rules._columns import num
 
 
@@ -55,3 +56,40 @@ def overlap_with_union(
         return np.asarray(full - excess, dtype="float64")
 
     return np.maximum(covered_before(ends) - covered_before(starts), 0.0)
+
+
+def intersect_unions(
+    a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The intersection of two disjoint sorted interval sets (`interval_union`'s), disjoint and
+    sorted. Vectorised: each `a` interval meets the run of `b` intervals between two searchsorted
+    positions; the pairs are expanded with repeat, never a Python loop over launches."""
+    if len(a_start) == 0 or len(b_start) == 0:
+        return np.array([], dtype="int64"), np.array([], dtype="int64")
+    lo = np.searchsorted(b_end, a_start, side="right")  # first b ending after a starts
+    hi = np.searchsorted(b_start, a_end, side="left")  # b starting before a ends: index < hi
+    n = np.maximum(hi - lo, 0)
+    ai = np.repeat(np.arange(len(a_start)), n)
+    bi = np.repeat(lo, n) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))
+    s, e = np.maximum(a_start[ai], b_start[bi]), np.minimum(a_end[ai], b_end[bi])
+    ok = e > s
+    return s[ok], e[ok]
+
+
+def idle_stretches(
+    starts: np.ndarray, ends: np.ndarray, window_lo: np.ndarray, window_hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The stretches (disjoint, sorted, ns) that lie inside some window [lo, hi] and outside every
+    busy interval [start, end]: device-wide idle, each stretch once however many streams' waits
+    cover it. The windows are the profiler's own gaps (`wait_us` before each launch), so a table
+    that is an excerpt never counts time outside them."""
+    w_start, w_end = interval_union(window_lo, window_hi)
+    u_start, u_end = interval_union(starts, ends)
+    if len(u_start) == 0:
+        return w_start, w_end
+    lowest, highest = np.iinfo("int64").min, np.iinfo("int64").max
+    # the complement of the busy union: before the first, between each two, after the last
+    g_start = np.concatenate([[lowest], u_end])
+    g_end = np.concatenate([u_start, [highest]])
+    keep = g_end > g_start
+    return intersect_unions(w_start, w_end, g_start[keep], g_end[keep])

@@ -13,6 +13,7 @@ from tilescope.intervals import covered_by_union, interval_union
 from tilescope.profile import Profile
 from tilescope.rules._columns import HELPER_COLUMNS, NON_COMPUTE_TYPES, core_types, num, text
 from tilescope.rules._findings import make_finding
+from tilescope.rules._intervals import idle_stretches
 from tilescope.rules._numbers import pct, r3
 from tilescope.summary import communication_mask
 from tilescope.text.words import count_text, fmt_us
@@ -66,27 +67,37 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
 
     ## Known limits
     The saving (every gap minus `launch_floor_us`) assumes a graph launch removes the gaps
-    entirely. Gaps before the first kernel of a stream and across streams are taken from
-    `wait_us` as the profiler wrote it. A gap on one stream while a kernel of another stream
-    runs still counts (the device was busy): the saving is capped at the idle time of the wall.
+    entirely. Idle is device-wide: the stretches inside the profiler's gaps (`wait_us` before
+    each launch) that no task of any stream covers, each counted once however many streams'
+    waits hold it (evidence `idle_counted`); each is named after the first launch that starts
+    when it ends. Without start times, each launch's own `wait_us` (less what a collective
+    covered) is all there is, and a gap on one stream while another ran would count.
     """
     df = profile.kernels
     keep = ~core_types(df).isin(NON_COMPUTE_TYPES).to_numpy()
-    dur = num(df, "duration_us").to_numpy()[keep]
+    dur_all = num(df, "duration_us").to_numpy()
+    dur = dur_all[keep]
     if len(dur) == 0:
         return []
-    # a gap while a collective ran is communication time, not idle: only the rest of it counts
     gap = num(df, "wait_us").fillna(0).clip(lower=0).to_numpy()
-    communicating = under_communication(df, gap)[keep]
-    wait = gap[keep] - communicating
+    # wait: one entry per idle stretch; after: the launch (row of df) each stretch ends before
+    wide = device_gaps(df, keep, gap)
+    if wide is None:  # no start times: the profiler's per-launch waits, each launch's own
+        # a gap while a collective ran is communication time, not idle: only the rest of it counts
+        under = under_communication(df, gap)[keep]
+        wait, after = gap[keep] - under, np.flatnonzero(keep)
+        busy, communicating = float(np.nansum(dur)), float(under.sum())
+    else:
+        wait, after, busy, communicating = wide
+    dur_after = dur_all[after]
     max_gap = float(ctx.thresholds["max_gap_us"])
     launch_gaps = wait[(wait > 0) & (wait <= max_gap)]
     long_gaps = wait[wait > max_gap]
-    busy, idle = float(np.nansum(dur)), float(launch_gaps.sum())
+    idle = float(launch_gaps.sum())
     share = idle / (busy + idle) if busy + idle > 0 else 0.0
     short = float(np.mean(dur < float(ctx.thresholds["short_kernel_us"])))
     floor = float(ctx.thresholds["launch_floor_us"])
-    stall = (wait >= float(ctx.thresholds["stall_gap_us"])) & (wait <= max_gap) & (wait > dur)
+    stall = (wait >= float(ctx.thresholds["stall_gap_us"])) & (wait <= max_gap) & (wait > dur_after)
     host_bound = share >= float(ctx.thresholds["min_idle_share"]) and short >= 0.5
     if host_bound:
         saving = float(np.clip(launch_gaps - floor, 0, None).sum())
@@ -98,9 +109,10 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     # the gaps listed and quoted are the ones the saving counts; longer ones are named apart
     order = np.argsort(-np.where(counted, wait, -1.0))[: min(10, int(counted.sum()))]
     # the names of those ten kernels only, in `order` (not an object array of every launch's name)
-    names = text(df.iloc[np.flatnonzero(keep)[order]], "name").to_numpy()
+    names = text(df.iloc[after[order]], "name").to_numpy()
     evidence = {
         "kernels": len(dur),
+        "idle_counted": "device-wide" if wide is not None else "per launch (no start times)",
         "busy_us": r3(busy),
         "idle_us": r3(idle),
         "idle_share": r3(share),
@@ -131,13 +143,14 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         msg = (
             f"{count_text(stall.sum(), 'launch stall')} of {fmt_us(float(wait[stall].sum()))} in total: "
             "the device "
-            f"waited {r3(wait[worst])} µs before {names[0]} ({r3(dur[worst])} µs) — a host sync or stall"
+            f"waited {r3(wait[worst])} µs before {names[0]} ({r3(dur_after[worst])} µs) — a host sync or "
+            "stall"
         )
     if communication_mask(df).any():  # only where there was communication to overlap
-        evidence["gaps_under_communication_us"] = r3(communicating.sum())
-    if communicating.sum() > 0:
+        evidence["gaps_under_communication_us"] = r3(communicating)
+    if communicating > 0:
         msg += (
-            f"; {fmt_us(float(communicating.sum()))} of the gaps ran under communication (an HCCL "
+            f"; {fmt_us(communicating)} of the gaps ran under communication (an HCCL "
             "task), not idle, not counted"
         )
     if len(long_gaps):
@@ -161,6 +174,36 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             "remove host syncs (.item(), .cpu(), nonzero) from the step and fuse small kernels.",
         )
     ]
+
+
+def device_gaps(
+    df: pd.DataFrame, keep: np.ndarray, gap_us: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+    """Idle device-wide (#26): the stretches inside the profiler's gaps (`[start - wait, start]`
+    of each compute launch) that no task of any stream covers, each counted once however many
+    streams' waits hold it. Returns the stretches (µs), the compute launch (row of `df`) each ends
+    before, the busy time (union of the compute launches, µs) and the µs of the gaps a
+    communication task covered. None when a compute launch has no start time."""
+    if "start_ns" not in df.columns:
+        return None
+    start = df["start_ns"].astype("Int64").to_numpy(dtype="int64", na_value=-1)
+    if (start[keep] < 0).any():
+        return None
+    dur_ns = np.round(np.nan_to_num(num(df, "duration_us").clip(lower=0).to_numpy()) * 1000)
+    end = start + dur_ns.astype("int64")
+    comm = communication_mask(df) & (start >= 0)
+    waits = keep & (gap_us > 0)
+    lo, hi = start[waits] - np.round(gap_us[waits] * 1000).astype("int64"), start[waits]
+    bare_s, bare_e = idle_stretches(start[keep], end[keep], lo, hi)  # communication not counted busy
+    s, e = idle_stretches(start[keep | comm], end[keep | comm], lo, hi)
+    communicating = float((bare_e - bare_s).sum() - (e - s).sum()) / 1000.0
+    # each stretch belongs to the first compute launch starting at or after its end
+    rows = np.flatnonzero(keep)
+    rows = rows[np.argsort(start[rows], kind="stable")]
+    after = rows[np.minimum(np.searchsorted(start[rows], e, side="left"), len(rows) - 1)]
+    u_start, u_end = interval_union(start[keep], end[keep])
+    busy = float((u_end - u_start).sum()) / 1000.0
+    return (e - s) / 1000.0, after, busy, max(0.0, communicating)
 
 
 def under_communication(df: pd.DataFrame, gap_us: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from tilescope.errors import ProfileFormatError
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
 STRICT_ENV = "TILESCOPE_STRICT"
@@ -155,3 +156,17 @@ def skipped_rows(table: pa.Table) -> dict[str, Any] | None:
     """What `read_csv_strings(skip_bad_rows=True)` skipped reading `table`: {"count", "first"}."""
     raw = (table.schema.metadata or {}).get(METADATA_KEY)
     return json.loads(raw) if raw else None
+
+
+def screen_frame(
+    df: pd.DataFrame, path: Path, *, where: Callable[[int], str], columns: Mapping[str, str] | None = None
+) -> tuple[pd.DataFrame, dict[str, Any] | None, dict[str, Any] | None]:
+    """A pandas table (SQLite, timeline) read as the kernel tables are (`validate.screen_frame`):
+    the table less its unreadable rows, their entry ({count, first, note}: `SkippedRows`) and the
+    entry of the values left out; `--strict` refuses instead."""
+    # deferred: io.validate (pyarrow) imports this module's neighbours; only these readers need it
+    from tilescope.io import validate
+
+    kept, unreadable, flagged = validate.screen_frame(df, path, where=where, columns=columns, strict=strict())
+    skipped = SkippedRows(str(path), *unreadable).to_dict() if unreadable is not None else None
+    return kept, skipped, flagged

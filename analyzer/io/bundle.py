@@ -36,6 +36,7 @@ def load_bundle(det: Detected) -> Parts:
         empty = ensure_contract(pd.DataFrame(index=pd.RangeIndex(0)))
         return Parts(empty, None, warnings=["bundle has no profiler output: runtime metrics are absent"])
     loaded = [load_single(c) for c in det.children]
+    groups = [list(p.metric_groups) for p in loaded]  # each run's own, before the merge
     parts = loaded[0]
     if len(loaded) > 1:
         parts.kernels, notes = merge_kernel_tables([p.kernels for p in loaded])
@@ -50,6 +51,12 @@ def load_bundle(det: Detected) -> Parts:
             parts.launches = parts.launches if parts.launches is not None else other.launches
             parts.coupled = parts.coupled or other.coupled
         parts.metric_groups = metric_groups_of(list(parts.kernels.columns))
+        if det.format == "msprof_groups":  # said first: the table is several runs' (#26)
+            parts.warnings.insert(0, (
+                f"{len(loaded)} msprof runs of one device, one per --aic-metrics group "
+                f"({', '.join(g for run in groups for g in run)}), not ranks: one kernel table, "
+                f"launches matched by name and order; durations and pipe times from the "
+                f"{groups[0][0] if groups[0] else 'first'} run"))
     return parts
 
 

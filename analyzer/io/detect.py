@@ -312,6 +312,9 @@ def _detect_dir(d: Path, depth: int = 0) -> list[Detected]:
         # msprof op run again and again into one --output: launches of one device's operators, not
         # ranks (msprof op profiles one device; its multi-device layout is inside one OPPROF_*)
         return [Detected("msprof_op_multi", d)]
+    groups = _metric_group_runs(found)
+    if groups is not None:
+        return [Detected("msprof_groups", d, children=groups)]
     if found:
         return found
     if depth <= 1:  # loose files are sniffed here and one level down (the parent of `trace_data/`)
@@ -329,6 +332,39 @@ def _detect_dir(d: Path, depth: int = 0) -> list[Detected]:
         except NoProfileFoundError:
             continue  # e.g. an empty bundle beside the profiles: not what the user pointed at
     return found
+
+
+def _metric_group_runs(found: list[Detected]) -> list[Detected] | None:
+    """msprof runs side by side of which each collected a different `--aic-metrics` group: one
+    device profiled once per group (msprof takes one group per run), not ranks (#26) — a
+    distributed job collects the same group on every rank. Returned with a PipeUtilization run
+    first (its durations and pipe times are the merged table's, io.merge), else in folder order;
+    None unless every run is a single-device msprof run whose op_summary header names groups that
+    no other run has. Reads one header line per run; never raises."""
+    if len(found) < 2 or any(f.format != "msprof" for f in found):
+        return None
+    # deferred: the column names' groups only on this path
+    from tilescope.columns import canonical_header, metric_groups_of
+
+    seen: set[str] = set()
+    first: list[Detected] = []
+    for f in found:
+        try:
+            if len(list(f.path.glob("device_*"))) > 1:
+                return None  # several devices in one run: those are ranks
+            tables = sorted((f.path / MSPROF_OUT).glob("op_summary_*.csv")) or sorted(
+                f.path.glob("device_*/summary/op_summary_*.csv"))
+            head = read_head(tables[0]) if tables else None
+            line = first_line(head).decode("utf-8-sig", errors="replace") if head else ""
+            header = next(csv.reader([line]), []) if line else []
+        except (OSError, csv.Error):
+            return None
+        groups = set(metric_groups_of(canonical_header(header)))
+        if not groups or groups & seen:
+            return None
+        seen |= groups
+        first.append(f) if "PipeUtilization" in groups else None
+    return first + [f for f in found if f not in first]
 
 
 def _per_line_hint(p: Path) -> None:

@@ -58,6 +58,7 @@ def _load_sqlite(p: Path) -> Parts:
     )
     parts.device.model_name = data.model_name
     parts.device.cann_version = data.cann_version
+    parts.rows_skipped, parts.values_out_of_range = data.rows_skipped, data.values_out_of_range
     return parts
 
 
@@ -140,22 +141,28 @@ def add_info_json(root: Path, device: DeviceInfo, files: list[Path]) -> None:
     sibling = sibling_info_json(root)
     if sibling is not None:
         borrowed, used = sibling
+        own = device.rated_frequency_mhz or device.aic_frequency_mhz  # OpBasicInfo's, if any
+        if own and borrowed.aic_frequency_mhz and abs(own - borrowed.aic_frequency_mhz) > 0.015 * own:
+            return  # another device's record: this run's own clock says so (1.5 %: CLOCK_SNAP)
         files.extend(used)
         dev.merge_device(device, borrowed)
         device.borrowed_from = borrowed.borrowed_from
 
 
 def sibling_info_json(run: Path) -> tuple[DeviceInfo, list[Path]] | None:
-    """Device facts for an msprof `PROF_*` run that has no info.json of its own, from the runs
-    beside it in the same parent folder (`PARENT/PROF_*/device_*/info.json.*`, one level, nothing
-    else read): msprof writes one PROF_* folder per collection into one output folder, so those
-    ran on the same machine. Only when every such file names the same core counts and clock (else
-    which one is this run's device?); None when there is none or they differ."""
+    """Device facts for an msprof `PROF_*` run that has no info.json of its own, or an `msprof op`
+    `OPPROF_*` run (which never writes one), from the msprof runs beside it in the same parent
+    folder (`PARENT/PROF_*/device_*/info.json.*`, one level, nothing else read): msprof and msprof
+    op write one folder per collection into one output folder, so those ran on the same machine.
+    Sibling `OPPROF_*` folders are no source: they hold OpBasicInfo (a clock, no core count),
+    per-block CSVs and `dump/`, nothing that names the device's cores (formats doc §2.3, §9).
+    Only when every such file names the same core counts and clock (else which one is this run's
+    device?); None when there is none or they differ."""
     # deferred: io.device (pyarrow) and the profile model only where used
     from tilescope.io import device as dev
     from tilescope.profile import DeviceInfo
 
-    if not run.name.startswith("PROF_"):
+    if not run.name.startswith(("PROF_", "OPPROF_")):
         return None
     try:
         files = sorted(
@@ -232,7 +239,10 @@ def _read_msprof_op(det: Detected, o: ReadOptions) -> Parts:
             blocks=data.blocks,
             launches=launches,
         )
+        parts.rows_skipped, parts.values_out_of_range = data.rows_skipped, data.values_out_of_range
     clock_from_launches(parts.device, launches)
+    if root.is_dir():  # msprof op records no core count: a msprof run beside it may (#26)
+        add_info_json(root, parts.device, parts.files)
     return parts
 
 

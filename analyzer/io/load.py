@@ -87,7 +87,8 @@ def _build(
     from tilescope.metrics import add_derived_metrics
 
     options = ReadOptions(lazy_timeline, defer_csv=kernel_columns is not None)
-    parts = load_bundle(det) if det.format == "bundle" else load_single(det, options)
+    # a bundle's runs and an msprof output folder of one run per metric group are merged alike
+    parts = load_bundle(det) if det.format in ("bundle", "msprof_groups") else load_single(det, options)
     if parts.timeline is not None and parts.device.timeline_max_frequency_mhz is None:
         # a timeline still being read (`pending_timeline`) is not waited for: no value then
         # deferred: io.timeline_facts (numpy) only where used

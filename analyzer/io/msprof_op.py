@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -53,18 +54,23 @@ class MsprofOpData:
     files: list[Path] = field(default_factory=list)
     metric_groups: list[str] = field(default_factory=list)
     layout: str = "single"  # "single" | "multi"
+    # what the reads left out, merged over the files (io.kernel_csv.merged_skips): {count, first, note}
+    rows_skipped: dict[str, Any] | None = None
+    values_out_of_range: dict[str, Any] | None = None
 
 
-def _read_small_csv(path: Path) -> pd.DataFrame:
-    return read_small_table(path).copy()  # consolidated: columns are inserted into it below
+def _read_small_csv(path: Path, left_out: list[tuple[str, dict[str, Any]]]) -> pd.DataFrame:
+    # consolidated: columns are inserted into it below; bad rows and values as a kernel table's
+    return read_small_table(path, left_out).copy()
 
 
 def _read_launch(
-    launch_dir: Path, device: int | None, op_name: str | None, launch: int
+    launch_dir: Path, device: int | None, op_name: str | None, launch: int,
+    left_out: list[tuple[str, dict[str, Any]]],
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path], list[str]]:
     files = metric_files(launch_dir)
     basic_path = files.pop("OpBasicInfo")
-    basic = _read_small_csv(basic_path)
+    basic = _read_small_csv(basic_path, left_out)
     if "name" not in basic:
         raise ProfileFormatError(basic_path, "line 1", "missing required column 'Op Name'")
     name = op_name or (str(basic["name"].iloc[0]) if len(basic) else launch_dir.name)
@@ -77,7 +83,7 @@ def _read_launch(
     for metric in METRIC_FILES:
         if metric not in files:
             continue
-        part = _read_small_csv(files[metric])
+        part = _read_small_csv(files[metric], left_out)
         groups.append(metric)
         if "block_id" not in part:  # coupled-chip files (310P) have one row per core, no block ids
             part.insert(0, "block_id", pd.Series(np.arange(len(part)), index=part.index, dtype="Int64"))
@@ -287,8 +293,9 @@ def read_msprof_op(root: Path) -> MsprofOpData:
     all_blocks: list[pd.DataFrame] = []
     files: list[Path] = []
     groups: list[str] = []
+    left_out: list[tuple[str, dict[str, Any]]] = []
     for launch_dir, device, op_name, launch in launch_dirs:
-        basic, blocks, used, g = _read_launch(launch_dir, device, op_name, launch)
+        basic, blocks, used, g = _read_launch(launch_dir, device, op_name, launch, left_out)
         all_launches.append(basic)
         all_blocks.append(blocks)
         files.extend(used)
@@ -297,4 +304,9 @@ def read_msprof_op(root: Path) -> MsprofOpData:
     blocks = pd.concat(all_blocks, ignore_index=True)
     kernels = _kernels_from(launches, blocks)
     layout = "single" if launch_dirs[0][0] == root else "multi"
-    return MsprofOpData(kernels, blocks, launches, files, groups, layout)
+    # deferred: kernel_csv (its readers) only for the merge of the notes
+    from tilescope.io.kernel_csv import merged_skips
+
+    skipped = merged_skips([e for k, e in left_out if k == "rows_skipped"])
+    flagged = merged_skips([e for k, e in left_out if k == "values_out_of_range"], "values out of range")
+    return MsprofOpData(kernels, blocks, launches, files, groups, layout, skipped, flagged)

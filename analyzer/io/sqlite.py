@@ -13,7 +13,7 @@ import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,10 +22,11 @@ if TYPE_CHECKING:  # pandas is imported by the readers below, not at import
 
 from tilescope.columns import KERNEL_CONTRACT, metric_groups_of, sqlite_pmu_canonical
 from tilescope.errors import ProfileFormatError
+from tilescope.io.bad_rows import screen_frame
 from tilescope.io.detect import SQLITE_MAGIC as _SQLITE_MAGIC
 from tilescope.io.sqlite_comm import communication_rows
 from tilescope.io.sqlite_query import describe_value, query_frame
-from tilescope.io.validate import MAX_TEXT_BYTES, TEXT_EXPECTED, check_frame
+from tilescope.io.validate import MAX_TEXT_BYTES, TEXT_EXPECTED
 
 REQUIRED_TABLES = ("TASK", "COMPUTE_TASK_INFO", "STRING_IDS")
 # The columns each table must have for the join below (TASK_PMU_INFO only when it is there).
@@ -62,6 +63,9 @@ class SqliteData:
     rank: int | None = None
     files: list[Path] = field(default_factory=list)
     metric_groups: list[str] = field(default_factory=list)
+    # what the boundary check left out ({count, first, note}, io.validate.screen_frame)
+    rows_skipped: dict[str, Any] | None = None
+    values_out_of_range: dict[str, Any] | None = None
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
@@ -211,8 +215,11 @@ def _read(con: sqlite3.Connection, path: Path) -> SqliteData:
         rank = int(r) if r is not None and r.lstrip("-").isdigit() and int(r) >= 0 else None
     k = k.reset_index(drop=True)
     # the boundary check every reader ends with (analyzer/io/validate.py), naming the task
-    check_frame(k, path, where=lambda i: _row_name(k, i), columns=_SOURCES)
-    return SqliteData(k, model, cann, rank, [path], metric_groups_of(list(k.columns)))
+    # without --strict, a task whose start or duration is outside its range is skipped and any
+    # other value outside its range left out and flagged, each with one note (#26 items 10-11)
+    checked = k
+    k, skipped, out_of_range = screen_frame(k, path, where=lambda i: _row_name(checked, i), columns=_SOURCES)
+    return SqliteData(k, model, cann, rank, [path], metric_groups_of(list(k.columns)), skipped, out_of_range)
 
 
 def _with_communication(k: pd.DataFrame, comm: pd.DataFrame) -> pd.DataFrame:

@@ -547,10 +547,24 @@ def _arrow_type(dtype: str) -> pa.DataType:
     return {"string": pa.string(), "Int64": pa.int64(), "int64_ns": pa.int64()}.get(dtype, pa.float64())
 
 
-def read_small_table(path: Path) -> pd.DataFrame:
+def read_small_table(path: Path, left_out: list[tuple[str, dict[str, Any]]] | None = None) -> pd.DataFrame:
     """A small CSV (an `msprof op` OpBasicInfo, ...) read whole, cleaned and typed by the canonical
-    names of its header (unknown columns kept, the trailing empty column dropped)."""
+    names of its header (unknown columns kept, the trailing empty column dropped).
+
+    With `left_out` (and without `--strict`) it is read as the kernel tables are (#26 items
+    10-11): rows with the wrong number of fields skipped, values outside their range made null and
+    flagged in `out_of_range`; what was left out is appended as ("rows_skipped" or
+    "values_out_of_range", {count, first, note})."""
+    # deferred: bad_rows' strict flag (an environment read) only here
+    from tilescope.io.bad_rows import skipped_rows, strict
+
+    lenient = left_out is not None and not strict()
     header = read_header(path)
-    header, raw = read_csv_strings(path, header)
-    cols = convert_columns(path, header, raw, canonical=canonical_header(header))
+    header, raw = read_csv_strings(path, header, skip_bad_rows=lenient)
+    flagged: list[dict[str, Any]] | None = [] if lenient else None
+    cols = convert_columns(path, header, raw, canonical=canonical_header(header), flagged=flagged)
+    if left_out is not None:
+        if (said := skipped_rows(raw)) is not None:
+            left_out.append(("rows_skipped", said))
+        left_out.extend(("values_out_of_range", f) for f in flagged or ())
     return to_frame(cols, raw.num_rows)

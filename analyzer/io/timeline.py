@@ -48,10 +48,10 @@ import pyarrow.compute as pc
 
 from tilescope.errors import ProfileFormatError
 from tilescope.interrupt import hold_point
+from tilescope.io.bad_rows import screen_frame
 from tilescope.io.native import native_name
 from tilescope.io.trace_errors import EXPECTED, duckdb_json_error
 from tilescope.io.trace_window import WINDOW_URL, events_window, exact_window, window_fs, window_url
-from tilescope.io.validate import check_frame
 from tilescope.profile import Timeline
 from tilescope.scratch import scratch_dir
 
@@ -282,18 +282,34 @@ def _build(config: DuckConfig, path: Path, parts: dict[str, pa.Table]) -> Timeli
     host_ops = _host_ops(x.filter(pc.and_(pc.invert(on_hw), pc.invert(on_overlap))), lanes)
     del x, on_hw, on_overlap
     pa.default_memory_pool().release_unused()
+    # the events' times against their ranges, their names against MAX_TEXT_BYTES (DuckDB's own cap
+    # is per event, 16 MiB); without --strict an event with a time outside is skipped with one
+    # note (#26 item 11), before the flows index the tables
+    kernels, left_k = _screened(kernels, path, "device task")
+    host_ops, left_h = _screened(host_ops, path, "host event")
     flows, counters = _flows(config, parts.pop("flow", None) or _empty(_FLOW_COLS), kernels, host_ops,
                              parts.get("C"))
-    for table, what in ((kernels, "device task"), (host_ops, "host event")):
-        # its times against their ranges, its names against MAX_TEXT_BYTES (DuckDB's own cap is
-        # per event, 16 MiB)
-        checked = [c for c in ("start_ns", "duration_us", "name") if c in table.columns]
-        check_frame(table[checked], path, where=_event_at(table, what),
-                    columns={"start_ns": "ts", "duration_us": "dur"})
+    left = [e for e in (left_k, left_h) if e is not None]
+    skipped = None
+    if left:
+        count = sum(int(e["count"]) for e in left)
+        note = left[0]["note"] if len(left) == 1 else f"{count:,} unreadable events; {left[0]['note']}"
+        skipped = {"count": count, "first": left[0]["first"], "note": note}
     rows = threads.dropna().itertuples(index=False) if len(threads) else ()
     names = {(int(p), int(t)): str(n) for p, t, n in rows}
     return Timeline(kernels=kernels, host_ops=host_ops, counters=counters, flows=flows, lanes=lanes,
-                    source_file=path, threads=names)
+                    source_file=path, threads=names, rows_skipped=skipped)
+
+
+def _screened(table: pd.DataFrame, path: Path, what: str) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """`table` less the events `validate.screen_frame` finds unreadable, and its entry for them."""
+    checked = [c for c in ("start_ns", "duration_us", "name") if c in table.columns]
+    sub = table[checked].assign(_event=np.arange(len(table)))
+    kept, skipped, _ = screen_frame(sub, path, where=_event_at(table, what),
+                                    columns={"start_ns": "ts", "duration_us": "dur"})
+    if skipped is None:
+        return table, None
+    return table.iloc[kept["_event"].to_numpy()].reset_index(drop=True), skipped
 
 
 def _event_at(table: pd.DataFrame, what: str) -> Callable[[int], str]:

@@ -12,11 +12,13 @@ implies (docs/reliability.md lists them):
   cycles, counts, GB/s, KB, MHz finite, >= 0
   integer ids                   >= 0
 
-A value outside is a ProfileFormatError naming the file, the row and the column (exit 2): no real
-profiler output we have read writes one (both real sets, every sample), so a value outside is a
-broken or hostile file and every total computed from it would be wrong. Columns tilescope does not
-know are held to the range their name's unit implies (`*_ratio`, `*_us`, `*_gbps`, ...) and are
-otherwise shown as written.
+A value outside is a ProfileFormatError naming the file, the row and the column (exit 2) under
+`--strict`. Without it (#26 items 10-11) the readers leave it out with one counted note: the CSV
+family through `check_columns(flagged=...)` and the row skipper (io.bad_rows), the pandas tables
+(SQLite, timelines) through `screen_frame` — a start or duration outside its range makes the row
+unreadable and skipped, any other value is made null and its row flagged in `out_of_range`.
+Columns tilescope does not know are held to the range their name's unit implies (`*_ratio`,
+`*_us`, `*_gbps`, ...) and are otherwise shown as written.
 
 Text columns (names, op types, shapes, dtypes, unknown text) are held to one cap, MAX_TEXT_BYTES
 per value, the same for every reader (docs/reliability.md §2): the CSV family here and in its
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -299,6 +302,11 @@ def check_frame(
 ) -> None:
     """`check_columns` for a pandas table (SQLite, timeline): its numeric and text columns, by
     position (text as Arrow: pandas' str columns are Arrow already, categoricals dictionaries)."""
+    check_columns(_frame_columns(df), path, source_names=columns, where=where)
+
+
+def _frame_columns(df: pd.DataFrame) -> dict[str, pa.Array | pa.ChunkedArray]:
+    """A pandas table's numeric and text columns as Arrow, for `check_columns`."""
     # deferred: pandas (~0.3 s) only when this builds a frame
     import pandas as pd
 
@@ -316,4 +324,62 @@ def check_frame(
                 continue
             if is_text(arr.type):
                 cols[name] = arr
-    check_columns(cols, path, source_names=columns, where=where)
+    return cols
+
+
+def screen_frame(
+    df: pd.DataFrame,
+    path: str | Path,
+    *,
+    where: Callable[[int], str],
+    columns: Mapping[str, str] | None = None,
+    strict: bool = False,
+) -> tuple[pd.DataFrame, tuple[int, str, str] | None, dict[str, Any] | None]:
+    """`check_frame` as the kernel tables are read (#26 items 10-11), for the readers of pandas
+    tables (SQLite, timelines): without `--strict`, a row whose start or duration (REFUSED: every
+    total rests on them) is outside its range is unreadable and skipped, a value outside its range
+    in any other column is made null and its row flagged in `out_of_range`. Returns the table and
+    what was left out: the unreadable rows as (count, where the first is, what it holds) — the
+    note is `bad_rows.SkippedRows`', whose `screen_frame` callers use — and the values'
+    `flagged_entry`; None where nothing was. Under `strict` (`--strict`), or when every row is
+    unreadable, the first is refused as before (exit 2)."""
+    # deferred: pandas (~0.3 s) only when this builds a frame
+    import pandas as pd
+
+    if strict or not len(df):
+        check_frame(df, path, where=where, columns=columns)
+        return df, None, None
+    drop = np.zeros(len(df), dtype=bool)
+    first: tuple[int, str] | None = None
+    for name in (c for c in REFUSED if c in df.columns):
+        s = df[name]
+        if not pd.api.types.is_numeric_dtype(s):
+            continue
+        arr = pa.array(s, from_pandas=True)
+        rng = range_of(name)
+        if rng is None or _first_bad(arr, rng, pa.types.is_floating(arr.type)) is None:
+            continue
+        bad = np.asarray(pc.fill_null(_outside(arr, rng, pa.types.is_floating(arr.type)), False))
+        row = int(np.flatnonzero(bad)[0])
+        column = (columns or {}).get(name, name)
+        if first is None or row < first[0]:
+            first = (row, f"column {column!r}: expected {rng.expected}, found {_shown(arr[row].as_py())}")
+        drop |= bad
+    skipped = None
+    if first is not None:
+        if drop.all():  # nothing sound left to stand for the file
+            check_frame(df, path, where=where, columns=columns)
+        skipped = (int(drop.sum()), where(first[0]), first[1])
+        df = df.loc[~drop].reset_index(drop=True)
+    flagged: list[dict[str, Any]] = []
+    cols = _frame_columns(df)
+    check_columns(cols, path, source_names=columns, where=where, flagged=flagged)
+    if not flagged:
+        return df, skipped, None
+    df = df.copy()
+    for name, arr in cols.items():  # the values made null, and the flag column
+        if name == FLAG_COLUMN:
+            df[name] = pd.array(arr.to_pylist(), dtype="str")
+        elif not is_text(arr.type) and arr.null_count != int(df[name].isna().sum()):
+            df[name] = pd.array(arr.to_pylist(), dtype=df[name].dtype)
+    return df, skipped, flagged[0]

@@ -372,6 +372,7 @@ def _input(profile: Profile) -> dict[str, Any]:
     """A profile's `profiles` entry but its `id` (its place among the report's inputs:
     `assemble_report` puts it first)."""
     src, dev = profile.source, profile.device
+    timeline_skipped = profile.timeline.rows_skipped if profile.timeline is not None else None
     return {
         "path": str(src.path),
         "format": src.format,
@@ -384,10 +385,19 @@ def _input(profile: Profile) -> dict[str, Any]:
         "has_timeline": profile.timeline is not None,
         "has_blocks": profile.blocks is not None,
         "has_ir": profile.ir is not None,
-        "warnings": list(profile.warnings),
-        "rows_skipped": profile.rows_skipped,
+        "warnings": list(profile.warnings) + ([timeline_skipped["note"]] if timeline_skipped else []),
+        "rows_skipped": _skipped_rows(profile.rows_skipped, timeline_skipped),
         "values_out_of_range": profile.values_out_of_range,
     }
+
+
+def _skipped_rows(table: dict[str, Any] | None, timeline: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The rows the kernel table and the events the timeline left out, as one entry: their count,
+    the first of the table's (else the timeline's), both notes."""
+    if table is None or timeline is None:
+        return table or timeline
+    return {"count": int(table["count"]) + int(timeline["count"]), "first": table["first"],
+            "note": f"{table['note']}; {timeline['note']}"}
 
 
 def _chip(profile: Profile) -> dict[str, Any]:

@@ -65,6 +65,8 @@ def fmt_pct(ratio: Any, digits: int = 1) -> str:
 
 
 STATIC_SAVING = "static: no time estimate"
+# a runtime finding that names data to collect before anything can be estimated (TS206)
+UNMEASURED_SAVING = "no time estimate until the data it names is collected"
 # each quantity per-line data is ranked by (tilescope.lines.LinesReport.metric), as every view says it
 METRIC_WORDS = {"cycles": "cycles", "instructions_executed": "instructions executed"}
 
@@ -74,6 +76,9 @@ def saving_text(f: Mapping[str, Any]) -> str:
     nothing ran) says it has no time, never `0.0 µs (0.0 %)`."""
     kind = f.get("saving_kind", "device")
     if kind == "none":
+        evidence = f.get("evidence")
+        if isinstance(evidence, Mapping) and evidence.get("collect_next"):
+            return UNMEASURED_SAVING
         return STATIC_SAVING
     saving = num(f.get("est_saving_us")) or 0.0
     share = fmt_pct(f.get("share_of_total"))
@@ -103,7 +108,7 @@ def _per_rank(f: Mapping[str, Any]) -> str:
 def saving_phrase(f: Mapping[str, Any]) -> str:
     """`est. 29.2 µs (66.7 %)`, or `static: no time estimate`: the saving in a sentence."""
     text = saving_text(f)
-    return text if text == STATIC_SAVING else f"est. {text}"
+    return text if text in (STATIC_SAVING, UNMEASURED_SAVING) else f"est. {text}"
 
 
 def sol_text(row: Mapping[str, Any]) -> str:

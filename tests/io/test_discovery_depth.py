@@ -26,8 +26,10 @@ def test_prof_group_folder_holding_one_run(real_traces: Path) -> None:
     (found,) = detect(group)
     assert found.format == "msprof" and found.path.name.startswith("PROF_000001_")
     # and one more PROF_ level above it, as the collection script wrote it (PROF_GROUP_<ts>/)
-    found = detect(real_traces / GROUPS)
-    assert sorted(f.path.parent.name for f in found) == sorted(
+    # (one run per metric group of one device: one profile holding the five, #26 item 4)
+    (found,) = detect(real_traces / GROUPS)
+    assert found.format == "msprof_groups"
+    assert sorted(f.path.parent.name for f in found.children) == sorted(
         p.name for p in (real_traces / GROUPS).iterdir()
     )
 

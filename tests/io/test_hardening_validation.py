@@ -136,11 +136,17 @@ def test_sqlite_negative_duration_names_the_task(
     con.execute("UPDATE TASK SET endNs = startNs - 5000 WHERE globalTaskId = ?", (gid,))
     con.commit()
     con.close()
-    code, out, err = cli(capsys, "analyze", str(db), "--format", "json")
+    said = f"{db}: task globalTaskId={gid}: column 'TASK.endNs - TASK.startNs': expected a duration"
+    code, out, err = cli(capsys, "analyze", str(db), "--format", "json", "--strict")
     assert code == 2
     assert out == ""
-    assert f"{db}: task globalTaskId={gid}: column 'TASK.endNs - TASK.startNs': expected a duration" in err
+    assert said in err
     assert "found -5" in err
+    # without --strict the task is an unreadable row: skipped, named in one note (#26 item 11)
+    code, out, err = cli(capsys, "analyze", str(db), "--format", "json")
+    assert code == 0
+    (entry,) = json.loads(out)["profiles"]
+    assert entry["rows_skipped"]["count"] == 1 and said in entry["rows_skipped"]["first"]
 
 
 def test_timeline_negative_dur_names_the_event(
@@ -151,11 +157,17 @@ def test_timeline_negative_dur_names_the_event(
     target["dur"] = -3.5
     path = tmp_path / "trace_view.json"
     path.write_text(json.dumps(events))
-    code, _, err = cli(capsys, "info", str(path))
+    said = "column 'dur': expected a duration in µs, 0 .. 8.64e10 (one day), found -3.5"
+    code, _, err = cli(capsys, "info", str(path), "--strict")
     assert code == 2
     assert f"{path}: " in err
     assert f"{target['name'][:20]}" in err
-    assert "column 'dur': expected a duration in µs, 0 .. 8.64e10 (one day), found -3.5" in err
+    assert said in err
+    # without --strict the event is skipped with one note naming it (#26 item 11)
+    code, out, err = cli(capsys, "analyze", str(path), "--format", "json")
+    assert code == 0
+    (entry,) = json.loads(out)["profiles"]
+    assert said in entry["rows_skipped"]["first"] and target["name"][:20] in entry["rows_skipped"]["first"]
 
 
 def test_msprof_op_repeated_block_row_is_rejected(
