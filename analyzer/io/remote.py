@@ -169,7 +169,7 @@ def bounded(limits: RemoteLimits, url: str, doing: str, call: Callable[..., T], 
     if "value" not in box:
         raise RemoteStageError(f"{url}: cannot {doing} it (no answer within {limits.timeout_s:g} s; "
                                f"{URL_TIMEOUT_ENV} sets the deadline)")
-    return box["value"]  # type: ignore[no-any-return]
+    return box["value"]
 
 
 def fs_error(url: str, doing: str, exc: Exception) -> TilescopeError:
