@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from tilescope.errors import MissingComponentError, NoProfileFoundError, TilescopeError, UsageError
 from tilescope.io.detect import PATH_MISSING
+from tilescope.text.words import parse_size
 
 # Example: "s3://bucket/run", "file:///nfs/run" (a scheme of 2+ letters: not a Windows drive "C:\")
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
@@ -58,9 +59,6 @@ DEFAULT_TIMEOUT_S = 60.0
 # room for any of them, and stops a wrong URL (a whole dataset) long before a disk is full
 DEFAULT_MAX_BYTES = 32 * 2**30
 CHUNK = 8 * 2**20  # one read of a copied file, each under the deadline
-_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-# Example: "500000", "64M", "32GiB", "2 G"
-_BYTES_RE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 
 T = TypeVar("T")
 
@@ -92,8 +90,7 @@ def remote_limits(env: Mapping[str, str] | None = None) -> RemoteLimits:
         limits = RemoteLimits(seconds, limits.max_bytes)
     raw = env.get(URL_MAX_BYTES_ENV, "").strip()
     if raw:
-        m = _BYTES_RE.match(raw)
-        cap = int(m.group(1)) * _UNITS[m.group(2).upper()] if m else 0
+        cap = parse_size(raw) or 0
         if cap < 1:
             raise UsageError(f"{URL_MAX_BYTES_ENV} {raw!r}: expected a number of bytes >= 1, such as "
                              f"500000, 64M or 32G (default {DEFAULT_MAX_BYTES // 2**30}G)")

@@ -147,7 +147,8 @@ def test_the_limits_are_read_from_the_environment_and_checked() -> None:
     for bad in ("0", "-1", "nan", "inf", "soon"):
         with pytest.raises(UsageError, match=r"^TILESCOPE_URL_TIMEOUT '.*': expected a number of seconds"):
             remote_limits({"TILESCOPE_URL_TIMEOUT": bad})
-    for bad in ("0", "12X", "-5", "1.5G", "lots"):
+    assert remote_limits({"TILESCOPE_URL_MAX_BYTES": "1.5G"}).max_bytes == 3 * 2**29  # as the cache's size
+    for bad in ("0", "12X", "-5", "lots"):
         with pytest.raises(UsageError, match=r"^TILESCOPE_URL_MAX_BYTES '.*': expected a number of bytes"):
             remote_limits({"TILESCOPE_URL_MAX_BYTES": bad})
 
