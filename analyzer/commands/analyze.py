@@ -257,7 +257,9 @@ def register(app: typer.Typer) -> None:
     def analyze_cmd(
         path: Annotated[
             str, typer.Argument(help="Profiler output directory, kernel table, timeline or bundle; or "
-                                "a URL fsspec reads (s3://bucket/job) holding one folder per rank.")
+                                "a URL fsspec reads (s3://bucket/job) holding one folder per rank "
+                                "(each listing and read within $TILESCOPE_URL_TIMEOUT, default 60 s; "
+                                "at most $TILESCOPE_URL_MAX_BYTES per rank, default 32G).")
         ],
         fmt: Annotated[str, typer.Option("--format", "-f", help="text, json, md, html or sarif.")] = "text",
         output: Annotated[
