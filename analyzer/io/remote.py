@@ -146,7 +146,7 @@ def _fs(url: str, limits: RemoteLimits) -> tuple[Any, str]:
 
 
 def bounded(limits: RemoteLimits, url: str, doing: str, call: Callable[..., T], *args: Any) -> T:
-    """`call(*args)`, or UsageError when it has not returned within `limits.timeout_s`. The call
+    """`call(*args)`, or RemoteStageError when it has not returned within `limits.timeout_s`. The call
     runs in a daemon thread: one that never returns (a host that accepts and never answers) is
     left behind, blocked on its socket, and ends with the process; fsspec's own timeouts differ
     per filesystem and some retry for minutes."""
