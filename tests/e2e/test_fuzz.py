@@ -34,6 +34,19 @@ def test_fuzz_budget_meets_the_bar(real_traces: Path) -> None:
     assert counts["accepted"] > 0 and counts["rejected"] > 0
 
 
+CACHE_CI_CASES = 8  # each runs `analyze` of a real 2-rank run twice (json, text): ~30 s
+
+
+def test_cache_fuzz_budget_meets_the_bar(real_traces: Path) -> None:
+    """Damaged and forged entries of the rank cache (tests/fuzz/cache.py, issue #27): a damaged
+    entry is never read (the report is --no-cache's), a forged one never crashes a report."""
+    from tests.fuzz.cache import run as run_cache
+
+    report = run_cache(CACHE_CI_CASES, seed=20261207)
+    assert report["failures"] == [], json.dumps(report["failures"], indent=1)
+    assert report["kinds"]["not to be read"] > 0 and report["kinds"]["forged and sealed"] > 0
+
+
 # Cases the long runs failed on, replayed on every CI run: (run seed, case index, seed input, the
 # mutation, what went wrong before the fix)
 FOUND = [
