@@ -162,6 +162,23 @@ def forge(rng: random.Random, entry: Path) -> tuple[str, bool]:
     return what, refused
 
 
+def forge_at(entry: Path, path: tuple[Any, ...], value: Any) -> None:
+    """`unit.json` of `entry` with `value` at `path`, sealed again (a found case, replayed as is)."""
+    meta = entry / "unit.json"
+    data = _unsealed(meta)
+    _set(data, path, value)
+    _reseal(meta, data)
+
+
+def judged(source: Path, root: Path, fmt: str) -> str:
+    """The oracle's outcome of `analyze -f fmt` on `source` with the cache at `root`."""
+    from tilescope import rank_cache_trust
+
+    rank_cache_trust._WARNED.clear()
+    code, out, err, tb = _analyze(source, fmt, root)
+    return judge("analyze", code, out if fmt == "json" else "{}", err, tb, str(source)).outcome
+
+
 def change(rng: random.Random, root: Path) -> tuple[str, bool]:
     """One entry of the cache at `root` damaged or forged; (what was done, whether the entry must
     not be read: damaged, or forged of the wrong shape)."""
@@ -189,36 +206,55 @@ def seed_run(work: Path) -> Path:
     return out
 
 
-def run(cases: int, seed: int, log: bool = False) -> dict[str, Any]:
+def prepare(work: Path) -> tuple[Path, Path, dict[str, tuple[int | None, str, str, str]]]:
+    """The seed run, a cache of its ranks under `work` (no whole-run entry) and its --no-cache
+    reports in both formats."""
+    source = seed_run(work)
+    pristine = work / "pristine"
+    _analyze(source, "json", pristine)
+    for stored in pristine.glob("??/*/run.json"):  # the whole run's entry would answer first
+        shutil.rmtree(stored.parent)
+    return source, pristine, {fmt: _analyze(source, fmt, None) for fmt in ("json", "text")}
+
+
+def check(seed: int, i: int, work: Path, prepared: Any) -> tuple[str, bool, list[tuple[str, str, str]]]:
+    """Case `i` of run `seed`: (what was changed, whether it must not be read, per format its
+    (format, outcome, detail))."""
     from tilescope import rank_cache_trust
 
+    source, pristine, plain = prepared
+    results = []
+    what, unread = "", False
+    for fmt in ("json", "text"):  # each on a fresh copy: a damaged entry is rewritten when seen
+        root = work / f"case{i:05d}-{fmt}"
+        shutil.copytree(pristine, root, symlinks=True)
+        what, unread = change(random.Random(f"{seed}:{i}:cache"), root)
+        rank_cache_trust._WARNED.clear()  # each case a process of its own, as a user's run
+        code, out, err, tb = _analyze(source, fmt, root)
+        result = judge("analyze", code, out if fmt == "json" else "{}", err, tb, str(source))
+        outcome, detail = result.outcome, result.detail
+        if not unread and outcome == "out_of_range":  # a forged value shown as forged: §9
+            outcome = "forged_value_shown"
+        if unread and outcome in ("accepted", "rejected"):
+            want_code, want_out = plain[fmt][0], plain[fmt][1]
+            if code != want_code or _STAMP.sub("", out) != _STAMP.sub("", want_out):
+                outcome, detail = "cache_trusted", "the report differs from --no-cache"
+        results.append((fmt, outcome, detail))
+        shutil.rmtree(root)
+    return what, unread, results
+
+
+def run(cases: int, seed: int, log: bool = False) -> dict[str, Any]:
     counts: dict[str, int] = {}
     kinds = {"not to be read": 0, "forged and sealed": 0}
     failures: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="tilescope-cachefuzz-") as tmp:
         work = Path(tmp)
-        source = seed_run(work)
-        pristine = work / "pristine"
-        _analyze(source, "json", pristine)
-        for stored in pristine.glob("??/*/run.json"):  # the whole run's entry would answer first
-            shutil.rmtree(stored.parent)
-        plain = {fmt: _analyze(source, fmt, None) for fmt in ("json", "text")}
+        prepared = prepare(work)
         for i in range(cases):
-            for fmt in ("json", "text"):  # each on a fresh copy: a damaged entry is rewritten when seen
-                root = work / f"case{i:05d}-{fmt}"
-                shutil.copytree(pristine, root, symlinks=True)
-                what, unread = change(random.Random(f"{seed}:{i}:cache"), root)
-                kinds["not to be read" if unread else "forged and sealed"] += fmt == "json"
-                rank_cache_trust._WARNED.clear()  # each case a process of its own, as a user's run
-                code, out, err, tb = _analyze(source, fmt, root)
-                result = judge("analyze", code, out if fmt == "json" else "{}", err, tb, str(source))
-                outcome, detail = result.outcome, result.detail
-                if not unread and outcome == "out_of_range":  # a forged value shown as forged: §9
-                    outcome = "forged_value_shown"
-                if unread and outcome in ("accepted", "rejected"):
-                    want_code, want_out = plain[fmt][0], plain[fmt][1]
-                    if code != want_code or _STAMP.sub("", out) != _STAMP.sub("", want_out):
-                        outcome, detail = "cache_trusted", "the report differs from --no-cache"
+            what, unread, results = check(seed, i, work, prepared)
+            kinds["not to be read" if unread else "forged and sealed"] += 1
+            for fmt, outcome, detail in results:
                 counts[outcome] = counts.get(outcome, 0) + 1
                 if outcome in FAILURES or outcome == "cache_trusted":
                     failures.append(
@@ -226,7 +262,6 @@ def run(cases: int, seed: int, log: bool = False) -> dict[str, Any]:
                     )
                     if log:
                         print(f"FAIL case {i} {what!r} -f {fmt}: {outcome} {detail}", file=sys.stderr)
-                shutil.rmtree(root)
     return {"cases": cases, "seed": seed, "kinds": kinds, "counts": counts, "failures": failures}
 
 
