@@ -59,6 +59,7 @@ from tilescope.rank_cache_trust import (
     TablesMeta,
     UnitMeta,
     UntrustedEntry,
+    check_report_shapes,
     check_root,
     check_shard,
     discard,
@@ -246,6 +247,7 @@ class RankCache:
                 raw = read_file(fd, RUN_FILE, Limits(input_bytes).json_bytes)
                 with gc_paused():  # a report of 64 ranks is ~10^6 objects: no collection while they arrive
                     data = _decode(unseal(raw), RunMeta)
+                check_report_shapes(report=data.report)
                 failures = [LoadFailure(_text_path(f.path), CachedLoadError(f.message), f.rank)
                             for f in data.failures]
                 touch(fd, RUN_FILE)  # used now, as `get` marks a unit entry
@@ -272,6 +274,7 @@ class RankCache:
                 if fd is None:
                     return None
                 meta = _decode(unseal(read_file(fd, UNIT_FILE, limits.json_bytes)), UnitMeta)
+                check_report_shapes(parts=[p.part for p in meta.parts])
                 result = _result_from(meta, fd, limits)
                 # used now: the least recently used entries are pruned first (one utime, no lock);
                 # an entry another process removed meanwhile has been read whole already

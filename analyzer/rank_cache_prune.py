@@ -32,6 +32,7 @@ from pathlib import Path
 import msgspec
 
 from tilescope.errors import UsageError
+from tilescope.text.words import parse_size
 
 MAX_SIZE_ENV = "TILESCOPE_CACHE_MAX_SIZE"
 # 2 GiB holds ~10,000 rank summaries of 8,808 kernels (~0.2 MB each): two runs of a 4,096-rank job
@@ -59,22 +60,11 @@ TMP_PREFIX = ".tmp-"
 _SHARD = re.compile(r"[0-9a-f]{2}")
 # Example: "3f0c…" (64 hex digits: the sha256 key of an entry)
 _KEY = re.compile(r"[0-9a-f]{64}")
-# Example: "500M", "2G", "1.5GiB", "64KB", "0", "1048576"
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:([kmgt])(?:i?b)?|b)?", re.IGNORECASE)
-_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 SIZE_EXPECTED = "a size such as 500M, 2G or 0 (bytes; K, M, G, T are powers of 1024; 0 stores nothing)"
 
 
 class NotACacheError(UsageError):
     """A directory given as a cache holds something tilescope does not write there."""
-
-
-def parse_size(text: str) -> int | None:
-    """Bytes of "500M", "2G", "1.5GiB", "0" (units are powers of 1024); None when it is not a size."""
-    m = _SIZE.fullmatch(text.strip())
-    if m is None:
-        return None
-    return int(float(m.group(1)) * _UNITS[(m.group(2) or "").lower()])
 
 
 def max_cache_bytes() -> int:

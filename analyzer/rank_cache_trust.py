@@ -21,6 +21,7 @@ analysis that recomputes it writes it again):
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -286,6 +287,43 @@ class RunMeta(msgspec.Struct):
     code: str
     report: dict[str, Any]
     failures: list[FailedMeta]
+
+
+def check_report_shapes(
+    parts: list[dict[str, Any]] | None = None, report: dict[str, Any] | None = None
+) -> None:
+    """UntrustedEntry unless each report part (its profile entry, findings and skipped rules) or the
+    stored report follows the JSON report's schema (analyzer/report/schema): a forged part sealed
+    again (`est_saving_us` a list) was a TypeError traceback when the report was assembled."""
+    part_check, report_check = _report_validators()
+    # a part's entry gets its "id" (its place in the report) when the report is assembled
+    checks = [(part_check, {**p, "entry": {"id": 0, **p["entry"]}} if isinstance(p.get("entry"), dict) else p)
+              for p in parts or []]
+    checks += [(report_check, report)] if report is not None else []
+    for validator, value in checks:
+        error = next(iter(validator.iter_errors(value)), None)
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "the top"
+            raise UntrustedEntry(f"not a report of its schema (at {where}: {error.message[:120]})")
+
+
+@functools.cache
+def _report_validators() -> tuple[Any, Any]:
+    """Validators of a report part and of a whole report, built once per process."""
+    # deferred: jsonschema (~0.1 s) only on a cache hit
+    import json
+
+    import jsonschema
+
+    # the file report.data.load_schema reads: that module imports numpy, which a hit never needs
+    schema = json.loads((Path(__file__).parent / "report" / "schema" / "report.schema.json").read_bytes())
+    part = {
+        "$defs": schema["$defs"], "type": "object", "required": ["entry", "findings", "skipped"],
+        "properties": {"entry": {"$ref": "#/$defs/input"},
+                       "findings": {"type": "array", "items": {"$ref": "#/$defs/finding"}},
+                       "skipped": {"type": "array", "items": {"$ref": "#/$defs/skipped"}}},
+    }
+    return jsonschema.Draft202012Validator(part), jsonschema.Draft202012Validator(schema)
 
 
 # a column's kind: "int" (integers; all-null allowed), "float" (any number), "text"

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from tilescope.cluster import RankTables
     from tilescope.io.detect import Detected
     from tilescope.io.failures import LoadFailure
+    from tilescope.io.remote import RemoteLimits
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class UnitJob:
     input_bytes: int = 0  # its files' bytes on disk, when listed (0: not known): the allocator's decay
     # `--strict` as the command had it: a forkserver's workers keep the environment it started with
     strict: bool = field(default_factory=strict)
+    # a URL's deadline and byte cap as the command read them (TILESCOPE_URL_TIMEOUT, _MAX_BYTES)
+    remote: RemoteLimits | None = None
 
 
 @dataclass

@@ -46,7 +46,7 @@ from tilescope.io.bad_rows import strict_rows
 from tilescope.io.detect import PATH_MISSING, detect
 from tilescope.io.failures import LoadFailure, left_out_warnings, rank_of_failed
 from tilescope.io.load import load_unit, manifest_dir_of, resolve_ranks
-from tilescope.io.remote import RemoteInputError, relabel, stage
+from tilescope.io.remote import RemoteInputError, RemoteStageError, relabel, remote_limits, stage
 from tilescope.lifeline import die_with_parent
 from tilescope.rank_cache import RankCache, input_bytes, input_rows
 from tilescope.rankjobs import RankPart, UnitJob, UnitResult
@@ -72,7 +72,7 @@ def run_unit(job: UnitJob) -> UnitResult:
     started = time.process_time()
     with strict_rows(job.strict):
         result = _run_remote(job) if job.url is not None else _run_unit(job)
-    if job.cache_root is not None and job.cache_key is not None:
+    if job.cache_root is not None and job.cache_key is not None and cacheable(result):
         RankCache(job.cache_root).put(job.cache_key, result)
     result.cpu_s = time.process_time() - started
     result.worker_peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -85,10 +85,16 @@ def _run_remote(job: UnitJob) -> UnitResult:
     one line) leaves this rank out, as an unreadable local rank is."""
     assert job.url is not None
     try:
-        with stage(job.url) as local:
+        with stage(job.url, job.remote) as local:
             return _analyze_staged(job, local, job.url)
     except RemoteInputError as exc:
         return _left_out(job, job.url, exc)
+
+
+def cacheable(result: UnitResult) -> bool:
+    """Not a rank left out for how it was reached (a deadline, the byte cap, a failed read: the
+    next run tries again), whatever it holds."""
+    return result.failure is None or not isinstance(result.failure.error, RemoteStageError)
 
 
 def _left_out(job: UnitJob, url: str, error: TilescopeError) -> UnitResult:
@@ -307,7 +313,7 @@ def analyze_inputs(
     fresh = run_jobs(todo, where)
     for res in fresh:
         results[res.index] = res
-        if cache is not None and not local:
+        if cache is not None and not local and cacheable(res):
             cache.put(keys[res.index], res)
     ordered = [results[j.index] for j in jobs]
     loaded = [(r.index, p) for r in ordered for p in r.parts]
@@ -353,7 +359,7 @@ def _job(index: int, found: Detected | str, chip: str | None, manifest_dir: Path
          columns: tuple[str, ...] | None, cap: int) -> UnitJob:
     """The job of one input: a detected local one, or the URL of a remote rank folder."""
     if isinstance(found, str):
-        return UnitJob(index, None, chip, None, config, columns, cap, url=found)
+        return UnitJob(index, None, chip, None, config, columns, cap, url=found, remote=remote_limits())
     return UnitJob(index, found, chip, manifest_dir, config, columns, cap)
 
 

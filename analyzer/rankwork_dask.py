@@ -9,13 +9,22 @@ So: the address is checked before Dask is imported (exit 2 naming where it came 
 connection has one overall deadline (`CONNECT_DEADLINE_S`, in a thread of its own, since Dask's
 timeout is per attempt), the scheduler must show a worker within `NO_WORKERS_WAIT_S`, and any
 failure of the connection or the cluster is `MissingComponentError` (exit 3), one line.
+
+Mid-run (issue #27, tests/cluster/test_dask_midrun.py): a worker killed while it analyses a rank
+sends its rank back to the scheduler, which gives it to another worker (Dask's own retry, up to
+`distributed.scheduler.allowed-failures` deaths per rank, then KilledWorker); with no worker left
+the ranks waited in `gather` for ever, so the run is watched and ends when the scheduler has had no
+worker for `NO_WORKERS_WAIT_S`. A scheduler killed mid-run cancels the futures (exit 3); Dask's
+own log line about it is held back, so the error is one line.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +40,7 @@ SCHEDULER_ENV = "TILESCOPE_SCHEDULER"
 CONNECT_DEADLINE_S = 30.0  # the whole connection (TCP, Dask's handshake, retries) to the scheduler
 NO_WORKERS_WAIT_S = 30.0  # for the scheduler to have one worker, once connected
 CLOSE_WAIT_S = 5.0
+WATCH_S = 0.5  # how often a running analysis asks the scheduler whether it still has a worker
 PROTOCOLS = ("tcp", "tls", "ucx", "ws", "wss")  # Dask's comm protocols with a HOST:PORT address
 # Example: tcp://10.0.0.1:8786, tls://head.cluster:8786, 10.0.0.1:8786, tcp://[::1]:8786
 _ADDRESS_RE = re.compile(r"^(?:(?P<proto>[a-z]+)://)?(?P<host>\[[0-9a-fA-F:.]+\]|[\w.-]+):(?P<port>\d{1,5})$")
@@ -102,6 +112,12 @@ def run_dask(
     connect_s = CONNECT_DEADLINE_S if connect_s is None else connect_s
     workers_s = NO_WORKERS_WAIT_S if workers_s is None else workers_s
     client = _connect(address, named, connect_s)
+    with _dask_logs_held_back():
+        return _run(client, fn, jobs, address, named, workers_s)
+
+
+def _run(client: Any, fn: Callable[[UnitJob], UnitResult], jobs: Sequence[UnitJob], address: str,
+         named: str, workers_s: float) -> list[UnitResult]:
     try:
         try:
             client.wait_for_workers(1, timeout=workers_s)
@@ -111,6 +127,7 @@ def run_dask(
                 "start some with `dask worker ADDRESS`"
             ) from None
         futures = client.map(fn, list(jobs), pure=False)
+        _watch(client, futures, f"{named} {address}", workers_s)
         results: list[UnitResult] = client.gather(futures)
         return results
     except TilescopeError:
@@ -118,11 +135,61 @@ def run_dask(
     except Exception as exc:
         if not _cluster_failure(exc):
             raise  # the jobs' own error: a bug, reported as one
-        said = f"{named} {address}: the Dask cluster failed ({_first_line(exc)})"
+        said = f"{named} {address}: the Dask cluster failed ({_cluster_said(exc)})"
         raise MissingComponentError(said) from None
     finally:
         with contextlib.suppress(Exception):  # a scheduler gone mid-run: nothing left to close
             client.close(timeout=CLOSE_WAIT_S)
+
+
+def _watch(client: Any, futures: list[Any], named: str, workers_s: float) -> None:
+    """Return once every future is done (or failed, or cancelled); MissingComponentError when the
+    scheduler has had no worker for `workers_s` meanwhile (the ranks would wait for ever)."""
+    # deferred: Dask distributed is the optional `cluster` extra (--scheduler)
+    from distributed import wait
+
+    alone_since: float | None = None
+    while True:
+        try:
+            with client.as_current():  # `wait` asks for the current client; ours is no default
+                wait(futures, timeout=WATCH_S)
+            return
+        except TimeoutError:
+            pass
+        workers = _workers(client)
+        if workers != 0:  # some, or not known now (a scheduler gone: its futures are cancelled)
+            alone_since = None
+            continue
+        alone_since = time.monotonic() if alone_since is None else alone_since
+        if time.monotonic() - alone_since >= workers_s:
+            left = sum(1 for f in futures if not f.done())
+            raise MissingComponentError(
+                f"{named}: the Dask cluster lost its workers mid-run (none for {workers_s:g} s; "
+                f"{left} of {len(futures)} ranks unfinished); start some with `dask worker ADDRESS`"
+            )
+
+
+def _workers(client: Any) -> int | None:
+    """How many workers the scheduler has now; None when it does not say within a few seconds."""
+    try:
+        return len(client.sync(client.scheduler.ncores, callback_timeout=4 * WATCH_S))
+    except Exception:  # a scheduler lost or slow: its futures say so, or the next look does
+        return None
+
+
+@contextlib.contextmanager
+def _dask_logs_held_back() -> Any:
+    """Dask's own log lines (`distributed.client - ERROR - Failed to reconnect to scheduler`) held
+    back while tilescope runs the jobs: what failed is tilescope's one line."""
+    names = ["distributed", *(n for n in logging.root.manager.loggerDict if n.startswith("distributed."))]
+    levels = {n: logging.getLogger(n).level for n in names}  # Dask's config sets some children's own
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def _cluster_failure(exc: BaseException) -> bool:
@@ -134,8 +201,21 @@ def _cluster_failure(exc: BaseException) -> bool:
 
     return isinstance(exc, KilledWorker | CommClosedError | OSError | TimeoutError) or type(exc).__name__ in (
         "FutureCancelledError",
+        "FuturesCancelledError",  # `wait` on several futures a lost scheduler cancelled
         "CancelledError",
     )
+
+
+# Example: "... 2 Futures cancelled for reason: scheduler-connection-lost." -> scheduler-connection-lost
+_REASON_RE = re.compile(r"reason: ([\w-]+)")
+
+
+def _cluster_said(exc: BaseException) -> str:
+    """What failed, in one line: a cancelled future's reason (Dask's message is a list of them)."""
+    reason = _REASON_RE.search(str(exc)) if "Cancelled" in type(exc).__name__ else None
+    if reason is not None:
+        return f"{type(exc).__name__}: the ranks were cancelled, {reason.group(1)}"
+    return _first_line(exc)
 
 
 def _seen_here_not_there(f: LoadFailure) -> bool:

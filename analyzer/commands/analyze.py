@@ -237,7 +237,11 @@ def _build_ranks(
         if len(run.parts) + len(run.failures) > 1:  # a URL may hold one rank
             add_cluster(report, run.cluster, run.cluster_result)
     if cache is not None:
-        if opts.run_key is not None and not with_advisor:
+        # deferred: io.remote only when this command runs; `tilescope --help` imports every command module
+        from tilescope.io.remote import RemoteStageError
+
+        staged_ok = not any(isinstance(f.error, RemoteStageError) for f in run.failures)
+        if opts.run_key is not None and not with_advisor and staged_ok:  # a deadline: try again next run
             cache.put_run(opts.run_key, report, run.failures)
         # after every entry of this run is written (workers, this process for Dask, the run's own
         # report); the report is built from results in memory, so pruning this run's entries
@@ -253,7 +257,9 @@ def register(app: typer.Typer) -> None:
     def analyze_cmd(
         path: Annotated[
             str, typer.Argument(help="Profiler output directory, kernel table, timeline or bundle; or "
-                                "a URL fsspec reads (s3://bucket/job) holding one folder per rank.")
+                                "a URL fsspec reads (s3://bucket/job) holding one folder per rank "
+                                "(each listing and read within $TILESCOPE_URL_TIMEOUT, default 60 s; "
+                                "at most $TILESCOPE_URL_MAX_BYTES per rank, default 32G).")
         ],
         fmt: Annotated[str, typer.Option("--format", "-f", help="text, json, md, html or sarif.")] = "text",
         output: Annotated[

@@ -388,6 +388,9 @@ def detect(path: str | Path) -> list[Detected]:
     p = Path(path)
     if not p.exists():
         raise NoProfileFoundError(p, PATH_MISSING)
+    if not (p.is_file() or p.is_dir()):  # a FIFO blocked the read for ever, /dev/zero never ends
+        raise ProfileFormatError(p, None, "expected a file or a folder, found a FIFO, device or socket "
+                                          "(not read)")
     sim = simulator_holding(p) if p.is_file() else None
     if sim is not None:
         raise _simulator_hint(p, sim)

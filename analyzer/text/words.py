@@ -9,6 +9,7 @@ whole per cent, a finding's or kernel's share to 0.1 %.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -50,6 +51,20 @@ def fmt_bytes(n: float) -> str:
     if n >= 1024**2:
         return f"{n / 1024**2:.1f} MiB"
     return f"{n / 1024:.1f} KiB"
+
+
+# Example: "500M", "2G", "1.5GiB", "64KB", "0", "1048576"
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:([kmgt])(?:i?b)?|b)?", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(text: str) -> int | None:
+    """Bytes of "500M", "2G", "1.5GiB", "0" (units are powers of 1024, as `fmt_bytes` writes them);
+    None when it is not a size. For $TILESCOPE_CACHE_MAX_SIZE and $TILESCOPE_URL_MAX_BYTES."""
+    m = _SIZE.fullmatch(text.strip())
+    if m is None:
+        return None
+    return int(float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "").lower()])
 
 
 def count_text(n: Any, noun: str, plural: str | None = None) -> str:

@@ -112,9 +112,10 @@ def test_a_folder_without_profile_files_is_left_out_before_any_copy(
     copied: list[str] = []
     real_check = remote._check_before_copy
 
-    def watched(url: str, fs: Any, root: str, into: Path) -> None:
-        real_check(url, fs, root, into)
+    def watched(url: str, *args: Any) -> list[str]:
+        files = real_check(url, *args)
         copied.append(url)  # reached only when the copy goes ahead
+        return files
 
     monkeypatch.setattr(remote, "_check_before_copy", watched)
     url = f"file://{run}"

@@ -34,6 +34,43 @@ def test_fuzz_budget_meets_the_bar(real_traces: Path) -> None:
     assert counts["accepted"] > 0 and counts["rejected"] > 0
 
 
+CACHE_CI_CASES = 8  # each runs `analyze` of a real 2-rank run twice (json, text): ~30 s
+
+
+def test_cache_fuzz_budget_meets_the_bar(real_traces: Path) -> None:
+    """Damaged and forged entries of the rank cache (tests/fuzz/cache.py, issue #27): a damaged
+    entry is never read (the report is --no-cache's), a forged one never crashes a report."""
+    from tests.fuzz.cache import run as run_cache
+
+    report = run_cache(CACHE_CI_CASES, seed=20261207)
+    assert report["failures"] == [], json.dumps(report["failures"], indent=1)
+    assert report["kinds"]["not to be read"] > 0 and report["kinds"]["forged and sealed"] > 0
+
+
+# Cache entries the long runs found, replayed as the forgery itself (a leaf's index in a part
+# moves whenever the report gains a field): (where in unit.json, the value, what went wrong before)
+CACHE_FOUND = [
+    (("parts", 0, "part", "findings", 0, "est_saving_us"), [], "seed 1 case 87: TypeError traceback"),
+]
+
+
+@pytest.mark.parametrize(("where", "value", "what"), CACHE_FOUND)
+def test_cache_forgeries_the_fuzzer_found_stay_fixed(
+    real_traces: Path, tmp_path: Path, where: tuple[object, ...], value: object, what: str
+) -> None:
+    import shutil
+
+    from tests.fuzz.cache import forge_at, judged, prepare
+
+    source, pristine, _ = prepare(tmp_path)
+    for fmt in ("json", "text"):
+        root = tmp_path / fmt
+        shutil.copytree(pristine, root)
+        entry = sorted(p.parent for p in root.glob("??/*/unit.json"))[0]
+        forge_at(entry, where, value)
+        assert judged(source, root, fmt) == "accepted", (what, fmt)
+
+
 # Cases the long runs failed on, replayed on every CI run: (run seed, case index, seed input, the
 # mutation, what went wrong before the fix)
 FOUND = [

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import random
 import shutil
 import sqlite3
@@ -375,6 +376,58 @@ def _long_text(rng: random.Random, path: Path, kind: str) -> str:
     return _sqlite_edit(path, sql, (LONG_TEXT,), "long text in STRING_IDS.value")
 
 
+# Issue #27's probes of the input itself, in one case of this many, from a stream of their own (as
+# LONG_TEXT: earlier runs and FOUND replay unchanged): a header of MAX_COLUMNS + 1 columns (a
+# valid 10^6-column CSV took 1.4 GB and blamed the wrong line) or of 2,000 (read as any other),
+# and a FIFO, a link to /dev/zero or a link loop as the input or beside it (a traceback, or a read
+# that never ends). Cases with an odd-named twin are left alone: copying a FIFO would block.
+ISSUE27_ONE_IN = 15
+ISSUE27_SALT = "issue27-10"  # the first salt that touches none of FOUND
+
+
+def _wide_header(rng: random.Random, path: Path) -> str:
+    # deferred: the fuzzer's other mutations need nothing of tilescope
+    from tilescope.io.csv_header import MAX_COLUMNS
+
+    rows = _csv_rows(path)
+    width = rng.choice((MAX_COLUMNS + 1, 2000))
+    extra = width - len(rows[0])
+    rows = [rows[0] + [f"extra_{i}" for i in range(extra)]] + [r + [""] * extra for r in rows[1:]]
+    _write_rows(path, rows)
+    return f"header of {width} columns"
+
+
+def _plant(at: Path, how: str) -> None:
+    if how == "fifo":
+        os.mkfifo(at)
+    else:
+        at.symlink_to("/dev/zero")
+
+
+def _special_entries(rng: random.Random, folder: Path, arg: Path) -> str:
+    how = rng.choice(("fifo", "link to /dev/zero"))
+    if arg.is_file() and rng.random() < 0.5:  # the input itself
+        arg.unlink()
+        _plant(arg, how)
+        return f"the input is a {how}"
+    for name in ("trace_view.json", "msprof_0.db", "kernel_details.csv", "op_summary_0.csv"):
+        at = folder / name
+        if not at.exists() and not at.is_symlink():
+            _plant(at, how)
+            (folder / "loop").symlink_to(".")
+            return f"a {how} named {name} and a link loop beside the input"
+    return "no free name for a special file"
+
+
+def _issue27(rng: random.Random, seed: Seed, folder: Path, target: Path) -> str:
+    if seed.kind in ("csv", "msprof_op") and rng.random() < 0.5:
+        try:
+            return _wide_header(rng, target)
+        except (ValueError, UnicodeDecodeError, csv.Error, IndexError):
+            return "wide header skipped (the mutated file no longer parses)"
+    return _special_entries(rng, folder, folder / seed.arg)
+
+
 def make_case(seed: Seed, index: int, base_seed: int, work: Path) -> Case:
     """Case `index` of a run: a mutated copy of `seed` under `work`; reproducible from (base_seed, index)."""
     rng = random.Random(f"{base_seed}:{index}:{seed.name}")
@@ -406,6 +459,9 @@ def make_case(seed: Seed, index: int, base_seed: int, work: Path) -> Case:
         )
         if decoy != folder and not decoy.exists():
             shutil.copytree(seed.root, decoy)  # what a URI/glob reader would open instead
+    probe = random.Random(f"{base_seed}:{index}:{seed.name}:{ISSUE27_SALT}")
+    if twin is None and probe.randrange(ISSUE27_ONE_IN) == 0:
+        what += "; " + _issue27(probe, seed, folder, target)
     return Case(
         seed,
         f"{mutator.__name__.lstrip('_')}: {what}" + (f" in {folder.name!r}" if odd else ""),
