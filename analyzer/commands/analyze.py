@@ -270,6 +270,12 @@ def register(app: typer.Typer) -> None:
         fail_on: Annotated[
             str | None, typer.Option("--fail-on", help="Exit 1 on a finding at/above high|medium|low.")
         ] = None,
+        fail_on_stale: Annotated[
+            bool,
+            typer.Option("--fail-on-stale", help="Exit 1 when a bundle's kernel file (under the current "
+                         "folder) no longer has the sha256 its manifest recorded: the run is of an earlier "
+                         "kernel."),
+        ] = False,
         with_msprof_advisor: Annotated[
             bool, typer.Option("--with-msprof-advisor", help="Also run msprof-analyze's advisor.")
         ] = False,
@@ -376,6 +382,14 @@ def register(app: typer.Typer) -> None:
                     f"{len(hits)} finding(s) at or above {fail_on} "
                     f"(first: {hits[0]['code']} {hits[0]['slug']})"
                 )
+        if fail_on_stale and gate is None and isinstance(target, Path):
+            # deferred: io.bundle only when this command runs; `tilescope --help` imports every command module
+            from tilescope.io.bundle import stale_bundles
+
+            stale = stale_bundles(target)
+            if stale:
+                gate = GateTrippedError(f"stale bundle: {stale[0]}"
+                                        + (f" (and {len(stale) - 1} more)" if len(stale) > 1 else ""))
         if failures:
             # deferred: io.failures only when this command runs; `tilescope --help` imports every command
             #   module

@@ -385,6 +385,7 @@ def _input(profile: Profile) -> dict[str, Any]:
         "has_blocks": profile.blocks is not None,
         "has_ir": profile.ir is not None,
         "warnings": list(profile.warnings),
+        "stale_kernel": profile.stale_kernel,
         "rows_skipped": profile.rows_skipped,
         "values_out_of_range": profile.values_out_of_range,
     }
