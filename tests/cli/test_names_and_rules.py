@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from rich.cells import cell_len
 
-from support import cli
 from tilescope.engine import discover_rules
 from tilescope.text.terminal import cut_name, fit_names
+
+from support import cli
 
 # names as the real traces have them (msprof_db_2023's STRING_IDS; gpt_step_arith_591's fused
 # attention pattern, whose kernel column was shown as "…edMaskedSoftmax98 +4")

@@ -84,8 +84,9 @@ def _earlier_run(root: Path, earlier_run: str) -> str:
     script = root / "earlier-base-step.sh"
     script.write_text(_step_script(BASE_STEP), encoding="utf-8")
     wipe = '        rm -rf "${RUNNER_TEMP:?}"/* ../base\n' if earlier_run == "cleaned" else ""
-    return (f"        BASE_SHA=$(git rev-parse HEAD~1) bash -e {script}\n{wipe}"
-            "        git clean -ffdxq\n        echo \"earlier run: $(git worktree list | wc -l) worktrees\" >&2\n")
+    count = '        echo "earlier run: $(git worktree list | wc -l) worktrees" >&2\n'
+    replay = f"        BASE_SHA=$(git rev-parse HEAD~1) bash -e {script}\n"
+    return f"{replay}{wipe}        git clean -ffdxq\n{count}"
 
 
 def _write_stubs(root: Path, log: Path, sarif_exit: int, artifact: Path,
