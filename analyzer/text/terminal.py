@@ -5,7 +5,8 @@ when stdout is one (rich measures it, `COLUMNS` overrides), no wrapping at all w
 to a pipe or a file (a log, `less -S`, `grep` want whole lines; nothing is cut), and `--width N` to
 choose. Kernel names cut to a column are cut where they say least (`cut_name`, `fit_names`):
 their shapes, then their middle, never the op at their head. Whatever the width, `29.2 µs` and
-`66.7 %` stay on one line: the wrapping here treats a number and its unit as one word, and tables keep numeric columns unwrapped.
+`66.7 %` stay on one line: the wrapping here treats a number and its unit as one word, and tables
+keep numeric columns unwrapped.
 """
 
 from __future__ import annotations
