@@ -383,13 +383,7 @@ def register(app: typer.Typer) -> None:
                     f"(first: {hits[0]['code']} {hits[0]['slug']})"
                 )
         if fail_on_stale and gate is None and isinstance(target, Path):
-            # deferred: io.bundle only when this command runs; `tilescope --help` imports every command module
-            from tilescope.io.bundle import stale_bundles
-
-            stale = stale_bundles(target)
-            if stale:
-                gate = GateTrippedError(f"stale bundle: {stale[0]}"
-                                        + (f" (and {len(stale) - 1} more)" if len(stale) > 1 else ""))
+            gate = _stale_gate(target)
         if failures:
             # deferred: io.failures only when this command runs; `tilescope --help` imports every command
             #   module
@@ -401,6 +395,19 @@ def register(app: typer.Typer) -> None:
             raise PartialLoadError(failures, len(report["profiles"]))
         if gate is not None:
             raise gate
+
+
+def _stale_gate(target: Path) -> GateTrippedError | None:
+    """`--fail-on-stale`: the gate for a bundle (at `target` or one folder under it) collected from
+    an earlier version of its kernel file (docs/ci.md, Stale bundles)."""
+    # deferred: io.bundle only when this command runs; `tilescope --help` imports every command module
+    from tilescope.io.bundle import stale_bundles
+
+    stale = stale_bundles(target)
+    if not stale:
+        return None
+    more = f" (and {len(stale) - 1} more)" if len(stale) > 1 else ""
+    return GateTrippedError(f"stale bundle: {stale[0]}{more}")
 
 
 __all__ = ["Severity", "arrow_returns_freed_memory", "build", "load_profiles", "register", "renderer"]
