@@ -48,6 +48,7 @@ def test_the_same_kernel_or_none_here_says_nothing(
     assert not [n for n in _notes(capsys, bundle) if "has changed" in n]
 
 
+@pytest.mark.slow
 def test_every_report_format_says_it_and_fail_on_stale_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
