@@ -88,6 +88,9 @@ class Profile:
     ir_dir: Path | None = None
     manifest: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    # a bundle whose kernel file changed since collection: the warning (also among `warnings`),
+    # which every report format leads with (tilescope.io.bundle.stale_kernel)
+    stale_kernel: str | None = None
     # the kernel table's unreadable rows, skipped: {"count", "first", "note"} (tilescope.io.bad_rows)
     rows_skipped: dict[str, Any] | None = None
     # values outside their documented range, made null and flagged on their rows (io.validate)

@@ -213,7 +213,7 @@ def grouped_findings(
     saving: pd.Series,
     metrics: Sequence[str],
     message: Callable[[str, pd.Series], str],
-    recommendation: str,
+    recommendation: str | Callable[[str, pd.Series], str],
     topic: str,
     chip_fields: Sequence[str] = (),
     extra: Callable[[str, pd.Series], dict[str, Any]] | None = None,
@@ -224,7 +224,8 @@ def grouped_findings(
     """One finding per kernel name over the flagged launches (every row was evaluated), largest
     saving first, at most `max_findings`; the last one says how many kernels were left out.
     `topic` places the finding in the IR (tilescope.ir.locate); `line_topic` (default `topic`)
-    picks the measured lines it names (rules/_lines.hot_lines)."""
+    picks the measured lines it names (rules/_lines.hot_lines). `recommendation`: one for all, or
+    one per kernel (its own replacement said, not pointed at)."""
     # only the columns group_launches reads: a row filter of the whole table copies all ~80
     k = profile.kernels
     df = k.loc[flagged, [c for c in dict.fromkeys(("name", "duration_us", *metrics)) if c in k.columns]]
@@ -259,7 +260,8 @@ def grouped_findings(
                 kernels=[str(kernel)],
                 message=said,
                 evidence=ev,
-                recommendation=recommendation,
+                recommendation=(recommendation if isinstance(recommendation, str)
+                                else recommendation(str(kernel), row)),
                 saving_us=float(row["saving_us"]),
                 occurrences=int(row["launches"]),
                 locations=places,

@@ -14,7 +14,7 @@ from tilescope.profile import Profile
 from tilescope.rules._columns import HELPER_COLUMNS, NON_COMPUTE_TYPES, core_types, num, text
 from tilescope.rules._findings import make_finding
 from tilescope.rules._intervals import idle_stretches
-from tilescope.rules._numbers import pct, r3
+from tilescope.rules._numbers import r3
 from tilescope.summary import communication_mask
 from tilescope.text.words import count_text, fmt_us
 
@@ -132,11 +132,12 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         else "sum of (stall gap - launch_floor_us)",
     }
     if host_bound:
+        # times only: the share of wall time is the saving's, said once beside it (words.saving_text);
+        # the share of busy + idle time this rule decides on stays in the evidence (`idle_share`)
         msg = (
-            f"device idle {pct(share)} of the time between {count_text(len(dur), 'kernel')} "
-            f"({fmt_us(idle)} of gaps, "
-            f"median gap {evidence['median_gap_us']} µs vs median kernel {evidence['median_kernel_us']} µs): "
-            "host-bound"
+            f"the device idled {fmt_us(idle)} in the gaps between {count_text(len(dur), 'kernel')} "
+            f"(median gap {evidence['median_gap_us']} µs vs median kernel "
+            f"{evidence['median_kernel_us']} µs): host-bound"
         )
     else:
         worst = order[0]

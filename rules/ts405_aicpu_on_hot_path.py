@@ -59,8 +59,9 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
     `gpt_step_arith_591`: seven `trans_Cast_*` tasks (Cast) on stream 17.
 
     ## What to do instead
-    See the replacement in the finding: usually a dtype the AI Core supports (int32 instead of
-    int64), no data-dependent shapes, or the fused operator that does the work on the AI Core.
+    The recommendation names the operator's replacement: usually a dtype the AI Core supports
+    (int32 instead of int64), no data-dependent shapes, or the fused operator that does the work on
+    the AI Core.
 
     ## Thresholds
     `min_total_us` (20 per kernel name, msprof-analyze's per-task threshold applied to the
@@ -104,6 +105,14 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
             f"not overlapped by AI Core work"
         )
 
+    def recommendation(kernel: str, _row: pd.Series) -> str:
+        # the operator's own replacement, said: "(see evidence.replacement)" sent the reader to a key
+        op = op_of.get(kernel, "")
+        if op in REPLACEMENTS:
+            return f"Move {op} to the AI Core: {REPLACEMENTS[op]}."
+        return ("Move the operator to the AI Core: use a dtype the AI Core kernel supports, avoid "
+                "data-dependent shapes, or use a fused operator that runs on the AI Core.")
+
     def extra(kernel: str, row: pd.Series) -> dict[str, Any]:
         op = op_of.get(kernel, "")
         return {
@@ -123,6 +132,5 @@ def check(profile: Profile, ctx: RuleContext) -> list[Finding]:
         message=message,
         topic="scalar",
         extra=extra,
-        recommendation="Move the operator to the AI Core: use a dtype the AI Core kernel supports, avoid "
-        "data-dependent shapes, or use the fused operator (see evidence.replacement).",
+        recommendation=recommendation,
     )

@@ -55,7 +55,11 @@ def check(cluster: Cluster, ctx: RuleContext) -> list[Finding]:
     time every rank would gain if the slow rank computed like the median one, assuming the others
     do not become the new critical path. Ranks whose step split came from their kernel tables
     (no step_trace_time.csv) are comparable only with each other: the recomputed Free misses host
-    time at the step's edges.
+    time at the step's edges. The severity is what the gap costs the job, its share of step time
+    (5 % high, 3 % medium, 0.5 % low, as every rule's share), not how much slower the rank computes:
+    in sample_traces/cluster_8rank rank 3 computes 27 % more than the median, but compute is 5 % of
+    its 20 ms steps (most of each step is Free), so the 540 µs it costs is 1.4 % of step time: low.
+    A rank 27 % slower in a step that is all compute would be high.
     """
     t = ctx.thresholds
     totals = rank_totals(cluster)

@@ -276,6 +276,12 @@ def register(app: typer.Typer) -> None:
         fail_on: Annotated[
             str | None, typer.Option("--fail-on", help="Exit 1 on a finding at/above high|medium|low.")
         ] = None,
+        fail_on_stale: Annotated[
+            bool,
+            typer.Option("--fail-on-stale", help="Exit 1 when a bundle's kernel file (under the current "
+                         "folder) no longer has the sha256 its manifest recorded: the run is of an earlier "
+                         "kernel."),
+        ] = False,
         with_msprof_advisor: Annotated[
             bool, typer.Option("--with-msprof-advisor", help="Also run msprof-analyze's advisor.")
         ] = False,
@@ -382,6 +388,8 @@ def register(app: typer.Typer) -> None:
                     f"{len(hits)} finding(s) at or above {fail_on} "
                     f"(first: {hits[0]['code']} {hits[0]['slug']})"
                 )
+        if fail_on_stale and gate is None and isinstance(target, Path):
+            gate = _stale_gate(target)
         if failures:
             # deferred: io.failures only when this command runs; `tilescope --help` imports every command
             #   module
@@ -393,6 +401,19 @@ def register(app: typer.Typer) -> None:
             raise PartialLoadError(failures, len(report["profiles"]))
         if gate is not None:
             raise gate
+
+
+def _stale_gate(target: Path) -> GateTrippedError | None:
+    """`--fail-on-stale`: the gate for a bundle (at `target` or one folder under it) collected from
+    an earlier version of its kernel file (docs/ci.md, Stale bundles)."""
+    # deferred: io.bundle only when this command runs; `tilescope --help` imports every command module
+    from tilescope.io.bundle import stale_bundles
+
+    stale = stale_bundles(target)
+    if not stale:
+        return None
+    more = f" (and {len(stale) - 1} more)" if len(stale) > 1 else ""
+    return GateTrippedError(f"stale bundle: {stale[0]}{more}")
 
 
 __all__ = ["Severity", "arrow_returns_freed_memory", "build", "load_profiles", "register", "renderer"]

@@ -20,7 +20,7 @@ from tilescope.diff_cluster import ClusterDiff, diff_paths
 from tilescope.errors import GateTrippedError, UsageError
 from tilescope.report.palette import PIPE_SERIES
 from tilescope.text.escape import md_code_span, md_nowrap, md_text, one_line
-from tilescope.text.terminal import WIDTH_HELP, console, output_width, wrap, write_stdout
+from tilescope.text.terminal import WIDTH_HELP, console, cut_name, output_width, wrap, write_stdout
 from tilescope.text.words import UNIT_LABELS, fmt_pct, fmt_us
 
 if TYPE_CHECKING:
@@ -30,14 +30,6 @@ SHOWN_KERNELS = 15
 SHARE_LABELS = tuple((k, label) for k, label in UNIT_LABELS if k != "scalar")
 # the per-kernel pipe columns diff compares: each pipe's share of the launch, as the report shows it
 PIPE_LABELS = {column: label for column, label, _ in PIPE_SERIES}
-
-
-def _squeeze(text: str, width: int) -> str:
-    # Keep both ends: generated names share long prefixes and differ in their suffix or shapes.
-    if len(text) <= width:
-        return text
-    half = (width - 1) // 2
-    return text[:half] + "…" + text[-(width - 1 - half):]
 
 
 def _spread_text(d: KernelDelta, side: str) -> str:
@@ -185,7 +177,7 @@ def _kernel_lines(r: DiffResult, width: int | None) -> list[str]:
         pipes = [f"{PIPE_LABELS.get(col, col)} {fmt_pct(a, 0)} → {fmt_pct(b, 0)}"
                  for col, (a, b) in d.pipe_changes.items()]
         label = term_text(kernel_label(d, repeated), None)
-        cells = [label if width is None else _squeeze(label, 48), d.verdict, signed_us(d.delta_us),
+        cells = [label if width is None else cut_name(label, 48), d.verdict, signed_us(d.delta_us),
                  signed_pct(d.median_delta_pct), _spread_text(d, "base"), _spread_text(d, "head")]
         rows.append((cells, pipes))
     if not rows:

@@ -28,9 +28,11 @@ if TYPE_CHECKING:
     from tilescope.profile import DeviceInfo
 
 FORMATS = ("table", "csv", "json", "parquet")
-# The terminal view: launch shares (0-1 of the launch, docs/metrics.md) and the achieved share of the
-# speed of light; the profiler's own ratios and utilisation are in the csv/json/parquet outputs.
+# The terminal view: launch shares (0-1 of the launch in the data, docs/metrics.md; printed as per
+# cent, as analyze prints them) and the achieved share of the speed of light; the profiler's own
+# ratios and utilisation are in the csv/json/parquet outputs. `rank` only for several ranks.
 TABLE_COLUMNS = (
+    "rank",
     "name",
     "op_type",
     "core_type",
@@ -215,8 +217,8 @@ class _TableView:
         head = self.head.head()
         df = to_frame({n: head.column(n) for n in head.column_names}, head.num_rows)
         with self.console.capture() as captured:  # rich buffers per thread: safe off the main one
-            title = f"{self.label} — {self.source_format}, chip {self.chip_name}"
-            self.console.print(kernel_table(df, title, self.width), crop=False)
+            print_title(self.console, f"{self.label} — {self.source_format}, chip {self.chip_name}")
+            self.console.print(kernel_table(df, self.width), crop=False)
         return str(captured.get())
 
     def finish(self) -> str:
@@ -250,53 +252,73 @@ def _table_view(source: KernelCsv, chip: str | None, rows: int, label: str, widt
     return True
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: Any, column: str = "") -> str:
+    """A cell: a 0-1 share (RATIO_COLUMNS) and a per-cent column (PERCENT_COLUMNS) as per cent to
+    one place, its header saying `%` (one unit for every share on the screen, as analyze prints
+    them); other numbers to 3 places (whole from a million on); "—" when unknown."""
     # deferred: pandas (~0.3 s) only when this builds a frame; `tilescope --help` imports every command module
     import pandas as pd
 
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return "—"
+    if column in RATIO_COLUMNS or column in PERCENT_COLUMNS:
+        return f"{float(value) * (100 if column in RATIO_COLUMNS else 1):,.1f}"
     if isinstance(value, float):
         return f"{value:,.3f}" if abs(value) < 1e6 else f"{value:,.0f}"
     return str(value)
 
 
+# 0-1 in the data (csv/json/parquet keep them so), per cent on the screen
+RATIO_COLUMNS = ("cube_share", "vector_share", "share")
+PERCENT_COLUMNS = ("sol_pct",)  # per cent already, in the data too
+
+
 # Header of each terminal column: the canonical name read as words (it wraps at the spaces), its
 # unit said; the csv/json/parquet outputs keep the canonical names.
 HEADERS = {
-    "name": "name", "op_type": "op type", "core_type": "core type", "duration_us": "duration µs",
-    "block_dim": "block dim", "mix_block_dim": "mix block dim", "cube_share": "Cube share",
-    "vector_share": "Vector share", "bound_pipe": "bound pipe", "sol_pct": "SoL %", "sol_bound": "SoL bound",
+    "rank": "rank", "name": "name", "op_type": "op type", "core_type": "core type",
+    "duration_us": "duration µs", "block_dim": "block dim", "mix_block_dim": "mix block dim",
+    "cube_share": "Cube %", "vector_share": "Vector %", "bound_pipe": "bound pipe", "sol_pct": "SoL %",
+    "sol_bound": "SoL bound",
+    # the --group-by view (tilescope.commands.kernels_group)
+    "count": "count", "total_us": "total µs", "mean_us": "mean µs", "min_us": "min µs", "max_us": "max µs",
+    "share": "share %",
 }
 TEXT_COLUMNS = ("name", "op_type", "core_type", "bound_pipe", "sol_bound")
 # Text columns that wrap (fold) when the terminal is narrow, and the cells they keep at least.
 FOLD_FLOOR = {"name": 24, "op_type": 12, "core_type": 8}
-# Left out first when even the floors do not fit, in this order; the rest stay.
-DROP_ORDER = ("mix_block_dim", "sol_bound", "core_type", "block_dim", "bound_pipe", "sol_pct", "op_type")
+# Left out first when even the floors do not fit, in this order; the rest stay. The speed of light
+# and the core type say more about a kernel than its pipe shares: they go after them.
+DROP_ORDER = ("mix_block_dim", "min_us", "max_us", "sol_bound", "vector_share", "cube_share", "block_dim",
+              "bound_pipe", "mean_us", "core_type", "sol_pct", "op_type")
 
 
-def kernel_table(shown: pd.DataFrame, title: str, width: int | None = None) -> Any:
+def kernel_table(
+    shown: pd.DataFrame, width: int | None = None, columns: tuple[str, ...] = TABLE_COLUMNS
+) -> Any:
     """The rich Table of the rows of `shown`, `width` cells wide at most (None: as wide as its
     content). Numbers never wrap; the name folds; columns that cannot fit are left out and the
-    table's caption names them."""
+    table's caption names them. Its title is printed apart (`print_title`): a table's title wraps
+    to the table's width, 8 cells for a table without rows."""
     # deferred: rich.table, rich.text only for terminal output; `tilescope --help` imports every command
     #   module
     from rich.table import Table
     from rich.text import Text
 
-    cols = [c for c in TABLE_COLUMNS if c in shown.columns and (c == "name" or shown[c].notna().any())]
-    cells = {c: [terminal_text(_fmt(v)) for v in shown[c].tolist()] for c in cols}
+    cols = [c for c in columns if c in shown.columns and (c == "name" or shown[c].notna().any())]
+    cells = {c: [terminal_text(_fmt(v, c)) for v in shown[c].tolist()] for c in cols}
     headers = dict(HEADERS)
     if width is not None and _needed(cols, cells, headers) > width:  # narrow: a word a header line
         headers = {c: h.replace(" ", "\n") for c, h in HEADERS.items()}
     left_out = _columns_left_out(cols, cells, headers, width)
     cols = [c for c in cols if c not in left_out]
-    # the title holds the path as given and every cell may come from the trace: Text, never markup
-    table = Table(title=Text(terminal_text(title), style="table.title"), title_justify="left")
+    # every cell may come from the trace: Text, never markup
+    table = Table()
     if left_out:
         note = (f"not shown at {width} columns: {', '.join(HEADERS[c] for c in left_out)} "
                 "(--width N, or --format csv/json)")
         table.caption, table.caption_justify = Text(note, style="dim"), "left"
+    folds = _fold_widths(cols, cells, headers, width)
     for c in cols:
         table.add_column(
             headers[c],
@@ -305,10 +327,29 @@ def kernel_table(shown: pd.DataFrame, title: str, width: int | None = None) -> A
             no_wrap=c not in FOLD_FLOOR,
             min_width=(min(FOLD_FLOOR[c], _natural(headers[c], cells[c]))
                        if c in FOLD_FLOOR and width else None),
+            max_width=folds.get(c),
         )
     for i in range(len(shown)):
         table.add_row(*(Text(cells[c][i]) for c in cols))
     return table
+
+
+def _fold_widths(
+    kept: list[str], cells: dict[str, list[str]], headers: dict[str, str], width: int | None
+) -> dict[str, int]:
+    """The widths of the folding text columns so that the table fits `width`: the widest is
+    narrowed first, none below its floor. rich alone would not fold a one-word cell
+    (`AI_VECTOR_CORE`) below its length, and the table would run past the width."""
+    folding = {c: _natural(headers[c], cells[c]) for c in kept if c in FOLD_FLOOR}
+    if width is None or not folding:
+        return {}
+    room = width - (_needed(kept, cells, headers) - sum(min(FOLD_FLOOR[c], n) for c, n in folding.items()))
+    while sum(folding.values()) > room:
+        widest = max(folding, key=lambda c: folding[c] - min(FOLD_FLOOR[c], folding[c]))
+        if folding[widest] <= FOLD_FLOOR[widest]:
+            break  # every column at its floor: _columns_left_out left out what it could
+        folding[widest] -= 1
+    return folding
 
 
 def _natural(header: str, cells: list[str]) -> int:
@@ -338,16 +379,30 @@ def _columns_left_out(
     return [c for c in cols if c not in kept]
 
 
-def _print_count(console: Any, shown: int, total: int) -> None:
+def _print_count(console: Any, shown: int, total: int, noun: str = "kernels") -> None:
     if shown < total:
-        console.print(f"showing {shown:,} of {total:,} kernels (use --limit N or --format csv/json/parquet)")
+        console.print(
+            f"showing {shown:,} of {total:,} {noun} (--limit N, 0 for all; or --format csv/json/parquet)"
+        )
 
 
-def render_table(df: pd.DataFrame, title: str, rows: int, width: int | None = None) -> None:
-    """Print the first `rows` rows of `df` and, when that is not all, the count."""
+def print_title(console: Any, title: str) -> None:
+    """The table's title on its own line(s), wrapped at the console's width (the path as given:
+    Text, never markup)."""
+    # deferred: rich.text only for terminal output; `tilescope --help` imports every command module
+    from rich.text import Text
+
+    console.print(Text(terminal_text(title), style="table.title"))
+
+
+def render_table(df: pd.DataFrame, title: str, rows: int | None, width: int | None = None,
+                 columns: tuple[str, ...] = TABLE_COLUMNS, noun: str = "kernels") -> None:
+    """Print the title, the first `rows` rows of `df` (None: all) and, when that is not all, the count."""
     console = make_console(width)
-    console.print(kernel_table(df.head(rows), title, width), crop=False)
-    _print_count(console, min(len(df), rows), len(df))
+    print_title(console, title)
+    shown = df if rows is None else df.head(rows)
+    console.print(kernel_table(shown, width, columns), crop=False)
+    _print_count(console, len(shown), len(df), noun)
 
 
 @honours_strict
@@ -356,7 +411,22 @@ def kernels_command(
     fmt: Annotated[str, typer.Option("--format", "-f", help="table | csv | json | parquet")] = "table",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE (atomically)")] = None,
     chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
-    limit: Annotated[int | None, typer.Option("--limit", min=0, help="Only the first N kernels")] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=0, help="Only the first N rows (0: all; the table shows 50 by default)"),
+    ] = None,
+    sort: Annotated[
+        str | None,
+        typer.Option("--sort", metavar="COLUMN[:asc|desc]", help="Order the rows by a column (numbers "
+                     "largest "
+                     "first, text A-Z, unless :asc or :desc); default: the profile's order, or total time "
+                     "with --group-by"),
+    ] = None,
+    group_by: Annotated[
+        str | None,
+        typer.Option("--group-by", metavar="op_type|name|core_type", help="One row per op type (or name, "
+                     "core type), per rank: count, total, mean, min and max duration, share of the time"),
+    ] = None,
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
     strict: Annotated[bool, typer.Option("--strict", help=STRICT_HELP)] = False,
 ) -> None:
@@ -370,6 +440,7 @@ def kernels_command(
     """
     # deferred: io.failures and io.load only when this command runs; `tilescope --help` imports every command
     #   module
+    from tilescope.commands.kernels_group import GROUP_KEYS, group_kernels, sort_rows
     from tilescope.io.bad_rows import table_notes
     from tilescope.io.failures import PartialLoadError
     from tilescope.io.load import kernel_csv_profile, load_kernels_arrow, load_profiles
@@ -380,14 +451,20 @@ def kernels_command(
         raise UsageError("--format parquet needs -o FILE (binary output is not written to a terminal)")
     if output is not None and fmt == "table":
         raise UsageError("-o needs a machine format: --format csv, json or parquet")
+    if group_by is not None and group_by not in GROUP_KEYS:
+        raise UsageError(f"--group-by takes {', '.join(GROUP_KEYS)}, not {group_by!r}")
+    every = limit == 0  # --limit 0: every row, in every format (README)
+    limit = None if every else limit
     # a profile whose kernels are one CSV (the file itself, or a `*_ascend_pt` / `PROF_*` / plain
     # folder holding one): Arrow from the reader to the writer, no DataFrame round trip
     source = kernel_csv_profile(path)
-    shown = limit if limit is not None else DEFAULT_TABLE_ROWS  # rows in the terminal view
+    plain = sort is None and group_by is None  # the streamed ways keep the profile's order
+    shown = limit if limit is not None or every else DEFAULT_TABLE_ROWS  # rows in the terminal view
     columns = output_width(width) if fmt == "table" else None
-    if fmt == "table" and source is not None and _table_view(source, chip, shown, str(path), columns):
+    if (fmt == "table" and source is not None and plain and shown is not None
+            and _table_view(source, chip, shown, str(path), columns)):
         return
-    if fmt != "table" and source is not None:
+    if fmt != "table" and source is not None and plain:
         if output is not None and fmt in ("parquet", "csv") and limit is None:
             stream_kernels(source.path, fmt, output, chip, source.device)
             return
@@ -415,9 +492,18 @@ def kernels_command(
             k = k.assign(rank=pr.rank)
         frames.append(k)
     df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    table_columns: tuple[str, ...] = TABLE_COLUMNS
+    noun = "kernels"
+    if group_by is not None:
+        df = group_kernels(df, group_by)
+        table_columns = ("rank", group_by, "count", "total_us", "mean_us", "min_us", "max_us", "share")
+        noun = "groups"
+    df = sort_rows(df, sort if sort is not None else ("total_us" if group_by else None))
     if fmt == "table":
         title = f"{path} — {profiles[0].source.format}, chip {profiles[0].chip.name}"
-        render_table(df, title, shown, columns)
+        if group_by is not None:
+            title += f", by {HEADERS.get(group_by, group_by)}"
+        render_table(df, title, shown, columns, table_columns, noun)
     else:
         write_kernels(kernels_arrow(df if limit is None else df.head(limit)), fmt, output)
     if failures:

@@ -139,6 +139,7 @@ def attach_bundle(profile: Profile, bundle: Path) -> None:
         stale = stale_kernel(profile.manifest)
         if stale is not None:
             profile.warnings.append(stale)
+            profile.stale_kernel = stale
     if (bundle / "ir").is_dir():
         profile.ir_dir = bundle / "ir"
         if (bundle / "ir" / "ir.json").is_file():
@@ -175,6 +176,28 @@ def stale_kernel(manifest: Any) -> str | None:
         return None
     return (f"{file} has changed since this bundle was collected (sha256 {actual[:12]}…, the bundle's "
             f"{digest[:12]}…): its profile and IR are of the earlier kernel; collect it again")
+
+
+def stale_bundles(root: Path) -> list[str]:
+    """The stale-kernel warning of every bundle at `root` or one level under it (a folder of ranks),
+    worked out now from the manifests and the kernel files under the current folder: the gate of
+    `analyze --fail-on-stale` must not take a cached report's word for a file edited since. A
+    manifest that cannot be read is the analysis's error to report, not this check's."""
+    if not root.is_dir():
+        return []
+    candidates = [root, *sorted(p for p in root.iterdir() if p.is_dir())]
+    said = []
+    for folder in candidates:
+        if not (folder / "manifest.json").is_file():
+            continue
+        try:
+            manifest = _read_json_file(folder / "manifest.json")
+        except ProfileFormatError:
+            continue
+        stale = stale_kernel(manifest)
+        if stale is not None:
+            said.append(f"{folder}: {stale}")
+    return said
 
 
 def _attach_simulator(profile: Profile, bundle: Path) -> None:

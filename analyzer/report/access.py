@@ -41,13 +41,15 @@ def data_warnings(report: Mapping[str, Any]) -> list[str]:
     """What the numbers of this report leave out or doubt, that every format says (text prints it
     among a profile's notes): each profile's unreadable rows skipped, its values outside their
     range left out and its launches faster than their speed of light, with its rank in a
-    multi-rank report."""
+    multi-rank report; first, a bundle collected from an earlier version of its kernel."""
     profiles = [p for p in report.get("profiles", []) or [] if isinstance(p, Mapping)]
     out = []
     for p in profiles:
         rank = f"rank {p['rank']}: " if len(profiles) > 1 and p.get("rank") is not None else ""
         summary = p.get("summary")
         sol = (summary.get("speed_of_light") or {}) if isinstance(summary, Mapping) else {}
+        if isinstance(p.get("stale_kernel"), str):  # a bundle of an earlier kernel: said first
+            out.append(f"{rank}{p['stale_kernel']}")
         for said in (p.get("rows_skipped"), p.get("values_out_of_range"), sol.get("over_ceiling")):
             if isinstance(said, Mapping) and said.get("note"):
                 out.append(f"{rank}{said['note']}")

@@ -386,6 +386,7 @@ def _input(profile: Profile) -> dict[str, Any]:
         "has_blocks": profile.blocks is not None,
         "has_ir": profile.ir is not None,
         "warnings": list(profile.warnings) + ([timeline_skipped["note"]] if timeline_skipped else []),
+        "stale_kernel": profile.stale_kernel,
         "rows_skipped": _skipped_rows(profile.rows_skipped, timeline_skipped),
         "values_out_of_range": profile.values_out_of_range,
     }

@@ -25,7 +25,7 @@ from tilescope.report.ranks import (
 from tilescope.report.run import common_root, ranks_phrase, run_lines, run_of
 from tilescope.text.escape import terminal_text
 from tilescope.text.terminal import console as make_console
-from tilescope.text.terminal import squeeze, wrap
+from tilescope.text.terminal import fit_names, wrap
 from tilescope.text.words import (
     chip_text,
     fmt_us,
@@ -65,7 +65,7 @@ def not_checked_lines(skipped: list[dict[str, Any]]) -> list[str]:
 
 
 FINDING_MIN = 40  # cells the finding column needs beside the others; narrower: one block per finding
-KERNEL_MAX = 40  # cells of the kernel column; longer names are cut in the middle
+KERNEL_MAX = 40  # cells of the kernel column on a terminal: whole names that fit, then "+N"
 
 
 def render(report: dict[str, Any], **opts: Any) -> str:
@@ -248,7 +248,7 @@ def _finding_cells(f: dict[str, Any], multi: bool, width: int | None) -> dict[st
         "sev": str(f.get("severity")),
         "code": str(f.get("code")),
         "rule": str(f.get("slug")),
-        # cut to KERNEL_MAX cells on a terminal; whole in a pipe
+        # whole in a pipe; on a terminal the names that fit KERNEL_MAX cells (below)
         "kernel": _kernels(list(f.get("kernels") or [])),
         # how many times the rule matched it (`occurrences`), said in words: "[x565]" was a riddle
         "finding": str(f.get("message")) + (f" ({occ:,} occurrences)" if occ > 1 else ""),
@@ -258,7 +258,7 @@ def _finding_cells(f: dict[str, Any], multi: bool, width: int | None) -> dict[st
         cells["rank"] = _rank_cell(f, int(f.get("ranks_total") or 0))
     cells = {k: terminal_text(v) for k, v in cells.items()}
     if width is not None:
-        cells["kernel"] = squeeze(cells["kernel"], KERNEL_MAX)
+        cells["kernel"] = fit_names([terminal_text(n) for n in f.get("kernels") or []], KERNEL_MAX)
     return cells
 
 

@@ -3,8 +3,10 @@
 docs/product.md: terminal output is a tidy table. Tidy at any width means: the terminal's own width
 when stdout is one (rich measures it, `COLUMNS` overrides), no wrapping at all when the output goes
 to a pipe or a file (a log, `less -S`, `grep` want whole lines; nothing is cut), and `--width N` to
-choose. Whatever the width, `29.2 µs` and `66.7 %` stay on one line: the wrapping here treats a
-number and its unit as one word, and tables keep numeric columns unwrapped.
+choose. Kernel names cut to a column are cut where they say least (`cut_name`, `fit_names`):
+their shapes, then their middle, never the op at their head. Whatever the width, `29.2 µs` and
+`66.7 %` stay on one line: the wrapping here treats a number and its unit as one word, and tables
+keep numeric columns unwrapped.
 """
 
 from __future__ import annotations
@@ -143,17 +145,45 @@ def wrap(text: str, width: int | None, indent: str = "", hang: str | None = None
     return [ln.replace(_GLUE, " ") for ln in lines]
 
 
-def squeeze(text: str, width: int) -> str:
-    """`text` cut in the middle to `width` cells (`flash_fwd…mix_aic`): generated kernel names
-    share long prefixes and differ in their suffix or shapes."""
+# Where a kernel name's shapes or arguments start: "Mul [1,2048,32,128;…]", "MatMul(…)".
+_SHAPE_TAIL = re.compile(r" ?[\[(]")
+SUFFIX_MAX = 8  # cells of a name's last `_` part kept after a cut (`…_mix_aic`: which side of a mix)
+
+
+def cut_name(text: str, width: int) -> str:
+    """A kernel name in `width` cells, cut where it says least and marked with "…": its shapes
+    first (`aclnnMul_MulAiCore_Mul [1,2048,…`), then the middle of the name itself, keeping its head
+    (the op) and a short last part (`flash_fwd_ke…_mix_aic`: generated names share prefixes and
+    differ in such suffixes). Never the head: a name cut to its tail is not recognisable."""
     if cell_len(text) <= width:
         return text
-    half = (width - 1) // 2
-    head = chop_cells(text, half)[0] if half else ""
-    tail_cells = width - 1 - cell_len(head)
-    tail = ""
-    for ch in reversed(text):
-        if cell_len(ch + tail) > tail_cells:
-            break
-        tail = ch + tail
-    return head + "…" + tail
+    if width < 2:
+        return "…"[:width]
+    shape = _SHAPE_TAIL.search(text, 1)
+    base = text[: shape.start()] if shape else text
+    if cell_len(base) + 1 <= width:  # the name fits: cut its shapes
+        return chop_cells(text, width - 1)[0] + "…"
+    last = base.rsplit("_", 1)
+    suffix = "_" + last[1] if len(last) == 2 and last[0] and 0 < cell_len(last[1]) < SUFFIX_MAX else ""
+    if cell_len(suffix) > (width - 1) // 2:  # the head keeps at least half
+        suffix = ""
+    head = chop_cells(base, width - 1 - cell_len(suffix))[0]
+    return head + "…" + suffix
+
+
+def fit_names(names: list[str], width: int, limit: int = 3) -> str:
+    """`A, B +4`: the first names (at most `limit`) that fit `width` cells whole with the count of
+    the others; the first one cut (`cut_name`) only when even it alone does not fit."""
+    shown: list[str] = []
+    for i, name in enumerate(names[:limit]):
+        rest = len(names) - i - 1
+        more = f" +{rest}" if rest else ""
+        candidate = ", ".join([*shown, name]) + more
+        if cell_len(candidate) <= width:
+            shown.append(name)
+            continue
+        if not shown:  # the first name: cut it, keep the count
+            return cut_name(name, max(width - cell_len(more), 1)) + more
+        break
+    rest = len(names) - len(shown)
+    return ", ".join(shown) + (f" +{rest}" if rest else "")

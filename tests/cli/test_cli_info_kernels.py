@@ -82,7 +82,8 @@ def test_streamed_table_view_prints_what_the_dataframe_path_prints(
     kernels = load_profile(src, chip=chip).kernels
     out = io.StringIO()
     console = terminal.console(None, file=out)  # a pipe: no wrapping
-    console.print(cmd.kernel_table(kernels.head(int(limit)), f"{src} — kernel_csv, chip {chip}"), crop=False)
+    cmd.print_title(console, f"{src} — kernel_csv, chip {chip}")
+    console.print(cmd.kernel_table(kernels.head(int(limit))), crop=False)
     cmd._print_count(console, min(len(kernels), int(limit)), len(kernels))
     assert r.stdout == out.getvalue()
     assert ("showing 5 of 29 kernels" in r.stdout) == (trace == "fa_pipeutil_29")

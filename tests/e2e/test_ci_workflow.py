@@ -34,6 +34,7 @@ FA_BUNDLE = SAMPLES / "tilelang_fa_bundle"
 FA_MSPROF_OP = SAMPLES / "tilelang_fa_msprof_op"
 REPO = "acme/kernels"
 PINNED = "tilescope @ git+https://github.com/acme/tilescope@v0.1.0"
+KERNEL_FILE = "sample_traces/kernels/flash_attention.py"  # where the FA bundle's manifest says it is
 
 
 def _find_act() -> str | None:
@@ -58,11 +59,44 @@ STUB_INPUTS = ("fetch-depth", "python-version", "name", "path", "if-no-files-fou
                "category", "script")
 
 
-def _write_stubs(root: Path, log: Path, sarif_exit: int, artifact: Path) -> list[str]:
+def _step_script(name: str) -> str:
+    """The `run:` script of the workflow's step called `name`, as written."""
+    lines = WORKFLOW.read_text(encoding="utf-8").splitlines()
+    at = lines.index(f"      - name: {name}")
+    start = next(i for i in range(at, len(lines)) if lines[i].strip() == "run: |") + 1
+    body = []
+    for line in lines[start:]:
+        if line.strip() and not line.startswith(" " * 10):
+            break
+        body.append(line[10:])
+    return "\n".join(body) + "\n"
+
+
+BASE_STEP = "Use the base branch's committed bundle (no Ascend runner)"
+
+
+def _earlier_run(root: Path, earlier_run: str) -> str:
+    """A workspace kept from an earlier job, made in this one before the job's own steps: act does
+    the checkout itself (a copy of the repository in a new folder for each job, never our stub), so
+    the setup-python stub, the next step, replays the earlier job's base step here, then does what
+    the runner and actions/checkout do between jobs: "cleaned" empties $RUNNER_TEMP; both remove
+    the checkout's untracked files (git clean), never the worktrees git has registered."""
+    script = root / "earlier-base-step.sh"
+    script.write_text(_step_script(BASE_STEP), encoding="utf-8")
+    wipe = '        rm -rf "${RUNNER_TEMP:?}"/* ../base\n' if earlier_run == "cleaned" else ""
+    count = '        echo "earlier run: $(git worktree list | wc -l) worktrees" >&2\n'
+    replay = f"        BASE_SHA=$(git rev-parse HEAD~1) bash -e {script}\n"
+    return f"{replay}{wipe}        git clean -ffdxq\n{count}"
+
+
+def _write_stubs(root: Path, log: Path, sarif_exit: int, artifact: Path,
+                 earlier_run: str | None = None) -> list[str]:
     """Composite actions that log their name and the reports present; upload-artifact copies
     tilescope-out/ to `artifact` (act's workspace is a copy, removed after the job); the SARIF one
     exits `sarif_exit` (1: what upload-sarif does when code scanning is off or the token is
-    read-only)."""
+    read-only); with `earlier_run`, setup-python first leaves the workspace as an earlier job
+    would have (`_earlier_run`)."""
+    root.mkdir(parents=True, exist_ok=True)
     args = []
     for ref, folder in STUBS.items():
         where = root / folder / ("upload-sarif" if folder == "codeql" else "")
@@ -70,6 +104,8 @@ def _write_stubs(root: Path, log: Path, sarif_exit: int, artifact: Path) -> list
         name = "upload-sarif" if folder == "codeql" else folder
         code = sarif_exit if folder == "codeql" else 0
         keep = f"        cp -r tilescope-out {artifact} || true\n" if folder == "upload-artifact" else ""
+        if folder == "setup-python" and earlier_run:  # the first stub act runs after its checkout
+            keep = _earlier_run(root, earlier_run)
         inputs = "\n".join(f"  {i}: {{required: false}}" for i in STUB_INPUTS)
         (where / "action.yml").write_text(
             f"name: stub {name}\ninputs:\n{inputs}\nruns:\n  using: composite\n  steps:\n"
@@ -137,7 +173,13 @@ class Job:
 
 
 def run_job(tmp: Path, base: Path | str | None, head: Path | str | None, *, fork: bool = False,
-            sarif_exit: int = 0, pip_spec: str | None = PINNED, fail_on: str = "") -> Job:
+            sarif_exit: int = 0, pip_spec: str | None = PINNED, fail_on: str = "",
+            kernel_edit: str | None = None, earlier_run: str | None = None) -> Job:
+    """`kernel_edit`: both commits hold the FA bundle's kernel file at the path its manifest records,
+    and the head appends this to it (a PR that edits the kernel and not the committed run).
+    `earlier_run`: the workspace is one a persistent self-hosted runner kept from a job before (see
+    `_write_stubs`): "killed" (that job's base worktree is still there) or "cleaned" (the runner
+    emptied $RUNNER_TEMP since; git still has the worktree registered)."""
     repo = tmp / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
@@ -149,11 +191,17 @@ def run_job(tmp: Path, base: Path | str | None, head: Path | str | None, *, fork
         text = text.replace('  FAIL_ON: ""', f"  FAIL_ON: {fail_on}")
     (repo / ".github" / "workflows" / "tilescope.yml").write_text(text, encoding="utf-8")
     (repo / "README.md").write_text("kernels\n", encoding="utf-8")
+    kernel = repo / KERNEL_FILE
+    if kernel_edit is not None:
+        kernel.parent.mkdir(parents=True)
+        shutil.copyfile(ROOT / KERNEL_FILE, kernel)
     _put_run(repo, base)
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base")
     base_sha = _git(repo, "rev-parse", "HEAD")
     _put_run(repo, head)
+    if kernel_edit:
+        kernel.write_text(kernel.read_text(encoding="utf-8") + kernel_edit, encoding="utf-8")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "--allow-empty", "-m", "head")
     event = tmp / "event.json"
@@ -170,7 +218,7 @@ def run_job(tmp: Path, base: Path | str | None, head: Path | str | None, *, fork
     pip_log.touch()
     cmd = [ACT or "act", "pull_request", "-W", ".github/workflows/tilescope.yml", "-e", str(event),
            "-P", "ubuntu-latest=-self-hosted", "--action-offline-mode", "--no-cache-server",
-           *_write_stubs(tmp / "stubs", calls, sarif_exit, tmp / "artifact")]
+           *_write_stubs(tmp / "stubs", calls, sarif_exit, tmp / "artifact", earlier_run)]
     if pip_spec is not None:
         cmd += ["--var", f"TILESCOPE_PIP_SPEC={pip_spec}"]
     bin_dir = _write_bin(tmp / "bin", pip_log)
@@ -298,3 +346,39 @@ def test_the_absolute_gate_is_opt_in(tmp_path: Path) -> None:
         "- tilescope analyze --fail-on high: the head has findings at or above high (exit 1)"]
     for name in ("report.md", "report.html", "tilescope.sarif", "report.json", "diff.md"):
         assert (job.out / name).is_file(), name
+
+
+def test_a_pr_that_edits_the_kernel_but_not_its_committed_run_fails(tmp_path: Path) -> None:
+    """#28 item 2: the head's bundle was collected from the base's kernel; the PR edits the kernel.
+    The reports are still made and posted (each says the bundle is stale), then the gate fails."""
+    job = run_job(tmp_path, FA_BUNDLE, FA_BUNDLE, kernel_edit="# block_N = 128\n")
+    assert job.rc != 0
+    assert job.ran("Analyse (Markdown, HTML, SARIF, JSON)") == "Success"
+    assert re.search(r"github-script ran; reports: .*diff\.md .*report\.md", job.calls)
+    report = (job.out / "report.md").read_text(encoding="utf-8")
+    assert f"{KERNEL_FILE} has changed since this bundle was collected" in report.replace("\\", "")
+    gates = job.summary[job.summary.index("### tilescope gates: failed"):]
+    assert gates.splitlines()[2:] == [
+        "- tilescope analyze --fail-on-stale: `runs/head` was collected from an earlier kernel (its "
+        "manifest's kernel.sha256 is not the kernel file's in this commit): collect it again and commit it"]
+
+
+def test_the_same_kernel_in_both_commits_is_not_stale(tmp_path: Path) -> None:
+    """The control of the test above: the kernel file is there and unchanged, the gate passes."""
+    job = run_job(tmp_path, FA_BUNDLE, FA_BUNDLE, kernel_edit="")
+    assert job.rc == 0, job.summary[-2000:]
+    assert "has changed since this bundle was collected" not in (job.out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("earlier_run", ["killed", "cleaned"])
+def test_a_second_run_on_a_kept_workspace_makes_its_base_worktree_again(
+    tmp_path: Path, earlier_run: str
+) -> None:
+    """A persistent self-hosted runner (the only kind with an NPU) keeps the checkout and its git
+    worktrees between jobs: this job's base step finds the one an earlier job made, with its folder
+    ("killed") or only git's record of it ("cleaned"), and must still make its own."""
+    job = run_job(tmp_path, FA_BUNDLE, FA_BUNDLE, earlier_run=earlier_run)
+    assert "earlier run: 2 worktrees" in job.log  # the checkout and the earlier job's base
+    assert job.rc == 0, job.summary[-2000:] + job.log[-3000:]
+    assert job.ran(BASE_STEP) == "Success"
+    assert "7 persisting" in (job.out / "diff.md").read_text(encoding="utf-8")

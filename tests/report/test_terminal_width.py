@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from rich.cells import cell_len
 
-from tilescope.text.terminal import output_width, squeeze, wrap
+from tilescope.text.terminal import cut_name, output_width, wrap
 
 from support import REPO_ROOT, cli
 from support.terminal import on_pty, piped
@@ -133,7 +133,7 @@ def test_wrap_keeps_numbers_with_units() -> None:
             assert pair in joined
     assert wrap(text, None) == [text]
     assert wrap("x" * 30, 10) == ["x" * 10] * 3  # only a word wider than the line is cut
-    assert squeeze("flash_fwd_kernel_mix_aic", 11) == "flash…x_aic"
+    assert cut_name("flash_fwd_kernel_mix_aic", 11) == "flash_…_aic"
 
 
 def test_output_width_is_none_for_pipes_unless_asked(tmp_path: Path) -> None:
