@@ -431,6 +431,9 @@ class _Walker:
                 "k_loop_extent": k_loop[1]["extent"] if k_loop else None,
                 "num_stages": k_loop[1]["num_stages"] if k_loop else None,
                 "accumulates_over_loop": not always_cleared and k_loop is not None,
+                # the serial loops whose trips the accumulator is carried across, innermost last
+                # (TS507 looks among them for the one that loads the operand tiles)
+                "carried_loops": [] if always_cleared else [rec["id"] for rec in carried],
                 "total_k": total_k,
                 "enclosing_loops": self._enclosing(),
                 "seq": self.next_seq(),
