@@ -25,8 +25,8 @@ from typing import Any
 
 from tilescope.dashboard.ir_view import Stage
 from tilescope.lines import LineCost, LinesReport, profile_lines
-from tilescope.lines_sync import amount_words
 from tilescope.profile import Profile
+from tilescope.text.sync_words import amount_words
 from tilescope.text.words import METRIC_WORDS, fmt_pct
 
 MEASURED_CPP = "kernel.cpp"  # the Ascend C the per-line data is mapped with (tilescope.lines.kernel_cpp)

@@ -15,8 +15,8 @@ from tilescope.findings import Location
 from tilescope.ir.model import find_kernel
 from tilescope.ir.rulekit import stage_path
 from tilescope.lines import LineCost, LinesReport, profile_lines
-from tilescope.lines_sync import where_words
 from tilescope.profile import Profile
+from tilescope.text.sync_words import where_words
 
 # A finding's topic (rules/_findings.locate) -> the simulator pipes whose time ranks its lines.
 # "loop" (Cube/Vector overlap) names the hottest Cube line and the hottest Vector line; "grid"

@@ -13,9 +13,9 @@ import typer
 
 from tilescope.atomic import write_text_atomic
 from tilescope.errors import UsageError
-from tilescope.lines_sync import amount_words, where_words
 from tilescope.report.lines_view import pipe_shares
 from tilescope.text.escape import terminal_text
+from tilescope.text.sync_words import amount_words, where_words
 from tilescope.text.terminal import WIDTH_HELP, output_width, wrap, write_stdout
 from tilescope.text.words import METRIC_WORDS, fmt_pct
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tilescope.lines_sync import amount_words, where_words
+from tilescope.text.sync_words import amount_words, where_words
 from tilescope.text.words import fmt_pct
 
 TITLE = "Where the time goes inside the kernel"
