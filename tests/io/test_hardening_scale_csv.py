@@ -63,7 +63,8 @@ def _expected_table(path: Path, rows: int) -> str:
     console = terminal.console(None, file=io.StringIO())  # not a terminal: no wrapping
     with console.capture() as captured:
         title = f"{path} — {pr.source.format}, chip {pr.chip.name}"
-        console.print(kernels_cmd.kernel_table(pr.kernels.head(rows), title))
+        kernels_cmd.print_title(console, title)
+        console.print(kernels_cmd.kernel_table(pr.kernels.head(rows)), crop=False)
         kernels_cmd._print_count(console, min(len(pr.kernels), rows), len(pr.kernels))
     return str(captured.get())
 
