@@ -70,6 +70,19 @@ class IndexModel:
             expr = nxt
         return expr
 
+    def extent(self, expr: Any) -> int | str:
+        """A loop extent with the scalar bindings inlined and simplified: an int when it is constant
+        (tilelang-ascend's published GEMMs bind `loop_k = T.ceildiv(K, block_K)` and loop over
+        `T.serial(loop_k)`, which TIR keeps as a variable), else its text as written."""
+        # deferred: tilelang/tvm are the optional `tilelang` extra (and seconds to import)
+        import tvm  # imported after tilelang by the walker's caller
+
+        try:
+            value = _int(tvm.arith.Analyzer().simplify(self._inline(expr)))
+        except Exception:  # TVM's arithmetic raising on an expression is no reason to fail the lint
+            value = None
+        return value if isinstance(value, int) else _int(expr)
+
     def region(self, arg: Any) -> dict[str, Any] | None:
         """Per dimension of a `tl.region(BufferLoad, mask, *extents)`: start (text), extent, and
         `base` + `terms` [[loop id, coefficient, trip count], ...] when the start is affine in loop

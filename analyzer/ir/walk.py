@@ -234,7 +234,7 @@ class _Walker:
             "id": f"L{len(self.out['loops'])}",
             "var": s.loop_var.name,
             "kind": kind,
-            "extent": _int_or_str(s.extent),
+            "extent": self.index.extent(s.extent),
             "num_stages": int(stages) if stages is not None else None,
             "thread": str(s.thread_binding.thread_tag) if s.thread_binding is not None else None,
             "parent": self.stack[-1][1]["id"] if self.stack else None,

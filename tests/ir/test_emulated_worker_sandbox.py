@@ -138,3 +138,89 @@ def test_the_command_runs_on_a_stand_in_root(tmp_path: Path) -> None:
     assert not (root / "tmp/marker").exists() and sorted(p.name for p in (root / "host").iterdir()) == []
     assert sorted(p.name for p in (root / "root").iterdir()) == [".tilelang"]
     assert json.dumps(answer)  # the stand-in's answer came back through run_jobs intact
+
+
+# A kernel file that, while its builder runs in the emulated worker, tries to write everywhere it
+# might reach, prints what happened (the worker's stderr), then builds a small Vector kernel so
+# the lowering goes on as usual. Written for this test.
+PROBE_KERNEL = r'''
+import json
+import os
+import sys
+
+import tilelang.language as T
+import tilescope
+
+def probe(M=64, N=256, dtype="float"):
+    # in the builder: lint runs only the file's declarative part at module level
+    here = os.path.dirname(os.path.abspath(__file__))  # /host/<the kernel's folder on the host>
+    targets = {
+        "own_folder": os.path.join(here, "marker"),
+        "host_path_of_own_folder": os.path.join(here[len("/host"):], "marker"),
+        "host_top": "/host/marker",
+        "package": os.path.join(os.path.dirname(tilescope.__file__), "marker"),
+        "root_opt": "/opt/marker",
+        "root_etc": "/etc/marker",
+        "tmp": "/tmp/marker",
+        "home": "/root/marker",
+        "dev_shm": "/dev/shm/marker",
+    }
+    outcome = {}
+    for what, path in targets.items():
+        try:
+            with open(path, "w") as f:
+                f.write("written by a linted kernel")
+            outcome[what] = "written"
+        except OSError as exc:
+            outcome[what] = f"{type(exc).__name__}: {os.strerror(exc.errno)}"
+    print("PROBE " + json.dumps(outcome), file=sys.stderr)
+
+    @T.prim_func
+    def copy_rows(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a_ub = T.alloc_ub((M // 2, N), dtype)
+            with T.Scope("V"):
+                T.copy(A[vid * (M // 2), 0], a_ub)
+                T.barrier_all()
+                T.copy(a_ub, B[vid * (M // 2), 0])
+
+    return copy_rows
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    (foreign.find_interpreter() or foreign.Interpreter([], "none", Path("/"))).kind != "emulated",
+    reason="the emulated tilelang-ascend root is not set up here (bash scripts/setup-tilelang-ascend.sh)",
+)
+def test_a_kernel_in_the_real_emulated_worker_writes_nowhere_lasting(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #27, under real emulation: the worker lowers the kernel, and the kernel's own code can
+    write only to the in-memory /tmp, HOME and /dev/shm — gone with the process."""
+    interp = foreign.find_interpreter()
+    assert interp is not None
+    kernel_dir = (tmp_path / "kernels").resolve()
+    kernel_dir.mkdir()
+    (kernel_dir / "probe.py").write_text(PROBE_KERNEL, encoding="utf-8")
+    package = Path(package_folders()["tilescope"])
+    watched = (kernel_dir, package, interp.root / "tmp", interp.root / "root")
+    before = {p: sorted(os.listdir(p)) for p in watched}
+    answer = foreign.run_jobs(interp, [(kernel_dir / "probe.py", ["probe"], [{}])], debug=True)[0]
+    err = capfd.readouterr().err
+    (run,) = answer["runs"]
+    (kernel,) = run["kernels"]
+    assert kernel["failure"] is None and "ascendc" in kernel["stages"]  # it lowered, under qemu
+    line = next(ln for ln in err.splitlines() if ln.startswith("PROBE "))
+    outcome = json.loads(line[len("PROBE "):])
+    read_only = "OSError: Read-only file system"
+    refused = ("own_folder", "host_top", "package", "root_opt", "root_etc")
+    assert {k: outcome[k] for k in refused} == dict.fromkeys(refused, read_only)
+    # the host's path is not there at all: only /host's bindings are
+    assert outcome["host_path_of_own_folder"] in (read_only, "FileNotFoundError: No such file or directory")
+    assert outcome["tmp"] == outcome["home"] == outcome["dev_shm"] == "written"
+    # and nothing is left: not on the host, not in the root (the in-memory writes vanished)
+    after = {p: sorted(os.listdir(p)) for p in before}
+    assert after == before
+    assert not (interp.root / "opt" / "marker").exists() and not (interp.root / "etc" / "marker").exists()
+    assert not (interp.root / str(kernel_dir).lstrip("/") / "marker").exists()

@@ -225,9 +225,9 @@ def test_sweep_lowers_every_combination_in_one_worker(
     started: list[int] = []
     real_run_jobs = foreign.run_jobs
 
-    def counting(interp: Any, jobs: Any, debug: bool = False) -> Any:
+    def counting(interp: Any, jobs: Any, debug: bool = False, timeout_s: float | None = None) -> Any:
         started.append(sum(len(runs) for _, _, runs in jobs))
-        return real_run_jobs(interp, jobs, debug)
+        return real_run_jobs(interp, jobs, debug, timeout_s)
 
     monkeypatch.setattr(foreign, "run_jobs", counting)
     monkeypatch.setenv("TL_PLATFORM", "A2")
