@@ -159,6 +159,7 @@ def _serve_and_get(extra: list[str]) -> str:
     return err
 
 
+@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
 def test_serve_keeps_the_access_log_off_the_terminal_unless_verbose() -> None:
     quiet = _serve_and_get([])
     assert "GET /_dash-layout" not in quiet and "press Ctrl+C to stop" in quiet

@@ -159,6 +159,7 @@ def _writing_anonymously(pid: int, folder: Path) -> bool:
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
 def test_signal_while_a_large_table_streams_out(
     dirs: tuple[Path, Path], sample_generator: ModuleType, sig: int, code: int
 ) -> None:

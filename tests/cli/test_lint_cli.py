@@ -86,6 +86,7 @@ def test_sweep_small_grid(capsys: pytest.CaptureFixture[str]) -> None:
     assert rows[0]["footprint"]["L0C"]["bytes"] == 65536
 
 
+@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
 def test_missing_tilelang_exits_3(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

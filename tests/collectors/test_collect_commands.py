@@ -94,6 +94,7 @@ def _python_without_tilescope() -> str:
 
 
 @pytest.mark.parametrize("which", ["this venv", "a Python without tilescope"])
+@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
 def test_launcher_runs_the_worker(tmp_path: Path, which: str) -> None:
     """The generated script really starts tilescope.collectors.worker (which reports a bad job cleanly),
     also in a Python that does not have tilescope installed."""

@@ -88,6 +88,7 @@ def _native_root(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
 def test_native_stack_without_npu_says_what_the_950_path_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

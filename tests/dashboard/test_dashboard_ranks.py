@@ -373,6 +373,7 @@ def test_an_msprof_run_of_two_devices_without_step_ids(tmp_path: Path) -> None:
     assert matrix.layout.annotations[0].text.startswith("No communication matrix")
 
 
+@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
 def test_two_runs_served_each_open_their_own_ranks(run8: Path) -> None:
     app = create_app([run8, run8])
     first, second = store_of(app).clusters()

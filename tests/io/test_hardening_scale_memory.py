@@ -100,6 +100,7 @@ def test_pyarrow_without_jemalloc_keeps_its_default(
     assert pa.default_memory_pool().backend_name == before
 
 
+@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
 def test_a_freed_kernel_table_goes_back_to_the_os(tmp_path: Path, sample_generator: ModuleType) -> None:
     csv = tmp_path / "kernel_details.csv"
     sample_generator.write_large_kernel_details(csv, 150_000)

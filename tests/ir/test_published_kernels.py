@@ -173,6 +173,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
 def test_a_scripted_file_imports_without_running_its_script(tmp_path: Path) -> None:
     path = tmp_path / "scripted.py"
     path.write_text(SCRIPTED, encoding="utf-8")

@@ -28,6 +28,7 @@ def _cycles(line: int, factor: float = 1.0) -> int:
     return sum(int(core_cycles(core, line) * factor) for core in CORES)
 
 
+@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
 def test_diff_names_the_lines_whose_cycles_moved(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = _bundle(tmp_path / "base")
     head = _bundle(tmp_path / "head", {101: 0.5, 94: 2.0})

@@ -158,6 +158,7 @@ def test_a_broken_simulator_file_in_a_bundle_costs_the_lines_not_the_analysis(
     assert any(str(f) in w and "per-line data not read" in w for w in r["profiles"][0]["warnings"])
 
 
+@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
 def test_every_report_format_shows_the_hottest_lines(
     bundle: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -56,6 +56,7 @@ COMMANDS = {
 
 
 @pytest.mark.parametrize("name", COMMANDS)
+@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
 def test_output_fits_80_and_200_columns_and_is_whole_when_piped(name: str) -> None:
     args = COMMANDS[name]
     whole = piped(args)
