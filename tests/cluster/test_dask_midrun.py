@@ -69,6 +69,10 @@ class Cluster:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.procs: list[subprocess.Popen[bytes]] = []
+        # what this test process already ran before the cluster: an earlier test's pool (its
+        # forkserver, multiprocessing's resource tracker) lives as long as the process, and is
+        # not something the run under test left behind
+        self.before = {p.pid for p in _children()}
         info = folder / "scheduler.json"
         self.scheduler = self._start(
             ["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
@@ -145,7 +149,7 @@ def _children() -> list[Any]:
 
 
 def _no_process_left_by_tilescope(cluster: Cluster) -> None:
-    ours = {p.pid for p in cluster.procs}
+    ours = {p.pid for p in cluster.procs} | cluster.before
     left = [p for p in _children() if p.pid not in ours and p.status() != "zombie"]
     assert left == [], [(p.pid, p.cmdline()) for p in left]
 
