@@ -81,12 +81,12 @@ FOUND = [
     (7, 190, "msprof_db", "in 'a?b'", "the URI opened a truncated path (sqlite3.OperationalError)"),
     (7, 193, "fa_pipeutil_29", "in 'new\\nline'", "a newline in the directory name split the error line"),
     # sample_bundle cases index the bundle's ir.json: renumbered when the bundle is regenerated
-    # (here for ir.json 1.1 with the grid's lines) to the first case of the same run seed that makes
-    # the same mutation
+    # (here for ir.json 1.1 with the grid's lines, and the GEMMs' carried_loops) to the first case of
+    # the same run seed that makes the same mutation
     (1, 63960, "sample_bundle", "['s_ub'] = -1e+308", "a 300-digit integer in a TS504 finding, exit 0"),
     (
         11,
-        642,
+        380,
         "sample_bundle",
         "['source_line'] = 1180591620717411303424",
         "a location line of 2**70, exit 0",
