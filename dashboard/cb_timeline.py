@@ -72,10 +72,12 @@ def register(app: dash.Dash, store: DataStore) -> None:
         )
         return fig, info, [x0, x1] if x0 is not None and x1 is not None else None
 
-    @app.callback(Output("tl-export", "href"), Input("profile", "value"))
-    def on_export_link(key: str | None) -> str:
-        entry_of(store, key)  # an unknown profile: no link
-        return timeline_export.export_url(str(key))
+    @app.callback(Output("tl-export", "href"), Output("tl-export", "style"), Input("profile", "value"))
+    def on_export_link(key: str | None) -> tuple[str, dict[str, str]]:
+        entry = entry_of(store, key)  # an unknown profile: no link
+        # a profile with nothing on a timeline (an `msprof op` run) offers no empty trace to export
+        shown = {} if lanes_of(entry) else {"display": "none"}
+        return timeline_export.export_url(str(key)), shown
 
     timeline_export.register(app.server, store, lanes_of)
 

@@ -304,3 +304,13 @@ def test_lane_labels_from_the_profile_are_inert_in_the_figure() -> None:
     drawn = {y for t in fig["data"] for y in t["y"] if y}
     assert drawn == {plotly_text(ln.label, None) for ln in lanes}
     assert not any("<" in y for y in [*drawn, *fig["layout"]["yaxis"]["categoryarray"]])
+
+
+@pytest.mark.slow
+def test_the_export_link_shows_only_where_there_is_a_timeline(torch_app: Any) -> None:
+    # the bundled FA run is `msprof op` output: launches with no shared clock, nothing to export
+    page = timeline_page(create_app([SAMPLES / "tilelang_fa_bundle"]))
+    assert page.value("tl-export.style") == {"display": "none"}
+    page = timeline_page(torch_app)
+    assert page.value("tl-export.style") == {}
+    assert page.value("tl-export.href")
