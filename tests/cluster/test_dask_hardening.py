@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,17 +20,10 @@ from tilescope.errors import UsageError
 from tilescope.rankwork import Executor_, plan_executor
 from tilescope.rankwork_dask import check_address
 
+from support.tcp import accepting_host
+
 pytest.importorskip("distributed")
 
-
-@pytest.fixture(scope="module")
-def run2(tmp_path_factory: pytest.TempPathFactory, sample_generator: Any) -> Path:
-    from generator.cluster import ClusterSpec, write_cluster_run
-
-    out = tmp_path_factory.mktemp("run2") / "run"
-    out.mkdir()
-    write_cluster_run(out, ClusterSpec(ranks=2, steps=2))
-    return out
 
 
 @pytest.fixture
@@ -46,29 +36,9 @@ def short(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _server(answer: bytes | None) -> Iterator[str]:
-    """A TCP port on 127.0.0.1 that accepts every connection and then says `answer` (None: nothing)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
-    held: list[socket.socket] = []
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = sock.accept()
-            except OSError:
-                return
-            held.append(conn)
-            if answer is not None:
-                conn.sendall(answer)
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield f"tcp://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        sock.close()
-        for conn in held:
-            conn.close()
+    """A Dask address on 127.0.0.1 that accepts every connection and then says `answer` (None: nothing)."""
+    with accepting_host(answer) as (host, port):
+        yield f"tcp://{host}:{port}"
 
 
 @pytest.fixture

@@ -53,15 +53,6 @@ rankwork.run_unit = run_unit  # the job's function is sent by name: the worker u
 '''
 
 
-@pytest.fixture(scope="module")
-def run2(tmp_path_factory: pytest.TempPathFactory, sample_generator: Any) -> Path:
-    from generator.cluster import ClusterSpec, write_cluster_run
-
-    out = tmp_path_factory.mktemp("run2") / "run"
-    out.mkdir()
-    write_cluster_run(out, ClusterSpec(ranks=2, steps=2))
-    return out
-
 
 class Cluster:
     """A `dask scheduler` process on 127.0.0.1 and the `dask worker` processes added to it."""

@@ -14,7 +14,6 @@ import json
 import shutil
 import socket
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,8 @@ import pytest
 from tilescope.cli import main
 from tilescope.errors import UsageError
 from tilescope.io.remote import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT_S, RemoteLimits, remote_limits
+
+from support.tcp import accepting_host
 
 
 @pytest.fixture(scope="module")
@@ -42,26 +43,8 @@ def run2(tmp_path_factory: pytest.TempPathFactory, sample_generator: Any) -> Pat
 def silent_host() -> Iterator[tuple[str, int]]:
     """127.0.0.1:PORT accepting every connection and never sending a byte; closed at the end (the
     calls left waiting on it then return)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    held: list[socket.socket] = []
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = sock.accept()
-            except OSError:
-                return
-            held.append(conn)
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield sock.getsockname()
-    finally:
-        sock.close()
-        for conn in held:
-            conn.close()
+    with accepting_host() as host:
+        yield host
 
 
 def _wait_on(host: tuple[str, int]) -> bytes:

@@ -64,14 +64,6 @@ def test_any_filesystem_error_is_one_line(
     )
 
 
-@pytest.fixture(scope="module")
-def run2(tmp_path_factory: pytest.TempPathFactory, sample_generator: Any) -> Path:
-    from generator.cluster import ClusterSpec, write_cluster_run
-
-    out = tmp_path_factory.mktemp("run2") / "run"
-    write_cluster_run(out, ClusterSpec(ranks=2, steps=2))
-    return out
-
 
 @pytest.mark.parametrize("special", ["fifo", "link to /dev/zero"])
 def test_a_rank_folder_with_a_special_file_is_left_out_not_copied(
