@@ -26,17 +26,17 @@ import numpy as np
 
 from tilescope.dashboard.data import DataStore, ProfileEntry
 from tilescope.dashboard.timeline_lanes import Lane
+from tilescope.text.escape import script_safe
 
 EXPORT_PATH = "/_tilescope/timeline-trace"
 HOST_PID, DEVICE_PID = 1, 2
 CHUNK_EVENTS = 20_000  # events per streamed piece
-_UNSAFE = re.compile(r"[<>&]")
 
 
 @functools.lru_cache(maxsize=1 << 16)  # kernel and op names repeat: each is escaped once
 def text(value: object) -> str:
     """A JSON string literal of `value` that holds no raw `<`, `>`, `&` or non-ASCII character."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(str(value)))
+    return script_safe(json.dumps(str(value)))  # ensure_ascii: every non-ASCII character escaped
 
 
 def export_url(key: str) -> str:
