@@ -7,8 +7,10 @@ import atexit
 import importlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -21,6 +23,19 @@ from support import REAL_TRACES, REPO_ROOT
 _CACHE = tempfile.mkdtemp(prefix="tilescope-test-cache-")
 os.environ["TILESCOPE_CACHE_DIR"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, True)
+
+
+@pytest.fixture
+def sigint_handled() -> Iterator[None]:
+    """SIGINT handled in this process for the test, as from a terminal: a suite started from a
+    background job (`cmd &`) has it ignored, so Ctrl-C (`_thread.interrupt_main`) would do nothing
+    and the children would inherit the ignored SIGINT that run_command's kill sends first (each
+    waited KILL_GRACE_S for nothing). A Python handler is reset to the default in a child on exec."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture(scope="session")

@@ -289,6 +289,7 @@ def _render_after_signal(sig: int, swallow_as: type[BaseException] | None) -> An
 
 @pytest.mark.parametrize(("swallow_as", "sig", "code"),
                          [(None, signal.SIGTERM, 143), (RuntimeError, signal.SIGINT, 130)])
+@pytest.mark.usefixtures("sigint_handled")  # these send SIGINT to this process
 def test_swallowed_signal_still_interrupts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     swallow_as: type[BaseException] | None, sig: int, code: int,
@@ -306,6 +307,7 @@ def test_swallowed_signal_still_interrupts(
     assert signal.getsignal(sig) is before  # an in-process caller gets its handler back
 
 
+@pytest.mark.usefixtures("sigint_handled")
 def test_second_signal_does_not_cut_the_cleanup_short() -> None:
     cleaned = False
     with pytest.raises(interrupt.Interrupted) as caught, interrupt.signals_raise():

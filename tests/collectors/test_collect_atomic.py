@@ -11,10 +11,8 @@ from __future__ import annotations
 import _thread
 import json
 import os
-import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -322,19 +320,6 @@ def _alive(pid: int) -> bool:
 def _spawn_tree_argv(pidfile: Path) -> list[str]:
     # a child that starts a grandchild, records its pid, then waits forever
     return ["/bin/sh", "-c", f"sleep 300 & echo $! > {pidfile}; wait"]
-
-
-@pytest.fixture
-def sigint_handled() -> Iterator[None]:
-    """SIGINT handled in this process for the test, as from a terminal: a suite started from a
-    background job (`cmd &`) has it ignored, so Ctrl-C (`_thread.interrupt_main`) would do nothing
-    and the children would inherit the ignored SIGINT that run_command's kill sends first (each
-    waited KILL_GRACE_S for nothing). A Python handler is reset to the default in a child on exec."""
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, before)
 
 
 @pytest.mark.usefixtures("sigint_handled")
