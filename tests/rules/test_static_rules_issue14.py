@@ -31,6 +31,11 @@ def lint() -> Any:
     cache: dict[tuple[str, str], Any] = {}
 
     def get(ref: str, **params: Any) -> dict[str, Any]:
+        if ref == "flash_attention_variants.py":
+            # One stage: TileLang's Z3 software-pipeline scheduler is 6 of the 7 s each lowering of
+            # this kernel takes with two (#23), and TS508-TS511 read the grid, the dtypes and the
+            # copies of the PrimFunc as written, which the stage count does not change.
+            params.setdefault("num_stages", 1)
         key = (ref, repr(sorted(params.items())))
         if key not in cache:
             path = ref if Path(ref.split(":")[0]).is_absolute() else str(KERNELS / ref)
