@@ -107,6 +107,7 @@ def mcp_session(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield Session(portal, session, root, scratch)
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_the_tools_and_their_published_schemas(mcp_session: Session) -> None:
     tools = mcp_session.run(mcp_session.session.list_tools).tools
     assert [t.name for t in tools] == ["info", "analyze", "kernels", "lint", "diff", "rule", "lines"]
@@ -122,6 +123,7 @@ def test_the_tools_and_their_published_schemas(mcp_session: Session) -> None:
     assert analyze.input_schema["properties"]["detail"]["enum"] == ["brief", "standard", "full"]
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_analyze_diagnoses_the_flash_attention_bundle(mcp_session: Session) -> None:
     r = mcp_session.result("analyze", path=str(BUNDLE), findings_limit=3, kernels_limit=1)
     report = r["report"]
@@ -169,6 +171,7 @@ def test_lint_of_a_kernel_variant(mcp_session: Session) -> None:
     assert (mcp_session.scratch / "tilelang-cache").is_dir()
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_diff_of_two_runs_and_of_two_saved_reports(
     mcp_session: Session, capsys: pytest.CaptureFixture[str]
 ) -> None:

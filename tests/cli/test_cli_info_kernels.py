@@ -41,6 +41,7 @@ def test_kernels_json_exact(real_traces: Path, tmp_path: Path) -> None:
     assert first["aic_total_cycles"] == 5295467
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_kernels_stdout_csv_limit_and_parquet(real_traces: Path, tmp_path: Path) -> None:
     src = str(real_traces / "gpt_step_arith_591" / "kernel_details.csv")
     r = run("kernels", src, "--format", "csv", "--limit", "3")
@@ -65,6 +66,7 @@ def test_kernels_table(real_traces: Path) -> None:
 @pytest.mark.parametrize(
     ("trace", "limit", "chip"), [("fa_pipeutil_29", "5", "910B3"), ("gpt_step_arith_591", "1000", "910B4")]
 )
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_streamed_table_view_prints_what_the_dataframe_path_prints(
     real_traces: Path, trace: str, limit: str, chip: str
 ) -> None:
@@ -89,6 +91,7 @@ def test_streamed_table_view_prints_what_the_dataframe_path_prints(
     assert ("showing 5 of 29 kernels" in r.stdout) == (trace == "fa_pipeutil_29")
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_info_json(real_traces: Path) -> None:
     r = run("info", str(real_traces / "fa_pipeutil_29" / "kernel_details.csv"), "--format", "json")
     assert r.returncode == 0, r.stderr

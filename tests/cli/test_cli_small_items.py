@@ -74,6 +74,7 @@ def test_rule_messages_agree_with_their_counts() -> None:
 
 # ------------------------------------------------------------------ static findings have no time
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_static_findings_show_no_time_in_any_view(capsys: pytest.CaptureFixture[str]) -> None:
     static = {"saving_kind": "none", "est_saving_us": 0.0, "share_of_total": 0.0}
     assert saving_text(static) == "static: no time estimate"
@@ -209,12 +210,14 @@ def _into_closed_pipe(args: list[str]) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("name", PIPED)
+@pytest.mark.slow  # about 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_reader_that_goes_away_is_exit_0_without_a_word(name: str) -> None:
     """`tilescope info | head` exited 1 (rich's and click's broken-pipe handling)."""
     code, err = _into_closed_pipe(PIPED[name])
     assert (code, err) == (0, "")
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_closed_pipe_does_not_hide_a_tripped_gate() -> None:
     code, err = _into_closed_pipe(["analyze", str(BUNDLE), "--fail-on", "high"])
     assert code == 1 and "finding(s) at or above high" in err and "Broken pipe" not in err

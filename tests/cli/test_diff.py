@@ -103,6 +103,7 @@ def test_acceptance_unfused_to_fused_shows_the_drop_and_passes(capsys: pytest.Ca
     assert "regression gate (5 %, noise-aware: up to 16 vs 16 launches per kernel): passed" in out
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_acceptance_swapped_fails_the_gate(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diff", str(FUSED), str(UNFUSED), "--fail-on-regression", "5"]) == 1
     captured = capsys.readouterr()
@@ -112,6 +113,7 @@ def test_acceptance_swapped_fails_the_gate(capsys: pytest.CaptureFixture[str]) -
     assert main(["diff", str(FUSED), str(UNFUSED)]) == 0
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_json_and_md_formats(tmp_path: Path) -> None:
     out = tmp_path / "d.json"
     assert main(["diff", str(UNFUSED), str(FUSED), "-f", "json", "-o", str(out)]) == 0
@@ -226,6 +228,7 @@ def test_fail_on_new_gates_only_findings_the_base_did_not_have() -> None:
     assert compare_runs(base, _run([_k("a")], findings=[same, raised])).new_over_gate == []  # gate off
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_fail_on_new_on_the_fa_samples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fa = SAMPLES / "tilelang_fa_bundle"
     # the bundle against itself: its 4 high findings are old, the gate passes

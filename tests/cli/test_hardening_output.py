@@ -179,6 +179,7 @@ def test_markdown_html_keeps_entities_whole() -> None:
 # -- the commands, as a user runs them -------------------------------------------------------------
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_analyze_text_prints_names_and_the_tools_own_brackets_as_text(hostile: Path) -> None:
     run = _run("analyze", hostile)
     assert run.returncode == 0, run.stderr
@@ -191,6 +192,7 @@ def test_analyze_text_prints_names_and_the_tools_own_brackets_as_text(hostile: P
     assert re.search(r"\(\d+ occurrences\)", out)  # the occurrence suffix of grouped findings
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_analyze_json_and_markdown(hostile: Path) -> None:
     run = _run("analyze", hostile, "--format", "json")
     assert run.returncode == 0, run.stderr
@@ -249,6 +251,7 @@ def test_info_prints_the_path_as_text(hostile: Path) -> None:
     assert out.startswith(f"{_shown(hostile)}\n")
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_diff_text(hostile: Path) -> None:
     run = _run("diff", SAMPLE, hostile)
     assert run.returncode == 0, run.stderr

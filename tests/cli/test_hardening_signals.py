@@ -110,6 +110,7 @@ COMMANDS = {
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.slow  # about 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_signal_before_the_commit_keeps_the_old_output(
     dirs: tuple[Path, Path], command: str, sig: int, code: int
 ) -> None:
@@ -128,6 +129,7 @@ def test_signal_before_the_commit_keeps_the_old_output(
     assert _listing(tmpdir) == []
 
 
+@pytest.mark.slow  # about 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_kill_9_before_the_commit_leaves_no_temporary(dirs: tuple[Path, Path]) -> None:
     out_dir, tmpdir = dirs
     if not _has_o_tmpfile(out_dir):

@@ -43,6 +43,7 @@ def _styles(out: str) -> dict[str, set[str]]:
     return seen
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_severities_on_a_16_colour_terminal_and_the_fixes_at_full_weight() -> None:
     out = on_pty(["analyze", str(BUNDLE)], 200, "xterm", keep_sgr=True)
     # the bundle has 4 high, 2 medium and 1 low finding: each severity one style, its own

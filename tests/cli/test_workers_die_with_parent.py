@@ -70,10 +70,12 @@ POOL = """
 """
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_analyze_pool_workers_forked_from_the_command_die_with_it(tmp_path: Path) -> None:
     assert _kill_parent_and_wait(POOL.format(first="", method="fork"), tmp_path) == []
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_analyze_pool_workers_from_the_fork_server_die_with_it(tmp_path: Path) -> None:
     # a process that has loaded DuckDB starts its workers from a fork server (rankwork._process_pool)
     script = POOL.format(first="import duckdb; duckdb.connect().execute('select 1')", method="forkserver")

@@ -335,6 +335,7 @@ def test_real_poor_overlap_excludes_the_wait(real_traces: Path, capsys: pytest.C
     assert ev["hideable_us_by_rank"] == {"0": 29977.846, "1": 36423.66} and ev["rank"] == 1
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_others_median_equals_dropping_each_rank() -> None:
     """TS603's "the other ranks' median", for all ranks at once, equals the median over the other
     columns computed one rank at a time (random tables with gaps and ties)."""

@@ -83,6 +83,7 @@ def long_run(tmp_path_factory: pytest.TempPathFactory, sample_generator: ModuleT
     return out
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_report_bins_past_the_cap_and_diff_and_heatmap_read_it_alike(
     long_run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

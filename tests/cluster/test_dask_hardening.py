@@ -96,6 +96,7 @@ def test_a_bad_variable_or_port_is_exit_2_at_once(
     assert "port 99999 is out of range" in _one_line(capsys)
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_port_that_never_answers_ends_at_the_deadline(
     run2: Path, silent: str, short: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -139,6 +140,7 @@ def scheduler() -> Iterator[str]:
         yield cluster.scheduler_address
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_scheduler_without_workers_is_said_after_the_wait(
     run2: Path, scheduler: str, short: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -160,6 +162,7 @@ def _unshare() -> list[str] | None:
     return flags if probe.returncode == 0 else None
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_workers_that_do_not_see_the_ranks_are_named(
     run2: Path, scheduler: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -72,6 +72,7 @@ def _diff_json(base: Path, head: Path, tmp_path: Path, *flags: str) -> tuple[int
     return code, json.loads(out.read_text())
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_fixed_straggler_and_slower_link_are_named(
     straggler_fixed: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -146,6 +147,7 @@ def test_new_high_cross_rank_finding_trips_fail_on_new(
     assert code == 1 and [f["code"] for f in d["gate"]["new_findings"]] == ["TS605"]
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_slowest_rank_step_time_regression_trips_the_gate(
     tmp_path: Path, sample_generator: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -207,6 +209,7 @@ def test_a_report_written_per_rank_gives_the_same_diff_as_a_grouped_one(
     assert any(k["findings"] for k in from_grouped["kernels_by_rank"].values())
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_rank_sets_that_differ_are_said_plainly(
     tmp_path: Path, sample_generator: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -223,6 +226,7 @@ def test_rank_sets_that_differ_are_said_plainly(
             "compared: 0-3") in out
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_multi_rank_against_single_rank_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diff", str(SAMPLE), str(SINGLE)]) == 2
     captured = capsys.readouterr()
@@ -247,6 +251,7 @@ def test_multi_rank_report_without_cluster_section_is_one_line_exit_2(
                    "older tilescope?); run tilescope analyze -f json on the run again"]
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_unreadable_rank_is_partial_exit_2(
     tmp_path: Path, sample_generator: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -268,6 +273,7 @@ def test_unreadable_rank_is_partial_exit_2(
     assert "Traceback" not in captured.err
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_markdown_and_hostile_kernel_names(
     tmp_path: Path, sample_generator: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:

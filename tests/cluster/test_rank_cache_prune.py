@@ -258,6 +258,7 @@ def test_clear_refuses_a_directory_that_is_not_a_cache(
     assert sorted(p.name for p in cache.root.iterdir()) == ["CACHEDIR.TAG", LEDGER]
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_info_numbers_are_what_is_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -293,6 +294,7 @@ def test_info_numbers_are_what_is_on_disk(
     assert "  entries     9\n" in text and f"({info['bytes']:,} bytes) on disk" in text
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_tiny_limit_gives_the_same_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

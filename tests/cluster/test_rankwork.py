@@ -65,6 +65,7 @@ def run8(tmp_path_factory: pytest.TempPathFactory, sample_generator: Any) -> Pat
     return out
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_same_report_in_process_pool_cache_and_legacy(run8: Path, tmp_path: Path) -> None:
     serial, failures = _report(run8, tmp_path / "a", jobs=1, use_cache=False)
     assert [f.rank for f in failures] == [6]
@@ -79,6 +80,7 @@ def test_same_report_in_process_pool_cache_and_legacy(run8: Path, tmp_path: Path
     assert {f["code"] for f in report["findings"] if f.get("scope") == "cluster"} >= {"TS601", "TS604"}
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_real_two_rank_run_same_everywhere(real_traces: Path, tmp_path: Path) -> None:
     run = real_traces / "gpt3_2rank_memoryl0"
     serial, _ = _report(run, tmp_path, jobs=1, use_cache=False)
@@ -128,6 +130,7 @@ def test_second_analysis_reads_only_the_cached_summaries(run8: Path, tmp_path: P
         assert a.astype(str).equals(b.astype(str)), name
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_changed_input_or_setting_is_analysed_again(run8: Path, tmp_path: Path) -> None:
     found = detect(run8)
     cache = RankCache(tmp_path / "cache")
@@ -146,6 +149,7 @@ def test_a_changed_input_or_setting_is_analysed_again(run8: Path, tmp_path: Path
     assert touched.cached == 7
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_damaged_cache_entry_is_recomputed(run8: Path, tmp_path: Path) -> None:
     found = detect(run8)
     cache = RankCache(tmp_path / "cache")
@@ -200,6 +204,7 @@ def test_unreachable_scheduler_is_exit_3_with_one_line(
     assert "Traceback" not in err
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_cli_partial_run_through_the_pool(
     run8: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -226,6 +231,7 @@ def _as_local(report_json: str, url: str, path: Path) -> str:
     return report_json.replace(url, str(path))
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_url_of_rank_folders_gives_the_local_report(run8: Path, tmp_path: Path) -> None:
     """`analyze file:///…/run8` (any fsspec URL): each rank folder is staged by its worker and every
     path of the result names the URL — the report is the local one with the URL for the path, in
@@ -275,6 +281,7 @@ def test_a_url_of_one_rank_folder_is_that_rank(run8: Path, tmp_path: Path) -> No
 # ---- a whole run answered from the cache (commands.analyze.cached_run) ----------------------------
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_repeated_analysis_is_answered_from_the_stored_report(
     run8: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -314,6 +321,7 @@ def test_a_repeated_analysis_is_answered_from_the_stored_report(
         os.utime(step_trace, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_stored_report_imports_neither_pandas_nor_the_rules(run8: Path, tmp_path: Path) -> None:
     """The point of the whole-run entry: ~0.5 s of a cached 64-rank analysis was importing pandas
     and the rules, which a report read back does not need."""

@@ -178,6 +178,7 @@ def test_the_store_is_read_when_it_answers(
     assert s3_cluster == json.loads(by_file.replace(f"file://{run2}", str(run2)))["cluster"]
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_silent_host_read_leaves_the_rank_out_at_the_deadline_and_is_not_cached(
     run2: Path, silent_host: tuple[str, int], staging: Path, tmp_path: Path,
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,

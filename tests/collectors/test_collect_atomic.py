@@ -130,6 +130,7 @@ def test_failure_mid_collect_leaves_nothing(
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_existing_bundle_needs_force(tmp_path: Path, fast: None, monkeypatch: pytest.MonkeyPatch) -> None:
     out = runmod.collect(request(tmp_path / "b", ir_only=True), log=lambda m: None)
     first = (out / "manifest.json").read_text()
@@ -323,6 +324,7 @@ def _spawn_tree_argv(pidfile: Path) -> list[str]:
 
 
 @pytest.mark.usefixtures("sigint_handled")
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     rec = CommandRecord(_spawn_tree_argv(pidfile), "sleeper")

@@ -24,6 +24,7 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 
 # --- no NPU ---------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_real_probe_reports_the_import_error_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The probe runs a real child; a torch_npu that fails like it does without CANN is reported verbatim."""
     site = tmp_path / "site"
@@ -34,6 +35,7 @@ def test_real_probe_reports_the_import_error_text(tmp_path: Path, monkeypatch: p
     assert preflight.probe_torch_npu() == {"import_error": LIBHCCL}
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_real_probe_reports_the_root_cause_of_torch_autoload(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """torch_npu 2.13.0 without CANN: `import torch` autoloads it and raises RuntimeError from the
@@ -95,6 +97,7 @@ def test_no_npu_exits_3_before_anything(tmp_path: Path, monkeypatch: pytest.Monk
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_no_npu_on_this_machine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Whatever this machine lacks (torch_npu, CANN, msprof) is named, exit 3, no bundle."""
     code, _, err = run_cli([f"{VECTOR_ADD}:vector_add", "--out", str(tmp_path / "b")], capsys)

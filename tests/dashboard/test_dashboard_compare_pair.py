@@ -33,6 +33,7 @@ def _values(b: str | None, h: str | None) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_the_pickers_list_each_sides_kernels(app: dash.Dash) -> None:
     out, _ = post_callback(app, "c-match-base.options", _values(BASE, "no such kernel"))
     store = store_of(app)

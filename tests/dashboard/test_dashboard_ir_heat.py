@@ -81,6 +81,7 @@ def test_the_window_of_a_big_file_opens_on_its_hottest_line() -> None:
     assert pane["summary"].startswith("no line marked · 1 line measured")
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_the_timeline_of_a_simulated_bundle_is_its_in_core_pipeline(tmp_path: Path) -> None:
     """msprof op has no timeline between launches; the bundle's simulator run has one inside the
     kernel: one lane per core and pipe, each bar named by its Ascend C and TileLang line."""

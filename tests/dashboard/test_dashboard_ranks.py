@@ -60,6 +60,7 @@ def run(app8: dash.Dash) -> ClusterEntry:
     return entry
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_the_store_holds_the_reports_cluster_section(
     run: ClusterEntry, report8: dict[str, Any], app8: dash.Dash
 ) -> None:

@@ -117,6 +117,7 @@ def test_the_ranks_tab_lists_the_root_runs(app: dash.Dash, root: Path) -> None:
     assert store_of(app).clusters() == []  # listed, not loaded: nothing is built before a pick
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_root_run_shows_the_reports_cluster_section(app: dash.Dash, root: Path) -> None:
     out = _ranks_view(app, RUN8)
     assert "8 ranks, 8 with a readable kernel table" in json.dumps(out["r-info"])

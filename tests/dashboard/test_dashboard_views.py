@@ -151,6 +151,7 @@ def big_entry() -> Any:
     return make_entry("big", "big", p, synthetic_report(p, hostile=True))
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_large_profile_pages_stay_small(big_entry: Any) -> None:
     page = kernel_page(
         big_entry, {"startRow": 150_000, "endRow": 150_100, "sortModel": [{"colId": "name", "sort": "desc"}]}
@@ -191,6 +192,7 @@ def test_serve_check_prints_the_url(capsys: pytest.CaptureFixture[str]) -> None:
                        "would listen on http://127.0.0.1:8123/\n")
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_serve_check_counts_the_ranks_of_a_path(capsys: pytest.CaptureFixture[str]) -> None:
     sample = ROOT / "sample_traces" / "cluster_8rank"
     assert main(["serve", str(sample), "--check", "--port", "8123"]) == 0
@@ -199,6 +201,7 @@ def test_serve_check_counts_the_ranks_of_a_path(capsys: pytest.CaptureFixture[st
     assert "cluster_8rank: 8 ranks side by side in the Ranks tab" in out.err
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_serve_check_exits_cleanly_in_a_fresh_process() -> None:
     # The warm-up thread may still be inside DuckDB when the command returns; the process must
     # wait for it rather than abort (exit 134, "terminate called without an active exception").
@@ -231,6 +234,7 @@ def test_serve_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixtur
     assert out.out == "" and out.err.startswith("tilescope: error: ")
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_serve_runs_in_the_background_on_localhost(tmp_path: Path) -> None:
     sample = ROOT / "sample_traces" / "attention_fused"
     if not sample.is_dir():

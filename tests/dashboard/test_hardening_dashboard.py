@@ -154,6 +154,7 @@ def test_a_path_given_to_serve_is_confined_to_itself(tree: dict[str, Path]) -> N
     assert store_of(app).get("p0") is not None
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_serve_check_refuses_a_bundle_linking_out_with_one_line(tree: dict[str, Path]) -> None:
     import subprocess
     import sys
@@ -619,6 +620,7 @@ def _drained(sock: socket.socket) -> bytes:
     return out
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_silent_and_half_sent_connections_are_dropped(
     served_briefly: int, caplog: pytest.LogCaptureFixture
 ) -> None:

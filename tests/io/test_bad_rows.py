@@ -84,6 +84,7 @@ def test_kernels_file_output_says_it_on_stderr(
     assert len((tmp_path / "k.csv").read_text().splitlines()) == 1 + 20
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_every_report_format_says_it(real_traces: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = _gpt3(real_traces)
     code, text, err = cli(capsys, "analyze", str(d), "-f", "json", "--no-cache", "-j", "1")

@@ -83,6 +83,7 @@ def rendered(request: pytest.FixtureRequest) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_device_time_is_one_value(rendered: dict[str, Any]) -> None:
     summary = rendered["report"]["summary"]
     device = fmt_us(summary["total_device_us"])

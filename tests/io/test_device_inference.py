@@ -75,6 +75,7 @@ def test_no_evidence_says_what_it_assumed(real_traces: Path, rel: str) -> None:
         assert any("device model Ascend910B: variant not recorded" in n for n in notes)
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_every_real_profile_gets_a_possible_device(real_traces: Path) -> None:
     for folder in sorted(p for p in real_traces.iterdir() if p.is_dir()):
         try:

@@ -125,6 +125,7 @@ def _analyze_json(path: Path, **env: str) -> dict[str, object]:
     return report
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_the_report_is_the_same_under_either_allocator() -> None:
     switched = _analyze_json(UNFUSED)
     default = _analyze_json(UNFUSED, ARROW_DEFAULT_MEMORY_POOL="mimalloc")

@@ -72,6 +72,7 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # gpt_step_arith_591 with --chip 910B4 (not its device): the chip is given, so every group uses it
 @pytest.mark.parametrize(("trace", "chip"), [("fa_pipeutil_29", None), ("gpt_step_arith_591", "910B4")])
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_stream_equals_whole_file_on_real_traces(
     real_traces: Path, tmp_path: Path, small_blocks: None, trace: str, chip: str | None
 ) -> None:
@@ -294,6 +295,7 @@ def test_crlf_file_without_final_newline_streams_like_the_whole_file(
     assert _plain(pq.read_table(out)).replace_schema_metadata(None).to_pylist() == _whole(src).to_pylist()
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_quoted_newline_cut_by_a_group_boundary_never_changes_the_table(
     real_traces: Path, tmp_path: Path
 ) -> None:

@@ -51,6 +51,7 @@ def test_diff_names_the_lines_whose_cycles_moved(tmp_path: Path, capsys: pytest.
     assert code == 0 and "l.50 `s_acc += q_l0 @ k_l0` 53,760 → 26,880 cycles (−50 %)" in out
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_unchanged_lines_add_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = _bundle(tmp_path / "base")
     head = _bundle(tmp_path / "head", {10: 1.02})  # 2 % more on one vector line: under 5 % of the total

@@ -106,6 +106,7 @@ def test_analyze_of_a_simulator_run_points_at_lines(bundle: Path, capsys: pytest
     assert code == 2 and f"`tilescope lines {sim}` reads it" in err
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_findings_about_the_bundle_kernel_name_its_measured_lines(
     bundle: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -189,6 +190,7 @@ def test_every_report_format_shows_the_hottest_lines(
     assert code == 0 and '<section id="lines">' in page and "<code>s_acc += q_l0 @ k_l0</code>" in page
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_a_bundle_with_a_board_source_run_counts_instructions_never_cycles(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

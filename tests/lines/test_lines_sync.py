@@ -152,6 +152,7 @@ def test_the_csv_s_decimal_addresses_meet_the_trace_s_hex_ones(tmp_path: Path) -
     assert by_line[5].sync == {"SET_FLAG": 16.0} and by_line[7].sync == {}
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_fa_sync_lines_name_the_statement_each_flag_orders(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

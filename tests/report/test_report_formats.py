@@ -55,6 +55,7 @@ def test_same_findings_in_every_format_real_pipeline() -> None:
     assert all(c == counts["report"] for c in counts.values()), counts
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_failed_render_leaves_the_old_file_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tilescope.commands import diff as diff_cmd
 

@@ -99,6 +99,7 @@ def test_html_is_titled_with_the_run(eight: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("folder", ["torch_2rank_pipeutil_text", "gpt3_2rank_memoryl0"])
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_real_two_rank_runs_lead_with_their_step_spread(real_traces: Path, folder: str) -> None:
     run_dir = real_traces / folder
     report = _report(run_dir)

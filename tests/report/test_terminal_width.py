@@ -70,6 +70,7 @@ def test_output_fits_80_and_200_columns_and_is_whole_when_piped(name: str) -> No
         assert max(cell_len(ln) for ln in whole.splitlines()) > 200
 
 
+@pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
 def test_width_option_wraps_a_pipe() -> None:
     text = piped(["analyze", str(BUNDLE), "--width", "100"])
     assert_fits(text, piped(["analyze", str(BUNDLE)]), 100)
