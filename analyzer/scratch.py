@@ -8,6 +8,7 @@ live ones are also registered here and `remove_all` removes them on that fast ex
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import glob
 import os
@@ -47,6 +48,23 @@ def scratch_dir(prefix: str) -> Iterator[Path]:
         _remove(path)
         with _lock:
             _live.discard(path)
+
+
+def process_dir(prefix: str) -> Path:
+    """A new directory in the system temp dir for the rest of this process (what a library wants
+    to find in an environment variable), removed when the process ends: by `remove_all` on the
+    CLI's fast exit, at interpreter exit for an in-process caller. Named and swept as
+    `scratch_dir`'s, so a killed process's is removed by the next run."""
+    with _lock:
+        if _closed:
+            raise ScratchClosedError("the process is exiting")
+        if prefix not in _swept:
+            _swept.add(prefix)
+            _sweep_dead(prefix)
+        path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+        _live.add(path)
+    atexit.register(_remove, path)
+    return path
 
 
 def _sweep_dead(prefix: str) -> None:

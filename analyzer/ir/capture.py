@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +57,7 @@ from tilescope.ir.params import (
 from tilescope.ir.published import PublishedFileError, load_module
 from tilescope.ir.scopes import TILELANG_ASCEND
 from tilescope.ir.walk import lowered_allocations, walk_primfunc
+from tilescope.scratch import process_dir
 
 __all__ = [
     "IRCapture",
@@ -93,9 +93,11 @@ class IRCapture:
 def import_tilelang() -> ModuleType:
     """Import tilelang hermetically (no shared kernel cache), or raise MissingComponentError (exit 3)."""
     os.environ.setdefault("TILELANG_DISABLE_CACHE", "1")
-    os.environ.setdefault(
-        "TILELANG_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"tilescope-tl-{os.getpid()}")
-    )
+    if "TILELANG_CACHE_DIR" not in os.environ:
+        # TileLang makes its cache's folders on import even with the cache off: a folder of this
+        # process's own, removed when it exits (every lint left /tmp/tilescope-tl-<pid> behind).
+        # Sweep workers and their fork server inherit it through the environment.
+        os.environ["TILELANG_CACHE_DIR"] = str(process_dir("tilescope-tl-"))
     try:
         with contextlib.redirect_stdout(sys.stderr):
             # deferred: tilelang/tvm are the optional `tilelang` extra (and seconds to import)
