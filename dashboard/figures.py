@@ -25,6 +25,7 @@ from tilescope.chips import ChipSpec
 from tilescope.columns import AI_CORE, AI_VECTOR_CORE, AICORE_TYPES, MIX_AIC, MIX_AIV
 from tilescope.findings import SEVERITIES
 from tilescope.report import palette as P
+from tilescope.report.charts import house_template
 from tilescope.text.escape import MAX_INLINE, plotly_text
 from tilescope.text.words import NO_ESTIMATE, fmt_pct, fmt_us, recoverable_text
 
@@ -92,7 +93,7 @@ def apply_layout(fig: go.Figure, title: str, height: int = 320, **extra: Any) ->
     """The house look of every dashboard figure: title top left, one font, a horizontal legend."""
     fig.update_layout(
         title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)),
-        template="plotly_white",
+        template=house_template(),
         font=FONT,
         height=height,
         margin=dict(l=60, r=20, t=44, b=48),

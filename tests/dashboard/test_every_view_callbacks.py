@@ -18,6 +18,7 @@ import pytest
 from tilescope.dashboard import views as V
 from tilescope.dashboard.app import create_app
 from tilescope.dashboard.layout import RANKS_TAB, TABS
+from tilescope.report.charts import TRACE_TYPES
 
 from support import REAL_TRACES, REPO_ROOT
 from support.dash_session import DashSession, blank_figure
@@ -61,6 +62,13 @@ def view_problems(page: DashSession, tab: str) -> list[str]:
         f"plot {i} shows empty axes and no message"
         for i in sorted(ids)
         if page.types.get(i) == "Graph" and blank_figure(page.value(f"{i}.figure"))
+    ]
+    problems += [  # a trace type the house template has no plotly_white defaults for
+        f"plot {i} draws a {t} trace: add it to report.charts.TRACE_TYPES"
+        for i in sorted(ids)
+        if page.types.get(i) == "Graph"
+        for t in {d.get("type", "scatter") for d in (page.value(f"{i}.figure") or {}).get("data") or []}
+        if t not in TRACE_TYPES
     ]
     if tab == "ir":  # the panes are drawn by the page's script from ir-data
         ir = page.value("ir-data.data") or {}
