@@ -146,7 +146,11 @@ SIDE_BLOCK_ROWS = {"aic_": "cube_block_rows", "aiv_": "vector_block_rows"}
 
 
 def _side_aggregate(blocks: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per-launch aggregates of the per-block metrics (rules in the module docstring)."""
+    """Per-launch aggregates of the per-block metrics (rules in the module docstring).
+
+    Each side's launches are found once (`ngroup`) and every sum and mean is one grouped call over
+    a frame of the terms: grouping each column by the key columns again factorised the keys once
+    per metric, half of reading an `msprof op` profile (0.17 s of 0.36)."""
     side = blocks["sub_block_id"].astype("str").str[:4]
     frames: list[pd.DataFrame] = []
     for prefix, rows in (("aic_", side != "vect"), ("aiv_", side != "cube")):
@@ -154,44 +158,65 @@ def _side_aggregate(blocks: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         cols = [c for c in sub.columns if c.startswith(prefix) and pd.api.types.is_float_dtype(sub[c])]
         if not cols:
             continue
-        by = [sub[k] for k in keys]
-        cyc = f"{prefix}total_cycles"
-        weight = sub[cyc].fillna(0.0) if cyc in sub else pd.Series(1.0, index=sub.index)
-        g = sub.groupby(keys, sort=False)
-        side_time = sub.get(f"{prefix}time_us", pd.Series(np.nan, index=sub.index))
-        n_rows = side_time.notna().groupby(by, sort=False).sum()
-        agg: dict[str, pd.Series] = {SIDE_BLOCK_ROWS[prefix]: n_rows.astype("float64")}
-        for c in cols:
-            if c.endswith(("_ratio", "_rate", "_pct")):
-                num = (sub[c] * weight).groupby(by, sort=False).sum(min_count=1)
-                den = weight.where(sub[c].notna()).groupby(by, sort=False).sum()
-                agg[c] = num / den.replace(0.0, np.nan)
-            elif c.endswith("_us"):
-                agg[c] = g[c].mean()
-            elif c.endswith("_gbps"):
-                agg[c] = _bandwidth(sub, c, prefix, side_time, by, n_rows)
-            else:
-                agg[c] = g[c].sum(min_count=1)
-        frames.append(pd.DataFrame(agg))
+        frames.append(_one_side(sub, keys, prefix, cols))
     if not frames:
         return pd.DataFrame(index=blocks.groupby(keys, sort=False).size().index)
     return pd.concat(frames, axis=1)
 
 
-def _bandwidth(
-    sub: pd.DataFrame, col: str, prefix: str, side_time: pd.Series, by: list[pd.Series], n_rows: pd.Series
-) -> pd.Series:
-    """A launch's bandwidth from the blocks' bytes (rate x time), never a sum of their rates."""
-    # Example: aic_mte2_active_gbps -> its pipe's time column aic_mte2_time_us
-    active = col.endswith("_active_gbps")
-    time_col = col.removesuffix("_active_gbps") + "_time_us" if active else f"{prefix}time_us"
-    time = sub.get(time_col, side_time)
-    moved = (sub[col] * time).groupby(by, sort=False).sum(min_count=1)  # GB/s x µs = 1e3 bytes
-    spent = time.where(sub[col].notna()).groupby(by, sort=False).sum()
-    if active:
-        return moved / spent.replace(0.0, np.nan)
-    # over the mean block time: the device-level rate while the side ran, all blocks at once
-    return moved / (spent / n_rows.replace(0, np.nan)).replace(0.0, np.nan)
+def _one_side(sub: pd.DataFrame, keys: list[str], prefix: str, cols: list[str]) -> pd.DataFrame:
+    """One side's aggregates (`_side_aggregate`), indexed by the launch keys in order of appearance."""
+    g = sub.groupby(keys, sort=False)
+    index = g.size().index
+    code = g.ngroup().to_numpy(dtype="float64")  # NaN: a row whose key is missing, as groupby drops it
+    keep = ~np.isnan(code)
+    cyc = f"{prefix}total_cycles"
+    weight = sub[cyc].fillna(0.0) if cyc in sub else pd.Series(1.0, index=sub.index)
+    side_time = sub.get(f"{prefix}time_us", pd.Series(np.nan, index=sub.index))
+    some: dict[str, pd.Series] = {}  # summed, NaN where no block had a value (min_count=1)
+    total: dict[str, pd.Series] = {"n_rows": side_time.notna().astype("float64")}  # summed
+    mean: dict[str, pd.Series] = {}
+    for c in cols:
+        if c.endswith(("_ratio", "_rate", "_pct")):
+            some[f"num {c}"] = sub[c] * weight
+            total[f"den {c}"] = weight.where(sub[c].notna())
+        elif c.endswith("_us"):
+            mean[c] = sub[c]
+        elif c.endswith("_gbps"):
+            # a launch's bandwidth from the blocks' bytes (rate x time), never a sum of their rates;
+            # example: aic_mte2_active_gbps -> its pipe's time column aic_mte2_time_us
+            time_col = (c.removesuffix("_active_gbps") + "_time_us" if c.endswith("_active_gbps")
+                        else f"{prefix}time_us")
+            time = sub.get(time_col, side_time)
+            some[f"moved {c}"] = sub[c] * time  # GB/s x µs = 1e3 bytes
+            total[f"spent {c}"] = time.where(sub[c].notna())
+        else:
+            some[c] = sub[c]
+
+    def grouped(terms: dict[str, pd.Series], how: str) -> pd.DataFrame:
+        frame = pd.DataFrame({k: v.to_numpy(dtype="float64") for k, v in terms.items()},
+                             index=range(len(sub)))
+        by = frame[keep].groupby(code[keep].astype("int64"), sort=True)
+        out = by.sum(min_count=1) if how == "some" else by.sum() if how == "total" else by.mean()
+        return out.reindex(range(len(index))).set_axis(index)
+
+    s, t, m = grouped(some, "some"), grouped(total, "total"), grouped(mean, "mean")
+    n_rows = t["n_rows"]
+    agg: dict[str, pd.Series] = {SIDE_BLOCK_ROWS[prefix]: n_rows}
+    for c in cols:
+        if c.endswith(("_ratio", "_rate", "_pct")):
+            agg[c] = s[f"num {c}"] / t[f"den {c}"].replace(0.0, np.nan)
+        elif c.endswith("_us"):
+            agg[c] = m[c]
+        elif c.endswith("_gbps"):
+            moved, spent = s[f"moved {c}"], t[f"spent {c}"]
+            if c.endswith("_active_gbps"):
+                agg[c] = moved / spent.replace(0.0, np.nan)
+            else:  # over the mean block time: the device-level rate while the side ran, all blocks at once
+                agg[c] = moved / (spent / n_rows.replace(0, np.nan)).replace(0.0, np.nan)
+        else:
+            agg[c] = s[c]
+    return pd.DataFrame(agg)
 
 
 def per_core_times(kernels: pd.DataFrame, aic_count: int | None, aiv_count: int | None) -> pd.DataFrame:
