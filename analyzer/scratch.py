@@ -32,16 +32,7 @@ class ScratchClosedError(RuntimeError):
 @contextlib.contextmanager
 def scratch_dir(prefix: str) -> Iterator[Path]:
     """A new directory in the system temp dir (TMPDIR), removed with its contents afterwards."""
-    # created and registered under the lock: `remove_all` never misses one created beside it
-    with _lock:
-        if _closed:
-            raise ScratchClosedError("the process is exiting")
-        if prefix not in _swept:
-            _swept.add(prefix)
-            _sweep_dead(prefix)
-        # the pid in the name lets a later run remove what a killed one (kill -9) left
-        path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
-        _live.add(path)
+    path = _new_live(prefix)
     try:
         yield path
     finally:
@@ -55,15 +46,24 @@ def process_dir(prefix: str) -> Path:
     to find in an environment variable), removed when the process ends: by `remove_all` on the
     CLI's fast exit, at interpreter exit for an in-process caller. Named and swept as
     `scratch_dir`'s, so a killed process's is removed by the next run."""
+    path = _new_live(prefix)
+    atexit.register(_remove, path)
+    return path
+
+
+def _new_live(prefix: str) -> Path:
+    """A new `prefix<pid>-XXXX` directory, registered as live; the first of a prefix sweeps the
+    ones killed processes left."""
+    # created and registered under the lock: `remove_all` never misses one created beside it
     with _lock:
         if _closed:
             raise ScratchClosedError("the process is exiting")
         if prefix not in _swept:
             _swept.add(prefix)
             _sweep_dead(prefix)
+        # the pid in the name lets a later run remove what a killed one (kill -9) left
         path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
         _live.add(path)
-    atexit.register(_remove, path)
     return path
 
 
