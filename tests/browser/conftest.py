@@ -8,11 +8,13 @@
 - `record_events(page, base_url)`: dialogs (Playwright dismisses them silently), page errors,
   console errors and requests leaving the app, so a test can assert none happened.
 - `serve_wsgi(app)`: an in-process werkzeug server on a free port; at exit it checks the port is
-  closed again.
+  closed again. `serve_folder(root)`: the same for the files of a folder (the HTML reports).
 """
 
 from __future__ import annotations
 
+import functools
+import http.server
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -105,6 +107,28 @@ def serve_wsgi(wsgi_app: Callable[..., Any]) -> Iterator[str]:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request drowns the failures
     server = make_server("127.0.0.1", 0, wsgi_app, threaded=True)
     port = server.server_port
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+        assert _port_closed(port), f"port {port} still accepts connections"
+
+
+class _QuietFiles(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+        pass
+
+
+@contextmanager
+def serve_folder(root: Path) -> Iterator[str]:
+    """The files under `root` over HTTP on a free port, as `serve_wsgi` serves an app."""
+    handler = functools.partial(_QuietFiles, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

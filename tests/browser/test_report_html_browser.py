@@ -5,10 +5,7 @@ positive control proves the recorder can see an injection)."""
 
 from __future__ import annotations
 
-import functools
-import http.server
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +13,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from conftest import needs_chromium, record_events
+from conftest import needs_chromium, record_events, serve_folder
 
 from tilescope.report import render_html
 
@@ -28,22 +25,11 @@ HOSTILE_NAMES = ["<img src=x onerror=alert(1)>", "</script><script>alert(2)</scr
 pytestmark = [pytest.mark.browser, needs_chromium]
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     root = tmp_path_factory.mktemp("site")
-    handler = functools.partial(_Quiet, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", root
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serve_folder(root) as url:
+        yield url, root
 
 
 def _screenshot(page: Any, name: str) -> None:

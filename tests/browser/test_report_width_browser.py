@@ -6,15 +6,12 @@ run, a multi-rank run. Recipe: ../shared/docs/browser-testing.md."""
 
 from __future__ import annotations
 
-import functools
-import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs_chromium, record_events
+from conftest import needs_chromium, record_events, serve_folder
 
 from support import SAMPLES, cli
 
@@ -24,22 +21,11 @@ INPUTS = ("tilelang_fa_bundle", "attention_unfused", "cluster_8rank")
 pytestmark = [pytest.mark.browser, needs_chromium]
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     root = tmp_path_factory.mktemp("wide")
-    handler = functools.partial(_Quiet, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", root
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serve_folder(root) as url:
+        yield url, root
 
 
 @pytest.mark.parametrize("sample", INPUTS)

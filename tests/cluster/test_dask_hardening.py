@@ -20,6 +20,7 @@ from tilescope.errors import UsageError
 from tilescope.rankwork import Executor_, plan_executor
 from tilescope.rankwork_dask import check_address
 
+from support import only_line
 from support.tcp import accepting_host
 
 pytest.importorskip("distributed")
@@ -52,14 +53,6 @@ def garbage() -> Iterator[str]:
     yield from _server(b"\xff" * 16 + b"HTTP/1.1 400 Bad Request\r\n\r\n")
 
 
-def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1, err
-    return lines[0]
-
-
 def _timed(argv: list[str]) -> tuple[int, float]:
     t0 = time.perf_counter()
     code = main(argv)
@@ -89,11 +82,11 @@ def test_a_bad_variable_or_port_is_exit_2_at_once(
     monkeypatch.setenv("TILESCOPE_SCHEDULER", "junk")
     code, took = _timed(["analyze", str(run2), "--no-cache"])
     assert code == 2 and took < 5
-    assert _one_line(capsys).startswith("tilescope: error: TILESCOPE_SCHEDULER 'junk': expected a Dask")
+    assert only_line(capsys).startswith("tilescope: error: TILESCOPE_SCHEDULER 'junk': expected a Dask")
     monkeypatch.delenv("TILESCOPE_SCHEDULER")
     code, took = _timed(["analyze", str(run2), "--no-cache", "--scheduler", "tcp://127.0.0.1:99999"])
     assert code == 2 and took < 5
-    assert "port 99999 is out of range" in _one_line(capsys)
+    assert "port 99999 is out of range" in only_line(capsys)
 
 
 @pytest.mark.slow  # over 1 s each (#23: the quick loop keeps tests under 1 s)
@@ -102,7 +95,7 @@ def test_a_port_that_never_answers_ends_at_the_deadline(
 ) -> None:
     code, took = _timed(["analyze", str(run2), "--no-cache", "--scheduler", silent])
     assert code == 3 and took < 1.5 + 3
-    assert _one_line(capsys) == (
+    assert only_line(capsys) == (
         f"tilescope: error: --scheduler {silent}: cannot reach the Dask scheduler (no answer within 1.5 s)"
     )
 
@@ -112,7 +105,7 @@ def test_a_port_that_answers_other_bytes_is_one_line(
 ) -> None:
     code, took = _timed(["analyze", str(run2), "--no-cache", "--scheduler", garbage])
     assert code == 3 and took < 1.5 + 3
-    line = _one_line(capsys)
+    line = only_line(capsys)
     assert line.startswith(f"tilescope: error: --scheduler {garbage}: cannot reach the Dask scheduler (")
 
 
@@ -123,7 +116,7 @@ def test_tls_without_tls_settings_is_one_line(
     monkeypatch.setenv("TILESCOPE_SCHEDULER", address)  # named as the variable it came from
     code, _ = _timed(["analyze", str(run2), "--no-cache"])
     assert code == 3
-    line = _one_line(capsys)
+    line = only_line(capsys)
     said = f"tilescope: error: TILESCOPE_SCHEDULER {address}: cannot reach the Dask scheduler ("
     assert line.startswith(said)
     assert "TypeError: TLS expects" in line
@@ -146,7 +139,7 @@ def test_a_scheduler_without_workers_is_said_after_the_wait(
 ) -> None:
     code, took = _timed(["analyze", str(run2), "--no-cache", "--scheduler", scheduler])
     assert code == 3 and took < 1.0 + 4
-    assert _one_line(capsys) == (
+    assert only_line(capsys) == (
         f"tilescope: error: --scheduler {scheduler}: the scheduler has no workers (none joined within 1 s); "
         "start some with `dask worker ADDRESS`"
     )
@@ -188,10 +181,10 @@ def test_workers_that_do_not_see_the_ranks_are_named(
             f": the Dask workers of --scheduler {scheduler} cannot read it (2 of the ranks): the ranks "
             "must be on a filesystem every worker mounts under the same path"
         )
-        assert _one_line(capsys) == f"tilescope: error: {rank0}{said}"
+        assert only_line(capsys) == f"tilescope: error: {rank0}{said}"
         # the same run as a file:// URL: each worker stages its own rank folder, and finds none
         assert main(["analyze", f"file://{run2}", "--no-cache", "--scheduler", scheduler]) == 2
-        assert _one_line(capsys) == f"tilescope: error: file://{rank0}{said}"
+        assert only_line(capsys) == f"tilescope: error: file://{rank0}{said}"
     finally:
         proc.terminate()
         proc.wait(timeout=30)

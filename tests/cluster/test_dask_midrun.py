@@ -30,6 +30,8 @@ import pytest
 
 from tilescope.cli import main
 
+from support import only_line
+
 pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow  # each starts a scheduler and Dask workers: ~10 s on 2 shared cores
 
@@ -145,14 +147,6 @@ def _no_process_left_by_tilescope(cluster: Cluster) -> None:
     assert left == [], [(p.pid, p.cmdline()) for p in left]
 
 
-def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1, err
-    return lines[0]
-
-
 def test_the_only_worker_killed_mid_run_is_one_line_not_a_hang(
     run2: Path, cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -164,7 +158,7 @@ def test_the_only_worker_killed_mid_run_is_one_line_not_a_hang(
     after_kill = time.monotonic() - killed["at"]
     assert after_kill < 1.0 + 6, after_kill  # the no-workers wait (1 s here) and the scheduler's notice
     assert worker.wait(timeout=5) == -signal.SIGKILL
-    assert _one_line(capsys) == (
+    assert only_line(capsys) == (
         f"tilescope: error: --scheduler {cluster.address}: the Dask cluster lost its workers mid-run "
         "(none for 1 s; 2 of 2 ranks unfinished); start some with `dask worker ADDRESS`"
     )
@@ -181,7 +175,7 @@ def test_the_scheduler_killed_mid_run_is_one_line(
     t0 = time.monotonic()
     assert main(["analyze", str(run2), "--no-cache", "--scheduler", cluster.address]) == 3
     assert time.monotonic() - t0 < 60  # the client's reconnection attempts, bounded by the connect deadline
-    assert _one_line(capsys) == (
+    assert only_line(capsys) == (
         f"tilescope: error: --scheduler {cluster.address}: the Dask cluster failed (FuturesCancelledError: "
         "the ranks were cancelled, scheduler-connection-lost)"
     )

@@ -41,3 +41,13 @@ def cli_process(*args: str | Path, env: dict[str, str] | None = None, timeout: f
         cwd=REPO_ROOT, env=env if env is not None else dict(os.environ), timeout=timeout, check=False,
         **kwargs,
     )
+
+
+def only_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one non-blank line the command wrote to stderr, asserting there was no traceback and
+    no second line (the contract for a failure: one line and the exit code)."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    return lines[0]
