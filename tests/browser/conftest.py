@@ -1,45 +1,19 @@
-"""Shared pieces for the headless-Chromium tests (recipe: ../shared/docs/browser-testing.md).
+"""The headless-Chromium tests' fixtures; what they share besides is `support.browser`.
 
+- `browser`: one headless Chromium per test module (pytest-playwright's session-wide one would
+  stay alive into the next module's own sync Playwright).
 - `browser_type_launch_args`: pytest-playwright's hook, pointed at Debian's /usr/bin/chromium with
-  the verified flags (never `playwright install`).
-- `CHROMIUM`, `LAUNCH_ARGS`, `needs_chromium`, and `browser`: one headless Chromium per test module
-  (pytest-playwright's session-wide one would stay alive into the next module's own sync
-  Playwright).
-- `record_events(page, base_url)`: dialogs (Playwright dismisses them silently), page errors,
-  console errors and requests leaving the app, so a test can assert none happened.
-- `serve_wsgi(app)`: an in-process werkzeug server on a free port; at exit it checks the port is
-  closed again. `serve_folder(root)`: the same for the files of a folder (the HTML reports).
+  the verified flags.
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
-import socket
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-extensions",
-]
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium chromium-driver)"
-)
+from support.browser import CHROMIUM, LAUNCH_ARGS
 
 
 @pytest.fixture(scope="module")
@@ -55,86 +29,3 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "args": LAUNCH_ARGS}
-
-
-@dataclass
-class PageEvents:
-    dialogs: list[str] = field(default_factory=list)
-    page_errors: list[str] = field(default_factory=list)
-    console_errors: list[str] = field(default_factory=list)
-    outside_requests: list[str] = field(default_factory=list)
-
-    def assert_clean(self) -> None:
-        assert self.dialogs == [], f"dialogs fired: {self.dialogs}"
-        assert self.page_errors == [], f"page errors: {self.page_errors}"
-        assert self.console_errors == [], f"console errors: {self.console_errors}"
-        assert self.outside_requests == [], f"requests left the app: {self.outside_requests}"
-
-
-def record_events(page: Any, base_url: str) -> PageEvents:
-    events = PageEvents()
-
-    def on_dialog(dialog: Any) -> None:
-        events.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
-    page.on("pageerror", lambda exc: events.page_errors.append(str(exc)))
-    page.on("console", lambda msg: events.console_errors.append(msg.text) if msg.type == "error" else None)
-    page.on(
-        "request",
-        lambda req: (
-            None
-            if req.url.startswith((base_url, "data:", "blob:", "about:"))
-            else events.outside_requests.append(req.url)
-        ),
-    )
-    return events
-
-
-def _port_closed(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) != 0
-
-
-@contextmanager
-def serve_wsgi(wsgi_app: Callable[..., Any]) -> Iterator[str]:
-    import logging
-
-    from werkzeug.serving import make_server
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request drowns the failures
-    server = make_server("127.0.0.1", 0, wsgi_app, threaded=True)
-    port = server.server_port
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-        assert _port_closed(port), f"port {port} still accepts connections"
-
-
-class _QuietFiles(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
-        pass
-
-
-@contextmanager
-def serve_folder(root: Path) -> Iterator[str]:
-    """The files under `root` over HTTP on a free port, as `serve_wsgi` serves an app."""
-    handler = functools.partial(_QuietFiles, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-        assert _port_closed(port), f"port {port} still accepts connections"

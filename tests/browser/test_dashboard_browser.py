@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PageEvents, needs_chromium, record_events, serve_wsgi
 
 from tilescope.analysis import analyze
 from tilescope.chips import get_chip
@@ -29,6 +28,7 @@ from tilescope.io.load import load_profile
 from tilescope.report.data import build_report
 from tilescope.text.words import saving_phrase
 
+from support.browser import PageEvents, needs_chromium, record_events, serve_wsgi
 from support.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CHROMIUM, LAUNCH_ARGS, needs_chromium, record_events, serve_wsgi
 
 from tilescope.dashboard.app import create_app
 from tilescope.dashboard.layout import RANKS_TAB, TABS
 
+from support.browser import CHROMIUM, LAUNCH_ARGS, needs_chromium, record_events, serve_wsgi
 from support.simulator import simulated_fa_bundle
 
 ROOT = Path(__file__).resolve().parents[2]

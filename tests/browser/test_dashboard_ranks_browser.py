@@ -11,9 +11,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import needs_chromium, record_events, serve_wsgi
 
 from tilescope.dashboard.app import create_app, store_of
+
+from support.browser import needs_chromium, record_events, serve_wsgi
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACT_SHOTS = ROOT / "test-artifacts" / "screenshots"

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs_chromium, record_events, serve_wsgi
 
 from tilescope.dashboard.app import create_app
+
+from support.browser import needs_chromium, record_events, serve_wsgi
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 VIEWPORT = {"width": 1366, "height": 768}

@@ -5,18 +5,15 @@ positive control proves the recorder can see an injection)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from conftest import needs_chromium, record_events, serve_folder
-
 from tilescope.report import render_html
 
+from support.browser import needs_chromium, record_events, serve_folder
 from support.report_data import hostile_report, make_bundle
 
 HOSTILE_NAMES = ["<img src=x onerror=alert(1)>", "</script><script>alert(2)</script>",

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs_chromium, record_events, serve_folder
 
 from support import SAMPLES, cli
+from support.browser import needs_chromium, record_events, serve_folder
 
 WIDTH = 1366
 INPUTS = ("tilelang_fa_bundle", "attention_unfused", "cluster_8rank")

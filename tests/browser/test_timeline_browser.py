@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import needs_chromium, record_events, serve_wsgi
 
 from tilescope.dashboard.app import create_app
 
 from support import REAL_TRACES, REPO_ROOT, SAMPLES
+from support.browser import needs_chromium, record_events, serve_wsgi
 
 SIGMOID = REAL_TRACES / "tilelang_sigmoid_app"
 CLUSTER_RANK0 = SAMPLES / "cluster_8rank" / "node0_1000_20260101000000000_ascend_pt"

@@ -3,7 +3,7 @@
 `tests/` is on sys.path (pytest puts the folder of the root conftest.py there), so every test
 module, in whichever folder, imports this as `support`; the helpers that build inputs live beside
 it (`support.report_data`, `support.synthetic`, `support.profiles`, `support.dash_calls`,
-`support.terminal`, `support.fake_python`).
+`support.terminal`, `support.fake_python`), and the Chromium tests' pieces (`support.browser`).
 """
 
 from __future__ import annotations
