@@ -23,6 +23,7 @@ from tilescope.dashboard import (
     cb_overview,
     cb_ranks,
     cb_roofline,
+    cb_tabs,
     cb_timeline,
 )
 from tilescope.dashboard import compare as C
@@ -43,6 +44,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
     cb_ir.register(app, store)
     cb_ranks.register(app, store)
     cb_compare.register(app, store)
+    cb_tabs.register(app)  # which view is shown, to that view's callbacks alone
 
 
 def warm(entry: ProfileEntry) -> None:

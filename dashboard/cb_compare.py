@@ -18,6 +18,7 @@ from tilescope.dashboard import inputs
 from tilescope.dashboard import views as V
 from tilescope.dashboard.cb_common import active, entry_of
 from tilescope.dashboard.data import DataStore, ProfileEntry
+from tilescope.dashboard.layout import shown_id
 from tilescope.errors import TilescopeError
 
 
@@ -27,7 +28,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Output("c-head", "options"),
         Output("c-base", "value"),
         Output("c-head", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("compare"), "data"),
         State("c-base", "value"),
         State("c-head", "value"),
     )
@@ -47,7 +48,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Output("c-match-head", "value"),
         Input("c-base", "value"),
         Input("c-head", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("compare"), "data"),
         State("c-match-base", "value"),
         State("c-match-head", "value"),
     )
@@ -76,7 +77,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Output("c-grid", "columnDefs"),
         Input("c-base", "value"),
         Input("c-head", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("compare"), "data"),
         Input("c-match-base", "value"),
         Input("c-match-head", "value"),
     )
@@ -114,7 +115,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Output("c-counter-kernel", "value"),
         Input("c-base", "value"),
         Input("c-head", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("compare"), "data"),
         Input("c-grid", "cellClicked"),
         State("c-counter-kernel", "value"),
     )
@@ -141,7 +142,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Output("c-counters", "children"),
         Input("c-base", "value"),
         Input("c-head", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("compare"), "data"),
         Input("c-counter-kernel", "value"),
         Input("c-match-base", "value"),
         Input("c-match-head", "value"),

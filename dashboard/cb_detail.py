@@ -15,6 +15,7 @@ from tilescope.dashboard import inputs
 from tilescope.dashboard import views as V
 from tilescope.dashboard.cb_common import active, entry_of
 from tilescope.dashboard.data import DataStore
+from tilescope.dashboard.layout import shown_id
 from tilescope.errors import UsageError
 
 
@@ -61,7 +62,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Input("profile", "value"),
         Input("d-kernel", "value"),
         Input("d-scope", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("detail"), "data"),
     )
     def on_detail(key: str | None, name: str | None, scope: str | None, tab: str) -> tuple[Any, ...]:
         active(tab, "detail")

@@ -13,6 +13,7 @@ from tilescope.dashboard import inputs
 from tilescope.dashboard import views as V
 from tilescope.dashboard.cb_common import active, entry_of, finding_of
 from tilescope.dashboard.data import DataStore
+from tilescope.dashboard.layout import shown_id
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
@@ -35,7 +36,7 @@ def _register_list(app: dash.Dash, store: DataStore) -> None:
         Input("f-sev", "value"),
         Input("f-rule", "value"),
         Input("finding-sel", "data"),
-        Input("tabs", "value"),
+        Input(shown_id("findings"), "data"),
         State("f-list-shown", "data"),
     )
     def on_findings(

@@ -21,6 +21,7 @@ from tilescope.dashboard.ir_view import (
     mark_locations,
     stage_data,
 )
+from tilescope.dashboard.layout import shown_id
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
@@ -55,7 +56,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Input("profile", "value"),
         Input("ir-finding", "value"),
         Input("ir-kernel", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("ir"), "data"),
         State("ir-shown", "data"),
     )
     def on_ir(
@@ -67,7 +68,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         sel = inputs.index(sel, "selected finding")
         kernel = inputs.text(kernel, "IR kernel")
         wanted = {"profile": key, "finding": sel, "kernel": kernel}
-        if ctx.triggered_id == "tabs" and shown == wanted:
+        if ctx.triggered_id == shown_id("ir") and shown == wanted:
             raise PreventUpdate
         entry = entry_of(store, key)
         profile = entry.profile

@@ -12,7 +12,7 @@ from dash.exceptions import PreventUpdate
 from tilescope.dashboard import views as V
 from tilescope.dashboard.cb_common import active, entry_of
 from tilescope.dashboard.data import DataStore
-from tilescope.dashboard.layout import kernel_grid
+from tilescope.dashboard.layout import kernel_grid, shown_id
 from tilescope.dashboard.query import kernel_page
 
 
@@ -22,7 +22,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Input("profile", "value"),
         Input("k-mode", "value"),
         Input("k-search", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("kernels"), "data"),
     )
     def on_grid_shape(key: str | None, mode: str, _search: str | None, tab: str) -> Any:
         # The grid is rebuilt (not just re-fed) so the infinite cache restarts for the new query.

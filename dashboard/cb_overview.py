@@ -10,6 +10,7 @@ from dash import Input, Output, html
 from tilescope.dashboard import views as V
 from tilescope.dashboard.cb_common import active, entry_of
 from tilescope.dashboard.data import DataStore
+from tilescope.dashboard.layout import shown_id
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
@@ -21,7 +22,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Output("ov-top", "figure"),
         Output("ov-findings", "children"),
         Input("profile", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("overview"), "data"),
     )
     def on_overview(key: str | None, tab: str) -> tuple[Any, ...]:
         active(tab, "overview")

@@ -15,6 +15,7 @@ from tilescope.dashboard import inputs
 from tilescope.dashboard import ranks as R
 from tilescope.dashboard.cb_common import active, run_of, run_or_message
 from tilescope.dashboard.data import DataStore
+from tilescope.dashboard.layout import shown_id
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
@@ -24,7 +25,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Output("r-findings", "children"),
         Input("r-run", "value"),
         Input("profile", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("ranks"), "data"),
     )
     def on_ranks(run: str | None, key: str | None, tab: str) -> tuple[Any, ...]:
         active(tab, "ranks")
@@ -35,7 +36,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         return R.rank_info(entry), R.rank_table(entry, shown), R.cluster_findings(entry)
 
     @app.callback(Output("r-heatmap", "figure"), Input("r-run", "value"), Input("r-metric", "value"),
-                  Input("tabs", "value"))
+                  Input(shown_id("ranks"), "data"))
     def on_rank_heatmap(run: str | None, metric: str | None, tab: str) -> Any:
         active(tab, "ranks")
         metric = inputs.choice(metric, R.STEP_METRICS, "heatmap quantity") or R.DEFAULT_METRIC
@@ -43,7 +44,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         return F.empty_figure(entry) if isinstance(entry, str) else R.step_heatmap_figure(entry, metric)
 
     @app.callback(Output("r-matrix", "figure"), Input("r-run", "value"), Input("r-link-value", "value"),
-                  Input("tabs", "value"))
+                  Input(shown_id("ranks"), "data"))
     def on_rank_matrix(run: str | None, value: str | None, tab: str) -> Any:
         active(tab, "ranks")
         value = inputs.choice(value, R.LINK_VALUES, "matrix quantity") or R.DEFAULT_LINK_VALUE

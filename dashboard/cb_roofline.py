@@ -12,6 +12,7 @@ from tilescope.dashboard import views as V
 from tilescope.dashboard.cb_common import active, entry_of
 from tilescope.dashboard.data import DataStore
 from tilescope.dashboard.figures_roofline import roofline_figure
+from tilescope.dashboard.layout import shown_id
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
@@ -19,7 +20,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Output("roofline", "figure"),
         Output("roofline-note", "children"),
         Input("profile", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("roofline"), "data"),
     )
     def on_roofline(key: str | None, tab: str) -> tuple[Any, str]:
         active(tab, "roofline")

@@ -15,6 +15,7 @@ from tilescope.dashboard import inputs, timeline_export
 from tilescope.dashboard.cb_common import active, entry_of
 from tilescope.dashboard.data import DataStore, ProfileEntry
 from tilescope.dashboard.figures_timeline import timeline_figure
+from tilescope.dashboard.layout import shown_id
 from tilescope.dashboard.pipeline_view import pipeline_of, pipeline_view
 from tilescope.dashboard.timeline_lanes import Lane, build_lanes, fit_window, timeline_gap, timeline_window
 from tilescope.errors import UsageError
@@ -26,7 +27,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Output("tl-info", "children"),
         Output("tl-window", "data"),
         Input("profile", "value"),
-        Input("tabs", "value"),
+        Input(shown_id("timeline"), "data"),
         Input("timeline", "relayoutData"),
         State("tl-window", "data"),
     )

@@ -28,6 +28,16 @@ TABS = (
 )
 # Shown after Overview only when a served path holds several ranks (build_layout's `runs`).
 RANKS_TAB = ("ranks", "Ranks")
+# Every view that has a tab. A view's callbacks take "my tab is shown" from a store of its own
+# (`shown_id`), which one clientside callback (cb_tabs) sets when the tab is picked and clears when
+# another is: a tab switch then sends the server the shown view's callbacks, not every view's.
+VIEW_NAMES = (*(value for value, _ in TABS), RANKS_TAB[0])
+
+
+def shown_id(view: str) -> str:
+    """The store holding `view` while its tab is shown, None otherwise."""
+    return f"shown-{view}"
+
 GRAPH_CONFIG: dict[str, Any] = {
     "displaylogo": False,
     "responsive": True,
@@ -386,6 +396,7 @@ def build_layout(
             # what the findings list was last drawn for (cb_findings.on_findings): showing the tab
             # again redraws nothing, so a click on an item is never lost to a redraw of the same list
             dcc.Store(id="f-list-shown"),
+            *[dcc.Store(id=shown_id(view)) for view in VIEW_NAMES],
             dcc.Tabs(
                 id="tabs",
                 value="overview",

@@ -141,7 +141,7 @@ def test_grouped_mode_aggregates_per_kernel_name(app: dash.Dash) -> None:
 
 
 def test_overview_callback_payload_and_colours(app: dash.Dash) -> None:
-    out, size = post_callback(app, "ov-kpis.children", {"profile.value": "p0", "tabs.value": "overview"})
+    out, size = post_callback(app, "ov-kpis.children", {"profile.value": "p0", "shown-overview.data": "overview"})
     core = out["ov-core"]["figure"]["data"][0]
     colours = dict(zip(core["y"], core["marker"]["color"], strict=True))
     assert colours["Cube"] == "#1f77b4" and colours["Vector"] == "#ff7f0e"
@@ -149,7 +149,7 @@ def test_overview_callback_payload_and_colours(app: dash.Dash) -> None:
     assert sev["marker"]["color"] == ["#c0392b", "#e67e22", "#f1c40f", "#7f8c8d"]
     assert size < MAX_CALLBACK_BYTES
     # a hidden tab computes nothing
-    assert post_callback(app, "ov-kpis.children", {"profile.value": "p0", "tabs.value": "kernels"}) == ({}, 0)
+    assert post_callback(app, "ov-kpis.children", {"profile.value": "p0", "shown-kernels.data": "kernels"}) == ({}, 0)
 
 
 def test_roofline_click_opens_the_kernel_detail(app: dash.Dash) -> None:
@@ -174,7 +174,7 @@ def test_roofline_click_opens_the_kernel_detail(app: dash.Dash) -> None:
 
 def test_detail_callback_renders_the_block_heatmap(app: dash.Dash) -> None:
     out, size = post_callback(
-        app, "d-info.children", {"profile.value": "p0", "d-kernel.value": HOSTILE, "tabs.value": "detail"}
+        app, "d-info.children", {"profile.value": "p0", "d-kernel.value": HOSTILE, "shown-detail.data": "detail"}
     )
     heat = out["d-blocks"]["figure"]["data"][0]
     assert heat["type"] == "heatmap" and heat["y"] == ["cube0", "vector0", "vector1"]
@@ -183,7 +183,7 @@ def test_detail_callback_renders_the_block_heatmap(app: dash.Dash) -> None:
 
 
 def test_timeline_window_and_zoom(app: dash.Dash) -> None:
-    out, size = post_callback(app, "timeline.figure", {"profile.value": "p0", "tabs.value": "timeline"})
+    out, size = post_callback(app, "timeline.figure", {"profile.value": "p0", "shown-timeline.data": "timeline"})
     fig = out["timeline"]["figure"]
     assert {t["type"] for t in fig["data"]} == {"scattergl"}
     assert fig["layout"]["xaxis"]["title"]["text"] == "time since first event (µs)"
@@ -192,7 +192,7 @@ def test_timeline_window_and_zoom(app: dash.Dash) -> None:
         "timeline.figure",
         {
             "profile.value": "p0",
-            "tabs.value": "timeline",
+            "shown-timeline.data": "timeline",
             "timeline.relayoutData": {"xaxis.range[0]": 1000.0, "xaxis.range[1]": 2000.0},
         },
         triggered="timeline.relayoutData",
@@ -206,8 +206,8 @@ def test_timeline_autosize_redraws_the_last_window(app: dash.Dash) -> None:
     """Plotly's `autosize` relayout (the graph shown or resized) must answer with a drawing: it can
     supersede the tab's own request still in flight, whose answer Dash then drops (a PreventUpdate
     here left the timeline blank on a loaded machine)."""
-    autosize = {"profile.value": "p0", "tabs.value": "timeline", "timeline.relayoutData": {"autosize": True}}
-    whole, _ = post_callback(app, "timeline.figure", {"profile.value": "p0", "tabs.value": "timeline"})
+    autosize = {"profile.value": "p0", "shown-timeline.data": "timeline", "timeline.relayoutData": {"autosize": True}}
+    whole, _ = post_callback(app, "timeline.figure", {"profile.value": "p0", "shown-timeline.data": "timeline"})
     out, _ = post_callback(app, "timeline.figure", autosize, triggered="timeline.relayoutData")
     assert "segments drawn" in out["tl-info"]["children"]
     # with nothing drawn yet it is the first view: the kernels' span
@@ -223,7 +223,7 @@ def test_timeline_autosize_redraws_the_last_window(app: dash.Dash) -> None:
 
 def test_findings_filter_and_detail(app: dash.Dash) -> None:
     out, _ = post_callback(
-        app, "f-list.children", {"profile.value": "p0", "f-sev.value": ["medium"], "tabs.value": "findings"}
+        app, "f-list.children", {"profile.value": "p0", "f-sev.value": ["medium"], "shown-findings.data": "findings"}
     )
     assert out["f-count"]["children"] == "1 of 3 findings"
     out, _ = post_callback(app, "f-detail.children", {"finding-sel.data": 0, "profile.value": "p0"})
@@ -234,7 +234,7 @@ def test_findings_filter_and_detail(app: dash.Dash) -> None:
 def test_ir_callback_marks_the_finding_lines(app: dash.Dash) -> None:
     out, _ = post_callback(app, "ir-kernel.options", {"profile.value": "p0", "ir-finding.value": 0})
     assert out["ir-kernel"]["value"] == "main"
-    values = {"profile.value": "p0", "ir-finding.value": 0, "ir-kernel.value": "main", "tabs.value": "ir"}
+    values = {"profile.value": "p0", "ir-finding.value": 0, "ir-kernel.value": "main", "shown-ir.data": "ir"}
     out, size = post_callback(app, "ir-data.data", values)
     data = out["ir-data"]["data"]
     assert data["for"] == out["ir-shown"]["data"] == {"profile": "p0", "finding": 0, "kernel": "main"}
@@ -249,8 +249,8 @@ def test_ir_callback_marks_the_finding_lines(app: dash.Dash) -> None:
 def test_ir_callback_sends_nothing_when_the_tab_is_shown_again(app: dash.Dash) -> None:
     # back on the IR tab with the same profile, finding and kernel: the page redraws what it holds
     shown = {"profile": "p0", "finding": 0, "kernel": "main"}
-    values = {"profile.value": "p0", "ir-finding.value": 0, "ir-kernel.value": "main", "tabs.value": "ir"}
-    out, size = post_callback(app, "ir-data.data", {**values, "ir-shown.data": shown}, "tabs.value")
+    values = {"profile.value": "p0", "ir-finding.value": 0, "ir-kernel.value": "main", "shown-ir.data": "ir"}
+    out, size = post_callback(app, "ir-data.data", {**values, "ir-shown.data": shown}, "shown-ir.data")
     assert (out, size) == ({}, 0)
     # another finding (or a first visit) is sent
     out, _ = post_callback(app, "ir-data.data", {**values, "ir-shown.data": {**shown, "finding": 1}})
@@ -259,7 +259,7 @@ def test_ir_callback_sends_nothing_when_the_tab_is_shown_again(app: dash.Dash) -
 
 def test_compare_callback(app: dash.Dash) -> None:
     out, size = post_callback(
-        app, "c-kpis.children", {"c-base.value": "p0", "c-head.value": "p1", "tabs.value": "compare"}
+        app, "c-kpis.children", {"c-base.value": "p0", "c-head.value": "p1", "shown-compare.data": "compare"}
     )
     rows = out["c-grid"]["rowData"]
     # The rows are tilescope.diff's own matching and verdicts, largest change first.
@@ -287,19 +287,19 @@ def test_ir_only_bundle_serves_every_view(tmp_path: Path) -> None:
     out, _ = post_callback(
         app,
         "ir-data.data",
-        {"profile.value": "p0", "ir-finding.value": None, "ir-kernel.value": None, "tabs.value": "ir"},
+        {"profile.value": "p0", "ir-finding.value": None, "ir-kernel.value": None, "shown-ir.data": "ir"},
     )
     # kernel source (the bundle's kernel/ copy), TVMScript before and after lowering, Ascend C
     assert len(out["ir-data"]["data"]["panes"]) == 4
     out, _ = post_callback(
-        app, "c-kpis.children", {"c-base.value": "p0", "c-head.value": "p0", "tabs.value": "compare"}
+        app, "c-kpis.children", {"c-base.value": "p0", "c-head.value": "p0", "shown-compare.data": "compare"}
     )
     assert "Cannot compare" in json.dumps(out["c-kpis"]["children"])
     for prefix, vals in (
-        ("ov-kpis.children", {"tabs.value": "overview"}),
-        ("roofline.figure", {"tabs.value": "roofline"}),
-        ("timeline.figure", {"tabs.value": "timeline"}),
-        ("f-list.children", {"tabs.value": "findings"}),
+        ("ov-kpis.children", {"shown-overview.data": "overview"}),
+        ("roofline.figure", {"shown-roofline.data": "roofline"}),
+        ("timeline.figure", {"shown-timeline.data": "timeline"}),
+        ("f-list.children", {"shown-findings.data": "findings"}),
     ):
         post_callback(app, prefix, {"profile.value": "p0", **vals})
 
@@ -331,11 +331,11 @@ SAMPLES = REPO_ROOT / "sample_traces"
 def test_timeline_of_an_msprof_op_profile_says_why_it_is_empty(sample: str) -> None:
     # msprof op (and a run bundle of one) has start_ns all null: the view said HTTP 500 (issue #15)
     app = create_app([SAMPLES / sample])
-    out, _ = post_callback(app, "timeline.figure", {"profile.value": "p0", "tabs.value": "timeline"})
+    out, _ = post_callback(app, "timeline.figure", {"profile.value": "p0", "shown-timeline.data": "timeline"})
     assert out["tl-info"]["children"].startswith("No start times in this profile: `msprof op` measures")
     assert out["tl-window"]["data"] is None
     # no empty Start column in the Kernels grid either
-    out, _ = post_callback(app, "k-grid-box.children", {"profile.value": "p0", "tabs.value": "kernels"})
+    out, _ = post_callback(app, "k-grid-box.children", {"profile.value": "p0", "shown-kernels.data": "kernels"})
     fields = [c["field"] for c in out["k-grid-box"]["children"]["props"]["columnDefs"]]
     assert "start_us" not in fields and "duration_us" in fields
 

@@ -27,7 +27,7 @@ def _values(b: str | None, h: str | None) -> dict[str, object]:
     return {
         "c-base.value": "p0",
         "c-head.value": "p1",
-        "tabs.value": "compare",
+        "shown-compare.data": "compare",
         "c-match-base.value": b,
         "c-match-head.value": h,
     }

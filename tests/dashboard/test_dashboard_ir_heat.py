@@ -28,7 +28,7 @@ def _cycles(*lines: int) -> int:
 def panes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     app = create_app([simulated_fa_bundle(tmp_path_factory.mktemp("heat") / "fa")])
     key = app.server.config["TILESCOPE_STORE"].options()[0]["value"]
-    values = {"profile.value": key, "tabs.value": "ir", "ir-finding.value": None, "ir-kernel.value": None}
+    values = {"profile.value": key, "shown-ir.data": "ir", "ir-finding.value": None, "ir-kernel.value": None}
     response, _ = post_callback(app, "ir-data.data", values)
     return response["ir-data"]["data"]
 
@@ -66,7 +66,7 @@ def test_tilelang_lines_carry_their_group_share(panes: dict[str, Any]) -> None:
 def test_a_profile_without_per_line_data_draws_no_heat() -> None:
     app = create_app([SAMPLES / "tilelang_fa_bundle"])
     key = app.server.config["TILESCOPE_STORE"].options()[0]["value"]
-    values = {"profile.value": key, "tabs.value": "ir", "ir-finding.value": None, "ir-kernel.value": None}
+    values = {"profile.value": key, "shown-ir.data": "ir", "ir-finding.value": None, "ir-kernel.value": None}
     data = post_callback(app, "ir-data.data", values)[0]["ir-data"]["data"]
     assert data["panes"] and all(p["heat"] == [] for p in data["panes"])
     assert "Measured per line" not in data["info"]
@@ -87,7 +87,7 @@ def test_the_timeline_of_a_simulated_bundle_is_its_in_core_pipeline(tmp_path: Pa
     kernel: one lane per core and pipe, each bar named by its Ascend C and TileLang line."""
     app = create_app([simulated_fa_bundle(tmp_path / "fa")])
     key = app.server.config["TILESCOPE_STORE"].options()[0]["value"]
-    values = {"profile.value": key, "tabs.value": "timeline"}
+    values = {"profile.value": key, "shown-timeline.data": "timeline"}
     got = post_callback(app, "timeline.figure", values)[0]
     fig, info = got["timeline"]["figure"], got["tl-info"]["children"]
     lanes = {y for t in fig["data"] for y in t["y"] if y}

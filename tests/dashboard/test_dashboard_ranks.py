@@ -313,22 +313,22 @@ def test_clicking_a_rank_opens_it_in_the_picker(app8: dash.Dash, run: ClusterEnt
 
 def test_ranks_tab_callbacks_answer_small(app8: dash.Dash, run: ClusterEntry) -> None:
     out, size = post_callback(
-        app8, "r-info.children", {"r-run.value": run.key, "profile.value": "p3", "tabs.value": "ranks"}
+        app8, "r-info.children", {"r-run.value": run.key, "profile.value": "p3", "shown-ranks.data": "ranks"}
     )
     assert size < 60_000
     assert "Slow rank: 3 (TS601)" in json.dumps(out["r-info"])
     out, size = post_callback(
-        app8, "r-heatmap.figure", {"r-run.value": run.key, "r-metric.value": "free_us", "tabs.value": "ranks"}
+        app8, "r-heatmap.figure", {"r-run.value": run.key, "r-metric.value": "free_us", "shown-ranks.data": "ranks"}
     )
     assert size < 60_000 and out["r-heatmap"]["figure"]["data"][0]["type"] == "heatmap"
     out, size = post_callback(
         app8,
         "r-matrix.figure",
-        {"r-run.value": run.key, "r-link-value.value": "size_mb", "tabs.value": "ranks"},
+        {"r-run.value": run.key, "r-link-value.value": "size_mb", "shown-ranks.data": "ranks"},
     )
     assert "Transit size" in out["r-matrix"]["figure"]["layout"]["title"]["text"]
     body = callback_body(
-        app8, "r-heatmap.figure", {"r-run.value": run.key, "r-metric.value": "<x>", "tabs.value": "ranks"}
+        app8, "r-heatmap.figure", {"r-run.value": run.key, "r-metric.value": "<x>", "shown-ranks.data": "ranks"}
     )
     assert app8.server.test_client().post("/_dash-update-component", json=body).status_code == 400
 

@@ -77,7 +77,7 @@ def _pick_row(app: dash.Dash, run: object, rank: int) -> dict[str, Any]:
 
 
 def _ranks_view(app: dash.Dash, run: object) -> dict[str, Any]:
-    out, _size = post_callback(app, "r-info.children", {"r-run.value": run, "tabs.value": "ranks"})
+    out, _size = post_callback(app, "r-info.children", {"r-run.value": run, "shown-ranks.data": "ranks"})
     return out
 
 
@@ -135,10 +135,10 @@ def test_a_root_run_shows_the_reports_cluster_section(app: dash.Dash, root: Path
     computing = {r["rank"]: r["computing_us"] for r in run.section["ranks"]}
     assert max(computing, key=lambda r: computing[r]) == SLOW_RANK
     heat, _ = post_callback(app, "r-heatmap.figure",
-                            {"r-run.value": RUN8, "r-metric.value": "computing_us", "tabs.value": "ranks"})
+                            {"r-run.value": RUN8, "r-metric.value": "computing_us", "shown-ranks.data": "ranks"})
     assert "slow rank 3" in heat["r-heatmap"]["figure"]["layout"]["title"]["text"]
     matrix, _ = post_callback(app, "r-matrix.figure",
-                              {"r-run.value": RUN8, "r-link-value.value": None, "tabs.value": "ranks"})
+                              {"r-run.value": RUN8, "r-link-value.value": None, "shown-ranks.data": "ranks"})
     assert "slow link 5→6 (TS604)" in matrix["r-matrix"]["figure"]["layout"]["title"]["text"]
 
 
@@ -165,7 +165,7 @@ def test_a_rank_row_of_a_root_run_opens_that_rank(app: dash.Dash) -> None:
     assert slow.sum() == pytest.approx(1.5 * fast_mm.sum())  # the planted x1.5 on MatMulV2
     # and the table marks the rank shown
     out, _ = post_callback(app, "r-info.children",
-                           {"r-run.value": RUN8, "profile.value": key, "tabs.value": "ranks"})
+                           {"r-run.value": RUN8, "profile.value": key, "shown-ranks.data": "ranks"})
     rows = out["r-table"]["children"]["props"]["children"][1]["props"]["children"]
     assert [r["props"]["id"]["index"] for r in rows if "shown" in r["props"]["className"].split()] == [3]
 
@@ -324,7 +324,7 @@ def test_an_escaping_run_key_is_one_line_in_the_page(escape_root: tuple[Path, li
         assert message.startswith("Cannot open this run: ") and "\n" not in message, bad
         assert "Traceback" not in message and out["r-table"]["children"] == []
         heat, _ = post_callback(app, "r-heatmap.figure",
-                                {"r-run.value": bad, "r-metric.value": None, "tabs.value": "ranks"})
+                                {"r-run.value": bad, "r-metric.value": None, "shown-ranks.data": "ranks"})
         note = heat["r-heatmap"]["figure"]["layout"]["annotations"][0]["text"]
         assert note.startswith("Cannot open this run"), bad
         # a click with such a run: a quiet 400 (the page never sends one), no traceback

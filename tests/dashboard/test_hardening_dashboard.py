@@ -125,7 +125,7 @@ def test_views_of_a_refused_profile_answer_400_without_its_data(tree: dict[str, 
     app = create_app([], roots=[tree["root"]])
     for prefix, values in (
         ("k-grid.getRowsResponse", {"k-grid.getRowsRequest": {"startRow": 0, "endRow": 100}}),
-        ("ir-data.data", {"tabs.value": "ir"}),
+        ("ir-data.data", {"shown-ir.data": "ir"}),
     ):
         for key in ("0:csv_link", "0:kernel_link", "0:ir_link"):
             body = callback_body(app, prefix, {**values, "profile.value": key})
@@ -180,7 +180,7 @@ def test_ir_view_judges_a_linked_kernel_folder_by_where_it_leads(tree: dict[str,
     stages = load_stages(profile.ir_dir, profile.ir, "k", RootSet.of([bundle]))
     assert [(s.stage, s.text) for s in stages] == [("final", "x = 1\n")]
     app = create_app([profile])
-    out, _ = post_callback(app, "ir-data.data", {"profile.value": "p0", "tabs.value": "ir"})
+    out, _ = post_callback(app, "ir-data.data", {"profile.value": "p0", "shown-ir.data": "ir"})
     assert MARKER not in json.dumps(out)
     assert [pane["id"] for pane in out["ir-data"]["data"]["panes"]] == ["ir-final"]
 
@@ -318,7 +318,7 @@ def _grid(request: Any) -> dict[str, Any]:
 def _timeline(relayout: Any, last: Any = None) -> dict[str, Any]:
     return {
         "profile.value": "p0",
-        "tabs.value": "timeline",
+        "shown-timeline.data": "timeline",
         "timeline.relayoutData": relayout,
         "tl-window.data": last,
     }
@@ -326,10 +326,10 @@ def _timeline(relayout: Any, last: Any = None) -> dict[str, Any]:
 
 MALFORMED_VALUES: list[tuple[str, dict[str, Any], str | None]] = [
     # (output prefix, values, triggering input)
-    ("ov-kpis.children", {"profile.value": ["p0"], "tabs.value": "overview"}, None),
-    ("ov-kpis.children", {"profile.value": {"a": 1}, "tabs.value": "overview"}, None),
-    ("ov-kpis.children", {"profile.value": "0:../etc", "tabs.value": "overview"}, None),
-    ("ov-kpis.children", {"profile.value": "²:x", "tabs.value": "overview"}, None),
+    ("ov-kpis.children", {"profile.value": ["p0"], "shown-overview.data": "overview"}, None),
+    ("ov-kpis.children", {"profile.value": {"a": 1}, "shown-overview.data": "overview"}, None),
+    ("ov-kpis.children", {"profile.value": "0:../etc", "shown-overview.data": "overview"}, None),
+    ("ov-kpis.children", {"profile.value": "²:x", "shown-overview.data": "overview"}, None),
     ("k-grid.getRowsResponse", _grid({"startRow": "abc", "endRow": 100}), None),
     ("k-grid.getRowsResponse", _grid({"startRow": -1, "endRow": 100}), None),
     ("k-grid.getRowsResponse", _grid({"startRow": 10**30, "endRow": 10**30 + 100}), None),
@@ -377,14 +377,14 @@ MALFORMED_VALUES: list[tuple[str, dict[str, Any], str | None]] = [
     ("timeline.figure", _timeline([0, 5]), "timeline.relayoutData"),
     ("timeline.figure", _timeline({"autosize": True}, ["a", "b"]), "timeline.relayoutData"),
     ("timeline.figure", _timeline({"xaxis.range[1]": 5.0}, {"x0": 0}), "timeline.relayoutData"),
-    ("d-info.children", {"profile.value": "p0", "tabs.value": "detail", "d-scope.value": "bogus"}, None),
-    ("d-info.children", {"profile.value": "p0", "tabs.value": "detail", "d-kernel.value": ["a"]}, None),
-    ("f-list.children", {"profile.value": "p0", "tabs.value": "findings", "f-sev.value": 3}, None),
-    ("f-list.children", {"profile.value": "p0", "tabs.value": "findings", "finding-sel.data": "a"}, None),
+    ("d-info.children", {"profile.value": "p0", "shown-detail.data": "detail", "d-scope.value": "bogus"}, None),
+    ("d-info.children", {"profile.value": "p0", "shown-detail.data": "detail", "d-kernel.value": ["a"]}, None),
+    ("f-list.children", {"profile.value": "p0", "shown-findings.data": "findings", "f-sev.value": 3}, None),
+    ("f-list.children", {"profile.value": "p0", "shown-findings.data": "findings", "finding-sel.data": "a"}, None),
     ("f-detail.children", {"profile.value": "p0", "finding-sel.data": -1}, None),
     ("f-detail.children", {"profile.value": "p0", "finding-sel.data": True}, None),
-    ("ir-data.data", {"profile.value": "p0", "tabs.value": "ir", "ir-kernel.value": {"a": 1}}, None),
-    ("ir-data.data", {"profile.value": "p0", "tabs.value": "ir", "ir-finding.value": "x"}, None),
+    ("ir-data.data", {"profile.value": "p0", "shown-ir.data": "ir", "ir-kernel.value": {"a": 1}}, None),
+    ("ir-data.data", {"profile.value": "p0", "shown-ir.data": "ir", "ir-finding.value": "x"}, None),
     ("d-kernel.options", {"k-grid.cellClicked": "name", "profile.value": "p0"}, "k-grid.cellClicked"),
     (
         "d-kernel.options",
@@ -527,14 +527,14 @@ def test_a_5000_character_kernel_name_is_shortened_with_the_full_name_as_tooltip
     detail, _ = post_callback(
         app,
         "d-info.children",
-        {"profile.value": "p0", "tabs.value": "detail", "d-kernel.value": long_opt["value"]},
+        {"profile.value": "p0", "shown-detail.data": "detail", "d-kernel.value": long_opt["value"]},
     )
     launches = store_of(app).get("p0").kernels["name"].eq(LONG).sum()  # type: ignore[union-attr]
     assert f'"{launches:,}"' in json.dumps(detail) and "Pick a kernel" not in json.dumps(detail)
 
 
 def test_a_long_name_in_findings_and_ir_lists_is_shortened(app: dash.Dash) -> None:
-    out, _ = post_callback(app, "f-list.children", {"profile.value": "p0", "tabs.value": "findings"})
+    out, _ = post_callback(app, "f-list.children", {"profile.value": "p0", "shown-findings.data": "findings"})
     text = json.dumps(out)
     # the full name appears only in title attributes (tooltips), never as shown text
     assert text.count(LONG) == 2  # the kernel-name span and the message, both as titles
@@ -548,7 +548,7 @@ def test_a_long_name_in_findings_and_ir_lists_is_shortened(app: dash.Dash) -> No
     panes, _ = post_callback(
         app,
         "ir-data.data",
-        {"profile.value": "p0", "tabs.value": "ir", "ir-kernel.value": out["ir-kernel"]["value"]},
+        {"profile.value": "p0", "shown-ir.data": "ir", "ir-kernel.value": out["ir-kernel"]["value"]},
     )
     assert [p["id"] for p in panes["ir-data"]["data"]["panes"]] == ["ir-tvmscript", "ir-final", "ir-ascendc"]
 

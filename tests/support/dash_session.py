@@ -9,9 +9,11 @@ What it does as the renderer does:
   components an answer brings (a `children` prop) join the layout, with their own initial calls;
 - `set(prop, value)` is a user's change (picking a profile, clicking a tab).
 
-What it does not do: clientside callbacks, pattern-matching (`ALL`) inputs, which only clicks
+What it does not do: clientside callbacks but one, pattern-matching (`ALL`) inputs, which only clicks
 fire, and anything a component's JavaScript sends on its own, such as the AG Grid's block requests
 (`request_rows` sends one as the grid does). Rendering and plotting are the browser tests' job.
+The one clientside callback it does is the tabs' (tilescope.dashboard.cb_tabs), which every view
+waits on: `_tab_gate` does in Python what its JavaScript does (the browser tests run that).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import dash
 from plotly.utils import PlotlyJSONEncoder
 
 from support.dash_calls import request_body
+from tilescope.dashboard.layout import VIEW_NAMES, shown_id
 
 MAX_ROUNDS = 40  # a chain longer than this is a loop
 
@@ -51,7 +54,7 @@ class DashSession:
         layout = app.layout() if callable(app.layout) else app.layout
         self.tree = json.loads(json.dumps(layout, cls=PlotlyJSONEncoder))
         added = self._register(self.tree)
-        self._run(self._initial(added), set())
+        self._run(self._initial(added), self._tab_gate({"tabs.value"}))
 
     # -- the page's state -------------------------------------------------------------------
 
@@ -89,7 +92,7 @@ class DashSession:
     def set(self, prop: str, value: Any) -> None:
         """A user's change of one prop, and every callback it sets off."""
         self.props[prop] = value
-        self._run([], {prop})
+        self._run([], self._tab_gate({prop}))
 
     def request_rows(self, grid: str, start: int = 0, end: int = 100) -> None:
         """What an infinite-model AG Grid sends when it is shown: its first block."""
@@ -132,10 +135,25 @@ class DashSession:
                 got, ids = self._fire(key, changed)
                 new_changed |= got
                 new_ids |= ids
-            changed = new_changed
+            changed = self._tab_gate(new_changed)
             for key in [*self._initial(new_ids), *self._triggered(new_changed)]:
                 queue.setdefault(key, None)
         raise AssertionError(f"callbacks still firing after {MAX_ROUNDS} rounds: {list(queue)}")
+
+    def _tab_gate(self, changed: set[str]) -> set[str]:
+        """`changed` and, when the tabs' value is in it, the `shown-<view>` stores cb_tabs.GATE
+        changes: the shown view's set to its name, the view left to None, no other set."""
+        if "tabs.value" not in changed or "tabs" not in self.types:
+            return changed
+        tab = self.props.get("tabs.value")
+        gated = set(changed)
+        for view in VIEW_NAMES:
+            name = f"{shown_id(view)}.data"
+            want = view if view == tab else None
+            if self.props.get(name) != want:
+                self.props[name] = want
+                gated.add(name)
+        return gated
 
     def _outputs(self, key: str) -> list[str]:
         return [o.split("@")[0] for o in key.strip(".").split("...")]
