@@ -35,9 +35,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-import duckdb
 import pandas as pd
 import pyarrow as pa
 
@@ -46,6 +45,9 @@ from tilescope.io.native import native_name
 from tilescope.io.trace_errors import EXPECTED, duckdb_json_error
 from tilescope.io.trace_window import WINDOW_URL, events_window, exact_window, window_fs, window_url
 from tilescope.scratch import scratch_dir
+
+if TYPE_CHECKING:
+    import duckdb
 
 SIM_EXPECTED = 'expected an msprof op simulator trace (Chrome-trace events: {"traceEvents": [...]} or [...])'
 # Two threads and a memory cap, as the timeline reader's scan: the machine is shared. Each query
@@ -240,6 +242,10 @@ def _number(text: str) -> float | None:
 def scan(path: Path, template: str) -> pa.Table:
     """The result of `template` (SQL reading the file's events list where it says `EVENTS`), the
     file streamed once; ProfileFormatError (one line) when it is not a trace."""
+    # deferred: DuckDB (~40 ms) only when a trace is read; this module is imported by every
+    # command (the rules' per-line data), most of which never read one
+    import duckdb
+
     with scratch_dir("tilescope-duckdb-") as tmp, _open(path) as fh:
         source, window = _source(path, fh)
         with duckdb.connect(config={**DUCKDB_CONFIG, "temp_directory": str(tmp)}) as con:
@@ -304,6 +310,9 @@ def _reworded(find: Callable[[Path, BinaryIO], tuple[int, int]], path: Path, fh:
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, path: Path, fh: BinaryIO, template: str, source: str) -> pa.Table:
+    # deferred: DuckDB, as in scan (the one caller, which has loaded it)
+    import duckdb
+
     try:
         return con.sql(template.replace(EVENTS, source)).to_arrow_table()
     except (duckdb.Error, OSError) as exc:

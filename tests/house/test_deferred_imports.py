@@ -7,6 +7,8 @@ them (blank lines and comments between them do not end the group, a statement do
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 from support import REPO_ROOT
@@ -110,3 +112,18 @@ def test_the_check_finds_an_undeclared_import(tmp_path: Path) -> None:
     )
     found = [line.split(":")[1] for line in _undeclared(probe, tmp_path)]
     assert found == ["8", "11", "18"]
+
+
+def test_analyze_of_a_bundle_loads_no_duckdb(tmp_path: Path) -> None:
+    """DuckDB (~40 ms of every command's start) is imported where a timeline or a simulator trace
+    is read, not by the rules' modules that every command imports."""
+    bundle = REPO_ROOT / "sample_traces" / "tilelang_fa_bundle"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "tilescope.cli", "analyze", str(bundle), "-f", "json",
+         "-o", str(tmp_path / "r.json")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "tilescope.rules._findings" in imported  # the run did import the rules
+    assert "duckdb" not in imported
