@@ -160,16 +160,24 @@ def _writing_anonymously(pid: int, folder: Path) -> bool:
     return any(link.startswith(f"{folder}/#") and link.endswith("(deleted)") for link in links)
 
 
+@pytest.fixture(scope="module")
+def large_kernel_csv(tmp_path_factory: pytest.TempPathFactory, sample_generator: ModuleType) -> Path:
+    """~90 MB of kernel rows (seconds of parse + encode), written once for both signals: its
+    writing was 5 s of each test's CPU."""
+    big = tmp_path_factory.mktemp("large") / "kernel_details.csv"
+    sample_generator.write_large_kernel_details(big, 300_000)
+    return big
+
+
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-@pytest.mark.slow  # 2.4-5 s of CPU each (#23: the quick loop keeps tests under ~2 s)
+@pytest.mark.slow  # the table's writing is ~5 s of CPU (#23: the quick loop keeps tests under ~2 s)
 def test_signal_while_a_large_table_streams_out(
-    dirs: tuple[Path, Path], sample_generator: ModuleType, sig: int, code: int
+    dirs: tuple[Path, Path], large_kernel_csv: Path, sig: int, code: int
 ) -> None:
     out_dir, tmpdir = dirs
     if not _has_o_tmpfile(out_dir) or not Path("/proc/self/fd").is_dir():
         pytest.skip("needs O_TMPFILE and /proc to see the output being written")
-    big = tmpdir.parent / "in" / "kernel_details.csv"
-    sample_generator.write_large_kernel_details(big, 300_000)  # ~90 MB: seconds of parse + encode
+    big = large_kernel_csv
     target = out_dir / "k.parquet"
     target.write_text(OLD)
     proc = _start(["kernels", str(big), "-f", "parquet", "-o", str(target)], tmpdir)
