@@ -141,7 +141,8 @@ def test_grouped_mode_aggregates_per_kernel_name(app: dash.Dash) -> None:
 
 
 def test_overview_callback_payload_and_colours(app: dash.Dash) -> None:
-    out, size = post_callback(app, "ov-kpis.children", {"profile.value": "p0", "shown-overview.data": "overview"})
+    out, size = post_callback(app, "ov-kpis.children",
+        {"profile.value": "p0", "shown-overview.data": "overview"})
     core = out["ov-core"]["figure"]["data"][0]
     colours = dict(zip(core["y"], core["marker"]["color"], strict=True))
     assert colours["Cube"] == "#1f77b4" and colours["Vector"] == "#ff7f0e"
@@ -149,7 +150,8 @@ def test_overview_callback_payload_and_colours(app: dash.Dash) -> None:
     assert sev["marker"]["color"] == ["#c0392b", "#e67e22", "#f1c40f", "#7f8c8d"]
     assert size < MAX_CALLBACK_BYTES
     # a hidden tab computes nothing
-    assert post_callback(app, "ov-kpis.children", {"profile.value": "p0", "shown-kernels.data": "kernels"}) == ({}, 0)
+    assert post_callback(app, "ov-kpis.children",
+        {"profile.value": "p0", "shown-kernels.data": "kernels"}) == ({}, 0)
 
 
 def test_roofline_click_opens_the_kernel_detail(app: dash.Dash) -> None:
@@ -174,7 +176,8 @@ def test_roofline_click_opens_the_kernel_detail(app: dash.Dash) -> None:
 
 def test_detail_callback_renders_the_block_heatmap(app: dash.Dash) -> None:
     out, size = post_callback(
-        app, "d-info.children", {"profile.value": "p0", "d-kernel.value": HOSTILE, "shown-detail.data": "detail"}
+        app, "d-info.children",
+            {"profile.value": "p0", "d-kernel.value": HOSTILE, "shown-detail.data": "detail"}
     )
     heat = out["d-blocks"]["figure"]["data"][0]
     assert heat["type"] == "heatmap" and heat["y"] == ["cube0", "vector0", "vector1"]
@@ -183,7 +186,8 @@ def test_detail_callback_renders_the_block_heatmap(app: dash.Dash) -> None:
 
 
 def test_timeline_window_and_zoom(app: dash.Dash) -> None:
-    out, size = post_callback(app, "timeline.figure", {"profile.value": "p0", "shown-timeline.data": "timeline"})
+    out, size = post_callback(app, "timeline.figure",
+        {"profile.value": "p0", "shown-timeline.data": "timeline"})
     fig = out["timeline"]["figure"]
     assert {t["type"] for t in fig["data"]} == {"scattergl"}
     assert fig["layout"]["xaxis"]["title"]["text"] == "time since first event (µs)"
@@ -206,8 +210,10 @@ def test_timeline_autosize_redraws_the_last_window(app: dash.Dash) -> None:
     """Plotly's `autosize` relayout (the graph shown or resized) must answer with a drawing: it can
     supersede the tab's own request still in flight, whose answer Dash then drops (a PreventUpdate
     here left the timeline blank on a loaded machine)."""
-    autosize = {"profile.value": "p0", "shown-timeline.data": "timeline", "timeline.relayoutData": {"autosize": True}}
-    whole, _ = post_callback(app, "timeline.figure", {"profile.value": "p0", "shown-timeline.data": "timeline"})
+    autosize = {"profile.value": "p0", "shown-timeline.data": "timeline",
+                "timeline.relayoutData": {"autosize": True}}
+    whole, _ = post_callback(app, "timeline.figure",
+        {"profile.value": "p0", "shown-timeline.data": "timeline"})
     out, _ = post_callback(app, "timeline.figure", autosize, triggered="timeline.relayoutData")
     assert "segments drawn" in out["tl-info"]["children"]
     # with nothing drawn yet it is the first view: the kernels' span
@@ -223,7 +229,8 @@ def test_timeline_autosize_redraws_the_last_window(app: dash.Dash) -> None:
 
 def test_findings_filter_and_detail(app: dash.Dash) -> None:
     out, _ = post_callback(
-        app, "f-list.children", {"profile.value": "p0", "f-sev.value": ["medium"], "shown-findings.data": "findings"}
+        app, "f-list.children",
+            {"profile.value": "p0", "f-sev.value": ["medium"], "shown-findings.data": "findings"}
     )
     assert out["f-count"]["children"] == "1 of 3 findings"
     out, _ = post_callback(app, "f-detail.children", {"finding-sel.data": 0, "profile.value": "p0"})
@@ -335,7 +342,8 @@ def test_timeline_of_an_msprof_op_profile_says_why_it_is_empty(sample: str) -> N
     assert out["tl-info"]["children"].startswith("No start times in this profile: `msprof op` measures")
     assert out["tl-window"]["data"] is None
     # no empty Start column in the Kernels grid either
-    out, _ = post_callback(app, "k-grid-box.children", {"profile.value": "p0", "shown-kernels.data": "kernels"})
+    out, _ = post_callback(app, "k-grid-box.children",
+        {"profile.value": "p0", "shown-kernels.data": "kernels"})
     fields = [c["field"] for c in out["k-grid-box"]["children"]["props"]["columnDefs"]]
     assert "start_us" not in fields and "duration_us" in fields
 

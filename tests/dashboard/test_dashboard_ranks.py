@@ -318,7 +318,8 @@ def test_ranks_tab_callbacks_answer_small(app8: dash.Dash, run: ClusterEntry) ->
     assert size < 60_000
     assert "Slow rank: 3 (TS601)" in json.dumps(out["r-info"])
     out, size = post_callback(
-        app8, "r-heatmap.figure", {"r-run.value": run.key, "r-metric.value": "free_us", "shown-ranks.data": "ranks"}
+        app8, "r-heatmap.figure",
+            {"r-run.value": run.key, "r-metric.value": "free_us", "shown-ranks.data": "ranks"}
     )
     assert size < 60_000 and out["r-heatmap"]["figure"]["data"][0]["type"] == "heatmap"
     out, size = post_callback(
@@ -328,7 +329,8 @@ def test_ranks_tab_callbacks_answer_small(app8: dash.Dash, run: ClusterEntry) ->
     )
     assert "Transit size" in out["r-matrix"]["figure"]["layout"]["title"]["text"]
     body = callback_body(
-        app8, "r-heatmap.figure", {"r-run.value": run.key, "r-metric.value": "<x>", "shown-ranks.data": "ranks"}
+        app8, "r-heatmap.figure",
+            {"r-run.value": run.key, "r-metric.value": "<x>", "shown-ranks.data": "ranks"}
     )
     assert app8.server.test_client().post("/_dash-update-component", json=body).status_code == 400
 

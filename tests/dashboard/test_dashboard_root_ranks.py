@@ -135,7 +135,8 @@ def test_a_root_run_shows_the_reports_cluster_section(app: dash.Dash, root: Path
     computing = {r["rank"]: r["computing_us"] for r in run.section["ranks"]}
     assert max(computing, key=lambda r: computing[r]) == SLOW_RANK
     heat, _ = post_callback(app, "r-heatmap.figure",
-                            {"r-run.value": RUN8, "r-metric.value": "computing_us", "shown-ranks.data": "ranks"})
+                            {"r-run.value": RUN8, "r-metric.value": "computing_us",
+                             "shown-ranks.data": "ranks"})
     assert "slow rank 3" in heat["r-heatmap"]["figure"]["layout"]["title"]["text"]
     matrix, _ = post_callback(app, "r-matrix.figure",
                               {"r-run.value": RUN8, "r-link-value.value": None, "shown-ranks.data": "ranks"})

@@ -25,8 +25,9 @@ from typing import Any
 import dash
 from plotly.utils import PlotlyJSONEncoder
 
-from support.dash_calls import request_body
 from tilescope.dashboard.layout import VIEW_NAMES, shown_id
+
+from support.dash_calls import request_body
 
 MAX_ROUNDS = 40  # a chain longer than this is a loop
 
