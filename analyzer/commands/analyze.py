@@ -68,6 +68,43 @@ def check_rule_prefixes(cfg: Config, given: dict[str, list[str]] | None = None) 
                              "('tilescope rules' describes them)")
 
 
+def also_outputs(specs: list[str] | None, output: Path | None) -> list[tuple[str, Path]]:
+    """`--also FORMAT=FILE` values as (format, file), checked before the analysis: a known format,
+    a file, and no two reports (`-o` among them) written to one file."""
+    out: list[tuple[str, Path]] = []
+    for spec in specs or []:
+        fmt, eq, file = spec.partition("=")
+        if not eq or not file or fmt not in FORMATS:
+            raise UsageError(f"--also {spec!r}: expected FORMAT=FILE with FORMAT one of {', '.join(FORMATS)}")
+        out.append((fmt, Path(file)))
+    targets = [*([output] if output is not None else []), *(f for _, f in out)]
+    seen: set[Path] = set()
+    for target in targets:
+        key = Path(os.path.abspath(target))
+        if key in seen:
+            raise UsageError(f"{target}: two reports would be written to this one file")
+        seen.add(key)
+    return out
+
+
+def write_reports(report: dict[str, Any], outputs: list[tuple[str, Path | None, Any]],
+                  width: int | None) -> str:
+    """Render `report` once per (format, file, renderer) and write each atomically (file None: to
+    stdout); the first one's text, returned for the job summary."""
+    texts = []
+    for fmt, file, render in outputs:
+        opts: dict[str, Any] = {}
+        if fmt == "text":  # a file is no terminal: no colour, wrapped only at --width, like a pipe
+            opts["color"] = file is None and sys.stdout.isatty()
+            opts["width"] = output_width(width, None if file is None else _NOT_A_TERMINAL)
+        texts.append(render(report, **opts))
+        if file is not None:
+            write_text_atomic(file, texts[-1])
+        else:
+            write_stdout(texts[-1])  # `| head` is no error, and --fail-on still decides
+    return texts[0]
+
+
 def renderer(fmt: str) -> Any:
     """`tilescope.report.render_<fmt>.render`; exit 2 when that renderer is not installed yet."""
     name = f"tilescope.report.render_{fmt}"
@@ -265,6 +302,12 @@ def register(app: typer.Typer) -> None:
         output: Annotated[
             Path | None, typer.Option("-o", "--output", help="Write to FILE (atomically).")
         ] = None,
+        also: Annotated[
+            list[str] | None,
+            typer.Option("--also", metavar="FORMAT=FILE", help="Also write the report as FORMAT to FILE "
+                         "(atomically), from the same analysis; repeat for more (md=report.md "
+                         "--also sarif=tilescope.sarif)."),
+        ] = None,
         chip: Annotated[str | None, typer.Option("--chip", help=CHIP_HELP)] = None,
         config: Annotated[
             Path | None, typer.Option("--config", help="tilescope.toml / pyproject.toml.")
@@ -322,6 +365,9 @@ def register(app: typer.Typer) -> None:
         each unreadable one gets a warning line on stderr, and the exit code is 2 (partial: some
         inputs could not be read), also when --fail-on trips on the others.
 
+        Several reports of one analysis: --also FORMAT=FILE, once per report (the gates decide
+        once, for all of them).
+
         Example: tilescope analyze runs/fa-v1 --format md -o report.md --fail-on high --github-summary
         """
         if fmt not in FORMATS:
@@ -329,6 +375,8 @@ def register(app: typer.Typer) -> None:
         if fail_on is not None and fail_on not in ("high", "medium", "low"):
             raise UsageError("--fail-on takes high, medium or low")
         render = renderer(fmt)
+        # a missing extra exits 3 before any work
+        extra = [(f, file, renderer(f)) for f, file in also_outputs(also, output)]
         if github_summary and not os.environ.get("GITHUB_STEP_SUMMARY"):
             # checked before the analysis: a CI step should fail at once, not after minutes of work
             raise UsageError(
@@ -363,15 +411,7 @@ def register(app: typer.Typer) -> None:
             report = build(target, cfg, chip, with_msprof_advisor, failures, ranks)
         for failure in failures:
             typer.echo(failure.warning_line(), err=True)
-        opts: dict[str, Any] = {}
-        if fmt == "text":
-            opts["color"] = output is None and sys.stdout.isatty()
-            opts["width"] = output_width(width, None if output is None else _NOT_A_TERMINAL)
-        text = render(report, **opts)
-        if output is not None:
-            write_text_atomic(output, text)
-        else:
-            write_stdout(text)  # `| head` is no error, and --fail-on below still decides
+        text = write_reports(report, [(fmt, output, render), *extra], width)
         if github_summary:
             # deferred: report.render_md only when this command runs; `tilescope --help` imports every command
             #   module

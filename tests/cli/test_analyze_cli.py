@@ -76,6 +76,45 @@ def test_fail_on_writes_report_then_exits_1(capsys: pytest.CaptureFixture[str], 
 
 
 @needs_real
+def test_also_writes_each_format_from_one_analysis(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`--also FORMAT=FILE`: the reports one run per format writes, from one analysis; the gate
+    decides once, after every report is written."""
+    one, apart = tmp_path / "one", tmp_path / "apart"
+    one.mkdir()
+    apart.mkdir()
+    formats = ("md", "sarif", "json", "text")
+    also = [a for fmt in formats for a in ("--also", f"{fmt}={one / ('r.' + fmt)}")]
+    code, out, err = cli(capsys, "analyze", str(GPT), *also, "--fail-on", "high")
+    assert code == 1 and "at or above high" in err
+    assert "TS102" in out  # the -f text report on stdout too
+    for fmt in formats:
+        assert cli(capsys, "analyze", str(GPT), "-f", fmt, "-o", str(apart / f"r.{fmt}"))[0] == 0
+    assert sorted(p.name for p in one.iterdir()) == ["r.json", "r.md", "r.sarif", "r.text"]
+    for fmt in ("md", "sarif", "text"):
+        assert (one / f"r.{fmt}").read_bytes() == (apart / f"r.{fmt}").read_bytes(), fmt
+    together, alone = (json.loads((d / "r.json").read_text()) for d in (one, apart))
+    assert together["findings"] and {**together, "generated_at": 0} == {**alone, "generated_at": 0}
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--also", "pdf=r.pdf"], "--also 'pdf=r.pdf': expected FORMAT=FILE with FORMAT one of text, json, md"),
+    (["--also", "md"], "--also 'md': expected FORMAT=FILE"),
+    (["--also", "md="], "--also 'md=': expected FORMAT=FILE"),
+    (["-o", "r.md", "--also", "json=./r.md"], "r.md: two reports would be written to this one file"),
+])
+def test_also_refuses_before_the_analysis(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str],
+    said: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(capsys, "analyze", str(REPO_ROOT / "sample_traces" / "attention_unfused"), *args)
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@needs_real
 def test_missing_memory_metrics_are_explained(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = cli(capsys, "analyze", str(FA), "-f", "json")
     skipped = {s["code"]: s for s in json.loads(out)["skipped"]}
