@@ -12,6 +12,7 @@ tilescope.report.access.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -46,11 +47,22 @@ def _rows(data: Rows | Any) -> list[Mapping[str, Any]]:
 TRACE_TYPES = ("bar", "heatmap", "scatter", "scattergl")
 
 
-@functools.cache
+# Held while the template is made: plotly makes plotly_white's objects on their first read, and two
+# dashboard threads drawing their first figures at once broke that (ValueError: Invalid value, a
+# view answered 500 when two browsers opened the page together).
+_TEMPLATE_LOCK = threading.Lock()
+
+
 def house_template() -> go.layout.Template:
     """plotly_white's layout, and its per-trace defaults for TRACE_TYPES only: the whole template
     (defaults for 24 trace types, 7 KB) was copied and validated into every figure, ~10-20 ms each
-    — a third of the time of a dashboard view's callbacks — and sent with every figure."""
+    — a third of the time of a dashboard view's callbacks — and sent with every figure. Made once."""
+    with _TEMPLATE_LOCK:
+        return _made_template()
+
+
+@functools.cache
+def _made_template() -> go.layout.Template:
     white = pio.templates["plotly_white"]
     return go.layout.Template(layout=white.layout, data={t: white.data[t] for t in TRACE_TYPES})
 
