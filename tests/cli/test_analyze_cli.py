@@ -76,6 +76,7 @@ def test_fail_on_writes_report_then_exits_1(capsys: pytest.CaptureFixture[str], 
 
 
 @needs_real
+@pytest.mark.slow  # five analyses of a real run: ~1.5 s (#23: the quick loop keeps tests under ~1 s)
 def test_also_writes_each_format_from_one_analysis(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

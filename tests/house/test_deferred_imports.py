@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from support import REPO_ROOT
 
 FOLDERS = ("analyzer", "rules", "dashboard", "collectors")
@@ -114,6 +116,7 @@ def test_the_check_finds_an_undeclared_import(tmp_path: Path) -> None:
     assert found == ["8", "11", "18"]
 
 
+@pytest.mark.slow  # a fresh interpreter importing the CLI: ~1.5 s (#23)
 def test_analyze_of_a_bundle_loads_no_duckdb(tmp_path: Path) -> None:
     """DuckDB (~40 ms of every command's start) is imported where a timeline or a simulator trace
     is read, not by the rules' modules that every command imports."""
