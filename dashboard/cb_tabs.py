@@ -3,10 +3,10 @@ each view's `shown-<view>` store (layout.shown_id).
 
 Every view's callbacks used to take the tabs' value as an input and refuse (PreventUpdate) unless
 their tab was the one shown. The answer was right, but a tab switch still sent one request per
-view callback, 15 where one view is drawn, and dash-renderer spends its time per callback (loading
-states, the layout's hashes), not per byte: most of a tab switch's time in the browser. Here the
-picked view's store is set to its name and the view left is set to None; no other store changes,
-so only those two views' callbacks fire (the one left refuses at once, as before).
+view callback, 15 where one view is drawn, each answered by the server and tracked by the page.
+Here the picked view's store is set to its name and the view left is set to None; no other store
+changes, so only those two views' callbacks fire (the one left refuses at once, as before). Most
+of a switch's time in the browser is drawing the view itself (docs/benchmarks.md, Session 16).
 """
 
 from __future__ import annotations
