@@ -137,7 +137,7 @@ class DashSession:
                 new_changed |= got
                 new_ids |= ids
             changed = self._tab_gate(new_changed)
-            for key in [*self._initial(new_ids), *self._triggered(new_changed)]:
+            for key in [*self._initial(new_ids), *self._triggered(changed)]:
                 queue.setdefault(key, None)
         raise AssertionError(f"callbacks still firing after {MAX_ROUNDS} rounds: {list(queue)}")
 
