@@ -88,21 +88,23 @@ def also_outputs(specs: list[str] | None, output: Path | None) -> list[tuple[str
 
 
 def write_reports(report: dict[str, Any], outputs: list[tuple[str, Path | None, Any]],
-                  width: int | None) -> str:
+                  width: int | None) -> str | None:
     """Render `report` once per (format, file, renderer) and write each atomically (file None: to
-    stdout); the first one's text, returned for the job summary."""
-    texts = []
+    stdout); the Markdown written, if one was, for the job summary (not rendered twice)."""
+    md = None
     for fmt, file, render in outputs:
         opts: dict[str, Any] = {}
         if fmt == "text":  # a file is no terminal: no colour, wrapped only at --width, like a pipe
             opts["color"] = file is None and sys.stdout.isatty()
             opts["width"] = output_width(width, None if file is None else _NOT_A_TERMINAL)
-        texts.append(render(report, **opts))
+        text = render(report, **opts)
+        if fmt == "md":
+            md = text
         if file is not None:
-            write_text_atomic(file, texts[-1])
+            write_text_atomic(file, text)
         else:
-            write_stdout(texts[-1])  # `| head` is no error, and --fail-on still decides
-    return texts[0]
+            write_stdout(text)  # `| head` is no error, and --fail-on still decides
+    return md
 
 
 def renderer(fmt: str) -> Any:
@@ -411,14 +413,13 @@ def register(app: typer.Typer) -> None:
             report = build(target, cfg, chip, with_msprof_advisor, failures, ranks)
         for failure in failures:
             typer.echo(failure.warning_line(), err=True)
-        text = write_reports(report, [(fmt, output, render), *extra], width)
+        md = write_reports(report, [(fmt, output, render), *extra], width)
         if github_summary:
             # deferred: report.render_md only when this command runs; `tilescope --help` imports every command
             #   module
             from tilescope.report.render_md import append_github_summary
 
-            md = text if fmt == "md" else renderer("md")(report)
-            append_github_summary(md)
+            append_github_summary(md if md is not None else renderer("md")(report))
         gate: GateTrippedError | None = None
         if fail_on is not None:
             cut = SEVERITY_RANK[fail_on]
