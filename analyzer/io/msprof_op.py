@@ -25,6 +25,7 @@ row means (analyzer/metrics.py):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,14 +194,15 @@ def _one_side(sub: pd.DataFrame, keys: list[str], prefix: str, cols: list[str]) 
         else:
             some[c] = sub[c]
 
-    def grouped(terms: dict[str, pd.Series], how: str) -> pd.DataFrame:
+    def grouped(terms: dict[str, pd.Series], reduce: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
         frame = pd.DataFrame({k: v.to_numpy(dtype="float64") for k, v in terms.items()},
                              index=range(len(sub)))
-        by = frame[keep].groupby(code[keep].astype("int64"), sort=True)
-        out = by.sum(min_count=1) if how == "some" else by.sum() if how == "total" else by.mean()
+        out = reduce(frame[keep].groupby(code[keep].astype("int64"), sort=True))
         return out.reindex(range(len(index))).set_axis(index)
 
-    s, t, m = grouped(some, "some"), grouped(total, "total"), grouped(mean, "mean")
+    s = grouped(some, lambda by: by.sum(min_count=1))
+    t = grouped(total, lambda by: by.sum())
+    m = grouped(mean, lambda by: by.mean())
     n_rows = t["n_rows"]
     agg: dict[str, pd.Series] = {SIDE_BLOCK_ROWS[prefix]: n_rows}
     for c in cols:
