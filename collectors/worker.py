@@ -81,7 +81,7 @@ def _sync(device: str) -> None:
         # deferred: torch (~2 s) is imported on a device only: this worker runs under other interpreters
         import torch
 
-        torch.npu.synchronize()  # type: ignore[attr-defined]  # added by torch_npu
+        torch.npu.synchronize()  # added by torch_npu
 
 
 def check(kernel_fn: Any, func: Any, spec: specmod.KernelSpec, params: dict[str, Any],
@@ -240,7 +240,7 @@ def _run_mode(job: dict[str, Any], answer: dict[str, Any], kernel_fn: Any, func:
         # deferred: torch (~2 s) is imported on a device only: this worker runs under other interpreters
         import torch
 
-        answer["device_name"] = torch.npu.get_device_name()  # type: ignore[attr-defined]
+        answer["device_name"] = torch.npu.get_device_name()
     mode = job["mode"]
     if mode == "check":
         answer["correctness"] = check(kernel_fn, func, spec, params, device)
