@@ -21,9 +21,15 @@ PROBE_TIMEOUT_S = 180.0
 SEE_DOCS = "see docs/collecting.md, or use --ir-only for a bundle without runtime metrics"
 
 _PROBE = r"""
+import importlib.util
 import json
 out = {}
 try:
+    # A package that is not installed is named without importing torch first (1-2 s of a `collect`
+    # on a machine without an NPU; the answer is the same ModuleNotFoundError either way).
+    for name in ("torch", "torch_npu"):
+        if importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
     import torch
     import torch_npu  # noqa: F401
 except BaseException as exc:
