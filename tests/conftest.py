@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import importlib.util
 import os
 import shutil
 import signal
@@ -89,3 +90,23 @@ def pytest_configure(config: pytest.Config) -> None:
     # single-test every-view file last: keep the order above instead
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        _start_fork_server()  # in the processes that run tests, not in xdist's controller
+
+
+def _start_fork_server() -> None:
+    """This process's fork server, started now with what both of tilescope's pools preload (the
+    per-rank workers' modules, tilescope.rankwork_preload; TileLang, tilescope.ir.sweep_preload).
+    A process has one fork server, preloaded by whichever pool starts it: a command starts one
+    pool, but the suite runs both in each worker, and every `lint --sweep` after an `analyze` of
+    ranks had each of its workers import TileLang itself (32 of the suite's CPU seconds, 8 workers)."""
+    import multiprocessing
+    import multiprocessing.forkserver
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    preload = ["tilescope.rankwork_preload"]
+    if importlib.util.find_spec("tilelang") is not None:
+        preload.append("tilescope.ir.sweep_preload")
+    multiprocessing.get_context("forkserver").set_forkserver_preload(preload)
+    multiprocessing.forkserver.ensure_running()
