@@ -22,7 +22,7 @@ import pandas as pd
 
 from tilescope.columns import VECTOR_TYPES
 from tilescope.config import load_config
-from tilescope.diff_explain import FACT_COLUMNS, Cause, explain, kernel_facts, lowering_causes, lowering_facts
+from tilescope.diff_explain import FACT_COLUMNS, Cause, KernelFacts, explain, lowering_causes, lowering_facts
 from tilescope.diff_lines import line_causes, line_facts
 from tilescope.engine import TIME_FLOORS
 from tilescope.errors import UsageError
@@ -89,7 +89,7 @@ class KernelStats:
     total_us: float
     per_launch: Spread
     ratios: dict[str, float] = field(default_factory=dict)
-    facts: dict[str, Any] = field(default_factory=dict)  # tilescope.diff_explain.kernel_facts
+    facts: dict[str, Any] = field(default_factory=dict)  # tilescope.diff_explain.KernelFacts
 
 
 @dataclass
@@ -195,19 +195,30 @@ def _run_from_kernels(
     for c in ratio_cols:
         frame[c] = k[c].astype("float64")
     kernels: dict[tuple[str, str, str], KernelStats] = {}
-    for key, g in frame.groupby(["norm", "op", "shapes"], sort=False):
-        d = g["d"].to_numpy()
+    # The kernels in order of first launch, each as the positions of its launches in the table: plain
+    # arrays, not a DataFrame per kernel (pandas' cost per group was most of a diff's time).
+    codes = frame.groupby(["norm", "op", "shapes"], sort=False).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")
+    starts = np.searchsorted(codes[order], np.arange(codes.max(initial=-1) + 2))
+    columns = {c: frame[c].to_numpy() for c in ("norm", "name", "op", "shapes", "d", *ratio_cols)}
+    facts = KernelFacts(k[fact_cols])
+    for code in range(len(starts) - 1):
+        rows = order[starts[code]:starts[code + 1]]  # launches in table order
+        d = columns["d"][rows]
         ratios = {}
         for c in ratio_cols:
-            ok = g[c].notna().to_numpy()
+            values = columns[c][rows]
+            ok = ~np.isnan(values)
             if ok.any() and d[ok].sum() > 0:
-                ratios[c] = float((g[c].to_numpy()[ok] * d[ok]).sum() / d[ok].sum())
+                ratios[c] = float((values[ok] * d[ok]).sum() / d[ok].sum())
         q1, med, q3 = (float(x) for x in np.percentile(d, [25, 50, 75]))
-        kernels[(str(key[0]), str(key[1]), str(key[2]))] = KernelStats(
-            key=(str(key[0]), str(key[1]), str(key[2])), name=str(g["name"].iloc[0]), op_type=str(key[1]),
-            shapes=str(key[2]), launches=len(d), total_us=float(d.sum()),
+        first = rows[0]
+        key = (str(columns["norm"][first]), str(columns["op"][first]), str(columns["shapes"][first]))
+        kernels[key] = KernelStats(
+            key=key, name=str(columns["name"][first]), op_type=key[1],
+            shapes=key[2], launches=len(d), total_us=float(d.sum()),
             per_launch=Spread(med, q1, q3, len(d), "launches (IQR)" if len(d) > 1 else "one value"),
-            ratios=ratios, facts=kernel_facts(k.loc[g.index, fact_cols]))
+            ratios=ratios, facts=facts.of(rows))
     if steps > 1:
         # device time per step, as the summary defines it (the union of the step's compute kernels)
         per_step = np.array(

@@ -9,7 +9,7 @@ Vector kernel explains a +300 % (four times fewer cores), and a core time -26 % 
 +192 %. Pipe times (share x launch time), bytes moved and bandwidth, the L2 hit rate, UB bank
 conflicts, shapes, dtypes and the core type follow, each only when it changed enough to matter.
 
-The facts are medians over a kernel's launches (`kernel_facts`), read from the kernel table of a
+The facts are medians over a kernel's launches (`KernelFacts`), read from the kernel table of a
 profile; a saved JSON report carries fewer of them, and says less. Two bundles add what their
 lowering changed (`lowering_facts`): grid, buffer bytes, versions, pipelining stages, syncs.
 """
@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tilescope.columns import VECTOR_TYPES
@@ -34,7 +36,7 @@ from tilescope.text.words import fmt_bytes, fmt_us
 # the numeric facts kept per kernel (medians over launches), beside the pipe shares
 NUMERIC_FACTS = ("block_dim", "mix_block_dim", "bytes_moved", "l2_hit_rate", "bank_conflict_ratio")
 TEXT_FACTS = ("core_type", "unit", "input_dtypes")
-# the kernel-table columns kernel_facts reads
+# the kernel-table columns KernelFacts reads
 FACT_COLUMNS = frozenset(
     {"block_dim", "mix_block_dim", "bytes_moved", *TEXT_FACTS, *L2_COLUMNS, *CONFLICT_COLUMNS}
 )
@@ -64,29 +66,41 @@ class Cause:
         }
 
 
-def kernel_facts(group: pd.DataFrame) -> dict[str, Any]:
-    """The facts of one kernel's launches (rows of a kernel table), medians where numeric."""
-    out: dict[str, Any] = {}
-    for col in ("block_dim", "mix_block_dim", "bytes_moved"):
-        if col in group:
-            v = pd.to_numeric(group[col], errors="coerce").dropna()
+class KernelFacts:
+    """The facts of each kernel of one kernel table, read from the rows of its launches (positions
+    in the table), medians where numeric: the columns are converted once for the whole table —
+    per group, as before, a diff of 591 launches of 201 kernels spent 0.9 of its 2.3 s here. Each
+    value is computed from the same rows by the same operation, so the facts are the same."""
+
+    def __init__(self, table: pd.DataFrame) -> None:
+        self._numeric = {
+            col: pd.to_numeric(table[col], errors="coerce")
+            for col in ("block_dim", "mix_block_dim", "bytes_moved") if col in table
+        }
+        if any(c in table for c in L2_COLUMNS):
+            self._numeric["l2_hit_rate"] = hit_rate(table)
+        if any(c in table for c in CONFLICT_COLUMNS):
+            self._numeric["bank_conflict_ratio"] = conflict_share(table)
+        self._text: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for col in TEXT_FACTS:
+            if col in table:
+                values = table[col].astype("str")
+                keep = table[col].notna() & ~values.isin(("", "nan", "None", "<NA>"))
+                self._text[col] = (values.to_numpy(dtype=object), keep.to_numpy(dtype=bool))
+
+    def of(self, rows: np.ndarray) -> dict[str, Any]:
+        """The facts of the launches at positions `rows`."""
+        out: dict[str, Any] = {}
+        for col, series in self._numeric.items():
+            v = series.iloc[rows].dropna()
             if len(v):
                 out[col] = float(v.median())
-    if any(c in group for c in L2_COLUMNS):
-        rate = hit_rate(group).dropna()
-        if len(rate):
-            out["l2_hit_rate"] = float(rate.median())
-    if any(c in group for c in CONFLICT_COLUMNS):
-        share = conflict_share(group).dropna()
-        if len(share):
-            out["bank_conflict_ratio"] = float(share.median())
-    for col in TEXT_FACTS:
-        if col in group:
-            vals = group[col].dropna().astype("str")
-            vals = vals[~vals.isin(("", "nan", "None", "<NA>"))]
-            if len(vals):
-                out[col] = str(vals.mode().iloc[0])
-    return out
+        for col, (values, keep) in self._text.items():
+            counts = Counter(values[rows[keep[rows]]])
+            if counts:
+                most = max(counts.values())
+                out[col] = str(min(v for v, n in counts.items() if n == most))  # Series.mode's first
+        return out
 
 
 def _parallel(facts: Mapping[str, Any], cores: Mapping[str, int | None]) -> tuple[int, int, int, int] | None:
@@ -123,7 +137,7 @@ def explain(
     cores_label: str = "",
 ) -> list[Cause]:
     """The causes of one kernel's change from `base_us` to `head_us` (median per launch), largest
-    first: `base` / `head` are `kernel_facts`, `cores` the device's {"aic": n, "aiv": n},
+    first: `base` / `head` are `KernelFacts.of`, `cores` the device's {"aic": n, "aiv": n},
     `ratios` the kernels' pipe shares of the launch (tilescope.diff KernelStats.ratios)."""
     if base_us <= 0 or head_us <= 0:
         return []
