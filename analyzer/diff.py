@@ -197,9 +197,10 @@ def _run_from_kernels(
     kernels: dict[tuple[str, str, str], KernelStats] = {}
     # The kernels in order of first launch, each as the positions of its launches in the table: plain
     # arrays, not a DataFrame per kernel (pandas' cost per group was most of a diff's time).
-    codes = frame.groupby(["norm", "op", "shapes"], sort=False).ngroup().to_numpy()
+    groups = frame.groupby(["norm", "op", "shapes"], sort=False)
+    codes = groups.ngroup().to_numpy()
     order = np.argsort(codes, kind="stable")
-    starts = np.searchsorted(codes[order], np.arange(codes.max(initial=-1) + 2))
+    starts = np.searchsorted(codes[order], np.arange(groups.ngroups + 1))  # kernel i: starts[i]:starts[i + 1]
     columns = {c: frame[c].to_numpy() for c in ("norm", "name", "op", "shapes", "d", *ratio_cols)}
     facts = KernelFacts(k[fact_cols])
     for code in range(len(starts) - 1):
