@@ -28,7 +28,7 @@ from tilescope.io.load import load_profile
 from tilescope.report.data import build_report
 from tilescope.text.words import saving_phrase
 
-from support.browser import PageEvents, needs_chromium, record_events, serve_wsgi
+from support.browser import VIEWPORT, PageEvents, needs_chromium, new_page, record_events, serve_wsgi
 from support.synthetic import HOSTILE, synthetic_profile, synthetic_report, write_ir_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +36,6 @@ SAMPLES = ROOT / "sample_traces"
 ARTIFACT_SHOTS = ROOT / "test-artifacts" / "screenshots"
 DOC_SHOTS = ROOT / "docs" / "screenshots"  # written only with TILESCOPE_UPDATE_SCREENSHOTS=1
 UPDATE_DOC_SHOTS = os.environ.get("TILESCOPE_UPDATE_SCREENSHOTS") == "1"
-VIEWPORT = {"width": 1366, "height": 768}
 TIMEOUT_MS = 15_000
 
 pytestmark = [pytest.mark.browser, needs_chromium]
@@ -105,20 +104,12 @@ def hostile_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def context(browser: Any) -> Iterator[Any]:
-    """One browser context for the module: its pages share the HTTP cache, so the dashboard's
-    scripts (Plotly, the AG Grid, dash-renderer: megabytes) are fetched and compiled once, not
-    once per test. Each test still gets a page of its own."""
-    ctx = browser.new_context(viewport=VIEWPORT)
-    ctx.set_default_timeout(TIMEOUT_MS)
-    yield ctx
-    ctx.close()
-
-
 @pytest.fixture()
-def page(context: Any) -> Iterator[Any]:
-    pg = context.new_page()
+def page(dashboard_browser: Any) -> Iterator[Any]:
+    """A page of its own for each test, in the module's dashboard Chromium: the pages share the
+    HTTP cache and V8's code cache, so the dashboard's scripts (Plotly, the AG Grid, dash-renderer:
+    megabytes) are fetched once and compiled from the cache."""
+    pg = new_page(dashboard_browser, TIMEOUT_MS)
     yield pg
     pg.close()
 
@@ -370,7 +361,9 @@ def test_positive_control_the_recorder_sees_an_injection(page: Any) -> None:
 
 @pytest.fixture(scope="module")
 def fa_app() -> Iterator[tuple[str, Any]]:
-    app = create_app([SAMPLES / "tilelang_fa_bundle"])
+    """The TileLang bundle (p0), and the msprof op sample (the FA kernel on 24 blocks) second: the
+    Compare view's base in test_every_view_of_the_tilelang_bundle."""
+    app = create_app([SAMPLES / "tilelang_fa_bundle", SAMPLES / "tilelang_fa_msprof_op"])
     with serve_wsgi(app.server) as url:
         yield url, app
 
@@ -476,22 +469,14 @@ DOC_VIEWS = ("overview", "kernels", "detail", "detail_blocks", "detail_counters"
              "findings", "ir", "compare", "compare_counters")
 
 
-@pytest.fixture(scope="module")
-def fa_views_app() -> Iterator[tuple[str, Any]]:
-    # the msprof op sample (the FA kernel on 24 blocks) second: the Compare view's base
-    app = create_app([SAMPLES / "tilelang_fa_bundle", SAMPLES / "tilelang_fa_msprof_op"])
-    with serve_wsgi(app.server) as url:
-        yield url, app
-
-
-def test_every_view_of_the_tilelang_bundle(page: Any, fa_views_app: tuple[str, Any]) -> None:
+def test_every_view_of_the_tilelang_bundle(page: Any, fa_app: tuple[str, Any]) -> None:
     """Each tab on sample_traces/tilelang_fa_bundle in a state that shows what it is for; the
     screenshots are the documentation's (TILESCOPE_UPDATE_SCREENSHOTS=1 writes docs/screenshots/)."""
     from playwright.sync_api import expect
 
     from tilescope.dashboard.layout import TABS
 
-    url, app = fa_views_app
+    url, app = fa_app
     entry = store_of(app).get("p0")
     assert entry is not None
     events = open_app(page, url)

@@ -14,7 +14,7 @@ import pytest
 
 from tilescope.dashboard.app import create_app, store_of
 
-from support.browser import needs_chromium, record_events, serve_wsgi
+from support.browser import needs_chromium, new_page, record_events, serve_wsgi
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACT_SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -41,25 +41,25 @@ _PLOT = """(id) => { const gd = document.querySelector('#' + id + ' .js-plotly-p
     return gd ? {title: gd.layout.title.text, y: gd.data[0].y, z: gd.data[0].z} : null; }"""
 
 
-def _open(browser: Any, url: str) -> tuple[Any, Any]:
-    """A page of the app at `url` (a fresh context, the suite's timeout) and its recorded events."""
+def _open(dashboard_browser: Any, url: str) -> tuple[Any, Any]:
+    """A page of the app at `url` (a page of its own, the suite's timeout) and its recorded events."""
     from playwright.sync_api import expect
 
-    context = browser.new_context(viewport={"width": 1366, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
     expect.set_options(timeout=TIMEOUT_MS)
-    page = context.new_page()
+    page = new_page(dashboard_browser, TIMEOUT_MS, {"width": 1366, "height": 900})
     events = record_events(page, url)
     page.goto(url + "/")
     return page, events
 
 
-def test_ranks_tab_opens_and_a_rank_opens_its_kernels(browser: Any, ranks_app: tuple[str, Any]) -> None:
+def test_ranks_tab_opens_and_a_rank_opens_its_kernels(
+    dashboard_browser: Any, ranks_app: tuple[str, Any]
+) -> None:
     from playwright.sync_api import expect
 
     url, app = ranks_app
     (run,) = store_of(app).clusters()
-    page, events = _open(browser, url)
+    page, events = _open(dashboard_browser, url)
     expect(page.locator("#ov-kpis .kpi")).to_have_count(6)
     page.locator(".tab").get_by_text("Ranks", exact=True).click()
     expect(page.locator(".tab--selected")).to_have_text("Ranks")
@@ -93,12 +93,12 @@ def test_ranks_tab_opens_and_a_rank_opens_its_kernels(browser: Any, ranks_app: t
     expect(page.locator("#ov-kpis")).to_contain_text(f"{launches:,}")
     page.locator(".tab").get_by_text("Ranks", exact=True).click()
     expect(page.locator("#r-table tr.shown td").first).to_have_text("3")
-    page.context.close()
+    page.close()
     events.assert_clean()
 
 
 def test_a_run_under_a_root_opens_in_the_ranks_tab_and_its_rank_in_the_picker(
-    browser: Any, tmp_path: Path
+    dashboard_browser: Any, tmp_path: Path
 ) -> None:
     """Served with --root only: the Ranks tab lists the sample run found there, builds it when the
     tab opens, and a click on rank 3's row shows "(rank 3)" in the picker and its kernels."""
@@ -109,7 +109,7 @@ def test_a_run_under_a_root_opens_in_the_ranks_tab_and_its_rank_in_the_picker(
     shutil.copytree(ROOT / "sample_traces" / "cluster_8rank", tmp_path / "cluster_8rank")
     app = create_app([], roots=[tmp_path])
     with serve_wsgi(app.server) as url:
-        page, events = _open(browser, url)
+        page, events = _open(dashboard_browser, url)
         page.locator(".tab").get_by_text("Ranks", exact=True).click()
         expect(page.locator("#r-run")).to_contain_text("cluster_8rank (8 ranks, root)")
         expect(page.locator("#r-table tbody tr")).to_have_count(8)
@@ -121,5 +121,5 @@ def test_a_run_under_a_root_opens_in_the_ranks_tab_and_its_rank_in_the_picker(
         assert entry is not None and entry.profile.rank == 3
         expect(page.locator("#ov-kpis")).to_contain_text(f"{len(entry.kernels):,}")
         expect(page.locator("#load-error")).to_have_text("")
-        page.context.close()
+        page.close()
         events.assert_clean()

@@ -15,10 +15,9 @@ import pytest
 
 from tilescope.dashboard.app import create_app
 
-from support.browser import needs_chromium, record_events, serve_wsgi
+from support.browser import needs_chromium, new_page, record_events, serve_wsgi
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
-VIEWPORT = {"width": 1366, "height": 768}
 TIMEOUT_MS = 15_000
 GRAPHS = ("d-pipes", "d-split", "d-bw", "d-blocks")
 
@@ -52,12 +51,10 @@ def detail_app() -> Iterator[str]:
         yield url
 
 
-def test_detail_titles_do_not_overlap_and_the_counters_show(browser: Any, detail_app: str) -> None:
+def test_detail_titles_do_not_overlap_and_the_counters_show(dashboard_browser: Any, detail_app: str) -> None:
     from playwright.sync_api import expect
 
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
+    page = new_page(dashboard_browser, TIMEOUT_MS)
     expect.set_options(timeout=TIMEOUT_MS)
     events = record_events(page, detail_app)
     page.goto(detail_app + "/")
@@ -90,4 +87,4 @@ def test_detail_titles_do_not_overlap_and_the_counters_show(browser: Any, detail
     row = page.locator("#d-counters tr", has=page.locator("td", has_text="aic_l0a_read_gbps"))
     expect(row.locator("td").nth(1)).to_have_text("GB/s")
     events.assert_clean()
-    context.close()
+    page.close()

@@ -16,7 +16,7 @@ import pytest
 from tilescope.dashboard.app import create_app
 
 from support import REAL_TRACES, REPO_ROOT, SAMPLES
-from support.browser import needs_chromium, record_events, serve_wsgi
+from support.browser import needs_chromium, new_page, record_events, serve_wsgi
 
 SIGMOID = REAL_TRACES / "tilelang_sigmoid_app"
 CLUSTER_RANK0 = SAMPLES / "cluster_8rank" / "node0_1000_20260101000000000_ascend_pt"
@@ -47,12 +47,10 @@ def _axis(page: Any) -> dict[str, Any]:
     return result
 
 
-def test_first_view_fits_the_kernels_and_lanes_are_drawn(browser: Any, app_url: str) -> None:
+def test_first_view_fits_the_kernels_and_lanes_are_drawn(dashboard_browser: Any, app_url: str) -> None:
     from playwright.sync_api import expect
 
-    context = browser.new_context(viewport={"width": 1366, "height": 768}, accept_downloads=True)
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
+    page = new_page(dashboard_browser, TIMEOUT_MS)  # the context accepts downloads
     expect.set_options(timeout=TIMEOUT_MS)
     events = record_events(page, app_url)
     page.goto(app_url + "/")
@@ -101,7 +99,7 @@ def test_first_view_fits_the_kernels_and_lanes_are_drawn(browser: Any, app_url: 
     expect(info).to_contain_text("14 segments drawn")
     expect(page.locator("#timeline .legendtext").filter(has_text="HCCL")).to_have_count(1)
     page.screenshot(path=str(_shots() / "timeline-cluster-rank0.png"))
-    context.close()
+    page.close()
     events.assert_clean()
 
 

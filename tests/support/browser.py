@@ -3,7 +3,9 @@ fixtures are in tests/browser/conftest.py. Imported as `support.browser`, never 
 `conftest`: that module name is every folder's conftest, whichever pytest imported last.
 
 - `CHROMIUM`, `LAUNCH_ARGS`, `needs_chromium`: Debian's /usr/bin/chromium with the verified flags
-  (never `playwright install`).
+  (never `playwright install`); `VIEWPORT`, the size the pages open at.
+- `new_page(context, timeout_ms, viewport)`: a page of the shared dashboard Chromium
+  (tests/browser/conftest.py `dashboard_browser`) with its own timeout and size.
 - `record_events(page, base_url)`: dialogs (Playwright dismisses them silently), page errors,
   console errors and requests leaving the app, so a test can assert none happened.
 - `serve_wsgi(app)`: an in-process werkzeug server on a free port; `serve_folder(root)`: the same
@@ -36,6 +38,7 @@ LAUNCH_ARGS = [
     "--disable-sync",
     "--disable-extensions",
 ]
+VIEWPORT = {"width": 1366, "height": 768}
 needs_chromium = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium chromium-driver)"
 )
@@ -120,3 +123,12 @@ def serve_folder(root: Path) -> Iterator[str]:
     handler = functools.partial(_QuietFiles, directory=str(root))
     with _serving(http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)) as url:
         yield url
+
+
+def new_page(context: Any, timeout_ms: float, viewport: dict[str, int] | None = None) -> Any:
+    """A page of `context` with the test's timeout, at `viewport` (VIEWPORT if not given): the
+    pages of one context share its size and timeout unless each sets its own."""
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    page.set_viewport_size(viewport or VIEWPORT)
+    return page
