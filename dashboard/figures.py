@@ -90,17 +90,32 @@ def core_categories(frame: pd.DataFrame) -> np.ndarray:
 
 
 def apply_layout(fig: go.Figure, title: str, height: int = 320, **extra: Any) -> go.Figure:
-    """The house look of every dashboard figure: title top left, one font, a horizontal legend."""
-    fig.update_layout(
-        title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)),
-        template=house_template(),
-        font=FONT,
-        height=height,
-        margin=dict(l=60, r=20, t=44, b=48),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0),
-        **extra,
-    )
-    return fig
+    """The house look of every dashboard figure: title top left, one font, a horizontal legend.
+    `extra` layout properties are merged over the house's (a `margin` or `legend` of its own).
+
+    Returns a new figure of `fig`'s traces, its whole layout given at once: what `fig` holds with
+    the house's merged over it, as update_layout merges. update_layout put the house template into
+    a figure made with plotly's default one at twice the cost, about half of a figure's build."""
+    house = {
+        "title": dict(text=title, x=0.01, xanchor="left", font=dict(size=14)),
+        "font": FONT,
+        "height": height,
+        "margin": dict(l=60, r=20, t=44, b=48),
+        "legend": dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0),
+    }
+    own = {k: v for k, v in fig.layout.to_plotly_json().items() if k != "template"}  # plotly's default
+    layout = _merged(_merged(own, house), extra)
+    layout["template"] = house_template()
+    return go.Figure(data=fig.data, layout=layout)
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` merged into a copy of `base`, dictionaries key by key (update_layout's rule)."""
+    out = dict(base)
+    for key, value in over.items():
+        old = out.get(key)
+        out[key] = _merged(old, value) if isinstance(value, dict) and isinstance(old, dict) else value
+    return out
 
 
 def empty_figure(message: str, height: int = 150) -> go.Figure:

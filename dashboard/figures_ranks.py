@@ -101,6 +101,6 @@ def link_matrix_figure(
     title = f"Communication matrix — {unit}, summed over steps and collectives (each once)"
     if slow:
         title += " — slow link " + ", ".join(f"{s}→{d}" for s, d in slow) + " (TS604)"
-    fig = apply_layout(fig, plot_text(title), max(300, min(900, 160 + 28 * len(srcs))))
-    fig.update_layout(margin=dict(l=60, r=20, t=110, b=20))  # room for the top axis under the title
-    return fig
+    # room for the top axis under the title
+    return apply_layout(fig, plot_text(title), max(300, min(900, 160 + 28 * len(srcs))),
+                        margin=dict(l=60, r=20, t=110, b=20))

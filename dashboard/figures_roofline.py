@@ -71,13 +71,12 @@ def roofline_figure(points: pd.DataFrame, chip: ChipSpec, max_points: int = 2000
         title += f" ({len(measured)} of {len(points)} kernels have FLOP and byte counts)"
     if len(pts) < len(measured):
         title += f" — top {len(pts)} by time shown"
-    apply_layout(fig, title, 560, clickmode="event")
     # six ceilings with their sources: below the plot, where the title cannot be covered
-    fig.update_layout(
+    return apply_layout(
+        fig, title, 560, clickmode="event",
         legend=dict(orientation="h", yanchor="top", y=-0.16, xanchor="left", x=0.0),
         margin=dict(l=60, r=20, t=44, b=110),
     )
-    return fig
 
 
 def _add_ceilings(
