@@ -36,6 +36,7 @@ SAMPLES = ROOT / "sample_traces"
 ARTIFACT_SHOTS = ROOT / "test-artifacts" / "screenshots"
 DOC_SHOTS = ROOT / "docs" / "screenshots"  # written only with TILESCOPE_UPDATE_SCREENSHOTS=1
 UPDATE_DOC_SHOTS = os.environ.get("TILESCOPE_UPDATE_SCREENSHOTS") == "1"
+HOSTILE_COUNTER = f"aic_{HOSTILE}"  # "Other counters": any aic_/aiv_ column the profile carries
 TIMEOUT_MS = 15_000
 
 pytestmark = [pytest.mark.browser, needs_chromium]
@@ -99,6 +100,7 @@ def hostile_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     ir_dir = tmp_path_factory.mktemp("hostile") / "ir"
     p = synthetic_profile(400, hostile=True)
     p.ir, p.ir_dir = write_ir_bundle(ir_dir, hostile=True), ir_dir
+    p.kernels[HOSTILE_COUNTER] = 1.0  # a PMU column of its own name: the counters table lists it
     app = create_app([p], reports=[synthetic_report(p, hostile=True)], labels=[HOSTILE])
     with serve_wsgi(app.server) as url:
         yield url
@@ -347,6 +349,11 @@ def test_hostile_names_render_as_text(page: Any, hostile_app: str) -> None:
     assert item.evaluate("e => e.childElementCount") == 0
     show_tab(page, "IR")
     expect(page.locator("#ir-tvmscript .ir-line").first).to_contain_text(HOSTILE)
+    # the counters table, drawn by the page's script from the data the server sent
+    show_tab(page, "Kernel detail")
+    name = page.locator("#d-counters td.counter-name").filter(has_text="<img")
+    expect(name).to_have_text(HOSTILE_COUNTER)
+    assert name.evaluate("e => e.childElementCount") == 0
     assert page.evaluate("() => document.querySelectorAll('img').length") == 0
     events.assert_clean()
 
