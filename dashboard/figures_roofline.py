@@ -26,6 +26,11 @@ from tilescope.dashboard.figures import (
 
 # Mix kernels use their side's colour with a different marker, so the palette stays the product's.
 SYMBOLS = {CUBE: "circle", VECTOR: "circle", MIX_CUBE: "diamond", MIX_VECTOR: "diamond", OTHER: "square"}
+# Up to this many points the markers are SVG, beyond it WebGL. A WebGL plot pays for its context and
+# shaders on every draw: the Roofline tab took 0.73-0.91 s of page CPU to show 1 kernel, 0.23-0.28 s
+# in SVG (headless Chromium without a GPU, where WebGL is drawn in software; docs/benchmarks.md,
+# session 19). SVG stays smooth to a few thousand markers; WebGL only pays off past that.
+SVG_MAX_POINTS = 1000
 # (label, peak FLOP/s, colour key, is an assumption) of one compute ceiling
 Ceiling = tuple[str, float, str, bool]
 
@@ -125,13 +130,15 @@ def _add_ceilings(
 
 
 def _add_points(fig: go.Figure, pts: pd.DataFrame, ai: pd.Series, tflops: pd.Series) -> None:
-    """One WebGL marker trace per core-type category, the kernel name in customdata."""
+    """One marker trace per core-type category (SVG, WebGL past SVG_MAX_POINTS), the kernel name in
+    customdata."""
+    trace = go.Scatter if len(pts) <= SVG_MAX_POINTS else go.Scattergl
     cats = core_categories(pts)
     for cat in dict.fromkeys(cats):
         mask = cats == cat
         sub = pts[mask]
         fig.add_trace(
-            go.Scattergl(
+            trace(
                 x=ai[mask],
                 y=tflops[mask],
                 mode="markers",

@@ -265,7 +265,7 @@ def test_roofline_timeline_and_compare(page: Any, sample_app: tuple[str, Any]) -
         "(vendor, default memory type)"
     )
     screenshot(page, "unfused-roofline")
-    # A click on a point (Plotly's own click event on the WebGL trace) opens that kernel.
+    # A click on a point (Plotly's own click event on the points' trace) opens that kernel.
     name = page.evaluate(
         "() => { const gd = document.querySelector('#roofline .js-plotly-plot');"
         " const i = gd.data.findIndex(t => t.mode === 'markers');"

@@ -8,7 +8,7 @@ import pytest
 
 from tilescope.chips import get_chip
 from tilescope.dashboard import figures as F
-from tilescope.dashboard.figures_roofline import roofline_figure
+from tilescope.dashboard.figures_roofline import SVG_MAX_POINTS, roofline_figure
 from tilescope.dashboard.figures_timeline import timeline_figure
 from tilescope.dashboard.timeline_lanes import Lane, timeline_window
 
@@ -142,7 +142,7 @@ def test_roofline_ceilings_points_and_assumption_labels() -> None:
     assert "GM 1,750 GB/s (vendor, default memory type)" in names
     assert "L2 7,780 GB/s (vendor, default memory type)" in names
     cube = next(t for t in fig["data"] if t["name"] == "Cube")
-    assert cube["type"] == "scattergl" and cube["marker"]["color"] == "#1f77b4"
+    assert cube["type"] == "scatter" and cube["marker"]["color"] == "#1f77b4"  # SVG: a few points
     assert list(cube["customdata"]) == [HOSTILE] and list(cube["hovertext"]) == [SAFE]
     trace = next(t for t in roofline_figure(pts, chip).data if t.name == "Cube")
     assert list(trace.x) == [2000.0] and list(trace.y) == pytest.approx([200.0])
@@ -166,6 +166,11 @@ def test_roofline_caps_points_and_says_so() -> None:
     cube = next(t for t in fig["data"] if t["name"] == "Cube")
     assert len(cube["customdata"]) == 100 and "k4999" in list(cube["customdata"])
     assert "top 100 by time shown" in fig["layout"]["title"]["text"]
+    assert cube["type"] == "scatter"
+    # past SVG_MAX_POINTS the markers are WebGL (the cap is the 2,000 of the Roofline tab)
+    fig = roofline_figure(pts, get_chip("910B2"), max_points=SVG_MAX_POINTS + 1).to_dict()
+    cube = next(t for t in fig["data"] if t["name"] == "Cube")
+    assert len(cube["customdata"]) == SVG_MAX_POINTS + 1 and cube["type"] == "scattergl"
 
 
 def _lane(n: int, label: str = "stream 1") -> Lane:
