@@ -12,14 +12,7 @@
   "use strict";
 
   function el(tag, cls, text) {
-    var node = document.createElement(tag);
-    if (cls) {
-      node.className = cls;
-    }
-    if (text !== undefined && text !== null) {
-      node.textContent = String(text);
-    }
-    return node;
+    return window.tilescopeDom.el(tag, cls, text); // dom.js
   }
 
   function pane(p) {
