@@ -15,7 +15,12 @@
     return window.tilescopeDom.el(tag, cls, text); // dom.js
   }
 
+  var BOX = ".counters-box[data-table]";
+
   function draw(box) {
+    if (box.drawnTable === box.dataset.table) {
+      return; // drawn already from this data
+    }
     var spec;
     try {
       spec = JSON.parse(box.dataset.table);
@@ -49,20 +54,11 @@
   }
 
   function drawWithin(node) {
-    if (node.nodeType !== 1) {
-      return;
-    }
-    if (node.matches(".counters-box[data-table]")) {
-      if (node.drawnTable !== node.dataset.table) {
-        draw(node);
-      }
-      return;
-    }
-    node.querySelectorAll(".counters-box[data-table]").forEach(function (box) {
-      if (box.drawnTable !== box.dataset.table) {
+    if (node.nodeType === 1) {
+      (node.matches(BOX) ? [node] : node.querySelectorAll(BOX)).forEach(function (box) {
         draw(box);
-      }
-    });
+      });
+    }
   }
 
   // A box appears when its tab is mounted or the server sends a new table, and its data changes when
