@@ -28,7 +28,7 @@ import pytest
 from tilescope.dashboard.app import create_app
 from tilescope.dashboard.layout import RANKS_TAB, TABS
 
-from support.browser import CHROMIUM, LAUNCH_ARGS, needs_chromium, record_events, serve_wsgi
+from support.browser import CHROMIUM, LAUNCH_ARGS, VIEWPORT, needs_chromium, record_events, serve_wsgi
 from support.simulator import simulated_fa_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -191,7 +191,7 @@ def _visit(url: str, options: list[dict[str, str]], indexes: list[int]) -> list[
     problems: list[str] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        context = browser.new_context(viewport={"width": 1366, "height": 768})
+        context = browser.new_context(viewport=VIEWPORT)
         context.set_default_timeout(TIMEOUT_S * 1000)
         page = context.new_page()
         events = record_events(page, url)
