@@ -13,7 +13,7 @@ kernel, alone or beside a baseline (the Compare tab's counter table).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -129,14 +129,10 @@ def counters_table(rows: pd.DataFrame, scope_text: str) -> list[Any]:
         return [title, html.Div(_no_counters(rows), className="muted")]
     several = int(table["launches"].max()) > 1
     head = ["counter", "unit", *(["mean", "min", "max", "launches"] if several else ["value"])]
-    groups = []
-    for group, part in table.groupby("group", sort=False):
-        cells = [[str(r["counter"]), str(r["unit"]),
-                  *[_number(v) for v in ([r["mean"], r["min"], r["max"]] if several else [r["mean"]])],
-                  *([f"{int(r['launches']):,}"] if several else [])]
-                 for r in part.to_dict("records")]
-        groups.append([str(group), cells])
-    return [title, _table(head, groups)]
+    return [title, _table(head, table, lambda r: [
+        *[_number(v) for v in ([r["mean"], r["min"], r["max"]] if several else [r["mean"]])],
+        *([f"{int(r['launches']):,}"] if several else []),
+    ])]
 
 
 def compare_counters(base_rows: pd.DataFrame, head_rows: pd.DataFrame) -> pd.DataFrame:
@@ -161,12 +157,9 @@ def compare_counters_table(base_rows: pd.DataFrame, head_rows: pd.DataFrame, tit
     if table.empty:
         return [heading, html.Div(_no_counters(pd.concat([base_rows, head_rows])), className="muted")]
     head = ["counter", "unit", "base (mean)", "head (mean)", "change", "change (%)"]
-    groups = []
-    for group, part in table.groupby("group", sort=False):
-        cells = [[str(r["counter"]), str(r["unit"]), _number(r["base"]), _number(r["head"]),
-                  _signed(r["delta"]), _signed(r["delta_pct"], " %", 1)] for r in part.to_dict("records")]
-        groups.append([str(group), cells])
-    return [heading, _table(head, groups)]
+    return [heading, _table(head, table, lambda r: [
+        _number(r["base"]), _number(r["head"]), _signed(r["delta"]), _signed(r["delta_pct"], " %", 1),
+    ])]
 
 
 def _no_counters(rows: pd.DataFrame) -> str:
@@ -174,11 +167,15 @@ def _no_counters(rows: pd.DataFrame) -> str:
     return no_counters_message(rows, "PMU counters", "collect with aic_metrics (any group)")
 
 
-def _table(head: list[str], groups: list[list[Any]]) -> html.Div:
-    """The table as data on one element, drawn by the page (dashboard/assets/counters_table.js):
-    [group, [[counter, unit, number…], …]] per group. As Dash components (a Td per cell, ~400 for a
-    msprof op kernel) the Dash renderer spent ~0.55 s of the tab's ~1.3 s of page CPU on them at
-    every visit; drawn by the script, they take milliseconds, as the IR panes do (#15)."""
+def _table(head: list[str], table: pd.DataFrame, numbers: Callable[[Any], list[str]]) -> html.Div:
+    """A counter table (one row per counter, `numbers` its cells after the name and unit) as data on
+    one element, drawn by the page (dashboard/assets/counters_table.js): [group, [[counter, unit,
+    number…], …]] per group. As Dash components (a Td per cell, ~400 for a msprof op kernel) the
+    Dash renderer spent ~0.55 s of the tab's ~1.3 s of page CPU on them at every visit; drawn by the
+    script, they take milliseconds, as the IR panes do (#15)."""
+    groups = [[str(group), [[str(r["counter"]), str(r["unit"]), *numbers(r)]
+                            for r in part.to_dict("records")]]
+              for group, part in table.groupby("group", sort=False)]
     data: dict[str, Any] = {"data-table": json.dumps({"head": head, "groups": groups})}  # a data-* attribute
     return html.Div(className="counters-box", **data)
 
