@@ -18,6 +18,7 @@ from types import ModuleType
 import pytest
 
 from support import REAL_TRACES, REPO_ROOT
+from support.lowering import share_lowerings
 
 # `analyze` on a multi-rank run caches per-rank summaries (analyzer/rank_cache.py): the tests, and
 # the commands they run in subprocesses, keep theirs in a directory of their own, removed at exit
@@ -92,6 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.loadscopereorder = False
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         _start_fork_server()  # in the processes that run tests, not in xdist's controller
+        share_lowerings()
 
 
 def _start_fork_server() -> None:
