@@ -166,59 +166,76 @@ def _side_aggregate(blocks: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def _one_side(sub: pd.DataFrame, keys: list[str], prefix: str, cols: list[str]) -> pd.DataFrame:
-    """One side's aggregates (`_side_aggregate`), indexed by the launch keys in order of appearance."""
+    """One side's aggregates (`_side_aggregate`), indexed by the launch keys in order of appearance.
+
+    The terms and the ratios are NumPy arrays, not Series: each Series operation costs ~0.1 ms
+    whatever its length, and with ~50 metric columns a side that was most of reading a small
+    profile. The sums and means are pandas' grouped ones, as before (the same last bits)."""
     g = sub.groupby(keys, sort=False)
     index = g.size().index
     code = g.ngroup().to_numpy(dtype="float64")  # NaN: a row whose key is missing, as groupby drops it
     keep = ~np.isnan(code)
-    cyc = f"{prefix}total_cycles"
-    weight = sub[cyc].fillna(0.0) if cyc in sub else pd.Series(1.0, index=sub.index)
-    side_time = sub.get(f"{prefix}time_us", pd.Series(np.nan, index=sub.index))
-    some: dict[str, pd.Series] = {}  # summed, NaN where no block had a value (min_count=1)
-    total: dict[str, pd.Series] = {"n_rows": side_time.notna().astype("float64")}  # summed
-    mean: dict[str, pd.Series] = {}
-    for c in cols:
-        if c.endswith(("_ratio", "_rate", "_pct")):
-            some[f"num {c}"] = sub[c] * weight
-            total[f"den {c}"] = weight.where(sub[c].notna())
-        elif c.endswith("_us"):
-            mean[c] = sub[c]
-        elif c.endswith("_gbps"):
-            # a launch's bandwidth from the blocks' bytes (rate x time), never a sum of their rates;
-            # example: aic_mte2_active_gbps -> its pipe's time column aic_mte2_time_us
-            time_col = (c.removesuffix("_active_gbps") + "_time_us" if c.endswith("_active_gbps")
-                        else f"{prefix}time_us")
-            time = sub.get(time_col, side_time)
-            some[f"moved {c}"] = sub[c] * time  # GB/s x µs = 1e3 bytes
-            total[f"spent {c}"] = time.where(sub[c].notna())
-        else:
-            some[c] = sub[c]
+    rows = len(sub)
 
-    def grouped(terms: dict[str, pd.Series], reduce: Callable[[Any], pd.DataFrame]) -> pd.DataFrame:
-        frame = pd.DataFrame({k: v.to_numpy(dtype="float64") for k, v in terms.items()},
-                             index=range(len(sub)))
-        out = reduce(frame[keep].groupby(code[keep].astype("int64"), sort=True))
-        return out.reindex(range(len(index))).set_axis(index)
+    def values(col: str) -> np.ndarray:
+        return sub[col].to_numpy(dtype="float64", na_value=np.nan)
+
+    cyc = f"{prefix}total_cycles"
+    weight = np.where(np.isnan(w := values(cyc)), 0.0, w) if cyc in sub else np.ones(rows)
+    tcol = f"{prefix}time_us"
+    side_time = values(tcol) if tcol in sub else np.full(rows, np.nan)
+    some: dict[str, np.ndarray] = {}  # summed, NaN where no block had a value (min_count=1)
+    total: dict[str, np.ndarray] = {"n_rows": (~np.isnan(side_time)).astype("float64")}  # summed
+    mean: dict[str, np.ndarray] = {}
+    # NumPy warns where pandas' own arithmetic is silent (inf x 0, overflow): the same values
+    with np.errstate(all="ignore"):
+        for c in cols:
+            x = values(c)
+            if c.endswith(("_ratio", "_rate", "_pct")):
+                some[f"num {c}"] = x * weight
+                total[f"den {c}"] = np.where(np.isnan(x), np.nan, weight)
+            elif c.endswith("_us"):
+                mean[c] = x
+            elif c.endswith("_gbps"):
+                # a launch's bandwidth from the blocks' bytes (rate x time), never a sum of their rates;
+                # example: aic_mte2_active_gbps -> its pipe's time column aic_mte2_time_us
+                time_col = (c.removesuffix("_active_gbps") + "_time_us" if c.endswith("_active_gbps")
+                            else tcol)
+                time = values(time_col) if time_col in sub else side_time
+                some[f"moved {c}"] = x * time  # GB/s x µs = 1e3 bytes
+                total[f"spent {c}"] = np.where(np.isnan(x), np.nan, time)
+            else:
+                some[c] = x
+
+    def grouped(terms: dict[str, np.ndarray], reduce: Callable[[Any], pd.DataFrame]) -> dict[str, np.ndarray]:
+        frame = pd.DataFrame(terms, index=range(rows))
+        out = reduce(frame[keep].groupby(code[keep].astype("int64"), sort=True)).reindex(range(len(index)))
+        return {k: out[k].to_numpy(dtype="float64") for k in terms}
 
     s = grouped(some, lambda by: by.sum(min_count=1))
     t = grouped(total, lambda by: by.sum())
     m = grouped(mean, lambda by: by.mean())
+
+    def nan_if_zero(a: np.ndarray) -> np.ndarray:
+        return np.where(a == 0.0, np.nan, a)
+
     n_rows = t["n_rows"]
-    agg: dict[str, pd.Series] = {SIDE_BLOCK_ROWS[prefix]: n_rows}
-    for c in cols:
-        if c.endswith(("_ratio", "_rate", "_pct")):
-            agg[c] = s[f"num {c}"] / t[f"den {c}"].replace(0.0, np.nan)
-        elif c.endswith("_us"):
-            agg[c] = m[c]
-        elif c.endswith("_gbps"):
-            moved, spent = s[f"moved {c}"], t[f"spent {c}"]
-            if c.endswith("_active_gbps"):
-                agg[c] = moved / spent.replace(0.0, np.nan)
-            else:  # over the mean block time: the device-level rate while the side ran, all blocks at once
-                agg[c] = moved / (spent / n_rows.replace(0, np.nan)).replace(0.0, np.nan)
-        else:
-            agg[c] = s[c]
-    return pd.DataFrame(agg)
+    agg: dict[str, np.ndarray] = {SIDE_BLOCK_ROWS[prefix]: n_rows}
+    with np.errstate(all="ignore"):
+        for c in cols:
+            if c.endswith(("_ratio", "_rate", "_pct")):
+                agg[c] = s[f"num {c}"] / nan_if_zero(t[f"den {c}"])
+            elif c.endswith("_us"):
+                agg[c] = m[c]
+            elif c.endswith("_gbps"):
+                moved, spent = s[f"moved {c}"], t[f"spent {c}"]
+                if c.endswith("_active_gbps"):
+                    agg[c] = moved / nan_if_zero(spent)
+                else:  # over the mean block time: the device-level rate while the side ran, all blocks
+                    agg[c] = moved / nan_if_zero(spent / nan_if_zero(n_rows))
+            else:
+                agg[c] = s[c]
+    return pd.DataFrame(agg, index=index)
 
 
 def per_core_times(kernels: pd.DataFrame, aic_count: int | None, aiv_count: int | None) -> pd.DataFrame:
