@@ -36,7 +36,7 @@ def _plain(value: Any) -> Any:
         return str.__str__(value)
     if isinstance(value, dict):
         return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if type(value) in (list, tuple):  # exactly: a named tuple is rebuilt otherwise
         return type(value)(_plain(v) for v in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type) and type(value).__name__ in (
             "IRCapture", "KernelCapture"):
