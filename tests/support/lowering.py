@@ -20,6 +20,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from tilescope.ir.capture import IRCapture
+from tilescope.ir.lowering import KernelCapture
+
 
 def _folder_digest(path: Path) -> str:
     digest = hashlib.sha256()
@@ -38,8 +41,7 @@ def _plain(value: Any) -> Any:
         return {_plain(k): _plain(v) for k, v in value.items()}
     if type(value) in (list, tuple):  # exactly: a named tuple is rebuilt otherwise
         return type(value)(_plain(v) for v in value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type) and type(value).__name__ in (
-            "IRCapture", "KernelCapture"):
+    if isinstance(value, (IRCapture, KernelCapture)):
         return dataclasses.replace(value, **{f.name: _plain(getattr(value, f.name))
                                              for f in dataclasses.fields(value) if f.init})
     return value
@@ -47,7 +49,7 @@ def _plain(value: Any) -> Any:
 
 def share_lowerings() -> None:
     """Patch this process's capture to keep each distinct lowering (see the module's docstring)."""
-    from tilescope.ir import capture
+    from tilescope.ir import capture  # the module: its _capture_here is replaced below
 
     lower_here = capture._capture_here
     kept: dict[tuple[str, ...], Any] = {}
