@@ -91,7 +91,8 @@ def main(argv: list[str]) -> int:
         code = subprocess.call(command, cwd=ROOT)
     wall, busy = time.perf_counter() - wall0, machine_busy_s() - busy0
     speed_after = busy_loop_mturns()
-    print(f"suite_cpu: exit {code}, wall {wall:.0f} s ({int(wall // 60)} min {wall % 60:02.0f} s), "
+    whole = round(wall)  # minutes and seconds of the rounded time: 359.6 s is 6 min 00 s, not 5 min 60 s
+    print(f"suite_cpu: exit {code}, wall {whole} s ({whole // 60} min {whole % 60:02d} s), "
           f"machine busy {busy:.0f} CPU s, Chromium {chromium.total_s():.0f} CPU s, busy loop "
           f"{speed_before:.1f} -> {speed_after:.1f} M turns/5 s", file=sys.stderr)
     return code
