@@ -364,10 +364,10 @@ def _evidence_html(table: EvidenceTable) -> str:
 
 
 def _excerpt_html(ex: Excerpt) -> str:
-    body = _highlighted("\n".join(ex.lines) + "\n", ex.language or "text", ex.first_line,
-                        tuple(sorted(ex.marked)))
+    marked = tuple(sorted(ex.marked))
+    body = _highlighted("\n".join(ex.lines) + "\n", ex.language or "text", ex.first_line, marked)
     return (f'<div class="excerpt" data-stage="{html_text(ex.stage)}" '
-            f'data-marked="{",".join(map(str, sorted(ex.marked)))}">'
+            f'data-marked="{",".join(map(str, marked))}">'
             f"<p>{html_text(ex.stage or 'source')} · <code>{html_text(ex.display)}</code></p>{body}</div>")
 
 
