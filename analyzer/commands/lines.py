@@ -198,10 +198,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         width: Annotated[int | None, typer.Option("--width", metavar="N", min=20, help=WIDTH_HELP)] = None,
     ) -> None:
-        """Measured cost per source line, hottest first, from msprof op simulator output or a
-        visualize_data.bin (the simulator's cycles, or a board Source run's instructions executed).
+        """Measured cost per source line, hottest first: msprof op simulator output or visualize_data.bin.
 
-        A bundle maps them to its TileLang lines (its line map), with the Ascend C lines under each.
+        The cost is the simulator's cycles, or a board Source run's instructions executed. A bundle
+        maps them to its TileLang lines (its line map), with the Ascend C lines under each.
 
         Example: tilescope lines runs/fa-sim --top 10
         """

@@ -6,6 +6,8 @@ package's classes instead, and every usage error ended in a traceback with exit 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from support import REPO_ROOT, cli_process
@@ -43,3 +45,15 @@ def test_no_command_prints_the_help() -> None:
 def test_help_is_success() -> None:
     r = cli_process("kernels", "--help")
     assert r.returncode == 0 and "Example: tilescope kernels" in r.stdout
+
+
+def test_root_help_lists_each_command_on_one_line() -> None:
+    # typer's rich help keeps a single line break of a command's first docstring paragraph in the
+    # root listing: `lines` once broke its summary in the middle of a sentence
+    r = cli_process("--help", env={**os.environ, "COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    panel = r.stdout.split("Commands", 1)[1].splitlines()
+    rows = [row.strip("│ ") for row in panel if row.startswith("│")]
+    names = [row.split()[0] for row in rows]
+    assert names == ["info", "kernels", "analyze", "rules", "rule", "lint", "collect", "diff", "lines",
+                     "serve", "mcp", "cache"], rows
