@@ -50,7 +50,8 @@ def test_help_is_success() -> None:
 def test_root_help_lists_each_command_on_one_line() -> None:
     # typer's rich help keeps a single line break of a command's first docstring paragraph in the
     # root listing: `lines` once broke its summary in the middle of a sentence
-    r = cli_process("--help", env={**os.environ, "COLUMNS": "200"})
+    # wide enough that no summary wraps; UTF-8 so that rich draws the panel with its box lines
+    r = cli_process("--help", env={**os.environ, "COLUMNS": "200", "PYTHONIOENCODING": "utf-8"})
     assert r.returncode == 0, r.stderr
     panel = r.stdout.split("Commands", 1)[1].splitlines()
     rows = [row.strip("│ ") for row in panel if row.startswith("│")]
