@@ -20,7 +20,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from tilescope.ir.capture import IRCapture
+from tilescope.ir import capture  # the module: share_lowerings replaces its _capture_here
 from tilescope.ir.lowering import KernelCapture
 
 
@@ -41,7 +41,7 @@ def _plain(value: Any) -> Any:
         return {_plain(k): _plain(v) for k, v in value.items()}
     if type(value) in (list, tuple):  # exactly: a named tuple is rebuilt otherwise
         return type(value)(_plain(v) for v in value)
-    if isinstance(value, (IRCapture, KernelCapture)):
+    if isinstance(value, (capture.IRCapture, KernelCapture)):
         return dataclasses.replace(value, **{f.name: _plain(getattr(value, f.name))
                                              for f in dataclasses.fields(value) if f.init})
     return value
@@ -49,8 +49,6 @@ def _plain(value: Any) -> Any:
 
 def share_lowerings() -> None:
     """Patch this process's capture to keep each distinct lowering (see the module's docstring)."""
-    from tilescope.ir import capture  # the module: its _capture_here is replaced below
-
     lower_here = capture._capture_here
     kept: dict[tuple[str, ...], Any] = {}
 
